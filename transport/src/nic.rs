@@ -1,0 +1,651 @@
+//! What a process sees of its RDMA NIC and its own memory: the [`Nic`] trait, the [`Op`] values
+//! it accepts, and the [`Completion`]s and [`Recv`]s it returns.
+
+use crate::payload::Synthetic;
+use crate::process::ProcessId;
+use crate::region::{Access, LocalAddr, RegionId, RegionTable, RemoteAddr};
+use crate::rng::Rng;
+use crate::time::Nanos;
+use bytes::Bytes;
+use std::fmt;
+
+/// Identifies a posted op; returned by every `post_*` and echoed in its [`Completion`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct WrId(pub u64);
+
+/// The bytes a write or send carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Data {
+    /// Real bytes.
+    Bytes(Bytes),
+    /// Bytes regenerated from a seed; see [`crate::payload`].
+    Synthetic(Synthetic),
+}
+
+impl Data {
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        match self {
+            Data::Bytes(b) => b.len(),
+            Data::Synthetic(s) => s.len as usize,
+        }
+    }
+
+    /// Whether the payload is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes `[offset, offset + out.len())`.
+    pub fn copy_to(&self, offset: usize, out: &mut [u8]) {
+        match self {
+            Data::Bytes(b) => out.copy_from_slice(&b[offset..offset + out.len()]),
+            Data::Synthetic(s) => s.fill(offset as u64, out),
+        }
+    }
+
+    /// The payload as contiguous bytes (materialises a synthetic payload).
+    pub fn to_bytes(&self) -> Bytes {
+        match self {
+            Data::Bytes(b) => b.clone(),
+            Data::Synthetic(s) => Bytes::from(s.to_vec()),
+        }
+    }
+}
+
+/// Flags of a one-sided write, as `ibv_send_flags`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct WriteFlags {
+    /// Report a completion on success (failures are always reported).
+    pub signaled: bool,
+    /// Copy the payload into the work request; allowed up to [`NicLimits::inline_max`] bytes and
+    /// saves the NIC's DMA read of the source buffer.
+    pub inline: bool,
+}
+
+impl WriteFlags {
+    /// Unsignaled, not inline.
+    pub const NONE: WriteFlags = WriteFlags {
+        signaled: false,
+        inline: false,
+    };
+    /// Signaled, not inline.
+    pub const SIGNALED: WriteFlags = WriteFlags {
+        signaled: true,
+        inline: false,
+    };
+
+    /// These flags with `inline` set.
+    pub const fn inline(self) -> WriteFlags {
+        WriteFlags {
+            inline: true,
+            ..self
+        }
+    }
+
+    /// These flags with `signaled` set.
+    pub const fn signaled(self) -> WriteFlags {
+        WriteFlags {
+            signaled: true,
+            ..self
+        }
+    }
+}
+
+/// One effect a process asks of its NIC. Every op is recorded as a value before anything happens:
+/// the simulator prices it, checkers observe it, unit tests assert on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// One-sided write into a peer's region; with `imm`, the peer also receives
+    /// [`Recv::Immediate`] (RDMA write-with-immediate).
+    Write {
+        /// Target address.
+        dst: RemoteAddr,
+        /// The bytes written.
+        data: Data,
+        /// Immediate value delivered to the target, if any.
+        imm: Option<u32>,
+        /// Signaling and inlining.
+        flags: WriteFlags,
+    },
+    /// One-sided read of `len` bytes of a peer's region into one of the caller's regions.
+    Read {
+        /// Source address at the peer.
+        src: RemoteAddr,
+        /// Bytes to read.
+        len: usize,
+        /// Where the bytes land locally.
+        into: LocalAddr,
+        /// Report a completion on success.
+        signaled: bool,
+    },
+    /// Atomic compare-and-swap of an aligned 8-byte word; the completion carries the old value.
+    CompareSwap {
+        /// Target word (8-byte aligned).
+        dst: RemoteAddr,
+        /// Expected current value.
+        expect: u64,
+        /// Value stored if the current value equals `expect`.
+        swap: u64,
+    },
+    /// Atomic fetch-and-add of an aligned 8-byte word; the completion carries the old value.
+    FetchAdd {
+        /// Target word (8-byte aligned).
+        dst: RemoteAddr,
+        /// Added (wrapping) to the word.
+        add: u64,
+    },
+    /// Two-sided send: the peer receives [`Recv::Message`].
+    Send {
+        /// Receiver.
+        to: ProcessId,
+        /// Message bytes.
+        data: Bytes,
+        /// Report a completion on success.
+        signaled: bool,
+    },
+    /// Changes the access `peer` has to one of the caller's regions. Takes effect before the
+    /// call returns: no op of `peer` that lands later sees the old access.
+    SetAccess {
+        /// The caller's region.
+        region: RegionId,
+        /// The peer whose access changes.
+        peer: ProcessId,
+        /// The new access.
+        access: Access,
+    },
+    /// Re-establishes the queue pair to `peer` after an error; completes with [`OpKind::Reconnect`].
+    Reconnect {
+        /// The peer.
+        peer: ProcessId,
+    },
+}
+
+impl Op {
+    /// The kind of op, as reported in completions.
+    pub fn kind(&self) -> OpKind {
+        match self {
+            Op::Write { imm: None, .. } => OpKind::Write,
+            Op::Write { imm: Some(_), .. } => OpKind::WriteImm,
+            Op::Read { .. } => OpKind::Read,
+            Op::CompareSwap { .. } => OpKind::CompareSwap,
+            Op::FetchAdd { .. } => OpKind::FetchAdd,
+            Op::Send { .. } => OpKind::Send,
+            Op::SetAccess { .. } => OpKind::SetAccess,
+            Op::Reconnect { .. } => OpKind::Reconnect,
+        }
+    }
+
+    /// The remote process the op targets (the caller itself for `SetAccess`: it is local).
+    pub fn peer(&self) -> ProcessId {
+        match self {
+            Op::Write { dst, .. } | Op::CompareSwap { dst, .. } | Op::FetchAdd { dst, .. } => {
+                dst.process
+            }
+            Op::Read { src, .. } => src.process,
+            Op::Send { to, .. } => *to,
+            Op::SetAccess { peer, .. } | Op::Reconnect { peer } => *peer,
+        }
+    }
+
+    /// Whether a successful op reports a completion (failures always do).
+    pub fn signaled(&self) -> bool {
+        match self {
+            Op::Write { flags, .. } => flags.signaled,
+            Op::Read { signaled, .. } | Op::Send { signaled, .. } => *signaled,
+            Op::CompareSwap { .. } | Op::FetchAdd { .. } | Op::Reconnect { .. } => true,
+            Op::SetAccess { .. } => false,
+        }
+    }
+
+    /// Bytes the op moves over the wire towards the peer.
+    pub fn wire_bytes(&self) -> usize {
+        match self {
+            Op::Write { data, .. } => data.len(),
+            Op::Send { data, .. } => data.len(),
+            Op::CompareSwap { .. } | Op::FetchAdd { .. } => 8,
+            Op::Read { .. } | Op::SetAccess { .. } | Op::Reconnect { .. } => 0,
+        }
+    }
+}
+
+/// The kind of a completed op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum OpKind {
+    /// [`Op::Write`] without immediate.
+    Write,
+    /// [`Op::Write`] with immediate.
+    WriteImm,
+    /// [`Op::Read`].
+    Read,
+    /// [`Op::CompareSwap`].
+    CompareSwap,
+    /// [`Op::FetchAdd`].
+    FetchAdd,
+    /// [`Op::Send`].
+    Send,
+    /// [`Op::SetAccess`] (never completes; local and synchronous).
+    SetAccess,
+    /// [`Op::Reconnect`].
+    Reconnect,
+}
+
+/// How an op ended, as a work completion's status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Status {
+    /// The op took effect.
+    Success,
+    /// The peer had not granted the needed access when the op arrived (remote access error).
+    /// The queue pair to that peer is now in error until [`Nic::reconnect`].
+    AccessDenied,
+    /// The peer did not answer (crashed, or its NIC is gone); the op had no effect.
+    PeerUnreachable,
+    /// The queue pair to the peer was in error when the op reached the front of it; the op had
+    /// no effect. Reconnect, then repost.
+    Flushed,
+}
+
+/// A work completion: reported for every signaled op, and for every failed op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// The op's id.
+    pub wr: WrId,
+    /// The op's kind.
+    pub kind: OpKind,
+    /// The peer the op targeted.
+    pub peer: ProcessId,
+    /// How it ended.
+    pub status: Status,
+    /// The old value, for successful atomics.
+    pub value: Option<u64>,
+}
+
+/// Something a peer delivered to the caller's receive queue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Recv {
+    /// A two-sided message.
+    Message {
+        /// Sender.
+        from: ProcessId,
+        /// Bytes.
+        data: Bytes,
+    },
+    /// The immediate of a write-with-immediate whose bytes have already landed.
+    Immediate {
+        /// Writer.
+        from: ProcessId,
+        /// The immediate value.
+        imm: u32,
+        /// Where the write landed.
+        at: LocalAddr,
+        /// How many bytes it wrote.
+        len: usize,
+    },
+}
+
+/// Limits of the (real or modelled) NIC a process may ask about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NicLimits {
+    /// The largest payload a write may carry inline.
+    pub inline_max: usize,
+    /// The largest two-sided message.
+    pub send_max: usize,
+}
+
+impl Default for NicLimits {
+    fn default() -> Self {
+        NicLimits {
+            inline_max: 256,
+            send_max: 1 << 20,
+        }
+    }
+}
+
+/// Why an op or memory access was rejected before anything happened. Nothing is modified when
+/// one of these is returned.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OpError {
+    /// The target process does not exist in this run.
+    #[error("{peer} does not exist (the run has {processes} processes)")]
+    UnknownProcess {
+        /// The process named.
+        peer: ProcessId,
+        /// Processes in the run.
+        processes: usize,
+    },
+    /// The region does not exist at that process.
+    #[error("{process} has no region {region}")]
+    UnknownRegion {
+        /// The owner named.
+        process: ProcessId,
+        /// The region named.
+        region: RegionId,
+    },
+    /// The access would touch bytes outside the region.
+    #[error("{process}:{region} bytes {offset}..{end} are outside the region of {region_len} bytes", end = offset + len)]
+    OutOfBounds {
+        /// The owner.
+        process: ProcessId,
+        /// The region.
+        region: RegionId,
+        /// First byte.
+        offset: usize,
+        /// Bytes accessed.
+        len: usize,
+        /// The region's length.
+        region_len: usize,
+    },
+    /// Atomics and word accesses need an 8-byte-aligned offset.
+    #[error("offset {offset} is not 8-byte aligned, as atomics and word accesses require")]
+    Misaligned {
+        /// The offset given.
+        offset: usize,
+    },
+    /// An inline write larger than the NIC's inline limit.
+    #[error("inline write of {len} bytes exceeds the NIC's inline limit of {max} bytes; post it without the inline flag")]
+    InlineTooLarge {
+        /// Payload length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A send larger than the largest two-sided message.
+    #[error("send of {len} bytes exceeds the largest message of {max} bytes")]
+    SendTooLarge {
+        /// Message length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The calling process has crashed (fault injection); it can do nothing.
+    #[error("the process has crashed")]
+    Crashed,
+}
+
+/// Checks that `len` bytes at `offset` of `region` at `process` exist.
+pub fn check_bounds(
+    table: &RegionTable,
+    process: ProcessId,
+    region: RegionId,
+    offset: usize,
+    len: usize,
+) -> Result<(), OpError> {
+    if process.index() >= table.processes() {
+        return Err(OpError::UnknownProcess {
+            peer: process,
+            processes: table.processes(),
+        });
+    }
+    let region_len = table
+        .len_of(process, region)
+        .ok_or(OpError::UnknownRegion { process, region })?;
+    match offset.checked_add(len) {
+        Some(end) if end <= region_len => Ok(()),
+        _ => Err(OpError::OutOfBounds {
+            process,
+            region,
+            offset,
+            len,
+            region_len,
+        }),
+    }
+}
+
+fn check_aligned(offset: usize) -> Result<(), OpError> {
+    if offset % 8 == 0 {
+        Ok(())
+    } else {
+        Err(OpError::Misaligned { offset })
+    }
+}
+
+/// Validates `op`, posted by `me`, against the region table and NIC limits. Every runtime calls
+/// this before accepting an op, so all reject exactly the same ops with the same errors.
+pub fn validate(
+    op: &Op,
+    me: ProcessId,
+    table: &RegionTable,
+    limits: &NicLimits,
+) -> Result<(), OpError> {
+    match op {
+        Op::Write {
+            dst, data, flags, ..
+        } => {
+            if flags.inline && data.len() > limits.inline_max {
+                return Err(OpError::InlineTooLarge {
+                    len: data.len(),
+                    max: limits.inline_max,
+                });
+            }
+            check_bounds(table, dst.process, dst.region, dst.offset, data.len())
+        }
+        Op::Read { src, len, into, .. } => {
+            check_bounds(table, src.process, src.region, src.offset, *len)?;
+            check_bounds(table, me, into.region, into.offset, *len)
+        }
+        Op::CompareSwap { dst, .. } | Op::FetchAdd { dst, .. } => {
+            check_aligned(dst.offset)?;
+            check_bounds(table, dst.process, dst.region, dst.offset, 8)
+        }
+        Op::Send { to, data, .. } => {
+            check_peer(table, *to)?;
+            if data.len() > limits.send_max {
+                return Err(OpError::SendTooLarge {
+                    len: data.len(),
+                    max: limits.send_max,
+                });
+            }
+            Ok(())
+        }
+        Op::SetAccess { region, peer, .. } => {
+            check_peer(table, *peer)?;
+            check_bounds(table, me, *region, 0, 0)
+        }
+        Op::Reconnect { peer } => check_peer(table, *peer),
+    }
+}
+
+fn check_peer(table: &RegionTable, peer: ProcessId) -> Result<(), OpError> {
+    if peer.index() < table.processes() {
+        Ok(())
+    } else {
+        Err(OpError::UnknownProcess {
+            peer,
+            processes: table.processes(),
+        })
+    }
+}
+
+/// A process's view of its RDMA NIC and its own memory, implemented by every runtime.
+///
+/// # Ordering and visibility
+/// Ops from one process to one peer take effect at the peer in the order they were posted (an RC
+/// queue pair). Nothing else is ordered: ops to different peers, or from different senders, may
+/// land in any order. A write becomes visible word by word (8-byte aligned words are never torn),
+/// never atomically as a whole; detect complete entries with a canary (see [`crate::slot`]).
+///
+/// # Calling protocol
+/// During one [`crate::Process::poll`] a process may call any method any number of times. Ops are
+/// accepted or rejected at once ([`OpError`], nothing modified); their outcome arrives later
+/// through [`Nic::poll_completion`] (always for failures, for successes only when signaled).
+/// `poll_completion` and `poll_recv` drain: call them until they return `None`. Local memory
+/// accesses take effect immediately. `now` may advance during a poll as the runtime charges the
+/// process's CPU time. Timers are deadlines returned in [`crate::Progress::wake_at`].
+pub trait Nic {
+    /// This process's id.
+    fn id(&self) -> ProcessId;
+
+    /// The region table of the run (every process's region lengths).
+    fn regions(&self) -> &RegionTable;
+
+    /// Number of processes in the run; peers are `ProcessId(0..n)`.
+    fn processes(&self) -> usize {
+        self.regions().processes()
+    }
+
+    /// The current time.
+    fn now(&self) -> Nanos;
+
+    /// This process's protocol random stream.
+    fn rng(&mut self) -> &mut Rng;
+
+    /// The NIC's limits.
+    fn limits(&self) -> NicLimits;
+
+    /// Copies bytes of one of this process's regions into `buf`.
+    fn read_local(&self, at: LocalAddr, buf: &mut [u8]) -> Result<(), OpError>;
+
+    /// Writes bytes into one of this process's regions.
+    fn write_local(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError>;
+
+    /// Loads the aligned 8-byte little-endian word at `at` (never torn).
+    fn load_u64(&self, at: LocalAddr) -> Result<u64, OpError>;
+
+    /// Stores an aligned 8-byte little-endian word at `at` (never torn).
+    fn store_u64(&mut self, at: LocalAddr, value: u64) -> Result<(), OpError>;
+
+    /// Accepts an op (after [`validate`]) and returns its id.
+    fn post(&mut self, op: Op) -> Result<WrId, OpError>;
+
+    /// The next completion, if any.
+    fn poll_completion(&mut self) -> Option<Completion>;
+
+    /// The next received message or immediate, if any.
+    fn poll_recv(&mut self) -> Option<Recv>;
+
+    /// Posts a one-sided write of `data` (copied) to `dst`.
+    fn post_write(
+        &mut self,
+        dst: RemoteAddr,
+        data: &[u8],
+        flags: WriteFlags,
+    ) -> Result<WrId, OpError> {
+        self.post(Op::Write {
+            dst,
+            data: Data::Bytes(Bytes::copy_from_slice(data)),
+            imm: None,
+            flags,
+        })
+    }
+
+    /// Posts a one-sided write of `data` (shared, not copied) or a synthetic payload.
+    fn post_write_data(
+        &mut self,
+        dst: RemoteAddr,
+        data: Data,
+        flags: WriteFlags,
+    ) -> Result<WrId, OpError> {
+        self.post(Op::Write {
+            dst,
+            data,
+            imm: None,
+            flags,
+        })
+    }
+
+    /// Posts a write-with-immediate: the bytes land, then the peer receives `imm`.
+    fn post_write_imm(
+        &mut self,
+        dst: RemoteAddr,
+        data: &[u8],
+        imm: u32,
+        flags: WriteFlags,
+    ) -> Result<WrId, OpError> {
+        self.post(Op::Write {
+            dst,
+            data: Data::Bytes(Bytes::copy_from_slice(data)),
+            imm: Some(imm),
+            flags,
+        })
+    }
+
+    /// Posts a one-sided read of `len` bytes at `src` into `into`.
+    fn post_read(
+        &mut self,
+        src: RemoteAddr,
+        len: usize,
+        into: LocalAddr,
+        signaled: bool,
+    ) -> Result<WrId, OpError> {
+        self.post(Op::Read {
+            src,
+            len,
+            into,
+            signaled,
+        })
+    }
+
+    /// Posts a compare-and-swap; the completion's `value` is the word before the op.
+    fn post_cas(&mut self, dst: RemoteAddr, expect: u64, swap: u64) -> Result<WrId, OpError> {
+        self.post(Op::CompareSwap { dst, expect, swap })
+    }
+
+    /// Posts a fetch-and-add; the completion's `value` is the word before the op.
+    fn post_fetch_add(&mut self, dst: RemoteAddr, add: u64) -> Result<WrId, OpError> {
+        self.post(Op::FetchAdd { dst, add })
+    }
+
+    /// Sends a two-sided message.
+    fn send(&mut self, to: ProcessId, data: &[u8], signaled: bool) -> Result<WrId, OpError> {
+        self.post(Op::Send {
+            to,
+            data: Bytes::copy_from_slice(data),
+            signaled,
+        })
+    }
+
+    /// Changes `peer`'s access to one of this process's regions; effective before it returns.
+    fn set_access(
+        &mut self,
+        region: RegionId,
+        peer: ProcessId,
+        access: Access,
+    ) -> Result<(), OpError> {
+        self.post(Op::SetAccess {
+            region,
+            peer,
+            access,
+        })
+        .map(|_| ())
+    }
+
+    /// Re-establishes the queue pair to `peer` after an error (costly, as on real hardware).
+    fn reconnect(&mut self, peer: ProcessId) -> Result<WrId, OpError> {
+        self.post(Op::Reconnect { peer })
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Op::Write {
+                dst,
+                data,
+                imm,
+                flags,
+            } => write!(
+                f,
+                "write {} bytes to {dst} imm={imm:?} signaled={} inline={}",
+                data.len(),
+                flags.signaled,
+                flags.inline
+            ),
+            Op::Read { src, len, into, .. } => {
+                write!(
+                    f,
+                    "read {len} bytes from {src} into {}+{}",
+                    into.region, into.offset
+                )
+            }
+            Op::CompareSwap { dst, expect, swap } => write!(f, "cas {dst} {expect}->{swap}"),
+            Op::FetchAdd { dst, add } => write!(f, "faa {dst} +{add}"),
+            Op::Send { to, data, .. } => write!(f, "send {} bytes to {to}", data.len()),
+            Op::SetAccess {
+                region,
+                peer,
+                access,
+            } => write!(f, "set_access {region} {peer} {access:?}"),
+            Op::Reconnect { peer } => write!(f, "reconnect {peer}"),
+        }
+    }
+}

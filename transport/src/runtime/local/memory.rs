@@ -1,0 +1,117 @@
+//! Word-atomic shared memory: a region is a slice of `AtomicU64`, so a write becomes visible word
+//! by word (8-byte words never tear) and never atomically as a whole.
+
+use crate::nic::Data;
+use crate::region::Access;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// One region of one process, shared by every thread.
+#[derive(Debug)]
+pub(crate) struct SharedRegion {
+    words: Box<[AtomicU64]>,
+    /// Per-peer access. A remote op holds its peer's lock while it checks and copies, so once
+    /// `set_access` (which takes the same lock) returns, no later word of that peer lands.
+    pub(crate) access: Box<[Mutex<Access>]>,
+}
+
+impl SharedRegion {
+    pub(crate) fn new(len: usize, access: Vec<Access>) -> SharedRegion {
+        SharedRegion {
+            words: (0..len.div_ceil(8)).map(|_| AtomicU64::new(0)).collect(),
+            access: access.into_iter().map(Mutex::new).collect(),
+        }
+    }
+
+    /// Stores `data` at `offset`, word by word in ascending address order. Partial words at the
+    /// edges are merged with a compare-and-swap loop so neighbouring bytes are never clobbered.
+    pub(crate) fn write(&self, offset: usize, data: &[u8]) {
+        let mut pos = offset;
+        let mut i = 0;
+        while i < data.len() {
+            let w = pos / 8;
+            let in_word = pos % 8;
+            let n = (8 - in_word).min(data.len() - i);
+            if n == 8 {
+                let v = u64::from_le_bytes(data[i..i + 8].try_into().expect("8 bytes"));
+                self.words[w].store(v, Ordering::Release);
+            } else {
+                let mut bytes = [0u8; 8];
+                bytes[in_word..in_word + n].copy_from_slice(&data[i..i + n]);
+                let bits = u64::from_le_bytes(bytes);
+                let mask = if n == 8 {
+                    u64::MAX
+                } else {
+                    ((1u64 << (8 * n)) - 1) << (8 * in_word)
+                };
+                let _ = self.words[w].fetch_update(Ordering::Release, Ordering::Relaxed, |old| {
+                    Some((old & !mask) | bits)
+                });
+            }
+            pos += n;
+            i += n;
+        }
+    }
+
+    /// Stores a write op's payload at `offset` (synthetic payloads regenerated chunk by chunk).
+    pub(crate) fn write_data(&self, offset: usize, data: &Data) {
+        match data {
+            Data::Bytes(b) => self.write(offset, b),
+            Data::Synthetic(s) => {
+                let mut buf = [0u8; 4096];
+                let mut done = 0usize;
+                while done < s.len as usize {
+                    let n = buf.len().min(s.len as usize - done);
+                    s.fill(done as u64, &mut buf[..n]);
+                    self.write(offset + done, &buf[..n]);
+                    done += n;
+                }
+            }
+        }
+    }
+
+    /// Loads bytes at `offset` into `out`, word by word in ascending order.
+    pub(crate) fn read(&self, offset: usize, out: &mut [u8]) {
+        let mut pos = offset;
+        let mut i = 0;
+        while i < out.len() {
+            let w = pos / 8;
+            let in_word = pos % 8;
+            let n = (8 - in_word).min(out.len() - i);
+            let bytes = self.words[w].load(Ordering::Acquire).to_le_bytes();
+            out[i..i + n].copy_from_slice(&bytes[in_word..in_word + n]);
+            pos += n;
+            i += n;
+        }
+    }
+
+    /// The aligned word at `offset`.
+    pub(crate) fn word(&self, offset: usize) -> &AtomicU64 {
+        &self.words[offset / 8]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Unaligned writes touch exactly their bytes; reads return them.
+        #[test]
+        fn writes_touch_only_their_range(
+            len in 1usize..100, offset in 0usize..100, data in proptest::collection::vec(any::<u8>(), 0..100)
+        ) {
+            let total = len + offset + data.len();
+            let r = SharedRegion::new(total, vec![]);
+            let fill: Vec<u8> = (0..total).map(|i| i as u8 ^ 0x5A).collect();
+            r.write(0, &fill);
+            r.write(offset, &data);
+            let mut out = vec![0; total];
+            r.read(0, &mut out);
+            let mut expect = fill.clone();
+            expect[offset..offset + data.len()].copy_from_slice(&data);
+            prop_assert_eq!(out, expect);
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! Faults the simulator injects, scheduled explicitly or drawn from the seed.
+
+use crate::process::ProcessId;
+use crate::region::RegionId;
+use crate::rng::{Purpose, Rng};
+use crate::time::Nanos;
+use std::fmt;
+
+/// One fault.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fault {
+    /// The process stops for good at `at`: it is never polled again, ops to it fail with
+    /// `PeerUnreachable`.
+    Crash {
+        /// When.
+        at: Nanos,
+        /// Who.
+        process: ProcessId,
+    },
+    /// The process is not polled during `[at, at + duration)` (a GC pause, a descheduled thread).
+    Pause {
+        /// When.
+        at: Nanos,
+        /// Who.
+        process: ProcessId,
+        /// How long.
+        duration: Nanos,
+    },
+    /// Every CPU cost of the process is multiplied by `factor` during `[at, at + duration)`
+    /// (a laggard).
+    Slow {
+        /// When.
+        at: Nanos,
+        /// Who.
+        process: ProcessId,
+        /// How long.
+        duration: Nanos,
+        /// CPU slowdown, > 1.
+        factor: f64,
+    },
+    /// Ops from `from` to `to` take `delay` plus up to `jitter` (uniform) longer during
+    /// `[at, at + duration)`. Per-pair order is still kept, as on an RC queue pair.
+    LinkDelay {
+        /// When.
+        at: Nanos,
+        /// Sender.
+        from: ProcessId,
+        /// Receiver.
+        to: ProcessId,
+        /// How long.
+        duration: Nanos,
+        /// Fixed extra delay.
+        delay: Nanos,
+        /// Maximum random extra delay.
+        jitter: Nanos,
+    },
+    /// `owner` revokes `peer`'s access to `region` at `at`, whatever is in flight, and restores
+    /// the declared access after `duration`. In-flight writes of `peer` that land in between
+    /// fail with `AccessDenied` and break its queue pair.
+    Revoke {
+        /// When.
+        at: Nanos,
+        /// The region's owner.
+        owner: ProcessId,
+        /// The region.
+        region: RegionId,
+        /// The peer losing access.
+        peer: ProcessId,
+        /// How long until the declared access is restored.
+        duration: Nanos,
+    },
+}
+
+impl Fault {
+    /// When the fault starts.
+    pub fn at(&self) -> Nanos {
+        match self {
+            Fault::Crash { at, .. }
+            | Fault::Pause { at, .. }
+            | Fault::Slow { at, .. }
+            | Fault::LinkDelay { at, .. }
+            | Fault::Revoke { at, .. } => *at,
+        }
+    }
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fault::Crash { at, process } => write!(f, "{at} crash {process}"),
+            Fault::Pause {
+                at,
+                process,
+                duration,
+            } => write!(f, "{at} pause {process} for {duration}"),
+            Fault::Slow {
+                at,
+                process,
+                duration,
+                factor,
+            } => write!(f, "{at} slow {process} x{factor:.1} for {duration}"),
+            Fault::LinkDelay {
+                at,
+                from,
+                to,
+                duration,
+                delay,
+                jitter,
+            } => write!(f, "{at} link {from}->{to} +{delay}~{jitter} for {duration}"),
+            Fault::Revoke {
+                at,
+                owner,
+                region,
+                peer,
+                duration,
+            } => write!(f, "{at} revoke {peer} on {owner}:{region} for {duration}"),
+        }
+    }
+}
+
+/// Bounds on the faults [`random_faults`] draws.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FaultBudget {
+    /// Faults happen in `[0, horizon)`.
+    pub horizon: Nanos,
+    /// Most processes that may crash (keep within the protocol's `f`).
+    pub max_crashes: usize,
+    /// Number of non-crash faults to draw.
+    pub transient: usize,
+    /// Regions per process that revokes may target (`0` disables revokes).
+    pub revocable_regions: u16,
+}
+
+/// Draws a fault schedule from the run's seed (stream [`Purpose::Faults`]), so the same seed
+/// always injects the same faults and fault settings never perturb protocol randomness.
+pub fn random_faults(seed: u64, processes: usize, budget: FaultBudget) -> Vec<Fault> {
+    let mut rng = Rng::derive(seed, Purpose::Faults, 0);
+    let n = processes as u64;
+    let h = budget.horizon.as_nanos().max(1);
+    let mut faults = Vec::new();
+    if n == 0 {
+        return faults;
+    }
+    let crashes = rng.below(budget.max_crashes as u64 + 1) as usize;
+    let mut crashed: Vec<u32> = Vec::new();
+    while crashed.len() < crashes.min(processes) {
+        let p = rng.below(n) as u32;
+        if !crashed.contains(&p) {
+            crashed.push(p);
+            faults.push(Fault::Crash {
+                at: Nanos(rng.below(h)),
+                process: ProcessId(p),
+            });
+        }
+    }
+    for _ in 0..budget.transient {
+        let at = Nanos(rng.below(h));
+        let p = ProcessId(rng.below(n) as u32);
+        let q = ProcessId(rng.below(n) as u32);
+        let duration = Nanos(rng.range_inclusive(h / 100 + 1, h / 5 + 1));
+        let kinds = if budget.revocable_regions > 0 { 4 } else { 3 };
+        faults.push(match rng.below(kinds) {
+            0 => Fault::Pause {
+                at,
+                process: p,
+                duration,
+            },
+            1 => Fault::Slow {
+                at,
+                process: p,
+                duration,
+                factor: 1.0 + rng.unit_f64() * 9.0,
+            },
+            2 => Fault::LinkDelay {
+                at,
+                from: p,
+                to: q,
+                duration,
+                delay: Nanos(rng.below(20_000)),
+                jitter: Nanos(rng.below(5_000)),
+            },
+            _ => Fault::Revoke {
+                at,
+                owner: p,
+                region: RegionId(rng.below(budget.revocable_regions as u64) as u16),
+                peer: q,
+                duration,
+            },
+        });
+    }
+    faults.sort_by_key(|f| f.at());
+    faults
+}

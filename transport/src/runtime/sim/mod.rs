@@ -1,0 +1,900 @@
+//! The deterministic discrete-event simulator.
+//!
+//! Single-threaded and deterministic from a seed: events are ordered by `(time, tie, seq)`, where
+//! `seq` is a monotone counter and `tie` comes from the [`TieBreak`] policy (always 0 for FIFO, a
+//! draw from the scheduler stream for random). Nothing is ordered by addresses or hashes.
+//!
+//! # Cost model (see [`Profile`])
+//! - A process is one CPU. A poll costs `cpu.poll_ns`, each posted op `nic.post_ns`, each drained
+//!   completion or receive `nic.completion_ns`, all multiplied by the process's slow factor; the
+//!   process is busy until its poll's cost has elapsed, and events for it wait.
+//! - An op leaves the sender's NIC when its doorbell rang (plus `dma_read_ns` unless inline), no
+//!   earlier than the NIC's egress is free: each NIC serialises its egress bytes at `link_gbps`
+//!   and spaces work requests by the message-rate limit.
+//! - It reaches the target after `write_latency_ns` (plus injected link delay) and then
+//!   serialises on the target's ingress, full duplex. Ops of one sender to one target land in
+//!   post order (RC queue pair); a write lands atomically at that instant.
+//! - Acknowledgements (completions, read responses, atomic results) return after another
+//!   `write_latency_ns`; read responses serialise on the target's egress and sender's ingress.
+//! - An access check happens when the op lands. A refused op completes with `AccessDenied` and
+//!   puts the sender's queue pair in error: later ops to that peer are `Flushed` until a
+//!   `reconnect`, which takes `reconnect_ns`.
+//! - Ops to a crashed process fail with `PeerUnreachable` after `unreachable_timeout_ns`.
+//!
+//! # Determinism
+//! Every processed event, every op issued and every process's RNG draw count is folded into a
+//! running [`Digest`]. [`check_determinism`] runs a seed twice and reports the first event at
+//! which the traces diverge.
+
+mod fault;
+mod nic;
+mod profile;
+
+pub use fault::{random_faults, Fault, FaultBudget};
+pub use nic::SimNic;
+pub use profile::{
+    builtin_names, Calibration, CpuCosts, NicCosts, Profile, ProfileError, BUILTIN, DEFAULT_PROFILE,
+};
+
+use crate::memory::Memory;
+use crate::nic::{Completion, Op, OpKind, Recv, Status};
+use crate::process::{Process, ProcessId};
+use crate::region::{Access, LocalAddr, RegionId, RegionTable};
+use crate::rng::{mix64, Purpose, Rng};
+use crate::time::Nanos;
+use nic::{Posted, QueuePair};
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::fmt;
+use std::sync::Arc;
+
+/// Which of several events scheduled for the same instant goes first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TieBreak {
+    /// In the order they were scheduled.
+    #[default]
+    Fifo,
+    /// In an order drawn from the scheduler's random stream (still deterministic per seed).
+    Random,
+}
+
+impl std::str::FromStr for TieBreak {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "fifo" => Ok(TieBreak::Fifo),
+            "random" => Ok(TieBreak::Random),
+            _ => Err(format!(
+                "unknown tie-break policy `{s}`: use fifo or random"
+            )),
+        }
+    }
+}
+
+/// Configuration of a simulated run.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// The master seed; every random stream derives from it.
+    pub seed: u64,
+    /// The hardware profile.
+    pub profile: Profile,
+    /// Tie-break policy for simultaneous events.
+    pub tie_break: TieBreak,
+    /// Faults to inject.
+    pub faults: Vec<Fault>,
+    /// Keep a per-event trace so a determinism check can name the first divergent event.
+    pub record_trace: bool,
+}
+
+impl SimConfig {
+    /// A run with `seed` on `profile`, FIFO ties, no faults.
+    pub fn new(seed: u64, profile: Profile) -> SimConfig {
+        SimConfig {
+            seed,
+            profile,
+            tie_break: TieBreak::Fifo,
+            faults: Vec::new(),
+            record_trace: false,
+        }
+    }
+}
+
+/// Why [`Sim::run`] returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// Nothing left to happen: every process is parked with no deadline and no op is in flight.
+    Quiescent,
+    /// Every process reported `done`.
+    AllDone,
+    /// The time limit was reached.
+    TimeLimit,
+}
+
+/// Counters of a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SimStats {
+    /// Events processed (polls, landings, completions, read returns, faults).
+    pub events: u64,
+    /// Polls run.
+    pub polls: u64,
+    /// Ops issued onto the (simulated) wire.
+    pub ops: u64,
+}
+
+/// One processed event of the trace, for divergence reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceRecord {
+    /// Position in the run's event sequence.
+    pub index: u64,
+    /// Virtual time.
+    pub time: Nanos,
+    /// The process concerned.
+    pub process: u32,
+    /// Event kind.
+    pub kind: &'static str,
+    /// The running digest after this event.
+    pub digest: u64,
+}
+
+impl fmt::Display for TraceRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "event #{} at {} ({} on p{}) digest {:016x}",
+            self.index, self.time, self.kind, self.process, self.digest
+        )
+    }
+}
+
+/// The running hash of a run's events, ops and RNG draws.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Digest(pub u64);
+
+impl Digest {
+    fn fold(&mut self, x: u64) {
+        self.0 = mix64(self.0 ^ x).wrapping_add(0x9E37_79B9);
+    }
+}
+
+impl fmt::Display for Digest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
+
+#[derive(Debug)]
+enum Event {
+    Poll { p: u32, gen: u32 },
+    Land { slot: u32 },
+    ReadReturn { slot: u32 },
+    Complete { p: u32, c: Completion },
+    Fault { index: u32 },
+}
+
+impl Event {
+    fn kind(&self) -> &'static str {
+        match self {
+            Event::Poll { .. } => "poll",
+            Event::Land { .. } => "land",
+            Event::ReadReturn { .. } => "read-return",
+            Event::Complete { .. } => "complete",
+            Event::Fault { .. } => "fault",
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Entry {
+    time: Nanos,
+    tie: u64,
+    seq: u64,
+    event: Event,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.time, self.tie, self.seq).cmp(&(other.time, other.tie, other.seq))
+    }
+}
+
+#[derive(Debug)]
+struct InFlight {
+    src: u32,
+    posted: Posted,
+    epoch: u32,
+    /// Bytes a read brings back.
+    read_data: Vec<u8>,
+}
+
+#[derive(Debug)]
+struct Cpu {
+    busy_until: Nanos,
+    paused_until: Nanos,
+    scheduled: Option<Nanos>,
+    gen: u32,
+    crashed: bool,
+    done: bool,
+    egress_free: Nanos,
+    ingress_free: Nanos,
+}
+
+#[derive(Debug)]
+struct ActiveLink {
+    from: ProcessId,
+    to: ProcessId,
+    until: Nanos,
+    delay: Nanos,
+    jitter: Nanos,
+}
+
+/// A simulated run of processes of type `P` (use `Box<dyn Process<SimNic>>` to mix roles).
+pub struct Sim<P> {
+    cfg: SimConfig,
+    now: Nanos,
+    seq: u64,
+    queue: BinaryHeap<Reverse<Entry>>,
+    processes: Vec<P>,
+    nics: Vec<SimNic>,
+    cpus: Vec<Cpu>,
+    inflight: Vec<Option<InFlight>>,
+    free_slots: Vec<u32>,
+    pair_last: HashMap<(u32, u32), Nanos>,
+    links: Vec<ActiveLink>,
+    sched_rng: Rng,
+    digest: Digest,
+    stats: SimStats,
+    trace: Vec<TraceRecord>,
+    not_done: usize,
+    started: bool,
+}
+
+impl<P> fmt::Debug for Sim<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sim")
+            .field("now", &self.now)
+            .field("processes", &self.processes.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P: Process<SimNic>> Sim<P> {
+    /// A simulation of `processes` (process `i` gets `ProcessId(i)`).
+    pub fn new(cfg: SimConfig, processes: Vec<P>) -> Sim<P> {
+        let n = processes.len();
+        let specs: Vec<_> = processes.iter().map(|p| p.regions()).collect();
+        let table = Arc::new(RegionTable::new(&specs));
+        let limits = cfg.profile.limits();
+        let nics = specs
+            .iter()
+            .enumerate()
+            .map(|(i, s)| SimNic {
+                id: ProcessId(i as u32),
+                table: table.clone(),
+                limits,
+                memory: Memory::new(ProcessId(i as u32), s, n),
+                poll_start: Nanos::ZERO,
+                charged: Nanos::ZERO,
+                slow: 1.0,
+                post_ns: cfg.profile.nic.post_ns,
+                completion_ns: cfg.profile.nic.completion_ns,
+                rng: Rng::derive(cfg.seed, Purpose::Protocol, i as u64),
+                next_wr: 0,
+                outbox: Vec::new(),
+                cq: VecDeque::new(),
+                rq: VecDeque::new(),
+                qps: vec![QueuePair::default(); n],
+            })
+            .collect();
+        let cpus = (0..n)
+            .map(|_| Cpu {
+                busy_until: Nanos::ZERO,
+                paused_until: Nanos::ZERO,
+                scheduled: None,
+                gen: 0,
+                crashed: false,
+                done: false,
+                egress_free: Nanos::ZERO,
+                ingress_free: Nanos::ZERO,
+            })
+            .collect();
+        let sched_rng = Rng::derive(cfg.seed, Purpose::Scheduler, 0);
+        let mut sim = Sim {
+            now: Nanos::ZERO,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            processes,
+            nics,
+            cpus,
+            inflight: Vec::new(),
+            free_slots: Vec::new(),
+            pair_last: HashMap::new(),
+            links: Vec::new(),
+            sched_rng,
+            digest: Digest(cfg.seed),
+            stats: SimStats::default(),
+            trace: Vec::new(),
+            not_done: n,
+            started: false,
+            cfg,
+        };
+        for i in 0..sim.cfg.faults.len() {
+            let at = sim.cfg.faults[i].at();
+            sim.schedule(at, Event::Fault { index: i as u32 });
+        }
+        sim
+    }
+
+    /// The current virtual time.
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+
+    /// The running digest of everything that happened so far.
+    pub fn digest(&self) -> Digest {
+        self.digest
+    }
+
+    /// The run's counters.
+    pub fn stats(&self) -> SimStats {
+        self.stats
+    }
+
+    /// The per-event trace (empty unless `record_trace`).
+    pub fn trace(&self) -> &[TraceRecord] {
+        &self.trace
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SimConfig {
+        &self.cfg
+    }
+
+    /// The processes.
+    pub fn processes(&self) -> &[P] {
+        &self.processes
+    }
+
+    /// Process `p`'s NIC (its memory, for inspection).
+    pub fn nic(&self, p: ProcessId) -> &SimNic {
+        &self.nics[p.index()]
+    }
+
+    /// Whether `p` has crashed.
+    pub fn crashed(&self, p: ProcessId) -> bool {
+        self.cpus[p.index()].crashed
+    }
+
+    /// Ends the run and returns the processes.
+    pub fn into_processes(self) -> Vec<P> {
+        self.processes
+    }
+
+    fn schedule(&mut self, time: Nanos, event: Event) {
+        let tie = match self.cfg.tie_break {
+            TieBreak::Fifo => 0,
+            TieBreak::Random => self.sched_rng.next_u64(),
+        };
+        self.seq += 1;
+        self.queue.push(Reverse(Entry {
+            time,
+            tie,
+            seq: self.seq,
+            event,
+        }));
+    }
+
+    /// Schedules a poll of `p` at `t` or as soon as its CPU is free, unless one is due earlier.
+    fn wake(&mut self, p: u32, t: Nanos) {
+        let cpu = &mut self.cpus[p as usize];
+        if cpu.crashed {
+            return;
+        }
+        let at = t.max(cpu.busy_until).max(cpu.paused_until);
+        if cpu.scheduled.is_some_and(|s| s <= at) {
+            return;
+        }
+        cpu.gen = cpu.gen.wrapping_add(1);
+        cpu.scheduled = Some(at);
+        let gen = cpu.gen;
+        self.schedule(at, Event::Poll { p, gen });
+    }
+
+    fn complete(&mut self, p: u32, at: Nanos, c: Completion) {
+        self.schedule(at, Event::Complete { p, c });
+    }
+
+    fn alloc(&mut self, f: InFlight) -> u32 {
+        match self.free_slots.pop() {
+            Some(s) => {
+                self.inflight[s as usize] = Some(f);
+                s
+            }
+            None => {
+                self.inflight.push(Some(f));
+                (self.inflight.len() - 1) as u32
+            }
+        }
+    }
+
+    fn take(&mut self, slot: u32) -> InFlight {
+        self.free_slots.push(slot);
+        self.inflight[slot as usize]
+            .take()
+            .expect("in-flight slot freed twice")
+    }
+
+    /// Runs until quiescence, until every process is done, or until `limit` (virtual time).
+    pub fn run(&mut self, limit: Option<Nanos>) -> StopReason {
+        if !self.started {
+            self.started = true;
+            for p in 0..self.processes.len() as u32 {
+                self.wake(p, Nanos::ZERO);
+            }
+        }
+        loop {
+            if self.not_done == 0 {
+                return StopReason::AllDone;
+            }
+            let Some(Reverse(head)) = self.queue.peek() else {
+                return StopReason::Quiescent;
+            };
+            if limit.is_some_and(|l| head.time > l) {
+                self.now = limit.unwrap_or(self.now);
+                return StopReason::TimeLimit;
+            }
+            let Reverse(entry) = self.queue.pop().expect("peeked");
+            self.step(entry);
+        }
+    }
+
+    fn step(&mut self, entry: Entry) {
+        self.now = entry.time;
+        let kind = entry.event.kind();
+        let process = match entry.event {
+            Event::Poll { p, gen } => {
+                if self.cpus[p as usize].gen != gen || self.cpus[p as usize].crashed {
+                    return; // superseded by an earlier wake-up, or crashed since
+                }
+                self.poll(p);
+                p
+            }
+            Event::Land { slot } => self.land(slot),
+            Event::ReadReturn { slot } => self.read_return(slot),
+            Event::Complete { p, c } => {
+                if !self.cpus[p as usize].crashed {
+                    self.nics[p as usize].cq.push_back(c);
+                    self.wake(p, self.now);
+                }
+                self.digest
+                    .fold((c.wr.0 << 8) ^ (c.status as u64) << 4 ^ c.kind as u64);
+                p
+            }
+            Event::Fault { index } => self.fault(index as usize),
+        };
+        self.stats.events += 1;
+        self.digest.fold(self.now.0);
+        self.digest.fold((process as u64) << 8 | kind.len() as u64);
+        if self.cfg.record_trace {
+            self.trace.push(TraceRecord {
+                index: self.stats.events - 1,
+                time: self.now,
+                process,
+                kind,
+                digest: self.digest.0,
+            });
+        }
+    }
+
+    fn poll(&mut self, p: u32) {
+        let i = p as usize;
+        let cpu = &mut self.cpus[i];
+        cpu.scheduled = None;
+        let nic = &mut self.nics[i];
+        nic.poll_start = self.now;
+        nic.charged = Nanos::ZERO;
+        nic.charge(self.cfg.profile.cpu.poll_ns);
+        let progress = self.processes[i].poll(nic);
+        let nic = &mut self.nics[i];
+        let busy_until = self.now + nic.charged;
+        self.digest.fold(nic.rng.draws());
+        self.stats.polls += 1;
+        let cpu = &mut self.cpus[i];
+        cpu.busy_until = busy_until;
+        if !cpu.done && self.processes[i].done() {
+            cpu.done = true;
+            self.not_done -= 1;
+        }
+        let mut outbox = std::mem::take(&mut self.nics[i].outbox);
+        for posted in outbox.drain(..) {
+            self.issue(p, posted);
+        }
+        self.nics[i].outbox = outbox;
+        if progress.did_work {
+            self.wake(p, busy_until);
+        } else if let Some(at) = progress.wake_at {
+            self.wake(p, at.max(busy_until));
+        }
+    }
+
+    fn link_extra(&mut self, from: u32, to: u32) -> Nanos {
+        let now = self.now;
+        self.links.retain(|l| l.until > now);
+        let mut extra = Nanos::ZERO;
+        for k in 0..self.links.len() {
+            let l = &self.links[k];
+            if l.from.0 == from && l.to.0 == to {
+                let (delay, jitter) = (l.delay, l.jitter);
+                extra += delay;
+                if jitter.0 > 0 {
+                    extra += Nanos(self.sched_rng.below(jitter.0 + 1));
+                }
+            }
+        }
+        extra
+    }
+
+    fn issue(&mut self, s: u32, posted: Posted) {
+        let kind = posted.op.kind();
+        self.digest
+            .fold(posted.at.0 ^ (kind as u64) << 56 ^ (posted.op.peer().0 as u64) << 32);
+        self.digest.fold(posted.op.wire_bytes() as u64);
+        let d = posted.op.peer().0;
+        match posted.op {
+            Op::SetAccess { .. } => {}
+            Op::Reconnect { .. } => {
+                let qp = &mut self.nics[s as usize].qps[d as usize];
+                qp.error = false;
+                qp.epoch = qp.epoch.wrapping_add(1);
+                let ready = posted.at.max(qp.ready_at) + Nanos(self.cfg.profile.nic.reconnect_ns);
+                qp.ready_at = ready;
+                let c = Completion {
+                    wr: posted.wr,
+                    kind: OpKind::Reconnect,
+                    peer: ProcessId(d),
+                    status: Status::Success,
+                    value: None,
+                };
+                self.complete(s, ready, c);
+            }
+            _ => self.issue_network(s, d, posted),
+        }
+    }
+
+    fn issue_network(&mut self, s: u32, d: u32, posted: Posted) {
+        self.stats.ops += 1;
+        let qp = self.nics[s as usize].qps[d as usize];
+        if qp.error {
+            let c = failed(&posted, ProcessId(d), Status::Flushed);
+            self.complete(s, posted.at, c);
+            return;
+        }
+        let prof = &self.cfg.profile;
+        let bytes = posted.op.wire_bytes();
+        let wire = prof.serialisation(bytes);
+        let dma = match &posted.op {
+            Op::Write { flags, .. } if !flags.inline && bytes > 0 => Nanos(prof.nic.dma_read_ns),
+            Op::Send { data, .. } if data.len() > prof.nic.inline_max_bytes => {
+                Nanos(prof.nic.dma_read_ns)
+            }
+            _ => Nanos::ZERO,
+        };
+        let gap = wire.max(prof.wr_gap());
+        let latency = Nanos(prof.nic.write_latency_ns);
+        let t0 = posted.at.max(qp.ready_at) + dma;
+        let start = t0.max(self.cpus[s as usize].egress_free);
+        self.cpus[s as usize].egress_free = start + gap;
+        let arrive = start + latency + self.link_extra(s, d);
+        let ingress = &mut self.cpus[d as usize].ingress_free;
+        let mut land = arrive.max(*ingress) + wire;
+        *ingress = land;
+        let last = self.pair_last.entry((s, d)).or_insert(Nanos::ZERO);
+        land = land.max(*last);
+        *last = land;
+        let slot = self.alloc(InFlight {
+            src: s,
+            posted,
+            epoch: qp.epoch,
+            read_data: Vec::new(),
+        });
+        self.schedule(land, Event::Land { slot });
+    }
+
+    fn land(&mut self, slot: u32) -> u32 {
+        let f = self.take(slot);
+        let (s, d) = (f.src, f.posted.op.peer().0);
+        let now = self.now;
+        let ack = now + Nanos(self.cfg.profile.nic.write_latency_ns);
+        if self.cpus[d as usize].crashed {
+            let c = failed(&f.posted, ProcessId(d), Status::PeerUnreachable);
+            let t = now + Nanos(self.cfg.profile.nic.unreachable_timeout_ns);
+            self.complete(s, t, c);
+            return d;
+        }
+        let qp = self.nics[s as usize].qps[d as usize];
+        if qp.error || qp.epoch != f.epoch {
+            let c = failed(&f.posted, ProcessId(d), Status::Flushed);
+            self.complete(s, ack, c);
+            return d;
+        }
+        let src = ProcessId(s);
+        let mem = &mut self.nics[d as usize].memory;
+        let (allowed, region) = match &f.posted.op {
+            Op::Write { dst, .. } => (mem.access(dst.region, src).can_write(), dst.region),
+            Op::Read { src: at, .. } => (mem.access(at.region, src).can_read(), at.region),
+            Op::CompareSwap { dst, .. } | Op::FetchAdd { dst, .. } => {
+                (mem.access(dst.region, src).can_atomic(), dst.region)
+            }
+            _ => (true, RegionId(0)),
+        };
+        if !allowed {
+            self.nics[s as usize].qps[d as usize].error = true;
+            let c = failed(&f.posted, ProcessId(d), Status::AccessDenied);
+            self.complete(s, ack, c);
+            self.digest.fold(0xDE41 ^ region.0 as u64);
+            return d;
+        }
+        let mut value = None;
+        match &f.posted.op {
+            Op::Write { dst, data, imm, .. } => {
+                let at = LocalAddr::new(dst.region, dst.offset);
+                mem.write_data(at, data).expect("validated at post");
+                if let Some(imm) = imm {
+                    self.nics[d as usize].rq.push_back(Recv::Immediate {
+                        from: src,
+                        imm: *imm,
+                        at,
+                        len: data.len(),
+                    });
+                }
+                self.wake(d, now);
+            }
+            Op::Send { data, .. } => {
+                self.nics[d as usize].rq.push_back(Recv::Message {
+                    from: src,
+                    data: data.clone(),
+                });
+                self.wake(d, now);
+            }
+            Op::Read { src: at, len, .. } => {
+                let mut buf = vec![0; *len];
+                mem.read(LocalAddr::new(at.region, at.offset), &mut buf)
+                    .expect("validated at post");
+                // The response serialises on the target's egress and the reader's ingress.
+                let wire = self.cfg.profile.serialisation(*len);
+                let start = now.max(self.cpus[d as usize].egress_free);
+                self.cpus[d as usize].egress_free = start + wire;
+                let arrive = start + Nanos(self.cfg.profile.nic.write_latency_ns);
+                let ingress = &mut self.cpus[s as usize].ingress_free;
+                let back = arrive.max(*ingress) + wire;
+                *ingress = back;
+                let slot = self.alloc(InFlight {
+                    read_data: buf,
+                    ..f
+                });
+                self.schedule(back, Event::ReadReturn { slot });
+                return d;
+            }
+            Op::CompareSwap { dst, expect, swap } => {
+                let at = LocalAddr::new(dst.region, dst.offset);
+                let old = mem.load_u64(at).expect("validated at post");
+                if old == *expect {
+                    mem.store_u64(at, *swap).expect("validated at post");
+                    self.wake(d, now);
+                }
+                value = Some(old);
+            }
+            Op::FetchAdd { dst, add } => {
+                let at = LocalAddr::new(dst.region, dst.offset);
+                let old = mem.load_u64(at).expect("validated at post");
+                mem.store_u64(at, old.wrapping_add(*add))
+                    .expect("validated at post");
+                self.wake(d, now);
+                value = Some(old);
+            }
+            Op::SetAccess { .. } | Op::Reconnect { .. } => unreachable!("not network ops"),
+        }
+        if f.posted.op.signaled() {
+            let c = Completion {
+                wr: f.posted.wr,
+                kind: f.posted.op.kind(),
+                peer: ProcessId(d),
+                status: Status::Success,
+                value,
+            };
+            self.complete(s, ack, c);
+        }
+        d
+    }
+
+    fn read_return(&mut self, slot: u32) -> u32 {
+        let f = self.take(slot);
+        let s = f.src;
+        if let Op::Read { into, signaled, .. } = &f.posted.op {
+            if !self.cpus[s as usize].crashed {
+                self.nics[s as usize]
+                    .memory
+                    .write(*into, &f.read_data)
+                    .expect("validated at post");
+                if *signaled {
+                    let c = Completion {
+                        wr: f.posted.wr,
+                        kind: OpKind::Read,
+                        peer: f.posted.op.peer(),
+                        status: Status::Success,
+                        value: None,
+                    };
+                    self.nics[s as usize].cq.push_back(c);
+                }
+                self.wake(s, self.now);
+            }
+        }
+        s
+    }
+
+    fn fault(&mut self, index: usize) -> u32 {
+        let now = self.now;
+        let fault = self.cfg.faults[index].clone();
+        self.digest.fold(0xFA17 ^ index as u64);
+        match fault {
+            Fault::Crash { process, .. } => {
+                let cpu = &mut self.cpus[process.index()];
+                if !cpu.crashed {
+                    cpu.crashed = true;
+                    if !cpu.done {
+                        cpu.done = true;
+                        self.not_done -= 1;
+                    }
+                }
+                process.0
+            }
+            Fault::Pause {
+                process, duration, ..
+            } => {
+                let cpu = &mut self.cpus[process.index()];
+                cpu.paused_until = cpu.paused_until.max(now + duration);
+                if cpu.scheduled.is_some() {
+                    // Move the pending poll past the pause.
+                    cpu.scheduled = None;
+                    self.wake(process.0, now);
+                }
+                process.0
+            }
+            Fault::Slow {
+                process,
+                duration,
+                factor,
+                at,
+            } => {
+                if now == at {
+                    self.nics[process.index()].slow = factor.max(1.0);
+                    // Schedule the end of the slowdown as a follow-up fault event.
+                    self.cfg.faults.push(Fault::Slow {
+                        at: now + duration,
+                        process,
+                        duration: Nanos::ZERO,
+                        factor: 1.0,
+                    });
+                    let i = self.cfg.faults.len() - 1;
+                    self.schedule(now + duration, Event::Fault { index: i as u32 });
+                } else {
+                    self.nics[process.index()].slow = 1.0;
+                }
+                process.0
+            }
+            Fault::LinkDelay {
+                from,
+                to,
+                duration,
+                delay,
+                jitter,
+                ..
+            } => {
+                self.links.push(ActiveLink {
+                    from,
+                    to,
+                    until: now + duration,
+                    delay,
+                    jitter,
+                });
+                from.0
+            }
+            Fault::Revoke {
+                owner,
+                region,
+                peer,
+                duration,
+                at,
+            } => {
+                let mem = &mut self.nics[owner.index()].memory;
+                if region.index() < mem.region_count() {
+                    if now == at && duration > Nanos::ZERO {
+                        let _ = mem.set_access(region, peer, Access::None);
+                        self.cfg.faults.push(Fault::Revoke {
+                            at: now + duration,
+                            owner,
+                            region,
+                            peer,
+                            duration: Nanos::ZERO,
+                        });
+                        let i = self.cfg.faults.len() - 1;
+                        self.schedule(now + duration, Event::Fault { index: i as u32 });
+                    } else {
+                        mem.restore_access(region, peer);
+                    }
+                }
+                owner.0
+            }
+        }
+    }
+}
+
+fn failed(posted: &Posted, peer: ProcessId, status: Status) -> Completion {
+    Completion {
+        wr: posted.wr,
+        kind: posted.op.kind(),
+        peer,
+        status,
+        value: None,
+    }
+}
+
+/// The outcome of running one seed twice.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Determinism {
+    /// Both runs produced the same trace; the digest they share.
+    Identical(Digest),
+    /// The runs diverged; the first differing event of each (None where a run had ended).
+    Diverged {
+        /// First run's event at the divergence.
+        first: Option<TraceRecord>,
+        /// Second run's event at the divergence.
+        second: Option<TraceRecord>,
+    },
+}
+
+/// Builds and runs the same simulation twice (`build` must construct it from its arguments
+/// only) and compares the event traces, reporting the first divergence.
+pub fn check_determinism<P, F>(mut build: F, limit: Option<Nanos>) -> Determinism
+where
+    P: Process<SimNic>,
+    F: FnMut() -> Sim<P>,
+{
+    let mut traces = Vec::new();
+    let mut digests = Vec::new();
+    for _ in 0..2 {
+        let mut sim = build();
+        sim.cfg.record_trace = true;
+        sim.run(limit);
+        digests.push(sim.digest());
+        traces.push(std::mem::take(&mut sim.trace));
+    }
+    let (a, b) = (&traces[0], &traces[1]);
+    for i in 0..a.len().max(b.len()) {
+        let (x, y) = (a.get(i), b.get(i));
+        if x != y {
+            return Determinism::Diverged {
+                first: x.copied(),
+                second: y.copied(),
+            };
+        }
+    }
+    if digests[0] != digests[1] {
+        return Determinism::Diverged {
+            first: a.last().copied(),
+            second: b.last().copied(),
+        };
+    }
+    Determinism::Identical(digests[0])
+}

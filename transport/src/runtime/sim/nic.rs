@@ -1,0 +1,131 @@
+//! The simulator's [`Nic`]: a process's own memory and queues, plus an outbox of posted ops that
+//! the engine prices and schedules after each poll.
+
+use crate::memory::Memory;
+use crate::nic::{validate, Completion, Nic, NicLimits, Op, OpError, Recv, WrId};
+use crate::process::ProcessId;
+use crate::region::{LocalAddr, RegionTable};
+use crate::rng::Rng;
+use crate::time::Nanos;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// An op accepted during a poll, stamped with the virtual time its doorbell rang.
+#[derive(Clone, Debug)]
+pub(crate) struct Posted {
+    pub(crate) wr: WrId,
+    pub(crate) op: Op,
+    pub(crate) at: Nanos,
+}
+
+/// The sender-side state of the queue pair to one peer.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct QueuePair {
+    /// An op failed with a remote error; later ops are flushed until a reconnect.
+    pub(crate) error: bool,
+    /// Bumped by each reconnect; ops posted under an older epoch are flushed.
+    pub(crate) epoch: u32,
+    /// The queue pair accepts work again at this time (after a reconnect).
+    pub(crate) ready_at: Nanos,
+}
+
+/// The NIC a simulated process polls with.
+#[derive(Debug)]
+pub struct SimNic {
+    pub(crate) id: ProcessId,
+    pub(crate) table: Arc<RegionTable>,
+    pub(crate) limits: NicLimits,
+    pub(crate) memory: Memory,
+    pub(crate) poll_start: Nanos,
+    pub(crate) charged: Nanos,
+    pub(crate) slow: f64,
+    pub(crate) post_ns: u64,
+    pub(crate) completion_ns: u64,
+    pub(crate) rng: Rng,
+    pub(crate) next_wr: u64,
+    pub(crate) outbox: Vec<Posted>,
+    pub(crate) cq: VecDeque<Completion>,
+    pub(crate) rq: VecDeque<Recv>,
+    pub(crate) qps: Vec<QueuePair>,
+}
+
+impl SimNic {
+    pub(crate) fn charge(&mut self, ns: u64) {
+        self.charged += Nanos::from_f64(ns as f64 * self.slow);
+    }
+
+    /// This process's memory (for inspection after or between runs).
+    pub fn memory(&self) -> &Memory {
+        &self.memory
+    }
+}
+
+impl Nic for SimNic {
+    fn id(&self) -> ProcessId {
+        self.id
+    }
+
+    fn regions(&self) -> &RegionTable {
+        &self.table
+    }
+
+    fn now(&self) -> Nanos {
+        self.poll_start + self.charged
+    }
+
+    fn rng(&mut self) -> &mut Rng {
+        &mut self.rng
+    }
+
+    fn limits(&self) -> NicLimits {
+        self.limits
+    }
+
+    fn read_local(&self, at: LocalAddr, buf: &mut [u8]) -> Result<(), OpError> {
+        self.memory.read(at, buf)
+    }
+
+    fn write_local(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
+        self.memory.write(at, data)
+    }
+
+    fn load_u64(&self, at: LocalAddr) -> Result<u64, OpError> {
+        self.memory.load_u64(at)
+    }
+
+    fn store_u64(&mut self, at: LocalAddr, value: u64) -> Result<(), OpError> {
+        self.memory.store_u64(at, value)
+    }
+
+    fn post(&mut self, op: Op) -> Result<WrId, OpError> {
+        validate(&op, self.id, &self.table, &self.limits)?;
+        if let Op::SetAccess {
+            region,
+            peer,
+            access,
+        } = op
+        {
+            // Local and synchronous: in effect before any later event is processed.
+            self.memory.set_access(region, peer, access)?;
+        } else {
+            self.charge(self.post_ns);
+        }
+        let wr = WrId(self.next_wr);
+        self.next_wr += 1;
+        let at = self.now();
+        self.outbox.push(Posted { wr, op, at });
+        Ok(wr)
+    }
+
+    fn poll_completion(&mut self) -> Option<Completion> {
+        let c = self.cq.pop_front()?;
+        self.charge(self.completion_ns);
+        Some(c)
+    }
+
+    fn poll_recv(&mut self) -> Option<Recv> {
+        let r = self.rq.pop_front()?;
+        self.charge(self.completion_ns);
+        Some(r)
+    }
+}

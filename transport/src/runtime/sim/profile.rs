@@ -1,0 +1,268 @@
+//! Hardware cost profiles of the simulator: versioned TOML files, each number documented with
+//! its source in the file itself.
+
+use crate::nic::NicLimits;
+use crate::time::Nanos;
+use serde::Deserialize;
+use std::path::Path;
+
+/// The profiles shipped with the workbench, by name.
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("r320-cx3", include_str!("../../../profiles/r320-cx3.toml")),
+    (
+        "xl170-cx4",
+        include_str!("../../../profiles/xl170-cx4.toml"),
+    ),
+    (
+        "fractus-100g",
+        include_str!("../../../profiles/fractus-100g.toml"),
+    ),
+    ("lan-1g", include_str!("../../../profiles/lan-1g.toml")),
+    ("cx6-hdr", include_str!("../../../profiles/cx6-hdr.toml")),
+    ("softroce", include_str!("../../../profiles/softroce.toml")),
+];
+
+/// The profile used when none is named.
+pub const DEFAULT_PROFILE: &str = "r320-cx3";
+
+/// Errors loading a profile.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    /// No built-in profile has that name and no such file exists.
+    #[error("unknown profile `{name}`: built-in profiles are {}; or give a path to a .toml file", builtin_names().join(", "))]
+    Unknown {
+        /// The name given.
+        name: String,
+    },
+    /// The TOML is malformed or a field is missing, unknown or of the wrong type.
+    #[error("profile `{source_name}` is malformed: {message}")]
+    Malformed {
+        /// The profile's name or path.
+        source_name: String,
+        /// The parser's message, naming the field, line and column.
+        message: String,
+    },
+    /// A value is outside its meaningful range.
+    #[error("profile `{source_name}`: field `{field}` = {value} is invalid: {why}")]
+    Invalid {
+        /// The profile's name or path.
+        source_name: String,
+        /// The field.
+        field: &'static str,
+        /// The value.
+        value: String,
+        /// The rule it breaks.
+        why: &'static str,
+    },
+    /// The file could not be read.
+    #[error("cannot read profile file {path}: {error}")]
+    Io {
+        /// The path.
+        path: String,
+        /// The OS error.
+        error: std::io::Error,
+    },
+}
+
+/// Names of the built-in profiles.
+pub fn builtin_names() -> Vec<&'static str> {
+    BUILTIN.iter().map(|(n, _)| *n).collect()
+}
+
+/// The published numbers a profile was calibrated on (nothing else is tuned).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Calibration {
+    /// ib_write_lat (half round trip of a 64-byte inline write ping-pong), microseconds.
+    pub write_lat_us: f64,
+    /// ib_write_bw for large messages, Gb/s.
+    pub write_bw_gbps: f64,
+    /// Where the two numbers come from.
+    pub source: String,
+}
+
+/// The NIC and link part of the cost model.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NicCosts {
+    /// One-way latency of a small inline write from the sender NIC taking the work request to the
+    /// bytes being visible at the target, excluding serialisation, posting and polling costs.
+    pub write_latency_ns: u64,
+    /// Largest inline payload.
+    pub inline_max_bytes: usize,
+    /// Extra latency of a non-inline write: the NIC's DMA read of the source buffer.
+    pub dma_read_ns: u64,
+    /// Link bandwidth per direction, Gb/s (egress and ingress serialise separately).
+    pub link_gbps: f64,
+    /// The NIC's message-rate limit, million work requests per second per port.
+    pub msg_rate_mpps: f64,
+    /// CPU cost to post one work request (build the WQE, ring the doorbell).
+    pub post_ns: u64,
+    /// CPU cost to poll one completion.
+    pub completion_ns: u64,
+    /// Time to bring a queue pair from error back to ready (reset, re-exchange, RTR, RTS).
+    pub reconnect_ns: u64,
+    /// Time until an op to a dead peer fails (RC transport retry timeout).
+    pub unreachable_timeout_ns: u64,
+    /// Largest two-sided message.
+    pub send_max_bytes: usize,
+}
+
+/// The per-process CPU part of the cost model.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuCosts {
+    /// Fixed cost of one `poll` call of a process (its loop iteration and memory checks).
+    pub poll_ns: u64,
+}
+
+/// A hardware profile.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// Short name (`r320-cx3`).
+    pub name: String,
+    /// Version of this profile's numbers; bump on any change so results name what produced them.
+    pub version: u32,
+    /// What hardware it models.
+    pub description: String,
+    /// The declared calibration targets.
+    pub calibration: Calibration,
+    /// NIC and link costs.
+    pub nic: NicCosts,
+    /// CPU costs.
+    pub cpu: CpuCosts,
+}
+
+impl Profile {
+    /// A built-in profile by name, or a TOML file by path.
+    pub fn load(name_or_path: &str) -> Result<Profile, ProfileError> {
+        if let Some((_, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
+            return Profile::parse(name_or_path, text);
+        }
+        let path = Path::new(name_or_path);
+        if name_or_path.ends_with(".toml") || path.exists() {
+            let text = std::fs::read_to_string(path).map_err(|error| ProfileError::Io {
+                path: name_or_path.to_string(),
+                error,
+            })?;
+            return Profile::parse(name_or_path, &text);
+        }
+        Err(ProfileError::Unknown {
+            name: name_or_path.to_string(),
+        })
+    }
+
+    /// Parses and validates a profile from TOML text; `source_name` names it in errors.
+    pub fn parse(source_name: &str, text: &str) -> Result<Profile, ProfileError> {
+        let p: Profile = toml::from_str(text).map_err(|e| ProfileError::Malformed {
+            source_name: source_name.to_string(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        let invalid = |field, value: String, why| ProfileError::Invalid {
+            source_name: source_name.to_string(),
+            field,
+            value,
+            why,
+        };
+        if !(p.nic.link_gbps.is_finite() && p.nic.link_gbps > 0.0) {
+            return Err(invalid(
+                "nic.link_gbps",
+                p.nic.link_gbps.to_string(),
+                "must be a positive number",
+            ));
+        }
+        if !(p.nic.msg_rate_mpps.is_finite() && p.nic.msg_rate_mpps > 0.0) {
+            return Err(invalid(
+                "nic.msg_rate_mpps",
+                p.nic.msg_rate_mpps.to_string(),
+                "must be a positive number",
+            ));
+        }
+        if p.nic.send_max_bytes == 0 {
+            return Err(invalid(
+                "nic.send_max_bytes",
+                "0".into(),
+                "must be positive",
+            ));
+        }
+        Ok(p)
+    }
+
+    /// Wire time of `bytes` on one link direction.
+    pub fn serialisation(&self, bytes: usize) -> Nanos {
+        Nanos::from_f64(bytes as f64 * 8.0 / self.nic.link_gbps)
+    }
+
+    /// Minimum gap between two work requests leaving one NIC (the message-rate limit).
+    pub fn wr_gap(&self) -> Nanos {
+        Nanos::from_f64(1_000.0 / self.nic.msg_rate_mpps)
+    }
+
+    /// The limits a process sees.
+    pub fn limits(&self) -> NicLimits {
+        NicLimits {
+            inline_max: self.nic.inline_max_bytes,
+            send_max: self.nic.send_max_bytes,
+        }
+    }
+
+    /// A one-line summary of the derived parameters, printed at the start of a run.
+    pub fn describe(&self) -> String {
+        format!(
+            "profile={} v{} write_latency={}ns inline_max={}B link={}Gb/s msg_rate={}Mpps post={}ns completion={}ns poll={}ns reconnect={}ns",
+            self.name,
+            self.version,
+            self.nic.write_latency_ns,
+            self.nic.inline_max_bytes,
+            self.nic.link_gbps,
+            self.nic.msg_rate_mpps,
+            self.nic.post_ns,
+            self.nic.completion_ns,
+            self.cpu.poll_ns,
+            self.nic.reconnect_ns
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_parses() {
+        for (name, _) in BUILTIN {
+            let p = Profile::load(name).unwrap();
+            assert_eq!(&p.name, name, "file name and `name` field must agree");
+        }
+    }
+
+    #[test]
+    fn unknown_profile_lists_the_known_ones() {
+        let e = Profile::load("no-such").unwrap_err().to_string();
+        assert!(
+            e.contains("unknown profile `no-such`") && e.contains("r320-cx3"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn malformed_profile_names_field_and_line() {
+        let text = BUILTIN[0]
+            .1
+            .replace("link_gbps = ", "link_gbps = \"fast\" #");
+        let e = Profile::parse("bad.toml", &text).unwrap_err().to_string();
+        assert!(e.contains("bad.toml") && e.contains("line"), "{e}");
+        assert!(e.contains("link_gbps") || e.contains("invalid type"), "{e}");
+
+        let text = BUILTIN[0].1.replace("poll_ns", "pol_ns");
+        let e = Profile::parse("typo.toml", &text).unwrap_err().to_string();
+        assert!(e.contains("pol_ns") && e.contains("line"), "{e}");
+
+        let text = BUILTIN[0]
+            .1
+            .replace("msg_rate_mpps = ", "msg_rate_mpps = 0.0 #");
+        let e = Profile::parse("zero.toml", &text).unwrap_err().to_string();
+        assert!(e.contains("nic.msg_rate_mpps"), "{e}");
+    }
+}
