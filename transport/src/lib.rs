@@ -54,6 +54,7 @@
 
 #![deny(missing_docs)]
 
+pub mod chaos;
 pub mod memory;
 pub mod nic;
 pub mod payload;

@@ -147,7 +147,7 @@ impl fmt::Display for TraceRecord {
 }
 
 /// The running hash of a run's events, ops and RNG draws.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Digest(pub u64);
 
 impl Digest {
@@ -777,7 +777,8 @@ impl<P: Process<SimNic>> Sim<P> {
                 factor,
                 at,
             } => {
-                if now == at {
+                // A fault with a duration starts a slowdown; its zero-duration follow-up ends it.
+                if now == at && duration > Nanos::ZERO {
                     self.nics[process.index()].slow = factor.max(1.0);
                     // Schedule the end of the slowdown as a follow-up fault event.
                     self.cfg.faults.push(Fault::Slow {
