@@ -1,8 +1,10 @@
 //! The deterministic discrete-event simulator.
 //!
-//! Single-threaded and deterministic from a seed: events are ordered by `(time, tie, seq)`, where
-//! `seq` is a monotone counter and `tie` comes from the [`TieBreak`] policy (always 0 for FIFO, a
-//! draw from the scheduler stream for random). Nothing is ordered by addresses or hashes.
+//! Single-threaded and deterministic from a seed: events are ordered by `(time, seq)`, where
+//! `seq` is a monotone counter. Events of one instant run in `seq` order under
+//! [`TieBreak::Fifo`]; under [`TieBreak::Random`] the events pending for an instant are drawn
+//! out together and shuffled with the scheduler's random stream. Nothing is ordered by
+//! addresses or hashes.
 //!
 //! # Cost model (see [`Profile`])
 //! - A process is one CPU. A poll costs `cpu.poll_ns`, each posted op `nic.post_ns`, each drained
@@ -42,9 +44,11 @@ use crate::process::{Process, ProcessId};
 use crate::region::{Access, LocalAddr, RegionId, RegionTable};
 use crate::rng::{mix64, Purpose, Rng};
 use crate::time::Nanos;
+use dary_heap::QuaternaryHeap;
 use nic::{Posted, QueuePair};
-use std::cmp::{Ordering, Reverse};
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use profile::WireCosts;
+use std::cmp::Reverse;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
@@ -151,8 +155,11 @@ impl fmt::Display for TraceRecord {
 pub struct Digest(pub u64);
 
 impl Digest {
+    /// Folds one value in (FxHash's rotate-xor-multiply: cheap enough for every event, and any
+    /// difference in a folded value changes every later digest).
+    #[inline]
     fn fold(&mut self, x: u64) {
-        self.0 = mix64(self.0 ^ x).wrapping_add(0x9E37_79B9);
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x517C_C1B7_2722_0A95);
     }
 }
 
@@ -167,7 +174,7 @@ enum Event {
     Poll { p: u32, gen: u32 },
     Land { slot: u32 },
     ReadReturn { slot: u32 },
-    Complete { p: u32, c: Completion },
+    Complete { slot: u32 },
     Fault { index: u32 },
 }
 
@@ -183,30 +190,58 @@ impl Event {
     }
 }
 
+/// Queued events are keyed by one integer: time in the high 64 bits, a sequence number in the
+/// low 64, so one comparison orders them.
+fn key_time(key: u128) -> Nanos {
+    Nanos((key >> 64) as u64)
+}
+
+/// A queued event, ordered by its key only.
 #[derive(Debug)]
 struct Entry {
-    time: Nanos,
-    tie: u64,
-    seq: u64,
+    key: u128,
     event: Event,
 }
 
 impl PartialEq for Entry {
     fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
+        self.key == other.key
     }
 }
 impl Eq for Entry {}
 impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+    #[inline]
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
 }
 impl Ord for Entry {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (self.time, self.tie, self.seq).cmp(&(other.time, other.tie, other.seq))
+    #[inline]
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key.cmp(&other.key)
     }
 }
+
+/// A hasher for small integer keys: one SplitMix64 finalisation (the default SipHash costs more
+/// than the rest of an event). Never iterated, so iteration order cannot leak into a run.
+#[derive(Clone, Copy, Debug, Default)]
+struct MixHasher(u64);
+
+impl std::hash::Hasher for MixHasher {
+    fn finish(&self) -> u64 {
+        mix64(self.0)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | self.0 >> 56) ^ b as u64;
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 ^= x;
+    }
+}
+
+type PairMap = HashMap<u64, Nanos, std::hash::BuildHasherDefault<MixHasher>>;
 
 #[derive(Debug)]
 struct InFlight {
@@ -241,15 +276,20 @@ struct ActiveLink {
 /// A simulated run of processes of type `P` (use `Box<dyn Process<SimNic>>` to mix roles).
 pub struct Sim<P> {
     cfg: SimConfig,
+    wire: WireCosts,
     now: Nanos,
     seq: u64,
-    queue: BinaryHeap<Reverse<Entry>>,
+    queue: QuaternaryHeap<Reverse<Entry>>,
+    /// Events of one instant in the order the random tie-break drew (Random policy only).
+    batch: VecDeque<(u128, Event)>,
     processes: Vec<P>,
     nics: Vec<SimNic>,
     cpus: Vec<Cpu>,
     inflight: Vec<Option<InFlight>>,
     free_slots: Vec<u32>,
-    pair_last: HashMap<(u32, u32), Nanos>,
+    completions: Vec<(u32, Completion)>,
+    free_completions: Vec<u32>,
+    pair_last: PairMap,
     links: Vec<ActiveLink>,
     sched_rng: Rng,
     digest: Digest,
@@ -311,15 +351,19 @@ impl<P: Process<SimNic>> Sim<P> {
             .collect();
         let sched_rng = Rng::derive(cfg.seed, Purpose::Scheduler, 0);
         let mut sim = Sim {
+            wire: WireCosts::of(&cfg.profile),
             now: Nanos::ZERO,
             seq: 0,
-            queue: BinaryHeap::new(),
+            queue: QuaternaryHeap::new(),
+            batch: VecDeque::new(),
             processes,
             nics,
             cpus,
             inflight: Vec::new(),
             free_slots: Vec::new(),
-            pair_last: HashMap::new(),
+            completions: Vec::new(),
+            free_completions: Vec::new(),
+            pair_last: PairMap::default(),
             links: Vec::new(),
             sched_rng,
             digest: Digest(cfg.seed),
@@ -382,15 +426,9 @@ impl<P: Process<SimNic>> Sim<P> {
     }
 
     fn schedule(&mut self, time: Nanos, event: Event) {
-        let tie = match self.cfg.tie_break {
-            TieBreak::Fifo => 0,
-            TieBreak::Random => self.sched_rng.next_u64(),
-        };
         self.seq += 1;
         self.queue.push(Reverse(Entry {
-            time,
-            tie,
-            seq: self.seq,
+            key: (time.0 as u128) << 64 | self.seq as u128,
             event,
         }));
     }
@@ -412,7 +450,17 @@ impl<P: Process<SimNic>> Sim<P> {
     }
 
     fn complete(&mut self, p: u32, at: Nanos, c: Completion) {
-        self.schedule(at, Event::Complete { p, c });
+        let slot = match self.free_completions.pop() {
+            Some(s) => {
+                self.completions[s as usize] = (p, c);
+                s
+            }
+            None => {
+                self.completions.push((p, c));
+                (self.completions.len() - 1) as u32
+            }
+        };
+        self.schedule(at, Event::Complete { slot });
     }
 
     fn alloc(&mut self, f: InFlight) -> u32 {
@@ -447,22 +495,49 @@ impl<P: Process<SimNic>> Sim<P> {
             if self.not_done == 0 {
                 return StopReason::AllDone;
             }
-            let Some(Reverse(head)) = self.queue.peek() else {
+            let Some((key, event)) = self.next_event() else {
                 return StopReason::Quiescent;
             };
-            if limit.is_some_and(|l| head.time > l) {
-                self.now = limit.unwrap_or(self.now);
+            if let Some(l) = limit.filter(|&l| key_time(key) > l) {
+                // Put it back so a later `run` resumes here.
+                self.queue.push(Reverse(Entry { key, event }));
+                self.now = l;
                 return StopReason::TimeLimit;
             }
-            let Reverse(entry) = self.queue.pop().expect("peeked");
-            self.step(entry);
+            self.step(key_time(key), event);
         }
     }
 
-    fn step(&mut self, entry: Entry) {
-        self.now = entry.time;
-        let kind = entry.event.kind();
-        let process = match entry.event {
+    /// The next event: the queue's head under FIFO; under Random, the events pending for the
+    /// earliest instant are drawn out together and shuffled with the scheduler stream.
+    fn next_event(&mut self) -> Option<(u128, Event)> {
+        if self.cfg.tie_break == TieBreak::Fifo {
+            return self.queue.pop().map(|Reverse(e)| (e.key, e.event));
+        }
+        if self.batch.is_empty() {
+            let Reverse(first) = self.queue.pop()?;
+            let t = key_time(first.key);
+            self.batch.push_back((first.key, first.event));
+            while self
+                .queue
+                .peek()
+                .is_some_and(|Reverse(e)| key_time(e.key) == t)
+            {
+                let Reverse(e) = self.queue.pop().expect("peeked");
+                self.batch.push_back((e.key, e.event));
+            }
+            for i in (1..self.batch.len()).rev() {
+                let j = self.sched_rng.below(i as u64 + 1) as usize;
+                self.batch.swap(i, j);
+            }
+        }
+        self.batch.pop_front()
+    }
+
+    fn step(&mut self, time: Nanos, event: Event) {
+        self.now = time;
+        let kind = event.kind();
+        let process = match event {
             Event::Poll { p, gen } => {
                 if self.cpus[p as usize].gen != gen || self.cpus[p as usize].crashed {
                     return; // superseded by an earlier wake-up, or crashed since
@@ -472,7 +547,9 @@ impl<P: Process<SimNic>> Sim<P> {
             }
             Event::Land { slot } => self.land(slot),
             Event::ReadReturn { slot } => self.read_return(slot),
-            Event::Complete { p, c } => {
+            Event::Complete { slot } => {
+                let (p, c) = self.completions[slot as usize];
+                self.free_completions.push(slot);
                 if !self.cpus[p as usize].crashed {
                     self.nics[p as usize].cq.push_back(c);
                     self.wake(p, self.now);
@@ -582,7 +659,7 @@ impl<P: Process<SimNic>> Sim<P> {
         }
         let prof = &self.cfg.profile;
         let bytes = posted.op.wire_bytes();
-        let wire = prof.serialisation(bytes);
+        let wire = self.wire.serialisation(bytes);
         let dma = match &posted.op {
             Op::Write { flags, .. } if !flags.inline && bytes > 0 => Nanos(prof.nic.dma_read_ns),
             Op::Send { data, .. } if data.len() > prof.nic.inline_max_bytes => {
@@ -590,7 +667,7 @@ impl<P: Process<SimNic>> Sim<P> {
             }
             _ => Nanos::ZERO,
         };
-        let gap = wire.max(prof.wr_gap());
+        let gap = wire.max(self.wire.wr_gap);
         let latency = Nanos(prof.nic.write_latency_ns);
         let t0 = posted.at.max(qp.ready_at) + dma;
         let start = t0.max(self.cpus[s as usize].egress_free);
@@ -599,7 +676,10 @@ impl<P: Process<SimNic>> Sim<P> {
         let ingress = &mut self.cpus[d as usize].ingress_free;
         let mut land = arrive.max(*ingress) + wire;
         *ingress = land;
-        let last = self.pair_last.entry((s, d)).or_insert(Nanos::ZERO);
+        let last = self
+            .pair_last
+            .entry((s as u64) << 32 | d as u64)
+            .or_insert(Nanos::ZERO);
         land = land.max(*last);
         *last = land;
         let slot = self.alloc(InFlight {
@@ -672,7 +752,7 @@ impl<P: Process<SimNic>> Sim<P> {
                 mem.read(LocalAddr::new(at.region, at.offset), &mut buf)
                     .expect("validated at post");
                 // The response serialises on the target's egress and the reader's ingress.
-                let wire = self.cfg.profile.serialisation(*len);
+                let wire = self.wire.serialisation(*len);
                 let start = now.max(self.cpus[d as usize].egress_free);
                 self.cpus[d as usize].egress_free = start + wire;
                 let arrive = start + Nanos(self.cfg.profile.nic.write_latency_ns);

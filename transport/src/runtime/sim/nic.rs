@@ -51,7 +51,11 @@ pub struct SimNic {
 
 impl SimNic {
     pub(crate) fn charge(&mut self, ns: u64) {
-        self.charged += Nanos::from_f64(ns as f64 * self.slow);
+        self.charged += if self.slow == 1.0 {
+            Nanos(ns)
+        } else {
+            Nanos::from_f64(ns as f64 * self.slow)
+        };
     }
 
     /// This process's memory (for inspection after or between runs).

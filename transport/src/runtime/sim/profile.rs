@@ -225,6 +225,28 @@ impl Profile {
     }
 }
 
+/// Wire costs precomputed from a profile in integer picoseconds, for the simulator's hot path.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WireCosts {
+    ps_per_byte: u64,
+    pub(crate) wr_gap: Nanos,
+}
+
+impl WireCosts {
+    pub(crate) fn of(p: &Profile) -> WireCosts {
+        WireCosts {
+            ps_per_byte: (8_000.0 / p.nic.link_gbps).round() as u64,
+            wr_gap: p.wr_gap(),
+        }
+    }
+
+    /// Wire time of `bytes`, rounded to the nearest nanosecond.
+    #[inline]
+    pub(crate) fn serialisation(&self, bytes: usize) -> Nanos {
+        Nanos((bytes as u64 * self.ps_per_byte + 500) / 1_000)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

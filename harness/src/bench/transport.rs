@@ -1,0 +1,336 @@
+//! `harness bench transport`: an ib_write_lat / ib_write_bw equivalent for any runtime.
+//!
+//! Latency follows ib_write_lat: a write ping-pong between two processes, each polling the last
+//! byte of its buffer for the peer's write; the reported latency is half the round trip.
+//! Bandwidth follows ib_write_bw: one process posts signaled writes back to back with at most
+//! `tx_depth` outstanding; bandwidth is bytes over the time from the first post to the last
+//! completion. Writes up to the NIC's inline limit are posted inline, as perftest does.
+
+use crate::stats::LatencySummary;
+use bytes::Bytes;
+use transport::runtime::local::{LocalConfig, LocalNic, LocalRuntime};
+use transport::runtime::sim::{Profile, Sim, SimConfig, SimNic};
+use transport::*;
+
+/// The largest message perftest's `-a` covers (8 MiB); also the largest size accepted.
+pub(crate) const MAX_BYTES: usize = 8 << 20;
+
+/// The sizes of `--all`: every power of two from 2 B to 8 MiB.
+pub(crate) fn all_sizes() -> Vec<usize> {
+    (1..=23).map(|k| 1usize << k).collect()
+}
+
+const BUF: RegionId = RegionId(0);
+
+/// Which test a process pair runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Latency,
+    Bandwidth,
+}
+
+/// One side of a perftest-style pair: process 0 is the initiator, process 1 the responder.
+#[derive(Debug)]
+pub(crate) struct Perf {
+    mode: Mode,
+    bytes: usize,
+    warmup: u64,
+    iterations: u64,
+    tx_depth: u64,
+    /// Payloads whose last byte is tag 1 and tag 2 (latency alternates them; bandwidth uses 0).
+    payloads: [Bytes; 2],
+    i: u64,
+    waiting: bool,
+    t_start: Nanos,
+    /// Half round trips (latency) in microseconds.
+    pub(crate) samples: Vec<f64>,
+    posted: u64,
+    cq_mod: u64,
+    /// (time, ops completed so far) at each completion drained (bandwidth).
+    pub(crate) completions: Vec<(Nanos, u64)>,
+    completed: u64,
+    pub(crate) t_first: Nanos,
+    pub(crate) error: Option<String>,
+}
+
+impl Perf {
+    pub(crate) fn new(
+        mode: Mode,
+        bytes: usize,
+        warmup: u64,
+        iterations: u64,
+        tx_depth: u64,
+        cq_mod: u64,
+    ) -> Perf {
+        let payload = |tag: u8| {
+            let mut v = vec![0u8; bytes];
+            v[bytes - 1] = tag;
+            Bytes::from(v)
+        };
+        Perf {
+            mode,
+            bytes,
+            warmup: if mode == Mode::Latency { warmup } else { 0 },
+            iterations,
+            tx_depth,
+            payloads: [payload(1), payload(2)],
+            i: 0,
+            waiting: false,
+            t_start: Nanos::ZERO,
+            samples: Vec::new(),
+            posted: 0,
+            cq_mod: cq_mod.clamp(1, tx_depth),
+            completions: Vec::new(),
+            completed: 0,
+            t_first: Nanos::ZERO,
+            error: None,
+        }
+    }
+
+    fn total(&self) -> u64 {
+        self.warmup + self.iterations
+    }
+
+    fn tag(i: u64) -> u8 {
+        1 + (i % 2) as u8
+    }
+
+    fn flags<N: Nic>(&self, nic: &N) -> WriteFlags {
+        if self.bytes <= nic.limits().inline_max {
+            WriteFlags::NONE.inline()
+        } else {
+            WriteFlags::NONE
+        }
+    }
+
+    fn post<N: Nic>(&mut self, nic: &mut N, tag_index: usize, flags: WriteFlags) {
+        let peer = ProcessId(1 - nic.id().0);
+        let data = Data::Bytes(self.payloads[tag_index].clone());
+        if let Err(e) = nic.post_write_data(RemoteAddr::new(peer, BUF, 0), data, flags) {
+            self.error = Some(e.to_string());
+        }
+    }
+
+    fn last_byte<N: Nic>(&self, nic: &N) -> u8 {
+        let mut b = [0u8; 1];
+        nic.read_local(LocalAddr::new(BUF, self.bytes - 1), &mut b)
+            .expect("buffer in bounds");
+        b[0]
+    }
+
+    fn poll_latency<N: Nic>(&mut self, nic: &mut N) -> Progress {
+        let initiator = nic.id() == ProcessId(0);
+        let flags = self.flags(nic);
+        let mut worked = false;
+        loop {
+            if self.i == self.total() {
+                return Progress::worked(worked);
+            }
+            let tag = Self::tag(self.i);
+            if initiator && !self.waiting {
+                self.t_start = nic.now();
+                self.post(nic, (tag - 1) as usize, flags);
+                self.waiting = true;
+                worked = true;
+            }
+            if self.last_byte(nic) != tag {
+                return Progress::worked(worked);
+            }
+            if initiator {
+                if self.i >= self.warmup {
+                    let rtt = nic.now() - self.t_start;
+                    self.samples.push(rtt.as_us_f64() / 2.0);
+                }
+                self.waiting = false;
+            } else {
+                self.post(nic, (tag - 1) as usize, flags);
+            }
+            self.i += 1;
+            worked = true;
+        }
+    }
+
+    fn poll_bandwidth<N: Nic>(&mut self, nic: &mut N) -> Progress {
+        if nic.id() != ProcessId(0) {
+            return Progress::IDLE;
+        }
+        let mut worked = false;
+        while let Some(c) = nic.poll_completion() {
+            if c.status != Status::Success {
+                self.error = Some(format!("write failed: {c:?}"));
+            }
+            // One signaled write stands for the unsignaled ones posted before it (perftest's
+            // --cq-mod): on an RC queue pair they completed first.
+            self.completed = (self.completed + self.cq_mod).min(self.posted);
+            self.completions.push((nic.now(), self.completed));
+            worked = true;
+        }
+        while self.posted < self.iterations && self.posted - self.completed < self.tx_depth {
+            if self.posted == 0 {
+                self.t_first = nic.now();
+            }
+            let mut flags = self.flags(nic);
+            let last = self.posted + 1 == self.iterations;
+            if (self.posted + 1) % self.cq_mod == 0 || last {
+                flags = flags.signaled();
+            }
+            self.post(nic, 0, flags);
+            self.posted += 1;
+            worked = true;
+        }
+        Progress::worked(worked)
+    }
+}
+
+impl<N: Nic> Process<N> for Perf {
+    fn regions(&self) -> Vec<RegionSpec> {
+        vec![RegionSpec::new(self.bytes).with_default(Access::Write)]
+    }
+
+    fn poll(&mut self, nic: &mut N) -> Progress {
+        if self.error.is_some() {
+            return Progress::IDLE;
+        }
+        match self.mode {
+            Mode::Latency => self.poll_latency(nic),
+            Mode::Bandwidth => self.poll_bandwidth(nic),
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.error.is_some()
+            || match self.mode {
+                Mode::Latency => self.i == self.total(),
+                Mode::Bandwidth => self.completed == self.iterations,
+            }
+    }
+}
+
+/// Where a pair runs.
+#[derive(Clone, Debug)]
+pub(crate) enum Runtime {
+    Sim { profile: Profile, seed: u64 },
+    Local { cfg: LocalConfig },
+}
+
+impl Runtime {
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Runtime::Sim { .. } => "sim",
+            Runtime::Local { .. } => "local",
+        }
+    }
+
+    pub(crate) fn profile_name(&self) -> String {
+        match self {
+            Runtime::Sim { profile, .. } => profile.name.clone(),
+            Runtime::Local { .. } => "-".to_string(),
+        }
+    }
+
+    /// The inline limit writes are measured with.
+    pub(crate) fn inline_max(&self) -> usize {
+        match self {
+            Runtime::Sim { profile, .. } => profile.nic.inline_max_bytes,
+            Runtime::Local { cfg } => cfg.limits.inline_max,
+        }
+    }
+
+    /// Runs a pair to completion and returns the initiator.
+    pub(crate) fn run_pair(&self, pair: [Perf; 2]) -> Result<Perf, String> {
+        let procs: Vec<Perf> = pair.into();
+        let mut out = match self {
+            Runtime::Sim { profile, seed } => {
+                let mut sim: Sim<Perf> = Sim::new(SimConfig::new(*seed, profile.clone()), procs);
+                sim.run(None);
+                sim.into_processes()
+            }
+            Runtime::Local { cfg } => {
+                let run = LocalRuntime::new(*cfg, procs).run(std::time::Duration::from_secs(300));
+                run.processes
+            }
+        };
+        let initiator = out.swap_remove(0);
+        if let Some(e) = &initiator.error {
+            return Err(e.clone());
+        }
+        if !Process::<SimNic>::done(&initiator) || !Process::<LocalNic>::done(&initiator) {
+            return Err("the run ended before the test finished (time limit)".into());
+        }
+        Ok(initiator)
+    }
+}
+
+/// One row of results: one message size.
+#[derive(Clone, Debug, serde::Serialize)]
+pub(crate) struct Row {
+    pub(crate) runtime: String,
+    pub(crate) profile: String,
+    pub(crate) bytes: usize,
+    pub(crate) iterations: u64,
+    pub(crate) t_min_us: f64,
+    pub(crate) t_max_us: f64,
+    pub(crate) t_typical_us: f64,
+    pub(crate) t_avg_us: f64,
+    pub(crate) t_stdev_us: f64,
+    pub(crate) t_p99_us: f64,
+    pub(crate) t_p999_us: f64,
+    pub(crate) bw_peak_gbps: f64,
+    pub(crate) bw_avg_gbps: f64,
+    pub(crate) msg_rate_mpps: f64,
+    pub(crate) warmup: u64,
+    pub(crate) tx_depth: u64,
+    pub(crate) cq_mod: u64,
+    pub(crate) inline: bool,
+    pub(crate) threads: usize,
+    pub(crate) seed: u64,
+    pub(crate) commit: String,
+}
+
+/// Measures one size: the latency ping-pong, then the bandwidth stream.
+pub(crate) fn measure(
+    rt: &Runtime,
+    bytes: usize,
+    iterations: u64,
+    warmup: u64,
+    tx_depth: u64,
+    cq_mod: u64,
+) -> Result<(LatencySummary, f64, f64, f64), String> {
+    let lat = rt.run_pair([
+        Perf::new(Mode::Latency, bytes, warmup, iterations, tx_depth, cq_mod),
+        Perf::new(Mode::Latency, bytes, warmup, iterations, tx_depth, cq_mod),
+    ])?;
+    let summary = LatencySummary::of(&lat.samples).ok_or("no latency samples")?;
+    let bw = rt.run_pair([
+        Perf::new(Mode::Bandwidth, bytes, 0, iterations, tx_depth, cq_mod),
+        Perf::new(Mode::Bandwidth, bytes, 0, iterations, tx_depth, cq_mod),
+    ])?;
+    let (avg, peak, rate) = bandwidth(&bw, bytes, tx_depth);
+    Ok((summary, avg, peak, rate))
+}
+
+/// Average and peak bandwidth (Gb/s) and message rate (Mpps) of a bandwidth run. The peak is the
+/// best bandwidth between two completions at least `max(iterations / 10, tx_depth)` ops apart,
+/// so a burst of completions drained in one poll cannot inflate it.
+fn bandwidth(run: &Perf, bytes: usize, tx_depth: u64) -> (f64, f64, f64) {
+    let Some(&(last, n)) = run.completions.last() else {
+        return (0.0, 0.0, 0.0);
+    };
+    let gbps = |ops: u64, dt: Nanos| ops as f64 * bytes as f64 * 8.0 / dt.as_nanos().max(1) as f64;
+    let span = last - run.t_first;
+    let avg = gbps(n, span);
+    let rate = n as f64 * 1e3 / span.as_nanos().max(1) as f64;
+    let window = (n / 10).max(tx_depth).min(n);
+    let mut peak = avg;
+    let mut lo = 0;
+    for &(t, done) in &run.completions {
+        while lo + 1 < run.completions.len() && done - run.completions[lo + 1].1 >= window {
+            lo += 1;
+        }
+        let (t0, d0) = run.completions[lo];
+        if done - d0 >= window && t > t0 {
+            peak = peak.max(gbps(done - d0, t - t0));
+        }
+    }
+    (avg, peak, rate)
+}

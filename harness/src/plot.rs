@@ -1,0 +1,121 @@
+//! PNG charts that render on a fresh machine: the font is embedded in the binary.
+
+use plotters::prelude::*;
+use std::path::Path;
+use std::sync::Once;
+
+/// The font family name charts use; registered from embedded bytes, never from the system.
+const FAMILY: &str = "sans-serif";
+
+fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        plotters::style::register_font(
+            FAMILY,
+            FontStyle::Normal,
+            epaint_default_fonts::UBUNTU_LIGHT,
+        )
+        .unwrap_or_else(|_| panic!("the embedded chart font is invalid"));
+    });
+}
+
+/// One line of a chart.
+#[derive(Clone, Debug)]
+pub(crate) struct Series {
+    pub(crate) label: String,
+    pub(crate) points: Vec<(f64, f64)>,
+}
+
+/// One panel: a title, axis labels and its series; x is drawn on a log2 scale.
+#[derive(Clone, Debug)]
+pub(crate) struct Panel {
+    pub(crate) title: String,
+    pub(crate) x_label: String,
+    pub(crate) y_label: String,
+    pub(crate) series: Vec<Series>,
+}
+
+/// Draws `panels` side by side into a PNG at `path`.
+pub(crate) fn draw_png(path: &Path, caption: &str, panels: &[Panel]) -> Result<(), String> {
+    register_font();
+    let width = 700 * panels.len().max(1) as u32;
+    let root = BitMapBackend::new(path, (width, 520)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let root = root
+        .titled(caption, (FAMILY, 24))
+        .map_err(|e| e.to_string())?;
+    let areas = root.split_evenly((1, panels.len().max(1)));
+    for (panel, area) in panels.iter().zip(areas.iter()) {
+        draw_panel(area, panel)?;
+    }
+    root.present()
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+fn draw_panel(
+    area: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
+    panel: &Panel,
+) -> Result<(), String> {
+    let pts = panel.series.iter().flat_map(|s| s.points.iter());
+    let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
+    for &(x, y) in pts {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y1 = y1.max(y);
+    }
+    if x0 > x1 {
+        (x0, x1) = (1.0, 2.0);
+    }
+    let x1 = if x1 <= x0 { x0 * 2.0 } else { x1 };
+    let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.1 };
+    let mut chart = ChartBuilder::on(area)
+        .caption(&panel.title, (FAMILY, 20))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d((x0..x1).log_scale().base(2.0), 0.0..y1)
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .x_desc(&panel.x_label)
+        .y_desc(&panel.y_label)
+        .label_style((FAMILY, 14))
+        .x_label_formatter(&|x| human_bytes(*x))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    for (i, s) in panel.series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(
+                s.points.iter().copied(),
+                color.stroke_width(2),
+            ))
+            .map_err(|e| e.to_string())?
+            .label(&s.label)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        chart
+            .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
+            .map_err(|e| e.to_string())?;
+    }
+    chart
+        .configure_series_labels()
+        .label_font((FAMILY, 14))
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperLeft)
+        .draw()
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// `4096` -> `4K`, `1048576` -> `1M`.
+pub(crate) fn human_bytes(x: f64) -> String {
+    let x = x.round() as u64;
+    match x {
+        x if x >= 1 << 20 && x % (1 << 20) == 0 => format!("{}M", x >> 20),
+        x if x >= 1 << 10 && x % (1 << 10) == 0 => format!("{}K", x >> 10),
+        x => x.to_string(),
+    }
+}
