@@ -33,6 +33,8 @@ pub(crate) enum Mode {
 #[derive(Debug)]
 pub(crate) struct Perf {
     mode: Mode,
+    /// Process 0: posts pings (latency) or the write stream (bandwidth).
+    initiator: bool,
     bytes: usize,
     warmup: u64,
     iterations: u64,
@@ -54,7 +56,22 @@ pub(crate) struct Perf {
 }
 
 impl Perf {
-    pub(crate) fn new(
+    /// The pair of processes for one test: the initiator (process 0) and the responder.
+    pub(crate) fn pair(
+        mode: Mode,
+        bytes: usize,
+        warmup: u64,
+        iterations: u64,
+        tx_depth: u64,
+        cq_mod: u64,
+    ) -> [Perf; 2] {
+        [true, false].map(|initiator| Perf {
+            initiator,
+            ..Perf::new(mode, bytes, warmup, iterations, tx_depth, cq_mod)
+        })
+    }
+
+    fn new(
         mode: Mode,
         bytes: usize,
         warmup: u64,
@@ -69,6 +86,7 @@ impl Perf {
         };
         Perf {
             mode,
+            initiator: true,
             bytes,
             warmup: if mode == Mode::Latency { warmup } else { 0 },
             iterations,
@@ -119,7 +137,7 @@ impl Perf {
     }
 
     fn poll_latency<N: Nic>(&mut self, nic: &mut N) -> Progress {
-        let initiator = nic.id() == ProcessId(0);
+        let initiator = self.initiator;
         let flags = self.flags(nic);
         let mut worked = false;
         loop {
@@ -151,7 +169,7 @@ impl Perf {
     }
 
     fn poll_bandwidth<N: Nic>(&mut self, nic: &mut N) -> Progress {
-        if nic.id() != ProcessId(0) {
+        if !self.initiator {
             return Progress::IDLE;
         }
         let mut worked = false;
@@ -201,7 +219,8 @@ impl<N: Nic> Process<N> for Perf {
         self.error.is_some()
             || match self.mode {
                 Mode::Latency => self.i == self.total(),
-                Mode::Bandwidth => self.completed == self.iterations,
+                // The responder of a bandwidth test is passive: its NIC does all the work.
+                Mode::Bandwidth => !self.initiator || self.completed == self.iterations,
             }
     }
 }
@@ -296,15 +315,23 @@ pub(crate) fn measure(
     tx_depth: u64,
     cq_mod: u64,
 ) -> Result<(LatencySummary, f64, f64, f64), String> {
-    let lat = rt.run_pair([
-        Perf::new(Mode::Latency, bytes, warmup, iterations, tx_depth, cq_mod),
-        Perf::new(Mode::Latency, bytes, warmup, iterations, tx_depth, cq_mod),
-    ])?;
+    let lat = rt.run_pair(Perf::pair(
+        Mode::Latency,
+        bytes,
+        warmup,
+        iterations,
+        tx_depth,
+        cq_mod,
+    ))?;
     let summary = LatencySummary::of(&lat.samples).ok_or("no latency samples")?;
-    let bw = rt.run_pair([
-        Perf::new(Mode::Bandwidth, bytes, 0, iterations, tx_depth, cq_mod),
-        Perf::new(Mode::Bandwidth, bytes, 0, iterations, tx_depth, cq_mod),
-    ])?;
+    let bw = rt.run_pair(Perf::pair(
+        Mode::Bandwidth,
+        bytes,
+        0,
+        iterations,
+        tx_depth,
+        cq_mod,
+    ))?;
     let (avg, peak, rate) = bandwidth(&bw, bytes, tx_depth);
     Ok((summary, avg, peak, rate))
 }
@@ -324,13 +351,58 @@ fn bandwidth(run: &Perf, bytes: usize, tx_depth: u64) -> (f64, f64, f64) {
     let mut peak = avg;
     let mut lo = 0;
     for &(t, done) in &run.completions {
-        while lo + 1 < run.completions.len() && done - run.completions[lo + 1].1 >= window {
+        while lo + 1 < run.completions.len()
+            && done.saturating_sub(run.completions[lo + 1].1) >= window
+        {
             lo += 1;
         }
         let (t0, d0) = run.completions[lo];
-        if done - d0 >= window && t > t0 {
+        if done.saturating_sub(d0) >= window && t > t0 {
             peak = peak.max(gbps(done - d0, t - t0));
         }
     }
     (avg, peak, rate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every built-in profile reproduces the two numbers it declares as its calibration: the
+    /// 64-byte ping-pong's typical half round trip and the 8 MiB write bandwidth, within 5%.
+    /// (Virtual time: deterministic model outputs, not wall-clock timings.)
+    #[test]
+    fn builtin_profiles_reproduce_their_calibration() {
+        for name in transport::runtime::sim::builtin_names() {
+            let profile = Profile::load(name).unwrap();
+            let cal = profile.calibration.clone();
+            let rt = Runtime::Sim { profile, seed: 1 };
+            let (lat, ..) = measure(&rt, 64, 50, 5, 128, 100).unwrap();
+            let (_, bw, ..) = measure(&rt, 8 << 20, 20, 0, 128, 100).unwrap();
+            let lat_err = (lat.typical - cal.write_lat_us).abs() / cal.write_lat_us;
+            let bw_err = (bw - cal.write_bw_gbps).abs() / cal.write_bw_gbps;
+            assert!(
+                lat_err < 0.05,
+                "{name}: {} us vs {} us",
+                lat.typical,
+                cal.write_lat_us
+            );
+            assert!(
+                bw_err < 0.05,
+                "{name}: {bw} Gb/s vs {} Gb/s",
+                cal.write_bw_gbps
+            );
+        }
+    }
+
+    /// Local runtime sanity: a ping-pong completes and yields one sample per iteration.
+    #[test]
+    fn local_ping_pong_completes() {
+        let rt = Runtime::Local {
+            cfg: LocalConfig::default(),
+        };
+        let (lat, bw, _, rate) = measure(&rt, 64, 200, 20, 16, 4).unwrap();
+        assert!(lat.min > 0.0 && lat.min <= lat.typical && lat.typical <= lat.max);
+        assert!(bw > 0.0 && rate > 0.0);
+    }
 }

@@ -1,0 +1,127 @@
+//! The harness as a researcher runs it: bad input gives a clear error and a non-zero exit; good
+//! input writes the promised CSV columns and a PNG; the checker passes on the transport model.
+
+use std::process::{Command, Output};
+
+fn harness(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(args)
+        .output()
+        .expect("run harness")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn sizes_out_of_range_are_rejected() {
+    for bad in ["0", "8388609", "-3", "big"] {
+        let o = harness(&["bench", "transport", &format!("--sizes={bad}")]);
+        assert!(!o.status.success(), "--sizes {bad} accepted");
+        let e = stderr(&o);
+        assert!(
+            e.contains("out of range") || e.contains("not a size"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn unknown_profile_names_the_known_ones() {
+    let o = harness(&["bench", "transport", "--profile", "nonesuch"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("unknown profile `nonesuch`") && e.contains("r320-cx3"),
+        "{e}"
+    );
+}
+
+#[test]
+fn malformed_profile_file_names_field_and_line() {
+    let dir = std::env::temp_dir().join(format!("harness-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.toml");
+    let good = transport::runtime::sim::BUILTIN[0].1;
+    std::fs::write(
+        &path,
+        good.replace("link_gbps = 50.0", "link_gbps = \"fifty\""),
+    )
+    .unwrap();
+    let o = harness(&["bench", "transport", "--profile", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.contains("bad.toml") && e.contains("line") && e.contains("link_gbps"),
+        "{e}"
+    );
+}
+
+#[test]
+fn csv_has_every_column_and_png_is_written() {
+    let dir = std::env::temp_dir().join(format!("harness-out-{}", std::process::id()));
+    let csv = dir.join("t.csv");
+    let png = dir.join("t.png");
+    let o = harness(&[
+        "bench",
+        "transport",
+        "--sizes",
+        "64,4096",
+        "--iterations",
+        "100",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--png",
+        png.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("t_typical[usec]"));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let header = text.lines().next().unwrap();
+    for col in [
+        "runtime",
+        "profile",
+        "bytes",
+        "iterations",
+        "t_min_us",
+        "t_max_us",
+        "t_typical_us",
+        "t_avg_us",
+        "t_stdev_us",
+        "t_p99_us",
+        "t_p999_us",
+        "bw_avg_gbps",
+        "msg_rate_mpps",
+    ] {
+        assert!(
+            header.split(',').any(|c| c == col),
+            "missing column {col} in {header}"
+        );
+    }
+    assert_eq!(text.lines().count(), 3, "one row per size");
+    let bytes = std::fs::read(&png).unwrap();
+    assert!(bytes.starts_with(b"\x89PNG"), "not a PNG");
+}
+
+#[test]
+fn chaos_check_passes_with_determinism() {
+    let o = harness(&[
+        "check",
+        "--protocol",
+        "chaos",
+        "--seeds",
+        "12",
+        "--check-determinism",
+    ]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("0 violations") && out.contains("12 runs"),
+        "{out}"
+    );
+}
