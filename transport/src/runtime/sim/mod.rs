@@ -31,6 +31,7 @@
 mod fault;
 mod nic;
 mod profile;
+mod queue;
 
 pub use fault::{random_faults, Fault, FaultBudget};
 pub use nic::SimNic;
@@ -44,10 +45,9 @@ use crate::process::{Process, ProcessId};
 use crate::region::{Access, LocalAddr, RegionId, RegionTable};
 use crate::rng::{mix64, Purpose, Rng};
 use crate::time::Nanos;
-use dary_heap::QuaternaryHeap;
 use nic::{Posted, QueuePair};
 use profile::WireCosts;
-use std::cmp::Reverse;
+use queue::EventQueue;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::Arc;
@@ -191,35 +191,9 @@ impl Event {
 }
 
 /// Queued events are keyed by one integer: time in the high 64 bits, a sequence number in the
-/// low 64, so one comparison orders them.
+/// low 64, so one comparison orders them (see [`queue`]).
 fn key_time(key: u128) -> Nanos {
     Nanos((key >> 64) as u64)
-}
-
-/// A queued event, ordered by its key only.
-#[derive(Debug)]
-struct Entry {
-    key: u128,
-    event: Event,
-}
-
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        self.key == other.key
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    #[inline]
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Entry {
-    #[inline]
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.key.cmp(&other.key)
-    }
 }
 
 /// A hasher for small integer keys: one SplitMix64 finalisation (the default SipHash costs more
@@ -248,8 +222,6 @@ struct InFlight {
     src: u32,
     posted: Posted,
     epoch: u32,
-    /// Bytes a read brings back.
-    read_data: Vec<u8>,
 }
 
 #[derive(Debug)]
@@ -279,7 +251,7 @@ pub struct Sim<P> {
     wire: WireCosts,
     now: Nanos,
     seq: u64,
-    queue: QuaternaryHeap<Reverse<Entry>>,
+    queue: EventQueue<Event>,
     /// Events of one instant in the order the random tie-break drew (Random policy only).
     batch: VecDeque<(u128, Event)>,
     processes: Vec<P>,
@@ -289,6 +261,8 @@ pub struct Sim<P> {
     free_slots: Vec<u32>,
     completions: Vec<(u32, Completion)>,
     free_completions: Vec<u32>,
+    /// Bytes read responses carry, by in-flight slot (kept apart so writes stay compact).
+    read_data: HashMap<u32, Vec<u8>, std::hash::BuildHasherDefault<MixHasher>>,
     pair_last: PairMap,
     links: Vec<ActiveLink>,
     sched_rng: Rng,
@@ -354,7 +328,7 @@ impl<P: Process<SimNic>> Sim<P> {
             wire: WireCosts::of(&cfg.profile),
             now: Nanos::ZERO,
             seq: 0,
-            queue: QuaternaryHeap::new(),
+            queue: EventQueue::new(),
             batch: VecDeque::new(),
             processes,
             nics,
@@ -363,6 +337,7 @@ impl<P: Process<SimNic>> Sim<P> {
             free_slots: Vec::new(),
             completions: Vec::new(),
             free_completions: Vec::new(),
+            read_data: HashMap::default(),
             pair_last: PairMap::default(),
             links: Vec::new(),
             sched_rng,
@@ -427,10 +402,8 @@ impl<P: Process<SimNic>> Sim<P> {
 
     fn schedule(&mut self, time: Nanos, event: Event) {
         self.seq += 1;
-        self.queue.push(Reverse(Entry {
-            key: (time.0 as u128) << 64 | self.seq as u128,
-            event,
-        }));
+        self.queue
+            .push((time.0 as u128) << 64 | self.seq as u128, event);
     }
 
     /// Schedules a poll of `p` at `t` or as soon as its CPU is free, unless one is due earlier.
@@ -500,7 +473,7 @@ impl<P: Process<SimNic>> Sim<P> {
             };
             if let Some(l) = limit.filter(|&l| key_time(key) > l) {
                 // Put it back so a later `run` resumes here.
-                self.queue.push(Reverse(Entry { key, event }));
+                self.queue.push(key, event);
                 self.now = l;
                 return StopReason::TimeLimit;
             }
@@ -512,19 +485,14 @@ impl<P: Process<SimNic>> Sim<P> {
     /// earliest instant are drawn out together and shuffled with the scheduler stream.
     fn next_event(&mut self) -> Option<(u128, Event)> {
         if self.cfg.tie_break == TieBreak::Fifo {
-            return self.queue.pop().map(|Reverse(e)| (e.key, e.event));
+            return self.queue.pop();
         }
         if self.batch.is_empty() {
-            let Reverse(first) = self.queue.pop()?;
-            let t = key_time(first.key);
-            self.batch.push_back((first.key, first.event));
-            while self
-                .queue
-                .peek()
-                .is_some_and(|Reverse(e)| key_time(e.key) == t)
-            {
-                let Reverse(e) = self.queue.pop().expect("peeked");
-                self.batch.push_back((e.key, e.event));
+            let first = self.queue.pop()?;
+            let t = key_time(first.0);
+            self.batch.push_back(first);
+            while self.queue.peek_key().is_some_and(|k| key_time(k) == t) {
+                self.batch.push_back(self.queue.pop().expect("peeked"));
             }
             for i in (1..self.batch.len()).rev() {
                 let j = self.sched_rng.below(i as u64 + 1) as usize;
@@ -686,7 +654,6 @@ impl<P: Process<SimNic>> Sim<P> {
             src: s,
             posted,
             epoch: qp.epoch,
-            read_data: Vec::new(),
         });
         self.schedule(land, Event::Land { slot });
     }
@@ -759,10 +726,8 @@ impl<P: Process<SimNic>> Sim<P> {
                 let ingress = &mut self.cpus[s as usize].ingress_free;
                 let back = arrive.max(*ingress) + wire;
                 *ingress = back;
-                let slot = self.alloc(InFlight {
-                    read_data: buf,
-                    ..f
-                });
+                let slot = self.alloc(f);
+                self.read_data.insert(slot, buf);
                 self.schedule(back, Event::ReadReturn { slot });
                 return d;
             }
@@ -800,12 +765,13 @@ impl<P: Process<SimNic>> Sim<P> {
 
     fn read_return(&mut self, slot: u32) -> u32 {
         let f = self.take(slot);
+        let data = self.read_data.remove(&slot).expect("read data kept");
         let s = f.src;
         if let Op::Read { into, signaled, .. } = &f.posted.op {
             if !self.cpus[s as usize].crashed {
                 self.nics[s as usize]
                     .memory
-                    .write(*into, &f.read_data)
+                    .write(*into, &data)
                     .expect("validated at post");
                 if *signaled {
                     let c = Completion {
