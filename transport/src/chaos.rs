@@ -56,6 +56,7 @@ pub struct Chaos {
     needs_reconnect: Vec<bool>,
     pending_reads: u64,
     think: Timer,
+    last_peer: Option<ProcessId>,
     drained_at: Option<Nanos>,
     drained: bool,
     /// Counts of completions by status: success, access denied, unreachable, flushed.
@@ -80,6 +81,7 @@ impl Chaos {
             needs_reconnect: vec![false; n],
             pending_reads: 0,
             think: Timer::new(),
+            last_peer: None,
             drained_at: None,
             drained: false,
             statuses: [0; 4],
@@ -123,7 +125,12 @@ impl Chaos {
     fn issue<N: Nic>(&mut self, nic: &mut N) {
         let n = self.cfg.processes as u64;
         let me = nic.id();
-        let peer = ProcessId(nic.rng().below(n) as u32);
+        // Streams to one peer make per-pair ordering observable; otherwise pick anyone.
+        let peer = match self.last_peer {
+            Some(p) if nic.rng().chance(0.6) => p,
+            _ => ProcessId(nic.rng().below(n) as u32),
+        };
+        self.last_peer = Some(peer);
         if peer == me || self.reconnecting[peer.index()] {
             self.issued += 1;
             return;
@@ -255,7 +262,12 @@ impl<N: Nic> Process<N> for Chaos {
         if self.issued < self.cfg.ops && self.think.fire(nic.now()) {
             self.issue(nic);
             if self.issued < self.cfg.ops {
-                let think = nic.rng().below(self.cfg.think_ns_max + 1);
+                // Bursts (no think time) put several ops of one pair in flight at once.
+                let think = if nic.rng().chance(0.4) {
+                    0
+                } else {
+                    nic.rng().below(self.cfg.think_ns_max + 1)
+                };
                 self.think.arm_at(nic.now() + Nanos(think));
             }
             worked = true;

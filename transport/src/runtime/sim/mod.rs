@@ -640,15 +640,21 @@ impl<P: Process<SimNic>> Sim<P> {
         let t0 = posted.at.max(qp.ready_at) + dma;
         let start = t0.max(self.cpus[s as usize].egress_free);
         self.cpus[s as usize].egress_free = start + gap;
-        let arrive = start + latency + self.link_extra(s, d);
+        // The receiver's ingress is accounted in issue order, which approximates arrival order
+        // without an extra event per op. An injected link delay is added after that accounting,
+        // so a slow link delays its own traffic without blocking other senders' at the receiver;
+        // `pair_last` then restores the per-pair (RC) order that jitter could break.
+        let arrive = start + latency;
         let ingress = &mut self.cpus[d as usize].ingress_free;
         let mut land = arrive.max(*ingress) + wire;
         *ingress = land;
+        land += self.link_extra(s, d);
         let last = self
             .pair_last
             .entry((s as u64) << 32 | d as u64)
             .or_insert(Nanos::ZERO);
-        land = land.max(*last);
+        // Strictly after the pair's previous op, so no tie-break policy can swap them.
+        land = land.max(*last + Nanos(1));
         *last = land;
         let slot = self.alloc(InFlight {
             src: s,
