@@ -310,13 +310,15 @@ fn bench_transport(a: TransportArgs) -> Result<ExitCode, String> {
             plot::Panel {
                 title: "Write latency".into(),
                 x_label: "message size (bytes)".into(),
-                y_label: "latency (us)".into(),
+                y_label: "latency (us, log scale)".into(),
+                log_y: true,
                 series: vec![lat],
             },
             plot::Panel {
                 title: "Write bandwidth".into(),
                 x_label: "message size (bytes)".into(),
                 y_label: "bandwidth (Gb/s)".into(),
+                log_y: false,
                 series: vec![bw],
             },
         ];

@@ -26,12 +26,14 @@ pub(crate) struct Series {
     pub(crate) points: Vec<(f64, f64)>,
 }
 
-/// One panel: a title, axis labels and its series; x is drawn on a log2 scale.
+/// One panel: a title, axis labels and its series; x is drawn on a log2 scale, y on a linear
+/// or (with `log_y`) a log10 scale.
 #[derive(Clone, Debug)]
 pub(crate) struct Panel {
     pub(crate) title: String,
     pub(crate) x_label: String,
     pub(crate) y_label: String,
+    pub(crate) log_y: bool,
     pub(crate) series: Vec<Series>,
 }
 
@@ -56,24 +58,35 @@ fn draw_panel(
     area: &DrawingArea<BitMapBackend<'_>, plotters::coord::Shift>,
     panel: &Panel,
 ) -> Result<(), String> {
-    let pts = panel.series.iter().flat_map(|s| s.points.iter());
-    let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
-    for &(x, y) in pts {
+    // A log y axis is drawn as log10(y) on a linear axis whose labels show 10^label.
+    let ty = |y: f64| if panel.log_y { y.max(1e-9).log10() } else { y };
+    let series: Vec<Vec<(f64, f64)>> = panel
+        .series
+        .iter()
+        .map(|s| s.points.iter().map(|&(x, y)| (x, ty(y))).collect())
+        .collect();
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for &(x, y) in series.iter().flatten() {
         x0 = x0.min(x);
         x1 = x1.max(x);
+        y0 = y0.min(y);
         y1 = y1.max(y);
     }
     if x0 > x1 {
-        (x0, x1) = (1.0, 2.0);
+        (x0, x1, y0, y1) = (1.0, 2.0, 0.0, 1.0);
     }
     let x1 = if x1 <= x0 { x0 * 2.0 } else { x1 };
-    let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.1 };
+    let (y0, y1) = if panel.log_y {
+        (y0.floor(), y1.ceil().max(y0.floor() + 1.0))
+    } else {
+        (0.0, if y1 <= 0.0 { 1.0 } else { y1 * 1.1 })
+    };
     let mut chart = ChartBuilder::on(area)
         .caption(&panel.title, (FAMILY, 20))
         .margin(12)
         .x_label_area_size(45)
         .y_label_area_size(70)
-        .build_cartesian_2d((x0..x1).log_scale().base(2.0), 0.0..y1)
+        .build_cartesian_2d((x0..x1).log_scale().base(2.0), y0..y1)
         .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()
@@ -81,13 +94,25 @@ fn draw_panel(
         .y_desc(&panel.y_label)
         .label_style((FAMILY, 14))
         .x_label_formatter(&|x| human_bytes(*x))
+        .y_label_formatter(&|y| {
+            if panel.log_y {
+                let v = 10f64.powf(*y);
+                if v >= 10.0 {
+                    format!("{v:.0}")
+                } else {
+                    format!("{v:.2}")
+                }
+            } else {
+                format!("{y}")
+            }
+        })
         .draw()
         .map_err(|e| e.to_string())?;
-    for (i, s) in panel.series.iter().enumerate() {
+    for (i, (s, points)) in panel.series.iter().zip(&series).enumerate() {
         let color = Palette99::pick(i).to_rgba();
         chart
             .draw_series(LineSeries::new(
-                s.points.iter().copied(),
+                points.iter().copied(),
                 color.stroke_width(2),
             ))
             .map_err(|e| e.to_string())?
@@ -96,7 +121,7 @@ fn draw_panel(
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
             });
         chart
-            .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
+            .draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))
             .map_err(|e| e.to_string())?;
     }
     chart
