@@ -23,6 +23,19 @@ impl SharedRegion {
         }
     }
 
+    /// Runs `op` on the region under `peer`'s access lock if `allowed` accepts its current access;
+    /// `None` when refused. Holding the lock through `op` is what makes a revoke final: once
+    /// `set_access` (which takes the same lock) returns, no later word of that peer lands.
+    pub(crate) fn guarded<R>(
+        &self,
+        peer: usize,
+        allowed: fn(Access) -> bool,
+        op: impl FnOnce(&SharedRegion) -> R,
+    ) -> Option<R> {
+        let access = self.access[peer].lock().expect("access lock poisoned");
+        allowed(*access).then(|| op(self))
+    }
+
     /// Stores `data` at `offset`, word by word in ascending address order. Partial words at the
     /// edges are merged with a compare-and-swap loop so neighbouring bytes are never clobbered.
     pub(crate) fn write(&self, offset: usize, data: &[u8]) {

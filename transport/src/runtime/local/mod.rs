@@ -18,7 +18,7 @@ mod memory;
 
 use crate::nic::{validate, Completion, Nic, NicLimits, Op, OpError, Recv, Status, WrId};
 use crate::process::{Process, ProcessId};
-use crate::region::{LocalAddr, RegionTable};
+use crate::region::{Access, LocalAddr, RegionTable};
 use crate::rng::{Purpose, Rng};
 use crate::time::Nanos;
 use memory::SharedRegion;
@@ -173,13 +173,11 @@ impl LocalNic {
         match op {
             Op::Write { dst, data, imm, .. } => {
                 let region = &target.regions[dst.region.index()];
+                if region
+                    .guarded(me, Access::can_write, |r| r.write_data(dst.offset, data))
+                    .is_none()
                 {
-                    let access = region.access[me].lock().expect("access lock poisoned");
-                    if !access.can_write() {
-                        drop(access);
-                        return denied(self);
-                    }
-                    region.write_data(dst.offset, data);
+                    return denied(self);
                 }
                 if let Some(imm) = imm {
                     target
@@ -211,46 +209,35 @@ impl LocalNic {
             Op::Read { src, len, into, .. } => {
                 let region = &target.regions[src.region.index()];
                 let mut buf = vec![0; *len];
+                if region
+                    .guarded(me, Access::can_read, |r| r.read(src.offset, &mut buf))
+                    .is_none()
                 {
-                    let access = region.access[me].lock().expect("access lock poisoned");
-                    if !access.can_read() {
-                        drop(access);
-                        return denied(self);
-                    }
-                    region.read(src.offset, &mut buf);
+                    return denied(self);
                 }
                 self.region(self.id, *into).write(into.offset, &buf);
                 (Status::Success, None)
             }
             Op::CompareSwap { dst, expect, swap } => {
                 let region = &target.regions[dst.region.index()];
-                let old = {
-                    let access = region.access[me].lock().expect("access lock poisoned");
-                    if !access.can_atomic() {
-                        drop(access);
-                        return denied(self);
-                    }
-                    match region.word(dst.offset).compare_exchange(
-                        *expect,
-                        *swap,
-                        Ordering::AcqRel,
-                        Ordering::Acquire,
-                    ) {
+                let cas = |r: &SharedRegion| {
+                    let word = r.word(dst.offset);
+                    match word.compare_exchange(*expect, *swap, Ordering::AcqRel, Ordering::Acquire)
+                    {
                         Ok(v) | Err(v) => v,
                     }
+                };
+                let Some(old) = region.guarded(me, Access::can_atomic, cas) else {
+                    return denied(self);
                 };
                 self.shared.notify(d.index());
                 (Status::Success, Some(old))
             }
             Op::FetchAdd { dst, add } => {
                 let region = &target.regions[dst.region.index()];
-                let old = {
-                    let access = region.access[me].lock().expect("access lock poisoned");
-                    if !access.can_atomic() {
-                        drop(access);
-                        return denied(self);
-                    }
-                    region.word(dst.offset).fetch_add(*add, Ordering::AcqRel)
+                let faa = |r: &SharedRegion| r.word(dst.offset).fetch_add(*add, Ordering::AcqRel);
+                let Some(old) = region.guarded(me, Access::can_atomic, faa) else {
+                    return denied(self);
                 };
                 self.shared.notify(d.index());
                 (Status::Success, Some(old))
