@@ -101,3 +101,50 @@ fn chaos_holds_on_the_local_runtime() {
     }
     assert!(success > 0, "no op completed");
 }
+
+/// The determinism check can fail: a process that reads ambient state (a global counter that
+/// survives between the two runs) makes the second run differ, and the check names the first
+/// divergent event of each run.
+#[test]
+fn ambient_state_is_reported_as_divergence() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use transport::*;
+    static AMBIENT: AtomicU64 = AtomicU64::new(0);
+
+    struct Leaky {
+        posted: bool,
+    }
+    impl<N: Nic> Process<N> for Leaky {
+        fn regions(&self) -> Vec<RegionSpec> {
+            vec![RegionSpec::new(8).with_default(Access::Write)]
+        }
+        fn poll(&mut self, nic: &mut N) -> Progress {
+            if nic.id() == ProcessId(0) && !self.posted {
+                self.posted = true;
+                // The bug under test: the think time depends on state outside the run.
+                let delay = Nanos(100 * (1 + AMBIENT.fetch_add(1, Ordering::Relaxed)));
+                return Progress::IDLE.wake_at(Some(nic.now() + delay));
+            }
+            if nic.id() == ProcessId(0) {
+                let dst = RemoteAddr::new(ProcessId(1), RegionId(0), 0);
+                nic.post_write(dst, &[1; 8], WriteFlags::NONE).unwrap();
+            }
+            Progress::IDLE
+        }
+        fn done(&self) -> bool {
+            false
+        }
+    }
+    let build = || {
+        let cfg = SimConfig::new(3, Profile::load("r320-cx3").unwrap());
+        Sim::new(cfg, vec![Leaky { posted: false }, Leaky { posted: false }])
+    };
+    match check_determinism(build, Some(Nanos::from_ms(1))) {
+        Determinism::Diverged { first, second } => {
+            let (a, b) = (first.unwrap(), second.unwrap());
+            assert_eq!(a.index, b.index, "both runs report the same event position");
+            assert_ne!(a.time, b.time, "the divergent event happened at different times");
+        }
+        Determinism::Identical(d) => panic!("ambient state went unnoticed (digest {d})"),
+    }
+}
