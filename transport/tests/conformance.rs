@@ -535,6 +535,9 @@ impl<N: Nic> Process<N> for SyntheticWrite {
 }
 
 fn synthetic_payload_lands_intact<R: Runner>() {
-    let procs = R::run(vec![SyntheticWrite::default(), SyntheticWrite::default()], None);
+    let procs = R::run(
+        vec![SyntheticWrite::default(), SyntheticWrite::default()],
+        None,
+    );
     assert_eq!(procs[1].verified, Some(true));
 }

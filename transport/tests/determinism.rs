@@ -143,7 +143,10 @@ fn ambient_state_is_reported_as_divergence() {
         Determinism::Diverged { first, second } => {
             let (a, b) = (first.unwrap(), second.unwrap());
             assert_eq!(a.index, b.index, "both runs report the same event position");
-            assert_ne!(a.time, b.time, "the divergent event happened at different times");
+            assert_ne!(
+                a.time, b.time,
+                "the divergent event happened at different times"
+            );
         }
         Determinism::Identical(d) => panic!("ambient state went unnoticed (digest {d})"),
     }
