@@ -215,8 +215,6 @@ impl std::hash::Hasher for MixHasher {
     }
 }
 
-type PairMap = HashMap<u64, Nanos, std::hash::BuildHasherDefault<MixHasher>>;
-
 #[derive(Debug)]
 struct InFlight {
     src: u32,
@@ -243,6 +241,9 @@ struct ActiveLink {
     until: Nanos,
     delay: Nanos,
     jitter: Nanos,
+    /// When the latest op of this pair lands; the pair stays tracked until then, so an op
+    /// posted after the fault ends cannot overtake a delayed one.
+    last_land: Nanos,
 }
 
 /// A simulated run of processes of type `P` (use `Box<dyn Process<SimNic>>` to mix roles).
@@ -263,7 +264,6 @@ pub struct Sim<P> {
     free_completions: Vec<u32>,
     /// Bytes read responses carry, by in-flight slot (kept apart so writes stay compact).
     read_data: HashMap<u32, Vec<u8>, std::hash::BuildHasherDefault<MixHasher>>,
-    pair_last: PairMap,
     links: Vec<ActiveLink>,
     sched_rng: Rng,
     digest: Digest,
@@ -338,7 +338,6 @@ impl<P: Process<SimNic>> Sim<P> {
             completions: Vec::new(),
             free_completions: Vec::new(),
             read_data: HashMap::default(),
-            pair_last: PairMap::default(),
             links: Vec::new(),
             sched_rng,
             digest: Digest(cfg.seed),
@@ -573,21 +572,31 @@ impl<P: Process<SimNic>> Sim<P> {
         }
     }
 
-    fn link_extra(&mut self, from: u32, to: u32) -> Nanos {
+    /// Applies injected link delay to an op of `from -> to` that would land at `land` without
+    /// it, keeping the pair's RC order: while a fault on the pair is active, or any of its
+    /// delayed ops is still in flight, each op lands strictly after the pair's previous one.
+    fn delay_on_link(&mut self, from: u32, to: u32, mut land: Nanos) -> Nanos {
+        if self.links.is_empty() {
+            return land;
+        }
         let now = self.now;
-        self.links.retain(|l| l.until > now);
-        let mut extra = Nanos::ZERO;
+        self.links.retain(|l| l.until > now || l.last_land >= now);
         for k in 0..self.links.len() {
             let l = &self.links[k];
-            if l.from.0 == from && l.to.0 == to {
-                let (delay, jitter) = (l.delay, l.jitter);
-                extra += delay;
-                if jitter.0 > 0 {
-                    extra += Nanos(self.sched_rng.below(jitter.0 + 1));
+            if l.from.0 != from || l.to.0 != to {
+                continue;
+            }
+            if l.until > now {
+                land += l.delay;
+                if l.jitter.0 > 0 {
+                    land += Nanos(self.sched_rng.below(l.jitter.0 + 1));
                 }
             }
+            let l = &mut self.links[k];
+            land = land.max(l.last_land + Nanos(1));
+            l.last_land = land;
         }
-        extra
+        land
     }
 
     fn issue(&mut self, s: u32, posted: Posted) {
@@ -641,21 +650,15 @@ impl<P: Process<SimNic>> Sim<P> {
         let start = t0.max(self.cpus[s as usize].egress_free);
         self.cpus[s as usize].egress_free = start + gap;
         // The receiver's ingress is accounted in issue order, which approximates arrival order
-        // without an extra event per op. An injected link delay is added after that accounting,
-        // so a slow link delays its own traffic without blocking other senders' at the receiver;
-        // `pair_last` then restores the per-pair (RC) order that jitter could break.
+        // without an extra event per op. Each op takes at least 1 ns of it, so the ops landing
+        // at one receiver get strictly increasing times and no tie-break policy can reorder
+        // a pair (RC order). An injected link delay is added after that accounting, so a slow
+        // link delays its own traffic without blocking other senders' at the receiver.
         let arrive = start + latency;
         let ingress = &mut self.cpus[d as usize].ingress_free;
-        let mut land = arrive.max(*ingress) + wire;
+        let land = arrive.max(*ingress) + wire.max(Nanos(1));
         *ingress = land;
-        land += self.link_extra(s, d);
-        let last = self
-            .pair_last
-            .entry((s as u64) << 32 | d as u64)
-            .or_insert(Nanos::ZERO);
-        // Strictly after the pair's previous op, so no tie-break policy can swap them.
-        land = land.max(*last + Nanos(1));
-        *last = land;
+        let land = self.delay_on_link(s, d, land);
         let slot = self.alloc(InFlight {
             src: s,
             posted,
@@ -860,6 +863,7 @@ impl<P: Process<SimNic>> Sim<P> {
                     until: now + duration,
                     delay,
                     jitter,
+                    last_land: Nanos::ZERO,
                 });
                 from.0
             }
