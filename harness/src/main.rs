@@ -1,6 +1,8 @@
 //! `harness`: the command researchers run. Transport microbenchmarks on any runtime, simulator
 //! speed, and seeded checks under faults; later, protocol experiments and paper figures.
 
+#![forbid(unsafe_code)]
+
 mod bench;
 mod check;
 mod plot;

@@ -53,6 +53,7 @@
 //! (synthetic, seed-regenerated payloads), [`recording`] (a NIC for exact-op unit tests).
 
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod chaos;
 pub mod memory;
