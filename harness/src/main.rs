@@ -254,8 +254,14 @@ fn bench_transport(a: TransportArgs) -> Result<ExitCode, String> {
     let mut rows = Vec::new();
     for &bytes in &sizes {
         bar.set_message(format!("{bytes} B"));
-        let (lat, bw_avg, bw_peak, rate) =
-            perf::measure(&runtime, bytes, a.iterations, warmup, a.tx_depth, a.cq_mod)?;
+        let params = perf::Params {
+            bytes,
+            warmup,
+            iterations: a.iterations,
+            tx_depth: a.tx_depth,
+            cq_mod: a.cq_mod,
+        };
+        let (lat, bw_avg, bw_peak, rate) = perf::measure(&runtime, params)?;
         rows.push(Row {
             runtime: runtime.name().to_string(),
             profile: runtime.profile_name(),

@@ -29,6 +29,21 @@ pub(crate) enum Mode {
     Bandwidth,
 }
 
+/// The shape of one measurement, as perftest's flags give it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Params {
+    /// Message size.
+    pub(crate) bytes: usize,
+    /// Warm-up round trips (latency only).
+    pub(crate) warmup: u64,
+    /// Measured iterations.
+    pub(crate) iterations: u64,
+    /// Outstanding writes (bandwidth).
+    pub(crate) tx_depth: u64,
+    /// One signaled write in this many (bandwidth).
+    pub(crate) cq_mod: u64,
+}
+
 /// One side of a perftest-style pair: process 0 is the initiator, process 1 the responder.
 #[derive(Debug)]
 pub(crate) struct Perf {
@@ -57,28 +72,18 @@ pub(crate) struct Perf {
 
 impl Perf {
     /// The pair of processes for one test: the initiator (process 0) and the responder.
-    pub(crate) fn pair(
-        mode: Mode,
-        bytes: usize,
-        warmup: u64,
-        iterations: u64,
-        tx_depth: u64,
-        cq_mod: u64,
-    ) -> [Perf; 2] {
-        [true, false].map(|initiator| Perf {
-            initiator,
-            ..Perf::new(mode, bytes, warmup, iterations, tx_depth, cq_mod)
-        })
+    pub(crate) fn pair(mode: Mode, p: Params) -> [Perf; 2] {
+        [true, false].map(|initiator| Perf::new(mode, initiator, p))
     }
 
-    fn new(
-        mode: Mode,
-        bytes: usize,
-        warmup: u64,
-        iterations: u64,
-        tx_depth: u64,
-        cq_mod: u64,
-    ) -> Perf {
+    fn new(mode: Mode, initiator: bool, p: Params) -> Perf {
+        let Params {
+            bytes,
+            warmup,
+            iterations,
+            tx_depth,
+            cq_mod,
+        } = p;
         let payload = |tag: u8| {
             let mut v = vec![0u8; bytes];
             v[bytes - 1] = tag;
@@ -86,7 +91,7 @@ impl Perf {
         };
         Perf {
             mode,
-            initiator: true,
+            initiator,
             bytes,
             warmup: if mode == Mode::Latency { warmup } else { 0 },
             iterations,
@@ -307,32 +312,11 @@ pub(crate) struct Row {
 }
 
 /// Measures one size: the latency ping-pong, then the bandwidth stream.
-pub(crate) fn measure(
-    rt: &Runtime,
-    bytes: usize,
-    iterations: u64,
-    warmup: u64,
-    tx_depth: u64,
-    cq_mod: u64,
-) -> Result<(LatencySummary, f64, f64, f64), String> {
-    let lat = rt.run_pair(Perf::pair(
-        Mode::Latency,
-        bytes,
-        warmup,
-        iterations,
-        tx_depth,
-        cq_mod,
-    ))?;
+pub(crate) fn measure(rt: &Runtime, p: Params) -> Result<(LatencySummary, f64, f64, f64), String> {
+    let lat = rt.run_pair(Perf::pair(Mode::Latency, p))?;
     let summary = LatencySummary::of(&lat.samples).ok_or("no latency samples")?;
-    let bw = rt.run_pair(Perf::pair(
-        Mode::Bandwidth,
-        bytes,
-        0,
-        iterations,
-        tx_depth,
-        cq_mod,
-    ))?;
-    let (avg, peak, rate) = bandwidth(&bw, bytes, tx_depth);
+    let bw = rt.run_pair(Perf::pair(Mode::Bandwidth, Params { warmup: 0, ..p }))?;
+    let (avg, peak, rate) = bandwidth(&bw, p.bytes, p.tx_depth);
     Ok((summary, avg, peak, rate))
 }
 
@@ -377,8 +361,15 @@ mod tests {
             let profile = Profile::load(name).unwrap();
             let cal = profile.calibration.clone();
             let rt = Runtime::Sim { profile, seed: 1 };
-            let (lat, ..) = measure(&rt, 64, 50, 5, 128, 100).unwrap();
-            let (_, bw, ..) = measure(&rt, 8 << 20, 20, 0, 128, 100).unwrap();
+            let p = |bytes, iterations, warmup| Params {
+                bytes,
+                warmup,
+                iterations,
+                tx_depth: 128,
+                cq_mod: 100,
+            };
+            let (lat, ..) = measure(&rt, p(64, 50, 5)).unwrap();
+            let (_, bw, ..) = measure(&rt, p(8 << 20, 20, 0)).unwrap();
             let lat_err = (lat.typical - cal.write_lat_us).abs() / cal.write_lat_us;
             let bw_err = (bw - cal.write_bw_gbps).abs() / cal.write_bw_gbps;
             assert!(
@@ -401,7 +392,14 @@ mod tests {
         let rt = Runtime::Local {
             cfg: LocalConfig::default(),
         };
-        let (lat, bw, _, rate) = measure(&rt, 64, 200, 20, 16, 4).unwrap();
+        let p = Params {
+            bytes: 64,
+            warmup: 20,
+            iterations: 200,
+            tx_depth: 16,
+            cq_mod: 4,
+        };
+        let (lat, bw, _, rate) = measure(&rt, p).unwrap();
         assert!(lat.min > 0.0 && lat.min <= lat.typical && lat.typical <= lat.max);
         assert!(bw > 0.0 && rate > 0.0);
     }
