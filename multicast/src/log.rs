@@ -1,0 +1,324 @@
+//! The delivery log of a run, and its CSV form (ARCHITECTURE.md, "Delivery logs"):
+//!
+//! - `processes.csv`: `process,group,correct` (`group` is `client` for a client; `correct` is
+//!   false for a process that crashed at any time in the run);
+//! - `multicasts.csv`: `client,msg,dst,completed` (`msg` like `c3:17`; `dst` the destination
+//!   group ids joined by `;`; `completed` whether the client got all its responses);
+//! - `deliveries.csv`: `process,group,index,msg,dst` (`index` is the 0-based position in that
+//!   process's delivery sequence).
+
+use crate::{DestSet, GroupId, MsgId, ProcessId};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// What a process is: a member of a group, or a client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Member {
+    /// A server process of this group.
+    Group(GroupId),
+    /// A client (multicasts, delivers nothing).
+    Client,
+}
+
+/// One multicast a client issued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Multicast {
+    /// The client.
+    pub client: ProcessId,
+    /// The message.
+    pub msg: MsgId,
+    /// Its destination groups.
+    pub dst: DestSet,
+    /// Whether the client received every response.
+    pub completed: bool,
+}
+
+/// Everything the checker needs about a run: who is who, what was multicast, who delivered what
+/// in which order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeliveryLog {
+    /// Each process's role and whether it stayed correct for the whole run.
+    pub processes: BTreeMap<ProcessId, (Member, bool)>,
+    /// Multicasts, by message.
+    pub multicasts: BTreeMap<MsgId, Multicast>,
+    /// Each process's deliveries, in order.
+    pub deliveries: BTreeMap<ProcessId, Vec<MsgId>>,
+}
+
+/// Errors reading or writing a delivery log.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// A file could not be read or written.
+    #[error("{path}: {error}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The cause.
+        error: String,
+    },
+    /// A row is malformed.
+    #[error("{path}, line {line}: {message}")]
+    Row {
+        /// The file.
+        path: String,
+        /// 1-based line number (the header is line 1).
+        line: u64,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+struct ProcessRow {
+    process: u32,
+    group: String,
+    correct: bool,
+}
+
+#[derive(Serialize, Deserialize)]
+struct MulticastRow {
+    client: u32,
+    msg: String,
+    dst: String,
+    completed: bool,
+}
+
+#[derive(Serialize, Deserialize)]
+struct DeliveryRow {
+    process: u32,
+    group: String,
+    index: u64,
+    msg: String,
+    dst: String,
+}
+
+fn member_name(m: Member) -> String {
+    match m {
+        Member::Group(g) => g.0.to_string(),
+        Member::Client => "client".to_string(),
+    }
+}
+
+impl DeliveryLog {
+    /// Declares process `p`.
+    pub fn add_process(&mut self, p: ProcessId, member: Member, correct: bool) {
+        self.processes.insert(p, (member, correct));
+    }
+
+    /// Records a multicast.
+    pub fn add_multicast(&mut self, m: Multicast) {
+        self.multicasts.insert(m.msg, m);
+    }
+
+    /// Records that `p` delivered `msg` next.
+    pub fn deliver(&mut self, p: ProcessId, msg: MsgId) {
+        self.deliveries.entry(p).or_default().push(msg);
+    }
+
+    /// The group of `p`, if it is a server.
+    pub fn group_of(&self, p: ProcessId) -> Option<GroupId> {
+        match self.processes.get(&p) {
+            Some((Member::Group(g), _)) => Some(*g),
+            _ => None,
+        }
+    }
+
+    /// Whether `p` stayed correct for the whole run (unknown processes are not).
+    pub fn is_correct(&self, p: ProcessId) -> bool {
+        self.processes.get(&p).is_some_and(|(_, c)| *c)
+    }
+
+    /// Writes the three CSV files into `dir` (created if needed).
+    pub fn write_csv(&self, dir: &Path) -> Result<(), LogError> {
+        std::fs::create_dir_all(dir).map_err(|e| LogError::Io {
+            path: dir.display().to_string(),
+            error: e.to_string(),
+        })?;
+        let mut processes = Vec::new();
+        for (p, (m, correct)) in &self.processes {
+            processes.push(ProcessRow {
+                process: p.0,
+                group: member_name(*m),
+                correct: *correct,
+            });
+        }
+        write_rows(&dir.join("processes.csv"), &processes)?;
+        let multicasts: Vec<MulticastRow> = self
+            .multicasts
+            .values()
+            .map(|m| MulticastRow {
+                client: m.client.0,
+                msg: m.msg.to_string(),
+                dst: m.dst.to_string(),
+                completed: m.completed,
+            })
+            .collect();
+        write_rows(&dir.join("multicasts.csv"), &multicasts)?;
+        let mut deliveries = Vec::new();
+        for (p, seq) in &self.deliveries {
+            let group = self
+                .processes
+                .get(p)
+                .map_or(String::new(), |(m, _)| member_name(*m));
+            for (index, msg) in seq.iter().enumerate() {
+                deliveries.push(DeliveryRow {
+                    process: p.0,
+                    group: group.clone(),
+                    index: index as u64,
+                    msg: msg.to_string(),
+                    dst: self
+                        .multicasts
+                        .get(msg)
+                        .map_or(String::new(), |m| m.dst.to_string()),
+                });
+            }
+        }
+        write_rows(&dir.join("deliveries.csv"), &deliveries)
+    }
+
+    /// Reads the three CSV files from `dir`.
+    pub fn read_csv(dir: &Path) -> Result<DeliveryLog, LogError> {
+        let mut log = DeliveryLog::default();
+        let path = dir.join("processes.csv");
+        for (line, row) in read_rows::<ProcessRow>(&path)? {
+            let member = match row.group.as_str() {
+                "client" => Member::Client,
+                g => Member::Group(GroupId(g.parse().map_err(|_| LogError::Row {
+                    path: path.display().to_string(),
+                    line,
+                    message: format!("group `{g}` is neither a group id nor `client`"),
+                })?)),
+            };
+            log.add_process(ProcessId(row.process), member, row.correct);
+        }
+        let path = dir.join("multicasts.csv");
+        for (line, row) in read_rows::<MulticastRow>(&path)? {
+            let bad = |message: String| LogError::Row {
+                path: path.display().to_string(),
+                line,
+                message,
+            };
+            log.add_multicast(Multicast {
+                client: ProcessId(row.client),
+                msg: row.msg.parse().map_err(bad)?,
+                dst: row.dst.parse().map_err(bad)?,
+                completed: row.completed,
+            });
+        }
+        let path = dir.join("deliveries.csv");
+        for (line, row) in read_rows::<DeliveryRow>(&path)? {
+            let bad = |message: String| LogError::Row {
+                path: path.display().to_string(),
+                line,
+                message,
+            };
+            let msg: MsgId = row.msg.parse().map_err(bad)?;
+            let seq = log.deliveries.entry(ProcessId(row.process)).or_default();
+            if row.index != seq.len() as u64 {
+                return Err(bad(format!(
+                    "index {} of p{} out of sequence (expected {})",
+                    row.index,
+                    row.process,
+                    seq.len()
+                )));
+            }
+            seq.push(msg);
+        }
+        Ok(log)
+    }
+}
+
+fn write_rows<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), LogError> {
+    let io = |e: csv::Error| LogError::Io {
+        path: path.display().to_string(),
+        error: e.to_string(),
+    };
+    let mut w = csv::Writer::from_path(path).map_err(io)?;
+    if rows.is_empty() {
+        // Still write the header so an empty log is a valid log.
+        w.flush().map_err(|e| LogError::Io {
+            path: path.display().to_string(),
+            error: e.to_string(),
+        })?;
+    }
+    for r in rows {
+        w.serialize(r).map_err(io)?;
+    }
+    w.flush().map_err(|e| LogError::Io {
+        path: path.display().to_string(),
+        error: e.to_string(),
+    })
+}
+
+fn read_rows<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<(u64, T)>, LogError> {
+    let mut r = csv::Reader::from_path(path).map_err(|e| LogError::Io {
+        path: path.display().to_string(),
+        error: e.to_string(),
+    })?;
+    let mut out = Vec::new();
+    for row in r.deserialize::<T>() {
+        let row = row.map_err(|e| LogError::Row {
+            path: path.display().to_string(),
+            line: e.position().map_or(0, |p| p.line()),
+            message: e.to_string(),
+        })?;
+        out.push((out.len() as u64 + 2, row));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_round_trip_keeps_everything() {
+        let mut log = DeliveryLog::default();
+        log.add_process(ProcessId(0), Member::Group(GroupId(0)), true);
+        log.add_process(ProcessId(1), Member::Group(GroupId(1)), false);
+        log.add_process(ProcessId(9), Member::Client, true);
+        let m: MsgId = "c9:1".parse().unwrap();
+        log.add_multicast(Multicast {
+            client: ProcessId(9),
+            msg: m,
+            dst: "0;1".parse().unwrap(),
+            completed: true,
+        });
+        log.deliver(ProcessId(0), m);
+        log.deliver(ProcessId(1), m);
+        let dir = std::env::temp_dir().join(format!("mlog-{}", std::process::id()));
+        log.write_csv(&dir).unwrap();
+        let header = std::fs::read_to_string(dir.join("deliveries.csv")).unwrap();
+        assert!(
+            header.starts_with("process,group,index,msg,dst\n"),
+            "{header}"
+        );
+        assert!(std::fs::read_to_string(dir.join("processes.csv"))
+            .unwrap()
+            .contains("9,client,true"));
+        assert_eq!(DeliveryLog::read_csv(&dir).unwrap(), log);
+    }
+
+    #[test]
+    fn malformed_rows_name_file_and_line() {
+        let dir = std::env::temp_dir().join(format!("mlog-bad-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("processes.csv"),
+            "process,group,correct\n0,0,true\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("multicasts.csv"),
+            "client,msg,dst,completed\n5,c5:1,0,true\n5,x,0,true\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("deliveries.csv"), "process,group,index,msg,dst\n").unwrap();
+        let e = DeliveryLog::read_csv(&dir).unwrap_err().to_string();
+        assert!(
+            e.contains("multicasts.csv, line 3") && e.contains("not a message id"),
+            "{e}"
+        );
+    }
+}
