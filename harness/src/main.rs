@@ -44,6 +44,16 @@ enum Command {
     Check(CheckArgs),
     /// Lists the simulator's built-in hardware profiles.
     Profiles,
+    /// Checks a delivery log (processes.csv, multicasts.csv, deliveries.csv in one directory)
+    /// against the five atomic multicast properties; exits non-zero on a violation.
+    Verify(VerifyArgs),
+}
+
+#[derive(Args, Debug)]
+struct VerifyArgs {
+    /// Directory holding processes.csv, multicasts.csv and deliveries.csv.
+    #[arg(long)]
+    log: PathBuf,
 }
 
 #[derive(Subcommand, Debug)]
@@ -176,6 +186,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Sim(a)) => bench_sim(a),
         Command::Check(a) => run_check(a),
         Command::Profiles => list_profiles(),
+        Command::Verify(a) => verify_log(a),
     };
     match result {
         Ok(code) => code,
@@ -183,6 +194,29 @@ fn main() -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+fn verify_log(a: VerifyArgs) -> Result<ExitCode, String> {
+    let log = multicast::DeliveryLog::read_csv(&a.log).map_err(|e| e.to_string())?;
+    let deliveries: usize = log.deliveries.values().map(Vec::len).sum();
+    println!(
+        "harness verify: {} processes, {} multicasts, {} deliveries in {}",
+        log.processes.len(),
+        log.multicasts.len(),
+        deliveries,
+        a.log.display()
+    );
+    let violations = multicast::check(&log);
+    for v in &violations {
+        println!("VIOLATION {v}");
+    }
+    if violations.is_empty() {
+        println!("0 violations");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("{} properties violated", violations.len());
+        Ok(ExitCode::FAILURE)
     }
 }
 

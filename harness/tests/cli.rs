@@ -125,3 +125,38 @@ fn chaos_check_passes_with_determinism() {
         "{out}"
     );
 }
+
+#[test]
+fn verify_reads_a_delivery_log_and_names_the_violated_property() {
+    let dir = std::env::temp_dir().join(format!("harness-verify-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("processes.csv"),
+        "process,group,correct\n0,0,true\n1,1,true\n9,client,true\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("multicasts.csv"),
+        "client,msg,dst,completed\n9,c9:1,0;1,true\n9,c9:2,0;1,true\n",
+    )
+    .unwrap();
+    let ordered = "process,group,index,msg,dst\n0,0,0,c9:1,0;1\n0,0,1,c9:2,0;1\n1,1,0,c9:1,0;1\n1,1,1,c9:2,0;1\n";
+    std::fs::write(dir.join("deliveries.csv"), ordered).unwrap();
+    let o = harness(&["verify", "--log", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    assert!(stdout(&o).contains("0 violations"));
+
+    let swapped = "process,group,index,msg,dst\n0,0,0,c9:1,0;1\n0,0,1,c9:2,0;1\n1,1,0,c9:2,0;1\n1,1,1,c9:1,0;1\n";
+    std::fs::write(dir.join("deliveries.csv"), swapped).unwrap();
+    let o = harness(&["verify", "--log", dir.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(
+        stdout(&o).contains("uniform prefix order violated"),
+        "{}",
+        stdout(&o)
+    );
+
+    let o = harness(&["verify", "--log", "/nonexistent/dir"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("processes.csv"), "{}", stderr(&o));
+}
