@@ -119,7 +119,7 @@ struct SimSpeedArgs {
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(2..=4096))]
     processes: u64,
     /// Simulated time per repetition, microseconds.
-    #[arg(long, default_value_t = 2_000)]
+    #[arg(long, default_value_t = 2_000, value_parser = clap::value_parser!(u64).range(1..=3_600_000_000))]
     duration_us: u64,
     /// Repetitions (the best and the median are reported).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
@@ -144,7 +144,7 @@ struct CheckArgs {
     #[arg(long, value_enum, default_value = "chaos")]
     protocol: CheckProtocol,
     /// Number of seeds to run, starting at --first-seed.
-    #[arg(long, default_value_t = 100, conflicts_with = "seed")]
+    #[arg(long, default_value_t = 100, conflicts_with = "seed", value_parser = clap::value_parser!(u64).range(1..))]
     seeds: u64,
     /// First seed of the sweep.
     #[arg(long, default_value_t = 0)]
