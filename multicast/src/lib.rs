@@ -20,13 +20,19 @@
 
 pub mod check;
 pub mod log;
+pub mod role;
+pub mod workload;
 
 use std::fmt;
 use std::str::FromStr;
 
 pub use check::{check, Property, Violation};
 pub use log::{DeliveryLog, LogError, Member, Multicast};
+pub use role::{
+    collect_log, Client, Completed, Delivery, MulticastError, Node, Server, ServerNode,
+};
 pub use transport::ProcessId;
+pub use workload::{ClosedLoop, DestPolicy, LoadSpec};
 
 /// A group of server processes (groups are disjoint).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -74,6 +80,16 @@ impl DestSet {
     /// Whether no group is named.
     pub fn is_empty(&self) -> bool {
         self.0 == 0
+    }
+
+    /// The set as a bitmask (bit `g` for group `g`), for wire encodings.
+    pub const fn bits(&self) -> u64 {
+        self.0
+    }
+
+    /// The set of a bitmask made by [`DestSet::bits`].
+    pub const fn from_bits(bits: u64) -> DestSet {
+        DestSet(bits)
     }
 
     /// The groups, in increasing order.

@@ -1,0 +1,210 @@
+//! The client and server roles every atomic multicast protocol of the workbench plays, and the
+//! [`Node`] that lets a runtime drive servers and clients of one protocol side by side.
+//!
+//! Protocols never write files: a server hands out what it delivered as data
+//! ([`Server::poll_delivery`]), a client what completed ([`Client::poll_completed`]); the harness
+//! turns both into logs and statistics.
+
+use crate::workload::ClosedLoop;
+use crate::{DestSet, GroupId, MsgId};
+use bytes::Bytes;
+use std::collections::VecDeque;
+use transport::{Nanos, Nic, Process, Progress, RegionSpec};
+
+/// A message a server delivered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// The message.
+    pub msg: MsgId,
+    /// Its destination groups.
+    pub dst: DestSet,
+    /// Its bytes.
+    pub payload: Bytes,
+}
+
+/// A multicast whose client has the responses it waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completed {
+    /// The message.
+    pub msg: MsgId,
+    /// When it was multicast.
+    pub sent_at: Nanos,
+    /// Time from the multicast to the first response of every destination group (the papers'
+    /// latency).
+    pub latency: Nanos,
+}
+
+/// Why a multicast was refused. Nothing was sent when one of these is returned.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MulticastError {
+    /// The destination set is empty.
+    #[error("the destination set is empty: name at least one group")]
+    NoDestination,
+    /// The destination set names a group the configuration does not have.
+    #[error("destination group {group} does not exist (the configuration has groups 0..{groups})")]
+    UnknownGroup {
+        /// The group named.
+        group: GroupId,
+        /// Groups configured.
+        groups: usize,
+    },
+    /// The message does not fit in a buffer slot.
+    #[error("message of {len} bytes does not fit in a slot (at most {max} bytes for {dst_groups} destination group(s)); raise the slot size")]
+    TooLarge {
+        /// Message length.
+        len: usize,
+        /// The largest message for this destination set.
+        max: usize,
+        /// Destination groups (their slot pointers share the slot).
+        dst_groups: usize,
+    },
+    /// The client already has a multicast in flight (clients are closed-loop: one at a time).
+    #[error("a multicast is already in flight; wait for its completion")]
+    InFlight,
+    /// A destination buffer has no free slot until servers report deliveries (backpressure).
+    #[error("no free slot in the buffers of group {group} yet; poll and retry")]
+    Full {
+        /// The group whose buffers are full.
+        group: GroupId,
+    },
+}
+
+/// A server replica of an atomic multicast protocol.
+pub trait Server {
+    /// The group the server belongs to.
+    fn group(&self) -> GroupId;
+    /// The next delivered message, in delivery order.
+    fn poll_delivery(&mut self) -> Option<Delivery>;
+    /// True if the server stopped itself because it can no longer take part correctly (for
+    /// example it was excluded while unresponsive and its buffers were recycled); it counts as
+    /// faulty in the run's log.
+    fn halted(&self) -> bool {
+        false
+    }
+}
+
+/// A client of an atomic multicast protocol.
+pub trait Client<N: Nic>: Process<N> {
+    /// Multicasts `payload` to the groups of `dst`; returns the message id.
+    fn try_multicast(
+        &mut self,
+        nic: &mut N,
+        dst: DestSet,
+        payload: &[u8],
+    ) -> Result<MsgId, MulticastError>;
+    /// The next multicast that completed.
+    fn poll_completed(&mut self) -> Option<Completed>;
+}
+
+/// A server wrapped for a run: drains its deliveries after every poll, counting them and, when
+/// asked, keeping their ids for the delivery log.
+#[derive(Debug)]
+pub struct ServerNode<S> {
+    /// The protocol's server.
+    pub server: S,
+    /// Messages delivered so far.
+    pub delivered: u64,
+    /// Delivered ids in order, when logging.
+    pub log: Option<Vec<MsgId>>,
+    /// The latest deliveries' payloads are dropped; this keeps the last one for inspection.
+    pub last: Option<Delivery>,
+    drained: VecDeque<Delivery>,
+}
+
+impl<S> ServerNode<S> {
+    /// Wraps `server`; `log` keeps every delivered id.
+    pub fn new(server: S, log: bool) -> ServerNode<S> {
+        ServerNode {
+            server,
+            delivered: 0,
+            log: log.then(Vec::new),
+            last: None,
+            drained: VecDeque::new(),
+        }
+    }
+}
+
+impl<N: Nic, S: Server + Process<N>> Process<N> for ServerNode<S> {
+    fn regions(&self) -> Vec<RegionSpec> {
+        self.server.regions()
+    }
+
+    fn poll(&mut self, nic: &mut N) -> Progress {
+        let progress = self.server.poll(nic);
+        while let Some(d) = self.server.poll_delivery() {
+            self.drained.push_back(d);
+        }
+        while let Some(d) = self.drained.pop_front() {
+            self.delivered += 1;
+            if let Some(log) = &mut self.log {
+                log.push(d.msg);
+            }
+            self.last = Some(d);
+        }
+        progress
+    }
+}
+
+/// One process of a multicast run: a server or a closed-loop client of the same protocol.
+#[derive(Debug)]
+pub enum Node<S, C> {
+    /// A server replica.
+    Server(ServerNode<S>),
+    /// A closed-loop client.
+    Client(ClosedLoop<C>),
+}
+
+impl<N: Nic, S: Server + Process<N>, C: Client<N>> Process<N> for Node<S, C> {
+    fn regions(&self) -> Vec<RegionSpec> {
+        match self {
+            Node::Server(s) => Process::<N>::regions(s),
+            Node::Client(c) => Process::<N>::regions(c),
+        }
+    }
+
+    fn poll(&mut self, nic: &mut N) -> Progress {
+        match self {
+            Node::Server(s) => s.poll(nic),
+            Node::Client(c) => c.poll(nic),
+        }
+    }
+
+    fn done(&self) -> bool {
+        match self {
+            Node::Server(_) => false,
+            Node::Client(c) => Process::<N>::done(c),
+        }
+    }
+}
+
+/// Builds the delivery log of a finished run from its nodes: node `i` is process `i`;
+/// `faulty(p)` says whether `p` crashed at any time (a halted server is faulty too).
+pub fn collect_log<S: Server, C>(
+    nodes: &[Node<S, C>],
+    faulty: impl Fn(transport::ProcessId) -> bool,
+) -> crate::DeliveryLog {
+    use crate::log::Member;
+    let mut log = crate::DeliveryLog::default();
+    for (i, node) in nodes.iter().enumerate() {
+        let p = transport::ProcessId(i as u32);
+        match node {
+            Node::Server(s) => {
+                log.add_process(
+                    p,
+                    Member::Group(s.server.group()),
+                    !faulty(p) && !s.server.halted(),
+                );
+                for &m in s.log.iter().flatten() {
+                    log.deliver(p, m);
+                }
+            }
+            Node::Client(c) => {
+                log.add_process(p, Member::Client, !faulty(p));
+                for &m in c.log.iter().flatten() {
+                    log.add_multicast(m);
+                }
+            }
+        }
+    }
+    log
+}

@@ -1,0 +1,239 @@
+//! The closed-loop client workload of the papers, shared by every multicast protocol: multicast
+//! one message, wait for the first response of every destination group, record the latency,
+//! multicast the next.
+
+use crate::log::Multicast;
+use crate::role::{Client, MulticastError};
+use crate::{DestSet, GroupId, MsgId};
+use hdrhistogram::Histogram;
+use std::fmt;
+use std::str::FromStr;
+use transport::{Nanos, Nic, Process, ProcessId, Progress, RegionSpec, Rng};
+
+/// How a client picks each message's destination groups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DestPolicy {
+    /// One group, drawn uniformly per message.
+    Single,
+    /// Every group.
+    All,
+    /// `k` distinct groups, drawn uniformly per message.
+    Random(usize),
+    /// Always the same group (the papers' "each client talks to its group" set-ups).
+    Fixed(GroupId),
+}
+
+impl DestPolicy {
+    /// Draws a destination set among `groups` groups.
+    pub fn draw(&self, groups: usize, rng: &mut Rng) -> DestSet {
+        let pick = |rng: &mut Rng, k: usize| {
+            // A partial Fisher-Yates shuffle over the group ids: k distinct groups.
+            let mut ids: Vec<u8> = (0..groups as u8).collect();
+            for i in 0..k {
+                let j = i + rng.below((groups - i) as u64) as usize;
+                ids.swap(i, j);
+            }
+            DestSet::of(ids[..k].iter().map(|&g| GroupId(g))).expect("groups <= 64")
+        };
+        match *self {
+            DestPolicy::Single => pick(rng, 1),
+            DestPolicy::All => pick(rng, groups),
+            DestPolicy::Random(k) => pick(rng, k.min(groups)),
+            DestPolicy::Fixed(g) => DestSet::of([g]).expect("group < 64"),
+        }
+    }
+
+    /// Checks the policy against the number of groups.
+    pub fn validate(&self, groups: usize) -> Result<(), String> {
+        match *self {
+            DestPolicy::Random(k) if k == 0 || k > groups => Err(format!(
+                "--dest random:{k} needs 1 <= {k} <= groups ({groups})"
+            )),
+            DestPolicy::Fixed(g) if g.0 as usize >= groups => Err(format!(
+                "destination group {g} does not exist (groups 0..{groups})"
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl fmt::Display for DestPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DestPolicy::Single => write!(f, "single"),
+            DestPolicy::All => write!(f, "all"),
+            DestPolicy::Random(k) => write!(f, "random:{k}"),
+            DestPolicy::Fixed(g) => write!(f, "group:{}", g.0),
+        }
+    }
+}
+
+impl FromStr for DestPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad =
+            || format!("`{s}` is not a destination policy: use single, all, random:K or group:G");
+        match s {
+            "single" => Ok(DestPolicy::Single),
+            "all" => Ok(DestPolicy::All),
+            _ => {
+                if let Some(k) = s.strip_prefix("random:") {
+                    k.parse().map(DestPolicy::Random).map_err(|_| bad())
+                } else if let Some(g) = s.strip_prefix("group:") {
+                    g.parse()
+                        .map(|g| DestPolicy::Fixed(GroupId(g)))
+                        .map_err(|_| bad())
+                } else {
+                    Err(bad())
+                }
+            }
+        }
+    }
+}
+
+/// The schedule and shape of a closed-loop client's load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadSpec {
+    /// Destination policy.
+    pub dest: DestPolicy,
+    /// Number of groups in the run.
+    pub groups: usize,
+    /// Message size in bytes.
+    pub size: usize,
+    /// Latencies of messages multicast before this time are not recorded (warm-up).
+    pub warmup_end: Nanos,
+    /// No multicast starts at or after this time.
+    pub stop_at: Nanos,
+}
+
+/// A closed-loop client around a protocol's [`Client`].
+#[derive(Debug)]
+pub struct ClosedLoop<C> {
+    /// The protocol client.
+    pub client: C,
+    /// The client's process id (the `client` of its message ids).
+    pub id: ProcessId,
+    spec: LoadSpec,
+    rng: Rng,
+    payload: Vec<u8>,
+    in_flight: bool,
+    /// Latency histogram (nanoseconds) of multicasts started in the measurement window.
+    pub latency: Histogram<u64>,
+    /// Multicasts completed that started in the measurement window.
+    pub completed_in_window: u64,
+    /// Every multicast this client started, when logging.
+    pub log: Option<Vec<Multicast>>,
+    /// A refusal other than backpressure or in-flight (a configuration error), if any.
+    pub error: Option<MulticastError>,
+    finished: bool,
+}
+
+impl<C> ClosedLoop<C> {
+    /// A client `id` running `spec`, with its own workload stream `rng`.
+    pub fn new(client: C, id: ProcessId, spec: LoadSpec, rng: Rng, log: bool) -> ClosedLoop<C> {
+        ClosedLoop {
+            client,
+            id,
+            spec,
+            rng,
+            payload: vec![0; spec.size],
+            in_flight: false,
+            latency: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds"),
+            completed_in_window: 0,
+            log: log.then(Vec::new),
+            error: None,
+            finished: false,
+        }
+    }
+}
+
+impl<N: Nic, C: Client<N>> Process<N> for ClosedLoop<C> {
+    fn regions(&self) -> Vec<RegionSpec> {
+        self.client.regions()
+    }
+
+    fn poll(&mut self, nic: &mut N) -> Progress {
+        let mut progress = self.client.poll(nic);
+        while let Some(done) = self.client.poll_completed() {
+            self.in_flight = false;
+            progress.did_work = true;
+            if let Some(log) = &mut self.log {
+                if let Some(m) = log.iter_mut().rev().find(|m| m.msg == done.msg) {
+                    m.completed = true;
+                }
+            }
+            if done.sent_at >= self.spec.warmup_end && done.sent_at < self.spec.stop_at {
+                self.completed_in_window += 1;
+                self.latency
+                    .saturating_record(done.latency.as_nanos().max(1));
+            }
+        }
+        let now = nic.now();
+        if self.in_flight || self.error.is_some() {
+            return progress;
+        }
+        if now >= self.spec.stop_at {
+            self.finished = true;
+            return progress;
+        }
+        let dst = self.spec.dest.draw(self.spec.groups, &mut self.rng);
+        // The payload names its message so a delivered copy can be checked by eye in a dump.
+        let seq = self.log.as_ref().map_or(0, |l| l.len() as u64);
+        for (b, v) in self.payload.iter_mut().zip(seq.to_le_bytes()) {
+            *b = v;
+        }
+        match self.client.try_multicast(nic, dst, &self.payload) {
+            Ok(msg) => {
+                self.in_flight = true;
+                progress.did_work = true;
+                if let Some(log) = &mut self.log {
+                    log.push(Multicast {
+                        client: self.id,
+                        msg,
+                        dst,
+                        completed: false,
+                    });
+                }
+            }
+            Err(MulticastError::Full { .. } | MulticastError::InFlight) => {}
+            Err(e) => self.error = Some(e),
+        }
+        progress
+    }
+
+    fn done(&self) -> bool {
+        self.finished || self.error.is_some()
+    }
+}
+
+impl MsgId {
+    /// The id of a client's `seq`-th multicast.
+    pub const fn new(client: ProcessId, seq: u64) -> MsgId {
+        MsgId {
+            client: client.0,
+            seq,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_parse_and_draw_the_right_number_of_distinct_groups() {
+        let mut rng = Rng::from_seed(3);
+        for (s, k) in [("single", 1), ("all", 5), ("random:3", 3), ("group:4", 1)] {
+            let p: DestPolicy = s.parse().unwrap();
+            assert_eq!(p.to_string(), s);
+            for _ in 0..50 {
+                let d = p.draw(5, &mut rng);
+                assert_eq!(d.len(), k, "{s}");
+                assert!(d.groups().all(|g| g.0 < 5));
+            }
+        }
+        assert!("random:x".parse::<DestPolicy>().is_err());
+        assert!(DestPolicy::Random(6).validate(5).is_err());
+        assert!(DestPolicy::Fixed(GroupId(5)).validate(5).is_err());
+    }
+}

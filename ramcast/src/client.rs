@@ -1,0 +1,239 @@
+//! The client: Algorithm 2, Task 1 and procedure `Relay`, and the client side of buffer
+//! recycling (section 3.7).
+//!
+//! A client writes each message into the buffer `M` of every member of every destination group
+//! and waits for the first response of each group, written by the servers into its own memory
+//! along with their Last Delivered Message (LDM). The slot of group `h` that message `s` would
+//! reuse is free once the group's Last Stable Group Message (LSGM, the lowest LDM of its members)
+//! passes `s - slots`; until then `try_multicast` refuses with [`MulticastError::Full`]
+//! (backpressure: nothing is dropped or overwritten).
+//!
+//! A crashed server's LDM never moves. A client that has been blocked on group `h` for
+//! `timing.evict` stops waiting for members whose LDM has not moved for that long; the paper
+//! requires checkpoints for this step, and we have none, so such a member, should it be alive
+//! after all, finds its slots overwritten and halts ([`multicast::Server::halted`]). Keep
+//! `evict` well above any pause a live server can take.
+
+use crate::config::Config;
+use crate::layout::{codec_seq, local, remote, Entry, Layout, M, RESP};
+use multicast::{Client, Completed, DestSet, GroupId, MsgId, MulticastError};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use transport::{Nanos, Nic, Process, ProcessId, Progress, RegionSpec, WriteFlags};
+
+#[derive(Clone, Copy, Debug)]
+struct InFlight {
+    id: u64,
+    dst: DestSet,
+    sent_at: Nanos,
+    answered: DestSet,
+}
+
+/// A RamCast client.
+#[derive(Debug)]
+pub struct RamcastClient {
+    cfg: Arc<Config>,
+    layout: Layout,
+    me: ProcessId,
+    index: usize,
+    /// Next sequence number per group (`cptr` of Algorithm 1, one per group: see [`crate::layout`]).
+    next: Vec<u64>,
+    /// Per server: last LDM read and when it last changed.
+    ldm: Vec<(u64, Nanos)>,
+    /// Servers this client no longer waits for when recycling.
+    excluded: Vec<bool>,
+    /// Per group: since when a multicast has been refused for lack of slots.
+    blocked_since: Vec<Option<Nanos>>,
+    next_id: u64,
+    in_flight: Option<InFlight>,
+    completed: VecDeque<Completed>,
+    scratch: Vec<u8>,
+}
+
+impl RamcastClient {
+    /// Client `index` of `cfg`.
+    pub fn new(cfg: Arc<Config>, index: usize) -> RamcastClient {
+        let layout = Layout::new(&cfg);
+        RamcastClient {
+            me: cfg.client(index),
+            index,
+            next: vec![0; cfg.groups],
+            ldm: vec![(0, Nanos::ZERO); cfg.servers()],
+            excluded: vec![false; cfg.servers()],
+            blocked_since: vec![None; cfg.groups],
+            next_id: 0,
+            in_flight: None,
+            completed: VecDeque::new(),
+            scratch: Vec::new(),
+            layout,
+            cfg,
+        }
+    }
+
+    /// The LSGM of group `g`: the lowest LDM among the members still waited for.
+    fn lsgm(&self, g: GroupId) -> u64 {
+        self.cfg
+            .members(g)
+            .filter(|q| !self.excluded[q.index()])
+            .map(|q| self.ldm[q.index()].0)
+            .min()
+            .unwrap_or(u64::MAX / 2)
+    }
+
+    /// Reads every server's `[response, ldm]` pair: completes the multicast in flight once each
+    /// destination group answered, and tracks LDMs for recycling.
+    fn read_responses<N: Nic>(&mut self, nic: &mut N) -> bool {
+        let now = nic.now();
+        let mut worked = false;
+        for s in 0..self.cfg.servers() {
+            let at = self.layout.response(ProcessId(s as u32));
+            let ldm = nic.load_u64(local(RESP, at + 8)).expect("own region");
+            if ldm != self.ldm[s].0 {
+                self.ldm[s] = (ldm, now);
+                worked = true;
+            }
+            let Some(f) = &mut self.in_flight else {
+                continue;
+            };
+            let g = self.cfg.group_of(ProcessId(s as u32)).expect("a server");
+            if f.dst.contains(g) && !f.answered.contains(g) {
+                let resp = nic.load_u64(local(RESP, at)).expect("own region");
+                if resp == f.id + 1 {
+                    f.answered = DestSet::from_bits(f.answered.bits() | 1 << g.0);
+                    worked = true;
+                }
+            }
+        }
+        if let Some(f) = self.in_flight {
+            if f.answered == f.dst {
+                self.completed.push_back(Completed {
+                    msg: MsgId::new(self.me, f.id),
+                    sent_at: f.sent_at,
+                    latency: now.saturating_sub(f.sent_at),
+                });
+                self.in_flight = None;
+            }
+        }
+        worked
+    }
+
+    /// Stops waiting for members of a blocked group whose LDM has not moved for `evict`.
+    fn exclude_silent(&mut self, now: Nanos) -> Option<Nanos> {
+        let evict = self.cfg.timing.evict;
+        let mut wake: Option<Nanos> = None;
+        for g in 0..self.cfg.groups {
+            let Some(since) = self.blocked_since[g] else {
+                continue;
+            };
+            let members: Vec<ProcessId> = self.cfg.members(GroupId(g as u8)).collect();
+            let lsgm = self.lsgm(GroupId(g as u8));
+            for q in members {
+                let (ldm, changed) = self.ldm[q.index()];
+                if self.excluded[q.index()] || ldm > lsgm {
+                    continue;
+                }
+                let deadline = since.max(changed).saturating_add(evict);
+                if now >= deadline {
+                    self.excluded[q.index()] = true;
+                } else {
+                    wake = Some(wake.map_or(deadline, |w| w.min(deadline)));
+                }
+            }
+        }
+        wake
+    }
+}
+
+impl<N: Nic> Process<N> for RamcastClient {
+    fn regions(&self) -> Vec<RegionSpec> {
+        self.layout.client_regions()
+    }
+
+    fn poll(&mut self, nic: &mut N) -> Progress {
+        // Client writes go to regions every process may write: nothing can be refused, and an
+        // op to a crashed server simply fails; the protocol needs no reaction.
+        let mut worked = false;
+        while nic.poll_completion().is_some() {
+            worked = true;
+        }
+        worked |= self.read_responses(nic);
+        let wake = self.exclude_silent(nic.now());
+        Progress::worked(worked).wake_at(wake)
+    }
+}
+
+impl<N: Nic> Client<N> for RamcastClient {
+    /// Task 1: reserve the next slot of every destination, then `Relay` the message there.
+    fn try_multicast(
+        &mut self,
+        nic: &mut N,
+        dst: DestSet,
+        payload: &[u8],
+    ) -> Result<MsgId, MulticastError> {
+        if dst.is_empty() {
+            return Err(MulticastError::NoDestination);
+        }
+        if let Some(g) = dst.groups().find(|g| g.0 as usize >= self.cfg.groups) {
+            return Err(MulticastError::UnknownGroup {
+                group: g,
+                groups: self.cfg.groups,
+            });
+        }
+        let max = self.layout.max_message(dst.len());
+        if payload.len() > max {
+            return Err(MulticastError::TooLarge {
+                len: payload.len(),
+                max,
+                dst_groups: dst.len(),
+            });
+        }
+        if self.in_flight.is_some() {
+            return Err(MulticastError::InFlight);
+        }
+        let now = nic.now();
+        for g in dst.groups() {
+            if self.next[g.0 as usize] >= self.lsgm(g) + self.layout.slots() as u64 {
+                self.blocked_since[g.0 as usize].get_or_insert(now);
+                return Err(MulticastError::Full { group: g });
+            }
+        }
+        let id = self.next_id;
+        let ptr: Vec<u64> = dst.groups().map(|g| self.next[g.0 as usize]).collect();
+        let entry = Entry::encode(id, dst, &ptr, payload);
+        let inline_max = nic.limits().inline_max;
+        for (g, &seq) in dst.groups().zip(&ptr) {
+            self.blocked_since[g.0 as usize] = None;
+            self.layout
+                .m_codec
+                .encode(codec_seq(seq), &entry, &mut self.scratch)
+                .expect("size checked above");
+            let flags = if self.scratch.len() <= inline_max {
+                WriteFlags::NONE.inline()
+            } else {
+                WriteFlags::NONE
+            };
+            let at = self.layout.m_slot(self.index, seq);
+            for q in self.cfg.members(g) {
+                // Relay, lines 38-42: msg, dst and ptr in one entry; its canary makes the
+                // entry visible as a whole (the state MCAST of line 42).
+                match nic.post_write(remote(q, M, at), &self.scratch, flags) {
+                    Ok(_) | Err(transport::OpError::Crashed) => {}
+                    Err(e) => panic!("client write rejected: {e}"),
+                }
+            }
+            self.next[g.0 as usize] += 1;
+        }
+        self.next_id += 1;
+        self.in_flight = Some(InFlight {
+            id,
+            dst,
+            sent_at: now,
+            answered: DestSet::EMPTY,
+        });
+        Ok(MsgId::new(self.me, id))
+    }
+
+    fn poll_completed(&mut self) -> Option<Completed> {
+        self.completed.pop_front()
+    }
+}

@@ -1,0 +1,194 @@
+//! A RamCast deployment: groups, replicas, clients, buffer geometry and failure-detector timing,
+//! and the process ids the runtime assigns to each role.
+
+use multicast::GroupId;
+use transport::{Nanos, ProcessId};
+
+/// Timeouts of the failure detectors, in the runtime's nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timing {
+    /// A leader (or candidate) writes its heartbeat counter into its group's memory this often.
+    pub heartbeat: Nanos,
+    /// A follower suspects the leader it expects when the leader's heartbeat has not changed for
+    /// this long (Task 7's "suspect").
+    pub suspect: Nanos,
+    /// A server relays a message that stayed undecided this long (Task 10's client suspicion).
+    pub relay: Nanos,
+    /// A blocked client stops waiting for a server whose last-delivered report has not moved for
+    /// this long, and recycles its buffer slots without it.
+    pub evict: Nanos,
+}
+
+impl Timing {
+    /// Defaults for the simulator (microsecond-scale RDMA, no scheduling noise).
+    pub const SIM: Timing = Timing {
+        heartbeat: Nanos(20_000),
+        suspect: Nanos(300_000),
+        relay: Nanos(1_000_000),
+        evict: Nanos(20_000_000),
+    };
+
+    /// Defaults for real threads sharing few cores: a descheduled thread must not look dead.
+    pub const WALL: Timing = Timing {
+        heartbeat: Nanos(1_000_000),
+        suspect: Nanos(200_000_000),
+        relay: Nanos(500_000_000),
+        evict: Nanos(5_000_000_000),
+    };
+}
+
+/// A RamCast deployment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Number of groups (1..=64).
+    pub groups: usize,
+    /// Replicas per group, 2f+1 (odd).
+    pub replicas: usize,
+    /// Number of clients.
+    pub clients: usize,
+    /// Bytes of one message slot in a buffer M (header, message, canary), a multiple of 8.
+    pub slot_bytes: usize,
+    /// Slots per client buffer (the circular buffers of section 3.7).
+    pub slots: usize,
+    /// One signaled write in this many, per peer (selective signaling, section 4).
+    pub signal_every: u32,
+    /// Failure-detector timing.
+    pub timing: Timing,
+}
+
+/// Why a configuration is unusable.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// Groups out of range.
+    #[error("groups must be 1..=64, got {0}")]
+    Groups(usize),
+    /// Replicas not 2f+1.
+    #[error("replicas per group must be odd (2f+1) and at most 15, got {0}")]
+    Replicas(usize),
+    /// No clients, or too many.
+    #[error("clients must be 1..=4096, got {0}")]
+    Clients(usize),
+    /// Bad slot size.
+    #[error("slot size must be a multiple of 8 between 64 and 1048576 bytes, got {0}")]
+    SlotBytes(usize),
+    /// Bad slot count.
+    #[error("slots per client must be 2..=65536, got {0}")]
+    Slots(usize),
+}
+
+impl Config {
+    /// A deployment with the simulator's timing, 1 KiB slots, 16 slots per client.
+    pub fn new(groups: usize, replicas: usize, clients: usize) -> Config {
+        Config {
+            groups,
+            replicas,
+            clients,
+            slot_bytes: 1024,
+            slots: 16,
+            signal_every: 32,
+            timing: Timing::SIM,
+        }
+    }
+
+    /// Checks every field.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(1..=64).contains(&self.groups) {
+            return Err(ConfigError::Groups(self.groups));
+        }
+        if self.replicas % 2 == 0 || self.replicas > 15 {
+            return Err(ConfigError::Replicas(self.replicas));
+        }
+        if !(1..=4096).contains(&self.clients) {
+            return Err(ConfigError::Clients(self.clients));
+        }
+        if self.slot_bytes % 8 != 0 || !(64..=1 << 20).contains(&self.slot_bytes) {
+            return Err(ConfigError::SlotBytes(self.slot_bytes));
+        }
+        if !(2..=65536).contains(&self.slots) {
+            return Err(ConfigError::Slots(self.slots));
+        }
+        Ok(())
+    }
+
+    /// f: crashes each group tolerates.
+    pub const fn f(&self) -> usize {
+        self.replicas / 2
+    }
+
+    /// A quorum: f+1.
+    pub const fn quorum(&self) -> usize {
+        self.replicas / 2 + 1
+    }
+
+    /// Number of server processes.
+    pub const fn servers(&self) -> usize {
+        self.groups * self.replicas
+    }
+
+    /// Number of processes of the run: servers first, then clients.
+    pub const fn processes(&self) -> usize {
+        self.servers() + self.clients
+    }
+
+    /// The process id of replica `rank` of group `g`.
+    pub fn server(&self, g: GroupId, rank: usize) -> ProcessId {
+        ProcessId((g.0 as usize * self.replicas + rank) as u32)
+    }
+
+    /// The process id of client `i`.
+    pub fn client(&self, i: usize) -> ProcessId {
+        ProcessId((self.servers() + i) as u32)
+    }
+
+    /// The group of a server, `None` for a client.
+    pub fn group_of(&self, p: ProcessId) -> Option<GroupId> {
+        (p.index() < self.servers()).then(|| GroupId((p.index() / self.replicas) as u8))
+    }
+
+    /// A server's rank in its group.
+    pub fn rank_of(&self, p: ProcessId) -> usize {
+        p.index() % self.replicas
+    }
+
+    /// The client index of a client process.
+    pub fn client_index(&self, p: ProcessId) -> Option<usize> {
+        p.index()
+            .checked_sub(self.servers())
+            .filter(|&i| i < self.clients)
+    }
+
+    /// The members of group `g`.
+    pub fn members(&self, g: GroupId) -> impl Iterator<Item = ProcessId> + '_ {
+        (0..self.replicas).map(move |r| self.server(g, r))
+    }
+
+    /// The initial leader of group `g` (rank 0).
+    pub fn initial_leader(&self, g: GroupId) -> ProcessId {
+        self.server(g, 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_map_both_ways_and_bad_configs_say_why() {
+        let c = Config::new(3, 3, 2);
+        assert!(c.validate().is_ok());
+        assert_eq!(c.server(GroupId(2), 1), ProcessId(7));
+        assert_eq!(c.group_of(ProcessId(7)), Some(GroupId(2)));
+        assert_eq!(c.rank_of(ProcessId(7)), 1);
+        assert_eq!(c.client(1), ProcessId(10));
+        assert_eq!(c.client_index(ProcessId(10)), Some(1));
+        assert_eq!(c.group_of(ProcessId(10)), None);
+        assert_eq!((c.f(), c.quorum()), (1, 2));
+        let bad = Config {
+            replicas: 4,
+            ..c.clone()
+        };
+        assert_eq!(bad.validate(), Err(ConfigError::Replicas(4)));
+        let bad = Config { groups: 65, ..c };
+        assert!(bad.validate().unwrap_err().to_string().contains("1..=64"));
+    }
+}

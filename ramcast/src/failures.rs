@@ -1,0 +1,501 @@
+//! Algorithm 3: failures and suspicions, and the failure detector that raises them.
+//!
+//! | task | where |
+//! |---|---|
+//! | failure detector (heartbeats in `CTL`, next-leader rule) | [`RamcastServer::failure_detector`] |
+//! | 7: a would-be leader picks a higher round and sends CATCH_UP | `RamcastServer::start_candidacy` |
+//! | 8: accept a higher round, move `T`'s write permission, answer MY_STATE | `RamcastServer::on_catch_up` |
+//! | 9: from a quorum of every group, re-propose or forward | `RamcastServer::finish_candidacy` |
+//! | 10: relay the undecided messages of a suspected client | `RamcastServer::relay_stale` and `on_relay` |
+//!
+//! The next leader of a group is the member after the one expected, in rank order: a follower
+//! that has not seen the expected leader's heartbeat change for `timing.suspect` moves its
+//! expectation to the next rank, and the member that finds itself expected runs Task 7. Safety
+//! never depends on this rule: two members may both believe they lead, and `T`'s permissions
+//! let at most one of them write a quorum in a round.
+//!
+//! A refused write ("if write denied then end task") makes a leader step down. The refused queue
+//! pair is in error, so the server reconnects and then re-sends to that peer what it may have
+//! lost: its acknowledgements, and, as leader, its proposals.
+
+use crate::layout::{local, remote, Entry, CTL, T};
+use crate::server::{Candidacy, Prop, RamcastServer, Role, Stat};
+use crate::stamp::Stamp;
+use crate::wire::{Pend, Wire};
+use bytes::Bytes;
+use multicast::GroupId;
+use std::collections::BTreeMap;
+use transport::{Access, Nanos, Nic, OpKind, ProcessId, Recv, Status};
+
+/// Task 9's bag, per slot: the highest-round proposal `(tmp, rnd)` and the encoded entry.
+type Adopted = (Option<(Stamp, Stamp)>, Vec<u8>);
+
+impl RamcastServer {
+    /// Completions: fast-path successes, refused writes (step down), broken queue pairs.
+    pub(crate) fn drain_completions<N: Nic>(&mut self, nic: &mut N) -> bool {
+        let mut worked = false;
+        while let Some(cq) = nic.poll_completion() {
+            worked = true;
+            let fast = self.fast.remove(&cq.wr);
+            match (cq.status, cq.kind) {
+                (Status::Success, OpKind::Reconnect) => {
+                    self.broken.remove(&cq.peer);
+                    self.resync(nic, cq.peer);
+                }
+                (Status::Success, _) => {
+                    if let Some((c, s, r)) = fast {
+                        if self.role == Role::Leader && r == self.round {
+                            if let Some(slot) = self.slot_mut(c, s) {
+                                if slot.proposed == Some(r) {
+                                    slot.fast_ok += 1;
+                                    if slot.fast_ok + 1 >= self.cfg.quorum() {
+                                        self.fast_ordered(c, s);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                (Status::AccessDenied, _) => {
+                    // Another member took over the group: end the task, step down.
+                    if self.role != Role::Follower {
+                        self.step_down(nic.now());
+                    }
+                    self.mark_broken(nic, cq.peer);
+                }
+                (Status::Flushed, _) => self.mark_broken(nic, cq.peer),
+                (Status::PeerUnreachable, OpKind::Reconnect) => {
+                    let retry = nic.now().saturating_add(self.cfg.timing.suspect);
+                    self.broken.insert(cq.peer, Some(retry));
+                }
+                (Status::PeerUnreachable, _) => {}
+            }
+        }
+        worked
+    }
+
+    fn mark_broken<N: Nic>(&mut self, nic: &mut N, peer: ProcessId) {
+        if let std::collections::btree_map::Entry::Vacant(v) = self.broken.entry(peer) {
+            v.insert(None);
+            let _ = nic.reconnect(peer);
+        }
+    }
+
+    /// After a reconnect, re-sends to `peer` what the broken queue pair may have flushed.
+    fn resync<N: Nic>(&mut self, nic: &mut N, peer: ProcessId) {
+        for c in 0..self.cfg.clients as u32 {
+            for i in 0..self.cfg.slots {
+                let slot = &self.buffers[c as usize].slots[i];
+                let (Some(entry), Some(rnd)) = (slot.entry.clone(), slot.acked) else {
+                    continue;
+                };
+                if slot.stat != Stat::Empty {
+                    self.send_acks(nic, c, &entry, rnd, Some(peer));
+                }
+            }
+        }
+        if self.role == Role::Leader {
+            self.repropose_pending();
+        }
+    }
+
+    /// Makes every pending slot this leader proposed be proposed again with the same
+    /// timestamp, and every forwarded proposal be forwarded again.
+    fn repropose_pending(&mut self) {
+        let g = self.group.0 as usize;
+        let keys: Vec<(u32, u64)> = self.pending.iter().map(|&(_, c, s)| (c, s)).collect();
+        for (c, s) in keys {
+            let round = self.round;
+            let slot = self.slot_mut(c, s).expect("pending");
+            for p in slot.ts.iter_mut().flatten() {
+                p.forwarded = false;
+            }
+            if slot.proposed == Some(round) {
+                slot.install = slot.ts[g].map(|p| p.tmp);
+                slot.proposed = None;
+            }
+            self.to_propose.insert((c, s));
+        }
+    }
+
+    fn step_down(&mut self, now: Nanos) {
+        self.role = Role::Follower;
+        self.to_propose.clear();
+        self.fast.clear();
+        self.beat_timer.disarm();
+        self.fd_expected = self.rank;
+        self.fd_changed = now;
+    }
+
+    /// Control messages from other servers.
+    pub(crate) fn drain_receives<N: Nic>(&mut self, nic: &mut N) -> bool {
+        let mut worked = false;
+        while let Some(r) = nic.poll_recv() {
+            worked = true;
+            if let Recv::Message { from, data } = r {
+                if self.cfg.group_of(from).is_none() {
+                    continue;
+                }
+                // A malformed message is dropped: it cannot come from a correct server.
+                if let Ok(w) = Wire::decode(&data) {
+                    self.on_wire(nic, from, w);
+                }
+            }
+        }
+        worked
+    }
+
+    pub(crate) fn on_wire<N: Nic>(&mut self, nic: &mut N, from: ProcessId, w: Wire) {
+        match w {
+            Wire::CatchUp { round, fus } => self.on_catch_up(nic, from, Stamp(round), &fus),
+            Wire::MyState { round, pend, last } => {
+                self.on_my_state(nic, from, Stamp(round), pend, last)
+            }
+            Wire::Nack { round } => {
+                if let Role::Candidate(cand) = &self.role {
+                    if Stamp(round) >= cand.round {
+                        self.step_down(nic.now());
+                    }
+                }
+            }
+            Wire::Relay { client, seq, entry } => self.on_relay(nic, client, seq, entry),
+        }
+    }
+
+    /// The failure detector, heartbeats, Task 7 on suspicion, Task 10's relays and reconnect
+    /// retries. Returns whether it worked and its next deadline.
+    pub(crate) fn failure_detector<N: Nic>(&mut self, nic: &mut N) -> (bool, Option<Nanos>) {
+        let now = nic.now();
+        let timing = self.cfg.timing;
+        let mut worked = false;
+        let mut wake: Option<Nanos> = None;
+        let mut at = |t: Nanos| wake = Some(wake.map_or(t, |w: Nanos| w.min(t)));
+        let retries: Vec<ProcessId> = self
+            .broken
+            .iter()
+            .filter(|(_, t)| t.is_some_and(|t| now >= t))
+            .map(|(&p, _)| p)
+            .collect();
+        for p in retries {
+            self.broken.insert(p, None);
+            let _ = nic.reconnect(p);
+        }
+        for t in self.broken.values().flatten() {
+            at(*t);
+        }
+        if self.role == Role::Follower {
+            let beat = nic
+                .load_u64(local(CTL, self.layout.heartbeat(self.fd_expected)))
+                .expect("own region");
+            if beat != self.fd_last {
+                self.fd_last = beat;
+                self.fd_changed = now;
+            }
+            let deadline = self.fd_changed.saturating_add(timing.suspect);
+            if now >= deadline {
+                self.fd_expected = (self.fd_expected + 1) % self.cfg.replicas;
+                self.fd_changed = now;
+                self.fd_last = nic
+                    .load_u64(local(CTL, self.layout.heartbeat(self.fd_expected)))
+                    .expect("own region");
+                worked = true;
+                if self.fd_expected == self.rank {
+                    self.start_candidacy(nic);
+                }
+            }
+            at(self.fd_changed.saturating_add(timing.suspect));
+        }
+        if self.role != Role::Follower {
+            if self.beat_timer.deadline().is_none() || self.beat_timer.fire(now) {
+                self.beat += 1;
+                let word = self.beat.to_le_bytes();
+                let members: Vec<_> = self
+                    .cfg
+                    .members(self.group)
+                    .filter(|&q| q != self.me)
+                    .collect();
+                for q in members {
+                    self.write(
+                        nic,
+                        remote(q, CTL, self.layout.heartbeat(self.rank)),
+                        &word,
+                        false,
+                    );
+                }
+                self.beat_timer.arm_at(now.saturating_add(timing.heartbeat));
+                worked = true;
+            }
+            at(self.beat_timer.deadline().expect("armed"));
+        }
+        let (relayed, next) = self.relay_stale(nic, now);
+        if let Some(t) = next {
+            at(t);
+        }
+        (worked || relayed, wake)
+    }
+
+    /// Task 7: become a candidate with a round above every round seen for the group, and ask
+    /// every server for its state from this server's first undecided slot on.
+    fn start_candidacy<N: Nic>(&mut self, nic: &mut N) {
+        let g = self.group.0 as usize;
+        let round = Stamp::new(self.rounds[g].time().max(self.round.time()) + 1, self.me.0);
+        self.round = round;
+        self.role = Role::Candidate(Candidacy {
+            round,
+            replies: BTreeMap::new(),
+        });
+        self.beat_timer.disarm();
+        let fus: Vec<u64> = (0..self.cfg.clients as u32)
+            .map(|c| {
+                let mut s = self.buffers[c as usize].ldm;
+                while self
+                    .slot(c, s)
+                    .is_some_and(|x| matches!(x.stat, Stat::Ordered | Stat::Done))
+                {
+                    s += 1;
+                }
+                s
+            })
+            .collect();
+        let msg = Wire::CatchUp {
+            round: round.0,
+            fus,
+        };
+        for q in 0..self.cfg.servers() as u32 {
+            self.send(nic, ProcessId(q), &msg);
+        }
+    }
+
+    /// Task 8: accept a higher round from `q`: move `T`'s write permission from the group's
+    /// previous leader to `q`, then report every slot `q` may need.
+    fn on_catch_up<N: Nic>(&mut self, nic: &mut N, q: ProcessId, round: Stamp, fus: &[u64]) {
+        let h = self.cfg.group_of(q).expect("servers only");
+        let hi = h.0 as usize;
+        if round <= self.rounds[hi] || fus.len() != self.cfg.clients {
+            let nack = Wire::Nack {
+                round: self.rounds[hi].0,
+            };
+            self.send(nic, q, &nack);
+            return;
+        }
+        let old = self.leader[hi];
+        if old != q {
+            if old != self.me {
+                nic.set_access(T, old, Access::None).expect("valid region");
+            }
+            if q != self.me {
+                nic.set_access(T, q, Access::Write).expect("valid region");
+            }
+        }
+        self.rounds[hi] = round;
+        self.leader[hi] = q;
+        if h == self.group && q != self.me {
+            if self.role != Role::Follower {
+                self.step_down(nic.now());
+            }
+            self.fd_expected = self.cfg.rank_of(q);
+            self.fd_changed = nic.now();
+        }
+        if h != self.group && self.role == Role::Leader {
+            // The new leader of h has not seen this leader's earlier proposals.
+            self.repropose_pending();
+        }
+        let mut pend = Vec::new();
+        for c in 0..self.cfg.clients as u32 {
+            for slot in &self.buffers[c as usize].slots {
+                let Some(entry) = slot.entry.as_ref().filter(|_| slot.stat != Stat::Empty) else {
+                    continue;
+                };
+                let wanted = if h == self.group {
+                    slot.seq >= fus[c as usize]
+                } else {
+                    entry.ptr(h).is_some_and(|p| p >= fus[c as usize])
+                };
+                if wanted {
+                    pend.push(Pend {
+                        client: c,
+                        seq: slot.seq,
+                        entry: entry.raw.to_vec(),
+                        ts: slot.ts[self.group.0 as usize].map(|p| (p.tmp.0, p.rnd.0)),
+                    });
+                }
+            }
+        }
+        // Split the reply so no part exceeds the largest two-sided message.
+        let budget = nic.limits().send_max / 2;
+        let mut part = Vec::new();
+        let mut bytes = 0;
+        let total = pend.len();
+        for (i, p) in pend.into_iter().enumerate() {
+            bytes += p.entry.len() + 64;
+            part.push(p);
+            if bytes >= budget || i + 1 == total {
+                let msg = Wire::MyState {
+                    round: round.0,
+                    pend: std::mem::take(&mut part),
+                    last: i + 1 == total,
+                };
+                self.send(nic, q, &msg);
+                bytes = 0;
+            }
+        }
+        if total == 0 {
+            let msg = Wire::MyState {
+                round: round.0,
+                pend: Vec::new(),
+                last: true,
+            };
+            self.send(nic, q, &msg);
+        }
+    }
+
+    /// Collects `MY_STATE` replies; with a quorum of every group (its own reply included),
+    /// runs Task 9.
+    fn on_my_state<N: Nic>(
+        &mut self,
+        nic: &mut N,
+        from: ProcessId,
+        round: Stamp,
+        pend: Vec<Pend>,
+        last: bool,
+    ) {
+        let Role::Candidate(cand) = &mut self.role else {
+            return;
+        };
+        if cand.round != round {
+            return;
+        }
+        let reply = cand.replies.entry(from).or_default();
+        reply.0.extend(pend);
+        reply.1 |= last;
+        let complete = |p: &ProcessId| cand.replies.get(p).is_some_and(|r| r.1);
+        let mine = complete(&self.me);
+        let every_group = (0..self.cfg.groups).all(|h| {
+            self.cfg
+                .members(GroupId(h as u8))
+                .filter(|p| complete(p))
+                .count()
+                >= self.cfg.quorum()
+        });
+        if mine && every_group {
+            self.finish_candidacy(nic);
+        }
+    }
+
+    /// Task 9: adopt, per slot, the proposal of the highest round among the replies of the own
+    /// group (or let Task 2 pick a fresh timestamp), and take other groups' proposals to
+    /// forward; then lead.
+    fn finish_candidacy<N: Nic>(&mut self, nic: &mut N) {
+        let Role::Candidate(cand) = std::mem::replace(&mut self.role, Role::Leader) else {
+            return;
+        };
+        let g = self.group;
+        // Per (group, client, seq in this group): the highest-round proposal and the entry.
+        let mut bag: BTreeMap<(u8, u32, u64), Adopted> = BTreeMap::new();
+        for (p, (pend, _)) in cand.replies {
+            let h = self.cfg.group_of(p).expect("servers only");
+            for e in pend {
+                let Some(entry) = Entry::decode(Bytes::from(e.entry.clone())) else {
+                    continue;
+                };
+                let Some(seq) = entry.ptr(g) else {
+                    continue;
+                };
+                let ts = e.ts.map(|(t, r)| (Stamp(t), Stamp(r)));
+                if let Some((t, _)) = ts {
+                    self.see(t);
+                }
+                let slot = bag.entry((h.0, e.client, seq)).or_insert((None, e.entry));
+                if ts.is_some_and(|(_, r)| slot.0.is_none_or(|(_, best)| r > best)) {
+                    slot.0 = ts;
+                }
+            }
+        }
+        let now = nic.now();
+        for ((h, c, s), (ts, raw)) in bag {
+            if self.slot(c, s).is_none() && self.fits(c, s) {
+                let entry = Entry::decode(Bytes::from(raw)).expect("decoded above");
+                self.store(nic, c, s, entry);
+            }
+            let Some(slot) = self.slot_mut(c, s) else {
+                continue;
+            };
+            if h == g.0 {
+                slot.install = ts.map(|(t, _)| t);
+                slot.proposed = None;
+                self.to_propose.insert((c, s));
+            } else if let Some((tmp, rnd)) = ts {
+                let cur = &mut slot.ts[h as usize];
+                if cur.is_none_or(|p| rnd > p.rnd) {
+                    *cur = Some(Prop {
+                        tmp,
+                        rnd,
+                        forwarded: false,
+                    });
+                }
+            }
+        }
+        // Every pending slot is proposed (again) in the new round and forwarded again.
+        let keys: Vec<(u32, u64)> = self.pending.iter().map(|&(_, c, s)| (c, s)).collect();
+        for (c, s) in keys {
+            let slot = self.slot_mut(c, s).expect("pending");
+            for p in slot.ts.iter_mut().flatten() {
+                p.forwarded = false;
+            }
+            self.to_propose.insert((c, s));
+        }
+        self.beat_timer.disarm();
+        let _ = now;
+    }
+
+    /// Task 10, sending side: an entry undecided for `timing.relay` may come from a crashed
+    /// client that did not write it everywhere; relay it to every destination.
+    fn relay_stale<N: Nic>(&mut self, nic: &mut N, now: Nanos) -> (bool, Option<Nanos>) {
+        let relay = self.cfg.timing.relay;
+        let mut next: Option<Nanos> = None;
+        let mut worked = false;
+        let keys: Vec<(u32, u64)> = self.pending.iter().map(|&(_, c, s)| (c, s)).collect();
+        for (c, s) in keys {
+            let slot = self.slot(c, s).expect("pending");
+            if slot.stat != Stat::Mcast {
+                continue;
+            }
+            let due = slot.since.saturating_add(relay);
+            if now < due {
+                next = Some(next.map_or(due, |n: Nanos| n.min(due)));
+                continue;
+            }
+            let entry = slot.entry.clone().expect("pending");
+            self.slot_mut(c, s).expect("pending").since = now;
+            next = Some(next.map_or(now.saturating_add(relay), |n| {
+                n.min(now.saturating_add(relay))
+            }));
+            for (h, &ptr) in entry.dst.groups().zip(&entry.ptr) {
+                let msg = Wire::Relay {
+                    client: c,
+                    seq: ptr,
+                    entry: entry.raw.to_vec(),
+                };
+                let members: Vec<_> = self.cfg.members(h).filter(|&q| q != self.me).collect();
+                for q in members {
+                    self.send(nic, q, &msg);
+                }
+            }
+            worked = true;
+        }
+        (worked, next)
+    }
+
+    /// Task 10, receiving side: store a relayed entry as if its client had written it.
+    fn on_relay<N: Nic>(&mut self, nic: &mut N, c: u32, s: u64, raw: Vec<u8>) {
+        if c as usize >= self.cfg.clients || !self.fits(c, s) {
+            return;
+        }
+        let Some(entry) = Entry::decode(Bytes::from(raw)) else {
+            return;
+        };
+        if entry.ptr(self.group) == Some(s) && entry.raw.len() <= self.layout.m_codec.capacity() {
+            self.store(nic, c, s, entry);
+        }
+    }
+}

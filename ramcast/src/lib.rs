@@ -1,0 +1,88 @@
+//! RamCast (Le, Eslahi-Kelorazi, Coelho, Pedone; Middleware 2021): genuine atomic multicast
+//! over RDMA writes, written as sans-IO state machines that run on every runtime of
+//! [`transport`].
+//!
+//! | paper | here |
+//! |---|---|
+//! | Algorithm 1, data structures | [`layout`] (memory), [`server`] (local state), [`stamp`] |
+//! | Algorithm 2, normal case | [`client`] (Task 1, `Relay`), [`normal`] (Tasks 2-6) |
+//! | Algorithm 3, failures | [`failures`] (failure detector, Tasks 7-10), [`wire`] |
+//! | section 3.7 fast path and recycling | [`normal`] (fast path), [`client`] and [`server`] (LDM, LSGM) |
+//! | section 4 canaries, inlining, selective signaling | [`layout`] (slot codec), `RamcastServer::write` |
+//!
+//! # Choices the paper leaves open, and departures it needed
+//!
+//! - **Slot pointers.** The `s`-th message a client sends to group `h` uses slot `s mod slots`
+//!   at every member of `h`, so `ptr[h][q]` is one number per group ([`layout`]).
+//! - **Recycling.** The response write to the client carries the server's LDM; the client
+//!   reuses a slot once the group's lowest LDM (LSGM) passed it. Without checkpoints, a member
+//!   that stays silent for `timing.evict` while a client is blocked is no longer waited for; if
+//!   it was alive it finds a lapped slot and halts (and counts as faulty).
+//! - **Client suspicion (Task 10).** A server suspects a message's client when the message
+//!   stayed undecided for `timing.relay`, and relays it with a two-sided message; the receiver
+//!   stores it only in a slot its client may still use, so a late relay never overwrites a newer
+//!   message. Relaying for a live client is harmless.
+//! - **Task 4 forwards the round with the timestamp**, and Task 5 counts the acknowledgements of
+//!   the round of the proposal it holds. Forwarding `tmp` alone lets a follower pair an old
+//!   round's timestamp with acknowledgements of a new leader's different one.
+//! - **Clocks see every timestamp** a server reads (any group) and every final timestamp, not
+//!   only its own group's: a new leader must never propose below a timestamp some process may
+//!   already have delivered.
+//! - **The leader copies the message into its followers' `M` before its proposal** (same queue
+//!   pair, so the copy lands first). Without it the fast path is not uniform: a client that
+//!   crashed after writing only to the leader, and a leader that crashed after delivering, leave
+//!   a delivered message no correct process has (the paper's proof of uniform agreement covers
+//!   messages ordered by acknowledgements only). It also means a follower never holds a
+//!   proposal for a message it lacks, so Task 6 never waits on an unknown message.
+//! - **Task 7 and 9 at the new leader.** The leader becomes active only once it has a quorum of
+//!   replies from every group (so its clock is above every decided timestamp), proposes every
+//!   pending slot again in its round (with the adopted timestamp where one exists), and forwards
+//!   other groups' proposals again. A leader that learns another group's new leader sends it
+//!   its own proposals again.
+//! - **Failure detector.** Leaders write a heartbeat counter into their followers' `CTL`
+//!   region; the next leader is the next rank ([`failures`]).
+
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod client;
+pub mod config;
+pub mod failures;
+pub mod layout;
+pub mod normal;
+pub mod server;
+pub mod stamp;
+pub mod wire;
+
+pub use client::RamcastClient;
+pub use config::{Config, ConfigError, Timing};
+pub use server::RamcastServer;
+pub use stamp::Stamp;
+
+use multicast::{ClosedLoop, GroupId, LoadSpec, Node, ServerNode};
+use std::sync::Arc;
+use transport::{Purpose, Rng};
+
+/// A RamCast process of a run.
+pub type RamcastNode = Node<RamcastServer, RamcastClient>;
+
+/// Every process of a run of `cfg`, servers first then closed-loop clients running `load`;
+/// client `i`'s workload stream derives from `seed`. `log` keeps deliveries and multicasts for
+/// the delivery log.
+pub fn nodes(cfg: &Config, load: LoadSpec, seed: u64, log: bool) -> Vec<RamcastNode> {
+    let cfg = Arc::new(cfg.clone());
+    let mut nodes = Vec::with_capacity(cfg.processes());
+    for g in 0..cfg.groups {
+        for r in 0..cfg.replicas {
+            let s = RamcastServer::new(cfg.clone(), GroupId(g as u8), r);
+            nodes.push(Node::Server(ServerNode::new(s, log)));
+        }
+    }
+    for i in 0..cfg.clients {
+        let id = cfg.client(i);
+        let rng = Rng::derive(seed, Purpose::Workload, id.0 as u64);
+        let c = RamcastClient::new(cfg.clone(), i);
+        nodes.push(Node::Client(ClosedLoop::new(c, id, load, rng, log)));
+    }
+    nodes
+}

@@ -1,0 +1,366 @@
+//! Algorithm 2: the normal case, with a stable leader per group.
+//!
+//! | task | where |
+//! |---|---|
+//! | 1, `Relay` (client) | [`crate::client`] |
+//! | entries landing in `M` | [`RamcastServer::poll_buffers`] |
+//! | 2: the leader proposes | [`RamcastServer::propose`] |
+//! | 3: followers acknowledge | [`RamcastServer::poll_pending`] |
+//! | 4: leaders propagate other groups' timestamps | [`RamcastServer::poll_pending`] |
+//! | 5: ORDERED with a quorum of acks per group | [`RamcastServer::poll_pending`] |
+//! | 6: delivery in timestamp order | `RamcastServer::deliver` |
+//!
+//! Departures from the paper's pseudocode, each needed for safety (see the crate docs):
+//! Task 4 forwards `rnd` with `tmp`; Task 5 counts acknowledgements of the round of the proposal
+//! it holds; every timestamp a server reads raises its clock; the leader copies the message into
+//! a follower's `M` before its proposal (same queue pair, so the copy lands first).
+
+use crate::layout::{ack_word, codec_seq, local, remote, Entry, M, T};
+use crate::server::{Prop, RamcastServer, Role, Stat};
+use crate::stamp::Stamp;
+use bytes::Bytes;
+use multicast::GroupId;
+use transport::slot::Reject;
+use transport::{Nanos, Nic};
+
+impl RamcastServer {
+    /// Takes the entries clients wrote into `M`, in sequence order per client. A slot holding a
+    /// later lap than expected means the client recycled it without this server: it halts.
+    pub(crate) fn poll_buffers<N: Nic>(&mut self, nic: &mut N) -> bool {
+        let mut worked = false;
+        let slots = self.cfg.slots as u64;
+        for c in 0..self.cfg.clients as u32 {
+            loop {
+                let s = self.buffers[c as usize].next;
+                if self.slot(c, s).is_some() {
+                    self.buffers[c as usize].next += 1;
+                    continue;
+                }
+                let at = local(M, self.layout.m_slot(c as usize, s));
+                let mut buf = std::mem::take(&mut self.scratch);
+                let read = self
+                    .layout
+                    .m_codec
+                    .read(nic, at, codec_seq(s), &mut buf)
+                    .expect("own region");
+                let entry = match read {
+                    Ok(range) => Entry::decode(Bytes::copy_from_slice(&buf[range])),
+                    Err(Reject::Torn) => None,
+                    Err(Reject::NotYet) => {
+                        let header = nic.load_u64(at).expect("own region") as u32;
+                        let ahead = header.wrapping_sub(codec_seq(s)) as i32;
+                        if header != 0 && ahead >= slots as i32 {
+                            self.halted = true;
+                            self.scratch = buf;
+                            return worked;
+                        }
+                        None
+                    }
+                };
+                self.scratch = buf;
+                match entry {
+                    Some(e) if e.ptr(self.group) == Some(s) => {
+                        self.accept(c, s, e, nic.now());
+                        self.buffers[c as usize].next += 1;
+                        worked = true;
+                    }
+                    _ => break,
+                }
+            }
+        }
+        worked
+    }
+
+    /// Makes `entry` the content of client `c`'s slot `s` (state MCAST).
+    pub(crate) fn accept(&mut self, c: u32, s: u64, entry: Entry, now: Nanos) {
+        let slots = self.cfg.slots as u64;
+        let slot = &mut self.buffers[c as usize].slots[(s % slots) as usize];
+        slot.seq = s;
+        slot.entry = Some(entry);
+        slot.stat = Stat::Mcast;
+        slot.ts.iter_mut().for_each(|t| *t = None);
+        slot.tmp = Stamp::ZERO;
+        slot.acked = None;
+        slot.proposed = None;
+        slot.install = None;
+        slot.fast_ok = 0;
+        slot.since = now;
+        self.pending.insert((Stamp::ZERO, c, s));
+        if self.role != Role::Follower {
+            self.to_propose.insert((c, s));
+        }
+    }
+
+    /// Whether `s` may be stored in client `c`'s buffer now: inside the window the client may
+    /// have written, and not already held.
+    pub(crate) fn fits(&self, c: u32, s: u64) -> bool {
+        let b = &self.buffers[c as usize];
+        s >= b.ldm && s < b.ldm + self.cfg.slots as u64 && self.slot(c, s).is_none()
+    }
+
+    /// Stores an entry that arrived by another way than the client's write (a relay, a
+    /// catch-up), exactly as the client would have written it.
+    pub(crate) fn store<N: Nic>(&mut self, nic: &mut N, c: u32, s: u64, entry: Entry) {
+        let mut buf = std::mem::take(&mut self.scratch);
+        self.layout
+            .m_codec
+            .encode(codec_seq(s), &entry.raw, &mut buf)
+            .expect("entries come from slots of this size");
+        nic.write_local(local(M, self.layout.m_slot(c as usize, s)), &buf)
+            .expect("own region");
+        self.scratch = buf;
+        self.accept(c, s, entry, nic.now());
+    }
+
+    /// Reads the `T` entry of group `h` for client `c`'s slot `s`.
+    fn read_t<N: Nic>(&mut self, nic: &N, c: u32, s: u64, h: GroupId) -> Option<(Stamp, Stamp)> {
+        let at = local(T, self.layout.t_entry(c as usize, s, h));
+        let mut buf = std::mem::take(&mut self.scratch);
+        let got = match self.layout.t_codec.read(nic, at, codec_seq(s), &mut buf) {
+            Ok(Ok(r)) if r.len() == 16 => {
+                let w = |i: usize| {
+                    u64::from_le_bytes(buf[r.start + i..r.start + i + 8].try_into().unwrap())
+                };
+                Some((Stamp(w(0)), Stamp(w(8))))
+            }
+            _ => None,
+        };
+        self.scratch = buf;
+        got
+    }
+
+    /// Encodes a `T` entry `(tmp, rnd)` for slot `s` into a fresh buffer.
+    pub(crate) fn t_bytes(&self, s: u64, tmp: Stamp, rnd: Stamp) -> Vec<u8> {
+        let mut payload = [0u8; 16];
+        payload[..8].copy_from_slice(&tmp.0.to_le_bytes());
+        payload[8..].copy_from_slice(&rnd.0.to_le_bytes());
+        let mut out = Vec::with_capacity(32);
+        self.layout
+            .t_codec
+            .encode(codec_seq(s), &payload, &mut out)
+            .expect("16 bytes fit");
+        out
+    }
+
+    /// Tasks 3, 4 and 5 over every MCAST or ORDERED slot.
+    pub(crate) fn poll_pending<N: Nic>(&mut self, nic: &mut N) -> bool {
+        let mut worked = false;
+        let keys: Vec<(Stamp, u32, u64)> = self.pending.iter().copied().collect();
+        let g = self.group;
+        let quorum = self.cfg.quorum();
+        for (key, c, s) in keys {
+            let entry = self
+                .slot(c, s)
+                .and_then(|x| x.entry.clone())
+                .expect("pending");
+            // Read the proposals in T; rounds of one entry only grow.
+            for h in entry.dst.groups() {
+                if let Some((tmp, rnd)) = self.read_t(nic, c, s, h) {
+                    self.see(tmp);
+                    let slot = self.slot_mut(c, s).expect("pending");
+                    let cur = &mut slot.ts[h.0 as usize];
+                    if cur.is_none_or(|p| rnd > p.rnd) {
+                        *cur = Some(Prop {
+                            tmp,
+                            rnd,
+                            forwarded: false,
+                        });
+                        worked = true;
+                    }
+                }
+            }
+            // Task 3: acknowledge the own group's proposal of the accepted leader's round.
+            let own = self.slot(c, s).expect("pending").ts[g.0 as usize];
+            if let Some(p) = own {
+                let slot = self.slot(c, s).expect("pending");
+                if p.rnd == self.rounds[g.0 as usize] && slot.acked != Some(p.rnd) {
+                    self.see(p.tmp);
+                    self.slot_mut(c, s).expect("pending").acked = Some(p.rnd);
+                    self.send_acks(nic, c, &entry, p.rnd, None);
+                    worked = true;
+                }
+            }
+            // Task 4: the leader forwards other groups' proposals to its followers.
+            if self.role == Role::Leader {
+                for h in entry.dst.groups().filter(|&h| h != g) {
+                    let p = self.slot(c, s).expect("pending").ts[h.0 as usize];
+                    if let Some(p) =
+                        p.filter(|p| !p.forwarded && p.rnd == self.rounds[h.0 as usize])
+                    {
+                        let bytes = self.t_bytes(s, p.tmp, p.rnd);
+                        let followers: Vec<_> =
+                            self.cfg.members(g).filter(|&q| q != self.me).collect();
+                        for q in followers {
+                            let at = self.layout.t_entry(c as usize, s, h);
+                            self.write(nic, remote(q, T, at), &bytes, false);
+                        }
+                        let slot = self.slot_mut(c, s).expect("pending");
+                        if let Some(x) = &mut slot.ts[h.0 as usize] {
+                            x.forwarded = true;
+                        }
+                        worked = true;
+                    }
+                }
+            }
+            // Task 5: a quorum of every destination group acknowledged the proposal held.
+            let slot = self.slot(c, s).expect("pending");
+            let mut tmp = slot.tmp;
+            let mut all = slot.stat == Stat::Mcast;
+            for h in entry.dst.groups() {
+                match slot.ts[h.0 as usize] {
+                    Some(p) => {
+                        tmp = tmp.max(p.tmp);
+                        if all {
+                            let want = ack_word(s, p.rnd);
+                            let acks = (0..self.cfg.replicas)
+                                .filter(|&r| {
+                                    let at = local(M, self.layout.ack(c as usize, s, h, r));
+                                    nic.load_u64(at).expect("own region") == want
+                                })
+                                .count();
+                            all &= acks >= quorum;
+                        }
+                    }
+                    None => all = false,
+                }
+            }
+            let slot = self.slot_mut(c, s).expect("pending");
+            let was = (slot.tmp, slot.stat);
+            if slot.stat == Stat::Mcast {
+                slot.tmp = tmp;
+            }
+            if all {
+                slot.stat = Stat::Ordered;
+            }
+            if (slot.tmp, slot.stat) != was {
+                let t = slot.tmp;
+                self.see(t);
+                self.rekey(c, s, Some(key));
+                worked = true;
+            }
+        }
+        worked
+    }
+
+    /// Writes this server's acknowledgement of round `rnd` for `entry` into the slot of every
+    /// destination process (or only of `only`).
+    pub(crate) fn send_acks<N: Nic>(
+        &mut self,
+        nic: &mut N,
+        c: u32,
+        entry: &Entry,
+        rnd: Stamp,
+        only: Option<transport::ProcessId>,
+    ) {
+        for (h, &ptr) in entry.dst.groups().zip(&entry.ptr) {
+            let word = ack_word(ptr, rnd).to_le_bytes();
+            let at = self.layout.ack(c as usize, ptr, self.group, self.rank);
+            let members: Vec<_> = self.cfg.members(h).collect();
+            for q in members.into_iter().filter(|&q| only.is_none_or(|o| o == q)) {
+                self.write(nic, remote(q, M, at), &word, false);
+            }
+        }
+    }
+
+    /// Task 2 (and the proposals of Task 9): the leader proposes a timestamp for each waiting
+    /// slot, writes it into its own `T`, then into the `T` of its followers (each preceded by a
+    /// copy of the message) and of the leaders of the other destination groups. A single-group
+    /// message's writes to followers are signaled: the fast path of section 3.7 orders it at the
+    /// leader once a quorum (counting the leader) holds the proposal.
+    pub(crate) fn propose<N: Nic>(&mut self, nic: &mut N) -> bool {
+        if self.role != Role::Leader || self.to_propose.is_empty() {
+            return false;
+        }
+        let g = self.group;
+        let round = self.round;
+        for (c, s) in std::mem::take(&mut self.to_propose) {
+            let Some(slot) = self.slot(c, s) else {
+                continue;
+            };
+            if slot.proposed == Some(round) || (slot.stat == Stat::Done && slot.install.is_none()) {
+                continue;
+            }
+            let entry = slot.entry.clone().expect("held slots have entries");
+            let tmp = match self.slot_mut(c, s).and_then(|x| x.install.take()) {
+                Some(t) => t,
+                None => {
+                    self.clock += 1;
+                    Stamp::new(self.clock, self.me.0)
+                }
+            };
+            self.see(tmp);
+            let t_entry = self.t_bytes(s, tmp, round);
+            let me = self.me;
+            self.write(
+                nic,
+                remote(me, T, self.layout.t_entry(c as usize, s, g)),
+                &t_entry,
+                false,
+            );
+            let single = entry.dst.len() == 1;
+            let mut copy = std::mem::take(&mut self.scratch);
+            self.layout
+                .m_codec
+                .encode(codec_seq(s), &entry.raw, &mut copy)
+                .expect("entries come from slots of this size");
+            let followers: Vec<_> = self.cfg.members(g).filter(|&q| q != me).collect();
+            for q in followers {
+                self.write(
+                    nic,
+                    remote(q, M, self.layout.m_slot(c as usize, s)),
+                    &copy,
+                    false,
+                );
+                let at = self.layout.t_entry(c as usize, s, g);
+                if let Some(wr) = self.write(nic, remote(q, T, at), &t_entry, single) {
+                    if single {
+                        self.fast.insert(wr, (c, s, round));
+                    }
+                }
+            }
+            self.scratch = copy;
+            for (h, &ptr) in entry.dst.groups().zip(&entry.ptr).filter(|(h, _)| *h != g) {
+                let l = self.leader[h.0 as usize];
+                let bytes = self.t_bytes(ptr, tmp, round);
+                self.write(
+                    nic,
+                    remote(l, T, self.layout.t_entry(c as usize, ptr, g)),
+                    &bytes,
+                    false,
+                );
+            }
+            let slot = self.slot_mut(c, s).expect("held");
+            slot.proposed = Some(round);
+            slot.fast_ok = 0;
+            slot.ts[g.0 as usize] = Some(Prop {
+                tmp,
+                rnd: round,
+                forwarded: false,
+            });
+            if single && self.cfg.quorum() == 1 {
+                self.fast_ordered(c, s);
+            }
+        }
+        true
+    }
+
+    /// The fast path: a single-group message whose proposal a quorum holds is ORDERED at the
+    /// leader with that proposal as its final timestamp.
+    pub(crate) fn fast_ordered(&mut self, c: u32, s: u64) {
+        let g = self.group.0 as usize;
+        let Some(slot) = self.slot_mut(c, s) else {
+            return;
+        };
+        if slot.stat != Stat::Mcast {
+            return;
+        }
+        let Some(p) = slot.ts[g] else {
+            return;
+        };
+        let old = slot.tmp;
+        slot.tmp = p.tmp;
+        slot.stat = Stat::Ordered;
+        self.see(p.tmp);
+        self.rekey(c, s, Some(old));
+    }
+}

@@ -1,0 +1,346 @@
+//! A RamCast server replica: Algorithm 1's per-process state and the poll loop that runs the
+//! tasks of Algorithm 2 ([`crate::normal`]) and Algorithm 3 ([`crate::failures`]).
+
+use crate::config::Config;
+use crate::layout::{local, remote, Entry, Layout, RESP};
+use crate::stamp::Stamp;
+use multicast::{Delivery, GroupId, MsgId, Server};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+use transport::{
+    Nanos, Nic, OpError, Process, ProcessId, Progress, RegionSpec, RemoteAddr, Timer, WrId,
+    WriteFlags,
+};
+
+/// A message's state (Algorithm 1, line 8).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Stat {
+    /// ⊥: nothing in the slot for this sequence number yet.
+    #[default]
+    Empty,
+    /// Waiting for its final timestamp.
+    Mcast,
+    /// Final timestamp known, waiting for its turn.
+    Ordered,
+    /// Delivered.
+    Done,
+}
+
+/// A group's proposal for a message, as read from `T`: `tmp` proposed in round `rnd`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Prop {
+    pub(crate) tmp: Stamp,
+    pub(crate) rnd: Stamp,
+    /// (Leader) forwarded to the followers in this round (Task 4).
+    pub(crate) forwarded: bool,
+}
+
+/// What this server knows of one slot of one client buffer.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Slot {
+    /// The group sequence number this state is about.
+    pub(crate) seq: u64,
+    pub(crate) entry: Option<Entry>,
+    pub(crate) stat: Stat,
+    /// Per group, the proposal read from `T` (`T[c,i].tmp/rnd` of Algorithm 1).
+    pub(crate) ts: Vec<Option<Prop>>,
+    /// `M[c,i].tmp`: the final timestamp once ORDERED, else the largest proposal seen.
+    pub(crate) tmp: Stamp,
+    /// The round this server last acknowledged (Task 3).
+    pub(crate) acked: Option<Stamp>,
+    /// (Leader) the round in which this server proposed (Task 2).
+    pub(crate) proposed: Option<Stamp>,
+    /// (New leader) the timestamp Task 9 chose, to propose again in the new round.
+    pub(crate) install: Option<Stamp>,
+    /// (Leader) successful quorum writes of the single-group fast path.
+    pub(crate) fast_ok: usize,
+    /// When the entry arrived, or was last relayed (Task 10's timer).
+    pub(crate) since: Nanos,
+}
+
+/// One client's buffer at this server.
+#[derive(Clone, Debug)]
+pub(crate) struct Buffer {
+    /// Next sequence number expected from the client's writes.
+    pub(crate) next: u64,
+    /// Last Delivered Message: every sequence number below it is DONE.
+    pub(crate) ldm: u64,
+    pub(crate) slots: Vec<Slot>,
+}
+
+/// The role this server plays in its group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    Follower,
+    /// Running Tasks 7-9 with this round.
+    Candidate(Candidacy),
+    Leader,
+}
+
+/// A would-be leader's collection of `MY_STATE` replies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Candidacy {
+    pub(crate) round: Stamp,
+    /// Per responder: entries so far and whether its last part arrived.
+    pub(crate) replies: BTreeMap<ProcessId, (Vec<crate::wire::Pend>, bool)>,
+}
+
+/// A RamCast server replica.
+#[derive(Debug)]
+pub struct RamcastServer {
+    pub(crate) cfg: Arc<Config>,
+    pub(crate) layout: Layout,
+    pub(crate) me: ProcessId,
+    pub(crate) group: GroupId,
+    pub(crate) rank: usize,
+    /// Logical clock `clock` (its `cnt`; the pid is this server's).
+    pub(crate) clock: u64,
+    /// `round`: this server's round when it leads.
+    pub(crate) round: Stamp,
+    /// `Leader[h]`.
+    pub(crate) leader: Vec<ProcessId>,
+    /// `Round[h]`.
+    pub(crate) rounds: Vec<Stamp>,
+    pub(crate) role: Role,
+    pub(crate) buffers: Vec<Buffer>,
+    /// Slots with an entry that is MCAST or ORDERED, keyed by `M[c,i].tmp` (Task 6's order).
+    pub(crate) pending: BTreeSet<(Stamp, u32, u64)>,
+    /// (Leader) slots waiting for Task 2.
+    pub(crate) to_propose: BTreeSet<(u32, u64)>,
+    /// Fast-path writes in flight: work request -> (client, seq, round).
+    pub(crate) fast: BTreeMap<WrId, (u32, u64, Stamp)>,
+    /// Queue pairs in error, with the time a reconnect may be (re)tried.
+    pub(crate) broken: BTreeMap<ProcessId, Option<Nanos>>,
+    /// Unsignaled writes per peer since the last signaled one.
+    pub(crate) unsignaled: Vec<u32>,
+    /// Heartbeat counter and timer (leader and candidate).
+    pub(crate) beat: u64,
+    pub(crate) beat_timer: Timer,
+    /// Failure detector: the rank expected to lead, its last heartbeat and when it changed.
+    pub(crate) fd_expected: usize,
+    pub(crate) fd_last: u64,
+    pub(crate) fd_changed: Nanos,
+    pub(crate) deliveries: VecDeque<Delivery>,
+    pub(crate) halted: bool,
+    pub(crate) scratch: Vec<u8>,
+}
+
+impl RamcastServer {
+    /// Replica `rank` of group `g`.
+    pub fn new(cfg: Arc<Config>, g: GroupId, rank: usize) -> RamcastServer {
+        let layout = Layout::new(&cfg);
+        let me = cfg.server(g, rank);
+        let leader: Vec<ProcessId> = (0..cfg.groups)
+            .map(|h| cfg.initial_leader(GroupId(h as u8)))
+            .collect();
+        let rounds = leader.iter().map(|l| Stamp::new(0, l.0)).collect();
+        let slot = Slot {
+            ts: vec![None; cfg.groups],
+            ..Slot::default()
+        };
+        let buffers = (0..cfg.clients)
+            .map(|_| Buffer {
+                next: 0,
+                ldm: 0,
+                slots: vec![slot.clone(); cfg.slots],
+            })
+            .collect();
+        RamcastServer {
+            me,
+            group: g,
+            rank,
+            clock: 0,
+            round: Stamp::new(0, me.0),
+            role: if rank == 0 {
+                Role::Leader
+            } else {
+                Role::Follower
+            },
+            leader,
+            rounds,
+            buffers,
+            pending: BTreeSet::new(),
+            to_propose: BTreeSet::new(),
+            fast: BTreeMap::new(),
+            broken: BTreeMap::new(),
+            unsignaled: vec![0; cfg.processes()],
+            beat: 0,
+            beat_timer: Timer::new(),
+            fd_expected: 0,
+            fd_last: 0,
+            fd_changed: Nanos::ZERO,
+            deliveries: VecDeque::new(),
+            halted: false,
+            scratch: Vec::new(),
+            layout,
+            cfg,
+        }
+    }
+
+    /// This server's process id.
+    pub fn id(&self) -> ProcessId {
+        self.me
+    }
+
+    /// Whether this server currently leads its group.
+    pub fn is_leader(&self) -> bool {
+        self.role == Role::Leader
+    }
+
+    /// The round this server last accepted for its own group.
+    pub fn current_round(&self) -> Stamp {
+        self.rounds[self.group.0 as usize]
+    }
+
+    /// The slot of client `c`'s message `seq`, if this server holds that sequence number.
+    pub(crate) fn slot(&self, c: u32, seq: u64) -> Option<&Slot> {
+        let b = &self.buffers[c as usize];
+        let s = &b.slots[(seq % self.cfg.slots as u64) as usize];
+        (s.seq == seq && s.stat != Stat::Empty).then_some(s)
+    }
+
+    pub(crate) fn slot_mut(&mut self, c: u32, seq: u64) -> Option<&mut Slot> {
+        let slots = self.cfg.slots as u64;
+        let s = &mut self.buffers[c as usize].slots[(seq % slots) as usize];
+        (s.seq == seq && s.stat != Stat::Empty).then_some(s)
+    }
+
+    /// Raises the clock to at least `time(ts)`.
+    pub(crate) fn see(&mut self, ts: Stamp) {
+        self.clock = self.clock.max(ts.time());
+    }
+
+    /// Re-keys a slot in the pending set after its `tmp` or state changed.
+    pub(crate) fn rekey(&mut self, c: u32, seq: u64, old: Option<Stamp>) {
+        if let Some(k) = old {
+            self.pending.remove(&(k, c, seq));
+        }
+        if let Some(s) = self.slot(c, seq) {
+            if matches!(s.stat, Stat::Mcast | Stat::Ordered) {
+                self.pending.insert((s.tmp, c, seq));
+            }
+        }
+    }
+
+    /// Posts a write, to itself as a local write. Applies inlining below the NIC's threshold and
+    /// selective signaling; `signal` forces a completion. Returns the work request, if posted.
+    pub(crate) fn write<N: Nic>(
+        &mut self,
+        nic: &mut N,
+        dst: RemoteAddr,
+        data: &[u8],
+        signal: bool,
+    ) -> Option<WrId> {
+        if dst.process == self.me {
+            nic.write_local(local(dst.region, dst.offset), data)
+                .expect("own region");
+            return None;
+        }
+        let peer = dst.process.index();
+        self.unsignaled[peer] += 1;
+        let signaled = signal || self.unsignaled[peer] >= self.cfg.signal_every;
+        if signaled {
+            self.unsignaled[peer] = 0;
+        }
+        let mut flags = if signaled {
+            WriteFlags::SIGNALED
+        } else {
+            WriteFlags::NONE
+        };
+        if data.len() <= nic.limits().inline_max {
+            flags = flags.inline();
+        }
+        match nic.post_write(dst, data, flags) {
+            Ok(wr) => Some(wr),
+            Err(OpError::Crashed) => None,
+            Err(e) => panic!("{}: write to {dst} rejected: {e}", self.me),
+        }
+    }
+
+    /// Sends a control message (to itself: handled at once).
+    pub(crate) fn send<N: Nic>(&mut self, nic: &mut N, to: ProcessId, msg: &crate::wire::Wire) {
+        if to == self.me {
+            self.on_wire(nic, self.me, msg.clone());
+            return;
+        }
+        match nic.send(to, &msg.encode(), false) {
+            Ok(_) | Err(OpError::Crashed) => {}
+            Err(e) => panic!("{}: send to {to} rejected: {e}", self.me),
+        }
+    }
+
+    /// Task 6: deliver ORDERED messages in final-timestamp order while no MCAST or ORDERED
+    /// message has a smaller timestamp; answer the client with a one-sided write carrying the
+    /// LDM (section 3.7).
+    fn deliver<N: Nic>(&mut self, nic: &mut N) -> bool {
+        let mut worked = false;
+        while let Some(&(ts, c, seq)) = self.pending.first() {
+            let slot = self.slot_mut(c, seq).expect("pending slots are held");
+            if slot.stat != Stat::Ordered {
+                break;
+            }
+            slot.stat = Stat::Done;
+            let entry = slot.entry.clone().expect("ordered slots have entries");
+            self.pending.remove(&(ts, c, seq));
+            let b = &mut self.buffers[c as usize];
+            while let Some(s) = b.slots.get((b.ldm % self.cfg.slots as u64) as usize) {
+                if s.seq == b.ldm && s.stat == Stat::Done {
+                    b.ldm += 1;
+                } else {
+                    break;
+                }
+            }
+            let ldm = b.ldm;
+            let client = self.cfg.client(c as usize);
+            self.deliveries.push_back(Delivery {
+                msg: MsgId::new(client, entry.id),
+                dst: entry.dst,
+                payload: entry.message(),
+            });
+            let mut resp = [0u8; 16];
+            resp[..8].copy_from_slice(&(entry.id + 1).to_le_bytes());
+            resp[8..].copy_from_slice(&ldm.to_le_bytes());
+            let at = self.layout.response(self.me);
+            self.write(nic, remote(client, RESP, at), &resp, false);
+            worked = true;
+        }
+        worked
+    }
+}
+
+impl<N: Nic> Process<N> for RamcastServer {
+    fn regions(&self) -> Vec<RegionSpec> {
+        self.layout.server_regions(self.cfg.clients, &self.leader)
+    }
+
+    fn poll(&mut self, nic: &mut N) -> Progress {
+        if self.halted {
+            return Progress::IDLE;
+        }
+        let mut worked = self.drain_completions(nic);
+        worked |= self.drain_receives(nic);
+        worked |= self.poll_buffers(nic);
+        if self.halted {
+            return Progress::IDLE;
+        }
+        worked |= self.poll_pending(nic);
+        worked |= self.propose(nic);
+        worked |= self.deliver(nic);
+        let (fd_work, wake) = self.failure_detector(nic);
+        Progress::worked(worked || fd_work).wake_at(wake)
+    }
+}
+
+impl Server for RamcastServer {
+    fn group(&self) -> GroupId {
+        self.group
+    }
+
+    fn poll_delivery(&mut self) -> Option<Delivery> {
+        self.deliveries.pop_front()
+    }
+
+    fn halted(&self) -> bool {
+        self.halted
+    }
+}

@@ -1,0 +1,85 @@
+//! The two-sided messages of failure handling (Algorithm 3) and of client-failure relays
+//! (Task 10), encoded with bincode. The normal case uses one-sided writes only.
+
+use serde::{Deserialize, Serialize};
+
+/// One entry of a `MY_STATE` reply (Algorithm 3, line 16): a slot the new leader must know of.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pend {
+    /// Client index.
+    pub client: u32,
+    /// The slot's sequence number in the responder's group.
+    pub seq: u64,
+    /// The encoded entry payload (msg, dst, ptr).
+    pub entry: Vec<u8>,
+    /// The responder's `T` entry for its own group: `(tmp, rnd)`, if any.
+    pub ts: Option<(u64, u64)>,
+}
+
+/// A control message between servers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Wire {
+    /// Task 7: a would-be leader's round and, per client, its first undecided slot.
+    CatchUp {
+        /// The new round.
+        round: u64,
+        /// First undecided sequence number per client, in the sender's group numbering.
+        fus: Vec<u64>,
+    },
+    /// Task 8: the responder's pending entries, possibly split over several messages.
+    MyState {
+        /// The round answered.
+        round: u64,
+        /// Entries.
+        pend: Vec<Pend>,
+        /// True on the last part.
+        last: bool,
+    },
+    /// Task 8, refused: the responder already accepted a round at least this high.
+    Nack {
+        /// The responder's round for the sender's group.
+        round: u64,
+    },
+    /// Task 10: a message of a suspected client, relayed to a destination.
+    Relay {
+        /// Client index.
+        client: u32,
+        /// The message's sequence number in the receiver's group.
+        seq: u64,
+        /// The encoded entry payload.
+        entry: Vec<u8>,
+    },
+}
+
+impl Wire {
+    /// Encodes the message.
+    pub fn encode(&self) -> Vec<u8> {
+        bincode::serialize(self).expect("plain data always serialises")
+    }
+
+    /// Decodes a message; a malformed one is an error, never a panic.
+    pub fn decode(bytes: &[u8]) -> Result<Wire, bincode::Error> {
+        bincode::deserialize(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip_and_garbage_is_an_error() {
+        let m = Wire::MyState {
+            round: 5,
+            pend: vec![Pend {
+                client: 1,
+                seq: 2,
+                entry: vec![1, 2, 3],
+                ts: Some((4, 5)),
+            }],
+            last: true,
+        };
+        assert_eq!(Wire::decode(&m.encode()).unwrap(), m);
+        assert!(Wire::decode(&[0xff, 0xff, 0xff, 0xff, 1]).is_err());
+    }
+}
