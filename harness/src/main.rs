@@ -5,6 +5,8 @@
 
 mod bench;
 mod check;
+mod check_ramcast;
+mod experiment;
 mod plot;
 mod stats;
 
@@ -40,6 +42,8 @@ enum Command {
     /// Microbenchmarks.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// One multicast experiment with closed-loop clients: throughput, latency, delivery log.
+    Run(RunArgs),
     /// Seeded checks under random faults (VOPR-style): every parameter derived from the seed.
     Check(CheckArgs),
     /// Lists the simulator's built-in hardware profiles.
@@ -47,6 +51,66 @@ enum Command {
     /// Checks a delivery log (processes.csv, multicasts.csv, deliveries.csv in one directory)
     /// against the five atomic multicast properties; exits non-zero on a violation.
     Verify(VerifyArgs),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Protocol {
+    /// RamCast (Le et al., Middleware 2021).
+    Ramcast,
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// The protocol.
+    #[arg(long, value_enum, default_value = "ramcast")]
+    protocol: Protocol,
+    /// Groups (1..=64).
+    #[arg(long, default_value_t = 1)]
+    groups: usize,
+    /// Replicas per group, 2f+1.
+    #[arg(long, default_value_t = 3)]
+    replicas: usize,
+    /// Closed-loop clients.
+    #[arg(long, default_value_t = 1)]
+    clients: usize,
+    /// Message size in bytes.
+    #[arg(long, default_value_t = 64)]
+    size: usize,
+    /// Destinations per message: single, all, random:K or group:G.
+    #[arg(long, default_value = "single")]
+    dest: multicast::DestPolicy,
+    /// Measured time (simulated on sim, wall on local): 10s, 500ms, 200us.
+    #[arg(long, default_value = "10ms", value_parser = experiment::parse_duration)]
+    duration: Nanos,
+    /// Warm-up before the measurement [default: a tenth of --duration].
+    #[arg(long, value_parser = experiment::parse_duration)]
+    warmup: Option<Nanos>,
+    /// Runtime.
+    #[arg(long, value_enum, default_value = "sim")]
+    runtime: RuntimeKind,
+    /// Hardware profile (sim; on local only its NIC limits are used).
+    #[arg(long, default_value = "xl170-cx4")]
+    profile: String,
+    /// Seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Bytes per message slot of a buffer (header, message, canary), a multiple of 8
+    /// [default: the message plus its metadata, at least 1 KiB].
+    #[arg(long)]
+    slot_bytes: Option<usize>,
+    /// Slots per client buffer.
+    #[arg(long, default_value_t = 16)]
+    slots: usize,
+    /// OS threads for the local runtime [default: available cores].
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Write summary.csv and latency_cdf.csv into this directory.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Write the delivery log (processes.csv, multicasts.csv, deliveries.csv) into this
+    /// directory and check it against the five properties.
+    #[arg(long)]
+    log: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -136,6 +200,8 @@ struct SimSpeedArgs {
 enum CheckProtocol {
     /// The transport model itself: random ops under random faults, checked against the model.
     Chaos,
+    /// RamCast under crashes, client crashes, false suspicions, slow processes and link delays.
+    Ramcast,
 }
 
 #[derive(Args, Debug)]
@@ -152,7 +218,10 @@ struct CheckArgs {
     /// Run exactly this seed, printing its derived parameters (replay a failure).
     #[arg(long)]
     seed: Option<u64>,
-    /// Fix the number of processes instead of drawing it from the seed.
+    /// Keep the delivery logs of failing runs under this directory (ramcast).
+    #[arg(long)]
+    log: Option<PathBuf>,
+    /// Fix the number of processes instead of drawing it from the seed (chaos).
     #[arg(long, value_parser = clap::value_parser!(u64).range(2..=1024))]
     processes: Option<u64>,
     /// Run every seed twice and report the first event where the traces differ.
@@ -184,6 +253,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench(BenchCommand::Transport(a)) => bench_transport(a),
         Command::Bench(BenchCommand::Sim(a)) => bench_sim(a),
+        Command::Run(a) => run_experiment(a),
         Command::Check(a) => run_check(a),
         Command::Profiles => list_profiles(),
         Command::Verify(a) => verify_log(a),
@@ -472,8 +542,203 @@ fn bench_sim(a: SimSpeedArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn run_experiment(a: RunArgs) -> Result<ExitCode, String> {
+    let Protocol::Ramcast = a.protocol;
+    let profile = Profile::load(&a.profile).map_err(|e| e.to_string())?;
+    a.dest.validate(a.groups)?;
+    let mut cfg = ramcast::Config::new(a.groups, a.replicas, a.clients);
+    cfg.slots = a.slots;
+    let dst_groups = match a.dest {
+        multicast::DestPolicy::All => a.groups,
+        multicast::DestPolicy::Random(k) => k,
+        _ => 1,
+    };
+    cfg.slot_bytes = a
+        .slot_bytes
+        .unwrap_or_else(|| (a.size + 16 + 8 * dst_groups + 16).div_ceil(8).max(128) * 8);
+    cfg.validate().map_err(|e| e.to_string())?;
+    let max = ramcast::layout::Layout::new(&cfg).max_message(dst_groups);
+    if a.size > max {
+        return Err(format!(
+            "--size {} does not fit a slot of {} bytes (at most {max} bytes for {dst_groups} destination group(s)); raise --slot-bytes",
+            a.size, cfg.slot_bytes
+        ));
+    }
+    let runtime = match a.runtime {
+        RuntimeKind::Sim => experiment::Where::Sim,
+        RuntimeKind::Local => experiment::Where::Local {
+            threads: a.threads.unwrap_or(0),
+        },
+    };
+    let e = experiment::Experiment {
+        cfg,
+        dest: a.dest,
+        size: a.size,
+        warmup: a.warmup.unwrap_or(Nanos(a.duration.as_nanos() / 10)),
+        duration: a.duration,
+        runtime,
+        profile,
+        seed: a.seed,
+        log: a.log.is_some(),
+    };
+    println!(
+        "harness run: protocol=ramcast runtime={} profile={} seed={} commit={COMMIT}\n  groups={} replicas={} clients={} size={} dest={} warmup={} duration={} slot_bytes={} slots={}",
+        e.runtime_name(),
+        e.profile.name,
+        e.seed,
+        e.cfg.groups,
+        e.cfg.replicas,
+        e.cfg.clients,
+        e.size,
+        e.dest,
+        e.warmup,
+        e.duration,
+        e.cfg.slot_bytes,
+        e.cfg.slots
+    );
+    let m = e.run();
+    let q = |x: f64| m.latency.value_at_quantile(x) as f64 / 1000.0;
+    println!(
+        "delivered {} multicasts in the window: {:.0} msg/s; latency p50 {:.2} us, p95 {:.2} us, p99 {:.2} us; server deliveries {}; wall {:.2} s",
+        m.delivered,
+        m.throughput,
+        q(0.5),
+        q(0.95),
+        q(0.99),
+        m.server_deliveries,
+        m.wall.as_secs_f64()
+    );
+    if let Some(cpu) = m.cpu.filter(|_| e.runtime != experiment::Where::Sim) {
+        if m.server_deliveries > 0 {
+            println!(
+                "cpu {:.2} s: {:.0} ns of CPU per server delivery, {:.0} ns per completed multicast",
+                cpu.as_secs_f64(),
+                cpu.as_nanos() as f64 / m.server_deliveries as f64,
+                cpu.as_nanos() as f64 / m.delivered.max(1) as f64
+            );
+        }
+    }
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        experiment::write_summary(&dir.join("summary.csv"), &[e.summary_row(&m, COMMIT)])?;
+        experiment::write_cdf(&dir.join("latency_cdf.csv"), &m.latency)?;
+        println!("wrote {}/summary.csv and latency_cdf.csv", dir.display());
+    }
+    if let (Some(dir), Some(log)) = (&a.log, &m.log) {
+        log.write_csv(dir).map_err(|e| e.to_string())?;
+        let v = multicast::check(log);
+        println!(
+            "delivery log in {}: {} processes, {} multicasts, {} deliveries; {} violations",
+            dir.display(),
+            log.processes.len(),
+            log.multicasts.len(),
+            log.deliveries.values().map(Vec::len).sum::<usize>(),
+            v.len()
+        );
+        for x in v.iter().take(10) {
+            println!("  violation: {x}");
+        }
+        if !v.is_empty() {
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check_ramcast(a: CheckArgs) -> Result<ExitCode, String> {
+    let profile = Profile::load(&a.profile).map_err(|e| e.to_string())?;
+    let (seeds, verbose): (Vec<u64>, bool) = match a.seed {
+        Some(s) => (vec![s], true),
+        None => (
+            (a.first_seed..a.first_seed.saturating_add(a.seeds)).collect(),
+            a.verbose,
+        ),
+    };
+    println!(
+        "harness check: protocol=ramcast seeds={} first={} determinism={} commit={COMMIT}",
+        seeds.len(),
+        seeds.first().copied().unwrap_or(0),
+        a.check_determinism
+    );
+    println!("{}", profile.describe());
+    let bar = progress_bar(seeds.len() as u64);
+    let start = std::time::Instant::now();
+    let (mut failed, mut counts, mut events, mut delivered) = (Vec::new(), [0u64; 8], 0u64, 0u64);
+    for &seed in &seeds {
+        let run = check_ramcast::RamcastRun::derive(seed);
+        if verbose {
+            bar.suspend(|| println!("{}", run.describe()));
+        }
+        let k = run.kinds();
+        for (c, on) in counts.iter_mut().zip([
+            k.leader_crash,
+            k.follower_crash,
+            k.client_crash,
+            k.false_suspicion,
+            k.slow,
+            k.link_delay,
+        ]) {
+            *c += on as u64;
+        }
+        let out = check_ramcast::check_seed(&run, &profile, a.check_determinism);
+        counts[6] += out.leader_changes as u64;
+        counts[7] += (out.refused_writes > 0) as u64;
+        events += out.events;
+        delivered += out.delivered;
+        if !out.violations.is_empty() || out.divergence.is_some() {
+            failed.push(seed);
+            bar.suspend(|| {
+                println!("FAILED seed {seed}: {}", run.describe());
+                for v in out.violations.iter().take(10) {
+                    println!("  violation: {v}");
+                }
+                if let Some(d) = &out.divergence {
+                    println!("  nondeterminism: {d}");
+                }
+                if verbose {
+                    for s in &out.states {
+                        println!("  state: {s}");
+                    }
+                }
+                println!(
+                    "  replay: harness check --protocol ramcast --seed {seed} --profile {}",
+                    profile.name
+                );
+            });
+            if let (Some(dir), Some(log)) = (&a.log, &out.log) {
+                let d = dir.join(format!("seed-{seed}"));
+                log.write_csv(&d).map_err(|e| e.to_string())?;
+                bar.suspend(|| println!("  log: {}", d.display()));
+            }
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    println!(
+        "{} runs in {:.1} s: {} failed; {} events, {} server deliveries",
+        seeds.len(),
+        start.elapsed().as_secs_f64(),
+        failed.len(),
+        events,
+        delivered
+    );
+    println!(
+        "runs with: leader crash {}, follower crash {}, client crash {}, false suspicion (server paused past the timeout) {}, pause/slow {}, link delay {}; leader change happened {}, deposed leader's write refused (revoke race) {}",
+        counts[0], counts[1], counts[2], counts[3], counts[4], counts[5], counts[6], counts[7]
+    );
+    if failed.is_empty() {
+        println!("0 violations");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("failing seeds: {failed:?}");
+        Ok(ExitCode::FAILURE)
+    }
+}
+
 fn run_check(a: CheckArgs) -> Result<ExitCode, String> {
-    let CheckProtocol::Chaos = a.protocol;
+    if a.protocol == CheckProtocol::Ramcast {
+        return check_ramcast(a);
+    }
     let profile = Profile::load(&a.profile).map_err(|e| e.to_string())?;
     let processes = a.processes.map(|n| n as usize);
     let (seeds, verbose): (Vec<u64>, bool) = match a.seed {

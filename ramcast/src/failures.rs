@@ -57,6 +57,7 @@ impl RamcastServer {
                     }
                 }
                 (Status::AccessDenied, _) => {
+                    self.refused += 1;
                     // Another member took over the group: end the task, step down.
                     if self.role != Role::Follower {
                         self.step_down(nic.now());
@@ -95,6 +96,9 @@ impl RamcastServer {
             }
         }
         if self.role == Role::Leader {
+            if self.cfg.group_of(peer) == Some(self.group) {
+                self.resend_window(nic, &[peer]);
+            }
             self.repropose_pending();
         }
     }
@@ -446,6 +450,8 @@ impl RamcastServer {
         }
         self.beat_timer.disarm();
         let _ = now;
+        let followers: Vec<ProcessId> = self.cfg.members(g).filter(|&q| q != self.me).collect();
+        self.resend_window(nic, &followers);
     }
 
     /// Task 10, sending side: an entry undecided for `timing.relay` may come from a crashed

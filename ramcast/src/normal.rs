@@ -21,6 +21,7 @@ use crate::stamp::Stamp;
 use bytes::Bytes;
 use multicast::GroupId;
 use transport::slot::Reject;
+use transport::ProcessId;
 use transport::{Nanos, Nic};
 
 impl RamcastServer {
@@ -184,9 +185,7 @@ impl RamcastServer {
             if self.role == Role::Leader {
                 for h in entry.dst.groups().filter(|&h| h != g) {
                     let p = self.slot(c, s).expect("pending").ts[h.0 as usize];
-                    if let Some(p) =
-                        p.filter(|p| !p.forwarded && p.rnd == self.rounds[h.0 as usize])
-                    {
+                    if let Some(p) = p.filter(|p| !p.forwarded) {
                         let bytes = self.t_bytes(s, p.tmp, p.rnd);
                         let followers: Vec<_> =
                             self.cfg.members(g).filter(|&q| q != self.me).collect();
@@ -211,14 +210,7 @@ impl RamcastServer {
                     Some(p) => {
                         tmp = tmp.max(p.tmp);
                         if all {
-                            let want = ack_word(s, p.rnd);
-                            let acks = (0..self.cfg.replicas)
-                                .filter(|&r| {
-                                    let at = local(M, self.layout.ack(c as usize, s, h, r));
-                                    nic.load_u64(at).expect("own region") == want
-                                })
-                                .count();
-                            all &= acks >= quorum;
+                            all &= self.chosen(nic, c, s, h, p.rnd, quorum);
                         }
                     }
                     None => all = false,
@@ -242,6 +234,32 @@ impl RamcastServer {
         worked
     }
 
+    /// Task 5's test for group `h`: a quorum of `h` acknowledged one round `r <= rnd`. Then the
+    /// proposal held (of round `rnd`) carries the chosen timestamp: a timestamp a quorum
+    /// accepted in round `r` is the one every later round proposes (Task 9 adopts the
+    /// highest-round proposal of a quorum, as Paxos does).
+    fn chosen<N: Nic>(
+        &self,
+        nic: &N,
+        c: u32,
+        s: u64,
+        h: GroupId,
+        rnd: Stamp,
+        quorum: usize,
+    ) -> bool {
+        let words: Vec<u64> = (0..self.cfg.replicas)
+            .map(|r| {
+                nic.load_u64(local(M, self.layout.ack(c as usize, s, h, r)))
+                    .expect("own region")
+            })
+            .filter(|&w| w as u32 == codec_seq(s))
+            .collect();
+        words.iter().any(|&w| {
+            let r = w >> 32;
+            r <= rnd.0 as u32 as u64 && words.iter().filter(|&&x| x >> 32 == r).count() >= quorum
+        })
+    }
+
     /// Writes this server's acknowledgement of round `rnd` for `entry` into the slot of every
     /// destination process (or only of `only`).
     pub(crate) fn send_acks<N: Nic>(
@@ -258,6 +276,34 @@ impl RamcastServer {
             let members: Vec<_> = self.cfg.members(h).collect();
             for q in members.into_iter().filter(|&q| only.is_none_or(|o| o == q)) {
                 self.write(nic, remote(q, M, at), &word, false);
+            }
+        }
+    }
+
+    /// Sends `targets` every proposal this server holds for the slots in its window, as held
+    /// (same timestamp, same round): a follower whose writes were refused or flushed while
+    /// leadership moved learns the proposals it missed, including those of slots this server
+    /// already delivered.
+    pub(crate) fn resend_window<N: Nic>(&mut self, nic: &mut N, targets: &[ProcessId]) {
+        for c in 0..self.cfg.clients as u32 {
+            for i in 0..self.cfg.slots {
+                let slot = &self.buffers[c as usize].slots[i];
+                let Some(entry) = slot.entry.as_ref().filter(|_| slot.stat != Stat::Empty) else {
+                    continue;
+                };
+                let s = slot.seq;
+                let props: Vec<(GroupId, Prop)> = entry
+                    .dst
+                    .groups()
+                    .filter_map(|h| slot.ts[h.0 as usize].map(|p| (h, p)))
+                    .collect();
+                for (h, p) in props {
+                    let bytes = self.t_bytes(s, p.tmp, p.rnd);
+                    for &q in targets {
+                        let at = self.layout.t_entry(c as usize, s, h);
+                        self.write(nic, remote(q, T, at), &bytes, false);
+                    }
+                }
             }
         }
     }
@@ -281,7 +327,13 @@ impl RamcastServer {
                 continue;
             }
             let entry = slot.entry.clone().expect("held slots have entries");
-            let tmp = match self.slot_mut(c, s).and_then(|x| x.install.take()) {
+            // A timestamp this group already proposed for the slot is proposed again: the one
+            // Task 9 adopted, or, for a slot ORDERED here before this leadership, the chosen
+            // one held in T. A fresh timestamp only for a slot without any.
+            let held = self
+                .slot_mut(c, s)
+                .and_then(|x| x.install.take().or(x.ts[g.0 as usize].map(|p| p.tmp)));
+            let tmp = match held {
                 Some(t) => t,
                 None => {
                     self.clock += 1;

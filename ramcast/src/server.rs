@@ -122,6 +122,8 @@ pub struct RamcastServer {
     pub(crate) fd_changed: Nanos,
     pub(crate) deliveries: VecDeque<Delivery>,
     pub(crate) halted: bool,
+    /// Writes of this server that a peer refused (it had been deposed: a revoke race).
+    pub(crate) refused: u64,
     pub(crate) scratch: Vec<u8>,
 }
 
@@ -171,6 +173,7 @@ impl RamcastServer {
             fd_changed: Nanos::ZERO,
             deliveries: VecDeque::new(),
             halted: false,
+            refused: 0,
             scratch: Vec::new(),
             layout,
             cfg,
@@ -185,6 +188,65 @@ impl RamcastServer {
     /// Whether this server currently leads its group.
     pub fn is_leader(&self) -> bool {
         self.role == Role::Leader
+    }
+
+    /// A one-line account of this server's state, for failure reports.
+    pub fn describe(&self) -> String {
+        let ldm: Vec<u64> = self.buffers.iter().map(|b| b.ldm).collect();
+        let next: Vec<u64> = self.buffers.iter().map(|b| b.next).collect();
+        format!(
+            "{} {:?} round {} leaders {:?} halted {} pending {} ldm {:?} next {:?} broken {:?}",
+            self.me,
+            match self.role {
+                Role::Follower => "follower",
+                Role::Candidate(_) => "candidate",
+                Role::Leader => "leader",
+            },
+            self.current_round(),
+            self.leader,
+            self.halted,
+            self.pending.len(),
+            ldm,
+            next,
+            self.broken
+        )
+    }
+
+    /// The first pending slot with its proposals, for failure reports.
+    pub fn describe_pending<N: Nic>(&self, nic: &N) -> String {
+        let Some(&(key, c, s)) = self.pending.first() else {
+            return String::new();
+        };
+        let slot = self.slot(c, s).expect("pending");
+        let e = slot.entry.as_ref().expect("pending");
+        let mut out = format!(
+            "c{c}:{s} key {key} {:?} acked {:?} dst {} ptr {:?}",
+            slot.stat, slot.acked, e.dst, e.ptr
+        );
+        for h in e.dst.groups() {
+            let acks: Vec<String> = (0..self.cfg.replicas)
+                .map(|r| {
+                    let w = nic
+                        .load_u64(local(
+                            crate::layout::M,
+                            self.layout.ack(c as usize, s, h, r),
+                        ))
+                        .unwrap_or(0);
+                    format!("{}:{:x}", w as u32, w >> 32)
+                })
+                .collect();
+            out.push_str(&format!(
+                " | {h} {:?} acks {acks:?} Round {}",
+                slot.ts[h.0 as usize].map(|p| (p.tmp.to_string(), p.rnd.to_string())),
+                self.rounds[h.0 as usize]
+            ));
+        }
+        out
+    }
+
+    /// How many of this server's writes were refused because it had been deposed.
+    pub fn refused_writes(&self) -> u64 {
+        self.refused
     }
 
     /// The round this server last accepted for its own group.

