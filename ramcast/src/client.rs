@@ -3,9 +3,10 @@
 //!
 //! A client writes each message into the buffer `M` of every member of every destination group
 //! and waits for the first response of each group, written by the servers into its own memory
-//! along with their Last Delivered Message (LDM). The slot of group `h` that message `s` would
-//! reuse is free once the group's Last Stable Group Message (LSGM, the lowest LDM of its members)
-//! passes `s - slots`; until then `try_multicast` refuses with [`MulticastError::Full`]
+//! along with their Last Delivered Message (LDM). A group's Last Stable Group Message (LSGM) is
+//! the lowest LDM of its members. A slot is reused once the message in it was delivered by all
+//! its destinations, in every destination group (the LSGM of each passed it), so no process
+//! writes about it any more; until then `try_multicast` refuses with [`MulticastError::Full`]
 //! (backpressure: nothing is dropped or overwritten).
 //!
 //! A crashed server's LDM never moves. A client that has been blocked on group `h` for
@@ -42,6 +43,10 @@ pub struct RamcastClient {
     ldm: Vec<(u64, Nanos)>,
     /// Servers this client no longer waits for when recycling.
     excluded: Vec<bool>,
+    /// Per group and slot: the destinations `(group, seq)` of the message occupying it. A slot is
+    /// free once every destination group's LSGM passed that message: all its destinations
+    /// delivered it, so no process will write about it any more.
+    occupant: Vec<Vec<Vec<(GroupId, u64)>>>,
     /// Per group: since when a multicast has been refused for lack of slots.
     blocked_since: Vec<Option<Nanos>>,
     next_id: u64,
@@ -61,6 +66,7 @@ impl RamcastClient {
             ldm: vec![(0, Nanos::ZERO); cfg.servers()],
             excluded: vec![false; cfg.servers()],
             blocked_since: vec![None; cfg.groups],
+            occupant: vec![vec![Vec::new(); cfg.slots]; cfg.groups],
             next_id: 0,
             in_flight: None,
             completed: VecDeque::new(),
@@ -192,14 +198,23 @@ impl<N: Nic> Client<N> for RamcastClient {
         }
         let now = nic.now();
         for g in dst.groups() {
-            if self.next[g.0 as usize] >= self.lsgm(g) + self.layout.slots() as u64 {
-                self.blocked_since[g.0 as usize].get_or_insert(now);
+            let slot = (self.next[g.0 as usize] % self.layout.slots() as u64) as usize;
+            let busy = self.occupant[g.0 as usize][slot]
+                .iter()
+                .find(|&&(d, seq)| self.lsgm(d) <= seq);
+            if let Some(&(d, _)) = busy {
+                self.blocked_since[d.0 as usize].get_or_insert(now);
                 return Err(MulticastError::Full { group: g });
             }
         }
         let id = self.next_id;
         let ptr: Vec<u64> = dst.groups().map(|g| self.next[g.0 as usize]).collect();
         let entry = Entry::encode(id, dst, &ptr, payload);
+        let dests: Vec<(GroupId, u64)> = dst.groups().zip(ptr.iter().copied()).collect();
+        for (g, seq) in &dests {
+            self.occupant[g.0 as usize][(seq % self.layout.slots() as u64) as usize] =
+                dests.clone();
+        }
         let inline_max = nic.limits().inline_max;
         for (g, &seq) in dst.groups().zip(&ptr) {
             self.blocked_since[g.0 as usize] = None;

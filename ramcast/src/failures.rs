@@ -84,20 +84,22 @@ impl RamcastServer {
 
     /// After a reconnect, re-sends to `peer` what the broken queue pair may have flushed.
     fn resync<N: Nic>(&mut self, nic: &mut N, peer: ProcessId) {
+        // Acknowledgements of undelivered slots go again by write; delivered slots are handled
+        // by message (see `crate::recovery`).
         for c in 0..self.cfg.clients as u32 {
             for i in 0..self.cfg.slots {
                 let slot = &self.buffers[c as usize].slots[i];
                 let (Some(entry), Some(rnd)) = (slot.entry.clone(), slot.acked) else {
                     continue;
                 };
-                if slot.stat != Stat::Empty {
+                if matches!(slot.stat, Stat::Mcast | Stat::Ordered) {
                     self.send_acks(nic, c, &entry, rnd, Some(peer));
                 }
             }
         }
         if self.role == Role::Leader {
             if self.cfg.group_of(peer) == Some(self.group) {
-                self.resend_window(nic, &[peer]);
+                self.repropose_decided(nic, Some(peer));
             }
             self.repropose_pending();
         }
@@ -163,6 +165,7 @@ impl RamcastServer {
                 }
             }
             Wire::Relay { client, seq, entry } => self.on_relay(nic, client, seq, entry),
+            Wire::Catch { items } => self.on_catch(nic, items),
         }
     }
 
@@ -304,6 +307,7 @@ impl RamcastServer {
             // The new leader of h has not seen this leader's earlier proposals.
             self.repropose_pending();
         }
+        self.refresh_window(nic);
         let mut pend = Vec::new();
         for c in 0..self.cfg.clients as u32 {
             for slot in &self.buffers[c as usize].slots {
@@ -451,7 +455,8 @@ impl RamcastServer {
         self.beat_timer.disarm();
         let _ = now;
         let followers: Vec<ProcessId> = self.cfg.members(g).filter(|&q| q != self.me).collect();
-        self.resend_window(nic, &followers);
+        let _ = followers;
+        self.repropose_decided(nic, None);
     }
 
     /// Task 10, sending side: an entry undecided for `timing.relay` may come from a crashed

@@ -5,7 +5,7 @@
 //!
 //! | region | content | remote access |
 //! |---|---|---|
-//! | `M` | per client, `slots` entries: the message slot (slot codec: header, payload, canary), then the `ack[k][n]` words | write, everyone |
+//! | `M` | per client, `slots` entries: the message slot (slot codec: header, payload, canary), then two banks of `ack[k][n]` words (alternate laps) | write, everyone |
 //! | `T` | per client and slot, per group: a 32-byte slot-codec entry `(tmp, rnd)` | write, the leader of each group only |
 //! | `CTL` | one heartbeat word per member of the server's group | write, everyone |
 //!
@@ -61,7 +61,7 @@ impl Layout {
             replicas: cfg.replicas,
             slots: cfg.slots,
             slot_bytes: cfg.slot_bytes,
-            m_stride: cfg.slot_bytes + cfg.groups * cfg.replicas * 8,
+            m_stride: cfg.slot_bytes + 2 * cfg.groups * cfg.replicas * 8,
             m_codec: SlotCodec::new(cfg.slot_bytes).expect("validated slot size"),
             t_codec: SlotCodec::new(T_ENTRY).expect("32 is a valid slot"),
         }
@@ -94,9 +94,14 @@ impl Layout {
         self.m_base(client, seq)
     }
 
-    /// The acknowledgement word of replica `rank` of group `g` in that slot.
+    /// The acknowledgement word of replica `rank` of group `g` in that slot. Consecutive laps
+    /// of a slot use alternate banks of acknowledgement words, so a late acknowledgement of
+    /// the previous message in the slot never overwrites one of the current message.
     pub fn ack(&self, client: usize, seq: u64, g: GroupId, rank: usize) -> usize {
-        self.m_base(client, seq) + self.slot_bytes + (g.0 as usize * self.replicas + rank) * 8
+        let bank = ((seq / self.slots as u64) % 2) as usize * self.groups * self.replicas;
+        self.m_base(client, seq)
+            + self.slot_bytes
+            + (bank + g.0 as usize * self.replicas + rank) * 8
     }
 
     /// The `T` entry of group `g` in that slot.
@@ -224,7 +229,7 @@ mod tests {
         assert_eq!(&e.message()[..], b"hello");
         assert_eq!(l.max_message(2), 1024 - 16 - 32);
         // The ack words of one slot sit between its message slot and the next slot.
-        let last_ack = l.ack(1, 15, GroupId(2), 2);
+        let last_ack = l.ack(1, 31, GroupId(2), 2);
         assert_eq!(last_ack + 8, l.server_regions(2, &[])[0].len);
         assert_eq!(l.ack(0, 0, GroupId(0), 0), 1024);
         assert_eq!(

@@ -50,6 +50,7 @@ pub mod config;
 pub mod failures;
 pub mod layout;
 pub mod normal;
+pub mod recovery;
 pub mod server;
 pub mod stamp;
 pub mod wire;

@@ -21,15 +21,23 @@ use crate::stamp::Stamp;
 use bytes::Bytes;
 use multicast::GroupId;
 use transport::slot::Reject;
-use transport::ProcessId;
 use transport::{Nanos, Nic};
+
+/// What a message slot of `M` holds for an expected sequence number.
+enum Landed {
+    /// The whole entry.
+    Entry(Entry),
+    /// Nothing usable yet.
+    Nothing,
+    /// A later lap: the client recycled the slot without this server.
+    Lapped,
+}
 
 impl RamcastServer {
     /// Takes the entries clients wrote into `M`, in sequence order per client. A slot holding a
     /// later lap than expected means the client recycled it without this server: it halts.
     pub(crate) fn poll_buffers<N: Nic>(&mut self, nic: &mut N) -> bool {
         let mut worked = false;
-        let slots = self.cfg.slots as u64;
         for c in 0..self.cfg.clients as u32 {
             loop {
                 let s = self.buffers[c as usize].next;
@@ -37,39 +45,98 @@ impl RamcastServer {
                     self.buffers[c as usize].next += 1;
                     continue;
                 }
-                let at = local(M, self.layout.m_slot(c as usize, s));
-                let mut buf = std::mem::take(&mut self.scratch);
-                let read = self
-                    .layout
-                    .m_codec
-                    .read(nic, at, codec_seq(s), &mut buf)
-                    .expect("own region");
-                let entry = match read {
-                    Ok(range) => Entry::decode(Bytes::copy_from_slice(&buf[range])),
-                    Err(Reject::Torn) => None,
-                    Err(Reject::NotYet) => {
-                        let header = nic.load_u64(at).expect("own region") as u32;
-                        let ahead = header.wrapping_sub(codec_seq(s)) as i32;
-                        if header != 0 && ahead >= slots as i32 {
-                            self.halted = true;
-                            self.scratch = buf;
-                            return worked;
-                        }
-                        None
-                    }
-                };
-                self.scratch = buf;
-                match entry {
-                    Some(e) if e.ptr(self.group) == Some(s) => {
+                match self.read_entry(nic, c, s) {
+                    Landed::Entry(e) => {
                         self.accept(c, s, e, nic.now());
                         self.buffers[c as usize].next += 1;
                         worked = true;
                     }
-                    _ => break,
+                    Landed::Lapped => {
+                        self.halted = true;
+                        return worked;
+                    }
+                    Landed::Nothing => break,
                 }
             }
         }
         worked
+    }
+
+    /// Reads client `c`'s entry `s` from `M`, if it has landed whole.
+    fn read_entry<N: Nic>(&mut self, nic: &N, c: u32, s: u64) -> Landed {
+        let at = local(M, self.layout.m_slot(c as usize, s));
+        let mut buf = std::mem::take(&mut self.scratch);
+        let read = self
+            .layout
+            .m_codec
+            .read(nic, at, codec_seq(s), &mut buf)
+            .expect("own region");
+        let landed = match read {
+            Ok(range) => match Entry::decode(Bytes::copy_from_slice(&buf[range])) {
+                Some(e) if e.ptr(self.group) == Some(s) => Landed::Entry(e),
+                _ => Landed::Nothing,
+            },
+            Err(Reject::Torn) => Landed::Nothing,
+            Err(Reject::NotYet) => {
+                let header = nic.load_u64(at).expect("own region") as u32;
+                let ahead = header.wrapping_sub(codec_seq(s)) as i32;
+                if header != 0 && ahead >= self.cfg.slots as i32 {
+                    Landed::Lapped
+                } else {
+                    Landed::Nothing
+                }
+            }
+        };
+        self.scratch = buf;
+        landed
+    }
+
+    /// Brings the local state up to what memory holds: every entry landed in the window (in
+    /// any order) and every proposal landed in `T`. Task 8 reports from this state, so a
+    /// proposal whose write landed (Protected Memory Paxos: landing is accepting) is reported
+    /// even if this server had not processed it yet.
+    pub(crate) fn refresh_window<N: Nic>(&mut self, nic: &mut N) {
+        self.poll_buffers(nic);
+        for c in 0..self.cfg.clients as u32 {
+            let ldm = self.buffers[c as usize].ldm;
+            for s in ldm..ldm + self.cfg.slots as u64 {
+                if self.slot(c, s).is_none() {
+                    if let Landed::Entry(e) = self.read_entry(nic, c, s) {
+                        self.accept(c, s, e, nic.now());
+                    }
+                }
+                if self.slot(c, s).is_some() {
+                    self.refresh_ts(nic, c, s);
+                }
+            }
+        }
+    }
+
+    /// Reads every destination group's proposal for slot `s` from `T`; rounds of one entry
+    /// only grow, so a higher round replaces what is held. Returns whether anything changed.
+    fn refresh_ts<N: Nic>(&mut self, nic: &N, c: u32, s: u64) -> bool {
+        let dst = self
+            .slot(c, s)
+            .and_then(|x| x.entry.as_ref())
+            .expect("held")
+            .dst;
+        let mut changed = false;
+        for h in dst.groups() {
+            if let Some((tmp, rnd)) = self.read_t(nic, c, s, h) {
+                self.see(tmp);
+                let slot = self.slot_mut(c, s).expect("held");
+                let cur = &mut slot.ts[h.0 as usize];
+                if cur.is_none_or(|p| rnd > p.rnd) {
+                    *cur = Some(Prop {
+                        tmp,
+                        rnd,
+                        forwarded: false,
+                    });
+                    changed = true;
+                }
+            }
+        }
+        changed
     }
 
     /// Makes `entry` the content of client `c`'s slot `s` (state MCAST).
@@ -154,22 +221,7 @@ impl RamcastServer {
                 .slot(c, s)
                 .and_then(|x| x.entry.clone())
                 .expect("pending");
-            // Read the proposals in T; rounds of one entry only grow.
-            for h in entry.dst.groups() {
-                if let Some((tmp, rnd)) = self.read_t(nic, c, s, h) {
-                    self.see(tmp);
-                    let slot = self.slot_mut(c, s).expect("pending");
-                    let cur = &mut slot.ts[h.0 as usize];
-                    if cur.is_none_or(|p| rnd > p.rnd) {
-                        *cur = Some(Prop {
-                            tmp,
-                            rnd,
-                            forwarded: false,
-                        });
-                        worked = true;
-                    }
-                }
-            }
+            worked |= self.refresh_ts(nic, c, s);
             // Task 3: acknowledge the own group's proposal of the accepted leader's round.
             let own = self.slot(c, s).expect("pending").ts[g.0 as usize];
             if let Some(p) = own {
@@ -182,25 +234,7 @@ impl RamcastServer {
                 }
             }
             // Task 4: the leader forwards other groups' proposals to its followers.
-            if self.role == Role::Leader {
-                for h in entry.dst.groups().filter(|&h| h != g) {
-                    let p = self.slot(c, s).expect("pending").ts[h.0 as usize];
-                    if let Some(p) = p.filter(|p| !p.forwarded) {
-                        let bytes = self.t_bytes(s, p.tmp, p.rnd);
-                        let followers: Vec<_> =
-                            self.cfg.members(g).filter(|&q| q != self.me).collect();
-                        for q in followers {
-                            let at = self.layout.t_entry(c as usize, s, h);
-                            self.write(nic, remote(q, T, at), &bytes, false);
-                        }
-                        let slot = self.slot_mut(c, s).expect("pending");
-                        if let Some(x) = &mut slot.ts[h.0 as usize] {
-                            x.forwarded = true;
-                        }
-                        worked = true;
-                    }
-                }
-            }
+            worked |= self.forward(nic, c, s);
             // Task 5: a quorum of every destination group acknowledged the proposal held.
             let slot = self.slot(c, s).expect("pending");
             let mut tmp = slot.tmp;
@@ -270,6 +304,15 @@ impl RamcastServer {
         rnd: Stamp,
         only: Option<transport::ProcessId>,
     ) {
+        if std::env::var("RC_DEBUG").is_ok() {
+            eprintln!(
+                "DBG {} {} ack c{}:{} rnd {rnd} only {only:?}",
+                nic.now(),
+                self.me,
+                self.cfg.client(c as usize).0,
+                entry.id
+            );
+        }
         for (h, &ptr) in entry.dst.groups().zip(&entry.ptr) {
             let word = ack_word(ptr, rnd).to_le_bytes();
             let at = self.layout.ack(c as usize, ptr, self.group, self.rank);
@@ -280,32 +323,35 @@ impl RamcastServer {
         }
     }
 
-    /// Sends `targets` every proposal this server holds for the slots in its window, as held
-    /// (same timestamp, same round): a follower whose writes were refused or flushed while
-    /// leadership moved learns the proposals it missed, including those of slots this server
-    /// already delivered.
-    pub(crate) fn resend_window<N: Nic>(&mut self, nic: &mut N, targets: &[ProcessId]) {
-        for c in 0..self.cfg.clients as u32 {
-            for i in 0..self.cfg.slots {
-                let slot = &self.buffers[c as usize].slots[i];
-                let Some(entry) = slot.entry.as_ref().filter(|_| slot.stat != Stat::Empty) else {
-                    continue;
-                };
-                let s = slot.seq;
-                let props: Vec<(GroupId, Prop)> = entry
-                    .dst
-                    .groups()
-                    .filter_map(|h| slot.ts[h.0 as usize].map(|p| (h, p)))
-                    .collect();
-                for (h, p) in props {
-                    let bytes = self.t_bytes(s, p.tmp, p.rnd);
-                    for &q in targets {
-                        let at = self.layout.t_entry(c as usize, s, h);
-                        self.write(nic, remote(q, T, at), &bytes, false);
-                    }
+    /// Task 4: as leader, forwards to the followers every other group's proposal for slot `s`
+    /// not forwarded yet (each newer round is forwarded again).
+    pub(crate) fn forward<N: Nic>(&mut self, nic: &mut N, c: u32, s: u64) -> bool {
+        if self.role != Role::Leader {
+            return false;
+        }
+        let g = self.group;
+        let dst = self
+            .slot(c, s)
+            .and_then(|x| x.entry.as_ref())
+            .expect("held")
+            .dst;
+        let mut worked = false;
+        for h in dst.groups().filter(|&h| h != g) {
+            let p = self.slot(c, s).expect("held").ts[h.0 as usize];
+            if let Some(p) = p.filter(|p| !p.forwarded) {
+                let bytes = self.t_bytes(s, p.tmp, p.rnd);
+                let followers: Vec<_> = self.cfg.members(g).filter(|&q| q != self.me).collect();
+                for q in followers {
+                    let at = self.layout.t_entry(c as usize, s, h);
+                    self.write(nic, remote(q, T, at), &bytes, false);
                 }
+                if let Some(x) = &mut self.slot_mut(c, s).expect("held").ts[h.0 as usize] {
+                    x.forwarded = true;
+                }
+                worked = true;
             }
         }
+        worked
     }
 
     /// Task 2 (and the proposals of Task 9): the leader proposes a timestamp for each waiting
@@ -323,7 +369,9 @@ impl RamcastServer {
             let Some(slot) = self.slot(c, s) else {
                 continue;
             };
-            if slot.proposed == Some(round) || (slot.stat == Stat::Done && slot.install.is_none()) {
+            // A delivered slot may already be recycled at other processes: it is proposed again
+            // by message only (see `crate::recovery`).
+            if slot.proposed == Some(round) || slot.stat == Stat::Done {
                 continue;
             }
             let entry = slot.entry.clone().expect("held slots have entries");
@@ -341,6 +389,15 @@ impl RamcastServer {
                 }
             };
             self.see(tmp);
+            if std::env::var("RC_DEBUG").is_ok() {
+                eprintln!(
+                    "DBG {} {} propose c{}:{} seq {s} tmp {tmp} round {round}",
+                    nic.now(),
+                    self.me,
+                    self.cfg.client(c as usize).0,
+                    entry.id
+                );
+            }
             let t_entry = self.t_bytes(s, tmp, round);
             let me = self.me;
             self.write(

@@ -122,6 +122,8 @@ pub struct RamcastServer {
     pub(crate) fd_changed: Nanos,
     pub(crate) deliveries: VecDeque<Delivery>,
     pub(crate) halted: bool,
+    /// Catch-up items waiting to be sent, per peer (see [`crate::recovery`]).
+    pub(crate) outbox: BTreeMap<ProcessId, Vec<crate::wire::CatchItem>>,
     /// Writes of this server that a peer refused (it had been deposed: a revoke race).
     pub(crate) refused: u64,
     pub(crate) scratch: Vec<u8>,
@@ -174,6 +176,7 @@ impl RamcastServer {
             deliveries: VecDeque::new(),
             halted: false,
             refused: 0,
+            outbox: BTreeMap::new(),
             scratch: Vec::new(),
             layout,
             cfg,
@@ -354,6 +357,22 @@ impl RamcastServer {
             }
             let ldm = b.ldm;
             let client = self.cfg.client(c as usize);
+            if std::env::var("RC_DEBUG").is_ok() {
+                eprintln!(
+                    "DBG {} {} deliver c{}:{} ts {} ts_by_group {:?}",
+                    nic.now(),
+                    self.me,
+                    client.0,
+                    entry.id,
+                    ts,
+                    self.slot(c, seq)
+                        .unwrap()
+                        .ts
+                        .iter()
+                        .map(|p| p.map(|p| (p.tmp.to_string(), p.rnd.to_string())))
+                        .collect::<Vec<_>>()
+                );
+            }
             self.deliveries.push_back(Delivery {
                 msg: MsgId::new(client, entry.id),
                 dst: entry.dst,
@@ -389,6 +408,7 @@ impl<N: Nic> Process<N> for RamcastServer {
         worked |= self.propose(nic);
         worked |= self.deliver(nic);
         let (fd_work, wake) = self.failure_detector(nic);
+        worked |= self.flush_catch(nic);
         Progress::worked(worked || fd_work).wake_at(wake)
     }
 }

@@ -16,6 +16,19 @@ pub struct Pend {
     pub ts: Option<(u64, u64)>,
 }
 
+/// Recovery information about one slot of the receiver (see [`crate::recovery`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatchItem {
+    /// Client index.
+    pub client: u32,
+    /// The slot's sequence number in the receiver's group.
+    pub seq: u64,
+    /// Proposals `(group, tmp, rnd)` the sender holds for the slot.
+    pub props: Vec<(u8, u64, u64)>,
+    /// Acknowledgements `(group, rank, round)` the sender gives (its own) for the slot.
+    pub acks: Vec<(u8, u8, u64)>,
+}
+
 /// A control message between servers.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Wire {
@@ -39,6 +52,12 @@ pub enum Wire {
     Nack {
         /// The responder's round for the sender's group.
         round: u64,
+    },
+    /// Proposals and acknowledgements for slots the sender already delivered, sent by message
+    /// so the receiver applies them only to a slot that still holds that message.
+    Catch {
+        /// Items.
+        items: Vec<CatchItem>,
     },
     /// Task 10: a message of a suspected client, relayed to a destination.
     Relay {

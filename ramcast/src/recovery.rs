@@ -1,0 +1,209 @@
+//! Catching up a member that missed proposals or acknowledgements while leadership moved.
+//!
+//! A slot a server already delivered may already hold a later message at other processes: once
+//! every destination delivered a message, its client reuses the slots. One-sided writes about a
+//! delivered slot could therefore overwrite a newer message's entry, proposal or
+//! acknowledgement. Everything said about delivered slots travels instead as a two-sided
+//! [`Wire::Catch`] message, and the receiver applies it only to a slot that still holds that
+//! message. (Writes about undelivered slots are safe: the writer has not delivered the message,
+//! so its client cannot have reused the slot anywhere.)
+//!
+//! Two situations need it:
+//! - a new leader, or a leader that reconnected to a follower, proposes again in its round
+//!   every slot it delivered, with the chosen timestamp ([`RamcastServer::repropose_decided`]),
+//!   along with the other groups' proposals it holds, so a member that missed the earlier round
+//!   can order the slot with the new round's acknowledgements;
+//! - every member acknowledges such a proposal even for a slot it delivered.
+
+use crate::layout::{ack_word, local, M};
+use crate::server::{Prop, RamcastServer, Role, Stat};
+use crate::stamp::Stamp;
+use crate::wire::{CatchItem, Wire};
+use multicast::GroupId;
+use transport::{Nic, ProcessId};
+
+impl RamcastServer {
+    /// Queues `item` for `to`; [`RamcastServer::flush_catch`] sends the batch.
+    fn catch_to<N: Nic>(&mut self, nic: &mut N, to: ProcessId, item: CatchItem) {
+        if to == self.me {
+            self.on_catch(nic, vec![item]);
+        } else {
+            self.outbox.entry(to).or_default().push(item);
+        }
+    }
+
+    /// Sends the queued catch-up items, one message per peer, split to fit a message.
+    pub(crate) fn flush_catch<N: Nic>(&mut self, nic: &mut N) -> bool {
+        if self.outbox.is_empty() {
+            return false;
+        }
+        let per_message = (nic.limits().send_max / 512).max(1);
+        for (to, items) in std::mem::take(&mut self.outbox) {
+            for chunk in items.chunks(per_message) {
+                let msg = Wire::Catch {
+                    items: chunk.to_vec(),
+                };
+                self.send(nic, to, &msg);
+            }
+        }
+        true
+    }
+
+    /// This server's acknowledgement of round `rnd` for a delivered slot, to every destination.
+    fn ack_decided<N: Nic>(&mut self, nic: &mut N, c: u32, s: u64, rnd: Stamp) {
+        let Some(entry) = self.slot(c, s).and_then(|x| x.entry.clone()) else {
+            return;
+        };
+        self.slot_mut(c, s).expect("held").acked = Some(rnd);
+        let ack = (self.group.0, self.rank as u8, rnd.0);
+        for (h, &ptr) in entry.dst.groups().zip(&entry.ptr) {
+            let members: Vec<ProcessId> = self.cfg.members(h).collect();
+            for q in members {
+                let item = CatchItem {
+                    client: c,
+                    seq: ptr,
+                    props: Vec::new(),
+                    acks: vec![ack],
+                };
+                self.catch_to(nic, q, item);
+            }
+        }
+    }
+
+    /// As leader: proposes again, in this round, every delivered slot of the window with its
+    /// chosen timestamp (a chosen value is what Paxos proposes in every later round anyway),
+    /// and hands the followers the other groups' proposals held.
+    pub(crate) fn repropose_decided<N: Nic>(&mut self, nic: &mut N, only: Option<ProcessId>) {
+        let g = self.group;
+        let round = self.round;
+        for c in 0..self.cfg.clients as u32 {
+            for i in 0..self.cfg.slots {
+                let slot = &self.buffers[c as usize].slots[i];
+                if slot.stat != Stat::Done {
+                    continue;
+                }
+                let (s, Some(own), Some(entry)) =
+                    (slot.seq, slot.ts[g.0 as usize], slot.entry.clone())
+                else {
+                    continue;
+                };
+                let mut props = vec![(g.0, own.tmp.0, round.0)];
+                for h in entry.dst.groups().filter(|&h| h != g) {
+                    if let Some(p) = slot.ts[h.0 as usize] {
+                        props.push((h.0, p.tmp.0, p.rnd.0));
+                    }
+                }
+                self.slot_mut(c, s).expect("held").ts[g.0 as usize] = Some(Prop {
+                    tmp: own.tmp,
+                    rnd: round,
+                    forwarded: false,
+                });
+                let followers: Vec<ProcessId> = self
+                    .cfg
+                    .members(g)
+                    .filter(|&q| q != self.me && only.is_none_or(|o| o == q))
+                    .collect();
+                for q in followers {
+                    let item = CatchItem {
+                        client: c,
+                        seq: s,
+                        props: props.clone(),
+                        acks: Vec::new(),
+                    };
+                    self.catch_to(nic, q, item);
+                }
+                if only.is_none() {
+                    for (h, &ptr) in entry.dst.groups().zip(&entry.ptr).filter(|(h, _)| *h != g) {
+                        let item = CatchItem {
+                            client: c,
+                            seq: ptr,
+                            props: vec![(g.0, own.tmp.0, round.0)],
+                            acks: Vec::new(),
+                        };
+                        let l = self.leader[h.0 as usize];
+                        self.catch_to(nic, l, item);
+                    }
+                }
+                if self.slot(c, s).expect("held").acked != Some(round) {
+                    self.ack_decided(nic, c, s, round);
+                }
+            }
+        }
+    }
+
+    /// Applies catch-up items to the slots that still hold their messages.
+    pub(crate) fn on_catch<N: Nic>(&mut self, nic: &mut N, items: Vec<CatchItem>) {
+        let g = self.group;
+        for item in items {
+            let (c, s) = (item.client, item.seq);
+            if c as usize >= self.cfg.clients || self.slot(c, s).is_none() {
+                continue;
+            }
+            for (gr, rank, round) in item.acks {
+                if (gr as usize) < self.cfg.groups && (rank as usize) < self.cfg.replicas {
+                    let at = self.layout.ack(c as usize, s, GroupId(gr), rank as usize);
+                    nic.store_u64(local(M, at), ack_word(s, Stamp(round)))
+                        .expect("own region");
+                }
+            }
+            for (h, tmp, rnd) in item.props {
+                if h as usize >= self.cfg.groups {
+                    continue;
+                }
+                let (tmp, rnd) = (Stamp(tmp), Stamp(rnd));
+                self.see(tmp);
+                let slot = self.slot_mut(c, s).expect("held");
+                let cur = &mut slot.ts[h as usize];
+                if cur.is_none_or(|p| rnd > p.rnd) {
+                    *cur = Some(Prop {
+                        tmp,
+                        rnd,
+                        forwarded: false,
+                    });
+                }
+            }
+            let slot = self.slot(c, s).expect("held");
+            if slot.stat == Stat::Done {
+                // Acknowledge a new round's proposal of a delivered slot (pending slots are
+                // acknowledged by Task 3), and, as leader, pass other groups' on.
+                if let Some(p) = slot.ts[g.0 as usize] {
+                    if p.rnd == self.rounds[g.0 as usize] && slot.acked != Some(p.rnd) {
+                        self.ack_decided(nic, c, s, p.rnd);
+                    }
+                }
+                if self.role == Role::Leader {
+                    self.forward_decided(nic, c, s);
+                }
+            }
+        }
+    }
+
+    /// Task 4 for a delivered slot, by message.
+    fn forward_decided<N: Nic>(&mut self, nic: &mut N, c: u32, s: u64) {
+        let g = self.group;
+        let Some(entry) = self.slot(c, s).and_then(|x| x.entry.clone()) else {
+            return;
+        };
+        let mut props = Vec::new();
+        for h in entry.dst.groups().filter(|&h| h != g) {
+            let slot = self.slot_mut(c, s).expect("held");
+            if let Some(p) = slot.ts[h.0 as usize].as_mut().filter(|p| !p.forwarded) {
+                p.forwarded = true;
+                props.push((h.0, p.tmp.0, p.rnd.0));
+            }
+        }
+        if props.is_empty() {
+            return;
+        }
+        let followers: Vec<ProcessId> = self.cfg.members(g).filter(|&q| q != self.me).collect();
+        for q in followers {
+            let item = CatchItem {
+                client: c,
+                seq: s,
+                props: props.clone(),
+                acks: Vec::new(),
+            };
+            self.catch_to(nic, q, item);
+        }
+    }
+}
