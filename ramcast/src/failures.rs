@@ -306,6 +306,7 @@ impl RamcastServer {
         if h != self.group && self.role == Role::Leader {
             // The new leader of h has not seen this leader's earlier proposals.
             self.repropose_pending();
+            self.hand_over_decided(nic, q, h);
         }
         self.refresh_window(nic);
         let mut pend = Vec::new();

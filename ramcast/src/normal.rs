@@ -114,7 +114,7 @@ impl RamcastServer {
 
     /// Reads every destination group's proposal for slot `s` from `T`; rounds of one entry
     /// only grow, so a higher round replaces what is held. Returns whether anything changed.
-    fn refresh_ts<N: Nic>(&mut self, nic: &N, c: u32, s: u64) -> bool {
+    pub(crate) fn refresh_ts<N: Nic>(&mut self, nic: &N, c: u32, s: u64) -> bool {
         let dst = self
             .slot(c, s)
             .and_then(|x| x.entry.as_ref())
@@ -181,7 +181,13 @@ impl RamcastServer {
     }
 
     /// Reads the `T` entry of group `h` for client `c`'s slot `s`.
-    fn read_t<N: Nic>(&mut self, nic: &N, c: u32, s: u64, h: GroupId) -> Option<(Stamp, Stamp)> {
+    pub(crate) fn read_t<N: Nic>(
+        &mut self,
+        nic: &N,
+        c: u32,
+        s: u64,
+        h: GroupId,
+    ) -> Option<(Stamp, Stamp)> {
         let at = local(T, self.layout.t_entry(c as usize, s, h));
         let mut buf = std::mem::take(&mut self.scratch);
         let got = match self.layout.t_codec.read(nic, at, codec_seq(s), &mut buf) {

@@ -131,6 +131,70 @@ impl RamcastServer {
         }
     }
 
+    /// Task 3 for delivered slots whose `T` received a proposal of the current round by write.
+    /// Such a write comes from a leader that has not delivered the slot, so no process has
+    /// reused it and acknowledging by write is safe. Checks a few slots per poll, round-robin
+    /// over the window, so the cost per poll stays constant.
+    pub(crate) fn sweep_delivered<N: Nic>(&mut self, nic: &mut N) -> bool {
+        const PER_POLL: usize = 4;
+        let g = self.group;
+        let total = self.cfg.clients * self.cfg.slots;
+        let mut worked = false;
+        for _ in 0..PER_POLL.min(total) {
+            self.sweep = (self.sweep + 1) % total;
+            let (c, i) = (
+                (self.sweep / self.cfg.slots) as u32,
+                self.sweep % self.cfg.slots,
+            );
+            let slot = &self.buffers[c as usize].slots[i];
+            if slot.stat != Stat::Done {
+                continue;
+            }
+            let (s, acked, entry) = (slot.seq, slot.acked, slot.entry.clone().expect("held"));
+            let Some((_, rnd)) = self.read_t(nic, c, s, g) else {
+                continue;
+            };
+            if rnd == self.rounds[g.0 as usize] && acked != Some(rnd) {
+                self.refresh_ts(nic, c, s);
+                self.slot_mut(c, s).expect("held").acked = Some(rnd);
+                self.send_acks(nic, c, &entry, rnd, None);
+                worked = true;
+            }
+            if self.role == Role::Leader {
+                self.refresh_ts(nic, c, s);
+                self.forward_decided(nic, c, s);
+            }
+        }
+        worked
+    }
+
+    /// As leader, hands the new leader `q` of group `h` this group's proposals for the
+    /// delivered slots addressed to `h` (pending ones are proposed again by write).
+    pub(crate) fn hand_over_decided<N: Nic>(&mut self, nic: &mut N, q: ProcessId, h: GroupId) {
+        let g = self.group;
+        for c in 0..self.cfg.clients as u32 {
+            for i in 0..self.cfg.slots {
+                let slot = &self.buffers[c as usize].slots[i];
+                if slot.stat != Stat::Done {
+                    continue;
+                }
+                let (Some(own), Some(ptr)) = (
+                    slot.ts[g.0 as usize],
+                    slot.entry.as_ref().and_then(|e| e.ptr(h)),
+                ) else {
+                    continue;
+                };
+                let item = CatchItem {
+                    client: c,
+                    seq: ptr,
+                    props: vec![(g.0, own.tmp.0, own.rnd.0)],
+                    acks: Vec::new(),
+                };
+                self.catch_to(nic, q, item);
+            }
+        }
+    }
+
     /// Applies catch-up items to the slots that still hold their messages.
     pub(crate) fn on_catch<N: Nic>(&mut self, nic: &mut N, items: Vec<CatchItem>) {
         let g = self.group;

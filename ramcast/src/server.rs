@@ -122,6 +122,8 @@ pub struct RamcastServer {
     pub(crate) fd_changed: Nanos,
     pub(crate) deliveries: VecDeque<Delivery>,
     pub(crate) halted: bool,
+    /// Cursor of [`RamcastServer::sweep_delivered`] over the window.
+    pub(crate) sweep: usize,
     /// Catch-up items waiting to be sent, per peer (see [`crate::recovery`]).
     pub(crate) outbox: BTreeMap<ProcessId, Vec<crate::wire::CatchItem>>,
     /// Writes of this server that a peer refused (it had been deposed: a revoke race).
@@ -177,6 +179,7 @@ impl RamcastServer {
             halted: false,
             refused: 0,
             outbox: BTreeMap::new(),
+            sweep: 0,
             scratch: Vec::new(),
             layout,
             cfg,
@@ -405,6 +408,7 @@ impl<N: Nic> Process<N> for RamcastServer {
             return Progress::IDLE;
         }
         worked |= self.poll_pending(nic);
+        worked |= self.sweep_delivered(nic);
         worked |= self.propose(nic);
         worked |= self.deliver(nic);
         let (fd_work, wake) = self.failure_detector(nic);
