@@ -250,11 +250,8 @@ mod tests {
     use super::*;
 
     /// CI's sweep: 50 seeds with faults, 0 violations (the long sweep is `harness check`).
-    /// Ignored until the two open failures are fixed: seed 5 (a deposed leader, g0 of 3x5,
-    /// never orders one message after three leader changes) and seed 99 (a uniform prefix order
-    /// violation after chained leader changes). Run with `cargo test -- --ignored`.
+    /// `RAMCAST_SEEDS=N` runs a longer sweep.
     #[test]
-    #[ignore = "seeds 5 and 99 fail: see the doc comment and issue 3's notes"]
     fn fifty_seeds_under_faults_hold_every_property() {
         let profile = Profile::load("xl170-cx4").unwrap();
         let seeds: u64 = std::env::var("RAMCAST_SEEDS")

@@ -37,9 +37,17 @@ impl RamcastServer {
         while let Some(cq) = nic.poll_completion() {
             worked = true;
             let fast = self.fast.remove(&cq.wr);
+            if let Some((to, bytes)) = self.sends.remove(&cq.wr) {
+                if matches!(cq.status, Status::Flushed | Status::AccessDenied) {
+                    self.unsent.entry(to).or_default().push(bytes);
+                }
+            }
             match (cq.status, cq.kind) {
                 (Status::Success, OpKind::Reconnect) => {
                     self.broken.remove(&cq.peer);
+                    for bytes in self.unsent.remove(&cq.peer).unwrap_or_default() {
+                        self.send_bytes(nic, cq.peer, bytes);
+                    }
                     self.resync(nic, cq.peer);
                 }
                 (Status::Success, _) => {

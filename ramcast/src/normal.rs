@@ -310,15 +310,6 @@ impl RamcastServer {
         rnd: Stamp,
         only: Option<transport::ProcessId>,
     ) {
-        if std::env::var("RC_DEBUG").is_ok() {
-            eprintln!(
-                "DBG {} {} ack c{}:{} rnd {rnd} only {only:?}",
-                nic.now(),
-                self.me,
-                self.cfg.client(c as usize).0,
-                entry.id
-            );
-        }
         for (h, &ptr) in entry.dst.groups().zip(&entry.ptr) {
             let word = ack_word(ptr, rnd).to_le_bytes();
             let at = self.layout.ack(c as usize, ptr, self.group, self.rank);
@@ -395,15 +386,6 @@ impl RamcastServer {
                 }
             };
             self.see(tmp);
-            if std::env::var("RC_DEBUG").is_ok() {
-                eprintln!(
-                    "DBG {} {} propose c{}:{} seq {s} tmp {tmp} round {round}",
-                    nic.now(),
-                    self.me,
-                    self.cfg.client(c as usize).0,
-                    entry.id
-                );
-            }
             let t_entry = self.t_bytes(s, tmp, round);
             let me = self.me;
             self.write(

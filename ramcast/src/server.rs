@@ -122,6 +122,10 @@ pub struct RamcastServer {
     pub(crate) fd_changed: Nanos,
     pub(crate) deliveries: VecDeque<Delivery>,
     pub(crate) halted: bool,
+    /// Control messages posted and not yet completed.
+    pub(crate) sends: BTreeMap<WrId, (ProcessId, Vec<u8>)>,
+    /// Control messages a broken queue pair flushed, to send again after its reconnect.
+    pub(crate) unsent: BTreeMap<ProcessId, Vec<Vec<u8>>>,
     /// Cursor of [`RamcastServer::sweep_delivered`] over the window.
     pub(crate) sweep: usize,
     /// Catch-up items waiting to be sent, per peer (see [`crate::recovery`]).
@@ -179,6 +183,8 @@ impl RamcastServer {
             halted: false,
             refused: 0,
             outbox: BTreeMap::new(),
+            sends: BTreeMap::new(),
+            unsent: BTreeMap::new(),
             sweep: 0,
             scratch: Vec::new(),
             layout,
@@ -331,8 +337,17 @@ impl RamcastServer {
             self.on_wire(nic, self.me, msg.clone());
             return;
         }
-        match nic.send(to, &msg.encode(), false) {
-            Ok(_) | Err(OpError::Crashed) => {}
+        self.send_bytes(nic, to, msg.encode());
+    }
+
+    /// Posts a control message, signaled: a message flushed by a queue pair in error is sent
+    /// again after the reconnect (control messages are never lost to a live peer).
+    pub(crate) fn send_bytes<N: Nic>(&mut self, nic: &mut N, to: ProcessId, bytes: Vec<u8>) {
+        match nic.send(to, &bytes, true) {
+            Ok(wr) => {
+                self.sends.insert(wr, (to, bytes));
+            }
+            Err(OpError::Crashed) => {}
             Err(e) => panic!("{}: send to {to} rejected: {e}", self.me),
         }
     }
@@ -360,22 +375,6 @@ impl RamcastServer {
             }
             let ldm = b.ldm;
             let client = self.cfg.client(c as usize);
-            if std::env::var("RC_DEBUG").is_ok() {
-                eprintln!(
-                    "DBG {} {} deliver c{}:{} ts {} ts_by_group {:?}",
-                    nic.now(),
-                    self.me,
-                    client.0,
-                    entry.id,
-                    ts,
-                    self.slot(c, seq)
-                        .unwrap()
-                        .ts
-                        .iter()
-                        .map(|p| p.map(|p| (p.tmp.to_string(), p.rnd.to_string())))
-                        .collect::<Vec<_>>()
-                );
-            }
             self.deliveries.push_back(Delivery {
                 msg: MsgId::new(client, entry.id),
                 dst: entry.dst,
