@@ -596,6 +596,15 @@ fn run_experiment(a: RunArgs) -> Result<ExitCode, String> {
         e.cfg.slot_bytes,
         e.cfg.slots
     );
+    let layout = ramcast::layout::Layout::new(&e.cfg);
+    let server = layout.server_regions(e.cfg.clients, &[]);
+    println!(
+        "regions (fixed for the whole run: circular buffers): per server M {} B, T {} B, CTL {} B; per client {} B",
+        server[0].len,
+        server[1].len,
+        server[2].len,
+        layout.client_regions()[0].len
+    );
     let m = e.run();
     let q = |x: f64| m.latency.value_at_quantile(x) as f64 / 1000.0;
     println!(

@@ -94,9 +94,15 @@ impl DestSet {
 
     /// The groups, in increasing order.
     pub fn groups(&self) -> impl Iterator<Item = GroupId> + '_ {
-        (0..MAX_GROUPS as u8)
-            .filter(move |g| self.0 & (1 << g) != 0)
-            .map(GroupId)
+        // Walks the set bits only: destination sets are small and this is on hot paths.
+        let mut bits = self.0;
+        std::iter::from_fn(move || {
+            (bits != 0).then(|| {
+                let g = bits.trailing_zeros() as u8;
+                bits &= bits - 1;
+                GroupId(g)
+            })
+        })
     }
 }
 

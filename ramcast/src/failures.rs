@@ -474,12 +474,22 @@ impl RamcastServer {
         let relay = self.cfg.timing.relay;
         let mut next: Option<Nanos> = None;
         let mut worked = false;
-        let keys: Vec<(u32, u64)> = self.pending.iter().map(|&(_, c, s)| (c, s)).collect();
-        for (c, s) in keys {
+        // Only the slots already due are collected; the rest only set the next deadline.
+        let mut due_now: Vec<(u32, u64)> = Vec::new();
+        for &(_, c, s) in &self.pending {
             let slot = self.slot(c, s).expect("pending");
             if slot.stat != Stat::Mcast {
                 continue;
             }
+            let due = slot.since.saturating_add(relay);
+            if now < due {
+                next = Some(next.map_or(due, |n: Nanos| n.min(due)));
+            } else {
+                due_now.push((c, s));
+            }
+        }
+        for (c, s) in due_now {
+            let slot = self.slot(c, s).expect("pending");
             let due = slot.since.saturating_add(relay);
             if now < due {
                 next = Some(next.map_or(due, |n: Nanos| n.min(due)));

@@ -223,16 +223,13 @@ impl RamcastServer {
         let g = self.group;
         let quorum = self.cfg.quorum();
         for (key, c, s) in keys {
-            let entry = self
-                .slot(c, s)
-                .and_then(|x| x.entry.clone())
-                .expect("pending");
             worked |= self.refresh_ts(nic, c, s);
             // Task 3: acknowledge the own group's proposal of the accepted leader's round.
-            let own = self.slot(c, s).expect("pending").ts[g.0 as usize];
-            if let Some(p) = own {
-                let slot = self.slot(c, s).expect("pending");
+            let slot = self.slot(c, s).expect("pending");
+            let dst = slot.entry.as_ref().expect("pending").dst;
+            if let Some(p) = slot.ts[g.0 as usize] {
                 if p.rnd == self.rounds[g.0 as usize] && slot.acked != Some(p.rnd) {
+                    let entry = slot.entry.clone().expect("pending");
                     self.see(p.tmp);
                     self.slot_mut(c, s).expect("pending").acked = Some(p.rnd);
                     self.send_acks(nic, c, &entry, p.rnd, None);
@@ -245,7 +242,7 @@ impl RamcastServer {
             let slot = self.slot(c, s).expect("pending");
             let mut tmp = slot.tmp;
             let mut all = slot.stat == Stat::Mcast;
-            for h in entry.dst.groups() {
+            for h in dst.groups() {
                 match slot.ts[h.0 as usize] {
                     Some(p) => {
                         tmp = tmp.max(p.tmp);
@@ -287,13 +284,18 @@ impl RamcastServer {
         rnd: Stamp,
         quorum: usize,
     ) -> bool {
-        let words: Vec<u64> = (0..self.cfg.replicas)
-            .map(|r| {
-                nic.load_u64(local(M, self.layout.ack(c as usize, s, h, r)))
-                    .expect("own region")
-            })
-            .filter(|&w| w as u32 == codec_seq(s))
-            .collect();
+        let mut buf = [0u64; 15];
+        let mut n = 0;
+        for r in 0..self.cfg.replicas {
+            let w = nic
+                .load_u64(local(M, self.layout.ack(c as usize, s, h, r)))
+                .expect("own region");
+            if w as u32 == codec_seq(s) {
+                buf[n] = w;
+                n += 1;
+            }
+        }
+        let words = &buf[..n];
         words.iter().any(|&w| {
             let r = w >> 32;
             r <= rnd.0 as u32 as u64 && words.iter().filter(|&&x| x >> 32 == r).count() >= quorum
