@@ -7,6 +7,7 @@ mod bench;
 mod check;
 mod check_ramcast;
 mod experiment;
+mod figure;
 mod plot;
 mod stats;
 
@@ -44,6 +45,8 @@ enum Command {
     Bench(BenchCommand),
     /// One multicast experiment with closed-loop clients: throughput, latency, delivery log.
     Run(RunArgs),
+    /// Reproduces a paper figure on the simulator: CSV, PNG and a summary beside the paper's.
+    Figure(FigureArgs),
     /// Seeded checks under random faults (VOPR-style): every parameter derived from the seed.
     Check(CheckArgs),
     /// Lists the simulator's built-in hardware profiles.
@@ -111,6 +114,29 @@ struct RunArgs {
     /// directory and check it against the five properties.
     #[arg(long)]
     log: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum FigureName {
+    /// RamCast Fig. 4: throughput and latency against message size, one group.
+    #[value(name = "ramcast-fig4")]
+    RamcastFig4,
+    /// RamCast Fig. 5: single-group and all-groups messages with 1, 2, 4, 8 groups.
+    #[value(name = "ramcast-fig5")]
+    RamcastFig5,
+}
+
+#[derive(Args, Debug)]
+struct FigureArgs {
+    /// The figure.
+    #[arg(value_enum)]
+    name: FigureName,
+    /// Output directory [default: results/<name>].
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Fewer points and shorter runs (a smoke test, not for publication).
+    #[arg(long)]
+    quick: bool,
 }
 
 #[derive(Args, Debug)]
@@ -254,6 +280,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Transport(a)) => bench_transport(a),
         Command::Bench(BenchCommand::Sim(a)) => bench_sim(a),
         Command::Run(a) => run_experiment(a),
+        Command::Figure(a) => run_figure(a),
         Command::Check(a) => run_check(a),
         Command::Profiles => list_profiles(),
         Command::Verify(a) => verify_log(a),
@@ -424,6 +451,7 @@ fn bench_transport(a: TransportArgs) -> Result<ExitCode, String> {
                 x_label: "message size (bytes)".into(),
                 y_label: "latency (us, log scale)".into(),
                 log_y: true,
+                x_bytes: true,
                 series: vec![lat],
             },
             plot::Panel {
@@ -431,6 +459,7 @@ fn bench_transport(a: TransportArgs) -> Result<ExitCode, String> {
                 x_label: "message size (bytes)".into(),
                 y_label: "bandwidth (Gb/s)".into(),
                 log_y: false,
+                x_bytes: true,
                 series: vec![bw],
             },
         ];
@@ -651,6 +680,25 @@ fn run_experiment(a: RunArgs) -> Result<ExitCode, String> {
             return Ok(ExitCode::FAILURE);
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_figure(a: FigureArgs) -> Result<ExitCode, String> {
+    let name = match a.name {
+        FigureName::RamcastFig4 => "ramcast-fig4",
+        FigureName::RamcastFig5 => "ramcast-fig5",
+    };
+    let out = a.out.unwrap_or_else(|| PathBuf::from("results").join(name));
+    println!(
+        "harness figure {name}: runtime=sim profile=xl170-cx4 seed=1 commit={COMMIT} out={}",
+        out.display()
+    );
+    let progress = |line: &str| println!("{line}");
+    match a.name {
+        FigureName::RamcastFig4 => figure::fig4(&out, COMMIT, a.quick, &progress)?,
+        FigureName::RamcastFig5 => figure::fig5(&out, COMMIT, a.quick, &progress)?,
+    }
+    println!("wrote {}/summary.md", out.display());
     Ok(ExitCode::SUCCESS)
 }
 

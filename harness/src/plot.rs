@@ -26,14 +26,15 @@ pub(crate) struct Series {
     pub(crate) points: Vec<(f64, f64)>,
 }
 
-/// One panel: a title, axis labels and its series; x is drawn on a log2 scale, y on a linear
-/// or (with `log_y`) a log10 scale.
+/// One panel: a title, axis labels and its series; x is drawn on a log2 scale of byte sizes
+/// (with `x_bytes`) or a linear scale, y on a linear or (with `log_y`) a log10 scale.
 #[derive(Clone, Debug)]
 pub(crate) struct Panel {
     pub(crate) title: String,
     pub(crate) x_label: String,
     pub(crate) y_label: String,
     pub(crate) log_y: bool,
+    pub(crate) x_bytes: bool,
     pub(crate) series: Vec<Series>,
 }
 
@@ -81,19 +82,47 @@ fn draw_panel(
     } else {
         (0.0, if y1 <= 0.0 { 1.0 } else { y1 * 1.1 })
     };
-    let mut chart = ChartBuilder::on(area)
-        .caption(&panel.title, (FAMILY, 20))
-        .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(70)
-        .build_cartesian_2d((x0..x1).log_scale().base(2.0), y0..y1)
-        .map_err(|e| e.to_string())?;
+    if panel.x_bytes {
+        let chart = ChartBuilder::on(area)
+            .caption(&panel.title, (FAMILY, 20))
+            .margin(12)
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d((x0..x1).log_scale().base(2.0), y0..y1)
+            .map_err(|e| e.to_string())?;
+        finish(chart, panel, &series, &|x| human_bytes(*x))
+    } else {
+        let chart = ChartBuilder::on(area)
+            .caption(&panel.title, (FAMILY, 20))
+            .margin(12)
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0.0..x1 * 1.05, y0..y1)
+            .map_err(|e| e.to_string())?;
+        finish(chart, panel, &series, &|x| format!("{x}"))
+    }
+}
+
+/// Draws the mesh, the series and the legend of a panel on its chart.
+fn finish<'a, X>(
+    mut chart: ChartContext<
+        'a,
+        BitMapBackend<'a>,
+        Cartesian2d<X, plotters::coord::types::RangedCoordf64>,
+    >,
+    panel: &Panel,
+    series: &[Vec<(f64, f64)>],
+    x_format: &dyn Fn(&f64) -> String,
+) -> Result<(), String>
+where
+    X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+{
     chart
         .configure_mesh()
         .x_desc(&panel.x_label)
         .y_desc(&panel.y_label)
         .label_style((FAMILY, 14))
-        .x_label_formatter(&|x| human_bytes(*x))
+        .x_label_formatter(x_format)
         .y_label_formatter(&|y| {
             if panel.log_y {
                 let v = 10f64.powf(*y);
@@ -103,12 +132,12 @@ fn draw_panel(
                     format!("{v:.2}")
                 }
             } else {
-                format!("{y}")
+                format!("{}", (y * 100.0).round() / 100.0)
             }
         })
         .draw()
         .map_err(|e| e.to_string())?;
-    for (i, (s, points)) in panel.series.iter().zip(&series).enumerate() {
+    for (i, (s, points)) in panel.series.iter().zip(series).enumerate() {
         let color = Palette99::pick(i).to_rgba();
         chart
             .draw_series(LineSeries::new(

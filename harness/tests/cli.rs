@@ -160,3 +160,68 @@ fn verify_reads_a_delivery_log_and_names_the_violated_property() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("processes.csv"), "{}", stderr(&o));
 }
+
+#[test]
+fn ramcast_run_writes_summary_cdf_and_a_log_that_verifies() {
+    let dir = std::env::temp_dir().join(format!("harness-run-{}", std::process::id()));
+    let (out, log) = (dir.join("out"), dir.join("log"));
+    let o = harness(&[
+        "run",
+        "--protocol",
+        "ramcast",
+        "--groups",
+        "2",
+        "--clients",
+        "3",
+        "--dest",
+        "random:2",
+        "--duration",
+        "1ms",
+        "--out",
+        out.to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("0 violations"), "{}", stdout(&o));
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    let mut lines = summary.lines();
+    let header = lines.next().unwrap();
+    assert!(header.ends_with("delivered,throughput_msgs_per_s,lat_p50_us,lat_p95_us,lat_p99_us"));
+    let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(row.len(), header.split(',').count());
+    assert!(
+        row[14].parse::<u64>().unwrap() > 0,
+        "nothing delivered: {summary}"
+    );
+    assert!(
+        std::fs::read_to_string(out.join("latency_cdf.csv"))
+            .unwrap()
+            .lines()
+            .count()
+            > 1
+    );
+    let v = harness(&["verify", "--log", log.to_str().unwrap()]);
+    assert!(v.status.success(), "{}", stdout(&v));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn ramcast_run_rejects_bad_configurations_clearly() {
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--size", "5000", "--slot-bytes", "1024"],
+            "does not fit a slot",
+        ),
+        (&["--dest", "random:3", "--groups", "2"], "random:3"),
+        (&["--replicas", "4"], "odd"),
+        (&["--duration", "0s"], "positive"),
+    ];
+    for (args, want) in cases {
+        let mut all = vec!["run", "--protocol", "ramcast"];
+        all.extend_from_slice(args);
+        let o = harness(&all);
+        assert!(!o.status.success(), "{args:?} accepted");
+        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+    }
+}

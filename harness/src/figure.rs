@@ -1,0 +1,476 @@
+//! `harness figure ramcast-fig4 | ramcast-fig5`: RamCast's paper figures on the simulator, with
+//! CSV, PNG and a summary that puts measured and published numbers side by side.
+//!
+//! Throughput at saturation is found by doubling the number of closed-loop clients until
+//! throughput grows by less than 5% (or a cap is reached); latency CDFs are those of a single
+//! client, as in the paper.
+
+use crate::experiment::{Experiment, Measured, Where};
+use crate::plot::{self, Panel, Series};
+use hdrhistogram::Histogram;
+use multicast::DestPolicy;
+use ramcast::Config;
+use std::fmt::Write as _;
+use std::path::Path;
+use transport::runtime::sim::Profile;
+use transport::Nanos;
+
+/// One measured point of a saturation sweep.
+struct Point {
+    e: Experiment,
+    m: Measured,
+}
+
+fn experiment(
+    profile: &Profile,
+    groups: usize,
+    clients: usize,
+    size: usize,
+    dest: DestPolicy,
+    seed: u64,
+    duration: Nanos,
+) -> Experiment {
+    let mut cfg = Config::new(groups, 3, clients);
+    let dst_groups = if dest == DestPolicy::All { groups } else { 1 };
+    cfg.slot_bytes = (size + 16 + 8 * dst_groups + 16).div_ceil(8).max(128) * 8;
+    Experiment {
+        cfg,
+        dest,
+        size,
+        warmup: Nanos(duration.as_nanos() / 10),
+        duration,
+        runtime: Where::Sim,
+        profile: profile.clone(),
+        seed,
+        log: false,
+    }
+}
+
+/// Doubles the clients from 1 until throughput grows by less than 5%; returns every point.
+fn saturate(
+    mk: impl Fn(usize) -> Experiment,
+    max_clients: usize,
+    progress: &dyn Fn(&str),
+) -> Vec<Point> {
+    let mut points: Vec<Point> = Vec::new();
+    let mut clients = 1;
+    while clients <= max_clients {
+        let e = mk(clients);
+        let m = e.run();
+        progress(&format!(
+            "  groups={} size={} dest={} clients={clients}: {:.0} msg/s, p50 {:.2} us",
+            e.cfg.groups,
+            e.size,
+            e.dest,
+            m.throughput,
+            m.latency.value_at_quantile(0.5) as f64 / 1000.0
+        ));
+        let grew = points
+            .last()
+            .is_none_or(|p| m.throughput > p.m.throughput * 1.05);
+        points.push(Point { e, m });
+        if !grew {
+            break;
+        }
+        clients *= 2;
+    }
+    points
+}
+
+fn max_throughput(points: &[Point]) -> f64 {
+    points.iter().map(|p| p.m.throughput).fold(0.0, f64::max)
+}
+
+fn us(h: &Histogram<u64>, q: f64) -> f64 {
+    h.value_at_quantile(q) as f64 / 1000.0
+}
+
+/// The CDF of a latency histogram, starting at fraction 0 at the smallest value.
+fn cdf_points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
+    let total = h.len().max(1) as f64;
+    let mut seen = 0;
+    let mut points = vec![(h.min() as f64 / 1000.0, 0.0)];
+    points.extend(h.iter_recorded().map(|v| {
+        seen += v.count_at_value();
+        (v.value_iterated_to() as f64 / 1000.0, seen as f64 / total)
+    }));
+    points
+}
+
+/// `64 B`, `4K`.
+fn size_label(size: usize) -> String {
+    if size < 1024 {
+        format!("{size} B")
+    } else {
+        plot::human_bytes(size as f64)
+    }
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// A row of the side-by-side table.
+fn row(out: &mut String, what: &str, published: f64, measured: f64, unit: &str) {
+    let _ = writeln!(
+        out,
+        "| {what} | {published:.1} {unit} | {measured:.1} {unit} | {:.2} |",
+        measured / published
+    );
+}
+
+const TABLE_HEAD: &str =
+    "| what | published | measured | measured / published |\n|---|---|---|---|\n";
+
+fn profile_note(profile: &Profile) -> String {
+    format!(
+        "Profile `{}` (simulator, seed 1). It is calibrated on two numbers only, neither from \
+         RamCast: ib_write_lat 1.6 us and ib_write_bw 24 Gb/s, the vendor-typical ConnectX-4 Lx \
+         perftest figures declared in `transport/profiles/xl170-cx4.toml`. Every RamCast number \
+         below is a validation target; nothing was tuned against it.\n",
+        profile.name
+    )
+}
+
+/// RamCast Fig. 4: message size, one group of three replicas.
+pub(crate) fn fig4(
+    out: &Path,
+    commit: &str,
+    quick: bool,
+    progress: &dyn Fn(&str),
+) -> Result<(), String> {
+    let profile = Profile::load("xl170-cx4").map_err(|e| e.to_string())?;
+    let sizes: &[usize] = if quick {
+        &[64, 4096, 32768]
+    } else {
+        &[64, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768]
+    };
+    let duration = Nanos(if quick { 1_000_000 } else { 2_000_000 });
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut rows = Vec::new();
+    let mut cdf_csv = String::from("size,latency_us,fraction\n");
+    let (mut small, mut large, mut cdf_small, mut cdf_large) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut sat = Vec::new();
+    let mut single = Vec::new();
+    for &size in sizes {
+        let points = saturate(
+            |c| experiment(&profile, 1, c, size, DestPolicy::Single, 1, duration),
+            256,
+            progress,
+        );
+        let series = Series {
+            label: size_label(size),
+            points: points
+                .iter()
+                .map(|p| (p.m.throughput / 1000.0, us(&p.m.latency, 0.5)))
+                .collect(),
+        };
+        for p in &points {
+            rows.push(p.e.summary_row(&p.m, commit));
+        }
+        sat.push((size, max_throughput(&points)));
+        let one = experiment(
+            &profile,
+            1,
+            1,
+            size,
+            DestPolicy::Single,
+            1,
+            Nanos(duration.as_nanos() * 2),
+        )
+        .run();
+        for (x, f) in cdf_points(&one.latency) {
+            let _ = writeln!(cdf_csv, "{size},{x:.3},{f:.6}");
+        }
+        let cdf = Series {
+            label: size_label(size),
+            points: cdf_points(&one.latency),
+        };
+        single.push((size, us(&one.latency, 0.5), us(&one.latency, 0.95)));
+        if size <= 2048 {
+            small.push(series);
+            cdf_small.push(cdf);
+        } else {
+            large.push(series);
+            cdf_large.push(cdf);
+        }
+    }
+    crate::experiment::write_summary(&out.join("throughput_latency.csv"), &rows)?;
+    write(&out.join("latency_cdf.csv"), &cdf_csv)?;
+    let panel = |title: &str, x: &str, y: &str, series: Vec<Series>| Panel {
+        title: title.into(),
+        x_label: x.into(),
+        y_label: y.into(),
+        log_y: false,
+        x_bytes: false,
+        series,
+    };
+    plot::draw_png(
+        &out.join("fig4.png"),
+        "RamCast Fig. 4 on sim (xl170-cx4): 1 group x 3 replicas, single-group messages",
+        &[
+            panel(
+                "64 B - 2 KB",
+                "throughput (k msg/s)",
+                "median latency (us)",
+                small,
+            ),
+            panel(
+                "4 KB - 32 KB",
+                "throughput (k msg/s)",
+                "median latency (us)",
+                large,
+            ),
+            panel(
+                "latency CDF, 1 client, 64 B - 2 KB",
+                "latency (us)",
+                "fraction",
+                cdf_small,
+            ),
+            panel(
+                "latency CDF, 1 client, 4 KB - 32 KB",
+                "latency (us)",
+                "fraction",
+                cdf_large,
+            ),
+        ],
+    )?;
+    let get = |v: &[(usize, f64)], s: usize| v.iter().find(|x| x.0 == s).map(|x| x.1);
+    let mut md = String::from("# RamCast Fig. 4 (message size), reproduced on the simulator\n\n");
+    md.push_str(&profile_note(&profile));
+    let _ = writeln!(md, "\nCommand: `harness figure ramcast-fig4` (commit {commit}). Each throughput point: {} of simulated time after a 10% warm-up; clients doubled until throughput grew by less than 5%. Files: `throughput_latency.csv`, `latency_cdf.csv`, `fig4.png`.\n", duration);
+    md.push_str(TABLE_HEAD);
+    for s in [64, 1024, 4096] {
+        if let Some(t) = get(&sat, s) {
+            row(
+                &mut md,
+                &format!("max throughput, 1 group, {} messages", size_label(s)),
+                250.0,
+                t / 1000.0,
+                "k msg/s",
+            );
+        }
+    }
+    if let Some(t) = get(&sat, 32768) {
+        row(
+            &mut md,
+            "max throughput, 1 group, 32 KB messages",
+            70.0,
+            t / 1000.0,
+            "k msg/s",
+        );
+    }
+    let p95_small = single
+        .iter()
+        .filter(|x| x.0 <= 2048)
+        .map(|x| x.2)
+        .fold(0.0, f64::max);
+    row(
+        &mut md,
+        "single-client p95 latency, messages <= 2 KB (largest)",
+        8.0,
+        p95_small,
+        "us",
+    );
+    if let Some(x) = single.iter().find(|x| x.0 == 4096) {
+        row(
+            &mut md,
+            "single-client latency, 4 KB (p95)",
+            10.0,
+            x.2,
+            "us",
+        );
+    }
+    md.push_str("\nSingle-client latency per size (us): ");
+    for (s, p50, p95) in &single {
+        let _ = write!(md, "{}: p50 {p50:.2}, p95 {p95:.2}; ", size_label(*s));
+    }
+    md.push_str("\n\nMaximum throughput per size (k msg/s): ");
+    for (s, t) in &sat {
+        let _ = write!(md, "{}: {:.0}; ", size_label(*s), t / 1000.0);
+    }
+    md.push('\n');
+    md.push_str(FIG4_DISCUSSION);
+    write(&out.join("summary.md"), &md)?;
+    Ok(())
+}
+
+const FIG4_DISCUSSION: &str = "
+## Why points are off by more than 25%
+
+- **Throughput is several times the paper's.** The simulator charges a process only for what
+  the profile models: 25 ns per poll, 55 ns per posted work request and 20 ns per completion
+  (`transport/profiles/xl170-cx4.toml`). The paper's prototype is Java over jVerbs (DiSNI); its
+  per-message software cost (object handling, JNI crossings, garbage collection) is not in the
+  model, so the leader saturates much later. No per-message software cost was added to match:
+  it would be a number tuned to this figure. The shape is a validation of its own: throughput is
+  nearly flat up to a few KB and falls for large messages, where the 25 Gb/s link (and, in this
+  implementation, the leader's copy of each message to its followers, see the ramcast crate
+  docs) becomes the bottleneck.
+- **Large messages**: our leader copies each message into its followers' buffers before its
+  proposal (needed for uniform agreement when a client and a leader crash); the leader's egress
+  then carries the message twice, which lowers the 32 KB ceiling relative to the paper's
+  prototype, which does not copy.
+";
+
+/// RamCast Fig. 5: groups, single-group and all-groups messages.
+pub(crate) fn fig5(
+    out: &Path,
+    commit: &str,
+    quick: bool,
+    progress: &dyn Fn(&str),
+) -> Result<(), String> {
+    let profile = Profile::load("xl170-cx4").map_err(|e| e.to_string())?;
+    let groups: &[usize] = if quick { &[1, 2] } else { &[1, 2, 4, 8] };
+    let duration = Nanos(if quick { 1_000_000 } else { 2_000_000 });
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut rows = Vec::new();
+    let mut cdf_csv = String::from("dest,groups,latency_us,fraction\n");
+    let mut results = Vec::new();
+    let (mut cdf_single, mut cdf_all) = (Vec::new(), Vec::new());
+    for (dest, label) in [(DestPolicy::Single, "single"), (DestPolicy::All, "all")] {
+        for &g in groups {
+            let points = saturate(
+                |c| experiment(&profile, g, c, 64, dest, 1, duration),
+                256,
+                progress,
+            );
+            for p in &points {
+                rows.push(p.e.summary_row(&p.m, commit));
+            }
+            let one = experiment(&profile, g, 1, 64, dest, 1, Nanos(duration.as_nanos() * 2)).run();
+            for (x, f) in cdf_points(&one.latency) {
+                let _ = writeln!(cdf_csv, "{label},{g},{x:.3},{f:.6}");
+            }
+            let cdf = Series {
+                label: format!("{g} group(s)"),
+                points: cdf_points(&one.latency),
+            };
+            if dest == DestPolicy::Single {
+                cdf_single.push(cdf)
+            } else {
+                cdf_all.push(cdf)
+            }
+            results.push((
+                label,
+                g,
+                max_throughput(&points),
+                us(&one.latency, 0.5),
+                us(&one.latency, 0.95),
+            ));
+        }
+    }
+    crate::experiment::write_summary(&out.join("throughput.csv"), &rows)?;
+    write(&out.join("latency_cdf.csv"), &cdf_csv)?;
+    let tput = |label: &str| Series {
+        label: format!("RamCast, {label}-group messages"),
+        points: results
+            .iter()
+            .filter(|r| r.0 == label)
+            .map(|r| (r.1 as f64, r.2 / 1000.0))
+            .collect(),
+    };
+    let panel = |title: &str, x: &str, y: &str, series: Vec<Series>| Panel {
+        title: title.into(),
+        x_label: x.into(),
+        y_label: y.into(),
+        log_y: false,
+        x_bytes: false,
+        series,
+    };
+    plot::draw_png(
+        &out.join("fig5.png"),
+        "RamCast Fig. 5 on sim (xl170-cx4): groups of 3 replicas, 64 B messages",
+        &[
+            panel(
+                "single-group messages",
+                "groups",
+                "max throughput (k msg/s)",
+                vec![tput("single")],
+            ),
+            panel(
+                "all-groups messages",
+                "groups",
+                "max throughput (k msg/s)",
+                vec![tput("all")],
+            ),
+            panel(
+                "latency CDF, 1 client, single-group",
+                "latency (us)",
+                "fraction",
+                cdf_single,
+            ),
+            panel(
+                "latency CDF, 1 client, all groups",
+                "latency (us)",
+                "fraction",
+                cdf_all,
+            ),
+        ],
+    )?;
+    let find = |label: &str, g: usize| results.iter().find(|r| r.0 == label && r.1 == g);
+    let mut md = String::from("# RamCast Fig. 5 (groups), reproduced on the simulator\n\n");
+    md.push_str(&profile_note(&profile));
+    let _ = writeln!(md, "\nCommand: `harness figure ramcast-fig5` (commit {commit}). Single-group messages go to one group drawn uniformly per message. Each throughput point: {} of simulated time after a 10% warm-up; clients doubled until throughput grew by less than 5%. Files: `throughput.csv`, `latency_cdf.csv`, `fig5.png`. WBCast is not implemented here; its columns of the paper are not reproduced.\n", duration);
+    md.push_str(TABLE_HEAD);
+    if let (Some(a), Some(b)) = (find("single", 1), find("single", *groups.last().unwrap())) {
+        let n = *groups.last().unwrap() as f64;
+        row(
+            &mut md,
+            &format!("single-group throughput, {n} groups / 1 group (linear: {n})"),
+            n,
+            b.2 / a.2,
+            "x",
+        );
+    }
+    if let Some(r) = find("single", 1) {
+        row(
+            &mut md,
+            "single-group median latency, 1 client",
+            7.0,
+            r.3,
+            "us",
+        );
+    }
+    for (g, published) in [(1, 233.0), (2, 145.0), (4, 80.0), (8, 40.0)] {
+        if let Some(r) = find("all", g) {
+            row(
+                &mut md,
+                &format!("all-groups max throughput, {g} group(s)"),
+                published,
+                r.2 / 1000.0,
+                "k msg/s",
+            );
+        }
+    }
+    for (g, published) in [(1, 8.0), (2, 46.0), (4, 78.0), (8, 150.0)] {
+        if let Some(r) = find("all", g) {
+            row(
+                &mut md,
+                &format!("all-groups single-client p95 latency, {g} group(s)"),
+                published,
+                r.4,
+                "us",
+            );
+        }
+    }
+    md.push_str(FIG5_DISCUSSION);
+    write(&out.join("summary.md"), &md)?;
+    Ok(())
+}
+
+const FIG5_DISCUSSION: &str = "
+## Why points are off by more than 25%
+
+- **Throughput** is higher than the paper's everywhere, for the reason given in Fig. 4's
+  summary: the simulator does not model the Java prototype's per-message software cost. The
+  trends are what the paper reports: single-group throughput grows linearly with groups (groups
+  do not interact), and all-groups throughput falls as the destinations grow.
+- **All-groups latency with 2-8 groups** is far below the paper's 46-150 us: in the model a
+  multi-group message costs three write delays plus software costs of tens of nanoseconds, so
+  it stays near 3 x 1.6 us plus queueing. The paper's numbers grow much faster than its write
+  delays; whatever adds those tens of microseconds in the prototype (per-group processing in
+  Java, completion polling of many queue pairs) is not modelled. This is the largest gap
+  between the simulator and the prototype and is reported, not tuned away.
+";
