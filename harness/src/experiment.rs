@@ -49,6 +49,8 @@ pub(crate) struct Measured {
     pub(crate) cpu: Option<Duration>,
     /// Messages delivered by all servers.
     pub(crate) server_deliveries: u64,
+    /// Groups whose leadership changed during the run (false suspicions included).
+    pub(crate) leader_changes: usize,
 }
 
 impl Experiment {
@@ -101,13 +103,19 @@ impl Experiment {
         let mut latency = Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("bounds");
         let mut delivered = 0;
         let mut server_deliveries = 0;
+        let mut changed = std::collections::BTreeSet::new();
         for n in &nodes {
             match n {
                 Node::Client(c) => {
                     delivered += c.completed_in_window;
                     latency.add(&c.latency).expect("same bounds");
                 }
-                Node::Server(s) => server_deliveries += s.delivered,
+                Node::Server(s) => {
+                    server_deliveries += s.delivered;
+                    if s.server.current_round().time() > 0 {
+                        changed.insert(multicast::Server::group(&s.server));
+                    }
+                }
             }
         }
         let log = self
@@ -121,6 +129,7 @@ impl Experiment {
             wall,
             cpu,
             server_deliveries,
+            leader_changes: changed.len(),
         }
     }
 

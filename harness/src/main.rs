@@ -637,13 +637,14 @@ fn run_experiment(a: RunArgs) -> Result<ExitCode, String> {
     let m = e.run();
     let q = |x: f64| m.latency.value_at_quantile(x) as f64 / 1000.0;
     println!(
-        "delivered {} multicasts in the window: {:.0} msg/s; latency p50 {:.2} us, p95 {:.2} us, p99 {:.2} us; server deliveries {}; wall {:.2} s",
+        "delivered {} multicasts in the window: {:.0} msg/s; latency p50 {:.2} us, p95 {:.2} us, p99 {:.2} us; server deliveries {}; groups that changed leader {}; wall {:.2} s",
         m.delivered,
         m.throughput,
         q(0.5),
         q(0.95),
         q(0.99),
         m.server_deliveries,
+        m.leader_changes,
         m.wall.as_secs_f64()
     );
     if let Some(cpu) = m.cpu.filter(|_| e.runtime != experiment::Where::Sim) {

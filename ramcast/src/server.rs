@@ -409,6 +409,15 @@ impl<N: Nic> Process<N> for RamcastServer {
         worked |= self.poll_pending(nic);
         worked |= self.sweep_delivered(nic);
         worked |= self.propose(nic);
+        // Entries that landed while this poll read proposals must be taken before Task 6 may
+        // deliver: a proposal read above implies that every message the same leader copied
+        // earlier has landed (one queue pair, in order), but it may have landed after
+        // `poll_buffers` looked. Without this, a message with a smaller timestamp could still
+        // be missing from `pending` (memory changes during a poll on real threads).
+        worked |= self.poll_buffers(nic);
+        if self.halted {
+            return Progress::IDLE;
+        }
         worked |= self.deliver(nic);
         let (fd_work, wake) = self.failure_detector(nic);
         worked |= self.flush_catch(nic);

@@ -1,13 +1,14 @@
 //! Uniform agreement (RamCast 2.2): if a process (correct or not) delivers m, then eventually all
 //! correct processes q in g, for g in m.dst, deliver m.
 
-use super::{correct_destinations, delivered_set, Property, Violation};
+use super::{correct_destinations, DeliveredSets, Property, Violation};
 use crate::DeliveryLog;
 use std::collections::BTreeMap;
 
 /// The first delivered message (in id order) some correct destination never delivered, with the
 /// first process that delivered it and the first correct destination that did not.
 pub fn check(log: &DeliveryLog) -> Option<Violation> {
+    let sets = DeliveredSets::of(log);
     let mut first_deliverer = BTreeMap::new();
     for (&p, seq) in &log.deliveries {
         for &m in seq {
@@ -16,7 +17,7 @@ pub fn check(log: &DeliveryLog) -> Option<Violation> {
     }
     for (&m, &p) in &first_deliverer {
         for q in correct_destinations(log, m) {
-            if !delivered_set(log, q).contains(&m) {
+            if !sets.delivered(q, m) {
                 return Some(Violation {
                     property: Property::UniformAgreement,
                     messages: vec![m],

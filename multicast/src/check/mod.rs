@@ -8,7 +8,7 @@ pub mod prefix_order;
 pub mod validity;
 
 use crate::{DeliveryLog, MsgId, ProcessId};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// The five properties (RamCast section 2.2).
@@ -72,12 +72,24 @@ pub fn check(log: &DeliveryLog) -> Vec<Violation> {
     .collect()
 }
 
-/// The set of messages `p` delivered.
-fn delivered_set(log: &DeliveryLog, p: ProcessId) -> BTreeSet<MsgId> {
-    log.deliveries
-        .get(&p)
-        .map(|s| s.iter().copied().collect())
-        .unwrap_or_default()
+/// The set of messages each process delivered, built once per check (logs of long runs hold
+/// millions of deliveries).
+struct DeliveredSets(BTreeMap<ProcessId, BTreeSet<MsgId>>);
+
+impl DeliveredSets {
+    fn of(log: &DeliveryLog) -> DeliveredSets {
+        DeliveredSets(
+            log.deliveries
+                .iter()
+                .map(|(&p, s)| (p, s.iter().copied().collect()))
+                .collect(),
+        )
+    }
+
+    /// Whether `p` delivered `m`.
+    fn delivered(&self, p: ProcessId, m: MsgId) -> bool {
+        self.0.get(&p).is_some_and(|s| s.contains(&m))
+    }
 }
 
 /// The correct server processes whose group is among `m`'s destinations.

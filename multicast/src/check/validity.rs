@@ -2,17 +2,18 @@
 //! processes q in g, for g in m.dst, deliver m. Checked at the end of a run: every multicast of
 //! a correct client must have been delivered by every correct destination process.
 
-use super::{correct_destinations, delivered_set, Property, Violation};
+use super::{correct_destinations, DeliveredSets, Property, Violation};
 use crate::DeliveryLog;
 
 /// The first (message, process) pair, in id order, that breaks validity.
 pub fn check(log: &DeliveryLog) -> Option<Violation> {
+    let sets = DeliveredSets::of(log);
     for m in log.multicasts.values() {
         if !log.is_correct(m.client) {
             continue;
         }
         for q in correct_destinations(log, m.msg) {
-            if !delivered_set(log, q).contains(&m.msg) {
+            if !sets.delivered(q, m.msg) {
                 return Some(Violation {
                     property: Property::Validity,
                     messages: vec![m.msg],
