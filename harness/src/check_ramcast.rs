@@ -31,6 +31,9 @@ pub(crate) struct Kinds {
     pub(crate) leader_crash: bool,
     pub(crate) follower_crash: bool,
     pub(crate) client_crash: bool,
+    /// A crash in the middle of posting (a client's multicast reaching some destinations only,
+    /// a leader's proposal reaching some followers only).
+    pub(crate) mid_post: bool,
     pub(crate) false_suspicion: bool,
     pub(crate) slow: bool,
     pub(crate) link_delay: bool,
@@ -79,11 +82,16 @@ impl RamcastRun {
         let suspect = self.cfg.timing.suspect;
         for f in &self.faults {
             match *f {
-                Fault::Crash { process, .. } => match self.cfg.group_of(process) {
-                    None => k.client_crash = true,
-                    Some(_) if self.cfg.rank_of(process) == 0 => k.leader_crash = true,
-                    Some(_) => k.follower_crash = true,
-                },
+                Fault::Crash { process, .. } | Fault::CrashMidPost { process, .. } => {
+                    match self.cfg.group_of(process) {
+                        None => k.client_crash = true,
+                        Some(_) if self.cfg.rank_of(process) == 0 => k.leader_crash = true,
+                        Some(_) => k.follower_crash = true,
+                    }
+                    if matches!(f, Fault::CrashMidPost { .. }) {
+                        k.mid_post = true;
+                    }
+                }
                 Fault::Pause {
                     process, duration, ..
                 } if duration > suspect && self.cfg.group_of(process).is_some() => {
@@ -135,7 +143,8 @@ impl RamcastRun {
 }
 
 /// Draws the fault schedule: at most f crashes per group (the initial leader among the
-/// candidates), any number of client crashes but one, pauses of servers long enough to be
+/// candidates), any number of client crashes but one, half of all crashes in the middle of
+/// posting (a partial multicast or proposal), pauses of servers long enough to be
 /// suspected (false suspicions), slow processes and delayed links, all within the fault phase.
 fn draw_faults(seed: u64, cfg: &Config, phase: Nanos) -> Vec<Fault> {
     let mut rng = Rng::derive(seed, Purpose::Faults, 0);
@@ -147,18 +156,12 @@ fn draw_faults(seed: u64, cfg: &Config, phase: Nanos) -> Vec<Fault> {
         for i in 0..crashes {
             let j = i + rng.below((ranks.len() - i) as u64) as usize;
             ranks.swap(i, j);
-            faults.push(Fault::Crash {
-                at: Nanos(rng.below(h)),
-                process: cfg.server(GroupId(g as u8), ranks[i]),
-            });
+            faults.push(crash(&mut rng, h, cfg.server(GroupId(g as u8), ranks[i])));
         }
     }
     for c in 0..cfg.clients.saturating_sub(1) {
         if rng.chance(0.3) {
-            faults.push(Fault::Crash {
-                at: Nanos(rng.below(h)),
-                process: cfg.client(c),
-            });
+            faults.push(crash(&mut rng, h, cfg.client(c)));
         }
     }
     let servers = cfg.servers() as u64;
@@ -192,6 +195,16 @@ fn draw_faults(seed: u64, cfg: &Config, phase: Nanos) -> Vec<Fault> {
     faults
 }
 
+/// A crash at a random time of the fault phase; half of them in the middle of posting.
+fn crash(rng: &mut Rng, horizon: u64, process: ProcessId) -> Fault {
+    let at = Nanos(rng.below(horizon));
+    if rng.chance(0.5) {
+        Fault::CrashMidPost { at, process }
+    } else {
+        Fault::Crash { at, process }
+    }
+}
+
 /// The outcome of one run.
 #[derive(Debug, Default)]
 pub(crate) struct Outcome {
@@ -200,6 +213,8 @@ pub(crate) struct Outcome {
     pub(crate) delivered: u64,
     pub(crate) leader_changes: bool,
     pub(crate) refused_writes: u64,
+    /// Messages relayed for suspected clients (Task 10).
+    pub(crate) relays: u64,
     pub(crate) divergence: Option<String>,
     pub(crate) log: Option<DeliveryLog>,
     /// Each server's final state, for failure reports.
@@ -224,6 +239,7 @@ pub(crate) fn check_seed(run: &RamcastRun, profile: &Profile, determinism: bool)
             out.delivered += s.delivered;
             out.leader_changes |= s.server.current_round().time() > 0;
             out.refused_writes += s.server.refused_writes();
+            out.relays += s.server.relayed_messages();
         }
         if let Node::Client(c) = n {
             if let Some(e) = &c.error {

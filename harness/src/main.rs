@@ -721,7 +721,7 @@ fn check_ramcast(a: CheckArgs) -> Result<ExitCode, String> {
     println!("{}", profile.describe());
     let bar = progress_bar(seeds.len() as u64);
     let start = std::time::Instant::now();
-    let (mut failed, mut counts, mut events, mut delivered) = (Vec::new(), [0u64; 8], 0u64, 0u64);
+    let (mut failed, mut counts, mut events, mut delivered) = (Vec::new(), [0u64; 10], 0u64, 0u64);
     for &seed in &seeds {
         let run = check_ramcast::RamcastRun::derive(seed);
         if verbose {
@@ -735,12 +735,16 @@ fn check_ramcast(a: CheckArgs) -> Result<ExitCode, String> {
             k.false_suspicion,
             k.slow,
             k.link_delay,
+            false,
+            false,
+            k.mid_post,
         ]) {
             *c += on as u64;
         }
         let out = check_ramcast::check_seed(&run, &profile, a.check_determinism);
         counts[6] += out.leader_changes as u64;
         counts[7] += (out.refused_writes > 0) as u64;
+        counts[9] += (out.relays > 0) as u64;
         events += out.events;
         delivered += out.delivered;
         if !out.violations.is_empty() || out.divergence.is_some() {
@@ -781,8 +785,8 @@ fn check_ramcast(a: CheckArgs) -> Result<ExitCode, String> {
         delivered
     );
     println!(
-        "runs with: leader crash {}, follower crash {}, client crash {}, false suspicion (server paused past the timeout) {}, pause/slow {}, link delay {}; leader change happened {}, deposed leader's write refused (revoke race) {}",
-        counts[0], counts[1], counts[2], counts[3], counts[4], counts[5], counts[6], counts[7]
+        "runs with: leader crash {}, follower crash {}, client crash {}, crash in the middle of posting (partial multicast or proposal) {}, false suspicion (server paused past the timeout) {}, pause/slow {}, link delay {}; leader change happened {}, deposed leader's write refused (revoke race) {}, Task 10 relay of a suspected client's message {}",
+        counts[0], counts[1], counts[2], counts[8], counts[3], counts[4], counts[5], counts[6], counts[7], counts[9]
     );
     if failed.is_empty() {
         println!("0 violations");

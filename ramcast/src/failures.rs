@@ -2,7 +2,7 @@
 //!
 //! | task | where |
 //! |---|---|
-//! | failure detector (heartbeats in `CTL`, next-leader rule) | [`RamcastServer::failure_detector`] |
+//! | failure detector (heartbeats in `CTL`, next-leader rule) | `RamcastServer::failure_detector` |
 //! | 7: a would-be leader picks a higher round and sends CATCH_UP | `RamcastServer::start_candidacy` |
 //! | 8: accept a higher round, move `T`'s write permission, answer MY_STATE | `RamcastServer::on_catch_up` |
 //! | 9: from a quorum of every group, re-propose or forward | `RamcastServer::finish_candidacy` |
@@ -497,6 +497,7 @@ impl RamcastServer {
             }
             let entry = slot.entry.clone().expect("pending");
             self.slot_mut(c, s).expect("pending").since = now;
+            self.relayed += 1;
             next = Some(next.map_or(now.saturating_add(relay), |n| {
                 n.min(now.saturating_add(relay))
             }));

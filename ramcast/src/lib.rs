@@ -14,10 +14,15 @@
 //!
 //! - **Slot pointers.** The `s`-th message a client sends to group `h` uses slot `s mod slots`
 //!   at every member of `h`, so `ptr[h][q]` is one number per group ([`layout`]).
-//! - **Recycling.** The response write to the client carries the server's LDM; the client
-//!   reuses a slot once the group's lowest LDM (LSGM) passed it. Without checkpoints, a member
-//!   that stays silent for `timing.evict` while a client is blocked is no longer waited for; if
-//!   it was alive it finds a lapped slot and halts (and counts as faulty).
+//! - **Recycling.** The response write to the client carries the server's LDM; a group's LSGM
+//!   is its members' lowest LDM. A client reuses a slot once the message in it was delivered by
+//!   all its destinations, in every destination group (the paper's condition), so no process
+//!   writes about it any more. Without checkpoints, a member that stays silent for
+//!   `timing.evict` while a client is blocked is no longer waited for; if it was alive it finds
+//!   a lapped slot and halts (and counts as faulty).
+//! - **Acknowledgement banks.** Consecutive laps of a slot use alternate banks of
+//!   acknowledgement words, so a late acknowledgement of the previous message never overwrites
+//!   one of the current message.
 //! - **Client suspicion (Task 10).** A server suspects a message's client when the message
 //!   stayed undecided for `timing.relay`, and relays it with a two-sided message; the receiver
 //!   stores it only in a slot its client may still use, so a late relay never overwrites a newer
@@ -39,8 +44,25 @@
 //!   pending slot again in its round (with the adopted timestamp where one exists), and forwards
 //!   other groups' proposals again. A leader that learns another group's new leader sends it
 //!   its own proposals again.
+//! - **MY_STATE reports memory, not only processed state.** Before answering CATCH_UP a server
+//!   takes every entry and proposal that has landed (Protected Memory Paxos: a landed write is
+//!   an accepted one).
+//! - **Delivered slots are caught up by message** ([`recovery`]): a new leader proposes again
+//!   the slots it delivered, with their chosen timestamps, and members acknowledge them, so a
+//!   member that missed a round still orders; this travels as two-sided messages because the
+//!   slots may already be reused elsewhere.
+//! - **Control messages survive broken queue pairs.** They are signaled; one flushed by a queue
+//!   pair in error is sent again after the reconnect.
+//! - **Entries are taken again just before delivery.** On real threads memory changes during a
+//!   poll; a proposal read mid-poll implies entries that landed after the poll first looked.
 //! - **Failure detector.** Leaders write a heartbeat counter into their followers' `CTL`
 //!   region; the next leader is the next rank ([`failures`]).
+//!
+//! # Known limits
+//! - One multicast in flight per client (the papers' closed-loop clients).
+//! - No state transfer: a member excluded from recycling halts instead of catching up.
+//! - The simulator does not charge the per-message software cost of the paper's Java
+//!   prototype; see `results/ramcast-fig4/summary.md`.
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]

@@ -3,11 +3,11 @@
 //! | task | where |
 //! |---|---|
 //! | 1, `Relay` (client) | [`crate::client`] |
-//! | entries landing in `M` | [`RamcastServer::poll_buffers`] |
-//! | 2: the leader proposes | [`RamcastServer::propose`] |
-//! | 3: followers acknowledge | [`RamcastServer::poll_pending`] |
-//! | 4: leaders propagate other groups' timestamps | [`RamcastServer::poll_pending`] |
-//! | 5: ORDERED with a quorum of acks per group | [`RamcastServer::poll_pending`] |
+//! | entries landing in `M` | `RamcastServer::poll_buffers` |
+//! | 2: the leader proposes | `RamcastServer::propose` |
+//! | 3: followers acknowledge | `RamcastServer::poll_pending` |
+//! | 4: leaders propagate other groups' timestamps | `RamcastServer::poll_pending` |
+//! | 5: ORDERED with a quorum of acks per group | `RamcastServer::poll_pending` |
 //! | 6: delivery in timestamp order | `RamcastServer::deliver` |
 //!
 //! Departures from the paper's pseudocode, each needed for safety (see the crate docs):

@@ -10,7 +10,7 @@
 //!
 //! Two situations need it:
 //! - a new leader, or a leader that reconnected to a follower, proposes again in its round
-//!   every slot it delivered, with the chosen timestamp ([`RamcastServer::repropose_decided`]),
+//!   every slot it delivered, with the chosen timestamp (`RamcastServer::repropose_decided`),
 //!   along with the other groups' proposals it holds, so a member that missed the earlier round
 //!   can order the slot with the new round's acknowledgements;
 //! - every member acknowledges such a proposal even for a slot it delivered.
@@ -23,7 +23,7 @@ use multicast::GroupId;
 use transport::{Nic, ProcessId};
 
 impl RamcastServer {
-    /// Queues `item` for `to`; [`RamcastServer::flush_catch`] sends the batch.
+    /// Queues `item` for `to`; `RamcastServer::flush_catch` sends the batch.
     fn catch_to<N: Nic>(&mut self, nic: &mut N, to: ProcessId, item: CatchItem) {
         if to == self.me {
             self.on_catch(nic, vec![item]);

@@ -126,10 +126,12 @@ pub struct RamcastServer {
     pub(crate) sends: BTreeMap<WrId, (ProcessId, Vec<u8>)>,
     /// Control messages a broken queue pair flushed, to send again after its reconnect.
     pub(crate) unsent: BTreeMap<ProcessId, Vec<Vec<u8>>>,
-    /// Cursor of [`RamcastServer::sweep_delivered`] over the window.
+    /// Cursor of `RamcastServer::sweep_delivered` over the window.
     pub(crate) sweep: usize,
     /// Catch-up items waiting to be sent, per peer (see [`crate::recovery`]).
     pub(crate) outbox: BTreeMap<ProcessId, Vec<crate::wire::CatchItem>>,
+    /// Messages this server relayed for a suspected client (Task 10).
+    pub(crate) relayed: u64,
     /// Writes of this server that a peer refused (it had been deposed: a revoke race).
     pub(crate) refused: u64,
     pub(crate) scratch: Vec<u8>,
@@ -182,6 +184,7 @@ impl RamcastServer {
             deliveries: VecDeque::new(),
             halted: false,
             refused: 0,
+            relayed: 0,
             outbox: BTreeMap::new(),
             sends: BTreeMap::new(),
             unsent: BTreeMap::new(),
@@ -254,6 +257,11 @@ impl RamcastServer {
             ));
         }
         out
+    }
+
+    /// How many messages this server relayed for a suspected client (Task 10).
+    pub fn relayed_messages(&self) -> u64 {
+        self.relayed
     }
 
     /// How many of this server's writes were refused because it had been deposed.

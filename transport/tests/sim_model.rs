@@ -150,3 +150,78 @@ fn message_rate_limits_small_writes() {
     let (a, b) = (landed(&p[1])[0], landed(&p[2])[0]);
     assert_eq!(b - a, 100);
 }
+
+/// Posts ten one-word writes to its peer in its first poll; the peer only sits there.
+struct Burst {
+    peer: transport::ProcessId,
+    posted: bool,
+}
+
+impl<N: transport::Nic> transport::Process<N> for Burst {
+    fn regions(&self) -> Vec<transport::RegionSpec> {
+        vec![transport::RegionSpec::new(80).with_default(transport::Access::Write)]
+    }
+    fn poll(&mut self, nic: &mut N) -> transport::Progress {
+        if !self.posted && nic.id().0 == 0 {
+            for i in 0..10u64 {
+                let dst =
+                    transport::RemoteAddr::new(self.peer, transport::RegionId(0), i as usize * 8);
+                nic.post_write(
+                    dst,
+                    &(i + 1).to_le_bytes(),
+                    transport::WriteFlags::NONE.inline(),
+                )
+                .unwrap();
+            }
+            self.posted = true;
+        }
+        transport::Progress::IDLE
+    }
+}
+
+#[test]
+fn a_crash_in_the_middle_of_posting_issues_only_a_prefix() {
+    use transport::runtime::sim::{Fault, Profile, Sim, SimConfig};
+    let mut landed = std::collections::BTreeSet::new();
+    for seed in 0..20 {
+        let mut cfg = SimConfig::new(seed, Profile::load("r320-cx3").unwrap());
+        cfg.faults = vec![Fault::CrashMidPost {
+            at: transport::Nanos::ZERO,
+            process: transport::ProcessId(0),
+        }];
+        let procs = vec![
+            Burst {
+                peer: transport::ProcessId(1),
+                posted: false,
+            },
+            Burst {
+                peer: transport::ProcessId(0),
+                posted: false,
+            },
+        ];
+        let mut sim = Sim::new(cfg, procs);
+        sim.run(Some(transport::Nanos(1_000_000)));
+        assert!(sim.crashed(transport::ProcessId(0)));
+        let mem = sim
+            .nic(transport::ProcessId(1))
+            .memory()
+            .bytes(transport::RegionId(0))
+            .to_vec();
+        let words: Vec<u64> = mem
+            .chunks(8)
+            .map(|w| u64::from_le_bytes(w.try_into().unwrap()))
+            .collect();
+        let n = words.iter().take_while(|&&w| w != 0).count();
+        // A prefix, in post order, and never all ten.
+        assert!(words[n..].iter().all(|&w| w == 0) && n < 10, "{words:?}");
+        assert!(words[..n]
+            .iter()
+            .enumerate()
+            .all(|(i, &w)| w == i as u64 + 1));
+        landed.insert(n);
+    }
+    assert!(
+        landed.len() > 3,
+        "prefix lengths should vary with the seed: {landed:?}"
+    );
+}

@@ -17,6 +17,16 @@ pub enum Fault {
         /// Who.
         process: ProcessId,
     },
+    /// The process crashes while posting: in its first poll at or after `at` that posts ops, only
+    /// a prefix of those ops (its length drawn from the seed, possibly empty) reaches the NIC,
+    /// then the process stops for good, as [`Fault::Crash`]. A client crashing in the middle of
+    /// a multicast leaves its message at some destinations only.
+    CrashMidPost {
+        /// From when.
+        at: Nanos,
+        /// Who.
+        process: ProcessId,
+    },
     /// The process is not polled during `[at, at + duration)` (a GC pause, a descheduled thread).
     Pause {
         /// When.
@@ -76,6 +86,7 @@ impl Fault {
     pub fn at(&self) -> Nanos {
         match self {
             Fault::Crash { at, .. }
+            | Fault::CrashMidPost { at, .. }
             | Fault::Pause { at, .. }
             | Fault::Slow { at, .. }
             | Fault::LinkDelay { at, .. }
@@ -88,6 +99,9 @@ impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Fault::Crash { at, process } => write!(f, "{at} crash {process}"),
+            Fault::CrashMidPost { at, process } => {
+                write!(f, "{at} crash {process} in the middle of its next posts")
+            }
             Fault::Pause {
                 at,
                 process,

@@ -240,6 +240,8 @@ struct Cpu {
     scheduled: Option<Nanos>,
     gen: u32,
     crashed: bool,
+    /// A [`Fault::CrashMidPost`] is armed: crash during the next poll that posts.
+    crash_on_post: bool,
     done: bool,
     egress_free: Nanos,
     ingress_free: Nanos,
@@ -329,6 +331,7 @@ impl<P: Process<SimNic>> Sim<P> {
                 scheduled: None,
                 gen: 0,
                 crashed: false,
+                crash_on_post: false,
                 done: false,
                 egress_free: Nanos::ZERO,
                 ingress_free: Nanos::ZERO,
@@ -572,10 +575,22 @@ impl<P: Process<SimNic>> Sim<P> {
             self.not_done -= 1;
         }
         let mut outbox = std::mem::take(&mut self.nics[i].outbox);
+        let crash_now = self.cpus[i].crash_on_post && !outbox.is_empty();
+        if crash_now {
+            // Only a prefix of this poll's posts reaches the NIC before the crash.
+            let keep =
+                mix64(self.cfg.seed ^ (p as u64) << 40 ^ self.now.as_nanos()) % outbox.len() as u64;
+            outbox.truncate(keep as usize);
+            self.digest.fold(0xC4A5 ^ keep);
+        }
         for posted in outbox.drain(..) {
             self.issue(p, posted);
         }
         self.nics[i].outbox = outbox;
+        if crash_now {
+            self.crash(i);
+            return;
+        }
         if progress.did_work {
             self.wake(p, busy_until);
         } else if let Some(at) = progress.wake_at {
@@ -809,20 +824,28 @@ impl<P: Process<SimNic>> Sim<P> {
         s
     }
 
+    fn crash(&mut self, p: usize) {
+        let cpu = &mut self.cpus[p];
+        if !cpu.crashed {
+            cpu.crashed = true;
+            if !cpu.done {
+                cpu.done = true;
+                self.not_done -= 1;
+            }
+        }
+    }
+
     fn fault(&mut self, index: usize) -> u32 {
         let now = self.now;
         let fault = self.cfg.faults[index].clone();
         self.digest.fold(0xFA17 ^ index as u64);
         match fault {
             Fault::Crash { process, .. } => {
-                let cpu = &mut self.cpus[process.index()];
-                if !cpu.crashed {
-                    cpu.crashed = true;
-                    if !cpu.done {
-                        cpu.done = true;
-                        self.not_done -= 1;
-                    }
-                }
+                self.crash(process.index());
+                process.0
+            }
+            Fault::CrashMidPost { process, .. } => {
+                self.cpus[process.index()].crash_on_post = true;
                 process.0
             }
             Fault::Pause {
