@@ -306,6 +306,11 @@ mod tests {
     ///   error. Fixed: control messages are sent again after the reconnect.
     /// - 5 (liveness): a deposed leader missed the proposals of the round that replaced it.
     ///   Fixed with 99's recovery.
+    /// - 1226 (uniform agreement and prefix order): a client crashed mid-multicast; the new
+    ///   leader's copy of the message to a paused follower was flushed (its queue pair broke on
+    ///   a refused proposal) and every other member had delivered, so nobody relayed it; the
+    ///   follower delivered a later message without it. Fixed: catch-up items of delivered
+    ///   slots carry the entry.
     #[test]
     fn formerly_failing_schedules_pass() {
         let p = |i: u32| ProcessId(i);
@@ -450,6 +455,29 @@ mod tests {
                     Fault::Crash {
                         at: us(4378.204),
                         process: p(6),
+                    },
+                ],
+            ),
+            pinned(
+                1226,
+                (2, 3, 2, 7),
+                DestPolicy::Random(2),
+                57,
+                us(2519.419),
+                TieBreak::Fifo,
+                vec![
+                    Fault::CrashMidPost {
+                        at: us(603.403),
+                        process: p(6),
+                    },
+                    Fault::CrashMidPost {
+                        at: us(607.782),
+                        process: p(2),
+                    },
+                    Fault::Pause {
+                        at: us(681.828),
+                        process: p(3),
+                        duration: us(1177.727),
                     },
                 ],
             ),

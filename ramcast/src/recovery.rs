@@ -15,7 +15,7 @@
 //!   can order the slot with the new round's acknowledgements;
 //! - every member acknowledges such a proposal even for a slot it delivered.
 
-use crate::layout::{ack_word, local, M};
+use crate::layout::{ack_word, local, Entry, M};
 use crate::server::{Prop, RamcastServer, Role, Stat};
 use crate::stamp::Stamp;
 use crate::wire::{CatchItem, Wire};
@@ -64,6 +64,7 @@ impl RamcastServer {
                     seq: ptr,
                     props: Vec::new(),
                     acks: vec![ack],
+                    entry: Vec::new(),
                 };
                 self.catch_to(nic, q, item);
             }
@@ -103,12 +104,15 @@ impl RamcastServer {
                     .members(g)
                     .filter(|&q| q != self.me && only.is_none_or(|o| o == q))
                     .collect();
+                // The entry goes along: the leader's copy to a follower may have been flushed by
+                // a broken queue pair, and the client may have crashed mid-multicast.
                 for q in followers {
                     let item = CatchItem {
                         client: c,
                         seq: s,
                         props: props.clone(),
                         acks: Vec::new(),
+                        entry: entry.raw.to_vec(),
                     };
                     self.catch_to(nic, q, item);
                 }
@@ -119,6 +123,7 @@ impl RamcastServer {
                             seq: ptr,
                             props: vec![(g.0, own.tmp.0, round.0)],
                             acks: Vec::new(),
+                            entry: Vec::new(),
                         };
                         let l = self.leader[h.0 as usize];
                         self.catch_to(nic, l, item);
@@ -189,6 +194,7 @@ impl RamcastServer {
                     seq: ptr,
                     props: vec![(g.0, own.tmp.0, own.rnd.0)],
                     acks: Vec::new(),
+                    entry: Vec::new(),
                 };
                 self.catch_to(nic, q, item);
             }
@@ -200,7 +206,18 @@ impl RamcastServer {
         let g = self.group;
         for item in items {
             let (c, s) = (item.client, item.seq);
-            if c as usize >= self.cfg.clients || self.slot(c, s).is_none() {
+            if c as usize >= self.cfg.clients {
+                continue;
+            }
+            if self.slot(c, s).is_none() && !item.entry.is_empty() && self.fits(c, s) {
+                let entry = Entry::decode(bytes::Bytes::from(item.entry));
+                if let Some(e) = entry.filter(|e| {
+                    e.ptr(g) == Some(s) && e.raw.len() <= self.layout.m_codec.capacity()
+                }) {
+                    self.store(nic, c, s, e);
+                }
+            }
+            if self.slot(c, s).is_none() {
                 continue;
             }
             for (gr, rank, round) in item.acks {
@@ -266,6 +283,7 @@ impl RamcastServer {
                 seq: s,
                 props: props.clone(),
                 acks: Vec::new(),
+                entry: Vec::new(),
             };
             self.catch_to(nic, q, item);
         }

@@ -27,6 +27,8 @@ pub struct CatchItem {
     pub props: Vec<(u8, u64, u64)>,
     /// Acknowledgements `(group, rank, round)` the sender gives (its own) for the slot.
     pub acks: Vec<(u8, u8, u64)>,
+    /// The encoded entry, for a receiver that may lack it (empty when not sent).
+    pub entry: Vec<u8>,
 }
 
 /// A control message between servers.
