@@ -131,7 +131,7 @@ struct FigureArgs {
     /// The figure.
     #[arg(value_enum)]
     name: FigureName,
-    /// Output directory [default: results/<name>].
+    /// Output directory [default: results/NAME, NAME the figure].
     #[arg(long)]
     out: Option<PathBuf>,
     /// Fewer points and shorter runs (a smoke test, not for publication).
