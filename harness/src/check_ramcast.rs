@@ -205,6 +205,59 @@ fn crash(rng: &mut Rng, horizon: u64, process: ProcessId) -> Fault {
     }
 }
 
+/// Counts over a sweep: how many runs had each fault kind and each protocol event.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Tally {
+    pub(crate) events: u64,
+    pub(crate) delivered: u64,
+    leader_crash: u64,
+    follower_crash: u64,
+    client_crash: u64,
+    mid_post: u64,
+    false_suspicion: u64,
+    slow: u64,
+    link_delay: u64,
+    leader_change: u64,
+    revoke_race: u64,
+    relay: u64,
+}
+
+impl Tally {
+    /// Adds one run.
+    pub(crate) fn add(&mut self, k: Kinds, out: &Outcome) {
+        let n = |b: bool| b as u64;
+        self.events += out.events;
+        self.delivered += out.delivered;
+        self.leader_crash += n(k.leader_crash);
+        self.follower_crash += n(k.follower_crash);
+        self.client_crash += n(k.client_crash);
+        self.mid_post += n(k.mid_post);
+        self.false_suspicion += n(k.false_suspicion);
+        self.slow += n(k.slow);
+        self.link_delay += n(k.link_delay);
+        self.leader_change += n(out.leader_changes);
+        self.revoke_race += n(out.refused_writes > 0);
+        self.relay += n(out.relays > 0);
+    }
+
+    /// The "runs with" line of a sweep's report.
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "runs with: leader crash {}, follower crash {}, client crash {}, crash in the middle of posting (partial multicast or proposal) {}, false suspicion (server paused past the timeout) {}, pause/slow {}, link delay {}; leader change happened {}, deposed leader's write refused (revoke race) {}, Task 10 relay of a suspected client's message {}",
+            self.leader_crash,
+            self.follower_crash,
+            self.client_crash,
+            self.mid_post,
+            self.false_suspicion,
+            self.slow,
+            self.link_delay,
+            self.leader_change,
+            self.revoke_race,
+            self.relay
+        )
+    }
+}
+
 /// The outcome of one run.
 #[derive(Debug, Default)]
 pub(crate) struct Outcome {

@@ -106,6 +106,18 @@ fn size_label(size: usize) -> String {
     }
 }
 
+/// A panel with linear axes.
+fn panel(title: &str, x: &str, y: &str, series: Vec<Series>) -> Panel {
+    Panel {
+        title: title.into(),
+        x_label: x.into(),
+        y_label: y.into(),
+        log_y: false,
+        x_bytes: false,
+        series,
+    }
+}
+
 fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
@@ -198,14 +210,6 @@ pub(crate) fn fig4(
     }
     crate::experiment::write_summary(&out.join("throughput_latency.csv"), &rows)?;
     write(&out.join("latency_cdf.csv"), &cdf_csv)?;
-    let panel = |title: &str, x: &str, y: &str, series: Vec<Series>| Panel {
-        title: title.into(),
-        x_label: x.into(),
-        y_label: y.into(),
-        log_y: false,
-        x_bytes: false,
-        series,
-    };
     plot::draw_png(
         &out.join("fig4.png"),
         "RamCast Fig. 4 on sim (xl170-cx4): 1 group x 3 replicas, single-group messages",
@@ -370,14 +374,6 @@ pub(crate) fn fig5(
             .filter(|r| r.0 == label)
             .map(|r| (r.1 as f64, r.2 / 1000.0))
             .collect(),
-    };
-    let panel = |title: &str, x: &str, y: &str, series: Vec<Series>| Panel {
-        title: title.into(),
-        x_label: x.into(),
-        y_label: y.into(),
-        log_y: false,
-        x_bytes: false,
-        series,
     };
     plot::draw_png(
         &out.join("fig5.png"),

@@ -703,7 +703,8 @@ fn run_figure(a: FigureArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn check_ramcast(a: CheckArgs) -> Result<ExitCode, String> {
+/// The seeds a `check` covers and whether to print each run's parameters; prints the header.
+fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<(Profile, Vec<u64>, bool), String> {
     let profile = Profile::load(&a.profile).map_err(|e| e.to_string())?;
     let (seeds, verbose): (Vec<u64>, bool) = match a.seed {
         Some(s) => (vec![s], true),
@@ -713,40 +714,28 @@ fn check_ramcast(a: CheckArgs) -> Result<ExitCode, String> {
         ),
     };
     println!(
-        "harness check: protocol=ramcast seeds={} first={} determinism={} commit={COMMIT}",
+        "harness check: protocol={protocol} seeds={} first={} determinism={} commit={COMMIT}",
         seeds.len(),
         seeds.first().copied().unwrap_or(0),
         a.check_determinism
     );
     println!("{}", profile.describe());
+    Ok((profile, seeds, verbose))
+}
+
+fn check_ramcast(a: CheckArgs) -> Result<ExitCode, String> {
+    let (profile, seeds, verbose) = check_preamble(&a, "ramcast")?;
     let bar = progress_bar(seeds.len() as u64);
     let start = std::time::Instant::now();
-    let (mut failed, mut counts, mut events, mut delivered) = (Vec::new(), [0u64; 10], 0u64, 0u64);
+    let mut failed = Vec::new();
+    let mut tally = check_ramcast::Tally::default();
     for &seed in &seeds {
         let run = check_ramcast::RamcastRun::derive(seed);
         if verbose {
             bar.suspend(|| println!("{}", run.describe()));
         }
-        let k = run.kinds();
-        for (c, on) in counts.iter_mut().zip([
-            k.leader_crash,
-            k.follower_crash,
-            k.client_crash,
-            k.false_suspicion,
-            k.slow,
-            k.link_delay,
-            false,
-            false,
-            k.mid_post,
-        ]) {
-            *c += on as u64;
-        }
         let out = check_ramcast::check_seed(&run, &profile, a.check_determinism);
-        counts[6] += out.leader_changes as u64;
-        counts[7] += (out.refused_writes > 0) as u64;
-        counts[9] += (out.relays > 0) as u64;
-        events += out.events;
-        delivered += out.delivered;
+        tally.add(run.kinds(), &out);
         if !out.violations.is_empty() || out.divergence.is_some() {
             failed.push(seed);
             bar.suspend(|| {
@@ -781,13 +770,10 @@ fn check_ramcast(a: CheckArgs) -> Result<ExitCode, String> {
         seeds.len(),
         start.elapsed().as_secs_f64(),
         failed.len(),
-        events,
-        delivered
+        tally.events,
+        tally.delivered
     );
-    println!(
-        "runs with: leader crash {}, follower crash {}, client crash {}, crash in the middle of posting (partial multicast or proposal) {}, false suspicion (server paused past the timeout) {}, pause/slow {}, link delay {}; leader change happened {}, deposed leader's write refused (revoke race) {}, Task 10 relay of a suspected client's message {}",
-        counts[0], counts[1], counts[2], counts[8], counts[3], counts[4], counts[5], counts[6], counts[7], counts[9]
-    );
+    println!("{}", tally.describe());
     if failed.is_empty() {
         println!("0 violations");
         Ok(ExitCode::SUCCESS)
@@ -801,22 +787,8 @@ fn run_check(a: CheckArgs) -> Result<ExitCode, String> {
     if a.protocol == CheckProtocol::Ramcast {
         return check_ramcast(a);
     }
-    let profile = Profile::load(&a.profile).map_err(|e| e.to_string())?;
+    let (profile, seeds, verbose) = check_preamble(&a, "chaos")?;
     let processes = a.processes.map(|n| n as usize);
-    let (seeds, verbose): (Vec<u64>, bool) = match a.seed {
-        Some(s) => (vec![s], true),
-        None => (
-            (a.first_seed..a.first_seed.saturating_add(a.seeds)).collect(),
-            a.verbose,
-        ),
-    };
-    println!(
-        "harness check: protocol=chaos seeds={} first={} determinism={} commit={COMMIT}",
-        seeds.len(),
-        seeds.first().copied().unwrap_or(0),
-        a.check_determinism
-    );
-    println!("{}", profile.describe());
     let bar = progress_bar(seeds.len() as u64);
     let s = check::sweep(
         seeds.into_iter(),

@@ -428,7 +428,6 @@ impl RamcastServer {
                 }
             }
         }
-        let now = nic.now();
         for ((h, c, s), (ts, raw)) in bag {
             if self.slot(c, s).is_none() && self.fits(c, s) {
                 let entry = Entry::decode(Bytes::from(raw)).expect("decoded above");
@@ -462,9 +461,6 @@ impl RamcastServer {
             self.to_propose.insert((c, s));
         }
         self.beat_timer.disarm();
-        let _ = now;
-        let followers: Vec<ProcessId> = self.cfg.members(g).filter(|&q| q != self.me).collect();
-        let _ = followers;
         self.repropose_decided(nic, None);
     }
 

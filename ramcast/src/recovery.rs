@@ -60,11 +60,8 @@ impl RamcastServer {
             let members: Vec<ProcessId> = self.cfg.members(h).collect();
             for q in members {
                 let item = CatchItem {
-                    client: c,
-                    seq: ptr,
-                    props: Vec::new(),
                     acks: vec![ack],
-                    entry: Vec::new(),
+                    ..CatchItem::about(c, ptr)
                 };
                 self.catch_to(nic, q, item);
             }
@@ -108,22 +105,17 @@ impl RamcastServer {
                 // a broken queue pair, and the client may have crashed mid-multicast.
                 for q in followers {
                     let item = CatchItem {
-                        client: c,
-                        seq: s,
                         props: props.clone(),
-                        acks: Vec::new(),
                         entry: entry.raw.to_vec(),
+                        ..CatchItem::about(c, s)
                     };
                     self.catch_to(nic, q, item);
                 }
                 if only.is_none() {
                     for (h, &ptr) in entry.dst.groups().zip(&entry.ptr).filter(|(h, _)| *h != g) {
                         let item = CatchItem {
-                            client: c,
-                            seq: ptr,
                             props: vec![(g.0, own.tmp.0, round.0)],
-                            acks: Vec::new(),
-                            entry: Vec::new(),
+                            ..CatchItem::about(c, ptr)
                         };
                         let l = self.leader[h.0 as usize];
                         self.catch_to(nic, l, item);
@@ -155,18 +147,23 @@ impl RamcastServer {
             if slot.stat != Stat::Done {
                 continue;
             }
-            let (s, acked, entry) = (slot.seq, slot.acked, slot.entry.clone().expect("held"));
+            let (s, acked) = (slot.seq, slot.acked);
             let Some((_, rnd)) = self.read_t(nic, c, s, g) else {
                 continue;
             };
-            if rnd == self.rounds[g.0 as usize] && acked != Some(rnd) {
+            let ack = rnd == self.rounds[g.0 as usize] && acked != Some(rnd);
+            let leader = self.role == Role::Leader;
+            if ack || leader {
                 self.refresh_ts(nic, c, s);
-                self.slot_mut(c, s).expect("held").acked = Some(rnd);
+            }
+            if ack {
+                let slot = self.slot_mut(c, s).expect("held");
+                slot.acked = Some(rnd);
+                let entry = slot.entry.clone().expect("held");
                 self.send_acks(nic, c, &entry, rnd, None);
                 worked = true;
             }
-            if self.role == Role::Leader {
-                self.refresh_ts(nic, c, s);
+            if leader {
                 self.forward_decided(nic, c, s);
             }
         }
@@ -190,11 +187,8 @@ impl RamcastServer {
                     continue;
                 };
                 let item = CatchItem {
-                    client: c,
-                    seq: ptr,
                     props: vec![(g.0, own.tmp.0, own.rnd.0)],
-                    acks: Vec::new(),
-                    entry: Vec::new(),
+                    ..CatchItem::about(c, ptr)
                 };
                 self.catch_to(nic, q, item);
             }
@@ -279,11 +273,8 @@ impl RamcastServer {
         let followers: Vec<ProcessId> = self.cfg.members(g).filter(|&q| q != self.me).collect();
         for q in followers {
             let item = CatchItem {
-                client: c,
-                seq: s,
                 props: props.clone(),
-                acks: Vec::new(),
-                entry: Vec::new(),
+                ..CatchItem::about(c, s)
             };
             self.catch_to(nic, q, item);
         }

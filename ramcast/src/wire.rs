@@ -31,6 +31,19 @@ pub struct CatchItem {
     pub entry: Vec<u8>,
 }
 
+impl CatchItem {
+    /// An item about slot `seq` of client `client`, carrying nothing yet.
+    pub fn about(client: u32, seq: u64) -> CatchItem {
+        CatchItem {
+            client,
+            seq,
+            props: Vec::new(),
+            acks: Vec::new(),
+            entry: Vec::new(),
+        }
+    }
+}
+
 /// A control message between servers.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Wire {
