@@ -5,6 +5,7 @@
 //! delays). A fault phase, then a convergence phase without new multicasts, then the five
 //! properties on the delivery log.
 
+use multicast::Membership;
 use multicast::{check, collect_log, DeliveryLog, DestPolicy, GroupId, LoadSpec, Node};
 use ramcast::{Config, RamcastNode};
 use transport::rng::{Purpose, Rng};
@@ -109,6 +110,7 @@ impl RamcastRun {
         let load = LoadSpec {
             dest: self.dest,
             groups: self.cfg.groups,
+            tree: None,
             size: self.size,
             warmup_end: Nanos::ZERO,
             stop_at: self.fault_phase,

@@ -3,6 +3,7 @@
 //! delivery log.
 
 use hdrhistogram::Histogram;
+use multicast::Membership;
 use multicast::{collect_log, DeliveryLog, DestPolicy, LoadSpec, Node};
 use ramcast::{Config, RamcastNode, Timing};
 use std::io::Write;
@@ -67,6 +68,7 @@ impl Experiment {
         let load = LoadSpec {
             dest: self.dest,
             groups: self.cfg.groups,
+            tree: None,
             size: self.size,
             warmup_end: self.warmup,
             stop_at,

@@ -574,7 +574,7 @@ fn bench_sim(a: SimSpeedArgs) -> Result<ExitCode, String> {
 fn run_experiment(a: RunArgs) -> Result<ExitCode, String> {
     let Protocol::Ramcast = a.protocol;
     let profile = Profile::load(&a.profile).map_err(|e| e.to_string())?;
-    a.dest.validate(a.groups)?;
+    a.dest.validate(a.groups, None)?;
     let mut cfg = ramcast::Config::new(a.groups, a.replicas, a.clients);
     cfg.slots = a.slots;
     let dst_groups = match a.dest {

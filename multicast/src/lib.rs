@@ -20,7 +20,9 @@
 
 pub mod check;
 pub mod log;
+pub mod membership;
 pub mod role;
+pub mod tree;
 pub mod workload;
 
 use std::fmt;
@@ -28,10 +30,12 @@ use std::str::FromStr;
 
 pub use check::{check, Property, Violation};
 pub use log::{DeliveryLog, LogError, Member, Multicast};
+pub use membership::Membership;
 pub use role::{
     collect_log, Client, Completed, Delivery, MulticastError, Node, Server, ServerNode,
 };
 pub use transport::ProcessId;
+pub use tree::{Tree, TreeError};
 pub use workload::{ClosedLoop, DestPolicy, LoadSpec};
 
 /// A group of server processes (groups are disjoint).

@@ -4,6 +4,7 @@
 
 use crate::log::Multicast;
 use crate::role::{Client, MulticastError};
+use crate::tree::Tree;
 use crate::{DestSet, GroupId, MsgId};
 use hdrhistogram::Histogram;
 use std::fmt;
@@ -21,11 +22,15 @@ pub enum DestPolicy {
     Random(usize),
     /// Always the same group (the papers' "each client talks to its group" set-ups).
     Fixed(GroupId),
+    /// `k` groups forming a connected part of the overlay tree (TRAM's "genuine" workload);
+    /// needs the run's [`Tree`].
+    Adjacent(usize),
 }
 
 impl DestPolicy {
-    /// Draws a destination set among `groups` groups.
-    pub fn draw(&self, groups: usize, rng: &mut Rng) -> DestSet {
+    /// Draws a destination set among `groups` groups (`tree` is the overlay, for
+    /// [`DestPolicy::Adjacent`]; [`DestPolicy::validate`] makes sure it is there).
+    pub fn draw(&self, groups: usize, tree: Option<&Tree>, rng: &mut Rng) -> DestSet {
         let pick = |rng: &mut Rng, k: usize| {
             // A partial Fisher-Yates shuffle over the group ids: k distinct groups.
             let mut ids: Vec<u8> = (0..groups as u8).collect();
@@ -40,14 +45,19 @@ impl DestPolicy {
             DestPolicy::All => pick(rng, groups),
             DestPolicy::Random(k) => pick(rng, k.min(groups)),
             DestPolicy::Fixed(g) => DestSet::of([g]).expect("group < 64"),
+            DestPolicy::Adjacent(k) => tree.expect("validated").draw_adjacent(k, rng),
         }
     }
 
-    /// Checks the policy against the number of groups.
-    pub fn validate(&self, groups: usize) -> Result<(), String> {
+    /// Checks the policy against the number of groups and the overlay tree, if any.
+    pub fn validate(&self, groups: usize, tree: Option<&Tree>) -> Result<(), String> {
         match *self {
-            DestPolicy::Random(k) if k == 0 || k > groups => Err(format!(
-                "--dest random:{k} needs 1 <= {k} <= groups ({groups})"
+            DestPolicy::Random(k) | DestPolicy::Adjacent(k) if k == 0 || k > groups => {
+                Err(format!("--dest {self} needs 1 <= {k} <= groups ({groups})"))
+            }
+            DestPolicy::Adjacent(_) if tree.is_none() => Err(format!(
+                "--dest {self} draws groups adjacent in an overlay tree; only tree-based \
+                 protocols (tram) have one"
             )),
             DestPolicy::Fixed(g) if g.0 as usize >= groups => Err(format!(
                 "destination group {g} does not exist (groups 0..{groups})"
@@ -64,6 +74,7 @@ impl fmt::Display for DestPolicy {
             DestPolicy::All => write!(f, "all"),
             DestPolicy::Random(k) => write!(f, "random:{k}"),
             DestPolicy::Fixed(g) => write!(f, "group:{}", g.0),
+            DestPolicy::Adjacent(k) => write!(f, "adjacent:{k}"),
         }
     }
 }
@@ -71,14 +82,19 @@ impl fmt::Display for DestPolicy {
 impl FromStr for DestPolicy {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let bad =
-            || format!("`{s}` is not a destination policy: use single, all, random:K or group:G");
+        let bad = || {
+            format!(
+                "`{s}` is not a destination policy: use single, all, random:K, adjacent:K or group:G"
+            )
+        };
         match s {
             "single" => Ok(DestPolicy::Single),
             "all" => Ok(DestPolicy::All),
             _ => {
                 if let Some(k) = s.strip_prefix("random:") {
                     k.parse().map(DestPolicy::Random).map_err(|_| bad())
+                } else if let Some(k) = s.strip_prefix("adjacent:") {
+                    k.parse().map(DestPolicy::Adjacent).map_err(|_| bad())
                 } else if let Some(g) = s.strip_prefix("group:") {
                     g.parse()
                         .map(|g| DestPolicy::Fixed(GroupId(g)))
@@ -92,12 +108,14 @@ impl FromStr for DestPolicy {
 }
 
 /// The schedule and shape of a closed-loop client's load.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoadSpec {
     /// Destination policy.
     pub dest: DestPolicy,
     /// Number of groups in the run.
     pub groups: usize,
+    /// The overlay tree, for tree-based protocols ([`DestPolicy::Adjacent`] draws from it).
+    pub tree: Option<std::sync::Arc<Tree>>,
     /// Message size in bytes.
     pub size: usize,
     /// Latencies of messages multicast before this time are not recorded (warm-up).
@@ -134,9 +152,9 @@ impl<C> ClosedLoop<C> {
         ClosedLoop {
             client,
             id,
+            payload: vec![0; spec.size],
             spec,
             rng,
-            payload: vec![0; spec.size],
             in_flight: false,
             latency: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds"),
             completed_in_window: 0,
@@ -176,7 +194,10 @@ impl<N: Nic, C: Client<N>> Process<N> for ClosedLoop<C> {
             self.finished = true;
             return progress;
         }
-        let dst = self.spec.dest.draw(self.spec.groups, &mut self.rng);
+        let dst = self
+            .spec
+            .dest
+            .draw(self.spec.groups, self.spec.tree.as_deref(), &mut self.rng);
         // The payload names its message so a delivered copy can be checked by eye in a dump.
         let seq = self.log.as_ref().map_or(0, |l| l.len() as u64);
         for (b, v) in self.payload.iter_mut().zip(seq.to_le_bytes()) {
@@ -227,13 +248,19 @@ mod tests {
             let p: DestPolicy = s.parse().unwrap();
             assert_eq!(p.to_string(), s);
             for _ in 0..50 {
-                let d = p.draw(5, &mut rng);
+                let d = p.draw(5, None, &mut rng);
                 assert_eq!(d.len(), k, "{s}");
                 assert!(d.groups().all(|g| g.0 < 5));
             }
         }
         assert!("random:x".parse::<DestPolicy>().is_err());
-        assert!(DestPolicy::Random(6).validate(5).is_err());
-        assert!(DestPolicy::Fixed(GroupId(5)).validate(5).is_err());
+        assert!(DestPolicy::Random(6).validate(5, None).is_err());
+        assert!(DestPolicy::Fixed(GroupId(5)).validate(5, None).is_err());
+        let adjacent: DestPolicy = "adjacent:3".parse().unwrap();
+        assert_eq!(adjacent.to_string(), "adjacent:3");
+        assert!(adjacent.validate(8, None).unwrap_err().contains("tree"));
+        let tree = Tree::preset("base").unwrap();
+        assert!(adjacent.validate(8, Some(&tree)).is_ok());
+        assert_eq!(adjacent.draw(8, Some(&tree), &mut rng).len(), 3);
     }
 }

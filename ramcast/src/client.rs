@@ -17,6 +17,7 @@
 
 use crate::config::Config;
 use crate::layout::{codec_seq, local, remote, Entry, Layout, M, RESP};
+use multicast::Membership;
 use multicast::{Client, Completed, DestSet, GroupId, MsgId, MulticastError};
 use std::collections::VecDeque;
 use std::sync::Arc;

@@ -1,8 +1,8 @@
 //! A RamCast deployment: groups, replicas, clients, buffer geometry and failure-detector timing,
 //! and the process ids the runtime assigns to each role.
 
-use multicast::GroupId;
-use transport::{Nanos, ProcessId};
+use multicast::Membership;
+use transport::Nanos;
 
 /// Timeouts of the failure detectors, in the runtime's nanoseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,68 +109,25 @@ impl Config {
         }
         Ok(())
     }
+}
 
-    /// f: crashes each group tolerates.
-    pub const fn f(&self) -> usize {
-        self.replicas / 2
+impl Membership for Config {
+    fn group_count(&self) -> usize {
+        self.groups
     }
-
-    /// A quorum: f+1.
-    pub const fn quorum(&self) -> usize {
-        self.replicas / 2 + 1
+    fn replica_count(&self) -> usize {
+        self.replicas
     }
-
-    /// Number of server processes.
-    pub const fn servers(&self) -> usize {
-        self.groups * self.replicas
-    }
-
-    /// Number of processes of the run: servers first, then clients.
-    pub const fn processes(&self) -> usize {
-        self.servers() + self.clients
-    }
-
-    /// The process id of replica `rank` of group `g`.
-    pub fn server(&self, g: GroupId, rank: usize) -> ProcessId {
-        ProcessId((g.0 as usize * self.replicas + rank) as u32)
-    }
-
-    /// The process id of client `i`.
-    pub fn client(&self, i: usize) -> ProcessId {
-        ProcessId((self.servers() + i) as u32)
-    }
-
-    /// The group of a server, `None` for a client.
-    pub fn group_of(&self, p: ProcessId) -> Option<GroupId> {
-        (p.index() < self.servers()).then(|| GroupId((p.index() / self.replicas) as u8))
-    }
-
-    /// A server's rank in its group.
-    pub fn rank_of(&self, p: ProcessId) -> usize {
-        p.index() % self.replicas
-    }
-
-    /// The client index of a client process.
-    pub fn client_index(&self, p: ProcessId) -> Option<usize> {
-        p.index()
-            .checked_sub(self.servers())
-            .filter(|&i| i < self.clients)
-    }
-
-    /// The members of group `g`.
-    pub fn members(&self, g: GroupId) -> impl Iterator<Item = ProcessId> + '_ {
-        (0..self.replicas).map(move |r| self.server(g, r))
-    }
-
-    /// The initial leader of group `g` (rank 0).
-    pub fn initial_leader(&self, g: GroupId) -> ProcessId {
-        self.server(g, 0)
+    fn client_count(&self) -> usize {
+        self.clients
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use multicast::GroupId;
+    use transport::ProcessId;
 
     #[test]
     fn ids_map_both_ways_and_bad_configs_say_why() {

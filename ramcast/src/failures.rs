@@ -24,6 +24,7 @@ use crate::stamp::Stamp;
 use crate::wire::{Pend, Wire};
 use bytes::Bytes;
 use multicast::GroupId;
+use multicast::Membership;
 use std::collections::BTreeMap;
 use transport::{Access, Nanos, Nic, OpKind, ProcessId, Recv, Status};
 

@@ -82,6 +82,7 @@ pub use config::{Config, ConfigError, Timing};
 pub use server::RamcastServer;
 pub use stamp::Stamp;
 
+use multicast::Membership;
 use multicast::{ClosedLoop, GroupId, LoadSpec, Node, ServerNode};
 use std::sync::Arc;
 use transport::{Purpose, Rng};
@@ -105,7 +106,7 @@ pub fn nodes(cfg: &Config, load: LoadSpec, seed: u64, log: bool) -> Vec<RamcastN
         let id = cfg.client(i);
         let rng = Rng::derive(seed, Purpose::Workload, id.0 as u64);
         let c = RamcastClient::new(cfg.clone(), i);
-        nodes.push(Node::Client(ClosedLoop::new(c, id, load, rng, log)));
+        nodes.push(Node::Client(ClosedLoop::new(c, id, load.clone(), rng, log)));
     }
     nodes
 }

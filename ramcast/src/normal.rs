@@ -20,6 +20,7 @@ use crate::server::{Prop, RamcastServer, Role, Stat};
 use crate::stamp::Stamp;
 use bytes::Bytes;
 use multicast::GroupId;
+use multicast::Membership;
 use transport::slot::Reject;
 use transport::{Nanos, Nic};
 

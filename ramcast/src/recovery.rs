@@ -20,6 +20,7 @@ use crate::server::{Prop, RamcastServer, Role, Stat};
 use crate::stamp::Stamp;
 use crate::wire::{CatchItem, Wire};
 use multicast::GroupId;
+use multicast::Membership;
 use transport::{Nic, ProcessId};
 
 impl RamcastServer {

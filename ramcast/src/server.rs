@@ -4,6 +4,7 @@
 use crate::config::Config;
 use crate::layout::{local, remote, Entry, Layout, RESP};
 use crate::stamp::Stamp;
+use multicast::Membership;
 use multicast::{Delivery, GroupId, MsgId, Server};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;

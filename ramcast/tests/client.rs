@@ -1,6 +1,7 @@
 //! The client's contract, op by op on a recording NIC: one write per destination process,
 //! clear errors for bad multicasts (nothing posted), backpressure when buffers are full.
 
+use multicast::Membership;
 use multicast::{Client, DestSet, MulticastError};
 use ramcast::{Config, RamcastClient, RamcastServer};
 use std::sync::Arc;

@@ -19,6 +19,7 @@ fn concurrent_runs_keep_every_property() {
     let load = LoadSpec {
         dest: DestPolicy::Random(2),
         groups: 3,
+        tree: None,
         size: 64,
         warmup_end: Nanos::ZERO,
         stop_at: Nanos(1_500_000_000),

@@ -15,6 +15,7 @@ fn run(cfg: &Config, dest: DestPolicy, seed: u64, faults: Vec<Fault>, stop_us: u
     let load = LoadSpec {
         dest,
         groups: cfg.groups,
+        tree: None,
         size: 64,
         warmup_end: Nanos::ZERO,
         stop_at: Nanos(stop_us * 1000),

@@ -1,0 +1,265 @@
+//! Becoming leader: the leader-election oracle, Algorithm 3 (`become_leader`), Step 2.7
+//! (checking permissions) and Step 4.1 (reading a quorum of logs).
+//!
+//! The oracle (section 2.1's `leader(g)`) is a heartbeat failure detector with a sticky choice:
+//! a replica expects the leader it granted; when that leader's heartbeat has not changed for
+//! `timing.suspect`, it expects the next rank, cyclically. Once suspicions stop, every correct
+//! replica expects the same correct process, which is all the oracle must give. A replica that
+//! expects itself and does not lead runs Step 2.1. Safety never depends on the oracle: two
+//! replicas may both believe they lead, and permissions let at most one write a quorum.
+//!
+//! Timestamps are `counter << 8 | rank`, unique system-wide within a group and increasing per
+//! candidate (Step 3.1).
+
+use crate::layout::{local, remote, CTL, LOG, SCRATCH};
+use crate::ordering::Lead;
+use crate::replica::{Role, TramServer};
+use multicast::Membership;
+use transport::{Access, Nanos, Nic, ProcessId};
+
+/// Answer words of `perm_ack`.
+const ACK: u64 = 1;
+const NACK: u64 = 2;
+
+/// A candidacy in progress (Algorithm 3, then Step 4.1).
+#[derive(Debug)]
+pub(crate) struct Candidacy {
+    /// The timestamp proposed.
+    pub(crate) ts: u64,
+    /// Per rank: `(granted, their STD or, if refused, their tmp)`.
+    pub(crate) answers: Vec<Option<(bool, u64)>>,
+    /// When it started (a candidacy without enough answers is retried).
+    started: Nanos,
+    /// Step 4.1: `Some` once permissions are in: per rank, whether its log copy arrived.
+    reads: Option<Vec<Option<bool>>>,
+}
+
+impl TramServer {
+    /// Step 2.1 / Algorithm 3, Step 3.1: propose a higher timestamp to every replica.
+    pub(crate) fn start_candidacy<N: Nic>(&mut self, nic: &mut N) {
+        let ts = ((self.tmp >> 8) + 1) << 8 | self.rank as u64;
+        self.tmp = ts;
+        // The candidate grants itself (see `crate::replica`): nobody else may write its log.
+        let peers: Vec<(usize, ProcessId)> = self.peers().collect();
+        for &(_, p) in &peers {
+            let _ = nic.set_access(LOG, p, Access::None);
+        }
+        self.leader = Some(self.rank);
+        let mut answers = vec![None; self.cfg.replicas];
+        answers[self.rank] = Some((true, self.std));
+        for &(_, p) in &peers {
+            let at = self.layout.perm(self.rank);
+            self.write_word(nic, p, at, &ts.to_le_bytes());
+        }
+        self.role = Role::Candidate(Candidacy {
+            ts,
+            answers,
+            started: nic.now(),
+            reads: None,
+        });
+        self.beat_timer.disarm();
+    }
+
+    /// Steps 3.2-3.3 and 4.1, one poll's worth.
+    pub(crate) fn campaign<N: Nic>(&mut self, nic: &mut N) -> bool {
+        let quorum = self.cfg.quorum();
+        let now = nic.now();
+        let Role::Candidate(c) = &mut self.role else {
+            return false;
+        };
+        let mut worked = false;
+        if c.reads.is_none() {
+            // Step 3.2: collect answers to this timestamp.
+            for r in 0..self.cfg.replicas {
+                if c.answers[r].is_some() {
+                    continue;
+                }
+                let at = self.layout.perm_ack(r);
+                let word = |i: usize| nic.load_u64(local(CTL, at + 8 * i)).expect("own region");
+                if word(2) != c.ts {
+                    continue;
+                }
+                let (ack, value) = (word(0), word(1));
+                if word(2) == c.ts && (ack == ACK || ack == NACK) {
+                    c.answers[r] = Some((ack == ACK, value));
+                    worked = true;
+                }
+            }
+            let acks = c.answers.iter().flatten().filter(|a| a.0).count();
+            let answered = c.answers.iter().flatten().count();
+            let timed_out = now >= c.started.saturating_add(self.cfg.timing.suspect);
+            if acks >= quorum {
+                // Step 3.3: OK. Step 4.1: read the log of every replica that granted.
+                let ranks: Vec<usize> = (0..self.cfg.replicas)
+                    .filter(|&r| r != self.rank && c.answers[r].is_some_and(|a| a.0))
+                    .collect();
+                let mut reads = vec![None; self.cfg.replicas];
+                reads[self.rank] = Some(true);
+                c.reads = Some(reads);
+                let bytes = self.layout.log_bytes();
+                for r in ranks {
+                    let p = self.cfg.server(self.group, r);
+                    let into = local(SCRATCH, self.layout.scratch(r));
+                    match nic.post_read(remote(p, LOG, 0), bytes, into, true) {
+                        Ok(wr) => {
+                            self.inflight.insert(wr, (r, 0));
+                        }
+                        Err(_) => self.on_log_read(r, false),
+                    }
+                }
+                return true;
+            }
+            if answered >= quorum || timed_out {
+                // Step 3.3: NOK. Learn the highest timestamp refused with, back off, retry.
+                let highest = c.answers.iter().flatten().filter(|a| !a.0).map(|a| a.1);
+                self.tmp = self.tmp.max(highest.max().unwrap_or(0));
+                self.give_up(now);
+                return true;
+            }
+            return worked;
+        }
+        let reads = c.reads.as_ref().expect("reading");
+        let ok = reads.iter().filter(|r| **r == Some(true)).count();
+        let failed = reads.iter().filter(|r| **r == Some(false)).count();
+        let missing = self.cfg.replicas - ok - failed;
+        if ok >= quorum {
+            let copies: Vec<usize> = (0..self.cfg.replicas)
+                .filter(|&r| r != self.rank && reads[r] == Some(true))
+                .collect();
+            let answers = c.answers.clone();
+            let ts = c.ts;
+            self.reigns += 1;
+            self.role = Role::Leader(Box::new(Lead::new(self, ts, &answers, copies, now)));
+            return true;
+        }
+        if ok + missing < quorum {
+            // Step 4.1: fewer than a quorum of logs: someone else took over.
+            self.give_up(now);
+            return true;
+        }
+        worked
+    }
+
+    /// A log read completed (`ok`) or failed.
+    pub(crate) fn on_log_read(&mut self, rank: usize, ok: bool) {
+        if let Role::Candidate(Candidacy {
+            reads: Some(reads), ..
+        }) = &mut self.role
+        {
+            reads[rank] = Some(ok);
+        }
+    }
+
+    /// Ends a failed candidacy or reign: back to following, a new candidacy later if the oracle
+    /// still names this replica.
+    pub(crate) fn give_up(&mut self, now: Nanos) {
+        self.role = Role::Follower;
+        self.leader = None;
+        self.retry_at = now.saturating_add(self.cfg.timing.heartbeat);
+        self.beat_timer.disarm();
+    }
+
+    /// Step 2.7: answer requests for permission; grant a higher timestamp (revoking everyone
+    /// else's access to the log), refuse a lower one.
+    pub(crate) fn check_permissions<N: Nic>(&mut self, nic: &mut N) -> bool {
+        let mut worked = false;
+        for r in 0..self.cfg.replicas {
+            if r == self.rank {
+                continue;
+            }
+            let ts = nic
+                .load_u64(local(CTL, self.layout.perm(r)))
+                .expect("own region");
+            if ts == 0 || ts == self.perm_seen[r] {
+                continue;
+            }
+            self.perm_seen[r] = ts;
+            worked = true;
+            let candidate = self.cfg.server(self.group, r);
+            let answer = if ts > self.tmp {
+                self.tmp = ts;
+                let peers: Vec<(usize, ProcessId)> = self.peers().collect();
+                for (q, p) in peers {
+                    let access = if q == r {
+                        Access::ReadWrite
+                    } else {
+                        Access::None
+                    };
+                    let _ = nic.set_access(LOG, p, access);
+                }
+                if !matches!(self.role, Role::Follower) {
+                    self.role = Role::Follower;
+                    self.beat_timer.disarm();
+                }
+                self.leader = Some(r);
+                self.oracle = r;
+                self.oracle_since = nic.now();
+                self.oracle_beat = self.heartbeat_of(nic, r);
+                [ACK, self.std, ts]
+            } else if ts < self.tmp {
+                [NACK, self.tmp, ts]
+            } else {
+                continue;
+            };
+            let mut bytes = [0u8; 24];
+            for (i, w) in answer.iter().enumerate() {
+                bytes[8 * i..8 * i + 8].copy_from_slice(&w.to_le_bytes());
+            }
+            let at = self.layout.perm_ack(self.rank);
+            self.write_word(nic, candidate, at, &bytes);
+        }
+        worked
+    }
+
+    fn heartbeat_of<N: Nic>(&self, nic: &N, rank: usize) -> u64 {
+        nic.load_u64(local(CTL, self.layout.heartbeat(rank)))
+            .expect("own region")
+    }
+
+    /// The oracle and heartbeats; returns whether it did work and when it wants to run again.
+    pub(crate) fn failure_detector<N: Nic>(&mut self, nic: &mut N) -> (bool, Option<Nanos>) {
+        let now = nic.now();
+        let timing = self.cfg.timing;
+        let mut worked = false;
+        if !matches!(self.role, Role::Follower) {
+            if self.beat_timer.deadline().is_none() || self.beat_timer.fire(now) {
+                self.beat += 1;
+                let peers: Vec<ProcessId> = self.peers().map(|(_, p)| p).collect();
+                let at = self.layout.heartbeat(self.rank);
+                for p in peers {
+                    self.write_word(nic, p, at, &self.beat.to_le_bytes());
+                }
+                self.beat_timer.arm_at(now.saturating_add(timing.heartbeat));
+                self.on_heartbeat(nic);
+                worked = true;
+            }
+            return (worked, self.beat_timer.deadline());
+        }
+        if self.oracle != self.rank {
+            let beat = self.heartbeat_of(nic, self.oracle);
+            if beat != self.oracle_beat {
+                self.oracle_beat = beat;
+                self.oracle_since = now;
+            }
+            if now >= self.oracle_since.saturating_add(timing.suspect) {
+                // Suspect the expected leader: expect the next rank.
+                self.oracle = (self.oracle + 1) % self.cfg.replicas;
+                self.oracle_since = now;
+                self.oracle_beat = self.heartbeat_of(nic, self.oracle);
+                worked = true;
+            }
+        }
+        if self.oracle == self.rank {
+            // Step 2.1: leader(g) = s and s does not lead.
+            if now >= self.retry_at {
+                self.start_candidacy(nic);
+                return (true, Some(now));
+            }
+            return (worked, Some(self.retry_at));
+        }
+        (
+            worked,
+            Some(self.oracle_since.saturating_add(timing.suspect)),
+        )
+    }
+}

@@ -1,0 +1,436 @@
+//! A TRAM replica: its state (section 5.3), its main loop (Algorithm 2), and what every role
+//! shares: delivering a log entry, writing control words, handling completions.
+//!
+//! | step | where |
+//! |---|---|
+//! | 2.1 becoming leader | [`crate::election`] (Algorithm 3), then [`crate::catchup`] (Algorithms 4, 5) |
+//! | 2.2-2.5 leader: find, order, deliver, forward | [`crate::ordering`] |
+//! | 2.6 followers deliver from the log | [`crate::ordering`] |
+//! | 2.7 checking permissions | [`crate::election`] |
+//!
+//! Details the paper leaves out, decided here:
+//!
+//! - **Followers when traffic stops.** Step 2.6 delivers slot i once slot i+1 exists, so the last
+//!   message before a pause would wait for the next one. A leader that has nothing in flight
+//!   writes its commit index (`FUO`, every entry below it is decided) into each follower's `CTL`,
+//!   and again with each heartbeat; a follower delivers slot i when slot i+1 exists *or* a
+//!   commit index above i arrived. The commit word goes on the same queue pair as the entries
+//!   it covers, after them, so a follower never sees it before the entries.
+//! - **Finite buffers.** `HM` and `LOG` are circular; see [`crate::ordering`] for when a slot is
+//!   reused and how a full buffer pushes back on its writer.
+//! - **Streams to followers.** The leader writes log entries to each follower in index order,
+//!   starting where that follower said it was when it granted permission (`perm_ack` carries its
+//!   `STD`). So a follower's slot i+1 is only ever written after its slot i holds the decided
+//!   entry, which is what makes Step 2.6 safe after leader changes.
+//! - **The candidate counts itself.** Algorithm 3 waits for f+1 acknowledgements of a
+//!   timestamp the candidate itself never acknowledges (Step 2.7 skips `ts = tmp`); we count
+//!   the candidate's own permission, as f+1 out of 2f+1 must tolerate f crashes.
+
+use crate::config::Config;
+use crate::layout::{
+    local, remote, Hm, Layout, LogEntry, CTL, FROM_PARENT, HM, LOG, RESP, SCRATCH,
+};
+use bytes::Bytes;
+use multicast::{Delivery, GroupId, Membership, MsgId, Server};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+use transport::{
+    Access, Nanos, Nic, OpKind, Process, ProcessId, Progress, RegionSpec, Status, Timer, WrId,
+    WriteFlags,
+};
+
+/// What a replica is doing.
+#[derive(Debug)]
+pub(crate) enum Role {
+    /// Following `leader` (Step 2.6).
+    Follower,
+    /// Running `become_leader` (Algorithm 3) and reading its group's logs (Algorithm 4.1).
+    Candidate(crate::election::Candidacy),
+    /// Leading: catching up (Algorithm 4) then ordering (Steps 2.2-2.5).
+    Leader(Box<crate::ordering::Lead>),
+}
+
+/// A TRAM server replica.
+#[derive(Debug)]
+pub struct TramServer {
+    pub(crate) cfg: Arc<Config>,
+    pub(crate) layout: Layout,
+    pub(crate) group: GroupId,
+    pub(crate) rank: usize,
+    pub(crate) me: ProcessId,
+    pub(crate) parent: Option<GroupId>,
+    pub(crate) children: Vec<GroupId>,
+    /// This group's index among its parent's children (for the credit words).
+    pub(crate) child_index: usize,
+    /// `slot_in[x]`: per source (clients, then the parent), the next position to take.
+    pub(crate) slot_in: Vec<u64>,
+    /// `slot_out[x]`: per child, the next free position in its buffer for this group.
+    pub(crate) slot_out: Vec<u64>,
+    /// Per child: positions of its buffer known to be consumed (decided by the child).
+    pub(crate) credit: Vec<u64>,
+    /// First Undecided Offset: the next log index to decide (meaningful while leading).
+    pub(crate) fuo: u64,
+    /// Slot To Deliver: the next log index to deliver.
+    pub(crate) std: u64,
+    /// The highest timestamp seen or proposed: `counter << 8 | rank`.
+    pub(crate) tmp: u64,
+    /// The rank this replica granted its log to (itself while candidate or leader).
+    pub(crate) leader: Option<usize>,
+    pub(crate) role: Role,
+    /// `perm[r]` values already handled (Step 2.7 handles each request once).
+    pub(crate) perm_seen: Vec<u64>,
+    /// The highest commit index any leader wrote here.
+    pub(crate) commit_seen: u64,
+    /// The `STD` last reported to the leader.
+    pub(crate) progress_sent: (Option<usize>, u64),
+    /// The leader-election oracle: the rank expected to lead, its last heartbeat, since when.
+    pub(crate) oracle: usize,
+    pub(crate) oracle_beat: u64,
+    pub(crate) oracle_since: Nanos,
+    /// No candidacy before this time (after a failed one).
+    pub(crate) retry_at: Nanos,
+    pub(crate) beat: u64,
+    pub(crate) beat_timer: Timer,
+    /// Peers whose queue pair is in error, being reconnected.
+    pub(crate) broken: BTreeSet<ProcessId>,
+    /// Signaled writes and reads in flight: op -> (rank, log index).
+    pub(crate) inflight: BTreeMap<WrId, (usize, u64)>,
+    pub(crate) delivered: VecDeque<Delivery>,
+    pub(crate) halted: bool,
+    /// Leader changes this replica took part in as the new leader.
+    pub(crate) reigns: u64,
+    /// Writes of this replica refused by a revoked permission.
+    pub(crate) refused: u64,
+    pub(crate) buf: Vec<u8>,
+    pub(crate) enc: Vec<u8>,
+}
+
+impl TramServer {
+    /// Replica `rank` of group `g` of `cfg`.
+    pub fn new(cfg: Arc<Config>, g: GroupId, rank: usize) -> TramServer {
+        let children = cfg.children(g);
+        let parent = cfg.tree.parent(g);
+        let child_index = parent
+            .map(|p| cfg.tree.children(p).position(|c| c == g).expect("a child"))
+            .unwrap_or(0);
+        TramServer {
+            layout: Layout::new(&cfg, g),
+            group: g,
+            rank,
+            me: cfg.server(g, rank),
+            parent,
+            child_index,
+            slot_in: vec![0; cfg.clients + 1],
+            slot_out: vec![0; children.len()],
+            credit: vec![0; children.len()],
+            children,
+            fuo: 0,
+            std: 0,
+            tmp: 0,
+            leader: None,
+            role: Role::Follower,
+            perm_seen: vec![0; cfg.replicas],
+            commit_seen: 0,
+            progress_sent: (None, 0),
+            oracle: 0,
+            oracle_beat: 0,
+            oracle_since: Nanos::ZERO,
+            retry_at: Nanos::ZERO,
+            beat: 0,
+            beat_timer: Timer::new(),
+            broken: BTreeSet::new(),
+            inflight: BTreeMap::new(),
+            delivered: VecDeque::new(),
+            halted: false,
+            reigns: 0,
+            refused: 0,
+            buf: Vec::new(),
+            enc: Vec::new(),
+            cfg,
+        }
+    }
+
+    /// Whether this replica currently acts as its group's leader.
+    pub fn is_leader(&self) -> bool {
+        matches!(self.role, Role::Leader(_))
+    }
+
+    /// How many times this replica became leader.
+    pub fn reigns(&self) -> u64 {
+        self.reigns
+    }
+
+    /// Writes of this replica refused because it had lost its permission.
+    pub fn refused(&self) -> u64 {
+        self.refused
+    }
+
+    /// The next log index this replica will deliver.
+    pub fn std(&self) -> u64 {
+        self.std
+    }
+
+    /// The region sizes of a replica of group `g`: `(HM, LOG, CTL)` bytes.
+    pub fn region_bytes(cfg: &Config, g: GroupId) -> (usize, usize, usize) {
+        let l = Layout::new(cfg, g);
+        (l.hm_bytes(), l.log_bytes(), l.ctl_bytes())
+    }
+
+    /// The members of this group other than this replica, by rank.
+    pub(crate) fn peers(&self) -> impl Iterator<Item = (usize, ProcessId)> + '_ {
+        (0..self.cfg.replicas)
+            .filter(move |&r| r != self.rank)
+            .map(move |r| (r, self.cfg.server(self.group, r)))
+    }
+
+    /// Index of the parent in the source arrays (`slot_in`).
+    pub(crate) fn parent_source(&self) -> usize {
+        self.cfg.clients
+    }
+
+    pub(crate) fn source_index(&self, source: u32) -> usize {
+        if source == FROM_PARENT {
+            self.parent_source()
+        } else {
+            source as usize
+        }
+    }
+
+    /// Posts a small control write (inline, unsignaled) unless the queue pair to `to` is being
+    /// reconnected; what it carries is written again later (heartbeats, commits, progress).
+    pub(crate) fn write_word<N: Nic>(&mut self, nic: &mut N, to: ProcessId, at: usize, v: &[u8]) {
+        if self.broken.contains(&to) {
+            return;
+        }
+        let _ = nic.post_write(remote(to, CTL, at), v, WriteFlags::NONE.inline());
+    }
+
+    /// Posts a write of `data` to `at` of `to`'s `region`, inline when it fits.
+    pub(crate) fn post_bytes<N: Nic>(
+        &mut self,
+        nic: &mut N,
+        at: transport::RemoteAddr,
+        data: &[u8],
+        signaled: bool,
+    ) -> Option<WrId> {
+        let mut flags = if signaled {
+            WriteFlags::SIGNALED
+        } else {
+            WriteFlags::NONE
+        };
+        if data.len() <= nic.limits().inline_max {
+            flags = flags.inline();
+        }
+        nic.post_write(at, data, flags).ok()
+    }
+
+    /// The decoded log entry at index `i` of this replica's own log, if the slot holds it.
+    pub(crate) fn own_entry<N: Nic>(&mut self, nic: &N, i: u64) -> Option<LogEntry> {
+        self.slot_entry(nic, local(LOG, self.layout.log_slot(i)), i)
+    }
+
+    /// The decoded log entry `i` at `at` (this replica's log or a copy in `SCRATCH`).
+    pub(crate) fn slot_entry<N: Nic>(
+        &mut self,
+        nic: &N,
+        at: transport::LocalAddr,
+        i: u64,
+    ) -> Option<LogEntry> {
+        let codec = self.layout.log_codec;
+        match codec
+            .read(nic, at, i as u32, &mut self.buf)
+            .expect("own region")
+        {
+            Ok(range) => LogEntry::decode(&self.buf[range]),
+            Err(_) => None,
+        }
+    }
+
+    /// The sequence number in the header of the log slot that would hold index `i`, for
+    /// detecting a later lap (`found > i`).
+    pub(crate) fn lapped<N: Nic>(&self, nic: &N, at: transport::LocalAddr, i: u64) -> bool {
+        let header = nic.load_u64(at).expect("own region");
+        let found = header as u32;
+        let ahead = found.wrapping_sub(i as u32);
+        found != i as u32 && ahead != 0 && (ahead as i32) > 0 && header != 0
+    }
+
+    /// Delivers log entry `e` at index `std` (Steps 2.4, 2.6 and 4.4): advances the pointers the
+    /// entry implies, hands the message to the application if this group is a destination, and
+    /// answers its client.
+    pub(crate) fn deliver_entry<N: Nic>(&mut self, nic: &mut N, e: &LogEntry) {
+        let src = self.source_index(e.source);
+        self.slot_in[src] = self.slot_in[src].max(e.src_pos + 1);
+        let m = e.msg();
+        for (x, o) in e.outs.iter().enumerate() {
+            let forwarded = m.dst.bits() & self.cfg.tree.reach(self.children[x]).bits() != 0;
+            let next = if forwarded { o.pos + 1 } else { o.pos };
+            self.slot_out[x] = self.slot_out[x].max(next);
+            self.credit[x] = self.credit[x].max(o.credit);
+        }
+        self.std += 1;
+        if m.dst.contains(self.group) {
+            let client = self.cfg.client(m.client as usize);
+            self.delivered.push_back(Delivery {
+                msg: MsgId::new(client, m.seq),
+                dst: m.dst,
+                payload: Bytes::copy_from_slice(m.val),
+            });
+            let at = remote(client, RESP, Layout::response(self.me));
+            let _ = nic.post_write(at, &(m.seq + 1).to_le_bytes(), WriteFlags::NONE.inline());
+        }
+    }
+
+    /// The message of `HM` buffer `buffer` at position `pos`, encoded, if it has arrived.
+    pub(crate) fn hm_message<N: Nic>(&mut self, nic: &N, buffer: usize, pos: u64) -> Option<()> {
+        let at = local(HM, self.layout.hm_slot(buffer, pos));
+        let codec = self.layout.hm_codec;
+        match codec
+            .read(nic, at, pos as u32, &mut self.buf)
+            .expect("own region")
+        {
+            Ok(range) => {
+                Hm::decode(&self.buf[range.clone()])?;
+                self.enc.clear();
+                self.enc.extend_from_slice(&self.buf[range]);
+                Some(())
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// Completions: quorum counting for the entry in flight, log reads, refused and broken
+    /// queue pairs.
+    fn drain_completions<N: Nic>(&mut self, nic: &mut N) -> bool {
+        let mut worked = false;
+        while let Some(cq) = nic.poll_completion() {
+            worked = true;
+            let tagged = self.inflight.remove(&cq.wr);
+            match (cq.status, cq.kind) {
+                (Status::Success, OpKind::Reconnect) => {
+                    self.broken.remove(&cq.peer);
+                    self.on_reconnected(cq.peer);
+                }
+                (Status::Success, OpKind::Read) => {
+                    if let Some((rank, _)) = tagged {
+                        self.on_log_read(rank, true);
+                    }
+                }
+                (Status::Success, _) => {
+                    if let Some((rank, index)) = tagged {
+                        self.on_log_written(rank, index);
+                    }
+                }
+                (status, kind) => {
+                    if status == Status::AccessDenied {
+                        self.refused += 1;
+                    }
+                    if matches!(status, Status::AccessDenied | Status::Flushed)
+                        && kind != OpKind::Reconnect
+                        && self.broken.insert(cq.peer)
+                    {
+                        // A denied op leaves the queue pair in error: reconnect (the cost the
+                        // paper reports for failover).
+                        let _ = nic.reconnect(cq.peer);
+                    }
+                    if status == Status::PeerUnreachable && kind == OpKind::Reconnect {
+                        self.broken.remove(&cq.peer);
+                    }
+                    self.on_peer_failed(nic, cq.peer, tagged);
+                }
+            }
+        }
+        worked
+    }
+
+    /// A follower (or candidate) reports its `STD` to the leader it granted, when it moved.
+    fn report_progress<N: Nic>(&mut self, nic: &mut N) {
+        let Some(l) = self.leader.filter(|&l| l != self.rank) else {
+            return;
+        };
+        if self.progress_sent == (Some(l), self.std) {
+            return;
+        }
+        let to = self.cfg.server(self.group, l);
+        if self.broken.contains(&to) {
+            return;
+        }
+        self.progress_sent = (Some(l), self.std);
+        let at = self.layout.progress(self.rank);
+        self.write_word(nic, to, at, &self.std.to_le_bytes());
+    }
+
+    fn check_halt<N: Nic>(&mut self, nic: &N) {
+        if nic
+            .load_u64(local(CTL, self.layout.halt()))
+            .expect("own region")
+            != 0
+        {
+            self.halted = true;
+        }
+    }
+}
+
+impl<N: Nic> Process<N> for TramServer {
+    fn regions(&self) -> Vec<RegionSpec> {
+        vec![
+            RegionSpec::new(self.layout.hm_bytes()).with_default(Access::Write),
+            RegionSpec::new(self.layout.log_bytes()).with_default(Access::None),
+            RegionSpec::new(self.layout.ctl_bytes()).with_default(Access::Write),
+            RegionSpec::new(self.layout.scratch_bytes()).with_default(Access::None),
+        ]
+    }
+
+    fn poll(&mut self, nic: &mut N) -> Progress {
+        if self.halted {
+            return Progress::IDLE;
+        }
+        let mut worked = self.drain_completions(nic);
+        // Step 2.7 first: a request for permission may demote this replica.
+        worked |= self.check_permissions(nic);
+        let mut wake = None;
+        match self.role {
+            Role::Follower => worked |= self.follow(nic),
+            Role::Candidate(_) => worked |= self.campaign(nic),
+            Role::Leader(_) => {
+                let (w, at) = self.lead(nic);
+                worked |= w;
+                wake = at;
+            }
+        }
+        self.report_progress(nic);
+        self.check_halt(nic);
+        let (w, at) = self.failure_detector(nic);
+        worked |= w;
+        Progress::worked(worked).wake_at(wake).wake_at(at)
+    }
+}
+
+impl Server for TramServer {
+    fn group(&self) -> GroupId {
+        self.group
+    }
+
+    fn poll_delivery(&mut self) -> Option<Delivery> {
+        self.delivered.pop_front()
+    }
+
+    fn halted(&self) -> bool {
+        self.halted
+    }
+}
+
+/// Reads a log slot of `SCRATCH` (a copy of replica `rank`'s log) at index `i`.
+pub(crate) fn scratch_slot(layout: &Layout, rank: usize, i: u64) -> transport::LocalAddr {
+    local(SCRATCH, layout.scratch(rank) + layout.log_slot(i))
+}
+
+/// Where the message of `HM` buffer `buffer` at `pos` lives at `p`.
+pub(crate) fn hm_at(
+    layout: &Layout,
+    p: ProcessId,
+    buffer: usize,
+    pos: u64,
+) -> transport::RemoteAddr {
+    remote(p, HM, layout.hm_slot(buffer, pos))
+}
