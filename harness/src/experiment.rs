@@ -3,15 +3,82 @@
 //! delivery log.
 
 use hdrhistogram::Histogram;
-use multicast::Membership;
-use multicast::{collect_log, DeliveryLog, DestPolicy, LoadSpec, Node};
-use ramcast::{Config, RamcastNode, Timing};
+use multicast::{collect_log, DeliveryLog, DestPolicy, LoadSpec, Membership, Node, Server};
 use std::io::Write;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use transport::runtime::local::{LocalConfig, LocalRuntime};
-use transport::runtime::sim::{Profile, Sim, SimConfig};
-use transport::{Nanos, ProcessId};
+use transport::runtime::local::{LocalConfig, LocalNic, LocalRuntime};
+use transport::runtime::sim::{Profile, Sim, SimConfig, SimNic};
+use transport::{Nanos, Process, ProcessId};
+
+/// The protocol of an experiment and its deployment.
+#[derive(Clone, Debug)]
+pub(crate) enum Deployment {
+    /// RamCast.
+    Ramcast(ramcast::Config),
+    /// TRAM.
+    Tram(tram::Config),
+}
+
+impl Deployment {
+    /// The protocol's name, as on the command line.
+    pub(crate) fn protocol(&self) -> &'static str {
+        match self {
+            Deployment::Ramcast(_) => "ramcast",
+            Deployment::Tram(_) => "tram",
+        }
+    }
+
+    /// Groups, replicas, clients.
+    pub(crate) fn shape(&self) -> (usize, usize, usize) {
+        match self {
+            Deployment::Ramcast(c) => (c.group_count(), c.replica_count(), c.client_count()),
+            Deployment::Tram(c) => (c.group_count(), c.replica_count(), c.client_count()),
+        }
+    }
+
+    /// Bytes per buffer slot and slots per buffer.
+    pub(crate) fn slots(&self) -> (usize, usize) {
+        match self {
+            Deployment::Ramcast(c) => (c.slot_bytes, c.slots),
+            Deployment::Tram(c) => (c.slot_bytes, c.hm_slots),
+        }
+    }
+
+    /// The overlay tree, for tree-based protocols.
+    pub(crate) fn tree(&self) -> Option<multicast::Tree> {
+        match self {
+            Deployment::Ramcast(_) => None,
+            Deployment::Tram(c) => Some(c.tree),
+        }
+    }
+
+    /// The tree column of `summary.csv` (`-` for genuine protocols).
+    fn tree_name(&self) -> String {
+        self.tree()
+            .map_or("-".into(), |t| t.to_string().replace(',', ";"))
+    }
+}
+
+/// What the harness asks of a protocol's server beyond [`Server`].
+pub(crate) trait Observed {
+    /// Whether its group's leadership ever moved away from the initial leader through it.
+    fn changed_leader(&self) -> bool;
+}
+
+impl Observed for ramcast::RamcastServer {
+    fn changed_leader(&self) -> bool {
+        self.current_round().time() > 0
+    }
+}
+
+impl Observed for tram::TramServer {
+    fn changed_leader(&self) -> bool {
+        // The initial leader's first reign is not a change.
+        self.reigns() > 1 || (self.reigns() == 1 && !self.initial())
+    }
+}
 
 /// Where an experiment runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,7 +92,7 @@ pub(crate) enum Where {
 /// One experiment.
 #[derive(Clone, Debug)]
 pub(crate) struct Experiment {
-    pub(crate) cfg: Config,
+    pub(crate) deploy: Deployment,
     pub(crate) dest: DestPolicy,
     pub(crate) size: usize,
     pub(crate) warmup: Nanos,
@@ -62,33 +129,57 @@ impl Experiment {
         }
     }
 
-    /// Runs it: warm-up, measurement window, then a drain so in-flight multicasts finish.
-    pub(crate) fn run(&self) -> Measured {
-        let stop_at = self.warmup.saturating_add(self.duration);
-        let load = LoadSpec {
+    /// The clients' load.
+    pub(crate) fn load(&self) -> LoadSpec {
+        LoadSpec {
             dest: self.dest,
-            groups: self.cfg.groups,
-            tree: None,
+            groups: self.deploy.shape().0,
+            tree: self.deploy.tree().map(Arc::new),
             size: self.size,
             warmup_end: self.warmup,
-            stop_at,
-        };
+            stop_at: self.warmup.saturating_add(self.duration),
+        }
+    }
+
+    /// Runs it: warm-up, measurement window, then a drain so in-flight multicasts finish.
+    pub(crate) fn run(&self) -> Measured {
+        let load = self.load();
+        let wall = self.runtime != Where::Sim;
+        match &self.deploy {
+            Deployment::Ramcast(cfg) => {
+                let mut cfg = cfg.clone();
+                if wall {
+                    cfg.timing = ramcast::Timing::WALL;
+                }
+                self.execute(ramcast::nodes(&cfg, load, self.seed, self.log))
+            }
+            Deployment::Tram(cfg) => {
+                let mut cfg = cfg.clone();
+                if wall {
+                    cfg.timing = tram::Timing::WALL;
+                }
+                self.execute(tram::nodes(&cfg, load, self.seed, self.log))
+            }
+        }
+    }
+
+    fn execute<S, C>(&self, nodes: Vec<Node<S, C>>) -> Measured
+    where
+        S: Server + Observed,
+        Node<S, C>: Process<SimNic> + Process<LocalNic> + Send,
+    {
+        let stop_at = self.warmup.saturating_add(self.duration);
         let started = Instant::now();
         let cpu0 = process_cpu();
-        let (nodes, faulty): (Vec<RamcastNode>, Vec<bool>) = match self.runtime {
+        let n = nodes.len();
+        let (nodes, faulty): (Vec<Node<S, C>>, Vec<bool>) = match self.runtime {
             Where::Sim => {
-                let nodes = ramcast::nodes(&self.cfg, load, self.seed, self.log);
                 let mut sim = Sim::new(SimConfig::new(self.seed, self.profile.clone()), nodes);
                 sim.run(Some(stop_at.saturating_add(Nanos(5_000_000))));
-                let faulty = (0..self.cfg.processes())
-                    .map(|p| sim.crashed(ProcessId(p as u32)))
-                    .collect();
+                let faulty = (0..n).map(|p| sim.crashed(ProcessId(p as u32))).collect();
                 (sim.into_processes(), faulty)
             }
             Where::Local { threads } => {
-                let mut cfg = self.cfg.clone();
-                cfg.timing = Timing::WALL;
-                let nodes = ramcast::nodes(&cfg, load, self.seed, self.log);
                 let lc = LocalConfig {
                     threads,
                     seed: self.seed,
@@ -97,7 +188,7 @@ impl Experiment {
                 };
                 let limit = Duration::from_nanos(stop_at.as_nanos()) + Duration::from_secs(1);
                 let run = LocalRuntime::new(lc, nodes).run(limit);
-                (run.processes, vec![false; self.cfg.processes()])
+                (run.processes, vec![false; n])
             }
         };
         let wall = started.elapsed();
@@ -114,8 +205,8 @@ impl Experiment {
                 }
                 Node::Server(s) => {
                     server_deliveries += s.delivered;
-                    if s.server.current_round().time() > 0 {
-                        changed.insert(multicast::Server::group(&s.server));
+                    if s.server.changed_leader() {
+                        changed.insert(s.server.group());
                     }
                 }
             }
@@ -136,13 +227,17 @@ impl Experiment {
     }
 
     /// The header of `summary.csv`.
-    pub(crate) const SUMMARY_HEADER: &'static str = "protocol,runtime,profile,seed,commit,groups,replicas,clients,size,dest,warmup_s,duration_s,slot_bytes,slots,delivered,throughput_msgs_per_s,lat_p50_us,lat_p95_us,lat_p99_us";
+    pub(crate) const SUMMARY_HEADER: &'static str = "protocol,tree,runtime,profile,seed,commit,groups,replicas,clients,size,dest,warmup_s,duration_s,slot_bytes,slots,delivered,throughput_msgs_per_s,lat_p50_us,lat_p95_us,lat_p99_us";
 
     /// One `summary.csv` row.
     pub(crate) fn summary_row(&self, m: &Measured, commit: &str) -> String {
         let q = |x: f64| m.latency.value_at_quantile(x) as f64 / 1000.0;
+        let (groups, replicas, clients) = self.deploy.shape();
+        let (slot_bytes, slots) = self.deploy.slots();
         format!(
-            "ramcast,{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{:.2},{:.2},{:.2}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{:.2},{:.2},{:.2}",
+            self.deploy.protocol(),
+            self.deploy.tree_name(),
             self.runtime_name(),
             if self.runtime == Where::Sim {
                 self.profile.name.as_str()
@@ -151,15 +246,15 @@ impl Experiment {
             },
             self.seed,
             commit,
-            self.cfg.groups,
-            self.cfg.replicas,
-            self.cfg.clients,
+            groups,
+            replicas,
+            clients,
             self.size,
             self.dest,
             self.warmup.as_secs_f64(),
             self.duration.as_secs_f64(),
-            self.cfg.slot_bytes,
-            self.cfg.slots,
+            slot_bytes,
+            slots,
             m.delivered,
             m.throughput,
             q(0.5),

@@ -5,7 +5,7 @@
 //! throughput grows by less than 5% (or a cap is reached); latency CDFs are those of a single
 //! client, as in the paper.
 
-use crate::experiment::{Experiment, Measured, Where};
+use crate::experiment::{Deployment, Experiment, Measured, Where};
 use crate::plot::{self, Panel, Series};
 use hdrhistogram::Histogram;
 use multicast::DestPolicy;
@@ -34,7 +34,7 @@ fn experiment(
     let dst_groups = if dest == DestPolicy::All { groups } else { 1 };
     cfg.slot_bytes = (size + 16 + 8 * dst_groups + 16).div_ceil(8).max(128) * 8;
     Experiment {
-        cfg,
+        deploy: Deployment::Ramcast(cfg),
         dest,
         size,
         warmup: Nanos(duration.as_nanos() / 10),
@@ -59,7 +59,7 @@ fn saturate(
         let m = e.run();
         progress(&format!(
             "  groups={} size={} dest={} clients={clients}: {:.0} msg/s, p50 {:.2} us",
-            e.cfg.groups,
+            e.deploy.shape().0,
             e.size,
             e.dest,
             m.throughput,

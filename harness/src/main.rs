@@ -60,6 +60,8 @@ enum Command {
 enum Protocol {
     /// RamCast (Le et al., Middleware 2021).
     Ramcast,
+    /// TRAM (Martignetti et al., 2025): tree-based; takes --tree.
+    Tram,
 }
 
 #[derive(Args, Debug)]
@@ -67,9 +69,13 @@ struct RunArgs {
     /// The protocol.
     #[arg(long, value_enum, default_value = "ramcast")]
     protocol: Protocol,
-    /// Groups (1..=64).
-    #[arg(long, default_value_t = 1)]
-    groups: usize,
+    /// Groups (1..=64) [default: 1; for tram, the tree's groups].
+    #[arg(long)]
+    groups: Option<usize>,
+    /// The overlay tree (tram): base, breadth, depth, simple, or a parent array such as
+    /// [-1,0,0,1] (-1 marks the root).
+    #[arg(long)]
+    tree: Option<multicast::Tree>,
     /// Replicas per group, 2f+1.
     #[arg(long, default_value_t = 3)]
     replicas: usize,
@@ -79,7 +85,8 @@ struct RunArgs {
     /// Message size in bytes.
     #[arg(long, default_value_t = 64)]
     size: usize,
-    /// Destinations per message: single, all, random:K or group:G.
+    /// Destinations per message: single, all, random:K, group:G, or adjacent:K (K groups
+    /// adjacent in the tree, tram).
     #[arg(long, default_value = "single")]
     dest: multicast::DestPolicy,
     /// Measured time (simulated on sim, wall on local): 10s, 500ms, 200us.
@@ -91,9 +98,10 @@ struct RunArgs {
     /// Runtime.
     #[arg(long, value_enum, default_value = "sim")]
     runtime: RuntimeKind,
-    /// Hardware profile (sim; on local only its NIC limits are used).
-    #[arg(long, default_value = "xl170-cx4")]
-    profile: String,
+    /// Hardware profile (sim; on local only its NIC limits are used) [default: each paper's
+    /// testbed: xl170-cx4 for ramcast, r320-cx3 for tram].
+    #[arg(long)]
+    profile: Option<String>,
     /// Seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -101,9 +109,12 @@ struct RunArgs {
     /// [default: the message plus its metadata, at least 1 KiB].
     #[arg(long)]
     slot_bytes: Option<usize>,
-    /// Slots per client buffer.
+    /// Slots per client buffer (tram: per HM buffer).
     #[arg(long, default_value_t = 16)]
     slots: usize,
+    /// Slots of each group's circular LOG (tram).
+    #[arg(long, default_value_t = 64)]
+    log_slots: usize,
     /// OS threads for the local runtime [default: available cores].
     #[arg(long)]
     threads: Option<usize>,
@@ -571,28 +582,75 @@ fn bench_sim(a: SimSpeedArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn run_experiment(a: RunArgs) -> Result<ExitCode, String> {
-    let Protocol::Ramcast = a.protocol;
-    let profile = Profile::load(&a.profile).map_err(|e| e.to_string())?;
-    a.dest.validate(a.groups, None)?;
-    let mut cfg = ramcast::Config::new(a.groups, a.replicas, a.clients);
-    cfg.slots = a.slots;
-    let dst_groups = match a.dest {
-        multicast::DestPolicy::All => a.groups,
-        multicast::DestPolicy::Random(k) => k,
-        _ => 1,
-    };
-    cfg.slot_bytes = a
-        .slot_bytes
-        .unwrap_or_else(|| (a.size + 16 + 8 * dst_groups + 16).div_ceil(8).max(128) * 8);
-    cfg.validate().map_err(|e| e.to_string())?;
-    let max = ramcast::layout::Layout::new(&cfg).max_message(dst_groups);
-    if a.size > max {
-        return Err(format!(
-            "--size {} does not fit a slot of {} bytes (at most {max} bytes for {dst_groups} destination group(s)); raise --slot-bytes",
-            a.size, cfg.slot_bytes
-        ));
+/// The deployment `harness run` asks for, checked.
+fn deployment(a: &RunArgs) -> Result<experiment::Deployment, String> {
+    match a.protocol {
+        Protocol::Ramcast => {
+            if a.tree.is_some() {
+                return Err("--tree is for tree-based protocols (tram); ramcast is genuine".into());
+            }
+            let groups = a.groups.unwrap_or(1);
+            a.dest.validate(groups, None)?;
+            let mut cfg = ramcast::Config::new(groups, a.replicas, a.clients);
+            cfg.slots = a.slots;
+            let dst_groups = match a.dest {
+                multicast::DestPolicy::All => groups,
+                multicast::DestPolicy::Random(k) => k,
+                _ => 1,
+            };
+            cfg.slot_bytes = a
+                .slot_bytes
+                .unwrap_or_else(|| (a.size + 16 + 8 * dst_groups + 16).div_ceil(8).max(128) * 8);
+            cfg.validate().map_err(|e| e.to_string())?;
+            let max = ramcast::layout::Layout::new(&cfg).max_message(dst_groups);
+            if a.size > max {
+                return Err(format!(
+                    "--size {} does not fit a slot of {} bytes (at most {max} bytes for {dst_groups} destination group(s)); raise --slot-bytes",
+                    a.size, cfg.slot_bytes
+                ));
+            }
+            Ok(experiment::Deployment::Ramcast(cfg))
+        }
+        Protocol::Tram => {
+            let tree = a
+                .tree
+                .unwrap_or_else(|| multicast::Tree::preset("base").expect("preset"));
+            if let Some(g) = a.groups.filter(|&g| g != tree.groups()) {
+                return Err(format!(
+                    "--groups {g} does not match the tree {tree}, which has {} groups; leave --groups out for tram",
+                    tree.groups()
+                ));
+            }
+            a.dest.validate(tree.groups(), Some(&tree))?;
+            let mut cfg = tram::Config::new(tree, a.replicas, a.clients);
+            cfg.hm_slots = a.slots;
+            cfg.log_slots = a.log_slots;
+            cfg.slot_bytes = a
+                .slot_bytes
+                .unwrap_or_else(|| (a.size + tram::layout::HM_HEADER + 16).div_ceil(8).max(16) * 8);
+            cfg.validate().map_err(|e| e.to_string())?;
+            let max = tram::layout::Layout::max_message(cfg.slot_bytes);
+            if a.size > max {
+                return Err(format!(
+                    "--size {} does not fit a slot of {} bytes (at most {max} bytes); raise --slot-bytes",
+                    a.size, cfg.slot_bytes
+                ));
+            }
+            Ok(experiment::Deployment::Tram(cfg))
+        }
     }
+}
+
+fn run_experiment(a: RunArgs) -> Result<ExitCode, String> {
+    let deploy = deployment(&a)?;
+    let profile_name = a.profile.clone().unwrap_or_else(|| {
+        match a.protocol {
+            Protocol::Ramcast => "xl170-cx4",
+            Protocol::Tram => "r320-cx3",
+        }
+        .to_string()
+    });
+    let profile = Profile::load(&profile_name).map_err(|e| e.to_string())?;
     let runtime = match a.runtime {
         RuntimeKind::Sim => experiment::Where::Sim,
         RuntimeKind::Local => experiment::Where::Local {
@@ -600,7 +658,7 @@ fn run_experiment(a: RunArgs) -> Result<ExitCode, String> {
         },
     };
     let e = experiment::Experiment {
-        cfg,
+        deploy,
         dest: a.dest,
         size: a.size,
         warmup: a.warmup.unwrap_or(Nanos(a.duration.as_nanos() / 10)),
@@ -610,30 +668,44 @@ fn run_experiment(a: RunArgs) -> Result<ExitCode, String> {
         seed: a.seed,
         log: a.log.is_some(),
     };
+    let (groups, replicas, clients) = e.deploy.shape();
+    let (slot_bytes, slots) = e.deploy.slots();
+    let tree = e
+        .deploy
+        .tree()
+        .map_or(String::new(), |t| format!(" tree={t}"));
     println!(
-        "harness run: protocol=ramcast runtime={} profile={} seed={} commit={COMMIT}\n  groups={} replicas={} clients={} size={} dest={} warmup={} duration={} slot_bytes={} slots={}",
+        "harness run: protocol={} runtime={} profile={} seed={} commit={COMMIT}\n  groups={groups} replicas={replicas} clients={clients}{tree} size={} dest={} warmup={} duration={} slot_bytes={slot_bytes} slots={slots}",
+        e.deploy.protocol(),
         e.runtime_name(),
         e.profile.name,
         e.seed,
-        e.cfg.groups,
-        e.cfg.replicas,
-        e.cfg.clients,
         e.size,
         e.dest,
         e.warmup,
         e.duration,
-        e.cfg.slot_bytes,
-        e.cfg.slots
     );
-    let layout = ramcast::layout::Layout::new(&e.cfg);
-    let server = layout.server_regions(e.cfg.clients, &[]);
-    println!(
-        "regions (fixed for the whole run: circular buffers): per server M {} B, T {} B, CTL {} B; per client {} B",
-        server[0].len,
-        server[1].len,
-        server[2].len,
-        layout.client_regions()[0].len
-    );
+    match &e.deploy {
+        experiment::Deployment::Ramcast(cfg) => {
+            let layout = ramcast::layout::Layout::new(cfg);
+            let server = layout.server_regions(cfg.clients, &[]);
+            println!(
+                "regions (fixed for the whole run: circular buffers): per server M {} B, T {} B, CTL {} B; per client {} B",
+                server[0].len,
+                server[1].len,
+                server[2].len,
+                layout.client_regions()[0].len
+            );
+        }
+        experiment::Deployment::Tram(cfg) => {
+            let (hm, log, ctl) = tram::TramServer::region_bytes(cfg, cfg.tree.root());
+            println!(
+                "regions (fixed for the whole run: circular buffers): per server of the root HM {hm} B, LOG {log} B ({} slots), CTL {ctl} B; per client {} B",
+                cfg.log_slots,
+                tram::layout::Layout::resp_bytes(cfg)
+            );
+        }
+    }
     let m = e.run();
     let q = |x: f64| m.latency.value_at_quantile(x) as f64 / 1000.0;
     println!(

@@ -160,6 +160,11 @@ impl TramServer {
         self.reigns
     }
 
+    /// Whether this replica is its group's initial leader (rank 0).
+    pub fn initial(&self) -> bool {
+        self.rank == 0
+    }
+
     /// Writes of this replica refused because it had lost its permission.
     pub fn refused(&self) -> u64 {
         self.refused
