@@ -5,8 +5,8 @@
 //! delays). A fault phase, then a convergence phase without new multicasts, then the five
 //! properties on the delivery log.
 
-use multicast::Membership;
-use multicast::{check, collect_log, DeliveryLog, DestPolicy, GroupId, LoadSpec, Node};
+use crate::sweep::{draw_faults, kinds, Kinds, Outcome, SeedRun, CONVERGE};
+use multicast::{check, collect_log, DestPolicy, LoadSpec, Node};
 use ramcast::{Config, RamcastNode};
 use transport::rng::{Purpose, Rng};
 use transport::runtime::sim::{
@@ -25,23 +25,6 @@ pub(crate) struct RamcastRun {
     pub(crate) tie_break: TieBreak,
     pub(crate) faults: Vec<Fault>,
 }
-
-/// Kinds of fault a run contains, for the sweep's counts.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Kinds {
-    pub(crate) leader_crash: bool,
-    pub(crate) follower_crash: bool,
-    pub(crate) client_crash: bool,
-    /// A crash in the middle of posting (a client's multicast reaching some destinations only,
-    /// a leader's proposal reaching some followers only).
-    pub(crate) mid_post: bool,
-    pub(crate) false_suspicion: bool,
-    pub(crate) slow: bool,
-    pub(crate) link_delay: bool,
-}
-
-/// The convergence phase after the fault phase.
-const CONVERGE: Nanos = Nanos(60_000_000);
 
 impl RamcastRun {
     /// Derives a run from `seed`.
@@ -65,7 +48,7 @@ impl RamcastRun {
         } else {
             TieBreak::Fifo
         };
-        let faults = draw_faults(seed, &cfg, fault_phase);
+        let faults = draw_faults(seed, &cfg, cfg.timing.suspect, fault_phase, false);
         RamcastRun {
             seed,
             cfg,
@@ -79,31 +62,7 @@ impl RamcastRun {
 
     /// The kinds of fault this run injects.
     pub(crate) fn kinds(&self) -> Kinds {
-        let mut k = Kinds::default();
-        let suspect = self.cfg.timing.suspect;
-        for f in &self.faults {
-            match *f {
-                Fault::Crash { process, .. } | Fault::CrashMidPost { process, .. } => {
-                    match self.cfg.group_of(process) {
-                        None => k.client_crash = true,
-                        Some(_) if self.cfg.rank_of(process) == 0 => k.leader_crash = true,
-                        Some(_) => k.follower_crash = true,
-                    }
-                    if matches!(f, Fault::CrashMidPost { .. }) {
-                        k.mid_post = true;
-                    }
-                }
-                Fault::Pause {
-                    process, duration, ..
-                } if duration > suspect && self.cfg.group_of(process).is_some() => {
-                    k.false_suspicion = true
-                }
-                Fault::Pause { .. } | Fault::Slow { .. } => k.slow = true,
-                Fault::LinkDelay { .. } => k.link_delay = true,
-                Fault::Revoke { .. } => {}
-            }
-        }
-        k
+        kinds(&self.faults, &self.cfg, self.cfg.timing.suspect)
     }
 
     fn build(&self, profile: &Profile) -> Sim<RamcastNode> {
@@ -144,136 +103,21 @@ impl RamcastRun {
     }
 }
 
-/// Draws the fault schedule: at most f crashes per group (the initial leader among the
-/// candidates), any number of client crashes but one, half of all crashes in the middle of
-/// posting (a partial multicast or proposal), pauses of servers long enough to be
-/// suspected (false suspicions), slow processes and delayed links, all within the fault phase.
-fn draw_faults(seed: u64, cfg: &Config, phase: Nanos) -> Vec<Fault> {
-    let mut rng = Rng::derive(seed, Purpose::Faults, 0);
-    let h = phase.as_nanos();
-    let mut faults = Vec::new();
-    for g in 0..cfg.groups {
-        let crashes = rng.below(cfg.f() as u64 + 1) as usize;
-        let mut ranks: Vec<usize> = (0..cfg.replicas).collect();
-        for i in 0..crashes {
-            let j = i + rng.below((ranks.len() - i) as u64) as usize;
-            ranks.swap(i, j);
-            faults.push(crash(&mut rng, h, cfg.server(GroupId(g as u8), ranks[i])));
-        }
+impl SeedRun for RamcastRun {
+    const PROTOCOL: &'static str = "ramcast";
+    const EXTRA: Option<&'static str> = Some("Task 10 relay of a suspected client's message");
+    fn derive(seed: u64) -> Self {
+        RamcastRun::derive(seed)
     }
-    for c in 0..cfg.clients.saturating_sub(1) {
-        if rng.chance(0.3) {
-            faults.push(crash(&mut rng, h, cfg.client(c)));
-        }
+    fn describe(&self) -> String {
+        RamcastRun::describe(self)
     }
-    let servers = cfg.servers() as u64;
-    for _ in 0..rng.below(5) {
-        let at = Nanos(rng.below(h));
-        let p = ProcessId(rng.below(servers) as u32);
-        faults.push(match rng.below(3) {
-            // Longer than the suspicion timeout, shorter than eviction: a false suspicion.
-            0 => Fault::Pause {
-                at,
-                process: p,
-                duration: Nanos(cfg.timing.suspect.as_nanos() + rng.below(1_500_000)),
-            },
-            1 => Fault::Slow {
-                at,
-                process: p,
-                duration: Nanos(rng.below(h / 2) + 1),
-                factor: 1.0 + rng.unit_f64() * 9.0,
-            },
-            _ => Fault::LinkDelay {
-                at,
-                from: p,
-                to: ProcessId(rng.below(cfg.processes() as u64) as u32),
-                duration: Nanos(rng.below(h / 2) + 1),
-                delay: Nanos(rng.below(50_000)),
-                jitter: Nanos(rng.below(10_000)),
-            },
-        });
+    fn kinds(&self) -> Kinds {
+        RamcastRun::kinds(self)
     }
-    faults.sort_by_key(|f| f.at());
-    faults
-}
-
-/// A crash at a random time of the fault phase; half of them in the middle of posting.
-fn crash(rng: &mut Rng, horizon: u64, process: ProcessId) -> Fault {
-    let at = Nanos(rng.below(horizon));
-    if rng.chance(0.5) {
-        Fault::CrashMidPost { at, process }
-    } else {
-        Fault::Crash { at, process }
+    fn check(&self, profile: &Profile, determinism: bool) -> Outcome {
+        check_seed(self, profile, determinism)
     }
-}
-
-/// Counts over a sweep: how many runs had each fault kind and each protocol event.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Tally {
-    pub(crate) events: u64,
-    pub(crate) delivered: u64,
-    leader_crash: u64,
-    follower_crash: u64,
-    client_crash: u64,
-    mid_post: u64,
-    false_suspicion: u64,
-    slow: u64,
-    link_delay: u64,
-    leader_change: u64,
-    revoke_race: u64,
-    relay: u64,
-}
-
-impl Tally {
-    /// Adds one run.
-    pub(crate) fn add(&mut self, k: Kinds, out: &Outcome) {
-        let n = |b: bool| b as u64;
-        self.events += out.events;
-        self.delivered += out.delivered;
-        self.leader_crash += n(k.leader_crash);
-        self.follower_crash += n(k.follower_crash);
-        self.client_crash += n(k.client_crash);
-        self.mid_post += n(k.mid_post);
-        self.false_suspicion += n(k.false_suspicion);
-        self.slow += n(k.slow);
-        self.link_delay += n(k.link_delay);
-        self.leader_change += n(out.leader_changes);
-        self.revoke_race += n(out.refused_writes > 0);
-        self.relay += n(out.relays > 0);
-    }
-
-    /// The "runs with" line of a sweep's report.
-    pub(crate) fn describe(&self) -> String {
-        format!(
-            "runs with: leader crash {}, follower crash {}, client crash {}, crash in the middle of posting (partial multicast or proposal) {}, false suspicion (server paused past the timeout) {}, pause/slow {}, link delay {}; leader change happened {}, deposed leader's write refused (revoke race) {}, Task 10 relay of a suspected client's message {}",
-            self.leader_crash,
-            self.follower_crash,
-            self.client_crash,
-            self.mid_post,
-            self.false_suspicion,
-            self.slow,
-            self.link_delay,
-            self.leader_change,
-            self.revoke_race,
-            self.relay
-        )
-    }
-}
-
-/// The outcome of one run.
-#[derive(Debug, Default)]
-pub(crate) struct Outcome {
-    pub(crate) violations: Vec<String>,
-    pub(crate) events: u64,
-    pub(crate) delivered: u64,
-    pub(crate) leader_changes: bool,
-    pub(crate) refused_writes: u64,
-    /// Messages relayed for suspected clients (Task 10).
-    pub(crate) relays: u64,
-    pub(crate) divergence: Option<String>,
-    pub(crate) log: Option<DeliveryLog>,
-    /// Each server's final state, for failure reports.
-    pub(crate) states: Vec<String>,
 }
 
 /// Runs and checks one seed.
@@ -294,7 +138,7 @@ pub(crate) fn check_seed(run: &RamcastRun, profile: &Profile, determinism: bool)
             out.delivered += s.delivered;
             out.leader_changes |= s.server.current_round().time() > 0;
             out.refused_writes += s.server.refused_writes();
-            out.relays += s.server.relayed_messages();
+            out.extra += s.server.relayed_messages();
         }
         if let Node::Client(c) = n {
             if let Some(e) = &c.error {

@@ -6,10 +6,12 @@
 mod bench;
 mod check;
 mod check_ramcast;
+mod check_tram;
 mod experiment;
 mod figure;
 mod plot;
 mod stats;
+mod sweep;
 
 use bench::transport::{self as perf, Row, Runtime, MAX_BYTES};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -239,6 +241,8 @@ enum CheckProtocol {
     Chaos,
     /// RamCast under crashes, client crashes, false suspicions, slow processes and link delays.
     Ramcast,
+    /// TRAM on random trees under the same faults, leaders of several groups crashing at once.
+    Tram,
 }
 
 #[derive(Args, Debug)]
@@ -795,18 +799,19 @@ fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<(Profile, Vec<u64>, b
     Ok((profile, seeds, verbose))
 }
 
-fn check_ramcast(a: CheckArgs) -> Result<ExitCode, String> {
-    let (profile, seeds, verbose) = check_preamble(&a, "ramcast")?;
+/// A seeded sweep of one multicast protocol under faults, checked against the five properties.
+fn check_multicast<R: sweep::SeedRun>(a: CheckArgs) -> Result<ExitCode, String> {
+    let (profile, seeds, verbose) = check_preamble(&a, R::PROTOCOL)?;
     let bar = progress_bar(seeds.len() as u64);
     let start = std::time::Instant::now();
     let mut failed = Vec::new();
-    let mut tally = check_ramcast::Tally::default();
+    let mut tally = sweep::Tally::default();
     for &seed in &seeds {
-        let run = check_ramcast::RamcastRun::derive(seed);
+        let run = R::derive(seed);
         if verbose {
             bar.suspend(|| println!("{}", run.describe()));
         }
-        let out = check_ramcast::check_seed(&run, &profile, a.check_determinism);
+        let out = run.check(&profile, a.check_determinism);
         tally.add(run.kinds(), &out);
         if !out.violations.is_empty() || out.divergence.is_some() {
             failed.push(seed);
@@ -824,7 +829,8 @@ fn check_ramcast(a: CheckArgs) -> Result<ExitCode, String> {
                     }
                 }
                 println!(
-                    "  replay: harness check --protocol ramcast --seed {seed} --profile {}",
+                    "  replay: harness check --protocol {} --seed {seed} --profile {}",
+                    R::PROTOCOL,
                     profile.name
                 );
             });
@@ -845,7 +851,7 @@ fn check_ramcast(a: CheckArgs) -> Result<ExitCode, String> {
         tally.events,
         tally.delivered
     );
-    println!("{}", tally.describe());
+    println!("{}", tally.describe(R::EXTRA));
     if failed.is_empty() {
         println!("0 violations");
         Ok(ExitCode::SUCCESS)
@@ -856,8 +862,10 @@ fn check_ramcast(a: CheckArgs) -> Result<ExitCode, String> {
 }
 
 fn run_check(a: CheckArgs) -> Result<ExitCode, String> {
-    if a.protocol == CheckProtocol::Ramcast {
-        return check_ramcast(a);
+    match a.protocol {
+        CheckProtocol::Ramcast => return check_multicast::<check_ramcast::RamcastRun>(a),
+        CheckProtocol::Tram => return check_multicast::<check_tram::TramRun>(a),
+        CheckProtocol::Chaos => {}
     }
     let (profile, seeds, verbose) = check_preamble(&a, "chaos")?;
     let processes = a.processes.map(|n| n as usize);

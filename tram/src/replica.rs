@@ -175,6 +175,36 @@ impl TramServer {
         self.std
     }
 
+    /// A one-line summary of the replica's state, for failure reports.
+    pub fn describe(&self) -> String {
+        let role = match &self.role {
+            Role::Follower => "follower".to_string(),
+            Role::Candidate(_) => "candidate".to_string(),
+            Role::Leader(l) => format!(
+                "leader(catching up {}, pending {:?}, granted {:?})",
+                l.catchup.is_some(),
+                l.pending.as_ref().map(|p| p.index),
+                l.granted
+            ),
+        };
+        format!(
+            "{}/{} {role} std {} fuo {} tmp {:#x} leader {:?} oracle {} commit {} slot_in {:?} slot_out {:?} credit {:?} halted {} reigns {}",
+            self.group,
+            self.rank,
+            self.std,
+            self.fuo,
+            self.tmp,
+            self.leader,
+            self.oracle,
+            self.commit_seen,
+            self.slot_in,
+            self.slot_out,
+            self.credit,
+            self.halted,
+            self.reigns
+        )
+    }
+
     /// The region sizes of a replica of group `g`: `(HM, LOG, CTL)` bytes.
     pub fn region_bytes(cfg: &Config, g: GroupId) -> (usize, usize, usize) {
         let l = Layout::new(cfg, g);

@@ -1,0 +1,227 @@
+//! `harness check --protocol tram`: VOPR-style runs of TRAM on the simulator. Every parameter
+//! comes from the seed: the overlay tree (a random rooted tree over 1-6 groups, any root),
+//! replicas, clients, destinations (single, all, random:K, adjacent:K), buffer sizes, the
+//! tie-break policy and the fault schedule of [`crate::sweep::draw_faults`], including runs
+//! where the leaders of several groups crash at the same instant. A fault phase, a convergence
+//! phase without new multicasts, then the five properties on the delivery log.
+
+use crate::experiment::Observed;
+use crate::sweep::{draw_faults, kinds, Kinds, Outcome, SeedRun, CONVERGE};
+use multicast::{check, collect_log, DestPolicy, LoadSpec, Membership, Node, Tree};
+use std::sync::Arc;
+use tram::{Config, TramNode};
+use transport::rng::{Purpose, Rng};
+use transport::runtime::sim::{
+    check_determinism, Determinism, Fault, Profile, Sim, SimConfig, TieBreak,
+};
+use transport::{Nanos, ProcessId};
+
+/// Everything one checking run is made of.
+#[derive(Clone, Debug)]
+pub(crate) struct TramRun {
+    pub(crate) seed: u64,
+    pub(crate) cfg: Config,
+    pub(crate) dest: DestPolicy,
+    pub(crate) size: usize,
+    pub(crate) fault_phase: Nanos,
+    pub(crate) tie_break: TieBreak,
+    pub(crate) faults: Vec<Fault>,
+}
+
+/// A random rooted tree over `n` groups: each group but the first hangs under an earlier one,
+/// then the groups are relabelled at random so any group may be the root.
+fn random_tree(n: usize, rng: &mut Rng) -> Tree {
+    let mut label: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        label.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let mut parents = vec![-1i64; n];
+    for i in 1..n {
+        let p = rng.below(i as u64) as usize;
+        parents[label[i]] = label[p] as i64;
+    }
+    Tree::from_parents(&parents).expect("a recursive tree is a tree")
+}
+
+impl TramRun {
+    /// Derives a run from `seed`.
+    pub(crate) fn derive(seed: u64) -> TramRun {
+        let mut rng = Rng::derive(seed, Purpose::Workload, u64::MAX - 2);
+        let groups = 1 + rng.below(6) as usize;
+        let tree = random_tree(groups, &mut rng);
+        let replicas = if rng.chance(0.7) { 3 } else { 5 };
+        let clients = 1 + rng.below(6) as usize;
+        let mut cfg = Config::new(tree, replicas, clients);
+        cfg.hm_slots = 2 + rng.below(7) as usize;
+        cfg.log_slots = 4 + rng.below(13) as usize;
+        cfg.slot_bytes = 256;
+        let k = 1 + rng.below(groups as u64) as usize;
+        let dest = match rng.below(4) {
+            0 => DestPolicy::Single,
+            1 => DestPolicy::All,
+            2 => DestPolicy::Random(k),
+            _ => DestPolicy::Adjacent(k),
+        };
+        let size = 8 + rng.below(150) as usize;
+        let fault_phase = Nanos(2_000_000 + rng.below(4_000_000));
+        let tie_break = if rng.chance(0.5) {
+            TieBreak::Random
+        } else {
+            TieBreak::Fifo
+        };
+        let faults = draw_faults(seed, &cfg, cfg.timing.suspect, fault_phase, true);
+        TramRun {
+            seed,
+            cfg,
+            dest,
+            size,
+            fault_phase,
+            tie_break,
+            faults,
+        }
+    }
+
+    fn build(&self, profile: &Profile) -> Sim<TramNode> {
+        let load = LoadSpec {
+            dest: self.dest,
+            groups: self.cfg.group_count(),
+            tree: Some(Arc::new(self.cfg.tree)),
+            size: self.size,
+            warmup_end: Nanos::ZERO,
+            stop_at: self.fault_phase,
+        };
+        let mut sc = SimConfig::new(self.seed, profile.clone());
+        sc.tie_break = self.tie_break;
+        sc.faults = self.faults.clone();
+        Sim::new(sc, tram::nodes(&self.cfg, load, self.seed, true))
+    }
+}
+
+impl SeedRun for TramRun {
+    const PROTOCOL: &'static str = "tram";
+    const EXTRA: Option<&'static str> = None;
+
+    fn derive(seed: u64) -> Self {
+        TramRun::derive(seed)
+    }
+
+    fn describe(&self) -> String {
+        let mut s = format!(
+            "SEED={} tree={} replicas={} clients={} hm_slots={} log_slots={} slot_bytes={} dest={} size={} fault_phase={} tie_break={:?} faults={}",
+            self.seed,
+            self.cfg.tree,
+            self.cfg.replicas,
+            self.cfg.clients,
+            self.cfg.hm_slots,
+            self.cfg.log_slots,
+            self.cfg.slot_bytes,
+            self.dest,
+            self.size,
+            self.fault_phase,
+            self.tie_break,
+            self.faults.len()
+        );
+        for f in &self.faults {
+            s.push_str(&format!("\n  fault: {f}"));
+        }
+        s
+    }
+
+    fn kinds(&self) -> Kinds {
+        kinds(&self.faults, &self.cfg, self.cfg.timing.suspect)
+    }
+
+    fn check(&self, profile: &Profile, determinism: bool) -> Outcome {
+        let limit = Some(self.fault_phase.saturating_add(CONVERGE));
+        let mut sim = self.build(profile);
+        sim.run(limit);
+        let mut out = Outcome {
+            events: sim.stats().events,
+            ..Outcome::default()
+        };
+        for (i, n) in sim.processes().iter().enumerate() {
+            match n {
+                Node::Server(s) => {
+                    let crashed = sim.crashed(ProcessId(i as u32));
+                    out.states.push(format!(
+                        "p{i}{} {} delivered {}",
+                        if crashed { " (crashed)" } else { "" },
+                        s.server.describe(),
+                        s.delivered
+                    ));
+                    out.delivered += s.delivered;
+                    out.leader_changes |= s.server.changed_leader();
+                    out.refused_writes += s.server.refused();
+                }
+                Node::Client(c) => {
+                    if let Some(e) = &c.error {
+                        out.violations.push(format!("client {}: {e}", c.id));
+                    }
+                }
+            }
+        }
+        let log = collect_log(sim.processes(), |p| sim.crashed(p));
+        out.violations
+            .extend(check(&log).into_iter().map(|v| v.to_string()));
+        if determinism {
+            if let Determinism::Diverged { first, second } =
+                check_determinism(|| self.build(profile), limit)
+            {
+                out.divergence = Some(format!("first divergence: {first:?} / {second:?}"));
+            }
+        }
+        out.log = Some(log);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_trees_are_trees_with_any_root() {
+        let mut rng = Rng::from_seed(4);
+        let mut roots = std::collections::BTreeSet::new();
+        for _ in 0..200 {
+            let t = random_tree(5, &mut rng);
+            assert_eq!(t.groups(), 5);
+            roots.insert(t.root().0);
+        }
+        assert_eq!(roots.len(), 5);
+    }
+
+    /// CI's sweep: 50 seeds with faults, 0 violations (the long sweep is `harness check`).
+    /// `TRAM_SEEDS=N` runs a longer sweep.
+    #[test]
+    fn fifty_seeds_under_faults_hold_every_property() {
+        let profile = Profile::load("r320-cx3").unwrap();
+        let seeds: u64 = std::env::var("TRAM_SEEDS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(50);
+        let mut seen = Kinds::default();
+        for seed in 0..seeds {
+            let run = TramRun::derive(seed);
+            let k = run.kinds();
+            seen.leader_crash |= k.leader_crash;
+            seen.leaders_at_once |= k.leaders_at_once;
+            seen.client_crash |= k.client_crash;
+            seen.false_suspicion |= k.false_suspicion;
+            let out = run.check(&profile, false);
+            assert!(
+                out.violations.is_empty(),
+                "{}\n{:?}\n{}",
+                run.describe(),
+                out.violations,
+                out.states.join("\n")
+            );
+            assert!(out.delivered > 0, "seed {seed} delivered nothing");
+        }
+        // The sweep really injects each fault kind.
+        assert!(
+            seen.leader_crash && seen.leaders_at_once && seen.client_crash && seen.false_suspicion,
+            "{seen:?}"
+        );
+    }
+}
