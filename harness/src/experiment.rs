@@ -50,7 +50,7 @@ impl Deployment {
     pub(crate) fn tree(&self) -> Option<multicast::Tree> {
         match self {
             Deployment::Ramcast(_) => None,
-            Deployment::Tram(c) => Some(c.tree),
+            Deployment::Tram(c) => Some(c.tree.clone()),
         }
     }
 

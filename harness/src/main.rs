@@ -618,6 +618,7 @@ fn deployment(a: &RunArgs) -> Result<experiment::Deployment, String> {
         Protocol::Tram => {
             let tree = a
                 .tree
+                .clone()
                 .unwrap_or_else(|| multicast::Tree::preset("base").expect("preset"));
             if let Some(g) = a.groups.filter(|&g| g != tree.groups()) {
                 return Err(format!(

@@ -63,7 +63,9 @@ pub(crate) fn kinds(faults: &[Fault], m: &impl Membership, suspect: Nanos) -> Ki
 /// candidates), any number of client crashes but one, half of all crashes in the middle of
 /// posting (a partial multicast or proposal), pauses of servers long enough to be suspected
 /// (false suspicions), slow processes and delayed links, all within the fault phase. With
-/// `at_once`, some runs also crash the initial leaders of several groups at one instant.
+/// `at_once`, some runs also crash the initial leaders of several groups at one instant, and
+/// some pause a group's initial leader while its group's messages to it are slowed down, so it
+/// resumes before it learns it was replaced and writes with a revoked permission.
 pub(crate) fn draw_faults(
     seed: u64,
     m: &impl Membership,
@@ -141,6 +143,27 @@ pub(crate) fn draw_faults(
                 jitter: Nanos(rng.below(10_000)),
             },
         });
+    }
+    if at_once && m.f() > 0 && rng.chance(0.3) {
+        let g = GroupId(rng.below(m.group_count() as u64) as u8);
+        let leader = m.server(g, 0);
+        let at = Nanos(rng.below(h));
+        let pause = Nanos(suspect.as_nanos() * 2 + rng.below(suspect.as_nanos() * 2));
+        faults.push(Fault::Pause {
+            at,
+            process: leader,
+            duration: pause,
+        });
+        for r in 1..m.replica_count() {
+            faults.push(Fault::LinkDelay {
+                at,
+                from: m.server(g, r),
+                to: leader,
+                duration: Nanos(pause.as_nanos() * 3),
+                delay: pause,
+                jitter: Nanos(rng.below(10_000)),
+            });
+        }
     }
     faults.sort_by_key(|f| f.at());
     faults

@@ -11,13 +11,13 @@ use std::str::FromStr;
 use transport::Rng;
 
 /// A rooted tree over groups `0..len`, fixed for a run.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Tree {
     len: u8,
     /// `parent[g]`, `u8::MAX` for the root.
-    parent: [u8; MAX_GROUPS],
+    parent: Vec<u8>,
     /// `reach[g]`: the groups reachable from `g` downwards, `g` included.
-    reach: [u64; MAX_GROUPS],
+    reach: Vec<u64>,
     root: u8,
 }
 
@@ -66,7 +66,7 @@ impl Tree {
         if len == 0 || len > MAX_GROUPS {
             return Err(TreeError::Size(len));
         }
-        let mut parent = [u8::MAX; MAX_GROUPS];
+        let mut parent = vec![u8::MAX; len];
         let mut root = None;
         for (g, &p) in parents.iter().enumerate() {
             if p == -1 {
@@ -85,7 +85,7 @@ impl Tree {
             }
         }
         let root = root.ok_or(TreeError::NoRoot)?;
-        let mut reach = [0u64; MAX_GROUPS];
+        let mut reach = vec![0u64; len];
         for g in 0..len {
             // Walk up from g: every group on the way reaches g. More than `len` steps is a cycle.
             let mut at = g;

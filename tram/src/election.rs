@@ -30,8 +30,19 @@ pub(crate) struct Candidacy {
     pub(crate) answers: Vec<Option<(bool, u64)>>,
     /// When it started (a candidacy without enough answers is retried).
     started: Nanos,
-    /// Step 4.1: `Some` once permissions are in: per rank, whether its log copy arrived.
-    reads: Option<Vec<Option<bool>>>,
+    /// Step 4.1: `Some` once permissions are in: per rank, its log read.
+    reads: Option<Vec<Read>>,
+}
+
+/// A candidate's read of one replica's log (Step 4.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Read {
+    /// Not posted (the replica has not granted yet).
+    Unasked,
+    /// Posted.
+    InFlight,
+    /// Completed (`true`) or failed.
+    Done(bool),
 }
 
 impl TramServer {
@@ -64,67 +75,54 @@ impl TramServer {
     pub(crate) fn campaign<N: Nic>(&mut self, nic: &mut N) -> bool {
         let quorum = self.cfg.quorum();
         let now = nic.now();
+        let worked = self.collect_answers(nic);
         let Role::Candidate(c) = &mut self.role else {
-            return false;
+            return worked;
         };
-        let mut worked = false;
+        let acks = c.answers.iter().flatten().filter(|a| a.0).count();
+        let answered = c.answers.iter().flatten().count();
+        // A candidacy that neither wins nor loses (answers or reads lost to crashed or slow
+        // replicas) is retried with a higher timestamp.
+        let timed_out = now >= c.started.saturating_add(self.cfg.timing.suspect);
         if c.reads.is_none() {
-            // Step 3.2: collect answers to this timestamp.
-            for r in 0..self.cfg.replicas {
-                if c.answers[r].is_some() {
-                    continue;
-                }
-                let at = self.layout.perm_ack(r);
-                let word = |i: usize| nic.load_u64(local(CTL, at + 8 * i)).expect("own region");
-                if word(2) != c.ts {
-                    continue;
-                }
-                let (ack, value) = (word(0), word(1));
-                if word(2) == c.ts && (ack == ACK || ack == NACK) {
-                    c.answers[r] = Some((ack == ACK, value));
-                    worked = true;
-                }
-            }
-            let acks = c.answers.iter().flatten().filter(|a| a.0).count();
-            let answered = c.answers.iter().flatten().count();
-            let timed_out = now >= c.started.saturating_add(self.cfg.timing.suspect);
             if acks >= quorum {
-                // Step 3.3: OK. Step 4.1: read the log of every replica that granted.
-                let ranks: Vec<usize> = (0..self.cfg.replicas)
-                    .filter(|&r| r != self.rank && c.answers[r].is_some_and(|a| a.0))
-                    .collect();
-                let mut reads = vec![None; self.cfg.replicas];
-                reads[self.rank] = Some(true);
+                // Step 3.3: OK. Step 4.1 reads the log of every replica that granted, as the
+                // grants come in.
+                let mut reads = vec![Read::Unasked; self.cfg.replicas];
+                reads[self.rank] = Read::Done(true);
                 c.reads = Some(reads);
-                let bytes = self.layout.log_bytes();
-                for r in ranks {
-                    let p = self.cfg.server(self.group, r);
-                    let into = local(SCRATCH, self.layout.scratch(r));
-                    match nic.post_read(remote(p, LOG, 0), bytes, into, true) {
-                        Ok(wr) => {
-                            self.inflight.insert(wr, (r, 0));
-                        }
-                        Err(_) => self.on_log_read(r, false),
-                    }
-                }
+                self.post_reads(nic);
                 return true;
             }
             if answered >= quorum || timed_out {
                 // Step 3.3: NOK. Learn the highest timestamp refused with, back off, retry.
-                let highest = c.answers.iter().flatten().filter(|a| !a.0).map(|a| a.1);
-                self.tmp = self.tmp.max(highest.max().unwrap_or(0));
-                self.give_up(now);
+                let highest = c
+                    .answers
+                    .iter()
+                    .flatten()
+                    .filter(|a| !a.0)
+                    .map(|a| a.1)
+                    .max();
+                self.tmp = self.tmp.max(highest.unwrap_or(0));
+                // Refused: another candidate holds a higher timestamp, defer to it.
+                self.give_up(now, highest.is_some());
                 return true;
             }
             return worked;
         }
+        self.post_reads(nic);
+        let Role::Candidate(c) = &mut self.role else {
+            return worked;
+        };
         let reads = c.reads.as_ref().expect("reading");
-        let ok = reads.iter().filter(|r| **r == Some(true)).count();
-        let failed = reads.iter().filter(|r| **r == Some(false)).count();
-        let missing = self.cfg.replicas - ok - failed;
+        let ok = reads.iter().filter(|r| **r == Read::Done(true)).count();
+        let possible = ok
+            + (0..self.cfg.replicas)
+                .filter(|&r| reads[r] == Read::InFlight || c.answers[r].is_none())
+                .count();
         if ok >= quorum {
             let copies: Vec<usize> = (0..self.cfg.replicas)
-                .filter(|&r| r != self.rank && reads[r] == Some(true))
+                .filter(|&r| r != self.rank && reads[r] == Read::Done(true))
                 .collect();
             let answers = c.answers.clone();
             let ts = c.ts;
@@ -132,12 +130,68 @@ impl TramServer {
             self.role = Role::Leader(Box::new(Lead::new(self, ts, &answers, copies, now)));
             return true;
         }
-        if ok + missing < quorum {
+        if possible < quorum {
             // Step 4.1: fewer than a quorum of logs: someone else took over.
-            self.give_up(now);
+            self.give_up(now, true);
+            return true;
+        }
+        if timed_out {
+            self.give_up(now, false);
             return true;
         }
         worked
+    }
+
+    /// Step 3.2: answers to this candidacy's timestamp, from `perm_ack`.
+    fn collect_answers<N: Nic>(&mut self, nic: &N) -> bool {
+        let Role::Candidate(c) = &mut self.role else {
+            return false;
+        };
+        let mut worked = false;
+        for r in 0..self.cfg.replicas {
+            if c.answers[r].is_some() {
+                continue;
+            }
+            let at = self.layout.perm_ack(r);
+            let word = |i: usize| nic.load_u64(local(CTL, at + 8 * i)).expect("own region");
+            if word(2) != c.ts {
+                continue;
+            }
+            let (ack, value) = (word(0), word(1));
+            // The timestamp is read again: the answer words belong to it (seqlock).
+            if word(2) == c.ts && (ack == ACK || ack == NACK) {
+                c.answers[r] = Some((ack == ACK, value));
+                worked = true;
+            }
+        }
+        worked
+    }
+
+    /// Step 4.1: reads the log of each replica that granted and is not read yet.
+    fn post_reads<N: Nic>(&mut self, nic: &mut N) {
+        let Role::Candidate(Candidacy {
+            answers,
+            reads: Some(reads),
+            ..
+        }) = &mut self.role
+        else {
+            return;
+        };
+        let bytes = self.layout.log_bytes();
+        for r in 0..reads.len() {
+            if reads[r] != Read::Unasked || !answers[r].is_some_and(|a| a.0) {
+                continue;
+            }
+            let p = self.cfg.server(self.group, r);
+            let into = local(SCRATCH, self.layout.scratch(r));
+            reads[r] = match nic.post_read(remote(p, LOG, 0), bytes, into, true) {
+                Ok(wr) => {
+                    self.inflight.insert(wr, (r, 0));
+                    Read::InFlight
+                }
+                Err(_) => Read::Done(false),
+            };
+        }
     }
 
     /// A log read completed (`ok`) or failed.
@@ -146,17 +200,26 @@ impl TramServer {
             reads: Some(reads), ..
         }) = &mut self.role
         {
-            reads[rank] = Some(ok);
+            reads[rank] = Read::Done(ok);
         }
     }
 
     /// Ends a failed candidacy or reign: back to following, a new candidacy later if the oracle
-    /// still names this replica.
-    pub(crate) fn give_up(&mut self, now: Nanos) {
+    /// still names this replica. With `defer` (someone else took over: a refused write, a
+    /// higher timestamp), the oracle first expects the next rank: without it, a deposed leader
+    /// never suspects itself and would take the group back at once, a leader change for
+    /// nothing.
+    pub(crate) fn give_up(&mut self, now: Nanos, defer: bool) {
         self.role = Role::Follower;
         self.leader = None;
         self.retry_at = now.saturating_add(self.cfg.timing.heartbeat);
         self.beat_timer.disarm();
+        if defer && self.cfg.replicas > 1 {
+            self.oracle = (self.rank + 1) % self.cfg.replicas;
+            self.oracle_since = now;
+            // Seen as changed at the next look: the expected leader gets a full timeout.
+            self.oracle_beat = u64::MAX;
+        }
     }
 
     /// Step 2.7: answer requests for permission; grant a higher timestamp (revoking everyone
@@ -201,14 +264,31 @@ impl TramServer {
             } else {
                 continue;
             };
-            let mut bytes = [0u8; 24];
-            for (i, w) in answer.iter().enumerate() {
-                bytes[8 * i..8 * i + 8].copy_from_slice(&w.to_le_bytes());
-            }
-            let at = self.layout.perm_ack(self.rank);
-            self.write_word(nic, candidate, at, &bytes);
+            self.answer(nic, candidate, answer);
         }
         worked
+    }
+
+    /// Writes `[ack, value, ts]` into `perm_ack` of `candidate`.
+    pub(crate) fn answer<N: Nic>(&mut self, nic: &mut N, candidate: ProcessId, answer: [u64; 3]) {
+        let mut bytes = [0u8; 24];
+        for (i, w) in answer.iter().enumerate() {
+            bytes[8 * i..8 * i + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        let at = self.layout.perm_ack(self.rank);
+        self.write_word(nic, candidate, at, &bytes);
+    }
+
+    /// After a reconnect to the leader this replica granted: the grant may have been flushed
+    /// with the broken queue pair, and the leader streams nothing to a replica it has no grant
+    /// from, so the grant is written again (with the current `STD`, where the stream starts).
+    pub(crate) fn answer_again<N: Nic>(&mut self, nic: &mut N, peer: ProcessId) {
+        let granted = self.cfg.group_of(peer) == Some(self.group)
+            && self.leader == Some(self.cfg.rank_of(peer))
+            && matches!(self.role, Role::Follower);
+        if granted {
+            self.answer(nic, peer, [ACK, self.std, self.tmp]);
+        }
     }
 
     fn heartbeat_of<N: Nic>(&self, nic: &N, rank: usize) -> u64 {

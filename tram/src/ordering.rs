@@ -50,6 +50,9 @@ pub(crate) struct Lead {
     pub(crate) ts: u64,
     /// Per rank: granted permission to this reign and its stream is intact.
     pub(crate) granted: Vec<bool>,
+    /// Per rank: its stream failed in this reign (it revoked this leader or crashed); its
+    /// grant is not taken again.
+    pub(crate) dropped: Vec<bool>,
     /// Per rank: the next log index to write to it.
     next: Vec<u64>,
     /// Per rank: the `STD` it last reported, and since when unchanged.
@@ -86,6 +89,7 @@ impl Lead {
             progress: (0..n).map(|r| (reported(r), now)).collect(),
             granted,
             evicted: vec![false; n],
+            dropped: vec![false; n],
             pending: None,
             commit_sent: vec![0; n],
             rr: 0,
@@ -124,8 +128,9 @@ impl TramServer {
         }
         let granted = self.lead_ref().granted.iter().filter(|g| **g).count();
         if granted < self.cfg.quorum() {
-            // Step 2.3's else branch: a quorum can no longer hold the entry.
-            self.give_up(now);
+            // Step 2.3's else branch: a quorum can no longer hold the entry; the followers that
+            // left revoked this leader's permission (or crashed, at most f of them).
+            self.give_up(now, true);
             return (true, None);
         }
         let mut wake = None;
@@ -150,7 +155,7 @@ impl TramServer {
     fn late_grants<N: Nic>(&mut self, nic: &mut N) -> bool {
         let mut worked = false;
         for r in 0..self.cfg.replicas {
-            if self.lead_ref().granted[r] {
+            if self.lead_ref().granted[r] || self.lead_ref().dropped[r] {
                 continue;
             }
             let at = self.layout.perm_ack(r);
@@ -451,7 +456,7 @@ impl TramServer {
         let Some(parent) = self.parent else {
             return false;
         };
-        let c = self.slot_in[self.parent_source()];
+        let c = self.decided_from_parent;
         if self.lead_ref().credit_published == Some(c) {
             return false;
         }
@@ -479,7 +484,9 @@ impl TramServer {
                 }
             }
             Role::Leader(l) if same_group => {
-                l.granted[self.cfg.rank_of(peer)] = false;
+                let r = self.cfg.rank_of(peer);
+                l.granted[r] = false;
+                l.dropped[r] = true;
             }
             _ => {}
         }

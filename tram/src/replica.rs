@@ -68,6 +68,10 @@ pub struct TramServer {
     pub(crate) slot_out: Vec<u64>,
     /// Per child: positions of its buffer known to be consumed (decided by the child).
     pub(crate) credit: Vec<u64>,
+    /// Positions of the parent's buffer this group decided: the credit it reports to its
+    /// parent. Not `slot_in`, which a leader advances when it takes a message, before the
+    /// message is decided.
+    pub(crate) decided_from_parent: u64,
     /// First Undecided Offset: the next log index to decide (meaningful while leading).
     pub(crate) fuo: u64,
     /// Slot To Deliver: the next log index to deliver.
@@ -123,6 +127,7 @@ impl TramServer {
             slot_in: vec![0; cfg.clients + 1],
             slot_out: vec![0; children.len()],
             credit: vec![0; children.len()],
+            decided_from_parent: 0,
             children,
             fuo: 0,
             std: 0,
@@ -296,6 +301,9 @@ impl TramServer {
     pub(crate) fn deliver_entry<N: Nic>(&mut self, nic: &mut N, e: &LogEntry) {
         let src = self.source_index(e.source);
         self.slot_in[src] = self.slot_in[src].max(e.src_pos + 1);
+        if e.source == FROM_PARENT {
+            self.decided_from_parent = self.decided_from_parent.max(e.src_pos + 1);
+        }
         let m = e.msg();
         for (x, o) in e.outs.iter().enumerate() {
             let forwarded = m.dst.bits() & self.cfg.tree.reach(self.children[x]).bits() != 0;
@@ -345,6 +353,7 @@ impl TramServer {
                 (Status::Success, OpKind::Reconnect) => {
                     self.broken.remove(&cq.peer);
                     self.on_reconnected(cq.peer);
+                    self.answer_again(nic, cq.peer);
                 }
                 (Status::Success, OpKind::Read) => {
                     if let Some((rank, _)) = tagged {

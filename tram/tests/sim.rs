@@ -15,7 +15,7 @@ fn run(cfg: &Config, dest: DestPolicy, seed: u64, faults: Vec<Fault>, stop_us: u
     let load = LoadSpec {
         dest,
         groups: cfg.group_count(),
-        tree: Some(std::sync::Arc::new(cfg.tree)),
+        tree: Some(std::sync::Arc::new(cfg.tree.clone())),
         size: 64,
         warmup_end: Nanos::ZERO,
         stop_at: Nanos(stop_us * 1000),
@@ -143,4 +143,35 @@ fn clients_crashing_mid_multicast_leave_no_partial_delivery() {
         .collect();
     let o = run(&cfg, DestPolicy::Random(3), 9, faults, 1000);
     assert_safe_and_live(&o);
+}
+
+/// A leader paused past the timeout resumes before the new leader's permission request reaches
+/// it (the link from the group to it is slow): it still believes it leads, its next log write is
+/// refused by the revoked permission, it reconnects the queue pair and steps down.
+#[test]
+fn a_deposed_leader_unaware_of_it_is_refused_and_steps_down() {
+    let cfg = Config::new(tree("simple"), 3, 4);
+    let old = cfg.server(multicast::GroupId(0), 0);
+    let mut faults = vec![Fault::Pause {
+        at: Nanos(300_000),
+        process: old,
+        duration: Nanos(1_000_000),
+    }];
+    for r in 1..3 {
+        faults.push(Fault::LinkDelay {
+            at: Nanos(300_000),
+            from: cfg.server(multicast::GroupId(0), r),
+            to: old,
+            duration: Nanos(3_000_000),
+            delay: Nanos(1_500_000),
+            jitter: Nanos(0),
+        });
+    }
+    let o = run(&cfg, DestPolicy::All, 10, faults, 5000);
+    assert_safe_and_live(&o);
+    let Node::Server(s) = &o.sim.processes()[old.index()] else {
+        unreachable!()
+    };
+    assert!(s.server.refused() > 0, "{}", s.server.describe());
+    assert!(!s.server.is_leader(), "{}", s.server.describe());
 }
