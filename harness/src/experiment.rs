@@ -101,6 +101,9 @@ pub(crate) struct Experiment {
     pub(crate) profile: Profile,
     pub(crate) seed: u64,
     pub(crate) log: bool,
+    /// The tree `--dest adjacent:K` draws from when the protocol has none (RamCast given
+    /// TRAM's "genuine" workload).
+    pub(crate) dest_tree: Option<multicast::Tree>,
 }
 
 /// What an experiment measured.
@@ -134,7 +137,11 @@ impl Experiment {
         LoadSpec {
             dest: self.dest,
             groups: self.deploy.shape().0,
-            tree: self.deploy.tree().map(Arc::new),
+            tree: self
+                .deploy
+                .tree()
+                .or_else(|| self.dest_tree.clone())
+                .map(Arc::new),
             size: self.size,
             warmup_end: self.warmup,
             stop_at: self.warmup.saturating_add(self.duration),

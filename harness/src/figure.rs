@@ -16,9 +16,9 @@ use transport::runtime::sim::Profile;
 use transport::Nanos;
 
 /// One measured point of a saturation sweep.
-struct Point {
-    e: Experiment,
-    m: Measured,
+pub(crate) struct Point {
+    pub(crate) e: Experiment,
+    pub(crate) m: Measured,
 }
 
 fn experiment(
@@ -43,11 +43,12 @@ fn experiment(
         profile: profile.clone(),
         seed,
         log: false,
+        dest_tree: None,
     }
 }
 
 /// Doubles the clients from 1 until throughput grows by less than 5%; returns every point.
-fn saturate(
+pub(crate) fn saturate(
     mk: impl Fn(usize) -> Experiment,
     max_clients: usize,
     progress: &dyn Fn(&str),
@@ -77,11 +78,11 @@ fn saturate(
     points
 }
 
-fn max_throughput(points: &[Point]) -> f64 {
+pub(crate) fn max_throughput(points: &[Point]) -> f64 {
     points.iter().map(|p| p.m.throughput).fold(0.0, f64::max)
 }
 
-fn us(h: &Histogram<u64>, q: f64) -> f64 {
+pub(crate) fn us(h: &Histogram<u64>, q: f64) -> f64 {
     h.value_at_quantile(q) as f64 / 1000.0
 }
 
@@ -98,7 +99,7 @@ fn cdf_points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
 }
 
 /// `64 B`, `4K`.
-fn size_label(size: usize) -> String {
+pub(crate) fn size_label(size: usize) -> String {
     if size < 1024 {
         format!("{size} B")
     } else {
@@ -107,7 +108,7 @@ fn size_label(size: usize) -> String {
 }
 
 /// A panel with linear axes.
-fn panel(title: &str, x: &str, y: &str, series: Vec<Series>) -> Panel {
+pub(crate) fn panel(title: &str, x: &str, y: &str, series: Vec<Series>) -> Panel {
     Panel {
         title: title.into(),
         x_label: x.into(),
@@ -118,12 +119,12 @@ fn panel(title: &str, x: &str, y: &str, series: Vec<Series>) -> Panel {
     }
 }
 
-fn write(path: &Path, text: &str) -> Result<(), String> {
+pub(crate) fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// A row of the side-by-side table.
-fn row(out: &mut String, what: &str, published: f64, measured: f64, unit: &str) {
+pub(crate) fn row(out: &mut String, what: &str, published: f64, measured: f64, unit: &str) {
     let _ = writeln!(
         out,
         "| {what} | {published:.1} {unit} | {measured:.1} {unit} | {:.2} |",
@@ -131,7 +132,7 @@ fn row(out: &mut String, what: &str, published: f64, measured: f64, unit: &str) 
     );
 }
 
-const TABLE_HEAD: &str =
+pub(crate) const TABLE_HEAD: &str =
     "| what | published | measured | measured / published |\n|---|---|---|---|\n";
 
 fn profile_note(profile: &Profile) -> String {

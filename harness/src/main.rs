@@ -8,7 +8,10 @@ mod check;
 mod check_ramcast;
 mod check_tram;
 mod experiment;
+mod failover;
 mod figure;
+mod figure_tram;
+mod figure_tram_notes;
 mod plot;
 mod stats;
 mod sweep;
@@ -137,6 +140,21 @@ enum FigureName {
     /// RamCast Fig. 5: single-group and all-groups messages with 1, 2, 4, 8 groups.
     #[value(name = "ramcast-fig5")]
     RamcastFig5,
+    /// TRAM Fig. 5: uniform random destinations, trees base/breadth/depth against RamCast.
+    #[value(name = "tram-fig5")]
+    TramFig5,
+    /// TRAM Fig. 6: destinations adjacent in the tree ("genuine" workload).
+    #[value(name = "tram-fig6")]
+    TramFig6,
+    /// TRAM Fig. 7: payload 64 B .. 16 KB to all 8 groups.
+    #[value(name = "tram-fig7")]
+    TramFig7,
+    /// TRAM Fig. 8: the simple tree with 1..7 replicas per group.
+    #[value(name = "tram-fig8")]
+    TramFig8,
+    /// TRAM Table 1: failover latency, leader change in all 8 groups at once, three times.
+    #[value(name = "tram-table1")]
+    TramTable1,
 }
 
 #[derive(Args, Debug)]
@@ -672,6 +690,7 @@ fn run_experiment(a: RunArgs) -> Result<ExitCode, String> {
         profile,
         seed: a.seed,
         log: a.log.is_some(),
+        dest_tree: None,
     };
     let (groups, replicas, clients) = e.deploy.shape();
     let (slot_bytes, slots) = e.deploy.slots();
@@ -762,19 +781,27 @@ fn run_experiment(a: RunArgs) -> Result<ExitCode, String> {
 }
 
 fn run_figure(a: FigureArgs) -> Result<ExitCode, String> {
-    let name = match a.name {
-        FigureName::RamcastFig4 => "ramcast-fig4",
-        FigureName::RamcastFig5 => "ramcast-fig5",
+    let value = a.name.to_possible_value().expect("every figure has a name");
+    let name = value.get_name();
+    let profile = if name.starts_with("ramcast") {
+        "xl170-cx4"
+    } else {
+        "r320-cx3"
     };
     let out = a.out.unwrap_or_else(|| PathBuf::from("results").join(name));
     println!(
-        "harness figure {name}: runtime=sim profile=xl170-cx4 seed=1 commit={COMMIT} out={}",
+        "harness figure {name}: runtime=sim profile={profile} seed=1 commit={COMMIT} out={}",
         out.display()
     );
     let progress = |line: &str| println!("{line}");
     match a.name {
         FigureName::RamcastFig4 => figure::fig4(&out, COMMIT, a.quick, &progress)?,
         FigureName::RamcastFig5 => figure::fig5(&out, COMMIT, a.quick, &progress)?,
+        FigureName::TramFig5 => figure_tram::fig5_6(&out, COMMIT, false, a.quick, &progress)?,
+        FigureName::TramFig6 => figure_tram::fig5_6(&out, COMMIT, true, a.quick, &progress)?,
+        FigureName::TramFig7 => figure_tram::fig7(&out, COMMIT, a.quick, &progress)?,
+        FigureName::TramFig8 => figure_tram::fig8(&out, COMMIT, a.quick, &progress)?,
+        FigureName::TramTable1 => failover::table1(&out, COMMIT, a.quick, &progress)?,
     }
     println!("wrote {}/summary.md", out.display());
     Ok(ExitCode::SUCCESS)

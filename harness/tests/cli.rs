@@ -190,8 +190,9 @@ fn ramcast_run_writes_summary_cdf_and_a_log_that_verifies() {
     assert!(header.ends_with("delivered,throughput_msgs_per_s,lat_p50_us,lat_p95_us,lat_p99_us"));
     let row: Vec<&str> = lines.next().unwrap().split(',').collect();
     assert_eq!(row.len(), header.split(',').count());
+    let delivered = header.split(',').position(|h| h == "delivered").unwrap();
     assert!(
-        row[14].parse::<u64>().unwrap() > 0,
+        row[delivered].parse::<u64>().unwrap() > 0,
         "nothing delivered: {summary}"
     );
     assert!(
@@ -219,6 +220,70 @@ fn ramcast_run_rejects_bad_configurations_clearly() {
     ];
     for (args, want) in cases {
         let mut all = vec!["run", "--protocol", "ramcast"];
+        all.extend_from_slice(args);
+        let o = harness(&all);
+        assert!(!o.status.success(), "{args:?} accepted");
+        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn tram_run_on_a_custom_tree_writes_a_log_that_verifies() {
+    let dir = std::env::temp_dir().join(format!("harness-tram-{}", std::process::id()));
+    let (out, log) = (dir.join("out"), dir.join("log"));
+    let o = harness(&[
+        "run",
+        "--protocol",
+        "tram",
+        "--tree",
+        "[-1,0,0,1]",
+        "--clients",
+        "3",
+        "--dest",
+        "adjacent:2",
+        "--duration",
+        "1ms",
+        "--out",
+        out.to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("tree=[-1,0,0,1]"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("0 violations"), "{}", stdout(&o));
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    let row = summary.lines().nth(1).unwrap();
+    assert!(row.starts_with("tram,[-1;0;0;1],sim,r320-cx3,"), "{row}");
+    let v = harness(&["verify", "--log", log.to_str().unwrap()]);
+    assert!(v.status.success(), "{}", stdout(&v));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn tram_run_rejects_bad_trees_and_flags_clearly() {
+    let cases: [(&[&str], &str); 6] = [
+        (&["--protocol", "tram", "--tree", "[-1,2,1]"], "cycle"),
+        (&["--protocol", "tram", "--tree", "[-1,-1,0]"], "both roots"),
+        (&["--protocol", "tram", "--tree", "[-1,7]"], "not a group"),
+        (
+            &["--protocol", "tram", "--tree", "depth", "--groups", "3"],
+            "does not match the tree",
+        ),
+        (&["--protocol", "ramcast", "--tree", "base"], "tree-based"),
+        (
+            &[
+                "--protocol",
+                "ramcast",
+                "--dest",
+                "adjacent:2",
+                "--groups",
+                "3",
+            ],
+            "tree-based protocols",
+        ),
+    ];
+    for (args, want) in cases {
+        let mut all = vec!["run"];
         all.extend_from_slice(args);
         let o = harness(&all);
         assert!(!o.status.success(), "{args:?} accepted");

@@ -3,7 +3,7 @@
 //! multicast the next.
 
 use crate::log::Multicast;
-use crate::role::{Client, MulticastError};
+use crate::role::{Client, Completed, MulticastError};
 use crate::tree::Tree;
 use crate::{DestSet, GroupId, MsgId};
 use hdrhistogram::Histogram;
@@ -141,6 +141,8 @@ pub struct ClosedLoop<C> {
     pub completed_in_window: u64,
     /// Every multicast this client started, when logging.
     pub log: Option<Vec<Multicast>>,
+    /// Every completion, with when it was multicast and its latency, when logging.
+    pub completions: Option<Vec<Completed>>,
     /// A refusal other than backpressure or in-flight (a configuration error), if any.
     pub error: Option<MulticastError>,
     finished: bool,
@@ -159,6 +161,7 @@ impl<C> ClosedLoop<C> {
             latency: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds"),
             completed_in_window: 0,
             log: log.then(Vec::new),
+            completions: log.then(Vec::new),
             error: None,
             finished: false,
         }
@@ -179,6 +182,9 @@ impl<N: Nic, C: Client<N>> Process<N> for ClosedLoop<C> {
                 if let Some(m) = log.iter_mut().rev().find(|m| m.msg == done.msg) {
                     m.completed = true;
                 }
+            }
+            if let Some(c) = &mut self.completions {
+                c.push(done);
             }
             if done.sent_at >= self.spec.warmup_end && done.sent_at < self.spec.stop_at {
                 self.completed_in_window += 1;
