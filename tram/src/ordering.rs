@@ -251,7 +251,7 @@ impl TramServer {
             let y = (start + k) % sources;
             // Step 2.2: HM[y, slot_in[y]].
             let pos = self.slot_in[y];
-            if self.hm_message(nic, y, pos).is_none() {
+            if !self.hm_message(nic, y, pos) {
                 continue;
             }
             let dst = Hm::decode(&self.enc).expect("checked").dst;

@@ -286,13 +286,13 @@ impl TramServer {
         }
     }
 
-    /// The sequence number in the header of the log slot that would hold index `i`, for
-    /// detecting a later lap (`found > i`).
+    /// Whether the log slot at `at`, which would hold index `i`, holds a later lap (index
+    /// `i + k * log_slots`): entry `i` was overwritten before this replica took it.
     pub(crate) fn lapped<N: Nic>(&self, nic: &N, at: transport::LocalAddr, i: u64) -> bool {
         let header = nic.load_u64(at).expect("own region");
         let found = header as u32;
-        let ahead = found.wrapping_sub(i as u32);
-        found != i as u32 && ahead != 0 && (ahead as i32) > 0 && header != 0
+        // An empty slot has header 0; sequence numbers compare modulo 2^32.
+        header != 0 && found != i as u32 && (found.wrapping_sub(i as u32) as i32) > 0
     }
 
     /// Delivers log entry `e` at index `std` (Steps 2.4, 2.6 and 4.4): advances the pointers the
@@ -324,21 +324,21 @@ impl TramServer {
         }
     }
 
-    /// The message of `HM` buffer `buffer` at position `pos`, encoded, if it has arrived.
-    pub(crate) fn hm_message<N: Nic>(&mut self, nic: &N, buffer: usize, pos: u64) -> Option<()> {
+    /// Whether the message of `HM` buffer `buffer` at position `pos` has arrived; if so, its
+    /// encoding is left in `self.enc`.
+    pub(crate) fn hm_message<N: Nic>(&mut self, nic: &N, buffer: usize, pos: u64) -> bool {
         let at = local(HM, self.layout.hm_slot(buffer, pos));
         let codec = self.layout.hm_codec;
         match codec
             .read(nic, at, pos as u32, &mut self.buf)
             .expect("own region")
         {
-            Ok(range) => {
-                Hm::decode(&self.buf[range.clone()])?;
+            Ok(range) if Hm::decode(&self.buf[range.clone()]).is_some() => {
                 self.enc.clear();
                 self.enc.extend_from_slice(&self.buf[range]);
-                Some(())
+                true
             }
-            Err(_) => None,
+            _ => false,
         }
     }
 
