@@ -8,7 +8,7 @@
 
 use crate::experiment::{Deployment, Experiment, Where};
 use crate::figure::{max_throughput, panel, saturate, size_label, us, write, Point};
-use crate::plot::{self, Series};
+use crate::plot::{self, Panel, Series};
 use multicast::{DestPolicy, Tree};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -193,7 +193,11 @@ fn table(
         let _ = write!(s, " {v} / {} |", reference(v));
     }
     s.push('\n');
-    let _ = writeln!(s, "|---|{}", "---|".repeat(2 * variants.len() + trams.len()));
+    let _ = writeln!(
+        s,
+        "|---|{}",
+        "---|".repeat(2 * variants.len() + trams.len())
+    );
     for &x in xs {
         let _ = write!(s, "| {x} |");
         for v in variants {
@@ -223,13 +227,13 @@ fn note(profile: &Profile, commit: &str, name: &str, duration: Nanos) -> String 
          testbed figures: ib_write_lat 1.31 us and ib_write_bw 50 Gb/s \
          (`transport/profiles/r320-cx3.toml`). Every TRAM and RamCast number below is a \
          validation target; nothing was tuned against it.\n\nCommand: `harness figure {name}` \
-         (commit {commit}). Latency: one client, {} of simulated time. Throughput: clients \
-         doubled from 1 until throughput grew by less than 5%, {} per point after a 10% \
+         (commit {commit}). Latency: one client, {} ms of simulated time. Throughput: clients \
+         doubled from 1 until throughput grew by less than 5%, {} ms per point after a 10% \
          warm-up. 8 groups of 3 replicas unless said otherwise; 64 B messages. Every run is a \
          row of `runs.csv`; `points.csv` has one row per point of the figure.\n",
         profile.name,
-        Nanos(duration.as_nanos() * 2),
-        duration
+        2.0 * duration.as_us_f64() / 1000.0,
+        duration.as_us_f64() / 1000.0
     )
 }
 
@@ -379,15 +383,18 @@ pub(crate) fn fig5_6(
                     .map(|l| series(&all_cells, l, |c| c.p50))
                     .collect(),
             ),
-            panel(
-                "throughput at saturation",
-                "destinations",
-                "max throughput (k msg/s)",
-                labels
-                    .iter()
-                    .map(|l| series(&all_cells, l, |c| c.tput / 1000.0))
-                    .collect(),
-            ),
+            Panel {
+                log_y: true,
+                ..panel(
+                    "throughput at saturation",
+                    "destinations",
+                    "max throughput (k msg/s, log scale)",
+                    labels
+                        .iter()
+                        .map(|l| series(&all_cells, l, |c| c.tput / 1000.0))
+                        .collect(),
+                )
+            },
             panel(
                 "throughput normalised by RamCast's",
                 "destinations",
@@ -402,7 +409,13 @@ pub(crate) fn fig5_6(
     );
     md.push_str(&note(&profile, commit, name, duration));
     md.push('\n');
-    md.push_str(&table(&all_cells, &xs, &labels, "destinations", &ramcast_for));
+    md.push_str(&table(
+        &all_cells,
+        &xs,
+        &labels,
+        "destinations",
+        &ramcast_for,
+    ));
     md.push_str("\n## The paper's claims\n\n");
     md.push_str(CLAIM_HEAD);
     let last = *xs.last().expect("points");
