@@ -194,7 +194,7 @@ pub(crate) fn table1(
     p.log_y = true;
     plot::draw_png(
         &out.join("table1.png"),
-        "TRAM Table 1 on sim (r320-cx3): breadth, leader change in all 8 groups at 10, 30, 50 ms",
+        "TRAM Table 1 on sim: 8 leader changes at 10, 30, 50 ms",
         &[p],
     )?;
     let mut md = String::from("# TRAM Table 1 (failover), reproduced on the simulator\n\n");

@@ -175,6 +175,16 @@ impl TramServer {
         self.refused
     }
 
+    /// Per child: positions written into its buffer that it has not reported decided yet (at
+    /// most `hm_slots` while this replica leads: backpressure).
+    pub fn unconsumed_forwards(&self) -> Vec<u64> {
+        self.slot_out
+            .iter()
+            .zip(&self.credit)
+            .map(|(o, c)| o.saturating_sub(*c))
+            .collect()
+    }
+
     /// The next log index this replica will deliver.
     pub fn std(&self) -> u64 {
         self.std

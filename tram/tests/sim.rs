@@ -175,3 +175,52 @@ fn a_deposed_leader_unaware_of_it_is_refused_and_steps_down() {
     assert!(s.server.refused() > 0, "{}", s.server.describe());
     assert!(!s.server.is_leader(), "{}", s.server.describe());
 }
+
+/// A child that stops consuming (all its replicas paused) fills the buffer its parent writes
+/// into; the parent's leader then stops taking messages that must go there instead of
+/// overwriting unconsumed ones, and everything is delivered once the child resumes.
+#[test]
+fn a_full_child_buffer_pushes_back_on_the_parent() {
+    let mut cfg = Config::new(tree("simple"), 3, 6);
+    cfg.hm_slots = 2;
+    let child: Vec<ProcessId> = cfg.members(multicast::GroupId(1)).collect();
+    let faults = child
+        .iter()
+        .map(|&p| Fault::Pause {
+            at: Nanos(200_000),
+            process: p,
+            duration: Nanos(1_000_000),
+        })
+        .collect();
+    let load = LoadSpec {
+        dest: DestPolicy::All,
+        groups: 3,
+        tree: Some(std::sync::Arc::new(cfg.tree.clone())),
+        size: 64,
+        warmup_end: Nanos::ZERO,
+        stop_at: Nanos(2_000_000),
+    };
+    let mut sc = SimConfig::new(11, Profile::load("r320-cx3").unwrap());
+    sc.faults = faults;
+    let mut sim = Sim::new(sc, nodes(&cfg, load, 11, true));
+    let root_leader = cfg.server(multicast::GroupId(0), 0);
+    let delivered_by_root = |sim: &Sim<TramNode>| match &sim.processes()[root_leader.index()] {
+        Node::Server(s) => (s.delivered, s.server.unconsumed_forwards()),
+        Node::Client(_) => unreachable!(),
+    };
+    // In the middle of the pause: the root's leader has at most 2 messages outstanding at the
+    // paused child, and it stopped ordering (every message goes to all groups).
+    sim.run(Some(Nanos(700_000)));
+    let (before, outstanding) = delivered_by_root(&sim);
+    assert!(outstanding[0] <= 2, "{outstanding:?}");
+    sim.run(Some(Nanos(1_100_000)));
+    let (during, outstanding) = delivered_by_root(&sim);
+    assert!(outstanding[0] <= 2, "{outstanding:?}");
+    assert_eq!(before, during, "the root kept ordering into a full buffer");
+    sim.run(Some(Nanos(40_000_000)));
+    let (after, _) = delivered_by_root(&sim);
+    assert!(after > during + 10, "{after}");
+    let log = collect_log(sim.processes(), |p| sim.crashed(p));
+    let violations = check(&log);
+    assert!(violations.is_empty(), "{violations:?}");
+}
