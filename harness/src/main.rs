@@ -78,7 +78,7 @@ struct RunArgs {
     #[arg(long)]
     groups: Option<usize>,
     /// The overlay tree (tram): base, breadth, depth, simple, or a parent array such as
-    /// [-1,0,0,1] (-1 marks the root).
+    /// [-1,0,0,1] (-1 marks the root) [default: base].
     #[arg(long)]
     tree: Option<multicast::Tree>,
     /// Replicas per group, 2f+1.
