@@ -1,0 +1,668 @@
+//! An RDMC member: the library of the paper's Fig. 1 as a sans-IO process. It belongs to any
+//! number of groups (each with its own root, members, algorithm and block size) and runs their
+//! transfers side by side.
+//!
+//! Per message, a member walks its [`crate::schedule`] step by step. In a step it may receive
+//! one block and send one: it tells the member it receives from that it is ready
+//! (`ready_for_block`), and it writes its block into the target's receive buffer (a
+//! write-with-immediate carrying the block number) once the target said it is ready and the
+//! block is here. A step is over when both are done; members run ahead of each other as far as
+//! their own transfers allow. The first relay of a member also tells it the message size, just
+//! before its first block. Messages of a group are sent and delivered in order.
+//!
+//! **Failures.** A failed operation towards a member (it crashed, or its queue pair broke)
+//! marks that member failed in every group it shares with us; so does a silent peer we wait on,
+//! which we probe every `probe` interval (a crashed peer's probe fails). The detector tells
+//! every other member of the group, and every member that learns it the first time tells them
+//! again, so every surviving member gets a [`Event::Failed`] even if a detector crashes next.
+//! A failed group stops; a partially received message is never reported delivered.
+
+use crate::schedule::{Algorithm, Step};
+use crate::wire::Ctl;
+use bytes::Bytes;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use transport::{
+    Access, LocalAddr, Nanos, Nic, OpKind, Process, ProcessId, Progress, Recv, RegionId,
+    RegionSpec, RemoteAddr, Status, WrId, WriteFlags,
+};
+
+/// `Ready.step` for a member's first block, whose step the member cannot know before it knows
+/// the message size.
+const FIRST: u64 = u64::MAX;
+
+/// A group as every member creates it (`create_group`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupConfig {
+    /// The group number.
+    pub id: u32,
+    /// Members in order; `members[0]` is the root, the only sender.
+    pub members: Vec<ProcessId>,
+    /// The dissemination algorithm.
+    pub algorithm: Algorithm,
+    /// Bytes per block (the last block may be shorter).
+    pub block_size: usize,
+    /// The receive buffer: the largest message the group carries.
+    pub buffer_bytes: usize,
+}
+
+/// Why a group or a send was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RdmcError {
+    /// This process is not the group's root.
+    #[error("only the root of group {0} sends")]
+    NotRoot(u32),
+    /// No such group here.
+    #[error("this process is not a member of group {0}")]
+    UnknownGroup(u32),
+    /// The message does not fit the receivers' buffers.
+    #[error("a message of {len} bytes does not fit the group's {max}-byte receive buffers")]
+    TooLarge {
+        /// Message size.
+        len: usize,
+        /// Buffer size.
+        max: usize,
+    },
+    /// The group failed earlier.
+    #[error("group {0} has failed")]
+    Failed(u32),
+    /// A configuration is unusable.
+    #[error("group {id}: {why}")]
+    Config {
+        /// Group number.
+        id: u32,
+        /// What is wrong.
+        why: String,
+    },
+}
+
+/// What a member reports to its application (the paper's upcalls).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A message is coming: its size; it lands in the group's receive buffer.
+    Incoming {
+        /// Group number.
+        group: u32,
+        /// Message sequence number.
+        msg: u64,
+        /// Size in bytes.
+        bytes: u64,
+    },
+    /// A message was received completely (receivers) or sent completely (the root).
+    Completed {
+        /// Group number.
+        group: u32,
+        /// Message sequence number.
+        msg: u64,
+        /// The message (receivers: a copy of the receive buffer; the root: what it sent).
+        data: Bytes,
+        /// When it completed here.
+        at: Nanos,
+    },
+    /// A member failed; the group is broken and transfers in it stopped.
+    Failed {
+        /// Group number.
+        group: u32,
+        /// The failed member's index in the group.
+        member: usize,
+    },
+}
+
+/// The message a member is working on.
+#[derive(Debug)]
+struct Current {
+    msg: u64,
+    bytes: u64,
+    steps: Vec<Step>,
+    step: usize,
+    /// Blocks held.
+    have: Vec<bool>,
+    /// Block writes that arrived and no step has taken yet (a block may come twice).
+    arrived: BTreeMap<usize, u32>,
+    /// This step's send posted / completed, this step's receive arrived.
+    posted: bool,
+    sent: bool,
+    received: bool,
+    /// Ready notices already sent for steps.
+    asked: BTreeSet<usize>,
+    /// The root's message.
+    data: Option<Bytes>,
+    /// Since when the member waits on the current step.
+    since: Nanos,
+    probed: Nanos,
+}
+
+#[derive(Debug)]
+struct Group {
+    cfg: GroupConfig,
+    me: usize,
+    region: RegionId,
+    /// The receive region of this group at each member (groups are numbered per process in
+    /// the order of the configuration list, which every member is given alike).
+    regions_at: Vec<RegionId>,
+    first_relay: Option<usize>,
+    failed: bool,
+    /// Root: messages waiting to be sent.
+    queue: VecDeque<Bytes>,
+    next_msg: u64,
+    cur: Option<Current>,
+    /// Ready notices received: (msg, step or FIRST, from member).
+    ready: BTreeSet<(u64, u64, usize)>,
+    /// Sizes announced for messages not started yet.
+    sizes: BTreeMap<u64, u64>,
+    /// Blocks that arrived for the message to come (its first block may race its start).
+    early: Vec<(u64, usize)>,
+    /// Whether `Ready(FIRST)` went out for `next_msg`.
+    asked_first: bool,
+}
+
+/// An RDMC member process.
+#[derive(Debug)]
+pub struct RdmcNode {
+    me: ProcessId,
+    groups: Vec<Group>,
+    events: VecDeque<Event>,
+    /// Signaled block writes: op -> group index.
+    writes: BTreeMap<WrId, usize>,
+    probe: Nanos,
+    dead: BTreeSet<ProcessId>,
+}
+
+impl RdmcNode {
+    /// Member `me` of `groups` (those it is not a member of are ignored), probing a silent peer
+    /// every `probe`. Every process must be given the same list in the same order
+    /// (`create_group` with identical membership information, as in the paper): a group's
+    /// receive buffer at each member is found from it.
+    pub fn new(me: ProcessId, groups: &[GroupConfig], probe: Nanos) -> Result<RdmcNode, RdmcError> {
+        let mut mine = Vec::new();
+        let mut count: BTreeMap<ProcessId, u16> = BTreeMap::new();
+        for cfg in groups {
+            let regions_at: Vec<RegionId> = cfg
+                .members
+                .iter()
+                .map(|p| {
+                    let c = count.entry(*p).or_insert(0);
+                    *c += 1;
+                    RegionId(*c - 1)
+                })
+                .collect();
+            let bad = |why: &str| RdmcError::Config {
+                id: cfg.id,
+                why: why.into(),
+            };
+            if cfg.members.is_empty() {
+                return Err(bad("a group needs at least one member"));
+            }
+            if cfg.block_size == 0 {
+                return Err(bad("the block size must be at least 1 byte"));
+            }
+            let unique: BTreeSet<_> = cfg.members.iter().collect();
+            if unique.len() != cfg.members.len() {
+                return Err(bad("a process is listed twice among the members"));
+            }
+            let Some(index) = cfg.members.iter().position(|&m| m == me) else {
+                continue;
+            };
+            let first_relay = (index > 0).then(|| {
+                cfg.algorithm
+                    .steps(cfg.members.len(), 1, index)
+                    .iter()
+                    .find_map(|s| s.recv.map(|r| r.peer))
+                    .expect("every receiver receives")
+            });
+            mine.push(Group {
+                region: regions_at[index],
+                regions_at,
+                me: index,
+                first_relay,
+                failed: false,
+                queue: VecDeque::new(),
+                next_msg: 0,
+                cur: None,
+                ready: BTreeSet::new(),
+                sizes: BTreeMap::new(),
+                early: Vec::new(),
+                asked_first: false,
+                cfg: cfg.clone(),
+            });
+        }
+        Ok(RdmcNode {
+            me,
+            groups: mine,
+            events: VecDeque::new(),
+            writes: BTreeMap::new(),
+            probe,
+            dead: BTreeSet::new(),
+        })
+    }
+
+    /// `send_message`: queues `data` for the members of group `id` (root only).
+    pub fn send_message(&mut self, id: u32, data: Bytes) -> Result<u64, RdmcError> {
+        let g = self.group_mut(id)?;
+        if g.me != 0 {
+            return Err(RdmcError::NotRoot(id));
+        }
+        if g.failed {
+            return Err(RdmcError::Failed(id));
+        }
+        if data.len() > g.cfg.buffer_bytes {
+            return Err(RdmcError::TooLarge {
+                len: data.len(),
+                max: g.cfg.buffer_bytes,
+            });
+        }
+        g.queue.push_back(data);
+        Ok(g.next_msg + g.cur.is_some() as u64 + g.queue.len() as u64 - 1)
+    }
+
+    /// `destroy_group`: stops taking part in group `id`; transfers in progress stop.
+    pub fn destroy_group(&mut self, id: u32) -> Result<(), RdmcError> {
+        let g = self.group_mut(id)?;
+        g.failed = true;
+        g.cur = None;
+        g.queue.clear();
+        Ok(())
+    }
+
+    /// The next upcall.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    fn group_mut(&mut self, id: u32) -> Result<&mut Group, RdmcError> {
+        self.groups
+            .iter_mut()
+            .find(|g| g.cfg.id == id)
+            .ok_or(RdmcError::UnknownGroup(id))
+    }
+
+    fn send_ctl<N: Nic>(&self, nic: &mut N, to: ProcessId, c: Ctl) {
+        // A failure is reported as a completion even when unsignaled.
+        let _ = nic.send(to, &c.encode(), false);
+    }
+
+    /// Marks member `member` of group `gi` failed: upcall, tell the others.
+    fn fail<N: Nic>(&mut self, nic: &mut N, gi: usize, member: usize) {
+        let g = &mut self.groups[gi];
+        if g.failed {
+            return;
+        }
+        g.failed = true;
+        g.cur = None;
+        g.queue.clear();
+        let id = g.cfg.id;
+        let others: Vec<ProcessId> = g
+            .cfg
+            .members
+            .iter()
+            .enumerate()
+            .filter(|&(i, &p)| i != member && p != self.me)
+            .map(|(_, &p)| p)
+            .collect();
+        self.events.push_back(Event::Failed { group: id, member });
+        for p in others {
+            if !self.dead.contains(&p) {
+                self.send_ctl(
+                    nic,
+                    p,
+                    Ctl::Failed {
+                        group: id,
+                        member: member as u32,
+                    },
+                );
+            }
+        }
+    }
+
+    /// `peer` failed: every group we share with it fails.
+    fn peer_failed<N: Nic>(&mut self, nic: &mut N, peer: ProcessId) {
+        self.dead.insert(peer);
+        for gi in 0..self.groups.len() {
+            if let Some(m) = self.groups[gi].cfg.members.iter().position(|&p| p == peer) {
+                self.fail(nic, gi, m);
+            }
+        }
+    }
+
+    fn on_ctl<N: Nic>(&mut self, nic: &mut N, from: ProcessId, c: Ctl) {
+        let find = |groups: &[Group], id: u32| groups.iter().position(|g| g.cfg.id == id);
+        match c {
+            Ctl::Probe => {}
+            Ctl::Failed { group, member } => {
+                if let Some(gi) = find(&self.groups, group) {
+                    self.fail(nic, gi, member as usize);
+                }
+            }
+            Ctl::Ready { group, msg, step } => {
+                if let Some(gi) = find(&self.groups, group) {
+                    let g = &mut self.groups[gi];
+                    if let Some(m) = g.cfg.members.iter().position(|&p| p == from) {
+                        g.ready.insert((msg, step, m));
+                    }
+                }
+            }
+            Ctl::Size { group, msg, bytes } => {
+                if let Some(gi) = find(&self.groups, group) {
+                    self.groups[gi].sizes.insert(msg, bytes);
+                }
+            }
+        }
+    }
+
+    fn on_block(&mut self, region: RegionId, block: usize) {
+        let Some(g) = self.groups.iter_mut().find(|g| g.region == region) else {
+            return;
+        };
+        match &mut g.cur {
+            Some(c) => {
+                if let Some(h) = c.have.get_mut(block) {
+                    *h = true;
+                }
+                *c.arrived.entry(block).or_insert(0) += 1;
+            }
+            None => g.early.push((g.next_msg, block)),
+        }
+    }
+
+    fn drain<N: Nic>(&mut self, nic: &mut N) -> bool {
+        let mut worked = false;
+        while let Some(cq) = nic.poll_completion() {
+            worked = true;
+            let gi = self.writes.remove(&cq.wr);
+            if cq.status == Status::Success {
+                if let Some(gi) = gi {
+                    if let Some(c) = &mut self.groups[gi].cur {
+                        c.sent = true;
+                    }
+                }
+            } else if cq.kind != OpKind::Reconnect {
+                self.peer_failed(nic, cq.peer);
+            }
+        }
+        while let Some(r) = nic.poll_recv() {
+            worked = true;
+            match r {
+                Recv::Message { from, data } => {
+                    if let Some(c) = Ctl::decode(&data) {
+                        self.on_ctl(nic, from, c);
+                    }
+                }
+                Recv::Immediate { imm, at, .. } => self.on_block(at.region, imm as usize),
+            }
+        }
+        worked
+    }
+
+    /// Starts the next message of group `gi` if its size is known (root: queued).
+    fn start<N: Nic>(&mut self, nic: &mut N, gi: usize) -> bool {
+        let g = &mut self.groups[gi];
+        if g.failed || g.cur.is_some() {
+            return false;
+        }
+        let n = g.cfg.members.len();
+        let msg = g.next_msg;
+        let (bytes, data) = if g.me == 0 {
+            match g.queue.pop_front() {
+                Some(d) => (d.len() as u64, Some(d)),
+                None => return false,
+            }
+        } else {
+            if !g.asked_first {
+                // Ready for the first block of the next message: the buffer is free.
+                g.asked_first = true;
+                let relay = g.cfg.members[g.first_relay.expect("a receiver")];
+                let c = Ctl::Ready {
+                    group: g.cfg.id,
+                    msg,
+                    step: FIRST,
+                };
+                self.send_ctl(nic, relay, c);
+                return true;
+            }
+            match g.sizes.remove(&msg) {
+                Some(b) => (b, None),
+                None => return false,
+            }
+        };
+        let k = (bytes as usize).div_ceil(g.cfg.block_size).max(1);
+        let steps = g.cfg.algorithm.steps(n, k, g.me);
+        let mut have = vec![g.me == 0; k];
+        let mut arrived = BTreeMap::new();
+        for (m, b) in g.early.drain(..) {
+            if m == msg && b < k {
+                have[b] = true;
+                *arrived.entry(b).or_insert(0) += 1;
+            }
+        }
+        let now = nic.now();
+        if g.me != 0 {
+            self.events.push_back(Event::Incoming {
+                group: g.cfg.id,
+                msg,
+                bytes,
+            });
+        }
+        g.cur = Some(Current {
+            msg,
+            bytes,
+            steps,
+            step: 0,
+            have,
+            arrived,
+            posted: false,
+            sent: false,
+            received: false,
+            asked: BTreeSet::new(),
+            data,
+            since: now,
+            probed: now,
+        });
+        true
+    }
+
+    /// The bytes of block `b` held by group `gi`'s member.
+    fn block_bytes<N: Nic>(&self, nic: &N, gi: usize, b: usize) -> Bytes {
+        let g = &self.groups[gi];
+        let c = g.cur.as_ref().expect("in progress");
+        let bs = g.cfg.block_size;
+        let start = b * bs;
+        let end = (start + bs).min(c.bytes as usize);
+        match &c.data {
+            Some(d) => d.slice(start..end),
+            None => {
+                let mut buf = vec![0; end - start];
+                nic.read_local(LocalAddr::new(g.region, start), &mut buf)
+                    .expect("own region");
+                Bytes::from(buf)
+            }
+        }
+    }
+
+    /// Advances group `gi`'s message as far as it can.
+    fn advance<N: Nic>(&mut self, nic: &mut N, gi: usize) -> bool {
+        let mut worked = false;
+        let now = nic.now();
+        loop {
+            let g = &mut self.groups[gi];
+            let Some(c) = &mut g.cur else {
+                return worked;
+            };
+            let n = g.cfg.members.len();
+            if c.step >= c.steps.len() {
+                break;
+            }
+            let step = c.steps[c.step];
+            let t = c.step;
+            // Ask for this step's block.
+            if let Some(rx) = step.recv {
+                let first = g.first_relay == Some(rx.peer)
+                    && !c.steps[..t].iter().any(|s| s.recv.is_some());
+                if !first && c.asked.insert(t) {
+                    let to = g.cfg.members[rx.peer];
+                    let ctl = Ctl::Ready {
+                        group: g.cfg.id,
+                        msg: c.msg,
+                        step: t as u64,
+                    };
+                    self.send_ctl(nic, to, ctl);
+                    worked = true;
+                    continue;
+                }
+                if !c.received {
+                    if let Some(count) = c.arrived.get_mut(&rx.block).filter(|n| **n > 0) {
+                        *count -= 1;
+                        c.received = true;
+                    }
+                }
+            } else {
+                c.received = true;
+            }
+            if let Some(tx) = step.send {
+                if !c.posted {
+                    // The target's first block is announced by Ready(FIRST).
+                    let target_first =
+                        first_receive_step(g.cfg.algorithm, n, c.have.len(), tx.peer);
+                    let key = if target_first == Some(t) {
+                        FIRST
+                    } else {
+                        t as u64
+                    };
+                    let ready = g.ready.contains(&(c.msg, key, tx.peer));
+                    if !ready || !c.have[tx.block] {
+                        return self.maybe_probe(nic, gi, Some(tx.peer), now) || worked;
+                    }
+                    g.ready.remove(&(c.msg, key, tx.peer));
+                    let (id, msg, bytes, to) = (g.cfg.id, c.msg, c.bytes, g.cfg.members[tx.peer]);
+                    c.posted = true;
+                    if key == FIRST {
+                        self.send_ctl(
+                            nic,
+                            to,
+                            Ctl::Size {
+                                group: id,
+                                msg,
+                                bytes,
+                            },
+                        );
+                    }
+                    let data = self.block_bytes(nic, gi, tx.block);
+                    let dst = RemoteAddr::new(
+                        to,
+                        self.groups[gi].regions_at[tx.peer],
+                        tx.block * self.groups[gi].cfg.block_size,
+                    );
+                    match nic.post_write_imm(dst, &data, tx.block as u32, WriteFlags::SIGNALED) {
+                        Ok(wr) => {
+                            self.writes.insert(wr, gi);
+                        }
+                        Err(_) => {
+                            self.peer_failed(nic, to);
+                            return true;
+                        }
+                    }
+                    worked = true;
+                    continue;
+                }
+            } else {
+                c.sent = true;
+            }
+            if !(c.sent && c.received) {
+                let waiting_on = step.recv.map(|r| r.peer).or(step.send.map(|s| s.peer));
+                return self.maybe_probe(nic, gi, waiting_on, now) || worked;
+            }
+            c.step += 1;
+            c.posted = false;
+            c.sent = false;
+            c.received = false;
+            c.since = now;
+            worked = true;
+        }
+        // Every step done: deliver (receivers need every block).
+        let g = &mut self.groups[gi];
+        let c = g.cur.as_ref().expect("in progress");
+        if !c.have.iter().all(|h| *h) {
+            return worked;
+        }
+        let c = g.cur.take().expect("in progress");
+        let data = match c.data {
+            Some(d) => d,
+            None => {
+                let mut buf = vec![0; c.bytes as usize];
+                nic.read_local(LocalAddr::new(g.region, 0), &mut buf)
+                    .expect("own region");
+                Bytes::from(buf)
+            }
+        };
+        g.next_msg += 1;
+        g.asked_first = false;
+        g.ready.retain(|r| r.0 > c.msg);
+        self.events.push_back(Event::Completed {
+            group: g.cfg.id,
+            msg: c.msg,
+            data,
+            at: now,
+        });
+        true
+    }
+
+    /// Probes `peer` when this member has waited on it for a probe interval.
+    fn maybe_probe<N: Nic>(
+        &mut self,
+        nic: &mut N,
+        gi: usize,
+        peer: Option<usize>,
+        now: Nanos,
+    ) -> bool {
+        let probe = self.probe;
+        let g = &mut self.groups[gi];
+        let (Some(c), Some(peer)) = (&mut g.cur, peer) else {
+            return false;
+        };
+        if now < c.since.saturating_add(probe) || now < c.probed.saturating_add(probe) {
+            return false;
+        }
+        c.probed = now;
+        let to = g.cfg.members[peer];
+        self.send_ctl(nic, to, Ctl::Probe);
+        true
+    }
+
+    /// When this member next needs to look at its timers.
+    fn next_deadline(&self) -> Option<Nanos> {
+        self.groups
+            .iter()
+            .filter_map(|g| g.cur.as_ref())
+            .map(|c| c.since.max(c.probed).saturating_add(self.probe))
+            .min()
+    }
+
+    /// Whether no message is in progress or queued in any group.
+    pub fn idle(&self) -> bool {
+        self.groups
+            .iter()
+            .all(|g| g.failed || (g.cur.is_none() && g.queue.is_empty()))
+    }
+}
+
+fn first_receive_step(alg: Algorithm, n: usize, k: usize, member: usize) -> Option<usize> {
+    alg.steps(n, k, member)
+        .iter()
+        .position(|s| s.recv.is_some())
+}
+
+impl<N: Nic> Process<N> for RdmcNode {
+    fn regions(&self) -> Vec<RegionSpec> {
+        self.groups
+            .iter()
+            .map(|g| RegionSpec::new(g.cfg.buffer_bytes).with_default(Access::Write))
+            .collect()
+    }
+
+    fn poll(&mut self, nic: &mut N) -> Progress {
+        let mut worked = self.drain(nic);
+        for gi in 0..self.groups.len() {
+            worked |= self.start(nic, gi);
+            worked |= self.advance(nic, gi);
+        }
+        Progress::worked(worked).wake_at(self.next_deadline())
+    }
+}
