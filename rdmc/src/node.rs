@@ -39,10 +39,23 @@ pub struct GroupConfig {
     pub members: Vec<ProcessId>,
     /// The dissemination algorithm.
     pub algorithm: Algorithm,
+    /// The rack of each member, for the hybrid algorithms (empty: one rack).
+    pub racks: Vec<u32>,
     /// Bytes per block (the last block may be shorter).
     pub block_size: usize,
     /// The receive buffer: the largest message the group carries.
     pub buffer_bytes: usize,
+}
+
+impl GroupConfig {
+    /// Member `me`'s steps for a message of `k` blocks.
+    pub fn steps(&self, k: usize, me: usize) -> Vec<Step> {
+        if self.racks.is_empty() {
+            self.algorithm.steps(self.members.len(), k, me)
+        } else {
+            self.algorithm.steps_in_racks(&self.racks, k, me)
+        }
+    }
 }
 
 /// Why a group or a send was refused.
@@ -195,6 +208,9 @@ impl RdmcNode {
             if cfg.block_size == 0 {
                 return Err(bad("the block size must be at least 1 byte"));
             }
+            if !cfg.racks.is_empty() && cfg.racks.len() != cfg.members.len() {
+                return Err(bad("the rack map must name one rack per member"));
+            }
             let unique: BTreeSet<_> = cfg.members.iter().collect();
             if unique.len() != cfg.members.len() {
                 return Err(bad("a process is listed twice among the members"));
@@ -203,8 +219,7 @@ impl RdmcNode {
                 continue;
             };
             let first_relay = (index > 0).then(|| {
-                cfg.algorithm
-                    .steps(cfg.members.len(), 1, index)
+                cfg.steps(1, index)
                     .iter()
                     .find_map(|s| s.recv.map(|r| r.peer))
                     .expect("every receiver receives")
@@ -398,7 +413,6 @@ impl RdmcNode {
         if g.failed || g.cur.is_some() {
             return false;
         }
-        let n = g.cfg.members.len();
         let msg = g.next_msg;
         let (bytes, data) = if g.me == 0 {
             match g.queue.pop_front() {
@@ -424,7 +438,7 @@ impl RdmcNode {
             }
         };
         let k = (bytes as usize).div_ceil(g.cfg.block_size).max(1);
-        let steps = g.cfg.algorithm.steps(n, k, g.me);
+        let steps = g.cfg.steps(k, g.me);
         let mut have = vec![g.me == 0; k];
         let mut arrived = BTreeMap::new();
         for (m, b) in g.early.drain(..) {
@@ -486,7 +500,6 @@ impl RdmcNode {
             let Some(c) = &mut g.cur else {
                 return worked;
             };
-            let n = g.cfg.members.len();
             if c.step >= c.steps.len() {
                 break;
             }
@@ -519,8 +532,7 @@ impl RdmcNode {
             if let Some(tx) = step.send {
                 if !c.posted {
                     // The target's first block is announced by Ready(FIRST).
-                    let target_first =
-                        first_receive_step(g.cfg.algorithm, n, c.have.len(), tx.peer);
+                    let target_first = first_receive_step(&g.cfg, c.have.len(), tx.peer);
                     let key = if target_first == Some(t) {
                         FIRST
                     } else {
@@ -643,10 +655,8 @@ impl RdmcNode {
     }
 }
 
-fn first_receive_step(alg: Algorithm, n: usize, k: usize, member: usize) -> Option<usize> {
-    alg.steps(n, k, member)
-        .iter()
-        .position(|s| s.recv.is_some())
+fn first_receive_step(cfg: &GroupConfig, k: usize, member: usize) -> Option<usize> {
+    cfg.steps(k, member).iter().position(|s| s.recv.is_some())
 }
 
 impl<N: Nic> Process<N> for RdmcNode {

@@ -44,15 +44,22 @@ pub enum Algorithm {
     BinomialTree,
     /// Ganesan and Seshadri's binomial pipeline on a hypercube (Appendix A).
     BinomialPipeline,
+    /// For racks (section 3.1): a chain among one leader per rack, then a binomial pipeline
+    /// inside each rack.
+    HybridChain,
+    /// For racks: a binomial pipeline among the rack leaders, then one inside each rack.
+    HybridPipeline,
 }
 
 impl Algorithm {
     /// Every algorithm, for sweeps.
-    pub const ALL: [Algorithm; 4] = [
+    pub const ALL: [Algorithm; 6] = [
         Algorithm::Sequential,
         Algorithm::Chain,
         Algorithm::BinomialTree,
         Algorithm::BinomialPipeline,
+        Algorithm::HybridChain,
+        Algorithm::HybridPipeline,
     ];
 
     /// The command-line name.
@@ -62,19 +69,70 @@ impl Algorithm {
             Algorithm::Chain => "chain",
             Algorithm::BinomialTree => "tree",
             Algorithm::BinomialPipeline => "pipeline",
+            Algorithm::HybridChain => "hybrid-chain",
+            Algorithm::HybridPipeline => "hybrid-pipeline",
         }
     }
 
-    /// Member `me`'s steps for a message of `blocks` blocks in a group of `n`.
+    /// Member `me`'s steps for a message of `blocks` blocks in a group of `n`, all in one rack.
     pub fn steps(self, n: usize, blocks: usize, me: usize) -> Vec<Step> {
+        self.steps_in_racks(&vec![0; n], blocks, me)
+    }
+
+    /// Member `me`'s steps for a message of `blocks` blocks; `racks[i]` is member `i`'s rack
+    /// (only the hybrid algorithms look at it).
+    pub fn steps_in_racks(self, racks: &[u32], blocks: usize, me: usize) -> Vec<Step> {
+        let n = racks.len();
         assert!(me < n && blocks > 0, "member {me} of {n}, {blocks} blocks");
         match self {
             Algorithm::Sequential => sequential(n, blocks, me),
             Algorithm::Chain => chain(n, blocks, me),
             Algorithm::BinomialTree => tree(n, blocks, me),
             Algorithm::BinomialPipeline => Pipeline::new(n, blocks).steps(me),
+            Algorithm::HybridChain => hybrid(Algorithm::Chain, racks, blocks, me),
+            Algorithm::HybridPipeline => hybrid(Algorithm::BinomialPipeline, racks, blocks, me),
         }
     }
+}
+
+/// Section 3.1's hybrid: `leaders` among one leader per rack (the first member of each rack in
+/// member order, so the root leads its rack), then a binomial pipeline inside each rack from
+/// its leader. Steps are numbered alike at every member: a non-leader's list starts with the
+/// leaders' phase as empty steps, so both ends of a transfer name it by the same step.
+fn hybrid(leaders: Algorithm, racks: &[u32], k: usize, me: usize) -> Vec<Step> {
+    let mut rack_ids: Vec<u32> = Vec::new();
+    for &r in racks {
+        if !rack_ids.contains(&r) {
+            rack_ids.push(r);
+        }
+    }
+    let members_of =
+        |r: u32| -> Vec<usize> { (0..racks.len()).filter(|&i| racks[i] == r).collect() };
+    let heads: Vec<usize> = rack_ids.iter().map(|&r| members_of(r)[0]).collect();
+    let map = |steps: Vec<Step>, ids: &[usize]| -> Vec<Step> {
+        steps
+            .into_iter()
+            .map(|s| Step {
+                send: s.send.map(|t| Transfer {
+                    peer: ids[t.peer],
+                    block: t.block,
+                }),
+                recv: s.recv.map(|t| Transfer {
+                    peer: ids[t.peer],
+                    block: t.block,
+                }),
+            })
+            .collect()
+    };
+    let phase1_len = leaders.steps(heads.len(), k, 0).len();
+    let mut steps = match heads.iter().position(|&h| h == me) {
+        Some(i) => map(leaders.steps(heads.len(), k, i), &heads),
+        None => vec![Step::default(); phase1_len],
+    };
+    let rack = members_of(racks[me]);
+    let pos = rack.iter().position(|&m| m == me).expect("in its rack");
+    steps.extend(map(Pipeline::new(rack.len(), k).steps(pos), &rack));
+    steps
 }
 
 fn sequential(n: usize, k: usize, me: usize) -> Vec<Step> {
@@ -473,6 +531,46 @@ mod tests {
                 for k in [1, 2, 3, 7, 16] {
                     run(alg, n, k);
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn hybrid_algorithms_deliver_across_racks() {
+        // Racks of uneven sizes, interleaved in member order, the root's rack not first.
+        let racks = [2, 0, 1, 0, 2, 2, 1, 0, 0, 2, 1];
+        for alg in [Algorithm::HybridChain, Algorithm::HybridPipeline] {
+            for k in [1, 2, 5, 9] {
+                let all: Vec<Vec<Step>> = (0..racks.len())
+                    .map(|m| alg.steps_in_racks(&racks, k, m))
+                    .collect();
+                let mut has = vec![vec![false; k]; racks.len()];
+                has[0] = vec![true; k];
+                for t in 0..all.iter().map(Vec::len).max().unwrap() {
+                    let mut arrivals = Vec::new();
+                    for (m, steps) in all.iter().enumerate() {
+                        if let Some(tx) = steps.get(t).and_then(|s| s.send) {
+                            assert!(has[m][tx.block], "{alg:?} k={k} step {t}: {m} lacks");
+                            assert_eq!(
+                                all[tx.peer][t].recv,
+                                Some(Transfer {
+                                    peer: m,
+                                    block: tx.block
+                                })
+                            );
+                            // Inter-rack transfers only between leaders.
+                            if racks[m] != racks[tx.peer] {
+                                assert!(racks[..m].iter().all(|&r| r != racks[m]));
+                                assert!(racks[..tx.peer].iter().all(|&r| r != racks[tx.peer]));
+                            }
+                            arrivals.push((tx.peer, tx.block));
+                        }
+                    }
+                    for (to, b) in arrivals {
+                        has[to][b] = true;
+                    }
+                }
+                assert!(has.iter().all(|h| h.iter().all(|x| *x)), "{alg:?} k={k}");
             }
         }
     }

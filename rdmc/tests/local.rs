@@ -12,6 +12,7 @@ fn nodes(alg: Algorithm, n: usize, block: usize, sizes: &[usize]) -> (Vec<RdmcNo
         id: 1,
         members: (0..n as u32).map(ProcessId).collect(),
         algorithm: alg,
+        racks: (0..n as u32).map(|i| i % 3).collect(),
         block_size: block,
         buffer_bytes: sizes.iter().copied().max().unwrap_or(1),
     };

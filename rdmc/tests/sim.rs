@@ -25,6 +25,7 @@ fn run(
         id: 3,
         members: (0..n as u32).map(ProcessId).collect(),
         algorithm: alg,
+        racks: (0..n as u32).map(|i| i % 3).collect(),
         block_size: block,
         buffer_bytes: sizes.iter().copied().max().unwrap_or(1).max(1),
     };
@@ -121,6 +122,61 @@ fn a_member_crash_mid_transfer_reaches_every_survivor() {
                     d == msgs[0],
                     "{alg:?}: member {m} delivered a wrong message"
                 );
+            }
+        }
+    }
+}
+
+/// The paper's concurrent senders: one group per member over the same members, each member the
+/// root of one; every group's messages arrive intact at every member.
+#[test]
+fn concurrent_groups_sharing_members_all_deliver() {
+    let n = 5u32;
+    let groups: Vec<GroupConfig> = (0..n)
+        .map(|root| GroupConfig {
+            id: 100 + root,
+            // The root first, then the others in order.
+            members: (0..n).map(|i| ProcessId((root + i) % n)).collect(),
+            algorithm: Algorithm::BinomialPipeline,
+            racks: vec![],
+            block_size: 1024,
+            buffer_bytes: 20_000,
+        })
+        .collect();
+    let mut nodes: Vec<RdmcNode> = (0..n)
+        .map(|p| RdmcNode::new(ProcessId(p), &groups, Nanos(1_000_000)).unwrap())
+        .collect();
+    for (p, node) in nodes.iter_mut().enumerate() {
+        for i in 0..3 {
+            node.send_message(
+                100 + p as u32,
+                message(p as u64 * 10 + i, 7_000 + 3_001 * i as usize),
+            )
+            .unwrap();
+        }
+    }
+    let mut sim = Sim::new(
+        SimConfig::new(2, Profile::load("fractus-100g").unwrap()),
+        nodes,
+    );
+    sim.run(Some(Nanos(1_000_000_000)));
+    for (p, mut node) in sim.into_processes().into_iter().enumerate() {
+        let mut got: Vec<(u32, u64, Bytes)> = Vec::new();
+        while let Some(e) = node.poll_event() {
+            if let Event::Completed {
+                group, msg, data, ..
+            } = e
+            {
+                got.push((group, msg, data));
+            }
+        }
+        for root in 0..n {
+            let mine: Vec<&(u32, u64, Bytes)> = got.iter().filter(|g| g.0 == 100 + root).collect();
+            assert_eq!(mine.len(), 3, "member {p}, group of root {root}");
+            for (i, (_, msg, data)) in mine.iter().enumerate() {
+                assert_eq!(*msg, i as u64);
+                let want = message(root as u64 * 10 + i as u64, 7_000 + 3_001 * i);
+                assert!(*data == want, "member {p}, root {root}, message {i}");
             }
         }
     }
