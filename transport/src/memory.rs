@@ -6,12 +6,121 @@
 use crate::nic::{Data, OpError};
 use crate::process::ProcessId;
 use crate::region::{Access, LocalAddr, RegionId, RegionSpec};
+use std::collections::BTreeMap;
+
+/// What a region holds: its bytes, or (sparse) the payloads written into it by offset, never
+/// overlapping; bytes no extent covers read as zero.
+#[derive(Clone, Debug)]
+enum Store {
+    Dense(Vec<u8>),
+    Sparse(BTreeMap<usize, Data>),
+}
 
 #[derive(Clone, Debug)]
 struct RegionMem {
-    bytes: Vec<u8>,
+    len: usize,
+    store: Store,
     declared: Vec<Access>,
     access: Vec<Access>,
+}
+
+impl RegionMem {
+    /// Extents overlapping `[start, end)`, as `(offset, data)`.
+    fn overlapping(map: &BTreeMap<usize, Data>, start: usize, end: usize) -> Vec<(usize, Data)> {
+        let first = map
+            .range(..=start)
+            .next_back()
+            .filter(|(o, d)| **o + d.len() > start)
+            .map(|(o, _)| *o)
+            .unwrap_or(start);
+        map.range(first..end)
+            .map(|(o, d)| (*o, d.clone()))
+            .collect()
+    }
+
+    fn write(&mut self, offset: usize, data: &Data) {
+        match &mut self.store {
+            Store::Dense(bytes) => data.copy_to(0, &mut bytes[offset..offset + data.len()]),
+            Store::Sparse(map) => {
+                let end = offset + data.len();
+                // Cut what the write overlaps, keeping the parts outside it.
+                for (o, d) in Self::overlapping(map, offset, end) {
+                    map.remove(&o);
+                    if o < offset {
+                        map.insert(o, d.window(0, offset - o));
+                    }
+                    if o + d.len() > end {
+                        map.insert(end, d.window(end - o, o + d.len() - end));
+                    }
+                }
+                if !data.is_empty() {
+                    map.insert(offset, data.clone());
+                }
+            }
+        }
+    }
+
+    fn read(&self, offset: usize, buf: &mut [u8]) {
+        match &self.store {
+            Store::Dense(bytes) => buf.copy_from_slice(&bytes[offset..offset + buf.len()]),
+            Store::Sparse(map) => {
+                buf.fill(0);
+                let end = offset + buf.len();
+                for (o, d) in Self::overlapping(map, offset, end) {
+                    let from = o.max(offset);
+                    let to = (o + d.len()).min(end);
+                    d.copy_to(from - o, &mut buf[from - offset..to - offset]);
+                }
+            }
+        }
+    }
+
+    /// `[offset, offset + len)` as one payload: synthetic if sparse extents of one synthetic
+    /// stream cover it contiguously, else bytes.
+    fn data(&self, offset: usize, len: usize) -> Data {
+        if let Store::Sparse(map) = &self.store {
+            let end = offset + len;
+            let parts = Self::overlapping(map, offset, end);
+            let mut at = offset;
+            let mut merged: Option<crate::payload::Synthetic> = None;
+            let mut ok = len > 0;
+            for (o, d) in &parts {
+                let Data::Synthetic(s) = d else {
+                    ok = false;
+                    break;
+                };
+                let from = at.max(*o);
+                if from != at || *o > at {
+                    ok = false;
+                    break;
+                }
+                let take = (o + d.len()).min(end) - from;
+                let w = s.window((from - o) as u64, take as u64);
+                merged = match merged {
+                    None => Some(w),
+                    Some(m) if m.seed == w.seed && m.start + m.len == w.start => {
+                        Some(crate::payload::Synthetic {
+                            len: m.len + w.len,
+                            ..m
+                        })
+                    }
+                    Some(_) => {
+                        ok = false;
+                        break;
+                    }
+                };
+                at = from + take;
+            }
+            if ok && at == end {
+                if let Some(m) = merged {
+                    return Data::Synthetic(m);
+                }
+            }
+        }
+        let mut buf = vec![0; len];
+        self.read(offset, &mut buf);
+        Data::Bytes(buf.into())
+    }
 }
 
 /// The regions of one process.
@@ -31,7 +140,12 @@ impl Memory {
                 .map(|s| {
                     let table = s.access_table(processes);
                     RegionMem {
-                        bytes: vec![0; s.len],
+                        len: s.len,
+                        store: if s.sparse {
+                            Store::Sparse(BTreeMap::new())
+                        } else {
+                            Store::Dense(vec![0; s.len])
+                        },
                         declared: table.clone(),
                         access: table,
                     }
@@ -49,43 +163,47 @@ impl Memory {
                 region,
             })?;
         match offset.checked_add(len) {
-            Some(end) if end <= r.bytes.len() => Ok(end),
+            Some(end) if end <= r.len => Ok(end),
             _ => Err(OpError::OutOfBounds {
                 process: self.owner,
                 region,
                 offset,
                 len,
-                region_len: r.bytes.len(),
+                region_len: r.len,
             }),
         }
     }
 
-    /// The bytes of `region` (panics if it does not exist; for tests and reports).
-    pub fn bytes(&self, region: RegionId) -> &[u8] {
-        &self.regions[region.index()].bytes
+    /// A copy of all of `region`'s bytes (panics if it does not exist; for tests and reports).
+    pub fn bytes(&self, region: RegionId) -> Vec<u8> {
+        let r = &self.regions[region.index()];
+        let mut buf = vec![0; r.len];
+        r.read(0, &mut buf);
+        buf
     }
 
     /// Copies `buf.len()` bytes at `at` into `buf`.
     pub fn read(&self, at: LocalAddr, buf: &mut [u8]) -> Result<(), OpError> {
-        let end = self.range(at.region, at.offset, buf.len())?;
-        buf.copy_from_slice(&self.regions[at.region.index()].bytes[at.offset..end]);
+        self.range(at.region, at.offset, buf.len())?;
+        self.regions[at.region.index()].read(at.offset, buf);
         Ok(())
+    }
+
+    /// The `len` bytes at `at` as a payload (see [`crate::Nic::read_data`]).
+    pub fn read_data(&self, at: LocalAddr, len: usize) -> Result<Data, OpError> {
+        self.range(at.region, at.offset, len)?;
+        Ok(self.regions[at.region.index()].data(at.offset, len))
     }
 
     /// Writes `data` at `at`.
     pub fn write(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
-        let end = self.range(at.region, at.offset, data.len())?;
-        self.regions[at.region.index()].bytes[at.offset..end].copy_from_slice(data);
-        Ok(())
+        self.write_data(at, &Data::Bytes(bytes::Bytes::copy_from_slice(data)))
     }
 
     /// Writes a write op's payload at `at`.
     pub fn write_data(&mut self, at: LocalAddr, data: &Data) -> Result<(), OpError> {
-        let end = self.range(at.region, at.offset, data.len())?;
-        data.copy_to(
-            0,
-            &mut self.regions[at.region.index()].bytes[at.offset..end],
-        );
+        self.range(at.region, at.offset, data.len())?;
+        self.regions[at.region.index()].write(at.offset, data);
         Ok(())
     }
 
@@ -145,8 +263,49 @@ impl Memory {
         self.regions.len()
     }
 
-    /// Total bytes of all regions.
+    /// Total bytes of all regions (as declared; sparse regions hold less).
     pub fn total_bytes(&self) -> usize {
-        self.regions.iter().map(|r| r.bytes.len()).sum()
+        self.regions.iter().map(|r| r.len).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::payload::Synthetic;
+
+    #[test]
+    fn sparse_regions_read_like_dense_ones_and_keep_synthetic_payloads_synthetic() {
+        let spec = RegionSpec::new(100);
+        let mut dense = Memory::new(ProcessId(0), std::slice::from_ref(&spec), 1);
+        let mut sparse = Memory::new(ProcessId(0), &[spec.sparse()], 1);
+        let s = Synthetic::new(9, 100);
+        let at = |o: usize| LocalAddr::new(RegionId(0), o);
+        // Blocks of one stream out of order, an overlapping byte write, a rewrite.
+        for m in [&mut dense, &mut sparse] {
+            m.write_data(at(40), &Data::Synthetic(s.window(40, 30)))
+                .unwrap();
+            m.write_data(at(0), &Data::Synthetic(s.window(0, 40)))
+                .unwrap();
+            m.write_data(at(70), &Data::Synthetic(s.window(70, 30)))
+                .unwrap();
+            m.write(at(10), b"hello").unwrap();
+            m.write_data(at(70), &Data::Synthetic(s.window(70, 30)))
+                .unwrap();
+        }
+        let mut a = vec![0; 100];
+        let mut b = vec![0; 100];
+        dense.read(at(0), &mut a).unwrap();
+        sparse.read(at(0), &mut b).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(&b[10..15], b"hello");
+        // Past the byte write, the stream comes back as one synthetic payload.
+        assert_eq!(
+            sparse.read_data(at(15), 85).unwrap(),
+            Data::Synthetic(s.window(15, 85))
+        );
+        // Across the byte write it is bytes, equal to the dense region's.
+        assert_eq!(sparse.read_data(at(0), 100).unwrap().to_bytes(), a);
+        assert!(sparse.read_data(at(90), 20).is_err());
     }
 }

@@ -44,6 +44,15 @@ impl Data {
         }
     }
 
+    /// The bytes `[offset, offset + len)` as a payload of their own (a synthetic payload stays
+    /// synthetic).
+    pub fn window(&self, offset: usize, len: usize) -> Data {
+        match self {
+            Data::Bytes(b) => Data::Bytes(b.slice(offset..offset + len)),
+            Data::Synthetic(s) => Data::Synthetic(s.window(offset as u64, len as u64)),
+        }
+    }
+
     /// The payload as contiguous bytes (materialises a synthetic payload).
     pub fn to_bytes(&self) -> Bytes {
         match self {
@@ -503,6 +512,15 @@ pub trait Nic {
 
     /// Stores an aligned 8-byte little-endian word at `at` (never torn).
     fn store_u64(&mut self, at: LocalAddr, value: u64) -> Result<(), OpError>;
+
+    /// The `len` bytes at `at` as a payload: on a sparse region of the simulator, what was
+    /// written there as a synthetic payload comes back synthetic, without materialising it;
+    /// elsewhere the bytes are copied.
+    fn read_data(&self, at: LocalAddr, len: usize) -> Result<Data, OpError> {
+        let mut buf = vec![0; len];
+        self.read_local(at, &mut buf)?;
+        Ok(Data::Bytes(Bytes::from(buf)))
+    }
 
     /// Accepts an op (after [`validate`]) and returns its id.
     fn post(&mut self, op: Op) -> Result<WrId, OpError>;

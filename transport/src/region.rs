@@ -61,6 +61,11 @@ pub struct RegionSpec {
     pub default_access: Access,
     /// Per-peer exceptions to `default_access`.
     pub grants: Vec<(ProcessId, Access)>,
+    /// The simulator keeps what is written here as extents (a synthetic payload stays a
+    /// descriptor) instead of bytes, so a buffer of hundreds of MB at hundreds of processes
+    /// costs what its writes describe. Reads see the same bytes either way; the local runtime
+    /// stores bytes regardless.
+    pub sparse: bool,
 }
 
 impl RegionSpec {
@@ -70,7 +75,14 @@ impl RegionSpec {
             len,
             default_access: Access::None,
             grants: Vec::new(),
+            sparse: false,
         }
+    }
+
+    /// Marks the region sparse (see [`RegionSpec::sparse`]).
+    pub fn sparse(mut self) -> RegionSpec {
+        self.sparse = true;
+        self
     }
 
     /// Sets the access every peer gets by default.

@@ -205,8 +205,7 @@ fn a_crash_in_the_middle_of_posting_issues_only_a_prefix() {
         let mem = sim
             .nic(transport::ProcessId(1))
             .memory()
-            .bytes(transport::RegionId(0))
-            .to_vec();
+            .bytes(transport::RegionId(0));
         let words: Vec<u64> = mem
             .chunks(8)
             .map(|w| u64::from_le_bytes(w.try_into().unwrap()))

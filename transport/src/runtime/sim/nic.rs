@@ -89,6 +89,10 @@ impl Nic for SimNic {
         self.memory.read(at, buf)
     }
 
+    fn read_data(&self, at: LocalAddr, len: usize) -> Result<crate::nic::Data, OpError> {
+        self.memory.read_data(at, len)
+    }
+
     fn write_local(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
         self.memory.write(at, data)
     }
