@@ -19,10 +19,9 @@
 
 use crate::schedule::{Algorithm, Step};
 use crate::wire::Ctl;
-use bytes::Bytes;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use transport::{
-    Access, LocalAddr, Nanos, Nic, OpKind, Process, ProcessId, Progress, Recv, RegionId,
+    Access, Data, LocalAddr, Nanos, Nic, Op, OpKind, Process, ProcessId, Progress, Recv, RegionId,
     RegionSpec, RemoteAddr, Status, WrId, WriteFlags,
 };
 
@@ -106,8 +105,10 @@ pub enum Event {
         group: u32,
         /// Message sequence number.
         msg: u64,
-        /// The message (receivers: a copy of the receive buffer; the root: what it sent).
-        data: Bytes,
+        /// The message (receivers: the receive buffer's content; the root: what it sent). On
+        /// the simulator a synthetic message arrives as the same synthetic descriptor, so a
+        /// receiver verifies hundreds of MB without materialising them.
+        data: Data,
         /// When it completed here.
         at: Nanos,
     },
@@ -138,7 +139,12 @@ struct Current {
     /// Ready notices already sent for steps.
     asked: BTreeSet<usize>,
     /// The root's message.
-    data: Option<Bytes>,
+    data: Option<Data>,
+    /// Members this member already sent a block of this message to (its first send to a
+    /// member it is the first relay of carries that member's first block).
+    sent_to: BTreeSet<usize>,
+    /// Whether a receive step came yet (the first one is announced by `Ready(FIRST)`).
+    received_any: bool,
     /// Since when the member waits on the current step.
     since: Nanos,
     probed: Nanos,
@@ -153,9 +159,11 @@ struct Group {
     /// the order of the configuration list, which every member is given alike).
     regions_at: Vec<RegionId>,
     first_relay: Option<usize>,
+    /// The first relay of each member we send to, computed when first needed.
+    first_relay_of: BTreeMap<usize, Option<usize>>,
     failed: bool,
     /// Root: messages waiting to be sent.
-    queue: VecDeque<Bytes>,
+    queue: VecDeque<Data>,
     next_msg: u64,
     cur: Option<Current>,
     /// Ready notices received: (msg, step or FIRST, from member).
@@ -218,17 +226,12 @@ impl RdmcNode {
             let Some(index) = cfg.members.iter().position(|&m| m == me) else {
                 continue;
             };
-            let first_relay = (index > 0).then(|| {
-                cfg.steps(1, index)
-                    .iter()
-                    .find_map(|s| s.recv.map(|r| r.peer))
-                    .expect("every receiver receives")
-            });
             mine.push(Group {
                 region: regions_at[index],
                 regions_at,
                 me: index,
-                first_relay,
+                first_relay: first_relay(cfg, index),
+                first_relay_of: BTreeMap::new(),
                 failed: false,
                 queue: VecDeque::new(),
                 next_msg: 0,
@@ -250,8 +253,10 @@ impl RdmcNode {
         })
     }
 
-    /// `send_message`: queues `data` for the members of group `id` (root only).
-    pub fn send_message(&mut self, id: u32, data: Bytes) -> Result<u64, RdmcError> {
+    /// `send_message`: queues `data` (bytes, or a synthetic payload for large simulated
+    /// messages) for the members of group `id` (root only); returns its sequence number.
+    pub fn send_message(&mut self, id: u32, data: impl Into<Data>) -> Result<u64, RdmcError> {
+        let data = data.into();
         let g = self.group_mut(id)?;
         if g.me != 0 {
             return Err(RdmcError::NotRoot(id));
@@ -263,6 +268,17 @@ impl RdmcNode {
             return Err(RdmcError::TooLarge {
                 len: data.len(),
                 max: g.cfg.buffer_bytes,
+            });
+        }
+        if data.len().div_ceil(g.cfg.block_size) > u32::MAX as usize {
+            return Err(RdmcError::Config {
+                id,
+                why: format!(
+                    "{} bytes in {}-byte blocks: more blocks than a 32-bit immediate names; \
+                     use larger blocks",
+                    data.len(),
+                    g.cfg.block_size
+                ),
             });
         }
         g.queue.push_back(data);
@@ -467,28 +483,41 @@ impl RdmcNode {
             received: false,
             asked: BTreeSet::new(),
             data,
+            sent_to: BTreeSet::new(),
+            received_any: false,
             since: now,
             probed: now,
         });
         true
     }
 
-    /// The bytes of block `b` held by group `gi`'s member.
-    fn block_bytes<N: Nic>(&self, nic: &N, gi: usize, b: usize) -> Bytes {
+    /// Block `b` as group `gi`'s member holds it: a window of the root's message, or what
+    /// landed in the receive buffer (a synthetic block stays synthetic on the simulator).
+    fn block_data<N: Nic>(&self, nic: &N, gi: usize, b: usize) -> Data {
         let g = &self.groups[gi];
         let c = g.cur.as_ref().expect("in progress");
         let bs = g.cfg.block_size;
         let start = b * bs;
-        let end = (start + bs).min(c.bytes as usize);
+        let len = (start + bs).min(c.bytes as usize) - start;
         match &c.data {
-            Some(d) => d.slice(start..end),
-            None => {
-                let mut buf = vec![0; end - start];
-                nic.read_local(LocalAddr::new(g.region, start), &mut buf)
-                    .expect("own region");
-                Bytes::from(buf)
-            }
+            Some(d) => d.window(start, len),
+            None => nic
+                .read_data(LocalAddr::new(g.region, start), len)
+                .expect("own region"),
         }
+    }
+
+    /// Whether member `target` of group `gi` gets its first block of the current message from
+    /// our send in this step: we are its first relay and have not sent to it yet.
+    fn carries_first_block(&mut self, gi: usize, target: usize) -> bool {
+        let g = &mut self.groups[gi];
+        let cfg = &g.cfg;
+        let relay = *g
+            .first_relay_of
+            .entry(target)
+            .or_insert_with(|| first_relay(cfg, target));
+        let c = g.cur.as_ref().expect("in progress");
+        relay == Some(g.me) && !c.sent_to.contains(&target)
     }
 
     /// Advances group `gi`'s message as far as it can.
@@ -507,8 +536,7 @@ impl RdmcNode {
             let t = c.step;
             // Ask for this step's block.
             if let Some(rx) = step.recv {
-                let first = g.first_relay == Some(rx.peer)
-                    && !c.steps[..t].iter().any(|s| s.recv.is_some());
+                let first = g.first_relay == Some(rx.peer) && !c.received_any;
                 if !first && c.asked.insert(t) {
                     let to = g.cfg.members[rx.peer];
                     let ctl = Ctl::Ready {
@@ -532,12 +560,13 @@ impl RdmcNode {
             if let Some(tx) = step.send {
                 if !c.posted {
                     // The target's first block is announced by Ready(FIRST).
-                    let target_first = first_receive_step(&g.cfg, c.have.len(), tx.peer);
-                    let key = if target_first == Some(t) {
+                    let key = if self.carries_first_block(gi, tx.peer) {
                         FIRST
                     } else {
                         t as u64
                     };
+                    let g = &mut self.groups[gi];
+                    let c = g.cur.as_mut().expect("in progress");
                     let ready = g.ready.contains(&(c.msg, key, tx.peer));
                     if !ready || !c.have[tx.block] {
                         return self.maybe_probe(nic, gi, Some(tx.peer), now) || worked;
@@ -545,6 +574,7 @@ impl RdmcNode {
                     g.ready.remove(&(c.msg, key, tx.peer));
                     let (id, msg, bytes, to) = (g.cfg.id, c.msg, c.bytes, g.cfg.members[tx.peer]);
                     c.posted = true;
+                    c.sent_to.insert(tx.peer);
                     if key == FIRST {
                         self.send_ctl(
                             nic,
@@ -556,13 +586,21 @@ impl RdmcNode {
                             },
                         );
                     }
-                    let data = self.block_bytes(nic, gi, tx.block);
+                    let data = self.block_data(nic, gi, tx.block);
                     let dst = RemoteAddr::new(
                         to,
                         self.groups[gi].regions_at[tx.peer],
                         tx.block * self.groups[gi].cfg.block_size,
                     );
-                    match nic.post_write_imm(dst, &data, tx.block as u32, WriteFlags::SIGNALED) {
+                    // The immediate names the block; a block count beyond u32 is refused at
+                    // `send_message`.
+                    let write = Op::Write {
+                        dst,
+                        data,
+                        imm: Some(tx.block as u32),
+                        flags: WriteFlags::SIGNALED,
+                    };
+                    match nic.post(write) {
                         Ok(wr) => {
                             self.writes.insert(wr, gi);
                         }
@@ -581,6 +619,7 @@ impl RdmcNode {
                 let waiting_on = step.recv.map(|r| r.peer).or(step.send.map(|s| s.peer));
                 return self.maybe_probe(nic, gi, waiting_on, now) || worked;
             }
+            c.received_any |= step.recv.is_some();
             c.step += 1;
             c.posted = false;
             c.sent = false;
@@ -597,12 +636,9 @@ impl RdmcNode {
         let c = g.cur.take().expect("in progress");
         let data = match c.data {
             Some(d) => d,
-            None => {
-                let mut buf = vec![0; c.bytes as usize];
-                nic.read_local(LocalAddr::new(g.region, 0), &mut buf)
-                    .expect("own region");
-                Bytes::from(buf)
-            }
+            None => nic
+                .read_data(LocalAddr::new(g.region, 0), c.bytes as usize)
+                .expect("own region"),
         };
         g.next_msg += 1;
         g.asked_first = false;
@@ -655,15 +691,27 @@ impl RdmcNode {
     }
 }
 
-fn first_receive_step(cfg: &GroupConfig, k: usize, member: usize) -> Option<usize> {
-    cfg.steps(k, member).iter().position(|s| s.recv.is_some())
+/// The member that sends `member` its first block: the same for every message size (the
+/// schedules keep it so), hence known before the size is.
+fn first_relay(cfg: &GroupConfig, member: usize) -> Option<usize> {
+    (member > 0).then(|| {
+        cfg.steps(1, member)
+            .iter()
+            .find_map(|s| s.recv.map(|r| r.peer))
+            .expect("every receiver receives")
+    })
 }
 
 impl<N: Nic> Process<N> for RdmcNode {
     fn regions(&self) -> Vec<RegionSpec> {
         self.groups
             .iter()
-            .map(|g| RegionSpec::new(g.cfg.buffer_bytes).with_default(Access::Write))
+            // Sparse: the simulator keeps synthetic blocks as descriptors.
+            .map(|g| {
+                RegionSpec::new(g.cfg.buffer_bytes)
+                    .with_default(Access::Write)
+                    .sparse()
+            })
             .collect()
     }
 

@@ -15,6 +15,8 @@
 //! are done (and, for sends, the target said it is ready), so members run ahead of each other
 //! as far as their own transfers allow.
 
+use std::collections::BTreeSet;
+
 /// One block moving between two members.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Transfer {
@@ -231,6 +233,39 @@ struct Roles {
     back: Option<usize>,
 }
 
+/// The blocks one twin holds, while following a vertex's steps.
+#[derive(Clone, Debug)]
+struct Held {
+    has: Vec<bool>,
+    count: usize,
+    /// Blocks this twin holds and the other does not.
+    only: BTreeSet<usize>,
+}
+
+impl Held {
+    fn new(k: usize) -> Held {
+        Held {
+            has: vec![false; k],
+            count: 0,
+            only: BTreeSet::new(),
+        }
+    }
+
+    /// Twin `m` of the pair gets block `x`.
+    fn give(pair: &mut [Held; 2], m: usize, x: usize) {
+        if pair[m].has[x] {
+            return;
+        }
+        pair[m].has[x] = true;
+        pair[m].count += 1;
+        if pair[1 - m].has[x] {
+            pair[1 - m].only.remove(&x);
+        } else {
+            pair[m].only.insert(x);
+        }
+    }
+}
+
 impl Pipeline {
     /// The schedule of `k` blocks in a group of `n`.
     pub fn new(n: usize, k: usize) -> Pipeline {
@@ -315,10 +350,10 @@ impl Pipeline {
             ];
         };
         let (a, b) = (v, twin);
-        let mut has = [vec![false; self.k], vec![false; self.k]];
+        // What each twin holds, and (for the newest block one has and the other lacks) the
+        // blocks only one of them holds: O(log k) per step even for thousands of blocks.
+        let mut held = [Held::new(self.k), Held::new(self.k)];
         let idx = |m: usize| usize::from(m == b);
-        let newest_missing =
-            |from: &Vec<bool>, to: &Vec<bool>| (0..self.k).rev().find(|&x| from[x] && !to[x]);
         let mut out = Vec::with_capacity(total);
         for t in 0..total {
             let incoming = self.vertex_incoming(v, t).map(|x| x.1);
@@ -327,8 +362,8 @@ impl Pipeline {
                 Some(blk) => {
                     // The member holding the block sends it; if both do, the one with fewer
                     // blocks, so the other has something to pass.
-                    let count = |m: usize| has[idx(m)].iter().filter(|h| **h).count();
-                    let a_sends = has[0][blk] && (!has[1][blk] || count(a) <= count(b));
+                    let a_sends =
+                        held[0].has[blk] && (!held[1].has[blk] || held[0].count <= held[1].count);
                     if a_sends {
                         (a, b)
                     } else {
@@ -337,23 +372,23 @@ impl Pipeline {
                 }
                 // Idle outward: the member lacking the incoming block receives it.
                 None => match incoming {
-                    Some(blk) if has[0][blk] => (a, b),
+                    Some(blk) if held[0].has[blk] => (a, b),
                     _ => (b, a),
                 },
             };
             let (s, r) = (idx(sender), idx(receiver));
-            let pass = newest_missing(&has[r], &has[s]);
+            let pass = held[r].only.last().copied();
             let back = (outgoing.is_none() && incoming.is_none())
-                .then(|| newest_missing(&has[s], &has[r]))
+                .then(|| held[s].only.last().copied())
                 .flatten();
             if let Some(x) = pass {
-                has[s][x] = true;
+                Held::give(&mut held, s, x);
             }
             if let Some(x) = back {
-                has[r][x] = true;
+                Held::give(&mut held, r, x);
             }
             if let Some(x) = incoming {
-                has[r][x] = true;
+                Held::give(&mut held, r, x);
             }
             out.push(Roles {
                 sender,

@@ -50,7 +50,7 @@ fn every_algorithm_delivers_identical_bytes_on_threads() {
             let got: Vec<Bytes> = events(&mut p)
                 .into_iter()
                 .filter_map(|e| match e {
-                    Event::Completed { data, .. } => Some(data),
+                    Event::Completed { data, .. } => Some(data.to_bytes()),
                     _ => None,
                 })
                 .collect();

@@ -58,7 +58,7 @@ fn delivered(events: &[Event]) -> Vec<Bytes> {
     events
         .iter()
         .filter_map(|e| match e {
-            Event::Completed { data, .. } => Some(data.clone()),
+            Event::Completed { data, .. } => Some(data.to_bytes()),
             _ => None,
         })
         .collect()
@@ -167,7 +167,7 @@ fn concurrent_groups_sharing_members_all_deliver() {
                 group, msg, data, ..
             } = e
             {
-                got.push((group, msg, data));
+                got.push((group, msg, data.to_bytes()));
             }
         }
         for root in 0..n {

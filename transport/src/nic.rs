@@ -62,6 +62,18 @@ impl Data {
     }
 }
 
+impl From<Bytes> for Data {
+    fn from(b: Bytes) -> Data {
+        Data::Bytes(b)
+    }
+}
+
+impl From<Synthetic> for Data {
+    fn from(s: Synthetic) -> Data {
+        Data::Synthetic(s)
+    }
+}
+
 /// Flags of a one-sided write, as `ibv_send_flags`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct WriteFlags {
