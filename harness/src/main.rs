@@ -4,6 +4,7 @@
 #![forbid(unsafe_code)]
 
 mod bench;
+mod bulk;
 mod check;
 mod check_ramcast;
 mod check_tram;
@@ -67,6 +68,9 @@ enum Protocol {
     Ramcast,
     /// TRAM (Martignetti et al., 2025): tree-based; takes --tree.
     Tram,
+    /// RDMC (Behrens et al., 2016): bulk multicast of large messages; takes --algorithm,
+    /// --nodes, --block-size, --senders, --racks, --messages.
+    Rdmc,
 }
 
 #[derive(Args, Debug)]
@@ -87,9 +91,34 @@ struct RunArgs {
     /// Closed-loop clients.
     #[arg(long, default_value_t = 1)]
     clients: usize,
-    /// Message size in bytes.
-    #[arg(long, default_value_t = 64)]
-    size: usize,
+    /// Message size: bytes, or with a unit KB, MB, GB (powers of 1024) [default: 64 B; rdmc:
+    /// 256 MB].
+    #[arg(long, value_parser = bulk::parse_bytes)]
+    size: Option<usize>,
+    /// RDMC dissemination algorithm: sequential, chain, tree, pipeline, hybrid-chain,
+    /// hybrid-pipeline [default: pipeline].
+    #[arg(long)]
+    algorithm: Option<rdmc::Algorithm>,
+    /// RDMC group size, root included [default: 4].
+    #[arg(long)]
+    nodes: Option<usize>,
+    /// RDMC block size; the last block of a message may be shorter [default: 1MB].
+    #[arg(long, value_parser = bulk::parse_bytes)]
+    block_size: Option<usize>,
+    /// RDMC concurrent senders: this many groups over the same nodes, node i the root of group
+    /// i, all sending at once [default: 1].
+    #[arg(long)]
+    senders: Option<usize>,
+    /// RDMC racks for the hybrid algorithms: the nodes split into this many contiguous ranges
+    /// [default: 1].
+    #[arg(long)]
+    racks: Option<usize>,
+    /// RDMC messages each root submits at time zero, sent in order [default: 1].
+    #[arg(long)]
+    messages: Option<usize>,
+    /// RDMC: give up after this long, simulated on sim, wall on local [default: 600s].
+    #[arg(long, value_parser = experiment::parse_duration)]
+    timeout: Option<Nanos>,
     /// Destinations per message: single, all, random:K, group:G, or adjacent:K (K groups
     /// adjacent in the tree, tram).
     #[arg(long, default_value = "single")]
@@ -104,7 +133,7 @@ struct RunArgs {
     #[arg(long, value_enum, default_value = "sim")]
     runtime: RuntimeKind,
     /// Hardware profile (sim; on local only its NIC limits are used) [default: each paper's
-    /// testbed: xl170-cx4 for ramcast, r320-cx3 for tram].
+    /// testbed: xl170-cx4 for ramcast, r320-cx3 for tram, fractus-100g for rdmc].
     #[arg(long)]
     profile: Option<String>,
     /// Seed.
@@ -606,7 +635,21 @@ fn bench_sim(a: SimSpeedArgs) -> Result<ExitCode, String> {
 
 /// The deployment `harness run` asks for, checked.
 fn deployment(a: &RunArgs) -> Result<experiment::Deployment, String> {
+    let rdmc_only = [
+        ("--algorithm", a.algorithm.is_some()),
+        ("--nodes", a.nodes.is_some()),
+        ("--block-size", a.block_size.is_some()),
+        ("--senders", a.senders.is_some()),
+        ("--racks", a.racks.is_some()),
+        ("--messages", a.messages.is_some()),
+        ("--timeout", a.timeout.is_some()),
+    ];
+    if let Some((flag, _)) = rdmc_only.iter().find(|f| f.1) {
+        return Err(format!("{flag} is for --protocol rdmc"));
+    }
+    let size = a.size.unwrap_or(64);
     match a.protocol {
+        Protocol::Rdmc => Err("rdmc is bulk multicast, not an atomic multicast deployment".into()),
         Protocol::Ramcast => {
             if a.tree.is_some() {
                 return Err("--tree is for tree-based protocols (tram); ramcast is genuine".into());
@@ -622,13 +665,13 @@ fn deployment(a: &RunArgs) -> Result<experiment::Deployment, String> {
             };
             cfg.slot_bytes = a
                 .slot_bytes
-                .unwrap_or_else(|| (a.size + 16 + 8 * dst_groups + 16).div_ceil(8).max(128) * 8);
+                .unwrap_or_else(|| (size + 16 + 8 * dst_groups + 16).div_ceil(8).max(128) * 8);
             cfg.validate().map_err(|e| e.to_string())?;
             let max = ramcast::layout::Layout::new(&cfg).max_message(dst_groups);
-            if a.size > max {
+            if size > max {
                 return Err(format!(
                     "--size {} does not fit a slot of {} bytes (at most {max} bytes for {dst_groups} destination group(s)); raise --slot-bytes",
-                    a.size, cfg.slot_bytes
+                    size, cfg.slot_bytes
                 ));
             }
             Ok(experiment::Deployment::Ramcast(cfg))
@@ -650,13 +693,13 @@ fn deployment(a: &RunArgs) -> Result<experiment::Deployment, String> {
             cfg.log_slots = a.log_slots;
             cfg.slot_bytes = a
                 .slot_bytes
-                .unwrap_or_else(|| (a.size + tram::layout::HM_HEADER + 16).div_ceil(8).max(16) * 8);
+                .unwrap_or_else(|| (size + tram::layout::HM_HEADER + 16).div_ceil(8).max(16) * 8);
             cfg.validate().map_err(|e| e.to_string())?;
             let max = tram::layout::Layout::max_message(cfg.slot_bytes);
-            if a.size > max {
+            if size > max {
                 return Err(format!(
                     "--size {} does not fit a slot of {} bytes (at most {max} bytes); raise --slot-bytes",
-                    a.size, cfg.slot_bytes
+                    size, cfg.slot_bytes
                 ));
             }
             Ok(experiment::Deployment::Tram(cfg))
@@ -665,11 +708,15 @@ fn deployment(a: &RunArgs) -> Result<experiment::Deployment, String> {
 }
 
 fn run_experiment(a: RunArgs) -> Result<ExitCode, String> {
+    if a.protocol == Protocol::Rdmc {
+        return run_bulk(a);
+    }
     let deploy = deployment(&a)?;
     let profile_name = a.profile.clone().unwrap_or_else(|| {
         match a.protocol {
             Protocol::Ramcast => "xl170-cx4",
             Protocol::Tram => "r320-cx3",
+            Protocol::Rdmc => "fractus-100g",
         }
         .to_string()
     });
@@ -683,7 +730,7 @@ fn run_experiment(a: RunArgs) -> Result<ExitCode, String> {
     let e = experiment::Experiment {
         deploy,
         dest: a.dest,
-        size: a.size,
+        size: a.size.unwrap_or(64),
         warmup: a.warmup.unwrap_or(Nanos(a.duration.as_nanos() / 10)),
         duration: a.duration,
         runtime,
@@ -778,6 +825,110 @@ fn run_experiment(a: RunArgs) -> Result<ExitCode, String> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `harness run --protocol rdmc`.
+fn run_bulk(a: RunArgs) -> Result<ExitCode, String> {
+    let multicast_only = [
+        ("--groups", a.groups.is_some()),
+        ("--tree", a.tree.is_some()),
+        ("--slot-bytes", a.slot_bytes.is_some()),
+        ("--warmup", a.warmup.is_some()),
+        ("--log", a.log.is_some()),
+    ];
+    if let Some((flag, _)) = multicast_only.iter().find(|f| f.1) {
+        return Err(format!(
+            "{flag} is for the atomic multicast protocols; rdmc takes --nodes, --size, --block-size, --algorithm, --senders, --racks, --messages"
+        ));
+    }
+    let profile_name = a.profile.clone().unwrap_or_else(|| "fractus-100g".into());
+    let spec = bulk::BulkSpec {
+        algorithm: a.algorithm.unwrap_or(rdmc::Algorithm::BinomialPipeline),
+        nodes: a.nodes.unwrap_or(4),
+        size: a.size.unwrap_or(256 << 20),
+        block_size: a.block_size.unwrap_or(1 << 20),
+        senders: a.senders.unwrap_or(1),
+        racks: a.racks.unwrap_or(1),
+        messages: a.messages.unwrap_or(1),
+        runtime: match a.runtime {
+            RuntimeKind::Sim => experiment::Where::Sim,
+            RuntimeKind::Local => experiment::Where::Local {
+                threads: a.threads.unwrap_or(0),
+            },
+        },
+        profile: Profile::load(&profile_name).map_err(|e| e.to_string())?,
+        seed: a.seed,
+        timeout: a.timeout.unwrap_or(Nanos(600_000_000_000)),
+    };
+    spec.validate()?;
+    println!(
+        "harness run: protocol=rdmc runtime={} profile={} seed={} commit={COMMIT}\n  algorithm={} nodes={} size={} block={} ({} blocks) senders={} racks={} messages={}",
+        match spec.runtime {
+            experiment::Where::Sim => "sim",
+            experiment::Where::Local { .. } => "local",
+        },
+        spec.profile.name,
+        spec.seed,
+        spec.algorithm,
+        spec.nodes,
+        bulk::show_bytes(spec.size),
+        bulk::show_bytes(spec.block_size),
+        spec.blocks(),
+        spec.senders,
+        spec.racks,
+        spec.messages
+    );
+    let r = spec.run()?;
+    let ms = |t: Nanos| t.as_nanos() as f64 / 1e6;
+    for t in r.transfers.iter().take(8) {
+        println!(
+            "group {} message {}: {} receivers; last at {:.3} ms -> {:.2} Gb/s; first at {:.3} ms, skew {:.1} us",
+            t.group,
+            t.msg,
+            t.receivers,
+            ms(t.last),
+            t.gbps(spec.size),
+            ms(t.first),
+            t.skew().as_nanos() as f64 / 1e3
+        );
+    }
+    if r.transfers.len() > 8 {
+        println!("... {} more messages", r.transfers.len() - 8);
+    }
+    let row = spec.row(&r, COMMIT);
+    println!(
+        "bandwidth (size / time until every receiver has it): mean {:.2} Gb/s, sd {:.2}; aggregate {:.2} Gb/s per receiver; {:.0} messages/s; mean skew {:.1} us",
+        row.gbps_mean, row.gbps_sd, row.aggregate_gbps, row.messages_per_s, row.skew_us_mean
+    );
+    println!(
+        "verified: {} of {} receiver deliveries intact; {} corrupt, {} missing, {} failure upcalls",
+        r.transfers
+            .iter()
+            .map(|t| t.receivers)
+            .sum::<usize>()
+            .saturating_sub(r.corrupt),
+        spec.senders * spec.messages * (spec.nodes - 1),
+        r.corrupt,
+        r.missing,
+        r.failures
+    );
+    println!(
+        "wall {:.2} s{}; peak memory {}",
+        r.wall.as_secs_f64(),
+        r.events
+            .map_or(String::new(), |e| format!(", {e} simulator events")),
+        bulk::peak_rss().map_or("unknown".into(), |b| format!("{} MiB", b >> 20))
+    );
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        bulk::write_rows(&dir.join("summary.csv"), &[row])?;
+        println!("wrote {}/summary.csv", dir.display());
+    }
+    Ok(if r.clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn run_figure(a: FigureArgs) -> Result<ExitCode, String> {

@@ -111,6 +111,12 @@ pub enum Event {
         data: Data,
         /// When it completed here.
         at: Nanos,
+        /// When this member started on it: the root when it began sending, a receiver when
+        /// it learnt the size (before that, only others worked on it).
+        started: Nanos,
+        /// Of the time since `started`, how long this member's steps waited before their send
+        /// could go (for the target's `ready_for_block` or for the block itself to arrive).
+        waiting: Nanos,
     },
     /// A member failed; the group is broken and transfers in it stopped.
     Failed {
@@ -145,7 +151,11 @@ struct Current {
     sent_to: BTreeSet<usize>,
     /// Whether a receive step came yet (the first one is announced by `Ready(FIRST)`).
     received_any: bool,
-    /// Since when the member waits on the current step.
+    /// When the member started the message.
+    started: Nanos,
+    /// Time its steps waited before posting their send.
+    waiting: Nanos,
+    /// Since when the member is in the current step.
     since: Nanos,
     probed: Nanos,
 }
@@ -485,6 +495,8 @@ impl RdmcNode {
             data,
             sent_to: BTreeSet::new(),
             received_any: false,
+            started: now,
+            waiting: Nanos::ZERO,
             since: now,
             probed: now,
         });
@@ -575,6 +587,7 @@ impl RdmcNode {
                     let (id, msg, bytes, to) = (g.cfg.id, c.msg, c.bytes, g.cfg.members[tx.peer]);
                     c.posted = true;
                     c.sent_to.insert(tx.peer);
+                    c.waiting += now.saturating_sub(c.since);
                     if key == FIRST {
                         self.send_ctl(
                             nic,
@@ -648,6 +661,8 @@ impl RdmcNode {
             msg: c.msg,
             data,
             at: now,
+            started: c.started,
+            waiting: c.waiting,
         });
         true
     }

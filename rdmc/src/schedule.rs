@@ -76,6 +76,11 @@ impl Algorithm {
         }
     }
 
+    /// Whether the algorithm follows a rack map (the hybrids).
+    pub fn uses_racks(self) -> bool {
+        matches!(self, Algorithm::HybridChain | Algorithm::HybridPipeline)
+    }
+
     /// Member `me`'s steps for a message of `blocks` blocks in a group of `n`, all in one rack.
     pub fn steps(self, n: usize, blocks: usize, me: usize) -> Vec<Step> {
         self.steps_in_racks(&vec![0; n], blocks, me)
@@ -94,6 +99,26 @@ impl Algorithm {
             Algorithm::HybridChain => hybrid(Algorithm::Chain, racks, blocks, me),
             Algorithm::HybridPipeline => hybrid(Algorithm::BinomialPipeline, racks, blocks, me),
         }
+    }
+}
+
+impl std::fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Algorithm {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Algorithm, String> {
+        Algorithm::ALL
+            .into_iter()
+            .find(|a| a.name() == s.trim())
+            .ok_or_else(|| {
+                let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+                format!("unknown algorithm `{s}`: use one of {}", names.join(", "))
+            })
     }
 }
 
@@ -622,6 +647,32 @@ mod tests {
                     k + l
                 };
                 assert_eq!(steps, want, "n={n} k={k}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_algorithms_first_relay_is_the_same_for_every_block_count() {
+        // A receiver asks its first relay for its first block before it knows the size.
+        let first = |alg: Algorithm, racks: &[u32], k: usize, m: usize| {
+            alg.steps_in_racks(racks, k, m)
+                .iter()
+                .find_map(|s| s.recv.map(|r| r.peer))
+        };
+        for alg in Algorithm::ALL {
+            for n in 2..=40usize {
+                for racks in [
+                    (0..n as u32).map(|i| i % 3).collect::<Vec<u32>>(),
+                    (0..n as u32).map(|i| i * 4 / n as u32).collect(),
+                ] {
+                    for m in 1..n {
+                        let one = first(alg, &racks, 1, m);
+                        assert!(one.is_some(), "{alg:?} n={n} member {m} receives nothing");
+                        for k in [2, 3, 7, 16] {
+                            assert_eq!(first(alg, &racks, k, m), one, "{alg:?} n={n} k={k} m={m}");
+                        }
+                    }
+                }
             }
         }
     }

@@ -4,8 +4,8 @@
 use bytes::Bytes;
 use rdmc::{Algorithm, Event, GroupConfig, RdmcNode};
 use std::time::Duration;
-use transport::runtime::local::{LocalConfig, LocalRuntime};
-use transport::{Nanos, ProcessId};
+use transport::runtime::local::{LocalConfig, LocalNic, LocalRuntime};
+use transport::{Nanos, Process, ProcessId, Progress, RegionSpec};
 
 fn nodes(alg: Algorithm, n: usize, block: usize, sizes: &[usize]) -> (Vec<RdmcNode>, Vec<Bytes>) {
     let group = GroupConfig {
@@ -41,13 +41,51 @@ fn events(p: &mut RdmcNode) -> Vec<Event> {
     std::iter::from_fn(|| p.poll_event()).collect()
 }
 
+/// A member that is done once it has `want` completions, so a run on a loaded machine ends
+/// when the work does rather than at a fixed time.
+struct UntilDelivered {
+    node: RdmcNode,
+    want: usize,
+    events: Vec<Event>,
+}
+
+impl Process<LocalNic> for UntilDelivered {
+    fn regions(&self) -> Vec<RegionSpec> {
+        <RdmcNode as Process<LocalNic>>::regions(&self.node)
+    }
+
+    fn poll(&mut self, nic: &mut LocalNic) -> Progress {
+        let p = self.node.poll(nic);
+        self.events.extend(events(&mut self.node));
+        p
+    }
+
+    fn done(&self) -> bool {
+        let completed = self
+            .events
+            .iter()
+            .filter(|e| matches!(e, Event::Completed { .. }))
+            .count();
+        completed >= self.want
+    }
+}
+
 #[test]
 fn every_algorithm_delivers_identical_bytes_on_threads() {
     for alg in Algorithm::ALL {
         let (procs, msgs) = nodes(alg, 6, 1000, &[1, 2500, 40_000]);
-        let run = LocalRuntime::new(LocalConfig::default(), procs).run(Duration::from_millis(700));
-        for (m, mut p) in run.processes.into_iter().enumerate() {
-            let got: Vec<Bytes> = events(&mut p)
+        let procs: Vec<UntilDelivered> = procs
+            .into_iter()
+            .map(|node| UntilDelivered {
+                node,
+                want: msgs.len(),
+                events: Vec::new(),
+            })
+            .collect();
+        let run = LocalRuntime::new(LocalConfig::default(), procs).run(Duration::from_secs(20));
+        for (m, p) in run.processes.into_iter().enumerate() {
+            let got: Vec<Bytes> = p
+                .events
                 .into_iter()
                 .filter_map(|e| match e {
                     Event::Completed { data, .. } => Some(data.to_bytes()),

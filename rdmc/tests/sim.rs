@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use rdmc::{Algorithm, Event, GroupConfig, RdmcNode};
 use transport::runtime::sim::{Fault, Profile, Sim, SimConfig};
-use transport::{Nanos, ProcessId};
+use transport::{Nanos, ProcessId, Synthetic};
 
 fn message(seed: u64, len: usize) -> Bytes {
     let mut rng = transport::Rng::from_seed(seed);
@@ -52,6 +52,42 @@ fn run(
         .map(|mut p| std::iter::from_fn(|| p.poll_event()).collect())
         .collect();
     (events, msgs)
+}
+
+/// One message of `size` synthetic bytes through a group of `n` on the simulator; returns
+/// every member's events.
+fn run_synthetic(
+    alg: Algorithm,
+    n: usize,
+    block: usize,
+    size: usize,
+) -> (Vec<Vec<Event>>, Synthetic) {
+    let group = GroupConfig {
+        id: 0,
+        members: (0..n as u32).map(ProcessId).collect(),
+        algorithm: alg,
+        racks: vec![],
+        block_size: block,
+        buffer_bytes: size,
+    };
+    let msg = Synthetic::new(9, size as u64);
+    let mut nodes: Vec<RdmcNode> = (0..n as u32)
+        .map(|p| {
+            RdmcNode::new(ProcessId(p), std::slice::from_ref(&group), Nanos(1_000_000)).unwrap()
+        })
+        .collect();
+    nodes[0].send_message(0, msg).unwrap();
+    let mut sim = Sim::new(
+        SimConfig::new(1, Profile::load("fractus-100g").unwrap()),
+        nodes,
+    );
+    sim.run(Some(Nanos(10_000_000_000)));
+    let events = sim
+        .into_processes()
+        .into_iter()
+        .map(|mut p| std::iter::from_fn(|| p.poll_event()).collect())
+        .collect();
+    (events, msg)
 }
 
 fn delivered(events: &[Event]) -> Vec<Bytes> {
@@ -178,6 +214,75 @@ fn concurrent_groups_sharing_members_all_deliver() {
                 let want = message(root as u64 * 10 + i as u64, 7_000 + 3_001 * i);
                 assert!(*data == want, "member {p}, root {root}, message {i}");
             }
+        }
+    }
+}
+
+/// Time until every receiver completed one message of `k` blocks of 1 MiB in a pipeline of `n`,
+/// on a simulator without jitter.
+fn pipeline_time(n: usize, k: usize) -> Nanos {
+    let block = 1 << 20;
+    let (events, _) = run_synthetic(Algorithm::BinomialPipeline, n, block, k * block);
+    events
+        .iter()
+        .skip(1)
+        .map(|ev| {
+            ev.iter()
+                .find_map(|e| match e {
+                    Event::Completed { at, .. } => Some(*at),
+                    _ => None,
+                })
+                .expect("every receiver completes")
+        })
+        .max()
+        .unwrap()
+}
+
+/// Appendix A's step count, measured: on the simulator without jitter every step moves one
+/// block per link, so a message's time is its steps times the time of one block transfer. The
+/// time of one step comes from a two-member group (`k` steps for `k` blocks); the steps of the
+/// pipeline in a group of `n` are then read off its time. They must be `k + L - 1` when `n` is
+/// a power of two and `k + L` otherwise, `L = floor(log2 n)`, for every `n` in 2..=64 and `k`
+/// in 1..=32: a schedule with an idle step or two transfers serialised on one link would show.
+#[test]
+fn pipeline_steps_measured_on_the_simulator_are_k_plus_log_n() {
+    let t1 = pipeline_time(2, 1).as_nanos() as f64;
+    let step = (pipeline_time(2, 32).as_nanos() as f64 - t1) / 31.0;
+    let mut wrong = Vec::new();
+    for n in 2..=64usize {
+        let l = (usize::BITS - 1 - n.leading_zeros()) as usize;
+        for k in 1..=32usize {
+            let t = pipeline_time(n, k).as_nanos() as f64;
+            let measured = 1.0 + (t - t1) / step;
+            let want = k + l - usize::from(n.is_power_of_two());
+            if (measured - want as f64).abs() > 0.5 {
+                wrong.push(format!("n={n} k={k}: {measured:.2} steps, want {want}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:?}");
+}
+
+/// On the simulator a synthetic message travels as its descriptor: each receiver's completion
+/// carries exactly the payload the root sent (partial last block included), without the bytes
+/// ever being materialised.
+#[test]
+fn synthetic_messages_arrive_as_the_root_sent_them() {
+    for alg in Algorithm::ALL {
+        let (events, msg) = run_synthetic(alg, 6, 4096, 3 * 4096 + 100);
+        for (m, ev) in events.iter().enumerate() {
+            let got: Vec<&transport::Data> = ev
+                .iter()
+                .filter_map(|e| match e {
+                    Event::Completed { data, .. } => Some(data),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(
+                got,
+                [&transport::Data::Synthetic(msg)],
+                "{alg:?} member {m}"
+            );
         }
     }
 }

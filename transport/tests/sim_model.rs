@@ -1,6 +1,6 @@
 //! The simulator's cost model, checked on hand-computed timelines: small-write latency, the
-//! inline saving, egress and ingress serialisation, the message-rate limit, reconnect cost and
-//! per-process CPU. Times are virtual and deterministic, so exact values are the specification.
+//! inline saving, egress and ingress serialisation, one-packet ops interleaving with large
+//! transfers, the message-rate limit, reconnect cost and per-process CPU. Times are virtual and deterministic, so exact values are the specification.
 
 use transport::runtime::sim::{Profile, Sim, SimConfig};
 use transport::*;
@@ -128,6 +128,32 @@ fn ingress_serialises_writes_from_two_senders() {
     let wire = (mb as u64 * 160 + 500) / 1000;
     assert_eq!(t.len(), 2);
     assert_eq!(t[1] - t[0], wire);
+}
+
+#[test]
+fn a_one_packet_op_interleaves_with_a_large_transfer_on_the_port() {
+    // p0 writes 1 MiB to p1, then 64 B to p2: the NIC interleaves queue pairs per packet, so
+    // the small write waits one 4096-byte packet (655 ns at 50 Gb/s), not the whole MiB.
+    let mb = 1 << 20;
+    let p = run(vec![
+        timeline(vec![(mb, false), (64, true)], vec![1, 2]),
+        timeline(vec![], vec![]),
+        timeline(vec![], vec![]),
+    ]);
+    // Posted at 30 + 2 x 60 = 150; one packet; latency; 10 ns for 64 B.
+    assert_eq!(landed(&p[2]), vec![150 + 655 + 1210 + 10]);
+}
+
+#[test]
+fn a_one_packet_op_never_overtakes_a_large_one_of_its_queue_pair() {
+    let mb = 1 << 20;
+    let p = run(vec![
+        timeline(vec![(mb, false), (64, true)], vec![1]),
+        timeline(vec![], vec![]),
+    ]);
+    let t = landed(&p[1]);
+    assert_eq!(t.len(), 2);
+    assert!(t[0] < t[1], "RC order broken: {t:?}");
 }
 
 #[test]

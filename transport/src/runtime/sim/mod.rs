@@ -16,6 +16,11 @@
 //! - It reaches the target after `write_latency_ns` (plus injected link delay) and then
 //!   serialises on the target's ingress, full duplex. Ops of one sender to one target land in
 //!   post order (RC queue pair); a write lands atomically at that instant.
+//! - Ports move 4096-byte packets: an op that fits one packet (a control message, a small
+//!   write) waits at most one packet behind larger transfers queued on the same egress or
+//!   ingress, as the NIC's per-packet queue-pair scheduling and the switch interleave them;
+//!   it still serialises fully behind other one-packet ops, and never overtakes an earlier op
+//!   of its own queue pair.
 //! - Acknowledgements (completions, read responses, atomic results) return after another
 //!   `write_latency_ns`; read responses serialise on the target's egress and sender's ingress.
 //! - An access check happens when the op lands. A refused op completes with `AccessDenied` and
@@ -243,8 +248,12 @@ struct Cpu {
     /// A [`Fault::CrashMidPost`] is armed: crash during the next poll that posts.
     crash_on_post: bool,
     done: bool,
+    /// When the port's egress and ingress have sent / received everything issued so far.
     egress_free: Nanos,
     ingress_free: Nanos,
+    /// The same for single-packet ops alone (they interleave with larger ones).
+    egress_small: Nanos,
+    ingress_small: Nanos,
 }
 
 #[derive(Debug)]
@@ -335,6 +344,8 @@ impl<P: Process<SimNic>> Sim<P> {
                 done: false,
                 egress_free: Nanos::ZERO,
                 ingress_free: Nanos::ZERO,
+                egress_small: Nanos::ZERO,
+                ingress_small: Nanos::ZERO,
             })
             .collect();
         let sched_rng = Rng::derive(cfg.seed, Purpose::Scheduler, 0);
@@ -673,17 +684,45 @@ impl<P: Process<SimNic>> Sim<P> {
         let gap = wire.max(self.wire.wr_gap);
         let latency = Nanos(prof.nic.write_latency_ns);
         let t0 = posted.at.max(qp.ready_at) + dma;
-        let start = t0.max(self.cpus[s as usize].egress_free);
-        self.cpus[s as usize].egress_free = start + gap;
+        // Ports move packets, not whole ops: an op of one packet interleaves with larger ones
+        // queued ahead of it (the NIC schedules queue pairs per packet, the switch interleaves
+        // senders per packet), so it waits at most one packet behind them, and only behind the
+        // other single-packet ops in full; larger ops queue whole. Nothing overtakes an earlier
+        // op of its own queue pair.
+        let packet = self.wire.packet;
+        let small = wire <= packet;
+        let cpu = &mut self.cpus[s as usize];
+        let start = if small {
+            let s0 = (t0 + cpu.egress_free.saturating_sub(t0).min(packet)).max(cpu.egress_small);
+            cpu.egress_small = s0 + gap;
+            s0
+        } else {
+            t0.max(cpu.egress_free)
+        }
+        .max(qp.egress_end);
+        cpu.egress_free = cpu.egress_free.max(t0) + gap;
         // The receiver's ingress is accounted in issue order, which approximates arrival order
-        // without an extra event per op. Each op takes at least 1 ns of it, so the ops landing
-        // at one receiver get strictly increasing times and no tie-break policy can reorder
-        // a pair (RC order). An injected link delay is added after that accounting, so a slow
-        // link delays its own traffic without blocking other senders' at the receiver.
+        // without an extra event per op. Each op takes at least 1 ns of it and lands after the
+        // previous op of its queue pair, so no tie-break policy can reorder a pair (RC order).
+        // An injected link delay is added after that accounting, so a slow link delays its own
+        // traffic without blocking other senders' at the receiver.
         let arrive = start + latency;
-        let ingress = &mut self.cpus[d as usize].ingress_free;
-        let land = arrive.max(*ingress) + wire.max(Nanos(1));
-        *ingress = land;
+        let cpu = &mut self.cpus[d as usize];
+        let occupy = wire.max(Nanos(1));
+        let land = if small {
+            let l = (arrive + cpu.ingress_free.saturating_sub(arrive).min(packet))
+                .max(cpu.ingress_small)
+                + occupy;
+            cpu.ingress_small = l;
+            l
+        } else {
+            arrive.max(cpu.ingress_free) + occupy
+        }
+        .max(qp.last_land + Nanos(1));
+        cpu.ingress_free = cpu.ingress_free.max(arrive) + occupy;
+        let q = &mut self.nics[s as usize].qps[d as usize];
+        q.egress_end = start + gap;
+        q.last_land = land;
         let land = self.delay_on_link(s, d, land);
         let slot = self.alloc(InFlight {
             src: s,

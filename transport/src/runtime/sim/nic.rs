@@ -27,6 +27,10 @@ pub(crate) struct QueuePair {
     pub(crate) epoch: u32,
     /// The queue pair accepts work again at this time (after a reconnect).
     pub(crate) ready_at: Nanos,
+    /// When its last op finished leaving the sender's port.
+    pub(crate) egress_end: Nanos,
+    /// When its last op landed at the peer (ops of one queue pair land in post order).
+    pub(crate) last_land: Nanos,
 }
 
 /// The NIC a simulated process polls with.

@@ -230,14 +230,26 @@ impl Profile {
 pub(crate) struct WireCosts {
     ps_per_byte: u64,
     pub(crate) wr_gap: Nanos,
+    /// Wire time of one full packet ([`MTU_BYTES`]).
+    pub(crate) packet: Nanos,
 }
+
+/// The path MTU of the modelled fabrics (InfiniBand and RoCE NICs run 4096-byte packets).
+pub(crate) const MTU_BYTES: usize = 4096;
 
 impl WireCosts {
     pub(crate) fn of(p: &Profile) -> WireCosts {
         WireCosts {
             ps_per_byte: (8_000.0 / p.nic.link_gbps).round() as u64,
             wr_gap: p.wr_gap(),
+            packet: Nanos(0),
         }
+        .with_packet()
+    }
+
+    fn with_packet(mut self) -> WireCosts {
+        self.packet = self.serialisation(MTU_BYTES);
+        self
     }
 
     /// Wire time of `bytes`, rounded to the nearest nanosecond.

@@ -1,0 +1,610 @@
+//! `harness run --protocol rdmc`: RDMC bulk transfers measured as the paper measures them
+//! (section 5). Every group's root submits its messages at time zero; a message's latency is
+//! the time from submission until every receiver has had the completion upcall, and its
+//! bandwidth is the message size over that latency, whatever the number of receivers. The
+//! delivery skew is the time between the first and the last receiver's completion.
+//!
+//! Every member checks each message it receives against what the root sent: a synthetic
+//! payload regenerated from its seed (on the simulator the content travels as that descriptor,
+//! so 256 MB at 512 members costs no memory; on `local` the bytes are real and compared byte by
+//! byte). A corrupted, truncated or misplaced block fails the run.
+
+use crate::experiment::Where;
+use rdmc::{Algorithm, Event, GroupConfig, RdmcNode};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use transport::runtime::local::{LocalConfig, LocalRuntime};
+use transport::runtime::sim::{Profile, Sim, SimConfig};
+use transport::{Data, Nanos, Nic, Process, ProcessId, Progress, RegionSpec, Synthetic};
+
+/// How often a member probes a peer it has waited on this long (failure detection).
+const PROBE: Nanos = Nanos(1_000_000);
+
+/// Bytes of one schedule step in memory (a `Step`), for the memory estimate.
+const STEP_BYTES: usize = std::mem::size_of::<rdmc::Step>();
+
+/// One bulk-multicast experiment.
+#[derive(Clone, Debug)]
+pub(crate) struct BulkSpec {
+    pub(crate) algorithm: Algorithm,
+    /// Group size, root included.
+    pub(crate) nodes: usize,
+    /// Bytes per message.
+    pub(crate) size: usize,
+    pub(crate) block_size: usize,
+    /// Concurrent groups over the same nodes; node `s` is the root of group `s`.
+    pub(crate) senders: usize,
+    /// Racks the nodes are spread over, in contiguous ranges (hybrid algorithms); 1: none.
+    pub(crate) racks: usize,
+    /// Messages each root submits.
+    pub(crate) messages: usize,
+    pub(crate) runtime: Where,
+    pub(crate) profile: Profile,
+    pub(crate) seed: u64,
+    /// Give up after this long (simulated on sim, wall on local).
+    pub(crate) timeout: Nanos,
+}
+
+/// One message's outcome over its receivers.
+#[derive(Clone, Debug)]
+pub(crate) struct Transfer {
+    pub(crate) group: u32,
+    pub(crate) msg: u64,
+    /// Receivers that completed it intact.
+    pub(crate) receivers: usize,
+    /// From submission until the first and the last receiver completed.
+    pub(crate) first: Nanos,
+    pub(crate) last: Nanos,
+}
+
+impl Transfer {
+    /// Message size over the time until every receiver had it, Gb/s.
+    pub(crate) fn gbps(&self, size: usize) -> f64 {
+        size as f64 * 8.0 / self.last.as_nanos().max(1) as f64
+    }
+
+    /// First to last receiver.
+    pub(crate) fn skew(&self) -> Nanos {
+        self.last.saturating_sub(self.first)
+    }
+}
+
+/// One member's view of one message.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MemberTime {
+    pub(crate) process: ProcessId,
+    pub(crate) group: u32,
+    pub(crate) msg: u64,
+    /// When the member started on it (see [`rdmc::Event::Completed`]).
+    pub(crate) started: Nanos,
+    /// Of the time since then, waiting before its sends could go.
+    pub(crate) waiting: Nanos,
+    /// When it completed there.
+    pub(crate) at: Nanos,
+}
+
+/// What an experiment measured.
+#[derive(Debug)]
+pub(crate) struct BulkResult {
+    pub(crate) transfers: Vec<Transfer>,
+    pub(crate) times: Vec<MemberTime>,
+    /// Completions whose content differed from what the root sent.
+    pub(crate) corrupt: usize,
+    /// Failure upcalls (none in a run without faults).
+    pub(crate) failures: usize,
+    /// Receiver completions that never came.
+    pub(crate) missing: usize,
+    pub(crate) wall: Duration,
+    /// Simulator events, on sim.
+    pub(crate) events: Option<u64>,
+}
+
+impl BulkResult {
+    /// The mean of the messages' bandwidths and their standard deviation, Gb/s.
+    pub(crate) fn gbps_mean_sd(&self, size: usize) -> (f64, f64) {
+        let xs: Vec<f64> = self.transfers.iter().map(|t| t.gbps(size)).collect();
+        crate::stats::LatencySummary::of(&xs).map_or((0.0, 0.0), |s| (s.avg, s.stdev))
+    }
+
+    /// All bytes delivered to one receiver over the time until the last message completed.
+    pub(crate) fn aggregate_gbps(&self, size: usize) -> f64 {
+        let end = self
+            .transfers
+            .iter()
+            .map(|t| t.last)
+            .max()
+            .unwrap_or(Nanos(1));
+        (self.transfers.len() * size) as f64 * 8.0 / end.as_nanos().max(1) as f64
+    }
+
+    /// Messages per second: all messages over the time until the last one completed.
+    pub(crate) fn messages_per_s(&self) -> f64 {
+        let end = self
+            .transfers
+            .iter()
+            .map(|t| t.last)
+            .max()
+            .unwrap_or(Nanos(1));
+        self.transfers.len() as f64 * 1e9 / end.as_nanos().max(1) as f64
+    }
+
+    /// Whether every message reached every receiver intact.
+    pub(crate) fn clean(&self) -> bool {
+        self.corrupt == 0 && self.failures == 0 && self.missing == 0
+    }
+}
+
+/// One experiment as a CSV row: every parameter, then what it measured.
+#[derive(Clone, Debug, serde::Serialize)]
+pub(crate) struct Row {
+    pub(crate) runtime: &'static str,
+    pub(crate) profile: String,
+    pub(crate) profile_version: u32,
+    pub(crate) algorithm: String,
+    pub(crate) nodes: usize,
+    pub(crate) size_bytes: usize,
+    pub(crate) block_bytes: usize,
+    pub(crate) blocks: usize,
+    pub(crate) senders: usize,
+    pub(crate) racks: usize,
+    pub(crate) messages: usize,
+    pub(crate) seed: u64,
+    pub(crate) commit: String,
+    /// Messages that reached at least one receiver.
+    pub(crate) transfers: usize,
+    pub(crate) latency_us_mean: f64,
+    pub(crate) latency_us_max: f64,
+    pub(crate) gbps_mean: f64,
+    pub(crate) gbps_sd: f64,
+    pub(crate) aggregate_gbps: f64,
+    pub(crate) skew_us_mean: f64,
+    pub(crate) messages_per_s: f64,
+    pub(crate) corrupt: usize,
+    pub(crate) failures: usize,
+    pub(crate) missing: usize,
+    pub(crate) wall_s: f64,
+    pub(crate) sim_events: u64,
+}
+
+/// Writes `rows` to a CSV file with a header.
+pub(crate) fn write_rows(path: &std::path::Path, rows: &[Row]) -> Result<(), String> {
+    let err = |e: csv::Error| format!("cannot write {}: {e}", path.display());
+    let mut w = csv::Writer::from_path(path).map_err(err)?;
+    for r in rows {
+        w.serialize(r).map_err(err)?;
+    }
+    w.flush()
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// The content of message `msg` of group `group`.
+pub(crate) fn payload(seed: u64, group: u32, msg: u64, size: usize) -> Synthetic {
+    let id = seed
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(u64::from(group) << 32 | msg);
+    Synthetic::new(id, size as u64)
+}
+
+fn intact(data: &Data, want: &Synthetic) -> bool {
+    match data {
+        Data::Synthetic(s) => s == want,
+        Data::Bytes(b) => b.len() as u64 == want.len && want.verify(0, b),
+    }
+}
+
+impl BulkSpec {
+    /// Blocks per message.
+    pub(crate) fn blocks(&self) -> usize {
+        self.size.div_ceil(self.block_size).max(1)
+    }
+
+    /// The rack of each process (contiguous ranges), if racks are used.
+    fn rack_of(&self, p: usize) -> u32 {
+        (p * self.racks / self.nodes) as u32
+    }
+
+    /// The groups: group `s` has root `s`, then the other nodes in order after it.
+    pub(crate) fn groups(&self) -> Vec<GroupConfig> {
+        (0..self.senders)
+            .map(|s| {
+                let members: Vec<ProcessId> = (0..self.nodes)
+                    .map(|i| ProcessId(((s + i) % self.nodes) as u32))
+                    .collect();
+                let racks = if self.algorithm.uses_racks() {
+                    members.iter().map(|p| self.rack_of(p.0 as usize)).collect()
+                } else {
+                    Vec::new()
+                };
+                GroupConfig {
+                    id: s as u32,
+                    members,
+                    algorithm: self.algorithm,
+                    racks,
+                    block_size: self.block_size,
+                    buffer_bytes: self.size,
+                }
+            })
+            .collect()
+    }
+
+    /// Refuses experiments that make no sense or would not fit this machine, saying why.
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        if self.nodes < 2 {
+            return Err("--nodes must be at least 2 (a root and a receiver)".into());
+        }
+        if self.nodes > 4096 {
+            return Err(format!("--nodes {} is more than 4096", self.nodes));
+        }
+        if self.senders == 0 || self.senders > self.nodes {
+            return Err(format!(
+                "--senders {} must be between 1 and --nodes ({}): each sender is the root of its own group",
+                self.senders, self.nodes
+            ));
+        }
+        if self.size == 0 || self.block_size == 0 || self.messages == 0 {
+            return Err("--size, --block-size and --messages must be at least 1".into());
+        }
+        if self.algorithm.uses_racks() {
+            if self.racks < 2 || self.racks > self.nodes {
+                return Err(format!(
+                    "--algorithm {} needs --racks R with 2 <= R <= --nodes ({}); got {}",
+                    self.algorithm, self.nodes, self.racks
+                ));
+            }
+        } else if self.racks > 1 {
+            return Err(format!(
+                "--racks is for the hybrid algorithms (hybrid-chain, hybrid-pipeline); {} ignores racks",
+                self.algorithm
+            ));
+        }
+        let steps = self.algorithm.steps(self.nodes, self.blocks(), 0).len();
+        let schedule_bytes = steps * STEP_BYTES * self.nodes * self.senders;
+        if schedule_bytes > 4 << 30 {
+            return Err(format!(
+                "{} steps per message at each of {} members in {} group(s) need {} MiB of schedules; use fewer nodes, fewer blocks (larger --block-size) or another algorithm",
+                steps,
+                self.nodes,
+                self.senders,
+                schedule_bytes >> 20
+            ));
+        }
+        if let Where::Local { .. } = self.runtime {
+            let buffers = self.nodes * self.senders * self.size;
+            if buffers > 4 << 30 {
+                return Err(format!(
+                    "the local runtime allocates every receive buffer: {} nodes x {} groups x {} bytes = {} MiB; use --runtime sim (synthetic payloads), fewer nodes or a smaller --size",
+                    self.nodes,
+                    self.senders,
+                    self.size,
+                    buffers >> 20
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn members(&self) -> Result<Vec<Member>, String> {
+        let groups = self.groups();
+        (0..self.nodes)
+            .map(|p| {
+                let me = ProcessId(p as u32);
+                let mut node = RdmcNode::new(me, &groups, PROBE).map_err(|e| e.to_string())?;
+                if p < self.senders {
+                    for m in 0..self.messages {
+                        let data = payload(self.seed, p as u32, m as u64, self.size);
+                        node.send_message(p as u32, data)
+                            .map_err(|e| e.to_string())?;
+                    }
+                }
+                Ok(Member {
+                    node,
+                    me,
+                    seed: self.seed,
+                    size: self.size,
+                    expect: self.senders * self.messages,
+                    done: Vec::new(),
+                    corrupt: 0,
+                    failures: 0,
+                })
+            })
+            .collect()
+    }
+
+    /// The CSV row of this experiment's result `r`.
+    pub(crate) fn row(&self, r: &BulkResult, commit: &str) -> Row {
+        let n = r.transfers.len().max(1) as f64;
+        let us = |t: Nanos| t.as_nanos() as f64 / 1e3;
+        let (gbps_mean, gbps_sd) = r.gbps_mean_sd(self.size);
+        Row {
+            runtime: match self.runtime {
+                Where::Sim => "sim",
+                Where::Local { .. } => "local",
+            },
+            profile: self.profile.name.clone(),
+            profile_version: self.profile.version,
+            algorithm: self.algorithm.to_string(),
+            nodes: self.nodes,
+            size_bytes: self.size,
+            block_bytes: self.block_size,
+            blocks: self.blocks(),
+            senders: self.senders,
+            racks: self.racks,
+            messages: self.messages,
+            seed: self.seed,
+            commit: commit.to_string(),
+            transfers: r.transfers.len(),
+            latency_us_mean: r.transfers.iter().map(|t| us(t.last)).sum::<f64>() / n,
+            latency_us_max: r.transfers.iter().map(|t| us(t.last)).fold(0.0, f64::max),
+            gbps_mean,
+            gbps_sd,
+            aggregate_gbps: r.aggregate_gbps(self.size),
+            skew_us_mean: r.transfers.iter().map(|t| us(t.skew())).sum::<f64>() / n,
+            messages_per_s: r.messages_per_s(),
+            corrupt: r.corrupt,
+            failures: r.failures,
+            missing: r.missing,
+            wall_s: r.wall.as_secs_f64(),
+            sim_events: r.events.unwrap_or(0),
+        }
+    }
+
+    /// Runs the experiment.
+    pub(crate) fn run(&self) -> Result<BulkResult, String> {
+        self.validate()?;
+        let members = self.members()?;
+        let start = Instant::now();
+        let (members, events) = match self.runtime {
+            Where::Sim => {
+                let mut sim = Sim::new(SimConfig::new(self.seed, self.profile.clone()), members);
+                sim.run(Some(self.timeout));
+                let events = sim.stats().events;
+                (sim.into_processes(), Some(events))
+            }
+            Where::Local { threads } => {
+                let cfg = LocalConfig {
+                    threads,
+                    seed: self.seed,
+                    limits: self.profile.limits(),
+                    ..LocalConfig::default()
+                };
+                let limit = Duration::from_nanos(self.timeout.as_nanos());
+                (LocalRuntime::new(cfg, members).run(limit).processes, None)
+            }
+        };
+        let wall = start.elapsed();
+        let mut times = Vec::new();
+        let (mut corrupt, mut failures) = (0, 0);
+        for m in &members {
+            corrupt += m.corrupt;
+            failures += m.failures;
+            times.extend(m.done.iter().copied());
+        }
+        let mut by_msg: BTreeMap<(u32, u64), Vec<Nanos>> = BTreeMap::new();
+        for t in &times {
+            // The root's own completion says it has sent, not that anyone received.
+            if t.process.0 != t.group {
+                by_msg.entry((t.group, t.msg)).or_default().push(t.at);
+            }
+        }
+        let receivers = self.nodes - 1;
+        let mut missing = 0;
+        let mut transfers = Vec::new();
+        for g in 0..self.senders as u32 {
+            for m in 0..self.messages as u64 {
+                let ats = by_msg.remove(&(g, m)).unwrap_or_default();
+                missing += receivers - ats.len();
+                if let (Some(first), Some(last)) = (ats.iter().min(), ats.iter().max()) {
+                    transfers.push(Transfer {
+                        group: g,
+                        msg: m,
+                        receivers: ats.len(),
+                        first: *first,
+                        last: *last,
+                    });
+                }
+            }
+        }
+        Ok(BulkResult {
+            transfers,
+            times,
+            corrupt,
+            failures,
+            missing,
+            wall,
+            events,
+        })
+    }
+}
+
+/// A node running the RDMC library with an application that submits its messages at time zero
+/// and checks what it receives.
+#[derive(Debug)]
+struct Member {
+    node: RdmcNode,
+    me: ProcessId,
+    seed: u64,
+    size: usize,
+    /// Completions to wait for (one per message of every group, as receiver or root).
+    expect: usize,
+    done: Vec<MemberTime>,
+    corrupt: usize,
+    failures: usize,
+}
+
+impl<N: Nic> Process<N> for Member {
+    fn regions(&self) -> Vec<RegionSpec> {
+        <RdmcNode as Process<N>>::regions(&self.node)
+    }
+
+    fn poll(&mut self, nic: &mut N) -> Progress {
+        let progress = self.node.poll(nic);
+        while let Some(e) = self.node.poll_event() {
+            match e {
+                Event::Incoming { .. } => {}
+                Event::Completed {
+                    group,
+                    msg,
+                    data,
+                    at,
+                    started,
+                    waiting,
+                } => {
+                    if !intact(&data, &payload(self.seed, group, msg, self.size)) {
+                        self.corrupt += 1;
+                    }
+                    self.done.push(MemberTime {
+                        process: self.me,
+                        group,
+                        msg,
+                        started,
+                        waiting,
+                        at,
+                    });
+                }
+                Event::Failed { .. } => self.failures += 1,
+            }
+        }
+        progress
+    }
+
+    fn done(&self) -> bool {
+        self.failures > 0 || self.done.len() >= self.expect
+    }
+}
+
+/// Peak resident memory of this process so far (Linux `VmHWM`), bytes.
+pub(crate) fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Parses a byte count: a number with an optional unit B, KB, MB, GB (powers of 1024, as the
+/// paper's MB; KiB, MiB, GiB are accepted too).
+pub(crate) fn parse_bytes(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "`{s}` is not a size: use a number with an optional unit B, KB, MB or GB (powers of 1024), like 256MB or 4096"
+            ))
+        }
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size: the number part `{num}` does not parse"))?;
+    let bytes = v * mult as f64;
+    if !(bytes >= 1.0 && bytes <= (16u64 << 30) as f64) || bytes.fract() != 0.0 {
+        return Err(format!(
+            "size `{s}` must be a whole number of bytes between 1 B and 16 GB"
+        ));
+    }
+    Ok(bytes as usize)
+}
+
+/// A byte count for people: `256 MiB`, `64 KiB`, `1000 B`.
+pub(crate) fn show_bytes(b: usize) -> String {
+    for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+        if b >= 1 << shift && b % (1 << shift) == 0 {
+            return format!("{} {unit}", b >> shift);
+        }
+    }
+    format!("{b} B")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_counts_parse_with_units_and_refuse_garbage() {
+        assert_eq!(parse_bytes("256MB"), Ok(256 << 20));
+        assert_eq!(parse_bytes("1 MiB"), Ok(1 << 20));
+        assert_eq!(parse_bytes("64kb"), Ok(64 << 10));
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert_eq!(parse_bytes("0.5KB"), Ok(512));
+        for bad in ["", "0", "12 parsecs", "-3", "1.3", "20GB"] {
+            assert!(parse_bytes(bad).is_err(), "{bad}");
+        }
+        assert_eq!(show_bytes(256 << 20), "256 MiB");
+        assert_eq!(show_bytes(1000), "1000 B");
+    }
+
+    fn spec(algorithm: Algorithm, nodes: usize, senders: usize, runtime: Where) -> BulkSpec {
+        BulkSpec {
+            algorithm,
+            nodes,
+            size: 100_000,
+            block_size: 8192,
+            senders,
+            racks: if algorithm.uses_racks() { 2 } else { 1 },
+            messages: 2,
+            runtime,
+            profile: Profile::load("fractus-100g").unwrap(),
+            seed: 7,
+            timeout: Nanos(20_000_000_000),
+        }
+    }
+
+    /// Every message reaches every receiver intact, on both runtimes, and the measures are
+    /// consistent: skew within the latency, bandwidth = size over the last receiver's time.
+    #[test]
+    fn every_receiver_gets_every_message_intact() {
+        for (alg, n, senders, runtime) in [
+            (Algorithm::BinomialPipeline, 7, 1, Where::Sim),
+            (Algorithm::HybridPipeline, 6, 3, Where::Sim),
+            (Algorithm::Chain, 5, 1, Where::Local { threads: 2 }),
+        ] {
+            let s = spec(alg, n, senders, runtime);
+            let r = s.run().unwrap();
+            assert!(r.clean(), "{alg} {runtime:?}: {r:?}");
+            assert_eq!(r.transfers.len(), senders * 2);
+            for t in &r.transfers {
+                assert_eq!(t.receivers, n - 1);
+                assert!(t.first <= t.last);
+                let want = s.size as f64 * 8.0 / t.last.as_nanos() as f64;
+                assert!((t.gbps(s.size) - want).abs() < 1e-9);
+            }
+        }
+    }
+
+    /// A wrong payload is caught: the check is not vacuous.
+    #[test]
+    fn a_corrupted_message_is_detected() {
+        let want = payload(1, 0, 0, 1000);
+        assert!(intact(&Data::Synthetic(want), &want));
+        assert!(!intact(&Data::Synthetic(payload(1, 0, 1, 1000)), &want));
+        let mut bytes = want.to_vec();
+        assert!(intact(&Data::Bytes(bytes.clone().into()), &want));
+        bytes[999] ^= 1;
+        assert!(!intact(&Data::Bytes(bytes.into()), &want));
+        assert!(!intact(&Data::Synthetic(payload(1, 0, 0, 999)), &want));
+    }
+
+    #[test]
+    fn impossible_experiments_are_refused_with_a_reason() {
+        let mut s = spec(Algorithm::BinomialPipeline, 4, 1, Where::Sim);
+        s.racks = 2;
+        assert!(s.validate().unwrap_err().contains("--racks is for"));
+        let mut s = spec(Algorithm::HybridChain, 4, 1, Where::Sim);
+        s.racks = 1;
+        assert!(s.validate().unwrap_err().contains("needs --racks"));
+        let s = spec(Algorithm::Chain, 4, 5, Where::Sim);
+        assert!(s.validate().unwrap_err().contains("--senders"));
+        let mut s = spec(Algorithm::Chain, 512, 1, Where::Local { threads: 2 });
+        s.size = 256 << 20;
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .contains("local runtime allocates"));
+    }
+}
