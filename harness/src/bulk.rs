@@ -106,15 +106,17 @@ impl BulkResult {
         crate::stats::LatencySummary::of(&xs).map_or((0.0, 0.0), |s| (s.avg, s.stdev))
     }
 
-    /// All bytes delivered to one receiver over the time until the last message completed.
-    pub(crate) fn aggregate_gbps(&self, size: usize) -> f64 {
+    /// The bytes an average node received (over all groups) over the time until the last
+    /// message completed, Gb/s.
+    pub(crate) fn aggregate_gbps(&self, size: usize, nodes: usize) -> f64 {
         let end = self
             .transfers
             .iter()
             .map(|t| t.last)
             .max()
             .unwrap_or(Nanos(1));
-        (self.transfers.len() * size) as f64 * 8.0 / end.as_nanos().max(1) as f64
+        let delivered: usize = self.transfers.iter().map(|t| t.receivers).sum();
+        (delivered * size) as f64 * 8.0 / nodes as f64 / end.as_nanos().max(1) as f64
     }
 
     /// Messages per second: all messages over the time until the last one completed.
@@ -337,7 +339,7 @@ impl BulkSpec {
             latency_us_max: r.transfers.iter().map(|t| us(t.last)).fold(0.0, f64::max),
             gbps_mean,
             gbps_sd,
-            aggregate_gbps: r.aggregate_gbps(self.size),
+            aggregate_gbps: r.aggregate_gbps(self.size, self.nodes),
             skew_us_mean: r.transfers.iter().map(|t| us(t.skew())).sum::<f64>() / n,
             messages_per_s: r.messages_per_s(),
             corrupt: r.corrupt,

@@ -132,6 +132,22 @@ pub(crate) fn row(out: &mut String, what: &str, published: f64, measured: f64, u
     );
 }
 
+/// A row of a claims table: the paper's statement, what we measured, and whether it holds.
+pub(crate) fn claim(md: &mut String, statement: &str, measured: String, holds: bool) {
+    let _ = writeln!(
+        md,
+        "| {statement} | {measured} | {} |",
+        if holds {
+            "reproduced"
+        } else {
+            "not reproduced"
+        }
+    );
+}
+
+/// The head of a claims table.
+pub(crate) const CLAIM_HEAD: &str = "| published claim | measured | verdict |\n|---|---|---|\n";
+
 pub(crate) const TABLE_HEAD: &str =
     "| what | published | measured | measured / published |\n|---|---|---|---|\n";
 

@@ -7,7 +7,9 @@
 //! until throughput grows by less than 5%), as in the paper.
 
 use crate::experiment::{Deployment, Experiment, Where};
-use crate::figure::{max_throughput, panel, saturate, size_label, us, write, Point};
+use crate::figure::{
+    claim, max_throughput, panel, saturate, size_label, us, write, Point, CLAIM_HEAD,
+};
 use crate::plot::{self, Panel, Series};
 use multicast::{DestPolicy, Tree};
 use std::fmt::Write as _;
@@ -236,22 +238,6 @@ fn note(profile: &Profile, commit: &str, name: &str, duration: Nanos) -> String 
         duration.as_us_f64() / 1000.0
     )
 }
-
-/// A claim of the paper checked against the cells: the statement, what was measured, whether
-/// it holds.
-fn claim(md: &mut String, statement: &str, measured: String, holds: bool) {
-    let _ = writeln!(
-        md,
-        "| {statement} | {measured} | {} |",
-        if holds {
-            "reproduced"
-        } else {
-            "not reproduced"
-        }
-    );
-}
-
-const CLAIM_HEAD: &str = "| published claim | measured | verdict |\n|---|---|---|\n";
 
 /// TRAM Fig. 5 (uniform random destinations) and Fig. 6 (adjacent destinations).
 pub(crate) fn fig5_6(

@@ -11,6 +11,7 @@ mod check_tram;
 mod experiment;
 mod failover;
 mod figure;
+mod figure_rdmc;
 mod figure_tram;
 mod figure_tram_notes;
 mod plot;
@@ -50,7 +51,7 @@ enum Command {
     #[command(subcommand)]
     Bench(BenchCommand),
     /// One multicast experiment with closed-loop clients: throughput, latency, delivery log.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Reproduces a paper figure on the simulator: CSV, PNG and a summary beside the paper's.
     Figure(FigureArgs),
     /// Seeded checks under random faults (VOPR-style): every parameter derived from the seed.
@@ -184,6 +185,28 @@ enum FigureName {
     /// TRAM Table 1: failover latency, leader change in all 8 groups at once, three times.
     #[value(name = "tram-table1")]
     TramTable1,
+    /// RDMC Fig. 4/5: time breakdown of one 256 MB transfer to a group of 4 (stampede-fdr).
+    #[value(name = "rdmc-fig4")]
+    RdmcFig4,
+    /// RDMC Fig. 6: bandwidth against block size, 4..256 MB, group of 4 (stampede-fdr).
+    #[value(name = "rdmc-fig6")]
+    RdmcFig6,
+    /// RDMC Figs. 7-9: pipeline bandwidth against group size on sierra-qdr (to 512 nodes),
+    /// stampede-fdr and fractus-100g.
+    #[value(name = "rdmc-fig7-9")]
+    RdmcFig7_9,
+    /// RDMC Figs. 10-11: sequential, chain, tree and pipeline against each other, 8 and 256 MB.
+    #[value(name = "rdmc-fig10-11")]
+    RdmcFig10_11,
+    /// RDMC Fig. 12: latency against group size, pipeline and sequential (sierra-qdr).
+    #[value(name = "rdmc-fig12")]
+    RdmcFig12,
+    /// RDMC Figs. 13-14: concurrent senders, each member a root (fractus-100g).
+    #[value(name = "rdmc-fig13-14")]
+    RdmcFig13_14,
+    /// RDMC Fig. 15: 1-byte messages per second against group size (fractus-100g).
+    #[value(name = "rdmc-fig15")]
+    RdmcFig15,
 }
 
 #[derive(Args, Debug)]
@@ -341,7 +364,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench(BenchCommand::Transport(a)) => bench_transport(a),
         Command::Bench(BenchCommand::Sim(a)) => bench_sim(a),
-        Command::Run(a) => run_experiment(a),
+        Command::Run(a) => run_experiment(*a),
         Command::Figure(a) => run_figure(a),
         Command::Check(a) => run_check(a),
         Command::Profiles => list_profiles(),
@@ -897,7 +920,7 @@ fn run_bulk(a: RunArgs) -> Result<ExitCode, String> {
     }
     let row = spec.row(&r, COMMIT);
     println!(
-        "bandwidth (size / time until every receiver has it): mean {:.2} Gb/s, sd {:.2}; aggregate {:.2} Gb/s per receiver; {:.0} messages/s; mean skew {:.1} us",
+        "bandwidth (size / time until every receiver has it): mean {:.2} Gb/s, sd {:.2}; aggregate {:.2} Gb/s received per node; {:.0} messages/s; mean skew {:.1} us",
         row.gbps_mean, row.gbps_sd, row.aggregate_gbps, row.messages_per_s, row.skew_us_mean
     );
     println!(
@@ -936,6 +959,8 @@ fn run_figure(a: FigureArgs) -> Result<ExitCode, String> {
     let name = value.get_name();
     let profile = if name.starts_with("ramcast") {
         "xl170-cx4"
+    } else if name.starts_with("rdmc") {
+        "see summary.md"
     } else {
         "r320-cx3"
     };
@@ -953,6 +978,13 @@ fn run_figure(a: FigureArgs) -> Result<ExitCode, String> {
         FigureName::TramFig7 => figure_tram::fig7(&out, COMMIT, a.quick, &progress)?,
         FigureName::TramFig8 => figure_tram::fig8(&out, COMMIT, a.quick, &progress)?,
         FigureName::TramTable1 => failover::table1(&out, COMMIT, a.quick, &progress)?,
+        FigureName::RdmcFig4 => figure_rdmc::fig4(&out, COMMIT, a.quick, &progress)?,
+        FigureName::RdmcFig6 => figure_rdmc::fig6(&out, COMMIT, a.quick, &progress)?,
+        FigureName::RdmcFig7_9 => figure_rdmc::fig7_9(&out, COMMIT, a.quick, &progress)?,
+        FigureName::RdmcFig10_11 => figure_rdmc::fig10_11(&out, COMMIT, a.quick, &progress)?,
+        FigureName::RdmcFig12 => figure_rdmc::fig12(&out, COMMIT, a.quick, &progress)?,
+        FigureName::RdmcFig13_14 => figure_rdmc::fig13_14(&out, COMMIT, a.quick, &progress)?,
+        FigureName::RdmcFig15 => figure_rdmc::fig15(&out, COMMIT, a.quick, &progress)?,
     }
     println!("wrote {}/summary.md", out.display());
     Ok(ExitCode::SUCCESS)

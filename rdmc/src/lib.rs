@@ -6,9 +6,24 @@
 //! (`create_group`, `destroy_group`, `send_message`, upcalls for incoming and completed
 //! messages and for failures) as a sans-IO process; [`wire`] holds its control messages.
 //!
-//! Not yet here (issue 5 continues): the hybrid rack-aware algorithm, synthetic receive
-//! buffers for simulated messages of hundreds of MB at hundreds of members, `harness run
-//! --protocol rdmc` and the paper's figures.
+//! # Choices the paper leaves open
+//! - **The first block's relay is fixed.** A receiver asks for its first block before it knows
+//!   the message size, so it must know who sends it: every schedule keeps a member's first
+//!   relay the same for every block count (tested for all algorithms), and that relay sends the
+//!   size (`Size`) just before the first block on the same queue pair.
+//! - **Flow control.** `Ready(msg, step)` is the paper's `ready_for_block`: a block is written
+//!   only after its receiver said that step's receive is posted, so a fast relay never
+//!   overwrites a block a slow receiver still needs. `Ready(FIRST)` says the receive buffer is
+//!   free for the next message, which is how messages queued at the root go out in order.
+//! - **Immediates** carry the block number (32 bits): a message may have up to 2^32 blocks of
+//!   any size; there is no 16-bit limit as in the reference code.
+//! - **Failure detection.** A failed operation, or a probe (`Probe`, a two-sided send) to a peer
+//!   this member has waited on for the probe interval, marks the peer failed; the detector and
+//!   every member that learns it tell everyone else, so all survivors get the upcall even when
+//!   the detector crashes next. A failed group stops; a partial message is never delivered.
+//! - **Buffers.** Each group has one receive region of its largest message, declared sparse so
+//!   the simulator keeps synthetic blocks as descriptors (hundreds of MB at hundreds of members
+//!   cost no memory); `local` holds the real bytes.
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]

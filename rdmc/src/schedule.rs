@@ -227,7 +227,7 @@ fn tree(n: usize, k: usize, me: usize) -> Vec<Step> {
 /// spreads as a binomial tree over the next `L - 1` dimensions, reaching every vertex whose
 /// bit `b mod L` is set; at step `b + L` those vertices hand it across dimension `b mod L`
 /// again, to the other half. So the block vertex `u` receives at step `t` follows from `u`'s
-/// bits alone (rotate `u` right by `t mod L`; see [`Pipeline::vertex_incoming`]): no global
+/// bits alone (rotate `u` right by `t mod L`; see `Pipeline::vertex_incoming`): no global
 /// state and no gossip, and the whole message is in every vertex after `k + L - 1` steps. With
 /// one block this is a binomial tree. The root keeps sending its last block once it has sent
 /// them all; a vertex may receive that block twice.

@@ -17,6 +17,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "fractus-100g",
         include_str!("../../../profiles/fractus-100g.toml"),
     ),
+    (
+        "sierra-qdr",
+        include_str!("../../../profiles/sierra-qdr.toml"),
+    ),
+    (
+        "stampede-fdr",
+        include_str!("../../../profiles/stampede-fdr.toml"),
+    ),
     ("lan-1g", include_str!("../../../profiles/lan-1g.toml")),
     ("cx6-hdr", include_str!("../../../profiles/cx6-hdr.toml")),
     ("softroce", include_str!("../../../profiles/softroce.toml")),
