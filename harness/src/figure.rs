@@ -114,7 +114,7 @@ pub(crate) fn panel(title: &str, x: &str, y: &str, series: Vec<Series>) -> Panel
         x_label: x.into(),
         y_label: y.into(),
         log_y: false,
-        x_bytes: false,
+        x: crate::plot::XScale::Linear,
         series,
     }
 }

@@ -622,7 +622,7 @@ pub(crate) fn fig7(
             .map(|l| series(&cells, l, |c| c.p50))
             .collect(),
     );
-    lat.x_bytes = true;
+    lat.x = plot::XScale::Bytes;
     let mut tp = panel(
         "throughput at saturation (TRAM: depth)",
         "payload",
@@ -632,7 +632,7 @@ pub(crate) fn fig7(
             .map(|l| series(&cells, l, |c| c.tput / 1000.0))
             .collect(),
     );
-    tp.x_bytes = true;
+    tp.x = plot::XScale::Bytes;
     plot::draw_png(
         &out.join("fig7.png"),
         "TRAM Fig. 7 on sim (r320-cx3): 8 groups x 3 replicas, messages to all 8 groups",

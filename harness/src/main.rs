@@ -536,7 +536,7 @@ fn bench_transport(a: TransportArgs) -> Result<ExitCode, String> {
                 x_label: "message size (bytes)".into(),
                 y_label: "latency (us, log scale)".into(),
                 log_y: true,
-                x_bytes: true,
+                x: plot::XScale::Bytes,
                 series: vec![lat],
             },
             plot::Panel {
@@ -544,7 +544,7 @@ fn bench_transport(a: TransportArgs) -> Result<ExitCode, String> {
                 x_label: "message size (bytes)".into(),
                 y_label: "bandwidth (Gb/s)".into(),
                 log_y: false,
-                x_bytes: true,
+                x: plot::XScale::Bytes,
                 series: vec![bw],
             },
         ];

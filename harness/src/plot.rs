@@ -26,15 +26,26 @@ pub(crate) struct Series {
     pub(crate) points: Vec<(f64, f64)>,
 }
 
-/// One panel: a title, axis labels and its series; x is drawn on a log2 scale of byte sizes
-/// (with `x_bytes`) or a linear scale, y on a linear or (with `log_y`) a log10 scale.
+/// How a panel's x axis is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum XScale {
+    /// Linear from zero.
+    Linear,
+    /// Log2, labelled as byte sizes.
+    Bytes,
+    /// Log2, labelled as plain numbers (group sizes).
+    Log2,
+}
+
+/// One panel: a title, axis labels and its series; x is drawn as `x` says, y on a linear or
+/// (with `log_y`) a log10 scale.
 #[derive(Clone, Debug)]
 pub(crate) struct Panel {
     pub(crate) title: String,
     pub(crate) x_label: String,
     pub(crate) y_label: String,
     pub(crate) log_y: bool,
-    pub(crate) x_bytes: bool,
+    pub(crate) x: XScale,
     pub(crate) series: Vec<Series>,
 }
 
@@ -82,7 +93,7 @@ fn draw_panel(
     } else {
         (0.0, if y1 <= 0.0 { 1.0 } else { y1 * 1.1 })
     };
-    if panel.x_bytes {
+    if panel.x != XScale::Linear {
         let chart = ChartBuilder::on(area)
             .caption(&panel.title, (FAMILY, 20))
             .margin(12)
@@ -90,7 +101,11 @@ fn draw_panel(
             .y_label_area_size(70)
             .build_cartesian_2d((x0..x1).log_scale().base(2.0), y0..y1)
             .map_err(|e| e.to_string())?;
-        finish(chart, panel, &series, &|x| human_bytes(*x))
+        if panel.x == XScale::Bytes {
+            finish(chart, panel, &series, &|x| human_bytes(*x))
+        } else {
+            finish(chart, panel, &series, &|x| format!("{x:.0}"))
+        }
     } else {
         let chart = ChartBuilder::on(area)
             .caption(&panel.title, (FAMILY, 20))
