@@ -72,8 +72,11 @@ impl Process<LocalNic> for UntilDelivered {
 
 #[test]
 fn every_algorithm_delivers_identical_bytes_on_threads() {
-    for alg in Algorithm::ALL {
-        let (procs, msgs) = nodes(alg, 6, 1000, &[1, 2500, 40_000]);
+    for (alg, n) in Algorithm::ALL
+        .into_iter()
+        .flat_map(|a| [2, 6, 9, 16].map(|n| (a, n)))
+    {
+        let (procs, msgs) = nodes(alg, n, 1000, &[1, 2500, 40_000]);
         let procs: Vec<UntilDelivered> = procs
             .into_iter()
             .map(|node| UntilDelivered {
@@ -94,7 +97,7 @@ fn every_algorithm_delivers_identical_bytes_on_threads() {
                 .collect();
             assert!(
                 got == msgs,
-                "{alg:?} member {m}: {} of {} messages",
+                "{alg:?} n={n} member {m}: {} of {} messages",
                 got.len(),
                 msgs.len()
             );
