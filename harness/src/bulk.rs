@@ -12,6 +12,7 @@
 use crate::experiment::Where;
 use rdmc::{Algorithm, Event, GroupConfig, RdmcNode};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use transport::runtime::local::{LocalConfig, LocalRuntime};
 use transport::runtime::sim::{Profile, Sim, SimConfig};
@@ -88,7 +89,8 @@ pub(crate) struct MemberTime {
 pub(crate) struct BulkResult {
     pub(crate) transfers: Vec<Transfer>,
     pub(crate) times: Vec<MemberTime>,
-    /// Completions whose content differed from what the root sent.
+    /// Completions whose content differed from what the root sent, came out of sequence, or
+    /// came after a failure upcall.
     pub(crate) corrupt: usize,
     /// Failure upcalls (none in a run without faults).
     pub(crate) failures: usize,
@@ -287,27 +289,22 @@ impl BulkSpec {
 
     fn members(&self) -> Result<Vec<Member>, String> {
         let groups = self.groups();
+        let expected: BTreeMap<(u32, u64), Synthetic> = (0..self.senders as u32)
+            .flat_map(|g| (0..self.messages as u64).map(move |m| (g, m)))
+            .map(|(g, m)| ((g, m), payload(self.seed, g, m, self.size)))
+            .collect();
+        let expected = Arc::new(expected);
         (0..self.nodes)
             .map(|p| {
                 let me = ProcessId(p as u32);
                 let mut node = RdmcNode::new(me, &groups, PROBE).map_err(|e| e.to_string())?;
                 if p < self.senders {
-                    for m in 0..self.messages {
-                        let data = payload(self.seed, p as u32, m as u64, self.size);
-                        node.send_message(p as u32, data)
+                    for m in 0..self.messages as u64 {
+                        node.send_message(p as u32, expected[&(p as u32, m)])
                             .map_err(|e| e.to_string())?;
                     }
                 }
-                Ok(Member {
-                    node,
-                    me,
-                    seed: self.seed,
-                    size: self.size,
-                    expect: self.senders * self.messages,
-                    done: Vec::new(),
-                    corrupt: 0,
-                    failures: 0,
-                })
+                Ok(Member::new(node, me, expected.clone()))
             })
             .collect()
     }
@@ -377,8 +374,8 @@ impl BulkSpec {
         let mut times = Vec::new();
         let (mut corrupt, mut failures) = (0, 0);
         for m in &members {
-            corrupt += m.corrupt;
-            failures += m.failures;
+            corrupt += m.corrupt + m.out_of_order + m.after_failure;
+            failures += m.failed.len();
             times.extend(m.done.iter().copied());
         }
         let mut by_msg: BTreeMap<(u32, u64), Vec<Nanos>> = BTreeMap::new();
@@ -418,19 +415,96 @@ impl BulkSpec {
     }
 }
 
-/// A node running the RDMC library with an application that submits its messages at time zero
-/// and checks what it receives.
+/// A node running the RDMC library with an application that checks every upcall: each
+/// completed message against the content its root sent, in sequence per group, none after the
+/// group failed. It is done when every group it belongs to has completed all its messages or
+/// failed.
 #[derive(Debug)]
-struct Member {
-    node: RdmcNode,
+pub(crate) struct Member {
+    pub(crate) node: RdmcNode,
     me: ProcessId,
-    seed: u64,
-    size: usize,
-    /// Completions to wait for (one per message of every group, as receiver or root).
-    expect: usize,
-    done: Vec<MemberTime>,
-    corrupt: usize,
-    failures: usize,
+    /// The content of every message of every group, by (group, sequence number).
+    expected: Arc<BTreeMap<(u32, u64), Synthetic>>,
+    /// Messages completed so far per group.
+    completed: BTreeMap<u32, u64>,
+    pub(crate) done: Vec<MemberTime>,
+    /// Completions whose content differed from what the root sent.
+    pub(crate) corrupt: usize,
+    /// Completions out of sequence (a gap, a duplicate, a reordering) or of no sent message.
+    pub(crate) out_of_order: usize,
+    /// Completions after the group's failure upcall.
+    pub(crate) after_failure: usize,
+    /// Failure upcalls: (group, failed member's index in it).
+    pub(crate) failed: Vec<(u32, usize)>,
+}
+
+impl Member {
+    /// `node` (member `me`), expecting the messages of `expected` in the groups it belongs to.
+    pub(crate) fn new(
+        node: RdmcNode,
+        me: ProcessId,
+        expected: Arc<BTreeMap<(u32, u64), Synthetic>>,
+    ) -> Member {
+        let completed = node.group_ids().into_iter().map(|g| (g, 0)).collect();
+        Member {
+            node,
+            me,
+            expected,
+            completed,
+            done: Vec::new(),
+            corrupt: 0,
+            out_of_order: 0,
+            after_failure: 0,
+            failed: Vec::new(),
+        }
+    }
+
+    /// Messages sent in group `g`.
+    fn messages_of(&self, g: u32) -> u64 {
+        self.expected.range((g, 0)..=(g, u64::MAX)).count() as u64
+    }
+
+    /// Whether group `g` completed all its messages here.
+    pub(crate) fn complete(&self, g: u32) -> bool {
+        self.completed.get(&g).copied().unwrap_or(0) >= self.messages_of(g)
+    }
+
+    /// The groups this member belongs to.
+    pub(crate) fn groups(&self) -> impl Iterator<Item = u32> + '_ {
+        self.completed.keys().copied()
+    }
+
+    fn record(
+        &mut self,
+        group: u32,
+        msg: u64,
+        data: &Data,
+        at: Nanos,
+        started: Nanos,
+        waiting: Nanos,
+    ) {
+        if self.failed.iter().any(|f| f.0 == group) {
+            self.after_failure += 1;
+        }
+        let next = self.completed.entry(group).or_insert(0);
+        if msg != *next {
+            self.out_of_order += 1;
+        }
+        *next += 1;
+        match self.expected.get(&(group, msg)) {
+            Some(want) if intact(data, want) => {}
+            Some(_) => self.corrupt += 1,
+            None => self.out_of_order += 1,
+        }
+        self.done.push(MemberTime {
+            process: self.me,
+            group,
+            msg,
+            started,
+            waiting,
+            at,
+        });
+    }
 }
 
 impl<N: Nic> Process<N> for Member {
@@ -450,27 +524,16 @@ impl<N: Nic> Process<N> for Member {
                     at,
                     started,
                     waiting,
-                } => {
-                    if !intact(&data, &payload(self.seed, group, msg, self.size)) {
-                        self.corrupt += 1;
-                    }
-                    self.done.push(MemberTime {
-                        process: self.me,
-                        group,
-                        msg,
-                        started,
-                        waiting,
-                        at,
-                    });
-                }
-                Event::Failed { .. } => self.failures += 1,
+                } => self.record(group, msg, &data, at, started, waiting),
+                Event::Failed { group, member } => self.failed.push((group, member)),
             }
         }
         progress
     }
 
     fn done(&self) -> bool {
-        self.failures > 0 || self.done.len() >= self.expect
+        self.groups()
+            .all(|g| self.complete(g) || self.failed.iter().any(|f| f.0 == g))
     }
 }
 

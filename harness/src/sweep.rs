@@ -200,17 +200,17 @@ pub(crate) struct Outcome {
 pub(crate) struct Tally {
     pub(crate) events: u64,
     pub(crate) delivered: u64,
-    leader_crash: u64,
+    pub(crate) leader_crash: u64,
     leaders_at_once: u64,
-    follower_crash: u64,
+    pub(crate) follower_crash: u64,
     client_crash: u64,
-    mid_post: u64,
+    pub(crate) mid_post: u64,
     false_suspicion: u64,
-    slow: u64,
-    link_delay: u64,
+    pub(crate) slow: u64,
+    pub(crate) link_delay: u64,
     leader_change: u64,
     revoke_race: u64,
-    extra: u64,
+    pub(crate) extra: u64,
 }
 
 impl Tally {
@@ -266,6 +266,10 @@ pub(crate) trait SeedRun: Sized {
     fn describe(&self) -> String;
     /// The kinds of fault the run injects.
     fn kinds(&self) -> Kinds;
-    /// Runs it (twice with `determinism`) and checks the five properties.
+    /// Runs it (twice with `determinism`) and checks the protocol's properties.
     fn check(&self, profile: &transport::runtime::sim::Profile, determinism: bool) -> Outcome;
+    /// The sweep's "runs with" line.
+    fn tally_line(t: &Tally) -> String {
+        t.describe(Self::EXTRA)
+    }
 }

@@ -12,7 +12,9 @@
 //!
 //! **Failures.** A failed operation towards a member (it crashed, or its queue pair broke)
 //! marks that member failed in every group it shares with us; so does a silent peer we wait on,
-//! which we probe every `probe` interval (a crashed peer's probe fails). The detector tells
+//! which we probe every `probe` interval (a crashed peer's probe fails). A receiver waiting for
+//! a group's next message probes its first relay too, with a period that doubles while the
+//! group stays idle, so a root that dies between messages is detected as well. The detector tells
 //! every other member of the group, and every member that learns it the first time tells them
 //! again, so every surviving member gets a [`Event::Failed`] even if a detector crashes next.
 //! A failed group stops; a partially received message is never reported delivered.
@@ -24,6 +26,9 @@ use transport::{
     Access, Data, LocalAddr, Nanos, Nic, Op, OpKind, Process, ProcessId, Progress, Recv, RegionId,
     RegionSpec, RemoteAddr, Status, WrId, WriteFlags,
 };
+
+/// An idle group's probe period grows up to this many probe intervals.
+const IDLE_BACKOFF: u64 = 1024;
 
 /// `Ready.step` for a member's first block, whose step the member cannot know before it knows
 /// the message size.
@@ -184,6 +189,11 @@ struct Group {
     early: Vec<(u64, usize)>,
     /// Whether `Ready(FIRST)` went out for `next_msg`.
     asked_first: bool,
+    /// Waiting for the next message: since when, when the first relay was last probed, and
+    /// the current probe period (doubling while the group stays idle).
+    idle_since: Nanos,
+    idle_probed: Nanos,
+    idle_period: Nanos,
 }
 
 /// An RDMC member process.
@@ -250,6 +260,9 @@ impl RdmcNode {
                 sizes: BTreeMap::new(),
                 early: Vec::new(),
                 asked_first: false,
+                idle_since: Nanos::ZERO,
+                idle_probed: Nanos::ZERO,
+                idle_period: probe,
                 cfg: cfg.clone(),
             });
         }
@@ -302,6 +315,11 @@ impl RdmcNode {
         g.cur = None;
         g.queue.clear();
         Ok(())
+    }
+
+    /// The groups this process is a member of.
+    pub fn group_ids(&self) -> Vec<u32> {
+        self.groups.iter().map(|g| g.cfg.id).collect()
     }
 
     /// The next upcall.
@@ -449,6 +467,10 @@ impl RdmcNode {
             if !g.asked_first {
                 // Ready for the first block of the next message: the buffer is free.
                 g.asked_first = true;
+                let now = nic.now();
+                g.idle_since = now;
+                g.idle_probed = now;
+                g.idle_period = self.probe;
                 let relay = g.cfg.members[g.first_relay.expect("a receiver")];
                 let c = Ctl::Ready {
                     group: g.cfg.id,
@@ -689,13 +711,44 @@ impl RdmcNode {
         true
     }
 
+    /// Whether group `g` waits for its next message (a receiver that said it is ready).
+    fn idle_waiting(g: &Group) -> bool {
+        !g.failed && g.cur.is_none() && g.asked_first && g.me != 0
+    }
+
+    /// Probes the first relay of an idle group whose probe period passed, so a crash between
+    /// messages (a root that dies with messages still queued) is detected too: the members
+    /// next to the dead one fail, and their failure notices reach everyone. The period doubles
+    /// while the group stays idle, up to [`IDLE_BACKOFF`] probe intervals, so an idle group
+    /// costs little.
+    fn probe_idle<N: Nic>(&mut self, nic: &mut N, gi: usize) -> bool {
+        let now = nic.now();
+        let g = &mut self.groups[gi];
+        if !Self::idle_waiting(g) || now < g.idle_probed.saturating_add(g.idle_period) {
+            return false;
+        }
+        g.idle_probed = now;
+        g.idle_period = Nanos(
+            (g.idle_period.as_nanos() * 2).min(self.probe.as_nanos().saturating_mul(IDLE_BACKOFF)),
+        );
+        let relay = g.cfg.members[g.first_relay.expect("a receiver")];
+        self.send_ctl(nic, relay, Ctl::Probe);
+        true
+    }
+
     /// When this member next needs to look at its timers.
     fn next_deadline(&self) -> Option<Nanos> {
-        self.groups
+        let busy = self
+            .groups
             .iter()
             .filter_map(|g| g.cur.as_ref())
-            .map(|c| c.since.max(c.probed).saturating_add(self.probe))
-            .min()
+            .map(|c| c.since.max(c.probed).saturating_add(self.probe));
+        let idle = self
+            .groups
+            .iter()
+            .filter(|g| Self::idle_waiting(g))
+            .map(|g| g.idle_probed.saturating_add(g.idle_period));
+        busy.chain(idle).min()
     }
 
     /// Whether no message is in progress or queued in any group.
@@ -735,6 +788,7 @@ impl<N: Nic> Process<N> for RdmcNode {
         for gi in 0..self.groups.len() {
             worked |= self.start(nic, gi);
             worked |= self.advance(nic, gi);
+            worked |= self.probe_idle(nic, gi);
         }
         Progress::worked(worked).wake_at(self.next_deadline())
     }

@@ -45,7 +45,7 @@ fn run(
     let mut sc = SimConfig::new(1, Profile::load("fractus-100g").unwrap());
     sc.faults = faults;
     let mut sim = Sim::new(sc, nodes);
-    sim.run(Some(Nanos(2_000_000_000)));
+    sim.run(Some(Nanos(200_000_000)));
     let events = sim
         .into_processes()
         .into_iter()
@@ -81,7 +81,7 @@ fn run_synthetic(
         SimConfig::new(1, Profile::load("fractus-100g").unwrap()),
         nodes,
     );
-    sim.run(Some(Nanos(10_000_000_000)));
+    sim.run(Some(Nanos(100_000_000)));
     let events = sim
         .into_processes()
         .into_iter()
@@ -195,7 +195,7 @@ fn concurrent_groups_sharing_members_all_deliver() {
         SimConfig::new(2, Profile::load("fractus-100g").unwrap()),
         nodes,
     );
-    sim.run(Some(Nanos(1_000_000_000)));
+    sim.run(Some(Nanos(100_000_000)));
     for (p, mut node) in sim.into_processes().into_iter().enumerate() {
         let mut got: Vec<(u32, u64, Bytes)> = Vec::new();
         while let Some(e) = node.poll_event() {
