@@ -74,7 +74,7 @@ impl Process<LocalNic> for UntilDelivered {
 fn every_algorithm_delivers_identical_bytes_on_threads() {
     for (alg, n) in Algorithm::ALL
         .into_iter()
-        .flat_map(|a| [2, 6, 9, 16].map(|n| (a, n)))
+        .flat_map(|a| [2, 3, 5, 8, 9, 16, 17, 33].map(|n| (a, n)))
     {
         let (procs, msgs) = nodes(alg, n, 1000, &[1, 2500, 40_000]);
         let procs: Vec<UntilDelivered> = procs
