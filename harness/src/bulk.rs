@@ -181,6 +181,37 @@ pub(crate) fn write_rows(path: &std::path::Path, rows: &[Row]) -> Result<(), Str
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
+/// Group `root` over `nodes` nodes: node `root` first, then the others in order after it;
+/// with `racks` > 1 (hybrid algorithms) the nodes are split into that many contiguous racks.
+pub(crate) fn rooted_group(
+    nodes: usize,
+    root: usize,
+    algorithm: Algorithm,
+    racks: usize,
+    block_size: usize,
+    buffer_bytes: usize,
+) -> GroupConfig {
+    let members: Vec<ProcessId> = (0..nodes)
+        .map(|i| ProcessId(((root + i) % nodes) as u32))
+        .collect();
+    let racks = if algorithm.uses_racks() {
+        members
+            .iter()
+            .map(|p| (p.0 as usize * racks / nodes) as u32)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    GroupConfig {
+        id: root as u32,
+        members,
+        algorithm,
+        racks,
+        block_size,
+        buffer_bytes,
+    }
+}
+
 /// The content of message `msg` of group `group`.
 pub(crate) fn payload(seed: u64, group: u32, msg: u64, size: usize) -> Synthetic {
     let id = seed
@@ -202,31 +233,23 @@ impl BulkSpec {
         self.size.div_ceil(self.block_size).max(1)
     }
 
-    /// The rack of each process (contiguous ranges), if racks are used.
-    fn rack_of(&self, p: usize) -> u32 {
-        (p * self.racks / self.nodes) as u32
-    }
-
     /// The groups: group `s` has root `s`, then the other nodes in order after it.
     pub(crate) fn groups(&self) -> Vec<GroupConfig> {
+        let racks = if self.algorithm.uses_racks() {
+            self.racks
+        } else {
+            1
+        };
         (0..self.senders)
             .map(|s| {
-                let members: Vec<ProcessId> = (0..self.nodes)
-                    .map(|i| ProcessId(((s + i) % self.nodes) as u32))
-                    .collect();
-                let racks = if self.algorithm.uses_racks() {
-                    members.iter().map(|p| self.rack_of(p.0 as usize)).collect()
-                } else {
-                    Vec::new()
-                };
-                GroupConfig {
-                    id: s as u32,
-                    members,
-                    algorithm: self.algorithm,
+                rooted_group(
+                    self.nodes,
+                    s,
+                    self.algorithm,
                     racks,
-                    block_size: self.block_size,
-                    buffer_bytes: self.size,
-                }
+                    self.block_size,
+                    self.size,
+                )
             })
             .collect()
     }

@@ -15,7 +15,7 @@
 //!   the group's messages or got its failure upcall, and the latter only if the group has a
 //!   crashed member: nobody hangs.
 
-use crate::bulk::Member;
+use crate::bulk::{rooted_group, Member};
 use crate::sweep::{Kinds, Outcome, SeedRun, Tally};
 use rdmc::{Algorithm, GroupConfig, RdmcNode};
 use std::collections::BTreeMap;
@@ -51,25 +51,15 @@ impl RdmcRun {
     fn groups(&self) -> Vec<GroupConfig> {
         (0..self.sizes.len())
             .map(|s| {
-                let members: Vec<ProcessId> = (0..self.nodes)
-                    .map(|i| ProcessId(((s + i) % self.nodes) as u32))
-                    .collect();
-                let racks = if self.algorithm.uses_racks() {
-                    members
-                        .iter()
-                        .map(|p| (p.0 as usize * self.racks / self.nodes) as u32)
-                        .collect()
-                } else {
-                    Vec::new()
-                };
-                GroupConfig {
-                    id: s as u32,
-                    members,
-                    algorithm: self.algorithm,
-                    racks,
-                    block_size: self.block,
-                    buffer_bytes: self.sizes[s].iter().copied().max().unwrap_or(1),
-                }
+                let buffer = self.sizes[s].iter().copied().max().unwrap_or(1);
+                rooted_group(
+                    self.nodes,
+                    s,
+                    self.algorithm,
+                    self.racks,
+                    self.block,
+                    buffer,
+                )
             })
             .collect()
     }
