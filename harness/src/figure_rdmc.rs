@@ -22,7 +22,17 @@ struct Ctx<'a> {
     rows: Vec<Row>,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// A figure writing into `out` (created if missing).
+    fn start(out: &Path, commit: &'a str, progress: &'a dyn Fn(&str)) -> Result<Ctx<'a>, String> {
+        std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+        Ok(Ctx {
+            commit,
+            progress,
+            rows: Vec::new(),
+        })
+    }
+
     /// Runs `s`; a run in which any receiver missed a message or got it corrupted is an error.
     fn run(&mut self, s: &BulkSpec) -> Result<(Row, BulkResult), String> {
         let r = s.run()?;
@@ -121,13 +131,8 @@ pub(crate) fn fig4(
     _quick: bool,
     progress: &dyn Fn(&str),
 ) -> Result<(), String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let profile = load("stampede-fdr")?;
-    let mut ctx = Ctx {
-        commit,
-        progress,
-        rows: Vec::new(),
-    };
+    let mut ctx = Ctx::start(out, commit, progress)?;
     let s = spec(&profile, Algorithm::BinomialPipeline, 4, 256 * MB);
     let (row, r) = ctx.run(&s)?;
     write_rows(&out.join("runs.csv"), &ctx.rows)?;
@@ -269,13 +274,8 @@ pub(crate) fn fig6(
     quick: bool,
     progress: &dyn Fn(&str),
 ) -> Result<(), String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let profile = load("stampede-fdr")?;
-    let mut ctx = Ctx {
-        commit,
-        progress,
-        rows: Vec::new(),
-    };
+    let mut ctx = Ctx::start(out, commit, progress)?;
     let sizes: Vec<usize> = if quick {
         vec![4 * MB, 64 * MB]
     } else {
@@ -458,12 +458,7 @@ pub(crate) fn fig7_9(
     quick: bool,
     progress: &dyn Fn(&str),
 ) -> Result<(), String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let mut ctx = Ctx {
-        commit,
-        progress,
-        rows: Vec::new(),
-    };
+    let mut ctx = Ctx::start(out, commit, progress)?;
     let sizes: Vec<usize> = if quick {
         vec![MB, 16 * MB]
     } else {
@@ -620,12 +615,7 @@ pub(crate) fn fig10_11(
     quick: bool,
     progress: &dyn Fn(&str),
 ) -> Result<(), String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let mut ctx = Ctx {
-        commit,
-        progress,
-        rows: Vec::new(),
-    };
+    let mut ctx = Ctx::start(out, commit, progress)?;
     let sizes: Vec<usize> = if quick {
         vec![8 * MB]
     } else {
@@ -771,13 +761,8 @@ pub(crate) fn fig12(
     quick: bool,
     progress: &dyn Fn(&str),
 ) -> Result<(), String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let profile = load("sierra-qdr")?;
-    let mut ctx = Ctx {
-        commit,
-        progress,
-        rows: Vec::new(),
-    };
+    let mut ctx = Ctx::start(out, commit, progress)?;
     let groups: Vec<usize> = if quick {
         vec![2, 4, 16]
     } else {
@@ -846,13 +831,8 @@ pub(crate) fn fig13_14(
     quick: bool,
     progress: &dyn Fn(&str),
 ) -> Result<(), String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let profile = load("fractus-100g")?;
-    let mut ctx = Ctx {
-        commit,
-        progress,
-        rows: Vec::new(),
-    };
+    let mut ctx = Ctx::start(out, commit, progress)?;
     let groups: Vec<usize> = if quick {
         vec![2, 4]
     } else {
@@ -932,13 +912,8 @@ pub(crate) fn fig15(
     quick: bool,
     progress: &dyn Fn(&str),
 ) -> Result<(), String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let profile = load("fractus-100g")?;
-    let mut ctx = Ctx {
-        commit,
-        progress,
-        rows: Vec::new(),
-    };
+    let mut ctx = Ctx::start(out, commit, progress)?;
     let groups: Vec<usize> = if quick {
         vec![2, 4]
     } else {
