@@ -5,8 +5,8 @@
 //! delays). A fault phase, then a convergence phase without new multicasts, then the five
 //! properties on the delivery log.
 
-use crate::sweep::{draw_faults, kinds, Kinds, Outcome, SeedRun, CONVERGE};
-use multicast::{check, collect_log, DestPolicy, LoadSpec, Node};
+use crate::sweep::{draw_faults, judge, kinds, Kinds, Outcome, SeedRun, CONVERGE};
+use multicast::{DestPolicy, LoadSpec, Node};
 use ramcast::{Config, RamcastNode};
 use transport::rng::{Purpose, Rng};
 use transport::runtime::sim::{
@@ -146,9 +146,13 @@ pub(crate) fn check_seed(run: &RamcastRun, profile: &Profile, determinism: bool)
             }
         }
     }
-    let log = collect_log(sim.processes(), |p| sim.crashed(p));
-    out.violations
-        .extend(check(&log).into_iter().map(|v| v.to_string()));
+    judge(
+        sim.processes(),
+        |p| sim.crashed(p),
+        &run.faults,
+        &run.cfg,
+        &mut out,
+    );
     if determinism {
         if let Determinism::Diverged { first, second } =
             check_determinism(|| run.build(profile), limit)
@@ -156,7 +160,6 @@ pub(crate) fn check_seed(run: &RamcastRun, profile: &Profile, determinism: bool)
             out.divergence = Some(format!("first divergence: {first:?} / {second:?}"));
         }
     }
-    out.log = Some(log);
     out
 }
 

@@ -6,8 +6,8 @@
 //! phase without new multicasts, then the five properties on the delivery log.
 
 use crate::experiment::Observed;
-use crate::sweep::{draw_faults, kinds, Kinds, Outcome, SeedRun, CONVERGE};
-use multicast::{check, collect_log, DestPolicy, LoadSpec, Membership, Node, Tree};
+use crate::sweep::{draw_faults, judge, kinds, Kinds, Outcome, SeedRun, CONVERGE};
+use multicast::{DestPolicy, LoadSpec, Membership, Node, Tree};
 use std::sync::Arc;
 use tram::{Config, TramNode};
 use transport::rng::{Purpose, Rng};
@@ -160,9 +160,13 @@ impl SeedRun for TramRun {
                 }
             }
         }
-        let log = collect_log(sim.processes(), |p| sim.crashed(p));
-        out.violations
-            .extend(check(&log).into_iter().map(|v| v.to_string()));
+        judge(
+            sim.processes(),
+            |p| sim.crashed(p),
+            &self.faults,
+            &self.cfg,
+            &mut out,
+        );
         if determinism {
             if let Determinism::Diverged { first, second } =
                 check_determinism(|| self.build(profile), limit)
@@ -170,7 +174,6 @@ impl SeedRun for TramRun {
                 out.divergence = Some(format!("first divergence: {first:?} / {second:?}"));
             }
         }
-        out.log = Some(log);
         out
     }
 }

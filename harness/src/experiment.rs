@@ -234,7 +234,7 @@ impl Experiment {
     }
 
     /// The header of `summary.csv`.
-    pub(crate) const SUMMARY_HEADER: &'static str = "protocol,tree,runtime,profile,seed,commit,groups,replicas,clients,size,dest,warmup_s,duration_s,slot_bytes,slots,delivered,throughput_msgs_per_s,lat_p50_us,lat_p95_us,lat_p99_us";
+    pub(crate) const SUMMARY_HEADER: &'static str = "protocol,tree,runtime,profile,seed,commit,groups,replicas,clients,size,dest,warmup_s,duration_s,slot_bytes,slots,delivered,throughput_msgs_per_s,lat_p50_us,lat_p95_us,lat_p99_us,leader_changes";
 
     /// One `summary.csv` row.
     pub(crate) fn summary_row(&self, m: &Measured, commit: &str) -> String {
@@ -242,7 +242,7 @@ impl Experiment {
         let (groups, replicas, clients) = self.deploy.shape();
         let (slot_bytes, slots) = self.deploy.slots();
         format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{:.2},{:.2},{:.2}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{:.2},{:.2},{:.2},{}",
             self.deploy.protocol(),
             self.deploy.tree_name(),
             self.runtime_name(),
@@ -266,7 +266,8 @@ impl Experiment {
             m.throughput,
             q(0.5),
             q(0.95),
-            q(0.99)
+            q(0.99),
+            m.leader_changes
         )
     }
 }

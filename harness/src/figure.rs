@@ -47,24 +47,40 @@ fn experiment(
     }
 }
 
+/// Runs one point of a figure. A point that completed no multicast is refused: a collapse
+/// (every leader replaced under load, say) must stop the figure, not vanish into a maximum.
+pub(crate) fn measure(e: &Experiment) -> Result<Measured, String> {
+    let m = e.run();
+    if m.delivered == 0 {
+        return Err(format!(
+            "a figure point completed no multicast in its window ({} group(s) changed leader): {}\n\
+             The figure would hide a collapse; replay it with `harness run` and fix the cause.",
+            m.leader_changes,
+            e.summary_row(&m, "-")
+        ));
+    }
+    Ok(m)
+}
+
 /// Doubles the clients from 1 until throughput grows by less than 5%; returns every point.
 pub(crate) fn saturate(
     mk: impl Fn(usize) -> Experiment,
     max_clients: usize,
     progress: &dyn Fn(&str),
-) -> Vec<Point> {
+) -> Result<Vec<Point>, String> {
     let mut points: Vec<Point> = Vec::new();
     let mut clients = 1;
     while clients <= max_clients {
         let e = mk(clients);
-        let m = e.run();
+        let m = measure(&e)?;
         progress(&format!(
-            "  groups={} size={} dest={} clients={clients}: {:.0} msg/s, p50 {:.2} us",
+            "  groups={} size={} dest={} clients={clients}: {:.0} msg/s, p50 {:.2} us, leader changes {}",
             e.deploy.shape().0,
             e.size,
             e.dest,
             m.throughput,
-            m.latency.value_at_quantile(0.5) as f64 / 1000.0
+            m.latency.value_at_quantile(0.5) as f64 / 1000.0,
+            m.leader_changes
         ));
         let grew = points
             .last()
@@ -75,7 +91,7 @@ pub(crate) fn saturate(
         }
         clients *= 2;
     }
-    points
+    Ok(points)
 }
 
 pub(crate) fn max_throughput(points: &[Point]) -> f64 {
@@ -187,7 +203,7 @@ pub(crate) fn fig4(
             |c| experiment(&profile, 1, c, size, DestPolicy::Single, 1, duration),
             256,
             progress,
-        );
+        )?;
         let series = Series {
             label: size_label(size),
             points: points
@@ -207,8 +223,8 @@ pub(crate) fn fig4(
             DestPolicy::Single,
             1,
             Nanos(duration.as_nanos() * 2),
-        )
-        .run();
+        );
+        let one = measure(&one)?;
         for (x, f) in cdf_points(&one.latency) {
             let _ = writeln!(cdf_csv, "{size},{x:.3},{f:.6}");
         }
@@ -356,11 +372,19 @@ pub(crate) fn fig5(
                 |c| experiment(&profile, g, c, 64, dest, 1, duration),
                 256,
                 progress,
-            );
+            )?;
             for p in &points {
                 rows.push(p.e.summary_row(&p.m, commit));
             }
-            let one = experiment(&profile, g, 1, 64, dest, 1, Nanos(duration.as_nanos() * 2)).run();
+            let one = measure(&experiment(
+                &profile,
+                g,
+                1,
+                64,
+                dest,
+                1,
+                Nanos(duration.as_nanos() * 2),
+            ))?;
             for (x, f) in cdf_points(&one.latency) {
                 let _ = writeln!(cdf_csv, "{label},{g},{x:.3},{f:.6}");
             }

@@ -8,7 +8,7 @@
 
 use crate::experiment::{Deployment, Experiment, Where};
 use crate::figure::{
-    claim, max_throughput, panel, saturate, size_label, us, write, Point, CLAIM_HEAD,
+    claim, max_throughput, measure, panel, saturate, size_label, us, write, Point, CLAIM_HEAD,
 };
 use crate::plot::{self, Panel, Series};
 use multicast::{DestPolicy, Tree};
@@ -111,7 +111,7 @@ fn sweep(
     variants: &[Variant],
     knobs: impl Fn(f64) -> Knobs,
     throughput: bool,
-) -> (Vec<Cell>, Vec<String>) {
+) -> Result<(Vec<Cell>, Vec<String>), String> {
     let (profile, duration, commit, progress) =
         (ctx.profile, ctx.duration, ctx.commit, ctx.progress);
     let mut cells = Vec::new();
@@ -120,11 +120,11 @@ fn sweep(
         for v in variants {
             let k = knobs(x);
             let one_e = experiment(profile, v, k, 1, Nanos(duration.as_nanos() * 2));
-            let one = one_e.run();
+            let one = measure(&one_e)?;
             rows.push(one_e.summary_row(&one, commit));
             let tput = if throughput {
                 let points: Vec<Point> =
-                    saturate(|c| experiment(profile, v, k, c, duration), 256, progress);
+                    saturate(|c| experiment(profile, v, k, c, duration), 256, progress)?;
                 rows.extend(points.iter().map(|p| p.e.summary_row(&p.m, commit)));
                 max_throughput(&points)
             } else {
@@ -146,7 +146,7 @@ fn sweep(
             });
         }
     }
-    (cells, rows)
+    Ok((cells, rows))
 }
 
 fn get<'a>(cells: &'a [Cell], variant: &str, x: f64) -> Option<&'a Cell> {
@@ -285,7 +285,7 @@ pub(crate) fn fig5_6(
                     dest: DestPolicy::Adjacent(x as usize),
                 },
                 true,
-            );
+            )?;
             for c in &mut cells {
                 if c.variant == "RamCast" {
                     c.variant = format!("RamCast ({t} draws)");
@@ -307,7 +307,7 @@ pub(crate) fn fig5_6(
                 dest: DestPolicy::Random(x as usize),
             },
             true,
-        );
+        )?;
         all_cells = cells;
         rows = r;
     }
@@ -586,14 +586,14 @@ pub(crate) fn fig7(
         ],
         knobs,
         false,
-    );
+    )?;
     let (tput, r) = sweep(
         &ctx,
         &sizes,
         &[Variant::tram("depth"), Variant::Ramcast { dest_tree: None }],
         knobs,
         true,
-    );
+    )?;
     rows.extend(r);
     // Latency from the breadth runs, throughput from the depth runs (the paper's choice).
     for c in &mut cells {
@@ -716,7 +716,7 @@ pub(crate) fn fig8(
                 dest,
             },
             false,
-        );
+        )?;
         for cell in &mut c {
             cell.variant = label.into();
         }

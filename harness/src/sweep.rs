@@ -1,7 +1,7 @@
 //! What every protocol's `harness check` sweep shares: the fault schedule drawn from a seed,
 //! the kinds of fault a run holds, a run's outcome, and the sweep's tally.
 
-use multicast::{DeliveryLog, GroupId, Membership};
+use multicast::{check, collect_log, DeliveryLog, GroupId, Membership, Node, Server};
 use transport::rng::{Purpose, Rng};
 use transport::runtime::sim::Fault;
 use transport::{Nanos, ProcessId};
@@ -187,6 +187,8 @@ pub(crate) struct Outcome {
     pub(crate) delivered: u64,
     pub(crate) leader_changes: bool,
     pub(crate) refused_writes: u64,
+    /// Servers that stopped themselves (a halt is an outcome, judged by [`judge`]).
+    pub(crate) halted: u64,
     /// A protocol-specific event count (RamCast: messages relayed for suspected clients).
     pub(crate) extra: u64,
     pub(crate) divergence: Option<String>,
@@ -210,6 +212,8 @@ pub(crate) struct Tally {
     pub(crate) link_delay: u64,
     leader_change: u64,
     revoke_race: u64,
+    halted_runs: u64,
+    halted_servers: u64,
     pub(crate) extra: u64,
 }
 
@@ -229,13 +233,15 @@ impl Tally {
         self.link_delay += n(k.link_delay);
         self.leader_change += n(out.leader_changes);
         self.revoke_race += n(out.refused_writes > 0);
+        self.halted_runs += n(out.halted > 0);
+        self.halted_servers += out.halted;
         self.extra += n(out.extra > 0);
     }
 
     /// The "runs with" line of a sweep's report; `extra` names the protocol-specific event.
     pub(crate) fn describe(&self, extra: Option<&str>) -> String {
         let mut s = format!(
-            "runs with: leader crash {} (in several groups at the same instant {}), follower crash {}, client crash {}, crash in the middle of posting (partial multicast or proposal) {}, false suspicion (server paused past the timeout) {}, pause/slow {}, link delay {}; leader change happened {}, deposed leader's write refused (revoke race) {}",
+            "runs with: leader crash {} (in several groups at the same instant {}), follower crash {}, client crash {}, crash in the middle of posting (partial multicast or proposal) {}, false suspicion (server paused past the timeout) {}, pause/slow {}, link delay {}; leader change happened {}, deposed leader's write refused (revoke race) {}, server halted {} ({} halts)",
             self.leader_crash,
             self.leaders_at_once,
             self.follower_crash,
@@ -246,12 +252,86 @@ impl Tally {
             self.link_delay,
             self.leader_change,
             self.revoke_race,
+            self.halted_runs,
+            self.halted_servers,
         );
         if let Some(label) = extra {
             s.push_str(&format!(", {label} {}", self.extra));
         }
         s
     }
+}
+
+/// The shared verdict of a multicast run: halts judged, then the delivery log against the five
+/// properties. `nodes` are the run's processes (node `i` is process `i`), `crashed` says who
+/// crashed, `faults` is the schedule.
+pub(crate) fn judge<S: Server, C>(
+    nodes: &[Node<S, C>],
+    crashed: impl Fn(ProcessId) -> bool,
+    faults: &[Fault],
+    m: &impl Membership,
+    out: &mut Outcome,
+) {
+    let halted: Vec<ProcessId> = nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| match n {
+            Node::Server(s) if s.server.halted() => Some(ProcessId(i as u32)),
+            _ => None,
+        })
+        .collect();
+    out.halted = halted.len() as u64;
+    out.violations
+        .extend(judge_halts(&halted, &crashed, faults, m));
+    let log = collect_log(nodes, &crashed);
+    out.violations
+        .extend(check(&log).into_iter().map(|v| v.to_string()));
+    out.log = Some(log);
+}
+
+/// Halts are outcomes, not crashes. A server halts when it was excluded while unresponsive and
+/// finds its buffers recycled; only the schedule can make a correct server unresponsive (a
+/// pause, a slowdown, a delayed link of its own), so a halt without one is a failure. And a
+/// group tolerates f faulty members: crashed and halted together must not exceed f.
+pub(crate) fn judge_halts(
+    halted: &[ProcessId],
+    crashed: &impl Fn(ProcessId) -> bool,
+    faults: &[Fault],
+    m: &impl Membership,
+) -> Vec<String> {
+    let impairs = |f: &Fault, p: ProcessId| match *f {
+        Fault::Pause { process, .. } | Fault::Slow { process, .. } => process == p,
+        Fault::LinkDelay { from, to, .. } => from == p || to == p,
+        Fault::Crash { .. } | Fault::CrashMidPost { .. } | Fault::Revoke { .. } => false,
+    };
+    let mut violations = Vec::new();
+    for &p in halted {
+        if !faults.iter().any(|f| impairs(f, p)) {
+            violations.push(format!(
+                "{p} halted, yet the schedule never paused, slowed or delayed it: a correct server stopped"
+            ));
+        }
+    }
+    for g in 0..m.group_count() {
+        let g = GroupId(g as u8);
+        let out: Vec<ProcessId> = (0..m.replica_count())
+            .map(|r| m.server(g, r))
+            .filter(|&p| crashed(p) || halted.contains(&p))
+            .collect();
+        if out.len() > m.f() {
+            violations.push(format!(
+                "group {g}: {} of its {} members crashed or halted ({}), more than f = {}",
+                out.len(),
+                m.replica_count(),
+                out.iter()
+                    .map(|p| format!("{p}{}", if crashed(*p) { " crashed" } else { " halted" }))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                m.f()
+            ));
+        }
+    }
+    violations
 }
 
 /// One seeded checking run of a protocol, as `harness check` drives it.
@@ -271,5 +351,39 @@ pub(crate) trait SeedRun: Sized {
     /// The sweep's "runs with" line.
     fn tally_line(t: &Tally) -> String {
         t.describe(Self::EXTRA)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The halt verdict on hand-made outcomes: one group of three (f = 1), process 1 halted.
+    #[test]
+    fn halts_are_judged_against_the_schedule_and_f() {
+        let m = ramcast::Config::new(1, 3, 1);
+        let none = |_: ProcessId| false;
+        let halted = [ProcessId(1)];
+        let paused = Fault::Pause {
+            at: Nanos(10),
+            process: ProcessId(1),
+            duration: Nanos(1_000_000),
+        };
+        // Paused by the schedule, alone in its group: an outcome, not a failure.
+        assert!(judge_halts(&halted, &none, std::slice::from_ref(&paused), &m).is_empty());
+        // Nothing in the schedule touched it: a correct server stopped.
+        let other = Fault::Pause {
+            at: Nanos(10),
+            process: ProcessId(2),
+            duration: Nanos(1_000_000),
+        };
+        let v = judge_halts(&halted, &none, &[other], &m);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].contains("never paused"), "{v:?}");
+        // A crash beside the halt: two of three members gone, more than f = 1.
+        let crashed = |p: ProcessId| p == ProcessId(0);
+        let v = judge_halts(&halted, &crashed, &[paused], &m);
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert!(v[0].contains("more than f = 1"), "{v:?}");
     }
 }

@@ -187,7 +187,9 @@ fn ramcast_run_writes_summary_cdf_and_a_log_that_verifies() {
     let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
     let mut lines = summary.lines();
     let header = lines.next().unwrap();
-    assert!(header.ends_with("delivered,throughput_msgs_per_s,lat_p50_us,lat_p95_us,lat_p99_us"));
+    assert!(header.ends_with(
+        "delivered,throughput_msgs_per_s,lat_p50_us,lat_p95_us,lat_p99_us,leader_changes"
+    ));
     let row: Vec<&str> = lines.next().unwrap().split(',').collect();
     assert_eq!(row.len(), header.split(',').count());
     let delivered = header.split(',').position(|h| h == "delivered").unwrap();

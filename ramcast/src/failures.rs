@@ -26,7 +26,7 @@ use bytes::Bytes;
 use multicast::GroupId;
 use multicast::Membership;
 use std::collections::BTreeMap;
-use transport::{Access, Nanos, Nic, OpKind, ProcessId, Recv, Status};
+use transport::{Access, Nanos, Nic, OpKind, ProcessId, Qp, Recv, Status};
 
 /// Task 9's bag, per slot: the highest-round proposal `(tmp, rnd)` and the encoded entry.
 type Adopted = (Option<(Stamp, Stamp)>, Vec<u8>);
@@ -222,25 +222,7 @@ impl RamcastServer {
             at(self.fd_changed.saturating_add(timing.suspect));
         }
         if self.role != Role::Follower {
-            if self.beat_timer.deadline().is_none() || self.beat_timer.fire(now) {
-                self.beat += 1;
-                let word = self.beat.to_le_bytes();
-                let members: Vec<_> = self
-                    .cfg
-                    .members(self.group)
-                    .filter(|&q| q != self.me)
-                    .collect();
-                for q in members {
-                    self.write(
-                        nic,
-                        remote(q, CTL, self.layout.heartbeat(self.rank)),
-                        &word,
-                        false,
-                    );
-                }
-                self.beat_timer.arm_at(now.saturating_add(timing.heartbeat));
-                worked = true;
-            }
+            worked |= self.beat_if_due(nic);
             at(self.beat_timer.deadline().expect("armed"));
         }
         let (relayed, next) = self.relay_stale(nic, now);
@@ -248,6 +230,41 @@ impl RamcastServer {
             at(t);
         }
         (worked || relayed, wake)
+    }
+
+    /// As leader or candidate, writes the heartbeat counter into the followers' `CTL` when it is
+    /// due; returns whether it did. Called at the start of a poll and between the slots of the
+    /// long loops, so a poll that posts for longer than `timing.suspect` (hundreds of messages
+    /// under load) still beats on time, as the prototype's heartbeat thread would.
+    pub(crate) fn beat_if_due<N: Nic>(&mut self, nic: &mut N) -> bool {
+        if self.role == Role::Follower {
+            return false;
+        }
+        let now = nic.now();
+        if self.beat_timer.deadline().is_some() && !self.beat_timer.fire(now) {
+            return false;
+        }
+        self.beat += 1;
+        let word = self.beat.to_le_bytes();
+        let members: Vec<_> = self
+            .cfg
+            .members(self.group)
+            .filter(|&q| q != self.me)
+            .collect();
+        // On the control queue pair: a heartbeat queued behind a backlog of message copies
+        // would look like a dead leader under load.
+        for q in members {
+            self.write_on(
+                nic,
+                remote(q, CTL, self.layout.heartbeat(self.rank)),
+                &word,
+                false,
+                Qp::Control,
+            );
+        }
+        self.beat_timer
+            .arm_at(now.saturating_add(self.cfg.timing.heartbeat));
+        true
     }
 
     /// Task 7: become a candidate with a round above every round seen for the group, and ask

@@ -55,8 +55,24 @@
 //!   pair in error is sent again after the reconnect.
 //! - **Entries are taken again just before delivery.** On real threads memory changes during a
 //!   poll; a proposal read mid-poll implies entries that landed after the poll first looked.
+//! - **Final timestamps (Task 5).** A group's timestamp is folded into `M[c,i].tmp` only once
+//!   a quorum of the group acknowledged it in one round, as Algorithm 2 l.26-28 says: that
+//!   timestamp is the group's chosen one (Paxos: every later round proposes it again). A
+//!   proposal of a round superseded before a quorum took it is never folded in. Folding every
+//!   proposal a server held (as this crate did before issue 11) breaks agreement on the final
+//!   timestamp: a deposed leader's proposal that reached another group's leader but none of
+//!   its own followers is seen by the other group only, and the next leader, which never saw
+//!   it, may choose a smaller one (`normal::tests`, scenario D4 of the audit). Folding only
+//!   chosen timestamps keeps `tmp` of an undecided message a lower bound of its final
+//!   timestamp (the maximum of the chosen ones), which is what Task 6 needs; the price is that
+//!   an undecided message with no chosen timestamp yet holds back deliveries behind it.
 //! - **Failure detector.** Leaders write a heartbeat counter into their followers' `CTL`
-//!   region; the next leader is the next rank ([`failures`]).
+//!   region; the next leader is the next rank ([`failures`]). Heartbeats go on the control
+//!   queue pair ([`transport::Qp::Control`]), so they never queue behind message copies; a
+//!   leader beats between the slots of a long poll, and a follower reads heartbeats at the
+//!   start of its poll, so neither side's own busy poll looks like a dead leader. Before
+//!   issue 11, 8 groups x 128 clients x 16 KB and 1 group x 32 clients x 32 KB changed every
+//!   leader and ordered nothing.
 //!
 //! # Known limits
 //! - One multicast in flight per client (the papers' closed-loop clients).

@@ -12,7 +12,7 @@
 //!
 //! Departures from the paper's pseudocode, each needed for safety (see the crate docs):
 //! Task 4 forwards `rnd` with `tmp`; Task 5 counts acknowledgements of the round of the proposal
-//! it holds; every timestamp a server reads raises its clock; the leader copies the message into
+//! it holds and, as the paper does, folds a group's timestamp into `tmp` only once it is chosen; every timestamp a server reads raises its clock; the leader copies the message into
 //! a follower's `M` before its proposal (same queue pair, so the copy lands first).
 
 use crate::layout::{ack_word, codec_seq, local, remote, Entry, M, T};
@@ -224,6 +224,7 @@ impl RamcastServer {
         let g = self.group;
         let quorum = self.cfg.quorum();
         for (key, c, s) in keys {
+            self.beat_if_due(nic);
             worked |= self.refresh_ts(nic, c, s);
             // Task 3: acknowledge the own group's proposal of the accepted leader's round.
             let slot = self.slot(c, s).expect("pending");
@@ -239,19 +240,20 @@ impl RamcastServer {
             }
             // Task 4: the leader forwards other groups' proposals to its followers.
             worked |= self.forward(nic, c, s);
-            // Task 5: a quorum of every destination group acknowledged the proposal held.
+            // Task 5 (Alg. 2 l.26-31): fold in a group's timestamp only once a quorum of the
+            // group acknowledged it, i.e. it is the group's chosen timestamp; ORDERED when every
+            // destination group's is. A proposal of a round that was superseded before a quorum
+            // took it may differ from the chosen one and must never raise `tmp` (see the crate
+            // docs, "Final timestamps").
             let slot = self.slot(c, s).expect("pending");
             let mut tmp = slot.tmp;
             let mut all = slot.stat == Stat::Mcast;
-            for h in dst.groups() {
-                match slot.ts[h.0 as usize] {
-                    Some(p) => {
-                        tmp = tmp.max(p.tmp);
-                        if all {
-                            all &= self.chosen(nic, c, s, h, p.rnd, quorum);
-                        }
+            if all {
+                for h in dst.groups() {
+                    match slot.ts[h.0 as usize] {
+                        Some(p) if self.chosen(nic, c, s, h, p.rnd, quorum) => tmp = tmp.max(p.tmp),
+                        _ => all = false,
                     }
-                    None => all = false,
                 }
             }
             let slot = self.slot_mut(c, s).expect("pending");
@@ -366,6 +368,7 @@ impl RamcastServer {
         let g = self.group;
         let round = self.round;
         for (c, s) in std::mem::take(&mut self.to_propose) {
+            self.beat_if_due(nic);
             let Some(slot) = self.slot(c, s) else {
                 continue;
             };
@@ -464,3 +467,6 @@ impl RamcastServer {
         self.rekey(c, s, Some(old));
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -9,7 +9,7 @@ use multicast::{Delivery, GroupId, MsgId, Server};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use transport::{
-    Nanos, Nic, OpError, Process, ProcessId, Progress, RegionSpec, RemoteAddr, Timer, WrId,
+    Nanos, Nic, OpError, Process, ProcessId, Progress, Qp, RegionSpec, RemoteAddr, Timer, WrId,
     WriteFlags,
 };
 
@@ -112,7 +112,7 @@ pub struct RamcastServer {
     pub(crate) fast: BTreeMap<WrId, (u32, u64, Stamp)>,
     /// Queue pairs in error, with the time a reconnect may be (re)tried.
     pub(crate) broken: BTreeMap<ProcessId, Option<Nanos>>,
-    /// Unsignaled writes per peer since the last signaled one.
+    /// Unsignaled writes per queue pair (`peer * Qp::COUNT + qp`) since the last signaled one.
     pub(crate) unsignaled: Vec<u32>,
     /// Heartbeat counter and timer (leader and candidate).
     pub(crate) beat: u64,
@@ -176,7 +176,7 @@ impl RamcastServer {
             to_propose: BTreeSet::new(),
             fast: BTreeMap::new(),
             broken: BTreeMap::new(),
-            unsignaled: vec![0; cfg.processes()],
+            unsignaled: vec![0; cfg.processes() * Qp::COUNT],
             beat: 0,
             beat_timer: Timer::new(),
             fd_expected: 0,
@@ -305,8 +305,9 @@ impl RamcastServer {
         }
     }
 
-    /// Posts a write, to itself as a local write. Applies inlining below the NIC's threshold and
-    /// selective signaling; `signal` forces a completion. Returns the work request, if posted.
+    /// Posts a write on the data queue pair, to itself as a local write. Applies inlining below
+    /// the NIC's threshold and selective signaling; `signal` forces a completion. Returns the
+    /// work request, if posted.
     pub(crate) fn write<N: Nic>(
         &mut self,
         nic: &mut N,
@@ -314,16 +315,28 @@ impl RamcastServer {
         data: &[u8],
         signal: bool,
     ) -> Option<WrId> {
+        self.write_on(nic, dst, data, signal, Qp::Data)
+    }
+
+    /// [`RamcastServer::write`] on queue pair `qp` (selective signaling counts per queue pair).
+    pub(crate) fn write_on<N: Nic>(
+        &mut self,
+        nic: &mut N,
+        dst: RemoteAddr,
+        data: &[u8],
+        signal: bool,
+        qp: Qp,
+    ) -> Option<WrId> {
         if dst.process == self.me {
             nic.write_local(local(dst.region, dst.offset), data)
                 .expect("own region");
             return None;
         }
-        let peer = dst.process.index();
-        self.unsignaled[peer] += 1;
-        let signaled = signal || self.unsignaled[peer] >= self.cfg.signal_every;
+        let k = dst.process.index() * Qp::COUNT + qp.index();
+        self.unsignaled[k] += 1;
+        let signaled = signal || self.unsignaled[k] >= self.cfg.signal_every;
         if signaled {
-            self.unsignaled[peer] = 0;
+            self.unsignaled[k] = 0;
         }
         let mut flags = if signaled {
             WriteFlags::SIGNALED
@@ -333,7 +346,7 @@ impl RamcastServer {
         if data.len() <= nic.limits().inline_max {
             flags = flags.inline();
         }
-        match nic.post_write(dst, data, flags) {
+        match nic.post_write(dst, data, flags.on(qp)) {
             Ok(wr) => Some(wr),
             Err(OpError::Crashed) => None,
             Err(e) => panic!("{}: write to {dst} rejected: {e}", self.me),
@@ -409,7 +422,10 @@ impl<N: Nic> Process<N> for RamcastServer {
         if self.halted {
             return Progress::IDLE;
         }
-        let mut worked = self.drain_completions(nic);
+        // The failure detector first: it reads heartbeats as memory stood when the poll began,
+        // so a poll that itself runs long never makes its own follower suspect the leader.
+        let (mut worked, wake) = self.failure_detector(nic);
+        worked |= self.drain_completions(nic);
         worked |= self.drain_receives(nic);
         worked |= self.poll_buffers(nic);
         if self.halted {
@@ -428,9 +444,13 @@ impl<N: Nic> Process<N> for RamcastServer {
             return Progress::IDLE;
         }
         worked |= self.deliver(nic);
-        let (fd_work, wake) = self.failure_detector(nic);
         worked |= self.flush_catch(nic);
-        Progress::worked(worked || fd_work).wake_at(wake)
+        // A heartbeat written mid-poll moved the timer past the deadline taken above.
+        let wake = match (wake, self.beat_timer.deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Progress::worked(worked).wake_at(wake)
     }
 }
 

@@ -7,6 +7,8 @@
 //! replica expects the same correct process, which is all the oracle must give. A replica that
 //! expects itself and does not lead runs Step 2.1. Safety never depends on the oracle: two
 //! replicas may both believe they lead, and permissions let at most one write a quorum.
+//! Heartbeats go on the control queue pair ([`transport::Qp::Control`]): queued behind a
+//! backlog of log writes they would make a busy leader look dead.
 //!
 //! Timestamps are `counter << 8 | rank`, unique system-wide within a group and increasing per
 //! candidate (Step 3.1).
@@ -15,7 +17,7 @@ use crate::layout::{local, remote, CTL, LOG, SCRATCH};
 use crate::ordering::Lead;
 use crate::replica::{Role, TramServer};
 use multicast::Membership;
-use transport::{Access, Nanos, Nic, ProcessId};
+use transport::{Access, Nanos, Nic, ProcessId, Qp};
 
 /// Answer words of `perm_ack`.
 const ACK: u64 = 1;
@@ -307,7 +309,9 @@ impl TramServer {
                 let peers: Vec<ProcessId> = self.peers().map(|(_, p)| p).collect();
                 let at = self.layout.heartbeat(self.rank);
                 for p in peers {
-                    self.write_word(nic, p, at, &self.beat.to_le_bytes());
+                    // On the control queue pair: a heartbeat queued behind a backlog of log
+                    // writes would look like a dead leader under load.
+                    self.write_word_on(nic, p, at, &self.beat.to_le_bytes(), Qp::Control);
                 }
                 self.beat_timer.arm_at(now.saturating_add(timing.heartbeat));
                 self.on_heartbeat(nic);

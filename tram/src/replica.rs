@@ -35,7 +35,7 @@ use multicast::{Delivery, GroupId, Membership, MsgId, Server};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use transport::{
-    Access, Nanos, Nic, OpKind, Process, ProcessId, Progress, RegionSpec, Status, Timer, WrId,
+    Access, Nanos, Nic, OpKind, Process, ProcessId, Progress, Qp, RegionSpec, Status, Timer, WrId,
     WriteFlags,
 };
 
@@ -246,13 +246,26 @@ impl TramServer {
         }
     }
 
-    /// Posts a small control write (inline, unsignaled) unless the queue pair to `to` is being
-    /// reconnected; what it carries is written again later (heartbeats, commits, progress).
+    /// Posts a small control write (inline, unsignaled) on the data queue pair unless the
+    /// queue pairs to `to` are being reconnected; what it carries is written again later
+    /// (commits, progress).
     pub(crate) fn write_word<N: Nic>(&mut self, nic: &mut N, to: ProcessId, at: usize, v: &[u8]) {
+        self.write_word_on(nic, to, at, v, Qp::Data);
+    }
+
+    /// [`TramServer::write_word`] on queue pair `qp`.
+    pub(crate) fn write_word_on<N: Nic>(
+        &mut self,
+        nic: &mut N,
+        to: ProcessId,
+        at: usize,
+        v: &[u8],
+        qp: Qp,
+    ) {
         if self.broken.contains(&to) {
             return;
         }
-        let _ = nic.post_write(remote(to, CTL, at), v, WriteFlags::NONE.inline());
+        let _ = nic.post_write(remote(to, CTL, at), v, WriteFlags::NONE.inline().on(qp));
     }
 
     /// Posts a write of `data` to `at` of `to`'s `region`, inline when it fits.

@@ -69,7 +69,7 @@ pub mod slot;
 pub mod time;
 
 pub use nic::{
-    Completion, Data, Nic, NicLimits, Op, OpError, OpKind, Recv, Status, WrId, WriteFlags,
+    Completion, Data, Nic, NicLimits, Op, OpError, OpKind, Qp, Recv, Status, WrId, WriteFlags,
 };
 pub use payload::Synthetic;
 pub use process::{Process, ProcessId, Progress};

@@ -74,7 +74,33 @@ impl From<Synthetic> for Data {
     }
 }
 
-/// Flags of a one-sided write, as `ibv_send_flags`.
+/// Which of the two queue pairs to a peer carries an op.
+///
+/// Every process holds two RC queue pairs to each peer. Ops of one queue pair land in post order;
+/// ops of different queue pairs are not ordered with each other, and the NIC schedules queue
+/// pairs per packet, so a small write on [`Qp::Control`] never waits behind the bulk data queued
+/// on [`Qp::Data`]. This is how failure detectors keep heartbeats timely under load (Mu and
+/// APUS use a separate queue pair for the same reason). A reconnect re-establishes both.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Qp {
+    /// The queue pair of a protocol's data and everything not marked otherwise.
+    #[default]
+    Data,
+    /// A second queue pair for small, latency-critical writes (heartbeats).
+    Control,
+}
+
+impl Qp {
+    /// Queue pairs to each peer.
+    pub const COUNT: usize = 2;
+
+    /// The index of this queue pair among a peer's [`Qp::COUNT`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Flags of a one-sided write, as `ibv_send_flags`, and the queue pair it goes on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct WriteFlags {
     /// Report a completion on success (failures are always reported).
@@ -82,18 +108,22 @@ pub struct WriteFlags {
     /// Copy the payload into the work request; allowed up to [`NicLimits::inline_max`] bytes and
     /// saves the NIC's DMA read of the source buffer.
     pub inline: bool,
+    /// The queue pair to the peer that carries the write.
+    pub qp: Qp,
 }
 
 impl WriteFlags {
-    /// Unsignaled, not inline.
+    /// Unsignaled, not inline, on the data queue pair.
     pub const NONE: WriteFlags = WriteFlags {
         signaled: false,
         inline: false,
+        qp: Qp::Data,
     };
-    /// Signaled, not inline.
+    /// Signaled, not inline, on the data queue pair.
     pub const SIGNALED: WriteFlags = WriteFlags {
         signaled: true,
         inline: false,
+        qp: Qp::Data,
     };
 
     /// These flags with `inline` set.
@@ -110,6 +140,11 @@ impl WriteFlags {
             signaled: true,
             ..self
         }
+    }
+
+    /// These flags on queue pair `qp`.
+    pub const fn on(self, qp: Qp) -> WriteFlags {
+        WriteFlags { qp, ..self }
     }
 }
 
@@ -206,6 +241,15 @@ impl Op {
             Op::Read { src, .. } => src.process,
             Op::Send { to, .. } => *to,
             Op::SetAccess { peer, .. } | Op::Reconnect { peer } => *peer,
+        }
+    }
+
+    /// The queue pair that carries the op: writes choose theirs, everything else goes on
+    /// [`Qp::Data`].
+    pub fn qp(&self) -> Qp {
+        match self {
+            Op::Write { flags, .. } => flags.qp,
+            _ => Qp::Data,
         }
     }
 

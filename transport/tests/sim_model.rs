@@ -10,6 +10,8 @@ use transport::*;
 /// index + 1, written to its own 8-byte-aligned offset).
 struct Timeline {
     writes: Vec<(usize, bool)>,
+    /// Writes from this index on go on the control queue pair.
+    control_from: usize,
     targets: Vec<u32>,
     posted: bool,
     seen: Vec<(u8, Nanos)>,
@@ -17,6 +19,7 @@ struct Timeline {
 
 fn timeline(writes: Vec<(usize, bool)>, targets: Vec<u32>) -> Timeline {
     Timeline {
+        control_from: writes.len(),
         writes,
         targets,
         posted: false,
@@ -41,6 +44,11 @@ impl<N: Nic> Process<N> for Timeline {
                 } else {
                     WriteFlags::NONE
                 };
+                let flags = flags.on(if i >= self.control_from {
+                    Qp::Control
+                } else {
+                    Qp::Data
+                });
                 let to = ProcessId(self.targets[i % self.targets.len()]);
                 let dst = RemoteAddr::new(to, RegionId(0), (nic.id().index() * 2 + i) * SPAN / 2);
                 nic.post_write(dst, &data, flags).unwrap();
@@ -154,6 +162,22 @@ fn a_one_packet_op_never_overtakes_a_large_one_of_its_queue_pair() {
     let t = landed(&p[1]);
     assert_eq!(t.len(), 2);
     assert!(t[0] < t[1], "RC order broken: {t:?}");
+}
+
+#[test]
+fn a_control_queue_pair_write_passes_the_data_queued_to_the_same_peer() {
+    // p0 writes 1 MiB then 64 B to p1 on the data queue pair, then 64 B on the control queue
+    // pair: the data 64 B keeps RC order behind the MiB, the control write waits one packet.
+    let mb = 1 << 20;
+    let mut t = timeline(vec![(mb, false), (64, true), (64, true)], vec![1]);
+    t.control_from = 2;
+    let p = run(vec![t, timeline(vec![], vec![])]);
+    let t = landed(&p[1]);
+    // Posted at 30 + 3 x 60 = 210; one packet (655) on p0's egress; latency; one packet on
+    // p1's ingress, where the MiB is arriving too; 10 ns for 64 B.
+    assert_eq!(t[0], 210 + 655 + 1210 + 655 + 10, "{t:?}");
+    assert_eq!(t.len(), 3);
+    assert!(t[1] < t[2], "the data queue pair keeps its order: {t:?}");
 }
 
 #[test]

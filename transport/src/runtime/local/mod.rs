@@ -16,7 +16,7 @@
 
 mod memory;
 
-use crate::nic::{validate, Completion, Nic, NicLimits, Op, OpError, Recv, Status, WrId};
+use crate::nic::{validate, Completion, Nic, NicLimits, Op, OpError, Qp, Recv, Status, WrId};
 use crate::process::{Process, ProcessId};
 use crate::region::{Access, LocalAddr, RegionTable};
 use crate::rng::{Purpose, Rng};
@@ -134,6 +134,7 @@ pub struct LocalNic {
     rng: Rng,
     next_wr: u64,
     cq: VecDeque<Completion>,
+    /// Per peer, one flag per queue pair ([`Qp::COUNT`] each): in error until a reconnect.
     qp_error: Vec<bool>,
 }
 
@@ -161,13 +162,14 @@ impl LocalNic {
         if self.shared.procs[d.index()].crashed.load(Ordering::SeqCst) {
             return (Status::PeerUnreachable, None);
         }
-        if self.qp_error[d.index()] {
+        let qp = d.index() * Qp::COUNT + op.qp().index();
+        if self.qp_error[qp] {
             return (Status::Flushed, None);
         }
         let me = self.id.index();
         let target = &self.shared.procs[d.index()];
         let denied = |this: &mut LocalNic| {
-            this.qp_error[d.index()] = true;
+            this.qp_error[qp] = true;
             (Status::AccessDenied, None)
         };
         match op {
@@ -320,7 +322,9 @@ impl Nic for LocalNic {
                 return Ok(wr);
             }
             Op::Reconnect { peer } => {
-                self.qp_error[peer.index()] = false;
+                // Both queue pairs to the peer are re-established.
+                let first = peer.index() * Qp::COUNT;
+                self.qp_error[first..first + Qp::COUNT].fill(false);
                 (Status::Success, None)
             }
             _ => self.execute(&op),
@@ -460,7 +464,7 @@ impl<P: Process<LocalNic> + Send> LocalRuntime<P> {
                 rng: Rng::derive(cfg.seed, Purpose::Protocol, i as u64),
                 next_wr: 0,
                 cq: VecDeque::new(),
-                qp_error: vec![false; n],
+                qp_error: vec![false; n * Qp::COUNT],
             };
             groups[i % k].push((i, p, nic));
         }

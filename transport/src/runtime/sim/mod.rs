@@ -14,18 +14,20 @@
 //!   earlier than the NIC's egress is free: each NIC serialises its egress bytes at `link_gbps`
 //!   and spaces work requests by the message-rate limit.
 //! - It reaches the target after `write_latency_ns` (plus injected link delay) and then
-//!   serialises on the target's ingress, full duplex. Ops of one sender to one target land in
-//!   post order (RC queue pair); a write lands atomically at that instant.
+//!   serialises on the target's ingress, full duplex. Ops of one queue pair (a sender has
+//!   [`crate::Qp::COUNT`] to each target) land in post order; a write lands atomically at that
+//!   instant.
 //! - Ports move 4096-byte packets: an op that fits one packet (a control message, a small
 //!   write) waits at most one packet behind larger transfers queued on the same egress or
 //!   ingress, as the NIC's per-packet queue-pair scheduling and the switch interleave them;
 //!   it still serialises fully behind other one-packet ops, and never overtakes an earlier op
-//!   of its own queue pair.
+//!   of its own queue pair. Ops of [`crate::Qp::Control`] queue pairs travel at a higher
+//!   service level: they serialise behind other control ops only, never behind data.
 //! - Acknowledgements (completions, read responses, atomic results) return after another
 //!   `write_latency_ns`; read responses serialise on the target's egress and sender's ingress.
 //! - An access check happens when the op lands. A refused op completes with `AccessDenied` and
-//!   puts the sender's queue pair in error: later ops to that peer are `Flushed` until a
-//!   `reconnect`, which takes `reconnect_ns`.
+//!   puts the sender's queue pair in error: its later ops are `Flushed` until a `reconnect` of
+//!   the peer, which takes `reconnect_ns` and re-establishes both queue pairs.
 //! - Ops to a crashed process fail with `PeerUnreachable` after `unreachable_timeout_ns`.
 //!
 //! # Determinism
@@ -45,7 +47,7 @@ pub use profile::{
 };
 
 use crate::memory::Memory;
-use crate::nic::{Completion, Op, OpKind, Recv, Status};
+use crate::nic::{Completion, Op, OpKind, Qp, Recv, Status};
 use crate::process::{Process, ProcessId};
 use crate::region::{Access, LocalAddr, RegionId, RegionTable};
 use crate::rng::{mix64, Purpose, Rng};
@@ -251,9 +253,11 @@ struct Cpu {
     /// When the port's egress and ingress have sent / received everything issued so far.
     egress_free: Nanos,
     ingress_free: Nanos,
-    /// The same for single-packet ops alone (they interleave with larger ones).
-    egress_small: Nanos,
-    ingress_small: Nanos,
+    /// The same for single-packet ops alone (they interleave with larger ones), per service
+    /// level: index [`Qp::Data`] for the data queue pairs, [`Qp::Control`] for the control queue
+    /// pairs, whose higher service level lets them pass every queued data packet.
+    egress_small: [Nanos; Qp::COUNT],
+    ingress_small: [Nanos; Qp::COUNT],
 }
 
 #[derive(Debug)]
@@ -330,7 +334,7 @@ impl<P: Process<SimNic>> Sim<P> {
                 outbox: Vec::new(),
                 cq: VecDeque::new(),
                 rq: VecDeque::new(),
-                qps: vec![QueuePair::default(); n],
+                qps: vec![QueuePair::default(); n * Qp::COUNT],
             })
             .collect();
         let cpus = (0..n)
@@ -344,8 +348,8 @@ impl<P: Process<SimNic>> Sim<P> {
                 done: false,
                 egress_free: Nanos::ZERO,
                 ingress_free: Nanos::ZERO,
-                egress_small: Nanos::ZERO,
-                ingress_small: Nanos::ZERO,
+                egress_small: [Nanos::ZERO; Qp::COUNT],
+                ingress_small: [Nanos::ZERO; Qp::COUNT],
             })
             .collect();
         let sched_rng = Rng::derive(cfg.seed, Purpose::Scheduler, 0);
@@ -645,11 +649,16 @@ impl<P: Process<SimNic>> Sim<P> {
         match posted.op {
             Op::SetAccess { .. } => {}
             Op::Reconnect { .. } => {
-                let qp = &mut self.nics[s as usize].qps[d as usize];
-                qp.error = false;
-                qp.epoch = qp.epoch.wrapping_add(1);
-                let ready = posted.at.max(qp.ready_at) + Nanos(self.cfg.profile.nic.reconnect_ns);
-                qp.ready_at = ready;
+                // Both queue pairs to the peer are re-established.
+                let mut ready = Nanos::ZERO;
+                for k in qp_range(d) {
+                    let qp = &mut self.nics[s as usize].qps[k];
+                    qp.error = false;
+                    qp.epoch = qp.epoch.wrapping_add(1);
+                    qp.ready_at =
+                        posted.at.max(qp.ready_at) + Nanos(self.cfg.profile.nic.reconnect_ns);
+                    ready = ready.max(qp.ready_at);
+                }
                 let c = Completion {
                     wr: posted.wr,
                     kind: OpKind::Reconnect,
@@ -665,7 +674,8 @@ impl<P: Process<SimNic>> Sim<P> {
 
     fn issue_network(&mut self, s: u32, d: u32, posted: Posted) {
         self.stats.ops += 1;
-        let qp = self.nics[s as usize].qps[d as usize];
+        let k = qp_of(d, &posted.op);
+        let qp = self.nics[s as usize].qps[k];
         if qp.error {
             let c = failed(&posted, ProcessId(d), Status::Flushed);
             self.complete(s, posted.at, c);
@@ -688,13 +698,17 @@ impl<P: Process<SimNic>> Sim<P> {
         // queued ahead of it (the NIC schedules queue pairs per packet, the switch interleaves
         // senders per packet), so it waits at most one packet behind them, and only behind the
         // other single-packet ops in full; larger ops queue whole. Nothing overtakes an earlier
-        // op of its own queue pair.
+        // op of its own queue pair. Control queue pairs run at a higher service level (an IB SL
+        // mapped to its own virtual lane, a RoCE traffic class): their ops wait only for the
+        // packet on the wire and for other control ops, never behind data.
         let packet = self.wire.packet;
-        let small = wire <= packet;
+        let class = posted.op.qp().index();
+        let small = wire <= packet || posted.op.qp() == Qp::Control;
         let cpu = &mut self.cpus[s as usize];
         let start = if small {
-            let s0 = (t0 + cpu.egress_free.saturating_sub(t0).min(packet)).max(cpu.egress_small);
-            cpu.egress_small = s0 + gap;
+            let s0 =
+                (t0 + cpu.egress_free.saturating_sub(t0).min(packet)).max(cpu.egress_small[class]);
+            cpu.egress_small[class] = s0 + gap;
             s0
         } else {
             t0.max(cpu.egress_free)
@@ -711,16 +725,16 @@ impl<P: Process<SimNic>> Sim<P> {
         let occupy = wire.max(Nanos(1));
         let land = if small {
             let l = (arrive + cpu.ingress_free.saturating_sub(arrive).min(packet))
-                .max(cpu.ingress_small)
+                .max(cpu.ingress_small[class])
                 + occupy;
-            cpu.ingress_small = l;
+            cpu.ingress_small[class] = l;
             l
         } else {
             arrive.max(cpu.ingress_free) + occupy
         }
         .max(qp.last_land + Nanos(1));
         cpu.ingress_free = cpu.ingress_free.max(arrive) + occupy;
-        let q = &mut self.nics[s as usize].qps[d as usize];
+        let q = &mut self.nics[s as usize].qps[k];
         q.egress_end = start + gap;
         q.last_land = land;
         let land = self.delay_on_link(s, d, land);
@@ -743,7 +757,8 @@ impl<P: Process<SimNic>> Sim<P> {
             self.complete(s, t, c);
             return d;
         }
-        let qp = self.nics[s as usize].qps[d as usize];
+        let k = qp_of(d, &f.posted.op);
+        let qp = self.nics[s as usize].qps[k];
         if qp.error || qp.epoch != f.epoch {
             let c = failed(&f.posted, ProcessId(d), Status::Flushed);
             self.complete(s, ack, c);
@@ -760,7 +775,7 @@ impl<P: Process<SimNic>> Sim<P> {
             _ => (true, RegionId(0)),
         };
         if !allowed {
-            self.nics[s as usize].qps[d as usize].error = true;
+            self.nics[s as usize].qps[k].error = true;
             let c = failed(&f.posted, ProcessId(d), Status::AccessDenied);
             self.complete(s, ack, c);
             self.digest.fold(0xDE41 ^ region.0 as u64);
@@ -968,6 +983,16 @@ impl<P: Process<SimNic>> Sim<P> {
             }
         }
     }
+}
+
+/// The index in a NIC's `qps` of the queue pair to peer `d` that carries `op`.
+fn qp_of(d: u32, op: &Op) -> usize {
+    d as usize * Qp::COUNT + op.qp().index()
+}
+
+/// The indices in a NIC's `qps` of every queue pair to peer `d`.
+fn qp_range(d: u32) -> std::ops::Range<usize> {
+    d as usize * Qp::COUNT..(d as usize + 1) * Qp::COUNT
 }
 
 fn failed(posted: &Posted, peer: ProcessId, status: Status) -> Completion {

@@ -50,6 +50,7 @@ pub struct SimNic {
     pub(crate) outbox: Vec<Posted>,
     pub(crate) cq: VecDeque<Completion>,
     pub(crate) rq: VecDeque<Recv>,
+    /// Per peer, its [`crate::Qp::COUNT`] queue pairs, indexed `peer * COUNT + qp`.
     pub(crate) qps: Vec<QueuePair>,
 }
 

@@ -1,0 +1,111 @@
+//! Task 5's final timestamp, on a scripted NIC: the audit's scenario D4.
+//!
+//! Two groups, message `m` to both. Group 0's first leader proposes 10 for `m` in its round
+//! `R1`; the write reaches group 1 (whose members read it) but none of group 0's followers, and
+//! the leader crashes. Group 0's next leader never saw 10: in round `R2` it proposes a fresh 5,
+//! and a quorum of group 0 takes it. Group 1 chooses 3. The final timestamp of `m` is therefore
+//! max(5, 3) = 5 at every process that follows the paper's Task 5, which folds in only chosen
+//! (quorum-acknowledged) timestamps. A server that also folded in the superseded 10 would give
+//! `m` the final timestamp 10, while group 0's members, which never saw 10, give it 5: a message
+//! `m2` with final timestamp 7 would be delivered before `m` in group 1 and after it in group 0.
+//!
+//! The test drives one member of group 1 that read the superseded proposal, and checks that it
+//! delivers `m` before `m2`, as group 0's members do.
+
+use crate::layout::{ack_word, local, M, T};
+use crate::server::RamcastServer;
+use crate::stamp::Stamp;
+use crate::{Config, RamcastClient};
+use multicast::{Client, DestSet, GroupId, Membership, Server};
+use std::sync::Arc;
+use transport::recording::RecordingNic;
+use transport::{Nic, Op, Process, ProcessId};
+
+/// Applies the writes a client posted to process `to` as if they landed.
+fn land_writes(ops: Vec<(transport::WrId, Op)>, to: ProcessId, nic: &mut RecordingNic) {
+    for (_, op) in ops {
+        if let Op::Write { dst, data, .. } = op {
+            if dst.process == to {
+                let at = transport::LocalAddr::new(dst.region, dst.offset);
+                nic.write_local(at, &data.to_bytes()).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn a_superseded_proposal_never_raises_the_final_timestamp() {
+    let cfg = Arc::new(Config::new(2, 3, 2));
+    let both: DestSet = "0;1".parse().unwrap();
+    // Process 4: rank 1 of group 1, a follower.
+    let me = ProcessId(4);
+    let mut server = RamcastServer::new(cfg.clone(), GroupId(1), 1);
+    let mut specs = Vec::new();
+    for p in 0..cfg.servers() {
+        let g = GroupId((p / cfg.replicas) as u8);
+        specs.push(Process::<RecordingNic>::regions(&RamcastServer::new(
+            cfg.clone(),
+            g,
+            p % cfg.replicas,
+        )));
+    }
+    let mut clients: Vec<RamcastClient> = (0..cfg.clients)
+        .map(|i| RamcastClient::new(cfg.clone(), i))
+        .collect();
+    for c in &clients {
+        specs.push(Process::<RecordingNic>::regions(c));
+    }
+    let mut nic = RecordingNic::new(me, specs.clone(), 1);
+
+    // Client 0 multicasts m, client 1 multicasts m2, both to groups 0 and 1.
+    let mut ids = Vec::new();
+    for (i, c) in clients.iter_mut().enumerate() {
+        let mut cnic = RecordingNic::new(cfg.client(i), specs.clone(), 1);
+        ids.push(c.try_multicast(&mut cnic, both, b"x").unwrap());
+        land_writes(cnic.take_ops(), me, &mut nic);
+    }
+    server.poll(&mut nic);
+
+    let layout = server.layout.clone();
+    let r1 = server.rounds[0];
+    let g1_round = server.rounds[1];
+    let r2 = Stamp::new(r1.time() + 1, 1);
+    // Each client's first message uses sequence number 0 at every destination.
+    let seq = 0;
+    let propose = |nic: &mut RecordingNic,
+                   server: &RamcastServer,
+                   c: usize,
+                   g: u8,
+                   tmp: u64,
+                   rnd: Stamp,
+                   ranks: &[usize]| {
+        let t = server.t_bytes(seq, Stamp::new(tmp, 0), rnd);
+        nic.write_local(local(T, layout.t_entry(c, seq, GroupId(g))), &t)
+            .unwrap();
+        for &r in ranks {
+            let at = local(M, layout.ack(c, seq, GroupId(g), r));
+            nic.store_u64(at, ack_word(seq, rnd)).unwrap();
+        }
+    };
+
+    // Group 0's first leader proposes 10 for m in R1; group 1's leader forwards it here.
+    propose(&mut nic, &server, 0, 0, 10, r1, &[]);
+    server.poll(&mut nic);
+    // Group 0's next leader proposes 5 for m and 7 for m2 in R2; ranks 1 and 2 (a quorum)
+    // acknowledge. Group 1 chooses 3 for m and 6 for m2 with a quorum of its own.
+    propose(&mut nic, &server, 0, 0, 5, r2, &[1, 2]);
+    propose(&mut nic, &server, 1, 0, 7, r2, &[1, 2]);
+    propose(&mut nic, &server, 0, 1, 3, g1_round, &[0, 1, 2]);
+    propose(&mut nic, &server, 1, 1, 6, g1_round, &[0, 1, 2]);
+    for _ in 0..4 {
+        server.poll(&mut nic);
+    }
+    let order: Vec<_> = std::iter::from_fn(|| server.poll_delivery())
+        .map(|d| d.msg)
+        .collect();
+    // Final timestamps: m = max(5, 3) = 5, m2 = max(7, 6) = 7, as at group 0's members.
+    assert_eq!(
+        order, ids,
+        "delivered in another order than group 0 delivers"
+    );
+}
