@@ -6,7 +6,9 @@
 //! phase without new multicasts, then the five properties on the delivery log.
 
 use crate::experiment::Observed;
-use crate::sweep::{draw_faults, judge, kinds, Kinds, Outcome, SeedRun, CONVERGE};
+use crate::sweep::{
+    draw_evict, draw_faults, evict_is_short, judge, kinds, Kinds, Outcome, Phases, SeedRun,
+};
 use multicast::{DestPolicy, LoadSpec, Membership, Node, Tree};
 use std::sync::Arc;
 use tram::{Config, TramNode};
@@ -26,6 +28,8 @@ pub(crate) struct TramRun {
     pub(crate) fault_phase: Nanos,
     pub(crate) tie_break: TieBreak,
     pub(crate) faults: Vec<Fault>,
+    /// Fault, liveness and convergence phases.
+    pub(crate) phases: Phases,
 }
 
 /// A random rooted tree over `n` groups: each group but the first hangs under an earlier one,
@@ -69,7 +73,17 @@ impl TramRun {
         } else {
             TieBreak::Fifo
         };
-        let faults = draw_faults(seed, &cfg, cfg.timing.suspect, fault_phase, true);
+        // A correct member may wait a suspicion timeout, then a failover (Algorithms 3-5).
+        let stall = Nanos(cfg.timing.suspect.as_nanos() * 2);
+        cfg.timing.evict = draw_evict(seed, stall, cfg.timing.suspect);
+        let faults = draw_faults(
+            seed,
+            &cfg,
+            cfg.timing.suspect,
+            fault_phase,
+            evict_is_short(cfg.timing.evict),
+        );
+        let phases = Phases::of(fault_phase, &faults, cfg.timing.evict);
         TramRun {
             seed,
             cfg,
@@ -78,6 +92,7 @@ impl TramRun {
             fault_phase,
             tie_break,
             faults,
+            phases,
         }
     }
 
@@ -88,7 +103,7 @@ impl TramRun {
             tree: Some(Arc::new(self.cfg.tree.clone())),
             size: self.size,
             warmup_end: Nanos::ZERO,
-            stop_at: self.fault_phase,
+            stop_at: self.phases.load_end,
         };
         let mut sc = SimConfig::new(self.seed, profile.clone());
         sc.tie_break = self.tie_break;
@@ -107,7 +122,7 @@ impl SeedRun for TramRun {
 
     fn describe(&self) -> String {
         let mut s = format!(
-            "SEED={} tree={} replicas={} clients={} hm_slots={} log_slots={} slot_bytes={} dest={} size={} fault_phase={} tie_break={:?} faults={}",
+            "SEED={} tree={} replicas={} clients={} hm_slots={} log_slots={} slot_bytes={} dest={} size={} fault_phase={} evict={} load_end={} end={} tie_break={:?} faults={}",
             self.seed,
             self.cfg.tree,
             self.cfg.replicas,
@@ -118,6 +133,9 @@ impl SeedRun for TramRun {
             self.dest,
             self.size,
             self.fault_phase,
+            self.cfg.timing.evict,
+            self.phases.load_end,
+            self.phases.limit,
             self.tie_break,
             self.faults.len()
         );
@@ -132,7 +150,7 @@ impl SeedRun for TramRun {
     }
 
     fn check(&self, profile: &Profile, determinism: bool) -> Outcome {
-        let limit = Some(self.fault_phase.saturating_add(CONVERGE));
+        let limit = Some(self.phases.limit);
         let mut sim = self.build(profile);
         sim.run(limit);
         let mut out = Outcome {
@@ -164,6 +182,7 @@ impl SeedRun for TramRun {
             sim.processes(),
             |p| sim.crashed(p),
             &self.faults,
+            &self.phases,
             &self.cfg,
             &mut out,
         );
@@ -257,6 +276,7 @@ mod tests {
         cfg.hm_slots = hm_slots;
         cfg.log_slots = log_slots;
         cfg.slot_bytes = 256;
+        let phases = Phases::of(us(fault_phase), &faults, cfg.timing.evict);
         TramRun {
             seed,
             cfg,
@@ -265,6 +285,7 @@ mod tests {
             fault_phase: us(fault_phase),
             tie_break,
             faults,
+            phases,
         }
     }
 

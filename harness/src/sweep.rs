@@ -6,9 +6,83 @@ use transport::rng::{Purpose, Rng};
 use transport::runtime::sim::Fault;
 use transport::{Nanos, ProcessId};
 
-/// The convergence phase after the fault phase: no new multicasts, faults over, every correct
-/// process must catch up.
+/// The convergence phase after the liveness phase: no new multicasts, faults over, every
+/// correct process must catch up.
 pub(crate) const CONVERGE: Nanos = Nanos(60_000_000);
+
+/// How long clients keep multicasting after the last fault ended and the eviction time passed:
+/// the liveness phase, so ordering after failures is exercised, not only recovery.
+pub(crate) const LIVE: Nanos = Nanos(3_000_000);
+
+/// The phases of a checking run: faults until `last_fault` (when the last one stopped acting),
+/// multicasts until `load_end`, then convergence until `limit`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Phases {
+    pub(crate) last_fault: Nanos,
+    pub(crate) load_end: Nanos,
+    pub(crate) limit: Nanos,
+}
+
+impl Phases {
+    /// The phases of a run whose faults start within `fault_phase`, with eviction time `evict`.
+    pub(crate) fn of(fault_phase: Nanos, faults: &[Fault], evict: Nanos) -> Phases {
+        let last_fault = faults.iter().map(fault_end).max().unwrap_or(Nanos::ZERO);
+        let load_end = fault_phase
+            .max(last_fault)
+            .saturating_add(evict)
+            .saturating_add(LIVE);
+        Phases {
+            last_fault,
+            load_end,
+            limit: load_end.saturating_add(CONVERGE),
+        }
+    }
+}
+
+/// When a fault stops acting: a crash at once, a pause, slowdown, delay or revoke at its end.
+fn fault_end(f: &Fault) -> Nanos {
+    match *f {
+        Fault::Crash { at, .. } | Fault::CrashMidPost { at, .. } => at,
+        Fault::Pause { at, duration, .. }
+        | Fault::Slow { at, duration, .. }
+        | Fault::LinkDelay { at, duration, .. }
+        | Fault::Revoke { at, duration, .. } => at.saturating_add(duration),
+    }
+}
+
+/// The eviction time of a run (how long a blocked client or leader waits for a silent member
+/// before recycling without it), drawn from the seed. In a third of runs it is short: `stall`
+/// (the longest a correct member may go without delivering, as the protocol's failure
+/// detectors allow: a leader change, a suspected client's relay) plus one to three suspicion
+/// timeouts, so a crashed member stops blocking recycling about as soon as the failure
+/// detectors could act, and a paused one is evicted and halts. Otherwise 3 to 10 ms.
+pub(crate) fn draw_evict(seed: u64, stall: Nanos, suspect: Nanos) -> Nanos {
+    let mut rng = Rng::derive(seed, Purpose::Faults, 1);
+    if rng.chance(1.0 / 3.0) {
+        Nanos(stall.as_nanos() + suspect.as_nanos() + rng.below(suspect.as_nanos() * 2))
+    } else {
+        Nanos(EVICT_LONG.as_nanos() + rng.below(7_000_000))
+    }
+}
+
+/// The shortest of the long eviction times: above every pause and delay the schedule draws.
+const EVICT_LONG: Nanos = Nanos(3_000_000);
+
+/// Whether a run's eviction time is within reach of its pauses and delays (see [`draw_faults`]).
+pub(crate) fn evict_is_short(evict: Nanos) -> bool {
+    evict < EVICT_LONG
+}
+
+/// Whether the schedule makes server `p` unresponsive, so that it may fall behind, be excluded
+/// from recycling and halt: a pause or slowdown of its own, or a delayed link into it, or out
+/// of it to a client (its reports to that client arrive late).
+fn impairs(f: &Fault, p: ProcessId, m: &impl Membership) -> bool {
+    match *f {
+        Fault::Pause { process, .. } | Fault::Slow { process, .. } => process == p,
+        Fault::LinkDelay { from, to, .. } => to == p || (from == p && m.group_of(to).is_none()),
+        Fault::Crash { .. } | Fault::CrashMidPost { .. } | Fault::Revoke { .. } => false,
+    }
+}
 
 /// Kinds of fault a run contains, for the sweep's counts.
 #[derive(Clone, Copy, Debug, Default)]
@@ -26,7 +100,8 @@ pub(crate) struct Kinds {
     pub(crate) link_delay: bool,
 }
 
-/// The kinds of fault in `faults`; a pause longer than `suspect` is a false suspicion.
+/// The kinds of fault in `faults`; a pause of a group's initial leader longer than `suspect`
+/// is a false suspicion (a paused follower is suspected by nobody: it is a pause).
 pub(crate) fn kinds(faults: &[Fault], m: &impl Membership, suspect: Nanos) -> Kinds {
     let mut k = Kinds::default();
     let mut leader_crashes: Vec<(Nanos, GroupId)> = Vec::new();
@@ -47,7 +122,9 @@ pub(crate) fn kinds(faults: &[Fault], m: &impl Membership, suspect: Nanos) -> Ki
             }
             Fault::Pause {
                 process, duration, ..
-            } if duration > suspect && m.group_of(process).is_some() => k.false_suspicion = true,
+            } if duration > suspect && m.group_of(process).is_some() && m.rank_of(process) == 0 => {
+                k.false_suspicion = true
+            }
             Fault::Pause { .. } | Fault::Slow { .. } => k.slow = true,
             Fault::LinkDelay { .. } => k.link_delay = true,
             Fault::Revoke { .. } => {}
@@ -61,17 +138,22 @@ pub(crate) fn kinds(faults: &[Fault], m: &impl Membership, suspect: Nanos) -> Ki
 
 /// Draws the fault schedule: at most f crashes per group (the initial leader among the
 /// candidates), any number of client crashes but one, half of all crashes in the middle of
-/// posting (a partial multicast or proposal), pauses of servers long enough to be suspected
-/// (false suspicions), slow processes and delayed links, all within the fault phase. With
-/// `at_once`, some runs also crash the initial leaders of several groups at one instant, and
-/// some pause a group's initial leader while its group's messages to it are slowed down, so it
-/// resumes before it learns it was replaced and writes with a revoked permission.
+/// posting (a partial multicast or proposal reaching any subset), pauses of servers long
+/// enough to be suspected (false suspicions), slow processes and delayed links (half of them
+/// by up to three suspicion timeouts), all within the fault phase. Some runs also crash the
+/// initial leaders of several groups at one instant, and some pause a group's initial leader
+/// while its group's messages to it are slowed down, so it resumes before it learns it was
+/// replaced and writes with a revoked permission.
+///
+/// With `evict_short` (an eviction time within reach of the pauses and delays), a server the
+/// schedule makes unresponsive may halt, so it counts against its group's f like a crash: no
+/// group gets more than f crashed or impaired members.
 pub(crate) fn draw_faults(
     seed: u64,
     m: &impl Membership,
     suspect: Nanos,
     phase: Nanos,
-    at_once: bool,
+    evict_short: bool,
 ) -> Vec<Fault> {
     let mut rng = Rng::derive(seed, Purpose::Faults, 0);
     let h = phase.as_nanos();
@@ -79,7 +161,7 @@ pub(crate) fn draw_faults(
     // Groups whose initial leader crashes together with others', if this run has such an event.
     let mut together = 0u64;
     let mut together_at = Nanos::ZERO;
-    if at_once && m.group_count() > 1 && m.f() > 0 && rng.chance(0.4) {
+    if m.group_count() > 1 && m.f() > 0 && rng.chance(0.4) {
         let k = 2 + rng.below(m.group_count() as u64 - 1);
         while (together.count_ones() as u64) < k {
             together |= 1 << rng.below(m.group_count() as u64);
@@ -117,11 +199,46 @@ pub(crate) fn draw_faults(
             faults.push(crash(&mut rng, h, m.client(c)));
         }
     }
+    // Per group, the members that count against f: crashed, and (with a short eviction time)
+    // made unresponsive by the schedule.
+    let mut faulty: Vec<Vec<ProcessId>> = vec![Vec::new(); m.group_count()];
+    for f in &faults {
+        if let Fault::Crash { process, .. } | Fault::CrashMidPost { process, .. } = *f {
+            if let Some(g) = m.group_of(process) {
+                faulty[g.0 as usize].push(process);
+            }
+        }
+    }
+    // Whether `f` may join the schedule; if so, its impaired servers count from now on.
+    let mut admit = |f: &Fault| {
+        if !evict_short {
+            return true;
+        }
+        let mut add: Vec<ProcessId> = Vec::new();
+        for p in (0..m.servers() as u32).map(ProcessId) {
+            if impairs(f, p, m) && !faulty[m.group_of(p).expect("server").0 as usize].contains(&p) {
+                add.push(p);
+            }
+        }
+        let fits = (0..m.group_count()).all(|g| {
+            let new = add
+                .iter()
+                .filter(|&&p| m.group_of(p) == Some(GroupId(g as u8)))
+                .count();
+            faulty[g].len() + new <= m.f()
+        });
+        if fits {
+            for p in add {
+                faulty[m.group_of(p).expect("server").0 as usize].push(p);
+            }
+        }
+        fits
+    };
     let servers = m.servers() as u64;
     for _ in 0..rng.below(5) {
         let at = Nanos(rng.below(h));
         let p = ProcessId(rng.below(servers) as u32);
-        faults.push(match rng.below(3) {
+        let f = match rng.below(3) {
             // Longer than the suspicion timeout, shorter than eviction: a false suspicion.
             0 => Fault::Pause {
                 at,
@@ -139,23 +256,32 @@ pub(crate) fn draw_faults(
                 from: p,
                 to: ProcessId(rng.below(m.processes() as u64) as u32),
                 duration: Nanos(rng.below(h / 2) + 1),
-                delay: Nanos(rng.below(50_000)),
+                // Half of the delays reach several suspicion timeouts: a leader whose writes
+                // crawl is suspected while alive, and its late writes land after the change.
+                delay: Nanos(if rng.chance(0.5) {
+                    rng.below(50_000)
+                } else {
+                    rng.below(suspect.as_nanos() * 3)
+                }),
                 jitter: Nanos(rng.below(10_000)),
             },
-        });
+        };
+        if admit(&f) {
+            faults.push(f);
+        }
     }
-    if at_once && m.f() > 0 && rng.chance(0.3) {
+    if m.f() > 0 && rng.chance(0.3) {
         let g = GroupId(rng.below(m.group_count() as u64) as u8);
         let leader = m.server(g, 0);
         let at = Nanos(rng.below(h));
         let pause = Nanos(suspect.as_nanos() * 2 + rng.below(suspect.as_nanos() * 2));
-        faults.push(Fault::Pause {
+        let mut revoke_race = vec![Fault::Pause {
             at,
             process: leader,
             duration: pause,
-        });
+        }];
         for r in 1..m.replica_count() {
-            faults.push(Fault::LinkDelay {
+            revoke_race.push(Fault::LinkDelay {
                 at,
                 from: m.server(g, r),
                 to: leader,
@@ -163,6 +289,10 @@ pub(crate) fn draw_faults(
                 delay: pause,
                 jitter: Nanos(rng.below(10_000)),
             });
+        }
+        // Only the paused leader is impaired: admitting the pause admits the whole scenario.
+        if admit(&revoke_race[0]) {
+            faults.extend(revoke_race);
         }
     }
     faults.sort_by_key(|f| f.at());
@@ -189,6 +319,11 @@ pub(crate) struct Outcome {
     pub(crate) refused_writes: u64,
     /// Servers that stopped themselves (a halt is an outcome, judged by [`judge`]).
     pub(crate) halted: u64,
+    /// Completed multicasts started after the last fault stopped acting.
+    pub(crate) post_fault: u64,
+    /// Per fault of the schedule (in its order), completed multicasts started after it stopped
+    /// acting.
+    pub(crate) after_each: Vec<u64>,
     /// A protocol-specific event count (RamCast: messages relayed for suspected clients).
     pub(crate) extra: u64,
     pub(crate) divergence: Option<String>,
@@ -198,7 +333,7 @@ pub(crate) struct Outcome {
 }
 
 /// Counts over a sweep: how many runs had each fault kind and each protocol event.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Tally {
     pub(crate) events: u64,
     pub(crate) delivered: u64,
@@ -214,10 +349,23 @@ pub(crate) struct Tally {
     revoke_race: u64,
     halted_runs: u64,
     halted_servers: u64,
+    /// Per run, completed multicasts started after its last fault.
+    post_fault: Vec<u64>,
     pub(crate) extra: u64,
 }
 
 impl Tally {
+    /// The median over runs of the multicasts completed after the run's last fault, and the
+    /// smallest.
+    pub(crate) fn post_fault(&self) -> (u64, u64) {
+        let mut v = self.post_fault.clone();
+        v.sort_unstable();
+        (
+            v.get(v.len() / 2).copied().unwrap_or(0),
+            v.first().copied().unwrap_or(0),
+        )
+    }
+
     /// Adds one run.
     pub(crate) fn add(&mut self, k: Kinds, out: &Outcome) {
         let n = |b: bool| b as u64;
@@ -235,13 +383,14 @@ impl Tally {
         self.revoke_race += n(out.refused_writes > 0);
         self.halted_runs += n(out.halted > 0);
         self.halted_servers += out.halted;
+        self.post_fault.push(out.post_fault);
         self.extra += n(out.extra > 0);
     }
 
     /// The "runs with" line of a sweep's report; `extra` names the protocol-specific event.
     pub(crate) fn describe(&self, extra: Option<&str>) -> String {
         let mut s = format!(
-            "runs with: leader crash {} (in several groups at the same instant {}), follower crash {}, client crash {}, crash in the middle of posting (partial multicast or proposal) {}, false suspicion (server paused past the timeout) {}, pause/slow {}, link delay {}; leader change happened {}, deposed leader's write refused (revoke race) {}, server halted {} ({} halts)",
+            "runs with: leader crash {} (in several groups at the same instant {}), follower crash {}, client crash {}, crash in the middle of posting (partial multicast or proposal) {}, false suspicion (initial leader paused past the timeout) {}, pause/slow {}, link delay {}; leader change happened {}, deposed leader's write refused (revoke race) {}, server halted {} ({} halts)",
             self.leader_crash,
             self.leaders_at_once,
             self.follower_crash,
@@ -258,20 +407,26 @@ impl Tally {
         if let Some(label) = extra {
             s.push_str(&format!(", {label} {}", self.extra));
         }
+        let (median, least) = self.post_fault();
+        s.push_str(&format!(
+            "; multicasts ordered after the last fault: median {median} per run (least {least})"
+        ));
         s
     }
 }
 
-/// The shared verdict of a multicast run: halts judged, then the delivery log against the five
-/// properties. `nodes` are the run's processes (node `i` is process `i`), `crashed` says who
-/// crashed, `faults` is the schedule.
+/// The shared verdict of a multicast run: halts judged, progress after the faults judged, then
+/// the delivery log against the five properties. `nodes` are the run's processes (node `i` is
+/// process `i`), `crashed` says who crashed, `faults` is the schedule.
 pub(crate) fn judge<S: Server, C>(
     nodes: &[Node<S, C>],
     crashed: impl Fn(ProcessId) -> bool,
     faults: &[Fault],
+    phases: &Phases,
     m: &impl Membership,
     out: &mut Outcome,
 ) {
+    judge_progress(nodes, &crashed, faults, phases, out);
     let halted: Vec<ProcessId> = nodes
         .iter()
         .enumerate()
@@ -289,9 +444,42 @@ pub(crate) fn judge<S: Server, C>(
     out.log = Some(log);
 }
 
+/// Liveness after failures: every correct client keeps multicasting through the liveness phase,
+/// and must complete at least one multicast it started after the last fault stopped acting
+/// (validity then requires every correct destination to deliver each of them). Counts, per
+/// fault, the completed multicasts started after it.
+fn judge_progress<S, C>(
+    nodes: &[Node<S, C>],
+    crashed: &impl Fn(ProcessId) -> bool,
+    faults: &[Fault],
+    phases: &Phases,
+    out: &mut Outcome,
+) {
+    let ends: Vec<Nanos> = faults.iter().map(fault_end).collect();
+    out.after_each = vec![0; faults.len()];
+    for n in nodes {
+        let Node::Client(c) = n else { continue };
+        let done = c.completions.as_deref().unwrap_or_default();
+        for (k, &end) in ends.iter().enumerate() {
+            out.after_each[k] += done.iter().filter(|d| d.sent_at >= end).count() as u64;
+        }
+        let after = done
+            .iter()
+            .filter(|d| d.sent_at >= phases.last_fault)
+            .count() as u64;
+        out.post_fault += after;
+        if after == 0 && !crashed(c.id) && c.error.is_none() {
+            out.violations.push(format!(
+                "liveness after faults: correct client {} completed no multicast started after the last fault ended at {} (it multicast until {})",
+                c.id, phases.last_fault, phases.load_end
+            ));
+        }
+    }
+}
+
 /// Halts are outcomes, not crashes. A server halts when it was excluded while unresponsive and
-/// finds its buffers recycled; only the schedule can make a correct server unresponsive (a
-/// pause, a slowdown, a delayed link of its own), so a halt without one is a failure. And a
+/// finds its buffers recycled; only the schedule can make a correct server unresponsive (see
+/// `impairs`), so a halt without such a fault is a failure. And a
 /// group tolerates f faulty members: crashed and halted together must not exceed f.
 pub(crate) fn judge_halts(
     halted: &[ProcessId],
@@ -299,14 +487,9 @@ pub(crate) fn judge_halts(
     faults: &[Fault],
     m: &impl Membership,
 ) -> Vec<String> {
-    let impairs = |f: &Fault, p: ProcessId| match *f {
-        Fault::Pause { process, .. } | Fault::Slow { process, .. } => process == p,
-        Fault::LinkDelay { from, to, .. } => from == p || to == p,
-        Fault::Crash { .. } | Fault::CrashMidPost { .. } | Fault::Revoke { .. } => false,
-    };
     let mut violations = Vec::new();
     for &p in halted {
-        if !faults.iter().any(|f| impairs(f, p)) {
+        if !faults.iter().any(|f| impairs(f, p, m)) {
             violations.push(format!(
                 "{p} halted, yet the schedule never paused, slowed or delayed it: a correct server stopped"
             ));
@@ -324,7 +507,14 @@ pub(crate) fn judge_halts(
                 out.len(),
                 m.replica_count(),
                 out.iter()
-                    .map(|p| format!("{p}{}", if crashed(*p) { " crashed" } else { " halted" }))
+                    .map(|p| format!(
+                        "{p}{}",
+                        if halted.contains(p) {
+                            " halted"
+                        } else {
+                            " crashed"
+                        }
+                    ))
                     .collect::<Vec<_>>()
                     .join(", "),
                 m.f()

@@ -77,7 +77,7 @@ pub trait Server {
     fn poll_delivery(&mut self) -> Option<Delivery>;
     /// True if the server stopped itself because it can no longer take part correctly (for
     /// example it was excluded while unresponsive and its buffers were recycled); it counts as
-    /// faulty in the run's log.
+    /// faulty in the run's log, and the runtime treats it as crashed ([`Process::stopped`]).
     fn halted(&self) -> bool {
         false
     }
@@ -129,6 +129,10 @@ impl<N: Nic, S: Server + Process<N>> Process<N> for ServerNode<S> {
         self.server.regions()
     }
 
+    fn stopped(&self) -> bool {
+        self.server.halted()
+    }
+
     fn poll(&mut self, nic: &mut N) -> Progress {
         let progress = self.server.poll(nic);
         while let Some(d) = self.server.poll_delivery() {
@@ -173,6 +177,13 @@ impl<N: Nic, S: Server + Process<N>, C: Client<N>> Process<N> for Node<S, C> {
         match self {
             Node::Server(_) => false,
             Node::Client(c) => Process::<N>::done(c),
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        match self {
+            Node::Server(s) => Process::<N>::stopped(s),
+            Node::Client(_) => false,
         }
     }
 }

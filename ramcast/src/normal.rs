@@ -89,6 +89,15 @@ impl RamcastServer {
             }
         };
         self.scratch = buf;
+        // The entry overwrote a message this server has not delivered yet: the client recycled
+        // the slot without it (it was excluded while silent).
+        let held = &self.buffers[c as usize].slots[(s % self.cfg.slots as u64) as usize];
+        if matches!(landed, Landed::Entry(_))
+            && held.seq < s
+            && matches!(held.stat, Stat::Mcast | Stat::Ordered)
+        {
+            return Landed::Lapped;
+        }
         landed
     }
 

@@ -90,6 +90,14 @@ pub trait Process<N: Nic> {
     fn done(&self) -> bool {
         false
     }
+
+    /// True once the process stopped itself for good (a replica that can no longer take part
+    /// correctly halts). The runtime then treats it as crashed, as a real process that exits:
+    /// it is never polled again, peers' ops to it fail as to a crashed process, and what it had
+    /// in flight is lost the way a crash loses it.
+    fn stopped(&self) -> bool {
+        false
+    }
 }
 
 impl<N: Nic, P: Process<N> + ?Sized> Process<N> for Box<P> {
@@ -103,5 +111,9 @@ impl<N: Nic, P: Process<N> + ?Sized> Process<N> for Box<P> {
 
     fn done(&self) -> bool {
         (**self).done()
+    }
+
+    fn stopped(&self) -> bool {
+        (**self).stopped()
     }
 }

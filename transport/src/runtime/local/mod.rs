@@ -527,6 +527,10 @@ fn thread_main<P: Process<LocalNic>>(
             if !crashed {
                 ps.pending.store(false, Ordering::Relaxed);
                 let progress = process.poll(nic);
+                if process.stopped() {
+                    // It exits: peers see it as crashed from now on.
+                    ps.crashed.store(true, Ordering::SeqCst);
+                }
                 worked |= progress.did_work;
                 wake_at = match (wake_at, progress.wake_at) {
                     (Some(a), Some(b)) => Some(a.min(b)),

@@ -10,17 +10,20 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq)]
 pub enum Fault {
     /// The process stops for good at `at`: it is never polled again, ops to it fail with
-    /// `PeerUnreachable`.
+    /// `PeerUnreachable`, and of the ops it had posted that are still in flight, each of its
+    /// queue pairs delivers a prefix (its length drawn from the seed, possibly empty) and loses
+    /// the rest, as a NIC whose host died mid-transmission.
     Crash {
         /// When.
         at: Nanos,
         /// Who.
         process: ProcessId,
     },
-    /// The process crashes while posting: in its first poll at or after `at` that posts ops, only
-    /// a prefix of those ops (its length drawn from the seed, possibly empty) reaches the NIC,
-    /// then the process stops for good, as [`Fault::Crash`]. A client crashing in the middle of
-    /// a multicast leaves its message at some destinations only.
+    /// The process crashes while posting: right after its first poll at or after `at` that
+    /// posts ops, it stops as [`Fault::Crash`], so of those ops each queue pair delivers a
+    /// prefix and loses the rest. A client crashing in the middle of a multicast leaves its
+    /// message at any subset of its destinations; a leader crashing mid-proposal, its proposal
+    /// at any subset of its followers and the other groups' leaders.
     CrashMidPost {
         /// From when.
         at: Nanos,

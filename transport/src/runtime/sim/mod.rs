@@ -55,7 +55,7 @@ use crate::time::Nanos;
 use nic::{Posted, QueuePair};
 use profile::WireCosts;
 use queue::EventQueue;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
@@ -238,6 +238,8 @@ struct InFlight {
     src: u32,
     posted: Posted,
     epoch: u32,
+    /// Lost with its sender's crash before it left the NIC: it never lands.
+    lost: bool,
 }
 
 #[derive(Debug)]
@@ -590,14 +592,10 @@ impl<P: Process<SimNic>> Sim<P> {
             self.not_done -= 1;
         }
         let mut outbox = std::mem::take(&mut self.nics[i].outbox);
-        let crash_now = self.cpus[i].crash_on_post && !outbox.is_empty();
-        if crash_now {
-            // Only a prefix of this poll's posts reaches the NIC before the crash.
-            let keep =
-                mix64(self.cfg.seed ^ (p as u64) << 40 ^ self.now.as_nanos()) % outbox.len() as u64;
-            outbox.truncate(keep as usize);
-            self.digest.fold(0xC4A5 ^ keep);
-        }
+        // The crash follows this poll's posts: the crash drops what its NIC had not sent. A
+        // process that stopped itself exits the same way.
+        let crash_now =
+            (self.cpus[i].crash_on_post && !outbox.is_empty()) || self.processes[i].stopped();
         for posted in outbox.drain(..) {
             self.issue(p, posted);
         }
@@ -742,6 +740,7 @@ impl<P: Process<SimNic>> Sim<P> {
             src: s,
             posted,
             epoch: qp.epoch,
+            lost: false,
         });
         self.schedule(land, Event::Land { slot });
     }
@@ -749,6 +748,10 @@ impl<P: Process<SimNic>> Sim<P> {
     fn land(&mut self, slot: u32) -> u32 {
         let f = self.take(slot);
         let (s, d) = (f.src, f.posted.op.peer().0);
+        if f.lost {
+            // Its sender crashed first; nobody is left to see a completion.
+            return d;
+        }
         let now = self.now;
         let ack = now + Nanos(self.cfg.profile.nic.write_latency_ns);
         if self.cpus[d as usize].crashed {
@@ -880,11 +883,41 @@ impl<P: Process<SimNic>> Sim<P> {
 
     fn crash(&mut self, p: usize) {
         let cpu = &mut self.cpus[p];
-        if !cpu.crashed {
-            cpu.crashed = true;
-            if !cpu.done {
-                cpu.done = true;
-                self.not_done -= 1;
+        if cpu.crashed {
+            return;
+        }
+        cpu.crashed = true;
+        if !cpu.done {
+            cpu.done = true;
+            self.not_done -= 1;
+        }
+        self.lose_in_flight(p as u32);
+    }
+
+    /// A crashed process's NIC stops mid-transmission: each of its queue pairs still delivers a
+    /// prefix of its in-flight ops (RC order holds within a queue pair), of a length drawn from
+    /// the seed; the rest is lost. Across queue pairs nothing is ordered, so a multicast or a
+    /// proposal cut short reaches any subset of its destinations.
+    fn lose_in_flight(&mut self, p: u32) {
+        let mut per_qp: BTreeMap<usize, Vec<(u64, u32)>> = BTreeMap::new();
+        for (slot, f) in self.inflight.iter().enumerate() {
+            if let Some(f) = f.as_ref().filter(|f| f.src == p) {
+                let k = qp_of(f.posted.op.peer().0, &f.posted.op);
+                per_qp
+                    .entry(k)
+                    .or_default()
+                    .push((f.posted.wr.0, slot as u32));
+            }
+        }
+        for (k, mut ops) in per_qp {
+            ops.sort_unstable();
+            let draw = mix64(self.cfg.seed ^ (p as u64) << 40 ^ (k as u64) << 8 ^ self.now.0);
+            let keep = (draw % (ops.len() as u64 + 1)) as usize;
+            self.digest.fold(0xC4A5 ^ (k as u64) << 16 ^ keep as u64);
+            for &(_, slot) in &ops[keep..] {
+                if let Some(f) = self.inflight[slot as usize].as_mut() {
+                    f.lost = true;
+                }
             }
         }
     }
