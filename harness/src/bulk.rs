@@ -2,7 +2,8 @@
 //! (section 5). Every group's root submits its messages at time zero; a message's latency is
 //! the time from submission until every receiver has had the completion upcall, and its
 //! bandwidth is the message size over that latency, whatever the number of receivers. The
-//! delivery skew is the time between the first and the last receiver's completion.
+//! delivery skew is the time between the first and the last receiver holding the whole message
+//! (its last block landing), not between their upcalls: a relay's upcall waits for its own sends.
 //!
 //! Every member checks each message it receives against what the root sent: a synthetic
 //! payload regenerated from its seed (on the simulator the content travels as that descriptor,
@@ -56,6 +57,9 @@ pub(crate) struct Transfer {
     /// From submission until the first and the last receiver completed.
     pub(crate) first: Nanos,
     pub(crate) last: Nanos,
+    /// From submission until the first and the last receiver held the whole message.
+    pub(crate) first_whole: Nanos,
+    pub(crate) last_whole: Nanos,
 }
 
 impl Transfer {
@@ -64,9 +68,9 @@ impl Transfer {
         size as f64 * 8.0 / self.last.as_nanos().max(1) as f64
     }
 
-    /// First to last receiver.
+    /// First to last receiver holding the whole message.
     pub(crate) fn skew(&self) -> Nanos {
-        self.last.saturating_sub(self.first)
+        self.last_whole.saturating_sub(self.first_whole)
     }
 }
 
@@ -76,10 +80,11 @@ pub(crate) struct MemberTime {
     pub(crate) process: ProcessId,
     pub(crate) group: u32,
     pub(crate) msg: u64,
-    /// When the member started on it (see [`rdmc::Event::Completed`]).
-    pub(crate) started: Nanos,
-    /// Of the time since then, waiting before its sends could go.
+    /// Of the time since it started on the message, waiting before its sends could go.
     pub(crate) waiting: Nanos,
+    /// When its first block landed, and its last (see [`rdmc::Event::Completed`]).
+    pub(crate) first_block: Nanos,
+    pub(crate) last_block: Nanos,
     /// When it completed there.
     pub(crate) at: Nanos,
 }
@@ -401,11 +406,14 @@ impl BulkSpec {
             failures += m.failed.len();
             times.extend(m.done.iter().copied());
         }
-        let mut by_msg: BTreeMap<(u32, u64), Vec<Nanos>> = BTreeMap::new();
+        let mut by_msg: BTreeMap<(u32, u64), Vec<(Nanos, Nanos)>> = BTreeMap::new();
         for t in &times {
             // The root's own completion says it has sent, not that anyone received.
             if t.process.0 != t.group {
-                by_msg.entry((t.group, t.msg)).or_default().push(t.at);
+                by_msg
+                    .entry((t.group, t.msg))
+                    .or_default()
+                    .push((t.at, t.last_block));
             }
         }
         let receivers = self.nodes - 1;
@@ -415,13 +423,22 @@ impl BulkSpec {
             for m in 0..self.messages as u64 {
                 let ats = by_msg.remove(&(g, m)).unwrap_or_default();
                 missing += receivers - ats.len();
-                if let (Some(first), Some(last)) = (ats.iter().min(), ats.iter().max()) {
+                let upcall = ats.iter().map(|a| a.0);
+                let whole = ats.iter().map(|a| a.1);
+                if let (Some(first), Some(last), Some(first_whole), Some(last_whole)) = (
+                    upcall.clone().min(),
+                    upcall.max(),
+                    whole.clone().min(),
+                    whole.max(),
+                ) {
                     transfers.push(Transfer {
                         group: g,
                         msg: m,
                         receivers: ats.len(),
-                        first: *first,
-                        last: *last,
+                        first,
+                        last,
+                        first_whole,
+                        last_whole,
                     });
                 }
             }
@@ -503,8 +520,8 @@ impl Member {
         msg: u64,
         data: &Data,
         at: Nanos,
-        started: Nanos,
         waiting: Nanos,
+        blocks: (Nanos, Nanos),
     ) {
         if self.failed.iter().any(|f| f.0 == group) {
             self.after_failure += 1;
@@ -523,8 +540,9 @@ impl Member {
             process: self.me,
             group,
             msg,
-            started,
             waiting,
+            first_block: blocks.0,
+            last_block: blocks.1,
             at,
         });
     }
@@ -545,9 +563,11 @@ impl<N: Nic> Process<N> for Member {
                     msg,
                     data,
                     at,
-                    started,
                     waiting,
-                } => self.record(group, msg, &data, at, started, waiting),
+                    first_block,
+                    last_block,
+                    ..
+                } => self.record(group, msg, &data, at, waiting, (first_block, last_block)),
                 Event::Failed { group, member } => self.failed.push((group, member)),
             }
         }

@@ -377,6 +377,34 @@ mod tests {
         }
     }
 
+    /// Seed 773 of the first 3,000-seed liveness-phase sweep (single group of 5, eviction 3.2
+    /// ms), derived as that sweep derived it.
+    ///
+    /// postmortem: the leader crashed; its successor could order nothing for 3.2 ms (it waited
+    /// for the crashed leader's report to recycle a log slot, as designed), during which the
+    /// up-to-date followers had nothing to deliver, so their reports did not move either. When
+    /// ordering resumed, the first slot to recycle found p2 (paused for 1.5 ms, well under the
+    /// eviction time) silent "for" 3.2 ms and evicted it at once; p2 halted, and with two
+    /// crashes the group lost its quorum: no multicast completed after the faults. Fixed: a
+    /// member is evicted only after the leader has waited `evict` for it on that slot.
+    #[test]
+    fn an_up_to_date_follower_is_not_evicted_for_having_had_nothing_to_deliver() {
+        let run = TramRun::derive(773);
+        assert_eq!(
+            run.cfg.timing.evict,
+            Nanos(3_201_746),
+            "the derivation drifted"
+        );
+        let out = run.check(&Profile::load("r320-cx3").unwrap(), false);
+        assert!(
+            out.violations.is_empty(),
+            "{}\n{:?}",
+            run.describe(),
+            out.violations
+        );
+        assert_eq!(out.halted, 0);
+    }
+
     /// CI's sweep: 50 seeds with faults, 0 violations (the long sweep is `harness check`).
     /// `TRAM_SEEDS=N` runs a longer sweep.
     #[test]

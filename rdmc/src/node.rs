@@ -122,6 +122,11 @@ pub enum Event {
         /// Of the time since `started`, how long this member's steps waited before their send
         /// could go (for the target's `ready_for_block` or for the block itself to arrive).
         waiting: Nanos,
+        /// When this member saw its first block land (the root: `started`, it has them all).
+        first_block: Nanos,
+        /// When it saw its last missing block land: it held the whole message from then on.
+        /// The upcall (`at`) can be later: a relay completes once its own sends are done too.
+        last_block: Nanos,
     },
     /// A member failed; the group is broken and transfers in it stopped.
     Failed {
@@ -160,9 +165,23 @@ struct Current {
     started: Nanos,
     /// Time its steps waited before posting their send.
     waiting: Nanos,
+    /// When the first block landed here, and when the last missing one did.
+    first_block: Option<Nanos>,
+    last_block: Option<Nanos>,
     /// Since when the member is in the current step.
     since: Nanos,
     probed: Nanos,
+}
+
+impl Current {
+    /// A block landed at `at` (blocks are marked in `have` first): the first landing, and the
+    /// landing that completed the message.
+    fn landed(&mut self, at: Nanos) {
+        self.first_block = Some(self.first_block.map_or(at, |t| t.min(at)));
+        if self.last_block.is_none() && self.have.iter().all(|h| *h) {
+            self.last_block = Some(at);
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -185,8 +204,9 @@ struct Group {
     ready: BTreeSet<(u64, u64, usize)>,
     /// Sizes announced for messages not started yet.
     sizes: BTreeMap<u64, u64>,
-    /// Blocks that arrived for the message to come (its first block may race its start).
-    early: Vec<(u64, usize)>,
+    /// Blocks that arrived for the message to come (its first block may race its start), with
+    /// when.
+    early: Vec<(u64, usize, Nanos)>,
     /// Whether `Ready(FIRST)` went out for `next_msg`.
     asked_first: bool,
     /// Waiting for the next message: since when, when the first relay was last probed, and
@@ -407,7 +427,7 @@ impl RdmcNode {
         }
     }
 
-    fn on_block(&mut self, region: RegionId, block: usize) {
+    fn on_block(&mut self, region: RegionId, block: usize, now: Nanos) {
         let Some(g) = self.groups.iter_mut().find(|g| g.region == region) else {
             return;
         };
@@ -417,8 +437,9 @@ impl RdmcNode {
                     *h = true;
                 }
                 *c.arrived.entry(block).or_insert(0) += 1;
+                c.landed(now);
             }
-            None => g.early.push((g.next_msg, block)),
+            None => g.early.push((g.next_msg, block, now)),
         }
     }
 
@@ -445,7 +466,9 @@ impl RdmcNode {
                         self.on_ctl(nic, from, c);
                     }
                 }
-                Recv::Immediate { imm, at, .. } => self.on_block(at.region, imm as usize),
+                Recv::Immediate { imm, at, .. } => {
+                    self.on_block(at.region, imm as usize, nic.now())
+                }
             }
         }
         worked
@@ -489,10 +512,12 @@ impl RdmcNode {
         let steps = g.cfg.steps(k, g.me);
         let mut have = vec![g.me == 0; k];
         let mut arrived = BTreeMap::new();
-        for (m, b) in g.early.drain(..) {
+        let mut early_at = Vec::new();
+        for (m, b, at) in g.early.drain(..) {
             if m == msg && b < k {
                 have[b] = true;
                 *arrived.entry(b).or_insert(0) += 1;
+                early_at.push(at);
             }
         }
         let now = nic.now();
@@ -519,9 +544,20 @@ impl RdmcNode {
             received_any: false,
             started: now,
             waiting: Nanos::ZERO,
+            first_block: None,
+            last_block: None,
             since: now,
             probed: now,
         });
+        let c = g.cur.as_mut().expect("just set");
+        if g.me == 0 {
+            c.landed(now);
+        } else if let (Some(&lo), Some(&hi)) = (early_at.iter().min(), early_at.iter().max()) {
+            c.first_block = Some(lo);
+            if c.have.iter().all(|h| *h) {
+                c.last_block = Some(hi);
+            }
+        }
         true
     }
 
@@ -685,6 +721,8 @@ impl RdmcNode {
             at: now,
             started: c.started,
             waiting: c.waiting,
+            first_block: c.first_block.expect("every block landed"),
+            last_block: c.last_block.expect("every block landed"),
         });
         true
     }

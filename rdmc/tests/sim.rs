@@ -286,3 +286,47 @@ fn synthetic_messages_arrive_as_the_root_sent_them() {
         }
     }
 }
+
+/// Landing times are measured apart from the upcall: in a chain of 6 with 8 blocks, member `i`
+/// holds the whole message one block time after member `i - 1`, while every relay's upcall
+/// waits for its own last send; a member's first block lands no later than its last, and its
+/// upcall comes no earlier.
+#[test]
+fn first_and_last_block_landings_are_reported_apart_from_the_upcall() {
+    let block = 1 << 20;
+    let (events, _) = run_synthetic(Algorithm::Chain, 6, block, 8 * block);
+    let times: Vec<(Nanos, Nanos, Nanos)> = events
+        .iter()
+        .map(|ev| {
+            ev.iter()
+                .find_map(|e| match e {
+                    Event::Completed {
+                        at,
+                        first_block,
+                        last_block,
+                        ..
+                    } => Some((*first_block, *last_block, *at)),
+                    _ => None,
+                })
+                .expect("every member completes")
+        })
+        .collect();
+    for &(first, last, at) in &times {
+        assert!(first <= last && last <= at, "{times:?}");
+    }
+    let whole: Vec<u64> = times[1..].iter().map(|t| t.1.as_nanos()).collect();
+    let steps: Vec<u64> = whole.windows(2).map(|w| w[1] - w[0]).collect();
+    // One block time apart (within the per-op costs), every hop.
+    let one = steps[0];
+    assert!(one > 0, "{whole:?}");
+    for s in &steps {
+        assert!(s.abs_diff(one) * 20 < one, "hops differ: {steps:?}");
+    }
+    // A relay (members 1..4) completes after sending its last block on: later than it held it.
+    for (i, t) in times.iter().enumerate().take(5).skip(1) {
+        assert!(
+            t.2 > t.1,
+            "relay {i} completed when its last block landed: {times:?}"
+        );
+    }
+}

@@ -57,6 +57,8 @@ pub(crate) struct Lead {
     next: Vec<u64>,
     /// Per rank: the `STD` it last reported, and since when unchanged.
     progress: Vec<(u64, Nanos)>,
+    /// The log index the leader first found it could not reuse yet, and since when.
+    reuse_wait: Option<(u64, Nanos)>,
     /// Per rank: no longer waited for when recycling log slots.
     evicted: Vec<bool>,
     pub(crate) pending: Option<Pending>,
@@ -89,6 +91,7 @@ impl Lead {
             progress: (0..n).map(|r| (reported(r), now)).collect(),
             granted,
             evicted: vec![false; n],
+            reuse_wait: None,
             dropped: vec![false; n],
             pending: None,
             commit_sent: vec![0; n],
@@ -204,8 +207,10 @@ impl TramServer {
     }
 
     /// Whether log index `i` may be written (its slot's previous entry is no longer needed);
-    /// evicts members that have not moved for `timing.evict`. The second value is when to look
-    /// again.
+    /// evicts members that have not delivered that entry and whose report has not moved for
+    /// `timing.evict` while the leader waited for it. A member that had nothing to deliver
+    /// before the leader started waiting is not evicted for its silence until then. The second
+    /// value is when to look again.
     fn can_reuse<N: Nic>(&mut self, nic: &N, i: u64, now: Nanos) -> (bool, Option<Nanos>) {
         let slots = self.layout.log_slots();
         if i < slots {
@@ -215,11 +220,18 @@ impl TramServer {
         let evict = self.cfg.timing.evict;
         let rank = self.rank;
         let l = self.lead_mut();
+        let since = match l.reuse_wait {
+            Some((j, t)) if j == i => t,
+            _ => {
+                l.reuse_wait = Some((i, now));
+                now
+            }
+        };
         for r in 0..l.progress.len() {
             if r == rank || l.evicted[r] || l.progress[r].0 > old {
                 continue;
             }
-            let deadline = l.progress[r].1.saturating_add(evict);
+            let deadline = l.progress[r].1.max(since).saturating_add(evict);
             if now >= deadline {
                 l.evicted[r] = true;
                 continue;
