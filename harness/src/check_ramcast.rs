@@ -63,7 +63,7 @@ impl RamcastRun {
             fault_phase,
             evict_is_short(cfg.timing.evict),
         );
-        let phases = Phases::of(fault_phase, &faults, cfg.timing.evict);
+        let phases = Phases::of(fault_phase, &faults, cfg.timing.evict, 1);
         RamcastRun {
             seed,
             cfg,
@@ -206,7 +206,7 @@ mod tests {
         let mut cfg = Config::new(groups, replicas, clients);
         cfg.slots = slots;
         cfg.slot_bytes = 256;
-        let phases = Phases::of(fault_phase, &faults, cfg.timing.evict);
+        let phases = Phases::of(fault_phase, &faults, cfg.timing.evict, 1);
         RamcastRun {
             seed,
             cfg,
@@ -435,7 +435,7 @@ mod tests {
     fn a_halted_member_no_longer_makes_leaders_churn_into_an_order_violation() {
         let mut run = RamcastRun::derive(128);
         run.cfg.timing.evict = Nanos(863_207);
-        run.phases = Phases::of(run.fault_phase, &run.faults, run.cfg.timing.evict);
+        run.phases = Phases::of(run.fault_phase, &run.faults, run.cfg.timing.evict, 1);
         let out = check_seed(&run, &Profile::load("r320-cx3").unwrap(), false);
         let safety: Vec<&String> = out
             .violations
@@ -444,6 +444,30 @@ mod tests {
             .collect();
         assert!(safety.is_empty(), "{}\n{safety:?}", run.describe());
         assert!(out.halted > 0, "the scenario needs the halt");
+    }
+
+    /// Seed 358 of the first 3,000-seed liveness-phase sweep, derived as that sweep derived it.
+    ///
+    /// postmortem: a client whose multicast was refused for lack of slots (a crashed member's
+    /// LDM held one back) started the eviction clock in that refusal, after its `poll` had
+    /// computed its wake-up time; nothing else was due to it, so it was never polled again and
+    /// multicast nothing for the rest of the run. Fixed: `Client::deadline`, which the closed
+    /// loop asks after a refused multicast.
+    #[test]
+    fn a_refused_multicast_wakes_its_client_when_the_eviction_is_due() {
+        let run = RamcastRun::derive(358);
+        assert_eq!(
+            run.cfg.timing.evict,
+            Nanos(1_670_310),
+            "the derivation drifted"
+        );
+        let out = check_seed(&run, &Profile::load("r320-cx3").unwrap(), false);
+        assert!(
+            out.violations.is_empty(),
+            "{}\n{:?}",
+            run.describe(),
+            out.violations
+        );
     }
 
     /// CI's sweep: 50 seeds with faults, 0 violations (the long sweep is `harness check`).

@@ -9,7 +9,7 @@ use crate::experiment::Observed;
 use crate::sweep::{
     draw_evict, draw_faults, evict_is_short, judge, kinds, Kinds, Outcome, Phases, SeedRun,
 };
-use multicast::{DestPolicy, LoadSpec, Membership, Node, Tree};
+use multicast::{DestPolicy, GroupId, LoadSpec, Membership, Node, Tree};
 use std::sync::Arc;
 use tram::{Config, TramNode};
 use transport::rng::{Purpose, Rng};
@@ -34,6 +34,26 @@ pub(crate) struct TramRun {
 
 /// A random rooted tree over `n` groups: each group but the first hangs under an earlier one,
 /// then the groups are relabelled at random so any group may be the root.
+/// How many evictions in a row a message may wait out after the last fault: one per group on
+/// the longest root-to-leaf path (each leader on it may still wait for a crashed member when
+/// the message reaches it), and one more for a leader replaced meanwhile, whose successor
+/// starts its eviction clocks afresh.
+fn stages(tree: &Tree) -> u64 {
+    let depth = |mut g: GroupId| {
+        let mut d = 1;
+        while let Some(p) = tree.parent(g) {
+            d += 1;
+            g = p;
+        }
+        d
+    };
+    (0..tree.groups())
+        .map(|g| depth(GroupId(g as u8)))
+        .max()
+        .unwrap_or(1)
+        + 1
+}
+
 fn random_tree(n: usize, rng: &mut Rng) -> Tree {
     let mut label: Vec<usize> = (0..n).collect();
     for i in (1..n).rev() {
@@ -83,7 +103,7 @@ impl TramRun {
             fault_phase,
             evict_is_short(cfg.timing.evict),
         );
-        let phases = Phases::of(fault_phase, &faults, cfg.timing.evict);
+        let phases = Phases::of(fault_phase, &faults, cfg.timing.evict, stages(&cfg.tree));
         TramRun {
             seed,
             cfg,
@@ -276,7 +296,12 @@ mod tests {
         cfg.hm_slots = hm_slots;
         cfg.log_slots = log_slots;
         cfg.slot_bytes = 256;
-        let phases = Phases::of(us(fault_phase), &faults, cfg.timing.evict);
+        let phases = Phases::of(
+            us(fault_phase),
+            &faults,
+            cfg.timing.evict,
+            stages(&cfg.tree),
+        );
         TramRun {
             seed,
             cfg,
@@ -403,6 +428,31 @@ mod tests {
             out.violations
         );
         assert_eq!(out.halted, 0);
+    }
+
+    /// Seed 180 of the first 3,000-seed liveness-phase sweep (a chain of three groups, the
+    /// leaders of all three crashing at once), derived as that sweep derived it.
+    ///
+    /// postmortem: each leader along the chain started waiting for its crashed members only
+    /// when it needed their log slot, i.e. once the message reached it, so the evictions came
+    /// one after another (a message waited 16 ms, beyond the liveness phase). Fixed: a member's
+    /// eviction clock starts when the group first decides an entry without it; the liveness
+    /// phase allows one eviction per group on the longest tree path, plus one.
+    #[test]
+    fn leaders_along_a_tree_path_evict_their_crashed_members_at_once() {
+        let run = TramRun::derive(180);
+        assert_eq!(
+            run.cfg.timing.evict,
+            Nanos(6_495_456),
+            "the derivation drifted"
+        );
+        let out = run.check(&Profile::load("r320-cx3").unwrap(), false);
+        assert!(
+            out.violations.is_empty(),
+            "{}\n{:?}",
+            run.describe(),
+            out.violations
+        );
     }
 
     /// CI's sweep: 50 seeds with faults, 0 violations (the long sweep is `harness check`).

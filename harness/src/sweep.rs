@@ -24,12 +24,15 @@ pub(crate) struct Phases {
 }
 
 impl Phases {
-    /// The phases of a run whose faults start within `fault_phase`, with eviction time `evict`.
-    pub(crate) fn of(fault_phase: Nanos, faults: &[Fault], evict: Nanos) -> Phases {
+    /// The phases of a run whose faults start within `fault_phase`, with eviction time `evict`
+    /// that the protocol may have to wait out `stages` times in a row after the last fault (a
+    /// TRAM message crosses the groups of a tree path, each of whose leaders may still wait for
+    /// a crashed member).
+    pub(crate) fn of(fault_phase: Nanos, faults: &[Fault], evict: Nanos, stages: u64) -> Phases {
         let last_fault = faults.iter().map(fault_end).max().unwrap_or(Nanos::ZERO);
         let load_end = fault_phase
             .max(last_fault)
-            .saturating_add(evict)
+            .saturating_add(Nanos(evict.as_nanos() * stages))
             .saturating_add(LIVE);
         Phases {
             last_fault,

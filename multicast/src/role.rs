@@ -94,6 +94,11 @@ pub trait Client<N: Nic>: Process<N> {
     ) -> Result<MsgId, MulticastError>;
     /// The next multicast that completed.
     fn poll_completed(&mut self) -> Option<Completed>;
+    /// The earliest time the client wants to be polled again for a reason that arose outside
+    /// its `poll` (a refused multicast that started a timer), if any.
+    fn deadline(&self) -> Option<Nanos> {
+        None
+    }
 }
 
 /// A server wrapped for a run: drains its deliveries after every poll, counting them and, when

@@ -222,7 +222,11 @@ impl<N: Nic, C: Client<N>> Process<N> for ClosedLoop<C> {
                     });
                 }
             }
-            Err(MulticastError::Full { .. } | MulticastError::InFlight) => {}
+            Err(MulticastError::Full { .. } | MulticastError::InFlight) => {
+                // Backpressure: retry when something lands, or when the client's own timer
+                // (for example evicting a silent member) is due.
+                progress = progress.wake_at(self.client.deadline());
+            }
             Err(e) => self.error = Some(e),
         }
         progress

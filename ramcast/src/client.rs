@@ -128,28 +128,36 @@ impl RamcastClient {
         worked
     }
 
-    /// Stops waiting for members of a blocked group whose LDM has not moved for `evict`.
-    fn exclude_silent(&mut self, now: Nanos) -> Option<Nanos> {
+    /// The members of blocked groups still waited for (not excluded, not past the message
+    /// holding the slot back), each with when it may be excluded.
+    fn eviction_deadlines(&self) -> Vec<(ProcessId, Nanos)> {
         let evict = self.cfg.timing.evict;
-        let mut wake: Option<Nanos> = None;
+        let mut out = Vec::new();
         for g in 0..self.cfg.groups {
             let Some((since, needed)) = self.blocked_since[g] else {
                 continue;
             };
-            let members: Vec<ProcessId> = self.cfg.members(GroupId(g as u8)).collect();
-            for q in members {
+            for q in self.cfg.members(GroupId(g as u8)) {
                 let (ldm, changed) = self.ldm[q.index()];
                 // Only a member that has not delivered the message holding the slot back is
                 // waited for; one that is up to date has no reason to report anything new.
-                if self.excluded[q.index()] || ldm > needed {
-                    continue;
+                if !self.excluded[q.index()] && ldm <= needed {
+                    out.push((q, since.max(changed).saturating_add(evict)));
                 }
-                let deadline = since.max(changed).saturating_add(evict);
-                if now >= deadline {
-                    self.excluded[q.index()] = true;
-                } else {
-                    wake = Some(wake.map_or(deadline, |w| w.min(deadline)));
-                }
+            }
+        }
+        out
+    }
+
+    /// Stops waiting for members of a blocked group whose LDM has not moved for `evict`;
+    /// returns when to look again.
+    fn exclude_silent(&mut self, now: Nanos) -> Option<Nanos> {
+        let mut wake: Option<Nanos> = None;
+        for (q, deadline) in self.eviction_deadlines() {
+            if now >= deadline {
+                self.excluded[q.index()] = true;
+            } else {
+                wake = Some(wake.map_or(deadline, |w| w.min(deadline)));
             }
         }
         wake
@@ -267,5 +275,11 @@ impl<N: Nic> Client<N> for RamcastClient {
 
     fn poll_completed(&mut self) -> Option<Completed> {
         self.completed.pop_front()
+    }
+
+    /// A refused multicast starts the eviction clock of the groups holding it back: the client
+    /// must be polled when the first silent member may be excluded.
+    fn deadline(&self) -> Option<Nanos> {
+        self.eviction_deadlines().into_iter().map(|(_, t)| t).min()
     }
 }

@@ -18,10 +18,13 @@
 //! - **`LOG`.** Log index `i` reuses the slot of `i - log_slots`, which the leader allows once
 //!   (a) every member reported delivering it (`progress`), and (b) its message reached every
 //!   child it was forwarded to (the child's credit passed its position), so no later leader
-//!   needs it to re-forward. A member whose report has not moved for `timing.evict` while the
-//!   leader waits is no longer waited for (a crashed member must not stop its group); should it
-//!   be alive, it finds a later lap in its log and halts ([`multicast::Server::halted`]), the
-//!   same rule as RamCast's recycling. Keep `evict` far above any pause a live replica takes.
+//!   needs it to re-forward. A member that has been behind the group (the group decided an
+//!   entry it has not delivered) with its report unmoved for `timing.evict` is no longer
+//!   waited for (a crashed member must not stop its group); an up-to-date member never is.
+//!   Should an evicted member be alive, it finds a later lap in its log and halts
+//!   ([`multicast::Server::halted`]), the same rule as RamCast's recycling. Keep `evict` above
+//!   any pause a live replica takes; the sweeps draw it short in a third of runs and judge the
+//!   halts.
 
 use crate::layout::{local, remote, Hm, LogEntry, Out, CTL, FROM_PARENT, LOG};
 use crate::replica::{hm_at, Role, TramServer};
@@ -57,8 +60,9 @@ pub(crate) struct Lead {
     next: Vec<u64>,
     /// Per rank: the `STD` it last reported, and since when unchanged.
     progress: Vec<(u64, Nanos)>,
-    /// The log index the leader first found it could not reuse yet, and since when.
-    reuse_wait: Option<(u64, Nanos)>,
+    /// Per rank: since when its report has been below `FUO` (the group decided entries it has
+    /// not delivered), if it is.
+    behind_since: Vec<Option<Nanos>>,
     /// Per rank: no longer waited for when recycling log slots.
     evicted: Vec<bool>,
     pub(crate) pending: Option<Pending>,
@@ -91,7 +95,7 @@ impl Lead {
             progress: (0..n).map(|r| (reported(r), now)).collect(),
             granted,
             evicted: vec![false; n],
-            reuse_wait: None,
+            behind_since: vec![None; n],
             dropped: vec![false; n],
             pending: None,
             commit_sent: vec![0; n],
@@ -191,6 +195,7 @@ impl TramServer {
                 self.credit[x] = self.credit[x].max(c);
             }
         }
+        let fuo = self.fuo;
         for r in 0..self.cfg.replicas {
             let v = if r == self.rank {
                 self.std
@@ -203,14 +208,22 @@ impl TramServer {
             if v > l.progress[r].0 || me {
                 l.progress[r] = (v.max(l.progress[r].0), now);
             }
+            // A member is behind once the group decided an entry it has not delivered.
+            if l.progress[r].0 >= fuo {
+                l.behind_since[r] = None;
+            } else if l.behind_since[r].is_none() {
+                l.behind_since[r] = Some(now);
+            }
         }
     }
 
     /// Whether log index `i` may be written (its slot's previous entry is no longer needed);
     /// evicts members that have not delivered that entry and whose report has not moved for
-    /// `timing.evict` while the leader waited for it. A member that had nothing to deliver
-    /// before the leader started waiting is not evicted for its silence until then. The second
-    /// value is when to look again.
+    /// `timing.evict` while they were behind the group. A member that is up to date is never
+    /// evicted for its silence (it has nothing to report); a crashed one is evicted `evict`
+    /// after the group first decided an entry without it, whether or not its slot is needed
+    /// yet, so leaders along a tree do not wait for their crashed members one after another.
+    /// The second value is when to look again.
     fn can_reuse<N: Nic>(&mut self, nic: &N, i: u64, now: Nanos) -> (bool, Option<Nanos>) {
         let slots = self.layout.log_slots();
         if i < slots {
@@ -220,17 +233,11 @@ impl TramServer {
         let evict = self.cfg.timing.evict;
         let rank = self.rank;
         let l = self.lead_mut();
-        let since = match l.reuse_wait {
-            Some((j, t)) if j == i => t,
-            _ => {
-                l.reuse_wait = Some((i, now));
-                now
-            }
-        };
         for r in 0..l.progress.len() {
             if r == rank || l.evicted[r] || l.progress[r].0 > old {
                 continue;
             }
+            let since = l.behind_since[r].unwrap_or(now);
             let deadline = l.progress[r].1.max(since).saturating_add(evict);
             if now >= deadline {
                 l.evicted[r] = true;
