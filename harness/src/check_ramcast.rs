@@ -470,6 +470,31 @@ mod tests {
         );
     }
 
+    /// Seed 1107 of the second 3,000-seed sweep (two groups, single-group destinations drawn
+    /// per attempt), derived as that sweep derived it.
+    ///
+    /// postmortem: both groups' leaders crashed. A client refused for group 1 waited out the
+    /// eviction there, then drew group 0, only then found it held back by the crashed leader of
+    /// group 0, and started a second eviction clock: 8.5 ms without a multicast. Fixed: a
+    /// refused multicast starts the eviction clock of every group holding back any group's next
+    /// slot, not only the destinations drawn this time.
+    #[test]
+    fn a_refused_multicast_starts_every_blocked_groups_eviction_clock() {
+        let run = RamcastRun::derive(1107);
+        assert_eq!(
+            run.cfg.timing.evict,
+            Nanos(4_266_956),
+            "the derivation drifted"
+        );
+        let out = check_seed(&run, &Profile::load("r320-cx3").unwrap(), false);
+        assert!(
+            out.violations.is_empty(),
+            "{}\n{:?}",
+            run.describe(),
+            out.violations
+        );
+    }
+
     /// CI's sweep: 50 seeds with faults, 0 violations (the long sweep is `harness check`).
     /// `RAMCAST_SEEDS=N` runs a longer sweep.
     #[test]

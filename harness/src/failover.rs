@@ -200,8 +200,8 @@ pub(crate) fn table1(
     let mut md = String::from("# TRAM Table 1 (failover), reproduced on the simulator\n\n");
     let _ = writeln!(
         md,
-        "Profile `{}` (simulator, seed 1), calibrated on ib_write_lat 1.31 us and ib_write_bw \
-         50 Gb/s only. Command: `harness figure tram-table1` (commit {commit}). Breadth tree, 8 \
+        "Profile `{}` (simulator, seed 1), calibrated on ib_write_lat {} us and ib_write_bw {} \
+         Gb/s only. Command: `harness figure tram-table1` (commit {commit}). Breadth tree, 8 \
          groups x 3 replicas, {clients} closed-loop clients multicasting 64 B to all 8 groups \
          from 2 ms to {} ms. Leader changes in all 8 groups at once at {} ms: each pauses every \
          group's current leader for {} (twice the suspicion timeout of {}), so the next rank \
@@ -211,6 +211,8 @@ pub(crate) fn table1(
          `table1.csv`, `delayed.csv` (every delayed message), `latency_over_time.csv`, \
          `table1.png`.\n",
         profile.name,
+        profile.calibration.write_lat_us,
+        profile.calibration.write_bw_gbps,
         stop_at.as_nanos() / 1_000_000,
         events
             .map(|e| (e.as_nanos() / 1_000_000).to_string())
@@ -240,7 +242,17 @@ pub(crate) fn table1(
     for v in violations.iter().take(10) {
         let _ = writeln!(md, "- violation: {v}");
     }
-    md.push_str(crate::figure_tram_notes::TABLE1);
+    md.push_str(&crate::figure_tram_notes::table1(
+        &profile,
+        &crate::figure_tram_notes::Table1 {
+            suspect_us: suspect.as_us_f64(),
+            pause_us: 2.0 * suspect.as_us_f64(),
+            baseline_max_us: baseline_max,
+            delayed_max_us: all.iter().copied().fold(0.0, f64::max),
+            events: events.len(),
+            groups: cfg.tree.groups(),
+        },
+    ));
     write(&out.join("summary.md"), &md)?;
     if !violations.is_empty() {
         return Err(format!(

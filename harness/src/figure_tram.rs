@@ -225,15 +225,17 @@ fn table(
 
 fn note(profile: &Profile, commit: &str, name: &str, duration: Nanos) -> String {
     format!(
-        "Profile `{}` (simulator, seed 1), calibrated on two numbers only, the paper's own \
-         testbed figures: ib_write_lat 1.31 us and ib_write_bw 50 Gb/s \
-         (`transport/profiles/r320-cx3.toml`). Every TRAM and RamCast number below is a \
+        "Profile `{}` (simulator, seed 1), calibrated on two numbers only: ib_write_lat {} us \
+         and ib_write_bw {} Gb/s (source: {}). Every TRAM and RamCast number below is a \
          validation target; nothing was tuned against it.\n\nCommand: `harness figure {name}` \
          (commit {commit}). Latency: one client, {} ms of simulated time. Throughput: clients \
          doubled from 1 until throughput grew by less than 5%, {} ms per point after a 10% \
          warm-up. 8 groups of 3 replicas unless said otherwise; 64 B messages. Every run is a \
          row of `runs.csv`; `points.csv` has one row per point of the figure.\n",
         profile.name,
+        profile.calibration.write_lat_us,
+        profile.calibration.write_bw_gbps,
+        profile.calibration.source,
         2.0 * duration.as_us_f64() / 1000.0,
         duration.as_us_f64() / 1000.0
     )
@@ -542,10 +544,27 @@ pub(crate) fn fig5_6(
             );
         }
     }
-    md.push_str(if adjacent {
-        crate::figure_tram_notes::FIG6
+    let tput_at = |v: &str, x: f64| get(&all_cells, v, x).map_or(0.0, |c| c.tput);
+    md.push_str(&if adjacent {
+        crate::figure_tram_notes::fig6(
+            &profile,
+            tput_at("RamCast (depth draws)", 1.0),
+            tput_at("TRAM depth", 1.0),
+        )
     } else {
-        crate::figure_tram_notes::FIG5
+        let breadth: Vec<f64> = xs
+            .iter()
+            .filter(|&&x| x >= 2.0)
+            .filter_map(|&x| get(&all_cells, "TRAM breadth", x).map(|c| c.p50))
+            .collect();
+        crate::figure_tram_notes::fig5(
+            &profile,
+            tput_at("TRAM depth", last),
+            (
+                breadth.iter().cloned().fold(f64::INFINITY, f64::min),
+                breadth.iter().cloned().fold(0.0, f64::max),
+            ),
+        )
     });
     write(&out.join("summary.md"), &md)?;
     Ok(())
@@ -672,7 +691,23 @@ pub(crate) fn fig7(
             (b - 1.0).abs() < (a - 1.0).abs() && (b - 1.0).abs() < 0.25,
         );
     }
-    md.push_str(crate::figure_tram_notes::FIG7);
+    let cell = |v: &str, x: f64| get(&cells, v, x);
+    if let (Some(tl), Some(rl), Some(ts), Some(rs)) = (
+        cell(&labels[0], last),
+        cell("RamCast", last),
+        cell(&labels[0], first),
+        cell("RamCast", first),
+    ) {
+        md.push_str(&crate::figure_tram_notes::fig7(
+            &profile,
+            &crate::figure_tram_notes::Fig7 {
+                large: last as usize,
+                tput_large: (tl.tput, rl.tput),
+                p50_small: (ts.p50, rs.p50),
+                p50_large: (tl.p50, rl.p50),
+            },
+        ));
+    }
     write(&out.join("summary.md"), &md)?;
     Ok(())
 }
@@ -774,7 +809,11 @@ pub(crate) fn fig8(
             hi / lo < 1.25,
         );
     }
-    md.push_str(crate::figure_tram_notes::FIG8);
+    if let (Some(one), Some(three)) = (get(&cells, labels[0], 1.0), get(&cells, labels[0], 3.0)) {
+        md.push_str(&crate::figure_tram_notes::fig8(
+            &profile, one.p50, three.p50,
+        ));
+    }
     write(&out.join("summary.md"), &md)?;
     Ok(())
 }

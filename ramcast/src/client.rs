@@ -211,10 +211,11 @@ impl<N: Nic> Client<N> for RamcastClient {
             return Err(MulticastError::InFlight);
         }
         let now = nic.now();
-        // Every group that holds a slot back starts its eviction clock now, not only the first
-        // found: otherwise groups with silent members would be waited for one after another.
+        // Every group that holds back the next slot of any group starts its eviction clock now,
+        // not only the first found for this destination set: otherwise groups with silent
+        // members would be waited for one after another, by later multicasts to other groups.
         let mut full = None;
-        for g in dst.groups() {
+        for g in (0..self.cfg.groups).map(|g| GroupId(g as u8)) {
             let slot = (self.next[g.0 as usize] % self.layout.slots() as u64) as usize;
             let busy: Vec<(GroupId, u64)> = self.occupant[g.0 as usize][slot]
                 .iter()
@@ -225,7 +226,7 @@ impl<N: Nic> Client<N> for RamcastClient {
                 let b = self.blocked_since[d.0 as usize].get_or_insert((now, *seq));
                 b.1 = b.1.max(*seq);
             }
-            if !busy.is_empty() {
+            if !busy.is_empty() && dst.contains(g) {
                 full.get_or_insert(g);
             }
         }
