@@ -1,9 +1,12 @@
 //! `harness check --protocol ramcast`: VOPR-style runs of RamCast on the simulator. Every
 //! parameter comes from the seed: groups, replicas, clients, destinations, buffer sizes, the
-//! tie-break policy and the fault schedule (leader and follower crashes within each group's f,
-//! client crashes mid-multicast, pauses long enough to be suspected, slow processes, link
-//! delays). A fault phase, then a convergence phase without new multicasts, then the five
-//! properties on the delivery log.
+//! tie-break policy, the eviction time and the fault schedule of [`crate::sweep::draw_faults`]
+//! (leader and follower crashes within each group's f, leaders of several groups at once,
+//! client crashes mid-multicast reaching any subset, pauses long enough to be suspected, slow
+//! processes, link delays up to three suspicion timeouts). A fault phase, a liveness phase in
+//! which clients keep multicasting (each correct client must complete a multicast started
+//! after the last fault), a convergence phase without new multicasts; then halts are judged
+//! and the five properties checked on the delivery log ([`crate::sweep::judge`]).
 
 use crate::sweep::{
     draw_evict, draw_faults, evict_is_short, judge, kinds, Kinds, Outcome, Phases, SeedRun,

@@ -2,8 +2,10 @@
 //! comes from the seed: the overlay tree (a random rooted tree over 1-6 groups, any root),
 //! replicas, clients, destinations (single, all, random:K, adjacent:K), buffer sizes, the
 //! tie-break policy and the fault schedule of [`crate::sweep::draw_faults`], including runs
-//! where the leaders of several groups crash at the same instant. A fault phase, a convergence
-//! phase without new multicasts, then the five properties on the delivery log.
+//! where the leaders of several groups crash at the same instant, and the eviction time. The
+//! phases and the verdict are RamCast's ([`crate::check_ramcast`]): faults, a liveness phase
+//! long enough for one eviction per group on the longest tree path, convergence; halts judged,
+//! the five properties checked.
 
 use crate::experiment::Observed;
 use crate::sweep::{
