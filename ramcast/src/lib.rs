@@ -17,9 +17,15 @@
 //! - **Recycling.** The response write to the client carries the server's LDM; a group's LSGM
 //!   is its members' lowest LDM. A client reuses a slot once the message in it was delivered by
 //!   all its destinations, in every destination group (the paper's condition), so no process
-//!   writes about it any more. Without checkpoints, a member that stays silent for
-//!   `timing.evict` while a client is blocked is no longer waited for; if it was alive it finds
-//!   a lapped slot and halts (and counts as faulty).
+//!   writes about it any more. Without checkpoints, a member that has not delivered the message
+//!   holding a slot back and stays silent for `timing.evict` while a client is blocked is no
+//!   longer waited for; if it was alive it finds a lapped slot and halts (it exits, and counts
+//!   as faulty). We chose eviction over quorum-based recycling with state transfer: recycling
+//!   at a quorum would lap every slow-but-correct member in normal operation and make state
+//!   transfer part of the fast path. `evict` is how long recycling may depend on a crashed
+//!   member: the sweeps draw it per seed, a third of runs at the failure detectors' scale
+//!   (`relay` + 2-4 suspicion timeouts), the rest 3-10 ms; `Timing::SIM` keeps 20 ms so that
+//!   overloaded runs (milliseconds of queueing) never evict a live member.
 //! - **Acknowledgement banks.** Consecutive laps of a slot use alternate banks of
 //!   acknowledgement words, so a late acknowledgement of the previous message never overwrites
 //!   one of the current message.
