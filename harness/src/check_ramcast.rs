@@ -464,13 +464,7 @@ mod tests {
             Nanos(1_670_310),
             "the derivation drifted"
         );
-        let out = check_seed(&run, &Profile::load("r320-cx3").unwrap(), false);
-        assert!(
-            out.violations.is_empty(),
-            "{}\n{:?}",
-            run.describe(),
-            out.violations
-        );
+        crate::sweep::assert_passes(&run);
     }
 
     /// Seed 1107 of the second 3,000-seed sweep (two groups, single-group destinations drawn
@@ -489,13 +483,7 @@ mod tests {
             Nanos(4_266_956),
             "the derivation drifted"
         );
-        let out = check_seed(&run, &Profile::load("r320-cx3").unwrap(), false);
-        assert!(
-            out.violations.is_empty(),
-            "{}\n{:?}",
-            run.describe(),
-            out.violations
-        );
+        crate::sweep::assert_passes(&run);
     }
 
     /// CI's sweep: 50 seeds with faults, 0 violations (the long sweep is `harness check`).

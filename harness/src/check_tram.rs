@@ -422,13 +422,7 @@ mod tests {
             Nanos(3_201_746),
             "the derivation drifted"
         );
-        let out = run.check(&Profile::load("r320-cx3").unwrap(), false);
-        assert!(
-            out.violations.is_empty(),
-            "{}\n{:?}",
-            run.describe(),
-            out.violations
-        );
+        let out = crate::sweep::assert_passes(&run);
         assert_eq!(out.halted, 0);
     }
 
@@ -448,13 +442,7 @@ mod tests {
             Nanos(6_495_456),
             "the derivation drifted"
         );
-        let out = run.check(&Profile::load("r320-cx3").unwrap(), false);
-        assert!(
-            out.violations.is_empty(),
-            "{}\n{:?}",
-            run.describe(),
-            out.violations
-        );
+        crate::sweep::assert_passes(&run);
     }
 
     /// CI's sweep: 50 seeds with faults, 0 violations (the long sweep is `harness check`).

@@ -547,6 +547,21 @@ pub(crate) trait SeedRun: Sized {
     }
 }
 
+/// Checks `run` on the default profile and asserts it holds every property (for pinned
+/// regression tests); returns its outcome.
+#[cfg(test)]
+pub(crate) fn assert_passes<R: SeedRun>(run: &R) -> Outcome {
+    let profile = transport::runtime::sim::Profile::load("r320-cx3").expect("built-in");
+    let out = run.check(&profile, false);
+    assert!(
+        out.violations.is_empty(),
+        "{}\n{:?}",
+        run.describe(),
+        out.violations
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
