@@ -241,7 +241,7 @@ pub(crate) fn fig4(
     for &size in sizes {
         let points = saturate(
             |c| experiment(&profile, 1, c, size, DestPolicy::Single, 1, duration),
-            256,
+            1024,
             progress,
         )?;
         let series = Series {
