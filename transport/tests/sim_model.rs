@@ -201,10 +201,20 @@ fn message_rate_limits_small_writes() {
     assert_eq!(b - a, 100);
 }
 
-/// Posts ten one-word writes to its peer in its first poll; the peer only sits there.
+/// Process 0 posts `each` one-word writes (word `i` holds `i + 1`) to every one of `targets`
+/// in its first poll; the others only sit there.
 struct Burst {
-    peer: transport::ProcessId,
+    targets: Vec<transport::ProcessId>,
+    each: u64,
     posted: bool,
+}
+
+fn burst(targets: &[u32], each: u64) -> Burst {
+    Burst {
+        targets: targets.iter().map(|&t| transport::ProcessId(t)).collect(),
+        each,
+        posted: false,
+    }
 }
 
 impl<N: transport::Nic> transport::Process<N> for Burst {
@@ -213,43 +223,17 @@ impl<N: transport::Nic> transport::Process<N> for Burst {
     }
     fn poll(&mut self, nic: &mut N) -> transport::Progress {
         if !self.posted && nic.id().0 == 0 {
-            for i in 0..10u64 {
-                let dst =
-                    transport::RemoteAddr::new(self.peer, transport::RegionId(0), i as usize * 8);
-                nic.post_write(
-                    dst,
-                    &(i + 1).to_le_bytes(),
-                    transport::WriteFlags::NONE.inline(),
-                )
-                .unwrap();
-            }
-            self.posted = true;
-        }
-        transport::Progress::IDLE
-    }
-}
-
-/// Posts one one-word write to each of its peers in its first poll.
-struct Fan {
-    peers: u32,
-    posted: bool,
-}
-
-impl<N: transport::Nic> transport::Process<N> for Fan {
-    fn regions(&self) -> Vec<transport::RegionSpec> {
-        vec![transport::RegionSpec::new(8).with_default(transport::Access::Write)]
-    }
-    fn poll(&mut self, nic: &mut N) -> transport::Progress {
-        if !self.posted && nic.id().0 == 0 {
-            for d in 1..=self.peers {
-                let dst =
-                    transport::RemoteAddr::new(transport::ProcessId(d), transport::RegionId(0), 0);
-                nic.post_write(
-                    dst,
-                    &1u64.to_le_bytes(),
-                    transport::WriteFlags::NONE.inline(),
-                )
-                .unwrap();
+            for &to in &self.targets {
+                for i in 0..self.each {
+                    let dst =
+                        transport::RemoteAddr::new(to, transport::RegionId(0), i as usize * 8);
+                    nic.post_write(
+                        dst,
+                        &(i + 1).to_le_bytes(),
+                        transport::WriteFlags::NONE.inline(),
+                    )
+                    .unwrap();
+                }
             }
             self.posted = true;
         }
@@ -269,12 +253,7 @@ fn a_crash_mid_post_reaches_any_subset_of_its_queue_pairs() {
             at: transport::Nanos::ZERO,
             process: transport::ProcessId(0),
         }];
-        let procs = (0..5)
-            .map(|_| Fan {
-                peers: 4,
-                posted: false,
-            })
-            .collect();
+        let procs = (0..5).map(|_| burst(&[1, 2, 3, 4], 1)).collect();
         let mut sim = Sim::new(cfg, procs);
         sim.run(Some(transport::Nanos(1_000_000)));
         let got: Vec<bool> = (1..=4)
@@ -305,16 +284,7 @@ fn a_crash_in_the_middle_of_posting_issues_only_a_prefix() {
             at: transport::Nanos::ZERO,
             process: transport::ProcessId(0),
         }];
-        let procs = vec![
-            Burst {
-                peer: transport::ProcessId(1),
-                posted: false,
-            },
-            Burst {
-                peer: transport::ProcessId(0),
-                posted: false,
-            },
-        ];
+        let procs = vec![burst(&[1], 10), burst(&[], 0)];
         let mut sim = Sim::new(cfg, procs);
         sim.run(Some(transport::Nanos(1_000_000)));
         assert!(sim.crashed(transport::ProcessId(0)));
