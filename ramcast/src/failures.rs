@@ -6,6 +6,7 @@
 //! | 7: a would-be leader picks a higher round and sends CATCH_UP | `RamcastServer::start_candidacy` |
 //! | 8: accept a higher round, move `T`'s write permission, answer MY_STATE | `RamcastServer::on_catch_up` |
 //! | 9: from a quorum of every group, re-propose or forward | `RamcastServer::finish_candidacy` |
+//! | (added) the round's completion, announced before fresh timestamps | `RamcastServer::announce`, `Wire::Complete` |
 //! | 10: relay the undecided messages of a suspected client | `RamcastServer::relay_stale` and `on_relay` |
 //!
 //! The next leader of a group is the member after the one expected, in rank order: a follower
@@ -19,14 +20,14 @@
 //! lost: its acknowledgements, and, as leader, its proposals.
 
 use crate::layout::{local, remote, Entry, CTL, T};
-use crate::server::{Candidacy, Prop, RamcastServer, Role, Stat};
+use crate::server::{Candidacy, Install, Prop, RamcastServer, Role, Stat};
 use crate::stamp::Stamp;
 use crate::wire::{Pend, Wire};
 use bytes::Bytes;
 use multicast::GroupId;
 use multicast::Membership;
 use std::collections::BTreeMap;
-use transport::{Access, Nanos, Nic, OpKind, ProcessId, Qp, Recv, Status};
+use transport::{Access, Nanos, Nic, OpError, OpKind, ProcessId, Qp, Recv, Status};
 
 /// Task 9's bag, per slot: the highest-round proposal `(tmp, rnd)` and the encoded entry.
 type Adopted = (Option<(Stamp, Stamp)>, Vec<u8>);
@@ -109,6 +110,9 @@ impl RamcastServer {
         if self.role == Role::Leader {
             if self.cfg.group_of(peer) == Some(self.group) {
                 self.repropose_decided(nic, Some(peer));
+                // The announcement may have been flushed with the proposals; it goes again
+                // after the proposals Task 9 made (`RamcastServer::propose`).
+                self.owed.insert(peer);
             }
             self.repropose_pending();
         }
@@ -126,7 +130,7 @@ impl RamcastServer {
                 p.forwarded = false;
             }
             if slot.proposed == Some(round) {
-                slot.install = slot.ts[g].map(|p| p.tmp);
+                slot.install = slot.ts[g].map(|p| Install::Adopt(p.tmp));
                 slot.proposed = None;
             }
             self.to_propose.insert((c, s));
@@ -137,6 +141,7 @@ impl RamcastServer {
         self.role = Role::Follower;
         self.to_propose.clear();
         self.fast.clear();
+        self.owed.clear();
         self.beat_timer.disarm();
         self.fd_expected = self.rank;
         self.fd_changed = now;
@@ -157,14 +162,25 @@ impl RamcastServer {
                 }
             }
         }
+        self.answer_catch_ups(nic);
         worked
     }
 
     pub(crate) fn on_wire<N: Nic>(&mut self, nic: &mut N, from: ProcessId, w: Wire) {
         match w {
             Wire::CatchUp { round, fus } => self.on_catch_up(nic, from, Stamp(round), &fus),
-            Wire::MyState { round, pend, last } => {
-                self.on_my_state(nic, from, Stamp(round), pend, last)
+            Wire::MyState {
+                round,
+                pend,
+                last,
+                completed,
+            } => self.on_my_state(nic, from, Stamp(round), pend, last, Stamp(completed)),
+            Wire::Complete { round } => {
+                // Only the round's own leader announces it (a round's pid is its leader's).
+                let round = Stamp(round);
+                if self.cfg.group_of(from) == Some(self.group) && round.pid() == from.0 {
+                    self.completed = self.completed.max(round);
+                }
             }
             Wire::Nack { round } => {
                 if let Role::Candidate(cand) = &self.role {
@@ -275,6 +291,7 @@ impl RamcastServer {
         self.round = round;
         self.role = Role::Candidate(Candidacy {
             round,
+            completed: Stamp::ZERO,
             replies: BTreeMap::new(),
         });
         self.beat_timer.disarm();
@@ -299,8 +316,9 @@ impl RamcastServer {
         }
     }
 
-    /// Task 8: accept a higher round from `q`: move `T`'s write permission from the group's
-    /// previous leader to `q`, then report every slot `q` may need.
+    /// Task 8: accept a higher round from `q` and move `T`'s write permission from the group's
+    /// previous leader to `q`; the report of every slot `q` may need goes once every message
+    /// already received is handled (`RamcastServer::answer_catch_ups`).
     fn on_catch_up<N: Nic>(&mut self, nic: &mut N, q: ProcessId, round: Stamp, fus: &[u64]) {
         let h = self.cfg.group_of(q).expect("servers only");
         let hi = h.0 as usize;
@@ -334,7 +352,27 @@ impl RamcastServer {
             self.repropose_pending();
             self.hand_over_decided(nic, q, h);
         }
+        self.answer.push((q, round, fus.to_vec()));
+    }
+
+    /// Task 8's MY_STATE replies to the rounds accepted in this poll. They are built after the
+    /// whole receive queue was handled, from memory read after that: any proposal in `T` landed
+    /// before the permission moved, so a completion announcement posted before it by the same
+    /// leader was received, and handled, before the reply reads `completed` (see "Completed
+    /// rounds" in the crate docs).
+    fn answer_catch_ups<N: Nic>(&mut self, nic: &mut N) {
+        if self.answer.is_empty() {
+            return;
+        }
         self.refresh_window(nic);
+        for (q, round, fus) in std::mem::take(&mut self.answer) {
+            self.answer_catch_up(nic, q, round, &fus);
+        }
+    }
+
+    fn answer_catch_up<N: Nic>(&mut self, nic: &mut N, q: ProcessId, round: Stamp, fus: &[u64]) {
+        let h = self.cfg.group_of(q).expect("servers only");
+        let completed = self.completed.0;
         let mut pend = Vec::new();
         for c in 0..self.cfg.clients as u32 {
             for slot in &self.buffers[c as usize].slots {
@@ -369,6 +407,7 @@ impl RamcastServer {
                     round: round.0,
                     pend: std::mem::take(&mut part),
                     last: i + 1 == total,
+                    completed,
                 };
                 self.send(nic, q, &msg);
                 bytes = 0;
@@ -379,6 +418,7 @@ impl RamcastServer {
                 round: round.0,
                 pend: Vec::new(),
                 last: true,
+                completed,
             };
             self.send(nic, q, &msg);
         }
@@ -393,12 +433,16 @@ impl RamcastServer {
         round: Stamp,
         pend: Vec<Pend>,
         last: bool,
+        completed: Stamp,
     ) {
         let Role::Candidate(cand) = &mut self.role else {
             return;
         };
         if cand.round != round {
             return;
+        }
+        if self.cfg.group_of(from) == Some(self.group) {
+            cand.completed = cand.completed.max(completed);
         }
         let reply = cand.replies.entry(from).or_default();
         reply.0.extend(pend);
@@ -418,13 +462,15 @@ impl RamcastServer {
     }
 
     /// Task 9: adopt, per slot, the proposal of the highest round among the replies of the own
-    /// group (or let Task 2 pick a fresh timestamp), and take other groups' proposals to
-    /// forward; then lead.
+    /// group if that round is at least the highest completed round any of them knows, else
+    /// let Task 2 pick a fresh timestamp (see "Completed rounds" in the crate docs); take other
+    /// groups' proposals to forward; then lead.
     fn finish_candidacy<N: Nic>(&mut self, nic: &mut N) {
         let Role::Candidate(cand) = std::mem::replace(&mut self.role, Role::Leader) else {
             return;
         };
         let g = self.group;
+        let known = cand.completed.max(self.completed);
         // Per (group, client, seq in this group): the highest-round proposal and the entry.
         let mut bag: BTreeMap<(u8, u32, u64), Adopted> = BTreeMap::new();
         for (p, (pend, _)) in cand.replies {
@@ -455,7 +501,13 @@ impl RamcastServer {
                 continue;
             };
             if h == g.0 {
-                slot.install = ts.map(|(t, _)| t);
+                // A proposal older than a completed round was seen by no quorum of that round
+                // (it would have been proposed again in it): it cannot have been chosen, and
+                // adopting it could order the message below one that round delivered.
+                slot.install = Some(match ts {
+                    Some((t, r)) if r >= known => Install::Adopt(t),
+                    _ => Install::Fresh,
+                });
                 slot.proposed = None;
                 self.to_propose.insert((c, s));
             } else if let Some((tmp, rnd)) = ts {
@@ -479,7 +531,35 @@ impl RamcastServer {
             self.to_propose.insert((c, s));
         }
         self.beat_timer.disarm();
+        // Every timestamp Task 9 proposes is at most the clock now; fresh ones are above it.
+        self.boundary = Stamp::new(self.clock, 0xffff);
+        self.owed = self.cfg.members(g).filter(|&q| q != self.me).collect();
         self.repropose_decided(nic, None);
+    }
+
+    /// Whether this leader still owes followers the announcement that its round is complete.
+    pub(crate) fn announcement_due(&self) -> bool {
+        self.role == Role::Leader && (self.completed < self.round || !self.owed.is_empty())
+    }
+
+    /// Announces this leader's round complete to the followers owed it, after the catch-up
+    /// messages queued so far (they carry Task 9's proposals for delivered slots), and behind
+    /// every proposal posted so far on the same queue pair.
+    pub(crate) fn announce<N: Nic>(&mut self, nic: &mut N) {
+        self.flush_catch(nic);
+        let msg = Wire::Complete {
+            round: self.round.0,
+        }
+        .encode();
+        for q in std::mem::take(&mut self.owed) {
+            // Not kept for re-sending after a reconnect: `resync` owes the peer a new one, to
+            // go after the proposals it re-sends.
+            match nic.send(q, &msg, false) {
+                Ok(_) | Err(OpError::Crashed) => {}
+                Err(e) => panic!("{}: send to {q} rejected: {e}", self.me),
+            }
+        }
+        self.completed = self.completed.max(self.round);
     }
 
     /// Task 10, sending side: an entry undecided for `timing.relay` may come from a crashed
@@ -544,3 +624,6 @@ impl RamcastServer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -47,8 +47,8 @@
 //!   proposal for a message it lacks, so Task 6 never waits on an unknown message.
 //! - **Task 7 and 9 at the new leader.** The leader becomes active only once it has a quorum of
 //!   replies from every group (so its clock is above every decided timestamp), proposes every
-//!   pending slot again in its round (with the adopted timestamp where one exists), and forwards
-//!   other groups' proposals again. A leader that learns another group's new leader sends it
+//!   pending slot again in its round (with the adopted timestamp where one may have been
+//!   chosen, see "Completed rounds"), and forwards other groups' proposals again. A leader that learns another group's new leader sends it
 //!   its own proposals again.
 //! - **MY_STATE reports memory, not only processed state.** Before answering CATCH_UP a server
 //!   takes every entry and proposal that has landed (Protected Memory Paxos: a landed write is
@@ -80,13 +80,31 @@
 //!   issue 11, 8 groups x 128 clients x 16 KB and 1 group x 32 clients x 32 KB changed every
 //!   leader and ordered nothing.
 //!
+//! - **Completed rounds (Task 9).** Task 9 as written adopts, per slot, the highest-round
+//!   proposal a quorum reports. That is Paxos, and keeps every slot's timestamp agreed, but
+//!   Skeen's order needs more: a value no quorum ever saw may be adopted rounds later, below a
+//!   timestamp an intermediate round already delivered without knowing the message
+//!   (`tests/sim.rs`, `a_stale_rounds_timestamp_is_never_adopted_below_a_delivered_one`). So a
+//!   new leader, after posting every proposal of its Task 9 (and queuing the catch-up of its
+//!   delivered slots), sends each follower `Complete(round)` before any fresh timestamp; a
+//!   follower keeps the highest such round, `completed`, and MY_STATE reports it. Task 9 then
+//!   adopts a value only if its round is at least the highest `completed` among the replies of
+//!   its own group, and proposes a fresh timestamp otherwise. Why this is safe: a member that
+//!   reports `completed = R` received `Complete(R)` from R's leader on the queue pair that
+//!   carried that leader's Task 9 proposals before it (a refused proposal puts the pair in
+//!   error and flushes the announcement), so it holds every value round R adopted, at round R
+//!   or higher; a value older than R is therefore one R's quorum did not report, so no quorum
+//!   accepted it before R, and none can after: it was never chosen and a fresh timestamp is
+//!   allowed. Why this is enough: a fresh timestamp of round R that some process delivered was
+//!   accepted by a quorum after the announcement landed, so any later quorum includes a member
+//!   reporting `completed >= R` and the stale value is replaced by one above the new leader's
+//!   clock. Two details make "landed before" mean "reported": a member answers CATCH_UP only
+//!   after handling every message received before it moved `T`'s permission, and proposals go
+//!   out in timestamp order (Task 9's first), so a follower that holds a proposal holds every
+//!   smaller one of its leader's. After a reconnect the follower is owed the announcement
+//!   again, behind the re-sent proposals.
+//!
 //! # Known limits
-//! - **Open safety bug:** a timestamp proposed in a round that no later quorum saw can be
-//!   adopted by a leader two rounds on, below a timestamp an intermediate round already
-//!   delivered (uniform prefix order breaks). Reproduced with one group of three, slow links
-//!   and one crash: `tests/sim.rs`, `a_stale_rounds_timestamp_is_never_adopted_below_a_delivered_one`
-//!   (ignored until fixed; its doc has the analysis). The sweeps' link delays (up to three
-//!   suspicion timeouts) have not reached it in 3,000 seeds.
 //! - One multicast in flight per client (the papers' closed-loop clients).
 //! - No state transfer: a member excluded from recycling halts instead of catching up.
 //! - The simulator does not charge the per-message software cost of the paper's Java

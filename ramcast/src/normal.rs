@@ -16,7 +16,7 @@
 //! a follower's `M` before its proposal (same queue pair, so the copy lands first).
 
 use crate::layout::{ack_word, codec_seq, local, remote, Entry, M, T};
-use crate::server::{Prop, RamcastServer, Role, Stat};
+use crate::server::{Install, Prop, RamcastServer, Role, Stat};
 use crate::stamp::Stamp;
 use bytes::Bytes;
 use multicast::GroupId;
@@ -370,15 +370,21 @@ impl RamcastServer {
     /// copy of the message) and of the leaders of the other destination groups. A single-group
     /// message's writes to followers are signaled: the fast path of section 3.7 orders it at the
     /// leader once a quorum (counting the leader) holds the proposal.
+    ///
+    /// Proposals go out in timestamp order, so a follower that holds one holds every smaller
+    /// one of this leader's. Timestamps proposed again (Task 9's, or this round's after a
+    /// reconnect) go first; the announcement that the round is complete follows the last one
+    /// Task 9 made and precedes every fresh timestamp (see "Completed rounds" in the crate
+    /// docs).
     pub(crate) fn propose<N: Nic>(&mut self, nic: &mut N) -> bool {
-        if self.role != Role::Leader || self.to_propose.is_empty() {
+        if self.role != Role::Leader || (self.to_propose.is_empty() && !self.announcement_due()) {
             return false;
         }
         let g = self.group;
         let round = self.round;
+        let mut order: Vec<(Option<Stamp>, u32, u64)> = Vec::new();
         for (c, s) in std::mem::take(&mut self.to_propose) {
-            self.beat_if_due(nic);
-            let Some(slot) = self.slot(c, s) else {
+            let Some(slot) = self.slot_mut(c, s) else {
                 continue;
             };
             // A delivered slot may already be recycled at other processes: it is proposed again
@@ -386,13 +392,28 @@ impl RamcastServer {
             if slot.proposed == Some(round) || slot.stat == Stat::Done {
                 continue;
             }
-            let entry = slot.entry.clone().expect("held slots have entries");
             // A timestamp this group already proposed for the slot is proposed again: the one
-            // Task 9 adopted, or, for a slot ORDERED here before this leadership, the chosen
-            // one held in T. A fresh timestamp only for a slot without any.
-            let held = self
-                .slot_mut(c, s)
-                .and_then(|x| x.install.take().or(x.ts[g.0 as usize].map(|p| p.tmp)));
+            // Task 9 adopted, this round's own, or, for a slot ORDERED here before this
+            // leadership, the chosen one held in T. A fresh timestamp otherwise.
+            let held = match slot.install.take() {
+                Some(Install::Adopt(t)) => Some(t),
+                Some(Install::Fresh) => None,
+                None => slot.ts[g.0 as usize]
+                    .filter(|p| p.rnd == round || slot.stat == Stat::Ordered)
+                    .map(|p| p.tmp),
+            };
+            order.push((held, c, s));
+        }
+        order.sort_unstable_by_key(|&(held, c, s)| (held.is_none(), held, c, s));
+        for (held, c, s) in order {
+            self.beat_if_due(nic);
+            if held.is_none_or(|t| t > self.boundary) && self.announcement_due() {
+                self.announce(nic);
+            }
+            let entry = self
+                .slot(c, s)
+                .and_then(|x| x.entry.clone())
+                .expect("held slots have entries");
             let tmp = match held {
                 Some(t) => t,
                 None => {
@@ -452,6 +473,9 @@ impl RamcastServer {
             if single && self.cfg.quorum() == 1 {
                 self.fast_ordered(c, s);
             }
+        }
+        if self.announcement_due() {
+            self.announce(nic);
         }
         true
     }

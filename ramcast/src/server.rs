@@ -36,6 +36,15 @@ pub(crate) struct Prop {
     pub(crate) forwarded: bool,
 }
 
+/// Task 9's decision for one slot of the new leader's group (see [`crate::failures`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Install {
+    /// Propose this timestamp again: it may have been chosen.
+    Adopt(Stamp),
+    /// Propose a fresh timestamp: no timestamp can have been chosen for the slot.
+    Fresh,
+}
+
 /// What this server knows of one slot of one client buffer.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Slot {
@@ -51,8 +60,8 @@ pub(crate) struct Slot {
     pub(crate) acked: Option<Stamp>,
     /// (Leader) the round in which this server proposed (Task 2).
     pub(crate) proposed: Option<Stamp>,
-    /// (New leader) the timestamp Task 9 chose, to propose again in the new round.
-    pub(crate) install: Option<Stamp>,
+    /// (New leader) what Task 9 decided to propose for the slot in the new round.
+    pub(crate) install: Option<Install>,
     /// (Leader) successful quorum writes of the single-group fast path.
     pub(crate) fast_ok: usize,
     /// When the entry arrived, or was last relayed (Task 10's timer).
@@ -82,6 +91,8 @@ pub(crate) enum Role {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Candidacy {
     pub(crate) round: Stamp,
+    /// The highest round of the own group that a responder of the own group knows complete.
+    pub(crate) completed: Stamp,
     /// Per responder: entries so far and whether its last part arrived.
     pub(crate) replies: BTreeMap<ProcessId, (Vec<crate::wire::Pend>, bool)>,
 }
@@ -102,6 +113,16 @@ pub struct RamcastServer {
     pub(crate) leader: Vec<ProcessId>,
     /// `Round[h]`.
     pub(crate) rounds: Vec<Stamp>,
+    /// The highest round of the own group known complete: its leader posted every proposal
+    /// Task 9 made before announcing it ([`crate::failures`], "Completed rounds").
+    pub(crate) completed: Stamp,
+    /// (Leader) Task 9 proposed no timestamp above this one; fresh ones are above it.
+    pub(crate) boundary: Stamp,
+    /// (Leader) followers owed the announcement that this leader's round is complete.
+    pub(crate) owed: BTreeSet<ProcessId>,
+    /// CATCH_UP requests accepted in this poll, answered once every message received before
+    /// them was handled: `(candidate, round, fus)`.
+    pub(crate) answer: Vec<(ProcessId, Stamp, Vec<u64>)>,
     pub(crate) role: Role,
     pub(crate) buffers: Vec<Buffer>,
     /// Slots with an entry that is MCAST or ORDERED, keyed by `M[c,i].tmp` (Task 6's order).
@@ -146,7 +167,7 @@ impl RamcastServer {
         let leader: Vec<ProcessId> = (0..cfg.groups)
             .map(|h| cfg.initial_leader(GroupId(h as u8)))
             .collect();
-        let rounds = leader.iter().map(|l| Stamp::new(0, l.0)).collect();
+        let rounds: Vec<Stamp> = leader.iter().map(|l| Stamp::new(0, l.0)).collect();
         let slot = Slot {
             ts: vec![None; cfg.groups],
             ..Slot::default()
@@ -170,6 +191,11 @@ impl RamcastServer {
                 Role::Follower
             },
             leader,
+            // The initial leader's round needs no Task 9: it is complete from the start.
+            completed: rounds[g.0 as usize],
+            boundary: Stamp::ZERO,
+            owed: BTreeSet::new(),
+            answer: Vec::new(),
             rounds,
             buffers,
             pending: BTreeSet::new(),

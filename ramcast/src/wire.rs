@@ -62,10 +62,18 @@ pub enum Wire {
         pend: Vec<Pend>,
         /// True on the last part.
         last: bool,
+        /// The highest round of the responder's group it knows complete.
+        completed: u64,
     },
     /// Task 8, refused: the responder already accepted a round at least this high.
     Nack {
         /// The responder's round for the sender's group.
+        round: u64,
+    },
+    /// A new leader's announcement that its round is complete: every proposal its Task 9 made
+    /// was posted to the receiver before this message (same queue pair, in order).
+    Complete {
+        /// The round.
         round: u64,
     },
     /// Proposals and acknowledgements for slots the sender already delivered, sent by message
@@ -112,6 +120,7 @@ mod tests {
                 ts: Some((4, 5)),
             }],
             last: true,
+            completed: 3,
         };
         assert_eq!(Wire::decode(&m.encode()).unwrap(), m);
         assert!(Wire::decode(&[0xff, 0xff, 0xff, 0xff, 1]).is_err());
