@@ -8,9 +8,7 @@
 //! the five properties checked.
 
 use crate::experiment::Observed;
-use crate::sweep::{
-    draw_evict, draw_faults, evict_is_short, judge, kinds, Kinds, Outcome, Phases, SeedRun,
-};
+use crate::sweep::{draw_evict, draw_faults, judge, kinds, Kinds, Outcome, Phases, SeedRun};
 use multicast::{DestPolicy, GroupId, LoadSpec, Membership, Node, Tree};
 use std::sync::Arc;
 use tram::{Config, TramNode};
@@ -103,7 +101,7 @@ impl TramRun {
             &cfg,
             cfg.timing.suspect,
             fault_phase,
-            evict_is_short(cfg.timing.evict),
+            cfg.timing.evict,
         );
         let phases = Phases::of(fault_phase, &faults, cfg.timing.evict, stages(&cfg.tree));
         TramRun {

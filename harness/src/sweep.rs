@@ -2,6 +2,7 @@
 //! the kinds of fault a run holds, a run's outcome, and the sweep's tally.
 
 use multicast::{check, collect_log, DeliveryLog, GroupId, Membership, Node, Server};
+use std::collections::BTreeSet;
 use transport::rng::{Purpose, Rng};
 use transport::runtime::sim::Fault;
 use transport::{Nanos, ProcessId};
@@ -72,7 +73,7 @@ pub(crate) fn draw_evict(seed: u64, stall: Nanos, suspect: Nanos) -> Nanos {
 const EVICT_LONG: Nanos = Nanos(3_000_000);
 
 /// Whether a run's eviction time is within reach of its pauses and delays (see [`draw_faults`]).
-pub(crate) fn evict_is_short(evict: Nanos) -> bool {
+fn evict_is_short(evict: Nanos) -> bool {
     evict < EVICT_LONG
 }
 
@@ -101,6 +102,8 @@ pub(crate) struct Kinds {
     pub(crate) false_suspicion: bool,
     pub(crate) slow: bool,
     pub(crate) link_delay: bool,
+    /// A group's initial leader cut off from its followers by slow links (`cut_off_leader`).
+    pub(crate) cut_off: bool,
 }
 
 /// The kinds of fault in `faults`; a pause of a group's initial leader longer than `suspect`
@@ -129,7 +132,16 @@ pub(crate) fn kinds(faults: &[Fault], m: &impl Membership, suspect: Nanos) -> Ki
                 k.false_suspicion = true
             }
             Fault::Pause { .. } | Fault::Slow { .. } => k.slow = true,
-            Fault::LinkDelay { .. } => k.link_delay = true,
+            Fault::LinkDelay {
+                from, to, delay, ..
+            } => {
+                k.link_delay = true;
+                // Only `cut_off_leader` delays a leader's links by three timeouts or more.
+                k.cut_off |= delay >= Nanos(suspect.as_nanos() * 3)
+                    && m.group_of(from).is_some()
+                    && m.rank_of(from) == 0
+                    && m.group_of(to) == m.group_of(from);
+            }
             Fault::Revoke { .. } => {}
         }
     }
@@ -146,9 +158,10 @@ pub(crate) fn kinds(faults: &[Fault], m: &impl Membership, suspect: Nanos) -> Ki
 /// by up to three suspicion timeouts), all within the fault phase. Some runs also crash the
 /// initial leaders of several groups at one instant, and some pause a group's initial leader
 /// while its group's messages to it are slowed down, so it resumes before it learns it was
-/// replaced and writes with a revoked permission.
+/// replaced and writes with a revoked permission; some cut a group's initial leader off from its
+/// followers by slow links ([`cut_off_leader`]).
 ///
-/// With `evict_short` (an eviction time within reach of the pauses and delays), a server the
+/// With a short `evict` (an eviction time within reach of the pauses and delays), a server the
 /// schedule makes unresponsive may halt, so it counts against its group's f like a crash: no
 /// group gets more than f crashed or impaired members.
 pub(crate) fn draw_faults(
@@ -156,8 +169,9 @@ pub(crate) fn draw_faults(
     m: &impl Membership,
     suspect: Nanos,
     phase: Nanos,
-    evict_short: bool,
+    evict: Nanos,
 ) -> Vec<Fault> {
+    let evict_short = evict_is_short(evict);
     let mut rng = Rng::derive(seed, Purpose::Faults, 0);
     let h = phase.as_nanos();
     let mut faults = Vec::new();
@@ -298,7 +312,84 @@ pub(crate) fn draw_faults(
             faults.extend(revoke_race);
         }
     }
+    if !evict_short {
+        let cut_off = cut_off_leader(seed, m, suspect, phase, evict, &faults);
+        faults.extend(cut_off);
+    }
     faults.sort_by_key(|f| f.at());
+    faults
+}
+
+/// Some runs cut a group's initial leader off from its followers for several suspicion
+/// timeouts (3 to 10): its writes to them, and one client's, crawl. The followers elect a
+/// leader that never saw what the old one proposed to itself, and the old one's writes land
+/// after the change. The cut-off leader holds the slow client's undecided messages, which
+/// block its deliveries until the links recover and a new leader orders them: the cut-off and
+/// that last delay stay within `evict` (with a margin of a few timeouts), so no correct member
+/// is excluded from recycling for it. Half of these runs also crash the follower that takes over (rank 1) while
+/// the links crawl, if the group's f allows: the class of RamCast's stale-round bug
+/// (`ramcast/tests/sim.rs`), where the round after it adopted a value the crashed leader's
+/// quorum never saw. Drawn from a stream of its own, so the rest of a seed's schedule (`drawn`)
+/// is the one earlier sweeps drew; never with a short eviction time, since it impairs every
+/// follower of the group.
+fn cut_off_leader(
+    seed: u64,
+    m: &impl Membership,
+    suspect: Nanos,
+    phase: Nanos,
+    evict: Nanos,
+    drawn: &[Fault],
+) -> Vec<Fault> {
+    // Stream 0 draws the schedule, 1 the eviction time (`draw_evict`).
+    let mut rng = Rng::derive(seed, Purpose::Faults, 2);
+    if m.f() == 0 || !rng.chance(0.25) {
+        return Vec::new();
+    }
+    let g = GroupId(rng.below(m.group_count() as u64) as u8);
+    let leader = m.server(g, 0);
+    let client = m.client(rng.below(m.client_count() as u64) as usize);
+    let at = Nanos(rng.below(phase.as_nanos()));
+    let timeout = suspect.as_nanos();
+    // duration + delay <= 3 * delay <= evict - 4 timeouts.
+    let most = (10 * timeout).min(evict.as_nanos().saturating_sub(4 * timeout) / 3);
+    if most < 3 * timeout {
+        return Vec::new();
+    }
+    let delay = 3 * timeout + rng.below(most - 3 * timeout + 1);
+    let duration = Nanos(delay + rng.below(delay));
+    let mut faults = Vec::new();
+    let crashed: BTreeSet<ProcessId> = drawn
+        .iter()
+        .filter_map(|f| match *f {
+            Fault::Crash { process, .. } | Fault::CrashMidPost { process, .. }
+                if m.group_of(process) == Some(g) =>
+            {
+                Some(process)
+            }
+            _ => None,
+        })
+        .collect();
+    let next = m.server(g, 1);
+    if rng.chance(0.5) && crashed.len() < m.f() && !crashed.contains(&next) {
+        // After it took over (a suspicion timeout and a candidacy), before the links recover.
+        let after = suspect.as_nanos() * 2;
+        faults.push(Fault::Crash {
+            at: Nanos(at.as_nanos() + after + rng.below(duration.as_nanos() - after)),
+            process: next,
+        });
+    }
+    for r in 1..m.replica_count() {
+        for from in [leader, client] {
+            faults.push(Fault::LinkDelay {
+                at,
+                from,
+                to: m.server(g, r),
+                duration,
+                delay: Nanos(delay),
+                jitter: Nanos(rng.below(10_000)),
+            });
+        }
+    }
     faults
 }
 
@@ -348,6 +439,7 @@ pub(crate) struct Tally {
     false_suspicion: u64,
     pub(crate) slow: u64,
     pub(crate) link_delay: u64,
+    cut_off: u64,
     leader_change: u64,
     revoke_race: u64,
     halted_runs: u64,
@@ -382,6 +474,7 @@ impl Tally {
         self.false_suspicion += n(k.false_suspicion);
         self.slow += n(k.slow);
         self.link_delay += n(k.link_delay);
+        self.cut_off += n(k.cut_off);
         self.leader_change += n(out.leader_changes);
         self.revoke_race += n(out.refused_writes > 0);
         self.halted_runs += n(out.halted > 0);
@@ -393,7 +486,7 @@ impl Tally {
     /// The "runs with" line of a sweep's report; `extra` names the protocol-specific event.
     pub(crate) fn describe(&self, extra: Option<&str>) -> String {
         let mut s = format!(
-            "runs with: leader crash {} (in several groups at the same instant {}), follower crash {}, client crash {}, crash in the middle of posting (partial multicast or proposal) {}, false suspicion (initial leader paused past the timeout) {}, pause/slow {}, link delay {}; leader change happened {}, deposed leader's write refused (revoke race) {}, server halted {} ({} halts)",
+            "runs with: leader crash {} (in several groups at the same instant {}), follower crash {}, client crash {}, crash in the middle of posting (partial multicast or proposal) {}, false suspicion (initial leader paused past the timeout) {}, pause/slow {}, link delay {} (leader cut off from its followers {}); leader change happened {}, deposed leader's write refused (revoke race) {}, server halted {} ({} halts)",
             self.leader_crash,
             self.leaders_at_once,
             self.follower_crash,
@@ -402,6 +495,7 @@ impl Tally {
             self.false_suspicion,
             self.slow,
             self.link_delay,
+            self.cut_off,
             self.leader_change,
             self.revoke_race,
             self.halted_runs,
