@@ -510,6 +510,25 @@ mod tests {
         }
     }
 
+    /// Seeds 629 and 1064 of the same sweep; both failed at 960f8db and with completed rounds
+    /// alone.
+    ///
+    /// postmortem (629: validity and uniform agreement; 1064: a member halted, over f): the
+    /// cut-off leader's late proposals were refused, so its queue pair to the new leader broke
+    /// and flushed its acknowledgement of a slot it had already delivered. After the reconnect
+    /// `resync` re-sent only the acknowledgements of undelivered slots, and the new leader,
+    /// which had not delivered that slot, waited for a quorum forever (the run's other member
+    /// had crashed). Fixed: `resync` re-sends the acknowledgements of delivered slots too, by
+    /// message (`RamcastServer::ack_decided`).
+    #[test]
+    fn an_acknowledgement_of_a_delivered_slot_survives_a_broken_queue_pair() {
+        for (seed, evict) in [(629, 7_608_348), (1064, 9_189_690)] {
+            let run = RamcastRun::derive(seed);
+            assert_eq!(run.cfg.timing.evict, Nanos(evict), "the derivation drifted");
+            crate::sweep::assert_passes(&run);
+        }
+    }
+
     /// CI's sweep: 50 seeds with faults, 0 violations (the long sweep is `harness check`).
     /// `RAMCAST_SEEDS=N` runs a longer sweep.
     #[test]

@@ -94,16 +94,19 @@ impl RamcastServer {
 
     /// After a reconnect, re-sends to `peer` what the broken queue pair may have flushed.
     fn resync<N: Nic>(&mut self, nic: &mut N, peer: ProcessId) {
-        // Acknowledgements of undelivered slots go again by write; delivered slots are handled
-        // by message (see `crate::recovery`).
+        // Acknowledgements of undelivered slots go again by write, those of delivered slots by
+        // message (they may be reused at the peer already, see `crate::recovery`): a leader
+        // that has not delivered a slot yet may be waiting for this very acknowledgement.
         for c in 0..self.cfg.clients as u32 {
             for i in 0..self.cfg.slots {
                 let slot = &self.buffers[c as usize].slots[i];
-                let (Some(entry), Some(rnd)) = (slot.entry.clone(), slot.acked) else {
+                let (Some(entry), Some(rnd), s) = (slot.entry.clone(), slot.acked, slot.seq) else {
                     continue;
                 };
-                if matches!(slot.stat, Stat::Mcast | Stat::Ordered) {
-                    self.send_acks(nic, c, &entry, rnd, Some(peer));
+                match slot.stat {
+                    Stat::Mcast | Stat::Ordered => self.send_acks(nic, c, &entry, rnd, Some(peer)),
+                    Stat::Done => self.ack_decided(nic, c, s, rnd, Some(peer)),
+                    Stat::Empty => {}
                 }
             }
         }

@@ -50,8 +50,16 @@ impl RamcastServer {
         true
     }
 
-    /// This server's acknowledgement of round `rnd` for a delivered slot, to every destination.
-    fn ack_decided<N: Nic>(&mut self, nic: &mut N, c: u32, s: u64, rnd: Stamp) {
+    /// This server's acknowledgement of round `rnd` for a delivered slot, to every destination
+    /// process (or only to `only`).
+    pub(crate) fn ack_decided<N: Nic>(
+        &mut self,
+        nic: &mut N,
+        c: u32,
+        s: u64,
+        rnd: Stamp,
+        only: Option<ProcessId>,
+    ) {
         let Some(entry) = self.slot(c, s).and_then(|x| x.entry.clone()) else {
             return;
         };
@@ -59,7 +67,7 @@ impl RamcastServer {
         let ack = (self.group.0, self.rank as u8, rnd.0);
         for (h, &ptr) in entry.dst.groups().zip(&entry.ptr) {
             let members: Vec<ProcessId> = self.cfg.members(h).collect();
-            for q in members {
+            for q in members.into_iter().filter(|&q| only.is_none_or(|o| o == q)) {
                 let item = CatchItem {
                     acks: vec![ack],
                     ..CatchItem::about(c, ptr)
@@ -123,7 +131,7 @@ impl RamcastServer {
                     }
                 }
                 if self.slot(c, s).expect("held").acked != Some(round) {
-                    self.ack_decided(nic, c, s, round);
+                    self.ack_decided(nic, c, s, round, None);
                 }
             }
         }
@@ -244,7 +252,7 @@ impl RamcastServer {
                 // acknowledged by Task 3), and, as leader, pass other groups' on.
                 if let Some(p) = slot.ts[g.0 as usize] {
                     if p.rnd == self.rounds[g.0 as usize] && slot.acked != Some(p.rnd) {
-                        self.ack_decided(nic, c, s, p.rnd);
+                        self.ack_decided(nic, c, s, p.rnd, None);
                     }
                 }
                 if self.role == Role::Leader {
