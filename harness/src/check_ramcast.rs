@@ -458,13 +458,7 @@ mod tests {
     /// loop asks after a refused multicast.
     #[test]
     fn a_refused_multicast_wakes_its_client_when_the_eviction_is_due() {
-        let run = RamcastRun::derive(358);
-        assert_eq!(
-            run.cfg.timing.evict,
-            Nanos(1_670_310),
-            "the derivation drifted"
-        );
-        crate::sweep::assert_passes(&run);
+        crate::sweep::assert_passes(&derived(358, 1_670_310));
     }
 
     /// Seed 1107 of the second 3,000-seed sweep (two groups, single-group destinations drawn
@@ -477,13 +471,7 @@ mod tests {
     /// slot, not only the destinations drawn this time.
     #[test]
     fn a_refused_multicast_starts_every_blocked_groups_eviction_clock() {
-        let run = RamcastRun::derive(1107);
-        assert_eq!(
-            run.cfg.timing.evict,
-            Nanos(4_266_956),
-            "the derivation drifted"
-        );
-        crate::sweep::assert_passes(&run);
+        crate::sweep::assert_passes(&derived(1107, 4_266_956));
     }
 
     /// Seeds 44 and 198 of the first sweep with cut-off leaders, derived as that sweep derived
@@ -500,8 +488,7 @@ mod tests {
     #[test]
     fn a_cut_off_leaders_proposals_are_never_adopted_below_what_its_successor_delivered() {
         for (seed, evict) in [(44, 4_596_608), (198, 4_534_714)] {
-            let run = RamcastRun::derive(seed);
-            assert_eq!(run.cfg.timing.evict, Nanos(evict), "the derivation drifted");
+            let run = derived(seed, evict);
             assert!(
                 run.kinds().cut_off,
                 "seed {seed}: the scenario needs the cut-off"
@@ -523,10 +510,20 @@ mod tests {
     #[test]
     fn an_acknowledgement_of_a_delivered_slot_survives_a_broken_queue_pair() {
         for (seed, evict) in [(629, 7_608_348), (1064, 9_189_690)] {
-            let run = RamcastRun::derive(seed);
-            assert_eq!(run.cfg.timing.evict, Nanos(evict), "the derivation drifted");
-            crate::sweep::assert_passes(&run);
+            crate::sweep::assert_passes(&derived(seed, evict));
         }
+    }
+
+    /// The run a sweep derived from `seed`, checked to be the one it derived then: its eviction
+    /// time, drawn from the seed, is still `evict` nanoseconds.
+    fn derived(seed: u64, evict: u64) -> RamcastRun {
+        let run = RamcastRun::derive(seed);
+        assert_eq!(
+            run.cfg.timing.evict,
+            Nanos(evict),
+            "seed {seed}: the derivation drifted"
+        );
+        run
     }
 
     /// CI's sweep: 50 seeds with faults, 0 violations (the long sweep is `harness check`).
