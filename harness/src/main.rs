@@ -348,6 +348,29 @@ struct CheckArgs {
     /// Print every seed's derived parameters.
     #[arg(long)]
     verbose: bool,
+    /// Worker threads for ramcast, tram and rdmc sweeps (default: every core). The report is
+    /// the same on any number: runs are reported in seed order.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    jobs: Option<u64>,
+    /// Run only shard K of N: the seeds first-seed+K, first-seed+K+N, ... (K from 0). N
+    /// machines running shards 0/N .. N-1/N cover the sweep once, for a cluster scheduler.
+    #[arg(long, value_parser = parse_shard, conflicts_with = "seed")]
+    shard: Option<(u64, u64)>,
+}
+
+/// Parses `K/N` with `K < N`.
+fn parse_shard(s: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("shard `{s}` must be K/N with 0 <= K < N, e.g. 0/4");
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let (k, n): (u64, u64) = (
+        k.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if k < n {
+        Ok((k, n))
+    } else {
+        Err(bad())
+    }
 }
 
 fn parse_size(s: &str) -> Result<usize, String> {
@@ -997,15 +1020,22 @@ fn run_figure(a: FigureArgs) -> Result<ExitCode, String> {
 /// The seeds a `check` covers and whether to print each run's parameters; prints the header.
 fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<(Profile, Vec<u64>, bool), String> {
     let profile = Profile::load(&a.profile).map_err(|e| e.to_string())?;
+    let (k, n) = a.shard.unwrap_or((0, 1));
     let (seeds, verbose): (Vec<u64>, bool) = match a.seed {
         Some(s) => (vec![s], true),
         None => (
-            (a.first_seed..a.first_seed.saturating_add(a.seeds)).collect(),
+            (a.first_seed..a.first_seed.saturating_add(a.seeds))
+                .skip(k as usize)
+                .step_by(n as usize)
+                .collect(),
             a.verbose,
         ),
     };
+    let shard = a
+        .shard
+        .map_or(String::new(), |(k, n)| format!(" shard={k}/{n}"));
     println!(
-        "harness check: protocol={protocol} seeds={} first={} determinism={} commit={COMMIT}",
+        "harness check: protocol={protocol} seeds={} first={}{shard} determinism={} commit={COMMIT}",
         seeds.len(),
         seeds.first().copied().unwrap_or(0),
         a.check_determinism
@@ -1021,43 +1051,57 @@ fn check_multicast<R: sweep::SeedRun>(a: CheckArgs) -> Result<ExitCode, String> 
     let start = std::time::Instant::now();
     let mut failed = Vec::new();
     let mut tally = sweep::Tally::default();
-    for &seed in &seeds {
-        let run = R::derive(seed);
-        if verbose {
-            bar.suspend(|| println!("{}", run.describe()));
-        }
-        let out = run.check(&profile, a.check_determinism);
-        tally.add(run.kinds(), &out);
-        if !out.violations.is_empty() || out.divergence.is_some() {
-            failed.push(seed);
-            bar.suspend(|| {
-                println!("FAILED seed {seed}: {}", run.describe());
-                for v in out.violations.iter().take(10) {
-                    println!("  violation: {v}");
-                }
-                if let Some(d) = &out.divergence {
-                    println!("  nondeterminism: {d}");
-                }
-                if verbose {
-                    for s in &out.states {
-                        println!("  state: {s}");
+    let mut error = None;
+    let jobs = a.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |j| j as usize,
+    );
+    sweep::run_seeds::<R>(
+        &seeds,
+        &profile,
+        a.check_determinism,
+        jobs,
+        |seed, run, out| {
+            if verbose {
+                bar.suspend(|| println!("{}", run.describe()));
+            }
+            tally.add(run.kinds(), out);
+            if !out.violations.is_empty() || out.divergence.is_some() {
+                failed.push(seed);
+                bar.suspend(|| {
+                    println!("FAILED seed {seed}: {}", run.describe());
+                    for v in out.violations.iter().take(10) {
+                        println!("  violation: {v}");
+                    }
+                    if let Some(d) = &out.divergence {
+                        println!("  nondeterminism: {d}");
+                    }
+                    if verbose {
+                        for s in &out.states {
+                            println!("  state: {s}");
+                        }
+                    }
+                    println!(
+                        "  replay: harness check --protocol {} --seed {seed} --profile {}",
+                        R::PROTOCOL,
+                        profile.name
+                    );
+                });
+                if let (Some(dir), Some(log)) = (&a.log, &out.log) {
+                    let d = dir.join(format!("seed-{seed}"));
+                    match log.write_csv(&d) {
+                        Ok(()) => bar.suspend(|| println!("  log: {}", d.display())),
+                        Err(e) => error = error.take().or(Some(e.to_string())),
                     }
                 }
-                println!(
-                    "  replay: harness check --protocol {} --seed {seed} --profile {}",
-                    R::PROTOCOL,
-                    profile.name
-                );
-            });
-            if let (Some(dir), Some(log)) = (&a.log, &out.log) {
-                let d = dir.join(format!("seed-{seed}"));
-                log.write_csv(&d).map_err(|e| e.to_string())?;
-                bar.suspend(|| println!("  log: {}", d.display()));
             }
-        }
-        bar.inc(1);
-    }
+            bar.inc(1);
+        },
+    )?;
     bar.finish_and_clear();
+    if let Some(e) = error {
+        return Err(e);
+    }
     println!(
         "{} runs in {:.1} s: {} failed; {} events, {} server deliveries",
         seeds.len(),

@@ -4,7 +4,7 @@
 use multicast::{check, collect_log, DeliveryLog, GroupId, Membership, Node, Server};
 use std::collections::BTreeSet;
 use transport::rng::{Purpose, Rng};
-use transport::runtime::sim::Fault;
+use transport::runtime::sim::{Fault, Profile};
 use transport::{Nanos, ProcessId};
 
 /// The convergence phase after the liveness phase: no new multicasts, faults over, every
@@ -622,7 +622,7 @@ pub(crate) fn judge_halts(
 }
 
 /// One seeded checking run of a protocol, as `harness check` drives it.
-pub(crate) trait SeedRun: Sized {
+pub(crate) trait SeedRun: Sized + Send {
     /// The protocol's name on the command line.
     const PROTOCOL: &'static str;
     /// The label of [`Outcome::extra`] in the report, if the protocol counts one.
@@ -639,6 +639,43 @@ pub(crate) trait SeedRun: Sized {
     fn tally_line(t: &Tally) -> String {
         t.describe(Self::EXTRA)
     }
+}
+
+/// Runs the seeds on `jobs` threads and hands each run and its outcome to `each` in seed order,
+/// so a sweep's report is the same on any number of threads (runs share nothing: each is
+/// deterministic from its seed). Seeds go in batches of a few per thread; a passing run's
+/// delivery log is dropped at once.
+pub(crate) fn run_seeds<R: SeedRun>(
+    seeds: &[u64],
+    profile: &Profile,
+    determinism: bool,
+    jobs: usize,
+    mut each: impl FnMut(u64, &R, &Outcome),
+) -> Result<(), String> {
+    use rayon::prelude::*;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .build()
+        .map_err(|e| format!("cannot start {jobs} worker threads: {e}"))?;
+    for batch in seeds.chunks(jobs * 8) {
+        let done: Vec<(R, Outcome)> = pool.install(|| {
+            batch
+                .par_iter()
+                .map(|&seed| {
+                    let run = R::derive(seed);
+                    let mut out = run.check(profile, determinism);
+                    if out.violations.is_empty() && out.divergence.is_none() {
+                        out.log = None;
+                    }
+                    (run, out)
+                })
+                .collect()
+        });
+        for (&seed, (run, out)) in batch.iter().zip(&done) {
+            each(seed, run, out);
+        }
+    }
+    Ok(())
 }
 
 /// Checks `run` on the default profile and asserts it holds every property (for pinned
@@ -659,6 +696,31 @@ pub(crate) fn assert_passes<R: SeedRun>(run: &R) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A sweep's report on one thread and on two: every run's outcome, in seed order, and the
+    /// tally line. TRAM runs are the longest-lived, so a batch finishes out of order.
+    #[test]
+    fn a_sweep_reports_the_same_on_one_thread_and_on_two() {
+        let profile = Profile::load("r320-cx3").expect("built-in");
+        let seeds: Vec<u64> = (40..52).collect();
+        let report = |jobs: usize| {
+            let mut lines = Vec::new();
+            let mut tally = Tally::default();
+            run_seeds::<crate::check_tram::TramRun>(&seeds, &profile, false, jobs, |s, r, o| {
+                tally.add(r.kinds(), o);
+                lines.push(format!(
+                    "{s} {} {} {} {} {:?} {:?}",
+                    o.events, o.delivered, o.post_fault, o.halted, o.after_each, o.violations
+                ));
+            })
+            .expect("threads start");
+            lines.push(tally.describe(None));
+            lines
+        };
+        let one = report(1);
+        assert_eq!(one.len(), seeds.len() + 1);
+        assert_eq!(one, report(2));
+    }
 
     /// The halt verdict on hand-made outcomes: one group of three (f = 1), process 1 halted.
     #[test]
