@@ -356,6 +356,13 @@ struct CheckArgs {
     /// machines running shards 0/N .. N-1/N cover the sweep once, for a cluster scheduler.
     #[arg(long, value_parser = parse_shard, conflicts_with = "seed")]
     shard: Option<(u64, u64)>,
+    /// Also write the sweep's result to this file (TOML), for --merge (ramcast, tram, rdmc).
+    #[arg(long, conflicts_with = "seed")]
+    report: Option<PathBuf>,
+    /// Sum the --report files of a sweep's shards and print the sweep's report (every other
+    /// flag is taken from the files).
+    #[arg(long, num_args = 1.., conflicts_with_all = ["seed", "shard", "report"])]
+    merge: Vec<PathBuf>,
 }
 
 /// Parses `K/N` with `K < N`.
@@ -1102,30 +1109,101 @@ fn check_multicast<R: sweep::SeedRun>(a: CheckArgs) -> Result<ExitCode, String> 
     if let Some(e) = error {
         return Err(e);
     }
+    let report = sweep::Report {
+        protocol: R::PROTOCOL.to_string(),
+        profile: profile.name.clone(),
+        commit: COMMIT.to_string(),
+        first: a.first_seed,
+        seeds: a.seeds,
+        shard: a.shard.unwrap_or((0, 1)),
+        runs: seeds.len() as u64,
+        wall_s: start.elapsed().as_secs_f64(),
+        failed,
+        tally,
+    };
+    if let Some(path) = &a.report {
+        let text = toml::to_string(&report).map_err(|e| e.to_string())?;
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(print_report::<R>(&report))
+}
+
+/// A sweep's last lines: runs, the tally, the verdict.
+fn print_report<R: sweep::SeedRun>(r: &sweep::Report) -> ExitCode {
     println!(
         "{} runs in {:.1} s: {} failed; {} events, {} server deliveries",
-        seeds.len(),
-        start.elapsed().as_secs_f64(),
-        failed.len(),
-        tally.events,
-        tally.delivered
+        r.runs,
+        r.wall_s,
+        r.failed.len(),
+        r.tally.events,
+        r.tally.delivered
     );
-    println!("{}", R::tally_line(&tally));
-    if failed.is_empty() {
+    println!("{}", R::tally_line(&r.tally));
+    if r.failed.is_empty() {
         println!("0 violations");
-        Ok(ExitCode::SUCCESS)
+        ExitCode::SUCCESS
     } else {
-        println!("failing seeds: {failed:?}");
-        Ok(ExitCode::FAILURE)
+        println!("failing seeds: {:?}", r.failed);
+        ExitCode::FAILURE
+    }
+}
+
+/// `check --merge`: the report of a sweep run in shards, from the shards' `--report` files.
+fn merge_reports(paths: &[PathBuf]) -> Result<ExitCode, String> {
+    use sweep::SeedRun;
+    let mut reports = Vec::new();
+    for path in paths {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let r: sweep::Report = toml::from_str(&text).map_err(|e| {
+            format!(
+                "{}: not a report written by `harness check --report`: {e}",
+                path.display()
+            )
+        })?;
+        reports.push(r);
+    }
+    let (all, missing) = sweep::Report::merge(reports)?;
+    println!(
+        "harness check --merge: {} reports, protocol={} profile={} seeds={} first={} commit={} (run times summed over shards)",
+        paths.len(),
+        all.protocol,
+        all.profile,
+        all.seeds,
+        all.first,
+        all.commit
+    );
+    if !missing.is_empty() {
+        println!(
+            "warning: shards {missing:?} of {} are missing: this covers {} of the sweep's {} seeds",
+            all.shard.1, all.runs, all.seeds
+        );
+    }
+    match all.protocol.as_str() {
+        p if p == check_ramcast::RamcastRun::PROTOCOL => {
+            Ok(print_report::<check_ramcast::RamcastRun>(&all))
+        }
+        p if p == check_tram::TramRun::PROTOCOL => Ok(print_report::<check_tram::TramRun>(&all)),
+        p if p == check_rdmc::RdmcRun::PROTOCOL => Ok(print_report::<check_rdmc::RdmcRun>(&all)),
+        p => Err(format!(
+            "cannot merge reports of `{p}`: only ramcast, tram and rdmc sweeps write them"
+        )),
     }
 }
 
 fn run_check(a: CheckArgs) -> Result<ExitCode, String> {
+    if !a.merge.is_empty() {
+        return merge_reports(&a.merge);
+    }
     match a.protocol {
         CheckProtocol::Ramcast => return check_multicast::<check_ramcast::RamcastRun>(a),
         CheckProtocol::Tram => return check_multicast::<check_tram::TramRun>(a),
         CheckProtocol::Rdmc => return check_multicast::<check_rdmc::RdmcRun>(a),
         CheckProtocol::Chaos => {}
+    }
+    if a.report.is_some() {
+        return Err(
+            "--report is for ramcast, tram and rdmc sweeps; chaos prints its report".into(),
+        );
     }
     let (profile, seeds, verbose) = check_preamble(&a, "chaos")?;
     let processes = a.processes.map(|n| n as usize);

@@ -427,7 +427,7 @@ pub(crate) struct Outcome {
 }
 
 /// Counts over a sweep: how many runs had each fault kind and each protocol event.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Tally {
     pub(crate) events: u64,
     pub(crate) delivered: u64,
@@ -450,6 +450,46 @@ pub(crate) struct Tally {
 }
 
 impl Tally {
+    /// Adds another sweep's counts (a shard of the same sweep).
+    pub(crate) fn merge(&mut self, o: &Tally) {
+        let Tally {
+            events,
+            delivered,
+            leader_crash,
+            leaders_at_once,
+            follower_crash,
+            client_crash,
+            mid_post,
+            false_suspicion,
+            slow,
+            link_delay,
+            cut_off,
+            leader_change,
+            revoke_race,
+            halted_runs,
+            halted_servers,
+            post_fault,
+            extra,
+        } = o;
+        self.events += events;
+        self.delivered += delivered;
+        self.leader_crash += leader_crash;
+        self.leaders_at_once += leaders_at_once;
+        self.follower_crash += follower_crash;
+        self.client_crash += client_crash;
+        self.mid_post += mid_post;
+        self.false_suspicion += false_suspicion;
+        self.slow += slow;
+        self.link_delay += link_delay;
+        self.cut_off += cut_off;
+        self.leader_change += leader_change;
+        self.revoke_race += revoke_race;
+        self.halted_runs += halted_runs;
+        self.halted_servers += halted_servers;
+        self.post_fault.extend(post_fault);
+        self.extra += extra;
+    }
+
     /// The median over runs of the multicasts completed after the run's last fault, and the
     /// smallest.
     pub(crate) fn post_fault(&self) -> (u64, u64) {
@@ -641,6 +681,68 @@ pub(crate) trait SeedRun: Sized + Send {
     }
 }
 
+/// What a sweep, or one shard of it, found: what `check --report` writes and `check --merge`
+/// reads back (TOML).
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Report {
+    pub(crate) protocol: String,
+    pub(crate) profile: String,
+    pub(crate) commit: String,
+    /// The sweep's `--first-seed` and `--seeds`, and the shard `(K, N)` this report covers.
+    pub(crate) first: u64,
+    pub(crate) seeds: u64,
+    pub(crate) shard: (u64, u64),
+    pub(crate) runs: u64,
+    pub(crate) wall_s: f64,
+    pub(crate) failed: Vec<u64>,
+    pub(crate) tally: Tally,
+}
+
+impl Report {
+    /// Sums shard reports of one sweep. Refuses reports of different protocols, profiles,
+    /// commits or sweeps, and a shard given twice; says which shards are missing.
+    pub(crate) fn merge(reports: Vec<Report>) -> Result<(Report, Vec<u64>), String> {
+        let mut it = reports.into_iter();
+        let mut all = it.next().ok_or("nothing to merge")?;
+        let mut seen = vec![all.shard.0];
+        for r in it {
+            let same = (
+                &r.protocol,
+                &r.profile,
+                &r.commit,
+                r.first,
+                r.seeds,
+                r.shard.1,
+            ) == (
+                &all.protocol,
+                &all.profile,
+                &all.commit,
+                all.first,
+                all.seeds,
+                all.shard.1,
+            );
+            if !same {
+                return Err(format!(
+                    "cannot merge shard {}/{} of `{} {} at {} (seeds {}..+{})` with `{} {} at {} (seeds {}..+{}, shards of {})`: merge the shards of one sweep, run by one build",
+                    r.shard.0, r.shard.1, r.protocol, r.profile, r.commit, r.first, r.seeds,
+                    all.protocol, all.profile, all.commit, all.first, all.seeds, all.shard.1
+                ));
+            }
+            if seen.contains(&r.shard.0) {
+                return Err(format!("shard {}/{} is given twice", r.shard.0, r.shard.1));
+            }
+            seen.push(r.shard.0);
+            all.runs += r.runs;
+            all.wall_s += r.wall_s;
+            all.failed.extend(r.failed);
+            all.tally.merge(&r.tally);
+        }
+        all.failed.sort_unstable();
+        let missing = (0..all.shard.1).filter(|k| !seen.contains(k)).collect();
+        Ok((all, missing))
+    }
+}
+
 /// Runs the seeds on `jobs` threads and hands each run and its outcome to `each` in seed order,
 /// so a sweep's report is the same on any number of threads (runs share nothing: each is
 /// deterministic from its seed). Seeds go in batches of a few per thread; a passing run's
@@ -720,6 +822,46 @@ mod tests {
         let one = report(1);
         assert_eq!(one.len(), seeds.len() + 1);
         assert_eq!(one, report(2));
+    }
+
+    /// Two shards' reports, written as TOML, read back and merged, say what the whole sweep
+    /// says; a shard given twice and a report of another sweep are refused.
+    #[test]
+    fn merged_shard_reports_are_the_whole_sweeps_report() {
+        use crate::check_rdmc::RdmcRun;
+        let profile = Profile::load("r320-cx3").expect("built-in");
+        let report = |shard: (u64, u64)| {
+            let seeds: Vec<u64> = (0..10)
+                .skip(shard.0 as usize)
+                .step_by(shard.1 as usize)
+                .collect();
+            let mut r = Report {
+                protocol: RdmcRun::PROTOCOL.into(),
+                seeds: 10,
+                shard,
+                runs: seeds.len() as u64,
+                ..Report::default()
+            };
+            run_seeds::<RdmcRun>(&seeds, &profile, false, 1, |s, run, o| {
+                r.tally.add(run.kinds(), o);
+                if !o.violations.is_empty() {
+                    r.failed.push(s);
+                }
+            })
+            .expect("threads start");
+            let text = toml::to_string(&r).expect("serialises");
+            toml::from_str::<Report>(&text).expect("reads back")
+        };
+        let whole = report((0, 1));
+        let (merged, missing) = Report::merge(vec![report((1, 2)), report((0, 2))]).unwrap();
+        assert!(missing.is_empty());
+        assert_eq!(
+            (merged.runs, &merged.failed, merged.tally.describe(None)),
+            (whole.runs, &whole.failed, whole.tally.describe(None))
+        );
+        assert_eq!(merged.tally.events, whole.tally.events);
+        assert!(Report::merge(vec![report((0, 2)), report((0, 2))]).is_err());
+        assert!(Report::merge(vec![report((0, 2)), whole]).is_err());
     }
 
     /// The halt verdict on hand-made outcomes: one group of three (f = 1), process 1 halted.
