@@ -161,12 +161,19 @@ pub(crate) struct Row {
     pub(crate) commit: String,
     /// Messages that reached at least one receiver.
     pub(crate) transfers: usize,
+    #[serde(serialize_with = "crate::stats::precision::us")]
     pub(crate) latency_us_mean: f64,
+    #[serde(serialize_with = "crate::stats::precision::us")]
     pub(crate) latency_us_max: f64,
+    #[serde(serialize_with = "crate::stats::precision::rate")]
     pub(crate) gbps_mean: f64,
+    #[serde(serialize_with = "crate::stats::precision::rate")]
     pub(crate) gbps_sd: f64,
+    #[serde(serialize_with = "crate::stats::precision::rate")]
     pub(crate) aggregate_gbps: f64,
+    #[serde(serialize_with = "crate::stats::precision::us")]
     pub(crate) skew_us_mean: f64,
+    #[serde(serialize_with = "crate::stats::precision::rate")]
     pub(crate) messages_per_s: f64,
     pub(crate) corrupt: usize,
     pub(crate) failures: usize,

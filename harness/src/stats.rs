@@ -37,9 +37,55 @@ impl LatencySummary {
     }
 }
 
+/// CSV columns written at the precision they were measured to, without the floating-point
+/// noise of the arithmetic that derived them (`1.3009999999999993`, `6.66e-16`). Used as
+/// `#[serde(serialize_with = ...)]` on result rows.
+pub(crate) mod precision {
+    /// A time in microseconds, measured in whole nanoseconds (means and deviations of such):
+    /// three decimals.
+    pub(crate) fn us<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(super::round_dp(*x, 3))
+    }
+
+    /// A rate derived from counts and nanosecond spans (Gb/s, messages per second): six
+    /// significant digits.
+    pub(crate) fn rate<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(super::round_sig(*x, 6))
+    }
+}
+
+/// `x` rounded to `dp` decimals (never `-0`).
+pub(crate) fn round_dp(x: f64, dp: i32) -> f64 {
+    let m = 10f64.powi(dp);
+    (x * m).round() / m + 0.0
+}
+
+/// `x` rounded to `digits` significant digits.
+pub(crate) fn round_sig(x: f64, digits: usize) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    format!("{:.*e}", digits - 1, x)
+        .parse()
+        .expect("a formatted float parses")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn measured_numbers_lose_their_arithmetic_noise() {
+        assert_eq!(round_dp(1.3009999999999993, 3).to_string(), "1.301");
+        assert_eq!(round_dp(6.661338147750939e-16, 3).to_string(), "0");
+        assert_eq!(round_dp(4425.486999999999, 3).to_string(), "4425.487");
+        assert_eq!(
+            round_sig(0.000013035212643535648, 6).to_string(),
+            "0.0000130352"
+        );
+        assert_eq!(round_sig(94.95820692777903, 6).to_string(), "94.9582");
+        assert_eq!(round_sig(0.0, 6), 0.0);
+    }
 
     #[test]
     fn summary_of_known_samples() {

@@ -292,15 +292,25 @@ pub(crate) struct Row {
     pub(crate) profile: String,
     pub(crate) bytes: usize,
     pub(crate) iterations: u64,
+    #[serde(serialize_with = "crate::stats::precision::us")]
     pub(crate) t_min_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::us")]
     pub(crate) t_max_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::us")]
     pub(crate) t_typical_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::us")]
     pub(crate) t_avg_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::us")]
     pub(crate) t_stdev_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::us")]
     pub(crate) t_p99_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::us")]
     pub(crate) t_p999_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::rate")]
     pub(crate) bw_peak_gbps: f64,
+    #[serde(serialize_with = "crate::stats::precision::rate")]
     pub(crate) bw_avg_gbps: f64,
+    #[serde(serialize_with = "crate::stats::precision::rate")]
     pub(crate) msg_rate_mpps: f64,
     pub(crate) warmup: u64,
     pub(crate) tx_depth: u64,
