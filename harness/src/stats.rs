@@ -41,10 +41,10 @@ impl LatencySummary {
 /// noise of the arithmetic that derived them (`1.3009999999999993`, `6.66e-16`). Used as
 /// `#[serde(serialize_with = ...)]` on result rows.
 pub(crate) mod precision {
-    /// A time in microseconds, measured in whole nanoseconds (means and deviations of such):
-    /// three decimals.
+    /// A time in microseconds, measured in nanoseconds and halved for perftest's half round
+    /// trips (means and deviations of such): four decimals, a tenth of a nanosecond.
     pub(crate) fn us<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_f64(super::round_dp(*x, 3))
+        s.serialize_f64(super::round_dp(*x, 4))
     }
 
     /// A rate derived from counts and nanosecond spans (Gb/s, messages per second): six
@@ -76,9 +76,11 @@ mod tests {
 
     #[test]
     fn measured_numbers_lose_their_arithmetic_noise() {
-        assert_eq!(round_dp(1.3009999999999993, 3).to_string(), "1.301");
-        assert_eq!(round_dp(6.661338147750939e-16, 3).to_string(), "0");
-        assert_eq!(round_dp(4425.486999999999, 3).to_string(), "4425.487");
+        assert_eq!(round_dp(1.3009999999999993, 4).to_string(), "1.301");
+        assert_eq!(round_dp(0.5473669999999994, 4).to_string(), "0.5474");
+        assert_eq!(round_dp(0.3675, 4).to_string(), "0.3675");
+        assert_eq!(round_dp(6.661338147750939e-16, 4).to_string(), "0");
+        assert_eq!(round_dp(4425.486999999999, 4).to_string(), "4425.487");
         assert_eq!(
             round_sig(0.000013035212643535648, 6).to_string(),
             "0.0000130352"
