@@ -178,17 +178,47 @@ pub(crate) fn row(out: &mut String, what: &str, published: f64, measured: f64, u
     );
 }
 
+/// The verdicts of a claims table, as written in the last column.
+pub(crate) const REPRODUCED: &str = "reproduced";
+/// See [`REPRODUCED`].
+pub(crate) const NOT_REPRODUCED: &str = "not reproduced";
+/// See [`REPRODUCED`]; followed by why, in parentheses.
+pub(crate) const BY_CONSTRUCTION: &str = "holds by construction";
+
 /// A row of a claims table: the paper's statement, what we measured, and whether it holds.
 pub(crate) fn claim(md: &mut String, statement: &str, measured: String, holds: bool) {
     let _ = writeln!(
         md,
         "| {statement} | {measured} | {} |",
-        if holds {
-            "reproduced"
-        } else {
-            "not reproduced"
-        }
+        if holds { REPRODUCED } else { NOT_REPRODUCED }
     );
+}
+
+/// How many claims of a summary hold, fail, and hold by construction, and the claims rows
+/// themselves, read back from the tables [`claim`] and [`claim_by_construction`] write.
+pub(crate) fn verdicts(summary: &str) -> ([usize; 3], Vec<&str>) {
+    let mut n = [0; 3];
+    let mut rows = Vec::new();
+    for line in summary.lines().filter(|l| l.starts_with('|')) {
+        let last = line
+            .trim_end_matches('|')
+            .rsplit('|')
+            .next()
+            .unwrap_or("")
+            .trim();
+        let k = if last == REPRODUCED {
+            0
+        } else if last == NOT_REPRODUCED {
+            1
+        } else if last.starts_with(BY_CONSTRUCTION) {
+            2
+        } else {
+            continue;
+        };
+        n[k] += 1;
+        rows.push(line);
+    }
+    (n, rows)
 }
 
 /// A row of a claims table for a claim the model cannot contradict: what the claim is about is
@@ -196,7 +226,7 @@ pub(crate) fn claim(md: &mut String, statement: &str, measured: String, holds: b
 pub(crate) fn claim_by_construction(md: &mut String, statement: &str, measured: String, why: &str) {
     let _ = writeln!(
         md,
-        "| {statement} | {measured} | holds by construction ({why}) |"
+        "| {statement} | {measured} | {BY_CONSTRUCTION} ({why}) |"
     );
 }
 

@@ -16,13 +16,14 @@ mod figure_rdmc;
 mod figure_tram;
 mod figure_tram_notes;
 mod plot;
+mod reproduce;
 mod stats;
 mod sweep;
 
 use bench::transport::{self as perf, Row, Runtime, MAX_BYTES};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use transport::runtime::local::{thread_count, LocalConfig};
 use transport::runtime::sim::{Profile, DEFAULT_PROFILE};
@@ -55,6 +56,9 @@ enum Command {
     Run(Box<RunArgs>),
     /// Reproduces a paper figure on the simulator: CSV, PNG and a summary beside the paper's.
     Figure(FigureArgs),
+    /// Reproduces several paper figures (--all: every one), prints each one's wall time and
+    /// verdicts, and rewrites the results index (OUT/README.md).
+    Reproduce(ReproduceArgs),
     /// Seeded checks under random faults (VOPR-style): every parameter derived from the seed.
     Check(CheckArgs),
     /// Lists the simulator's built-in hardware profiles.
@@ -218,6 +222,22 @@ struct FigureArgs {
     /// Output directory [default: results/NAME, NAME the figure].
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Fewer points and shorter runs (a smoke test, not for publication).
+    #[arg(long)]
+    quick: bool,
+}
+
+#[derive(Args, Debug)]
+struct ReproduceArgs {
+    /// Every figure.
+    #[arg(long, conflicts_with = "names")]
+    all: bool,
+    /// The figures (the names `harness figure` takes).
+    #[arg(value_enum, required_unless_present = "all")]
+    names: Vec<FigureName>,
+    /// Results directory: each figure goes to OUT/NAME, the index to OUT/README.md.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
     /// Fewer points and shorter runs (a smoke test, not for publication).
     #[arg(long)]
     quick: bool,
@@ -400,6 +420,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Sim(a)) => bench_sim(a),
         Command::Run(a) => run_experiment(*a),
         Command::Figure(a) => run_figure(a),
+        Command::Reproduce(a) => run_reproduce(a),
         Command::Check(a) => run_check(a),
         Command::Profiles => list_profiles(),
         Command::Verify(a) => verify_log(a),
@@ -1003,25 +1024,90 @@ fn run_figure(a: FigureArgs) -> Result<ExitCode, String> {
         "harness figure {name}: runtime=sim profile={profile} seed=1 commit={COMMIT} out={}",
         out.display()
     );
-    let progress = |line: &str| println!("{line}");
-    match a.name {
-        FigureName::RamcastFig4 => figure::fig4(&out, COMMIT, a.quick, &progress)?,
-        FigureName::RamcastFig5 => figure::fig5(&out, COMMIT, a.quick, &progress)?,
-        FigureName::TramFig5 => figure_tram::fig5_6(&out, COMMIT, false, a.quick, &progress)?,
-        FigureName::TramFig6 => figure_tram::fig5_6(&out, COMMIT, true, a.quick, &progress)?,
-        FigureName::TramFig7 => figure_tram::fig7(&out, COMMIT, a.quick, &progress)?,
-        FigureName::TramFig8 => figure_tram::fig8(&out, COMMIT, a.quick, &progress)?,
-        FigureName::TramTable1 => failover::table1(&out, COMMIT, a.quick, &progress)?,
-        FigureName::RdmcFig4 => figure_rdmc::fig4(&out, COMMIT, a.quick, &progress)?,
-        FigureName::RdmcFig6 => figure_rdmc::fig6(&out, COMMIT, a.quick, &progress)?,
-        FigureName::RdmcFig7_9 => figure_rdmc::fig7_9(&out, COMMIT, a.quick, &progress)?,
-        FigureName::RdmcFig10_11 => figure_rdmc::fig10_11(&out, COMMIT, a.quick, &progress)?,
-        FigureName::RdmcFig12 => figure_rdmc::fig12(&out, COMMIT, a.quick, &progress)?,
-        FigureName::RdmcFig13_14 => figure_rdmc::fig13_14(&out, COMMIT, a.quick, &progress)?,
-        FigureName::RdmcFig15 => figure_rdmc::fig15(&out, COMMIT, a.quick, &progress)?,
-    }
+    make_figure(a.name, &out, a.quick, &|line: &str| println!("{line}"))?;
     println!("wrote {}/summary.md", out.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// `harness reproduce`.
+fn run_reproduce(a: ReproduceArgs) -> Result<ExitCode, String> {
+    let figure = |n: &FigureName| {
+        let v = n.to_possible_value().expect("every figure has a name");
+        reproduce::Figure {
+            name: v.get_name().to_string(),
+            about: v.get_help().map_or(String::new(), |h| h.to_string()),
+        }
+    };
+    let every = FigureName::value_variants();
+    let wanted: Vec<&FigureName> = if a.all {
+        every.iter().collect()
+    } else {
+        a.names.iter().collect()
+    };
+    println!(
+        "harness reproduce: {} figures, runtime=sim seed=1 commit={COMMIT} out={}{}",
+        wanted.len(),
+        a.out.display(),
+        if a.quick { " (quick)" } else { "" }
+    );
+    let names: Vec<reproduce::Figure> = wanted.iter().map(|n| figure(n)).collect();
+    let all: Vec<reproduce::Figure> = every.iter().map(figure).collect();
+    let make = |f: &reproduce::Figure, out: &Path, progress: &dyn Fn(&str)| {
+        let n = every
+            .iter()
+            .find(|n| figure(n).name == f.name)
+            .expect("a known figure");
+        make_figure(*n, out, a.quick, progress)
+    };
+    let done = reproduce::reproduce(&names, &all, &a.out, &make)?;
+    println!(
+        "{:<16} {:>8}  {:>10} {:>14} {:>16}",
+        "figure", "wall s", "reproduced", "not reproduced", "by construction"
+    );
+    let mut total = 0.0;
+    let mut sums = [0; 3];
+    for d in &done {
+        total += d.wall_s;
+        for (s, v) in sums.iter_mut().zip(d.verdicts) {
+            *s += v;
+        }
+        println!(
+            "{:<16} {:>8.1}  {:>10} {:>14} {:>16}",
+            d.name, d.wall_s, d.verdicts[0], d.verdicts[1], d.verdicts[2]
+        );
+    }
+    println!(
+        "{:<16} {:>8.1}  {:>10} {:>14} {:>16}",
+        "total", total, sums[0], sums[1], sums[2]
+    );
+    println!("wrote {}", a.out.join("README.md").display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes figure `name` under `out`; `progress` gets a line per measured point.
+fn make_figure(
+    name: FigureName,
+    out: &Path,
+    quick: bool,
+    progress: &dyn Fn(&str),
+) -> Result<(), String> {
+    match name {
+        FigureName::RamcastFig4 => figure::fig4(out, COMMIT, quick, progress)?,
+        FigureName::RamcastFig5 => figure::fig5(out, COMMIT, quick, progress)?,
+        FigureName::TramFig5 => figure_tram::fig5_6(out, COMMIT, false, quick, progress)?,
+        FigureName::TramFig6 => figure_tram::fig5_6(out, COMMIT, true, quick, progress)?,
+        FigureName::TramFig7 => figure_tram::fig7(out, COMMIT, quick, progress)?,
+        FigureName::TramFig8 => figure_tram::fig8(out, COMMIT, quick, progress)?,
+        FigureName::TramTable1 => failover::table1(out, COMMIT, quick, progress)?,
+        FigureName::RdmcFig4 => figure_rdmc::fig4(out, COMMIT, quick, progress)?,
+        FigureName::RdmcFig6 => figure_rdmc::fig6(out, COMMIT, quick, progress)?,
+        FigureName::RdmcFig7_9 => figure_rdmc::fig7_9(out, COMMIT, quick, progress)?,
+        FigureName::RdmcFig10_11 => figure_rdmc::fig10_11(out, COMMIT, quick, progress)?,
+        FigureName::RdmcFig12 => figure_rdmc::fig12(out, COMMIT, quick, progress)?,
+        FigureName::RdmcFig13_14 => figure_rdmc::fig13_14(out, COMMIT, quick, progress)?,
+        FigureName::RdmcFig15 => figure_rdmc::fig15(out, COMMIT, quick, progress)?,
+    }
+    Ok(())
 }
 
 /// The seeds a `check` covers and whether to print each run's parameters; prints the header.
