@@ -96,13 +96,18 @@ pub(crate) fn index(figures: &[(Figure, String, Vec<String>)]) -> String {
     );
     for (f, summary, pngs) in figures {
         let [yes, no, by] = verdicts(summary).0;
+        let counts = if yes + no + by == 0 {
+            "no claims table yet".to_string()
+        } else {
+            format!("{yes} / {no} / {by}")
+        };
         let plots: Vec<String> = pngs
             .iter()
             .map(|p| format!("[{p}]({}/{p})", f.name))
             .collect();
         let _ = writeln!(
             md,
-            "| [{0}]({0}/summary.md) | {1} | `harness figure {0}` | {2} | {yes} / {no} / {by} |",
+            "| [{0}]({0}/summary.md) | {1} | `harness figure {0}` | {2} | {counts} |",
             f.name,
             f.about,
             plots.join(" ")
