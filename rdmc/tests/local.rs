@@ -106,6 +106,10 @@ fn every_algorithm_delivers_identical_bytes_on_threads() {
 }
 
 #[test]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the fault comes from outside the runtime, as an operator would kill a process"
+)]
 fn a_member_crash_on_threads_reaches_every_survivor() {
     let (procs, _) = nodes(Algorithm::BinomialPipeline, 6, 4096, &[8 << 20]);
     let rt = LocalRuntime::new(LocalConfig::default(), procs);

@@ -73,6 +73,10 @@ fn faults_exercise_every_failure_status() {
 /// The same chaos workload on real threads (no injected faults beyond one crash): the model's
 /// guarantees hold under true concurrency too.
 #[test]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the fault comes from outside the runtime, as an operator would kill a process"
+)]
 fn chaos_holds_on_the_local_runtime() {
     use std::time::Duration;
     use transport::runtime::local::{LocalConfig, LocalRuntime};

@@ -55,7 +55,7 @@ use crate::time::Nanos;
 use nic::{Posted, QueuePair};
 use profile::WireCosts;
 use queue::EventQueue;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
@@ -291,7 +291,11 @@ pub struct Sim<P> {
     completions: Vec<(u32, Completion)>,
     free_completions: Vec<u32>,
     /// Bytes read responses carry, by in-flight slot (kept apart so writes stay compact).
-    read_data: HashMap<u32, Vec<u8>, std::hash::BuildHasherDefault<MixHasher>>,
+    #[allow(
+        clippy::disallowed_types,
+        reason = "looked up by key only, never iterated: its order cannot reach a run"
+    )]
+    read_data: std::collections::HashMap<u32, Vec<u8>, std::hash::BuildHasherDefault<MixHasher>>,
     links: Vec<ActiveLink>,
     sched_rng: Rng,
     digest: Digest,
@@ -368,7 +372,7 @@ impl<P: Process<SimNic>> Sim<P> {
             free_slots: Vec::new(),
             completions: Vec::new(),
             free_completions: Vec::new(),
-            read_data: HashMap::default(),
+            read_data: Default::default(),
             links: Vec::new(),
             sched_rng,
             digest: Digest(cfg.seed),
