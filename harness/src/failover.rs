@@ -55,7 +55,7 @@ pub(crate) fn table1(
     let tree = Tree::preset("breadth").expect("preset");
     let clients = if quick { 20 } else { 100 };
     let mut cfg = tram::Config::new(tree.clone(), 3, clients);
-    cfg.slot_bytes = (64 + tram::layout::HM_HEADER + 16).div_ceil(8).max(16) * 8;
+    cfg.slot_bytes = tram::layout::Layout::slot_bytes_for(64);
     let suspect = cfg.timing.suspect;
     let ms = |x: u64| Nanos(x * 1_000_000);
     let events = [ms(10), ms(30), ms(50)];

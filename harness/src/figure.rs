@@ -32,7 +32,7 @@ fn experiment(
 ) -> Experiment {
     let mut cfg = Config::new(groups, 3, clients);
     let dst_groups = if dest == DestPolicy::All { groups } else { 1 };
-    cfg.slot_bytes = (size + 16 + 8 * dst_groups + 16).div_ceil(8).max(128) * 8;
+    cfg.slot_bytes = ramcast::layout::slot_bytes_for(size, dst_groups);
     Experiment {
         deploy: Deployment::Ramcast(cfg),
         dest,

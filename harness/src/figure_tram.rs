@@ -57,7 +57,7 @@ fn experiment(
     let (deploy, dest_tree) = match v {
         Variant::Tram(tree) => {
             let mut cfg = tram::Config::new(tree.clone(), k.replicas, clients);
-            cfg.slot_bytes = (k.size + tram::layout::HM_HEADER + 16).div_ceil(8).max(16) * 8;
+            cfg.slot_bytes = tram::layout::Layout::slot_bytes_for(k.size);
             (Deployment::Tram(cfg), None)
         }
         Variant::Ramcast { dest_tree } => {
@@ -68,7 +68,7 @@ fn experiment(
                 _ => 1,
             };
             let mut cfg = ramcast::Config::new(groups, k.replicas, clients);
-            cfg.slot_bytes = (k.size + 16 + 8 * dst_groups + 16).div_ceil(8).max(128) * 8;
+            cfg.slot_bytes = ramcast::layout::slot_bytes_for(k.size, dst_groups);
             (Deployment::Ramcast(cfg), dest_tree.clone())
         }
     };

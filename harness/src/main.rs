@@ -747,7 +747,7 @@ fn deployment(a: &RunArgs) -> Result<experiment::Deployment, String> {
             };
             cfg.slot_bytes = a
                 .slot_bytes
-                .unwrap_or_else(|| (size + 16 + 8 * dst_groups + 16).div_ceil(8).max(128) * 8);
+                .unwrap_or_else(|| ramcast::layout::slot_bytes_for(size, dst_groups));
             cfg.validate().map_err(|e| e.to_string())?;
             let max = ramcast::layout::Layout::new(&cfg).max_message(dst_groups);
             if size > max {
@@ -775,7 +775,7 @@ fn deployment(a: &RunArgs) -> Result<experiment::Deployment, String> {
             cfg.log_slots = a.log_slots;
             cfg.slot_bytes = a
                 .slot_bytes
-                .unwrap_or_else(|| (size + tram::layout::HM_HEADER + 16).div_ceil(8).max(16) * 8);
+                .unwrap_or_else(|| tram::layout::Layout::slot_bytes_for(size));
             cfg.validate().map_err(|e| e.to_string())?;
             let max = tram::layout::Layout::max_message(cfg.slot_bytes);
             if size > max {

@@ -25,7 +25,7 @@ use crate::config::Config;
 use crate::stamp::Stamp;
 use bytes::Bytes;
 use multicast::{DestSet, GroupId};
-use transport::slot::SlotCodec;
+use transport::slot::{SlotCodec, CANARY_BYTES, HEADER_BYTES};
 use transport::{Access, LocalAddr, ProcessId, RegionId, RegionSpec, RemoteAddr};
 
 /// Region `M` at a server.
@@ -151,6 +151,16 @@ pub fn ack_word(s: u64, round: Stamp) -> u64 {
     codec_seq(s) as u64 | (round.0 as u32 as u64) << 32
 }
 
+/// The slot size, in bytes, for a message of `size` bytes to `dst_groups` groups: the smallest
+/// multiple of 8 that holds it with its entry metadata and the slot codec's header and canary,
+/// and at least 1 KiB. The inverse of [`Layout::max_message`].
+pub fn slot_bytes_for(size: usize, dst_groups: usize) -> usize {
+    (size + meta_len(dst_groups) + HEADER_BYTES + CANARY_BYTES)
+        .div_ceil(8)
+        .max(128)
+        * 8
+}
+
 fn meta_len(dst_groups: usize) -> usize {
     16 + dst_groups * 8
 }
@@ -214,6 +224,27 @@ impl Entry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_slot_for_a_size_is_the_smallest_that_holds_it() {
+        for size in [0, 1, 7, 8, 100, 1000, 1024, 4096, 65536] {
+            for dst in 1..=8 {
+                let mut cfg = Config::new(8, 3, 1);
+                cfg.slot_bytes = slot_bytes_for(size, dst);
+                assert!(
+                    Layout::new(&cfg).max_message(dst) >= size,
+                    "{size} B to {dst}"
+                );
+                if cfg.slot_bytes > 1024 {
+                    cfg.slot_bytes -= 8;
+                    assert!(
+                        Layout::new(&cfg).max_message(dst) < size,
+                        "{size} B to {dst}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn entries_round_trip_and_regions_do_not_overlap() {

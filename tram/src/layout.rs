@@ -83,6 +83,16 @@ impl Layout {
         }
     }
 
+    /// The slot size, in bytes, for messages of `size` bytes: the smallest multiple of 8 that
+    /// holds one with its entry header and the slot codec's header and canary, and at least 128
+    /// bytes. The inverse of [`Layout::max_message`].
+    pub fn slot_bytes_for(size: usize) -> usize {
+        (size + HM_HEADER + HEADER_BYTES + CANARY_BYTES)
+            .div_ceil(8)
+            .max(16)
+            * 8
+    }
+
     /// The largest message a multicast may carry with `slot_bytes`-byte slots.
     pub fn max_message(slot_bytes: usize) -> usize {
         slot_bytes - HEADER_BYTES - CANARY_BYTES - HM_HEADER
@@ -307,6 +317,18 @@ impl LogEntry {
 mod tests {
     use super::*;
     use multicast::Tree;
+
+    #[test]
+    fn the_slot_for_a_size_is_the_smallest_that_holds_it() {
+        for size in [0, 1, 7, 8, 64, 100, 1000, 4096, 16384] {
+            let slot = Layout::slot_bytes_for(size);
+            assert!(Layout::max_message(slot) >= size, "{size} B");
+            assert!(
+                slot <= 128 || Layout::max_message(slot - 8) < size,
+                "{size} B"
+            );
+        }
+    }
 
     #[test]
     fn entries_round_trip_and_regions_do_not_overlap() {
