@@ -36,7 +36,11 @@ pub(crate) struct RamcastRun {
 impl RamcastRun {
     /// Derives a run from `seed`.
     pub(crate) fn derive(seed: u64) -> RamcastRun {
-        let mut rng = Rng::derive(seed, Purpose::Workload, u64::MAX - 1);
+        let mut rng = Rng::derive(
+            seed,
+            Purpose::Workload,
+            crate::sweep::params_stream::RAMCAST,
+        );
         let groups = 1 + rng.below(4) as usize;
         let replicas = if rng.chance(0.7) { 3 } else { 5 };
         let clients = 1 + rng.below(6) as usize;

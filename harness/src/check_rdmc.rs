@@ -118,7 +118,7 @@ impl SeedRun for RdmcRun {
     const EXTRA: Option<&'static str> = Some("failure upcalls");
 
     fn derive(seed: u64) -> RdmcRun {
-        let mut rng = Rng::derive(seed, Purpose::Workload, u64::MAX - 3);
+        let mut rng = Rng::derive(seed, Purpose::Workload, crate::sweep::params_stream::RDMC);
         let nodes = 2 + rng.below(19) as usize;
         let algorithm = Algorithm::ALL[rng.below(Algorithm::ALL.len() as u64) as usize];
         let racks = if algorithm.uses_racks() {

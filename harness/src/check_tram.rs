@@ -70,7 +70,7 @@ fn random_tree(n: usize, rng: &mut Rng) -> Tree {
 impl TramRun {
     /// Derives a run from `seed`.
     pub(crate) fn derive(seed: u64) -> TramRun {
-        let mut rng = Rng::derive(seed, Purpose::Workload, u64::MAX - 2);
+        let mut rng = Rng::derive(seed, Purpose::Workload, crate::sweep::params_stream::TRAM);
         let groups = 1 + rng.below(6) as usize;
         let tree = random_tree(groups, &mut rng);
         let replicas = if rng.chance(0.7) { 3 } else { 5 };

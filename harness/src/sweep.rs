@@ -88,6 +88,18 @@ fn impairs(f: &Fault, p: ProcessId, m: &impl Membership) -> bool {
     }
 }
 
+/// The `Purpose::Workload` entity each protocol's sweep derives its run parameters from (groups,
+/// replicas, clients, destinations, ...), in one place so the three stay distinct and clear of
+/// the clients' workload streams, whose entities are process ids.
+pub(crate) mod params_stream {
+    /// `harness check --protocol ramcast`.
+    pub(crate) const RAMCAST: u64 = u64::MAX - 1;
+    /// `harness check --protocol tram`.
+    pub(crate) const TRAM: u64 = u64::MAX - 2;
+    /// `harness check --protocol rdmc`.
+    pub(crate) const RDMC: u64 = u64::MAX - 3;
+}
+
 /// Kinds of fault a run contains, for the sweep's counts.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Kinds {
