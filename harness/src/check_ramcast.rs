@@ -10,7 +10,7 @@
 //! without new multicasts; then halts are judged and the five properties checked on the
 //! delivery log ([`crate::sweep::judge`]).
 
-use crate::sweep::{draw_evict, draw_faults, judge, kinds, Kinds, Outcome, Phases, SeedRun};
+use crate::sweep::{draw_schedule, judge, kinds, Kinds, Outcome, Phases, SeedRun};
 use multicast::{DestPolicy, LoadSpec, Node};
 use ramcast::{Config, RamcastNode};
 use transport::rng::{Purpose, Rng};
@@ -62,15 +62,8 @@ impl RamcastRun {
         // A correct member may wait a suspicion timeout for a new leader, then `relay` for a
         // crashed client's message to be relayed.
         let stall = cfg.timing.relay.saturating_add(cfg.timing.suspect);
-        cfg.timing.evict = draw_evict(seed, stall, cfg.timing.suspect);
-        let faults = draw_faults(
-            seed,
-            &cfg,
-            cfg.timing.suspect,
-            fault_phase,
-            cfg.timing.evict,
-        );
-        let phases = Phases::of(fault_phase, &faults, cfg.timing.evict, 1);
+        let schedule = draw_schedule(seed, &cfg, cfg.timing.suspect, stall, fault_phase, 1);
+        cfg.timing.evict = schedule.evict;
         RamcastRun {
             seed,
             cfg,
@@ -78,8 +71,8 @@ impl RamcastRun {
             size,
             fault_phase,
             tie_break,
-            faults,
-            phases,
+            faults: schedule.faults,
+            phases: schedule.phases,
         }
     }
 
@@ -518,16 +511,10 @@ mod tests {
         }
     }
 
-    /// The run a sweep derived from `seed`, checked to be the one it derived then: its eviction
-    /// time, drawn from the seed, is still `evict` nanoseconds.
+    /// The seed `seed` as a sweep derived it, with eviction time `evict` (see
+    /// [`crate::sweep::derived`]).
     fn derived(seed: u64, evict: u64) -> RamcastRun {
-        let run = RamcastRun::derive(seed);
-        assert_eq!(
-            run.cfg.timing.evict,
-            Nanos(evict),
-            "seed {seed}: the derivation drifted"
-        );
-        run
+        crate::sweep::derived(seed, |r: &RamcastRun| r.cfg.timing.evict, evict)
     }
 
     /// CI's sweep: 50 seeds with faults, 0 violations (the long sweep is `harness check`).

@@ -8,7 +8,7 @@
 //! the five properties checked.
 
 use crate::experiment::Observed;
-use crate::sweep::{draw_evict, draw_faults, judge, kinds, Kinds, Outcome, Phases, SeedRun};
+use crate::sweep::{draw_schedule, judge, kinds, Kinds, Outcome, Phases, SeedRun};
 use multicast::{DestPolicy, GroupId, LoadSpec, Membership, Node, Tree};
 use std::sync::Arc;
 use tram::{Config, TramNode};
@@ -95,15 +95,9 @@ impl TramRun {
         };
         // A correct member may wait a suspicion timeout, then a failover (Algorithms 3-5).
         let stall = Nanos(cfg.timing.suspect.as_nanos() * 2);
-        cfg.timing.evict = draw_evict(seed, stall, cfg.timing.suspect);
-        let faults = draw_faults(
-            seed,
-            &cfg,
-            cfg.timing.suspect,
-            fault_phase,
-            cfg.timing.evict,
-        );
-        let phases = Phases::of(fault_phase, &faults, cfg.timing.evict, stages(&cfg.tree));
+        let stages = stages(&cfg.tree);
+        let schedule = draw_schedule(seed, &cfg, cfg.timing.suspect, stall, fault_phase, stages);
+        cfg.timing.evict = schedule.evict;
         TramRun {
             seed,
             cfg,
@@ -111,8 +105,8 @@ impl TramRun {
             size,
             fault_phase,
             tie_break,
-            faults,
-            phases,
+            faults: schedule.faults,
+            phases: schedule.phases,
         }
     }
 
@@ -402,6 +396,12 @@ mod tests {
         }
     }
 
+    /// The seed `seed` as a sweep derived it, with eviction time `evict` (see
+    /// [`crate::sweep::derived`]).
+    fn derived(seed: u64, evict: u64) -> TramRun {
+        crate::sweep::derived(seed, |r: &TramRun| r.cfg.timing.evict, evict)
+    }
+
     /// Seed 773 of the first 3,000-seed liveness-phase sweep (single group of 5, eviction 3.2
     /// ms), derived as that sweep derived it.
     ///
@@ -414,13 +414,7 @@ mod tests {
     /// member is evicted only after the leader has waited `evict` for it on that slot.
     #[test]
     fn an_up_to_date_follower_is_not_evicted_for_having_had_nothing_to_deliver() {
-        let run = TramRun::derive(773);
-        assert_eq!(
-            run.cfg.timing.evict,
-            Nanos(3_201_746),
-            "the derivation drifted"
-        );
-        let out = crate::sweep::assert_passes(&run);
+        let out = crate::sweep::assert_passes(&derived(773, 3_201_746));
         assert_eq!(out.halted, 0);
     }
 
@@ -434,13 +428,7 @@ mod tests {
     /// phase allows one eviction per group on the longest tree path, plus one.
     #[test]
     fn leaders_along_a_tree_path_evict_their_crashed_members_at_once() {
-        let run = TramRun::derive(180);
-        assert_eq!(
-            run.cfg.timing.evict,
-            Nanos(6_495_456),
-            "the derivation drifted"
-        );
-        crate::sweep::assert_passes(&run);
+        crate::sweep::assert_passes(&derived(180, 6_495_456));
     }
 
     /// CI's sweep: 50 seeds with faults, 0 violations (the long sweep is `harness check`).

@@ -1144,6 +1144,10 @@ fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<(Profile, Vec<u64>, b
 /// A seeded sweep of one protocol under faults, each run checked against its properties.
 fn check_multicast<R: sweep::SeedRun>(a: CheckArgs) -> Result<ExitCode, String> {
     let (profile, seeds, verbose) = check_preamble(&a, R::PROTOCOL)?;
+    // A report file that cannot be written fails now, not after the sweep.
+    if let Some(path) = &a.report {
+        std::fs::write(path, "").map_err(|e| format!("--report {}: {e}", path.display()))?;
+    }
     let bar = progress_bar(seeds.len() as u64);
     let start = std::time::Instant::now();
     let mut failed = Vec::new();
@@ -1196,9 +1200,6 @@ fn check_multicast<R: sweep::SeedRun>(a: CheckArgs) -> Result<ExitCode, String> 
         },
     )?;
     bar.finish_and_clear();
-    if let Some(e) = error {
-        return Err(e);
-    }
     let report = sweep::Report {
         protocol: R::PROTOCOL.to_string(),
         profile: profile.name.clone(),
@@ -1211,11 +1212,16 @@ fn check_multicast<R: sweep::SeedRun>(a: CheckArgs) -> Result<ExitCode, String> 
         failed,
         tally,
     };
+    // The verdict is printed first: a failed write below must not lose the sweep's result.
+    let code = print_report::<R>(&report);
     if let Some(path) = &a.report {
         let text = toml::to_string(&report).map_err(|e| e.to_string())?;
-        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::write(path, text).map_err(|e| format!("--report {}: {e}", path.display()))?;
     }
-    Ok(print_report::<R>(&report))
+    match error {
+        Some(e) => Err(format!("a delivery log could not be written: {e}")),
+        None => Ok(code),
+    }
 }
 
 /// A sweep's last lines: runs, the tally, the verdict.

@@ -54,13 +54,42 @@ fn fault_end(f: &Fault) -> Nanos {
     }
 }
 
+/// A run's eviction time, fault schedule and phases, all drawn from its seed.
+#[derive(Clone, Debug)]
+pub(crate) struct Schedule {
+    pub(crate) evict: Nanos,
+    pub(crate) faults: Vec<Fault>,
+    pub(crate) phases: Phases,
+}
+
+/// Draws a run's [`Schedule`]: the eviction time ([`draw_evict`], `stall` being how long a
+/// correct member may wait through a failover), the faults of `fault_phase` ([`draw_faults`]),
+/// and the phases, with `stages` evictions in a row allowed after the last fault.
+pub(crate) fn draw_schedule(
+    seed: u64,
+    m: &impl Membership,
+    suspect: Nanos,
+    stall: Nanos,
+    fault_phase: Nanos,
+    stages: u64,
+) -> Schedule {
+    let evict = draw_evict(seed, stall, suspect);
+    let faults = draw_faults(seed, m, suspect, fault_phase, evict);
+    let phases = Phases::of(fault_phase, &faults, evict, stages);
+    Schedule {
+        evict,
+        faults,
+        phases,
+    }
+}
+
 /// The eviction time of a run (how long a blocked client or leader waits for a silent member
 /// before recycling without it), drawn from the seed. In a third of runs it is short: `stall`
 /// (the longest a correct member may go without delivering, as the protocol's failure
 /// detectors allow: a leader change, a suspected client's relay) plus one to three suspicion
 /// timeouts, so a crashed member stops blocking recycling about as soon as the failure
 /// detectors could act, and a paused one is evicted and halts. Otherwise 3 to 10 ms.
-pub(crate) fn draw_evict(seed: u64, stall: Nanos, suspect: Nanos) -> Nanos {
+fn draw_evict(seed: u64, stall: Nanos, suspect: Nanos) -> Nanos {
     let mut rng = Rng::derive(seed, Purpose::Faults, 1);
     if rng.chance(1.0 / 3.0) {
         Nanos(stall.as_nanos() + suspect.as_nanos() + rng.below(suspect.as_nanos() * 2))
@@ -176,7 +205,7 @@ pub(crate) fn kinds(faults: &[Fault], m: &impl Membership, suspect: Nanos) -> Ki
 /// With a short `evict` (an eviction time within reach of the pauses and delays), a server the
 /// schedule makes unresponsive may halt, so it counts against its group's f like a crash: no
 /// group gets more than f crashed or impaired members.
-pub(crate) fn draw_faults(
+fn draw_faults(
     seed: u64,
     m: &impl Membership,
     suspect: Nanos,
@@ -790,6 +819,20 @@ pub(crate) fn run_seeds<R: SeedRun>(
         }
     }
     Ok(())
+}
+
+/// The run a sweep derived from `seed`, checked to be the one it derived then: its eviction
+/// time (`evict_of`), drawn from the seed, is still `evict` nanoseconds. Pinned seeds use it, so
+/// a change to how runs derive fails loudly instead of silently testing another schedule.
+#[cfg(test)]
+pub(crate) fn derived<R: SeedRun>(seed: u64, evict_of: fn(&R) -> Nanos, evict: u64) -> R {
+    let run = R::derive(seed);
+    assert_eq!(
+        evict_of(&run),
+        Nanos(evict),
+        "seed {seed}: the derivation drifted"
+    );
+    run
 }
 
 /// Checks `run` on the default profile and asserts it holds every property (for pinned

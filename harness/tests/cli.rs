@@ -384,3 +384,31 @@ fn rdmc_figure_quick_writes_csv_png_and_summary() {
     assert!(md.contains("| published claim | measured | verdict |"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_bad_shard_or_an_unwritable_report_fails_before_the_sweep() {
+    for bad in ["3/3", "1", "a/b"] {
+        let o = harness(&["check", "--protocol", "rdmc", "--shard", bad]);
+        assert_eq!(o.status.code(), Some(2), "--shard {bad} accepted");
+        assert!(stderr(&o).contains("must be K/N"), "{}", stderr(&o));
+    }
+    let o = harness(&[
+        "check",
+        "--protocol",
+        "rdmc",
+        "--seeds",
+        "1",
+        "--report",
+        "/nonexistent-dir/report.toml",
+    ]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("--report /nonexistent-dir/report.toml"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !stdout(&o).contains("runs in"),
+        "the sweep ran before the error"
+    );
+}
