@@ -49,7 +49,7 @@ pub(crate) fn table1(
     out: &Path,
     commit: &str,
     quick: bool,
-    progress: &dyn Fn(&str),
+    progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let profile = Profile::load("r320-cx3").map_err(|e| e.to_string())?;
     let tree = Tree::preset("breadth").expect("preset");

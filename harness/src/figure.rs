@@ -10,6 +10,7 @@ use crate::plot::{self, Panel, Series};
 use hdrhistogram::Histogram;
 use multicast::DestPolicy;
 use ramcast::Config;
+use rayon::prelude::*;
 use std::fmt::Write as _;
 use std::path::Path;
 use transport::runtime::sim::Profile;
@@ -66,7 +67,7 @@ pub(crate) fn measure(e: &Experiment) -> Result<Measured, String> {
 pub(crate) fn saturate(
     mk: impl Fn(usize) -> Experiment,
     max_clients: usize,
-    progress: &dyn Fn(&str),
+    progress: &(dyn Fn(&str) + Sync),
 ) -> Result<Vec<Point>, String> {
     let mut points: Vec<Point> = Vec::new();
     let mut clients = 1;
@@ -92,6 +93,16 @@ pub(crate) fn saturate(
         clients *= 2;
     }
     Ok(points)
+}
+
+/// Measures `curve(item)` for every item on all cores and returns the results in the items'
+/// order: a figure comes out byte-identical on one thread or many (each run is its own
+/// simulation, deterministic from its seed).
+pub(crate) fn in_parallel<T: Sync, R: Send>(
+    items: &[T],
+    curve: impl Fn(&T) -> Result<R, String> + Sync,
+) -> Result<Vec<R>, String> {
+    items.par_iter().map(&curve).collect()
 }
 
 /// Whether the last doubling of clients grew throughput by less than 5% (false: the sweep hit
@@ -251,7 +262,7 @@ pub(crate) fn fig4(
     out: &Path,
     commit: &str,
     quick: bool,
-    progress: &dyn Fn(&str),
+    progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let profile = Profile::load("xl170-cx4").map_err(|e| e.to_string())?;
     let sizes: &[usize] = if quick {
@@ -268,12 +279,24 @@ pub(crate) fn fig4(
     let mut sat = Vec::new();
     let mut notes: Vec<(usize, String)> = Vec::new();
     let mut single = Vec::new();
-    for &size in sizes {
+    let measured = in_parallel(sizes, |&size| {
         let points = saturate(
             |c| experiment(&profile, 1, c, size, DestPolicy::Single, 1, duration),
             1024,
             progress,
         )?;
+        let one = experiment(
+            &profile,
+            1,
+            1,
+            size,
+            DestPolicy::Single,
+            1,
+            Nanos(duration.as_nanos() * 2),
+        );
+        Ok((points, measure(&one)?))
+    })?;
+    for (&size, (points, one)) in sizes.iter().zip(measured) {
         let series = Series {
             label: size_label(size),
             points: points
@@ -286,16 +309,6 @@ pub(crate) fn fig4(
         }
         sat.push((size, max_throughput(&points)));
         notes.push((size, max_label(&points)));
-        let one = experiment(
-            &profile,
-            1,
-            1,
-            size,
-            DestPolicy::Single,
-            1,
-            Nanos(duration.as_nanos() * 2),
-        );
-        let one = measure(&one)?;
         for (x, f) in cdf_points(&one.latency) {
             let _ = writeln!(cdf_csv, "{size},{x:.3},{f:.6}");
         }
@@ -451,7 +464,7 @@ pub(crate) fn fig5(
     out: &Path,
     commit: &str,
     quick: bool,
-    progress: &dyn Fn(&str),
+    progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let profile = Profile::load("xl170-cx4").map_err(|e| e.to_string())?;
     let groups: &[usize] = if quick { &[1, 2] } else { &[1, 2, 4, 8] };
@@ -461,46 +474,52 @@ pub(crate) fn fig5(
     let mut cdf_csv = String::from("dest,groups,latency_us,fraction\n");
     let mut results = Vec::new();
     let (mut cdf_single, mut cdf_all) = (Vec::new(), Vec::new());
-    for (dest, label) in [(DestPolicy::Single, "single"), (DestPolicy::All, "all")] {
-        for &g in groups {
-            let points = saturate(
-                |c| experiment(&profile, g, c, 64, dest, 1, duration),
-                256,
-                progress,
-            )?;
-            for p in &points {
-                rows.push(p.e.summary_row(&p.m, commit));
-            }
-            let one = measure(&experiment(
-                &profile,
-                g,
-                1,
-                64,
-                dest,
-                1,
-                Nanos(duration.as_nanos() * 2),
-            ))?;
-            for (x, f) in cdf_points(&one.latency) {
-                let _ = writeln!(cdf_csv, "{label},{g},{x:.3},{f:.6}");
-            }
-            let cdf = Series {
-                label: format!("{g} group(s)"),
-                points: cdf_points(&one.latency),
-            };
-            if dest == DestPolicy::Single {
-                cdf_single.push(cdf)
-            } else {
-                cdf_all.push(cdf)
-            }
-            results.push((
-                label,
-                g,
-                max_throughput(&points),
-                us(&one.latency, 0.5),
-                us(&one.latency, 0.95),
-                max_label(&points),
-            ));
+    let cases: Vec<(DestPolicy, &str, usize)> =
+        [(DestPolicy::Single, "single"), (DestPolicy::All, "all")]
+            .into_iter()
+            .flat_map(|(dest, label)| groups.iter().map(move |&g| (dest, label, g)))
+            .collect();
+    let measured = in_parallel(&cases, |&(dest, _, g)| {
+        let points = saturate(
+            |c| experiment(&profile, g, c, 64, dest, 1, duration),
+            256,
+            progress,
+        )?;
+        let one = measure(&experiment(
+            &profile,
+            g,
+            1,
+            64,
+            dest,
+            1,
+            Nanos(duration.as_nanos() * 2),
+        ))?;
+        Ok((points, one))
+    })?;
+    for (&(dest, label, g), (points, one)) in cases.iter().zip(measured) {
+        for p in &points {
+            rows.push(p.e.summary_row(&p.m, commit));
         }
+        for (x, f) in cdf_points(&one.latency) {
+            let _ = writeln!(cdf_csv, "{label},{g},{x:.3},{f:.6}");
+        }
+        let cdf = Series {
+            label: format!("{g} group(s)"),
+            points: cdf_points(&one.latency),
+        };
+        if dest == DestPolicy::Single {
+            cdf_single.push(cdf)
+        } else {
+            cdf_all.push(cdf)
+        }
+        results.push((
+            label,
+            g,
+            max_throughput(&points),
+            us(&one.latency, 0.5),
+            us(&one.latency, 0.95),
+            max_label(&points),
+        ));
     }
     crate::experiment::write_summary(&out.join("throughput.csv"), &rows)?;
     write(&out.join("latency_cdf.csv"), &cdf_csv)?;

@@ -18,13 +18,17 @@ const MB: usize = 1 << 20;
 /// Runs experiments of one figure and keeps their rows.
 struct Ctx<'a> {
     commit: &'a str,
-    progress: &'a dyn Fn(&str),
+    progress: &'a (dyn Fn(&str) + Sync),
     rows: Vec<Row>,
 }
 
 impl<'a> Ctx<'a> {
     /// A figure writing into `out` (created if missing).
-    fn start(out: &Path, commit: &'a str, progress: &'a dyn Fn(&str)) -> Result<Ctx<'a>, String> {
+    fn start(
+        out: &Path,
+        commit: &'a str,
+        progress: &'a (dyn Fn(&str) + Sync),
+    ) -> Result<Ctx<'a>, String> {
         std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
         Ok(Ctx {
             commit,
@@ -129,7 +133,7 @@ pub(crate) fn fig4(
     out: &Path,
     commit: &str,
     _quick: bool,
-    progress: &dyn Fn(&str),
+    progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let profile = load("stampede-fdr")?;
     let mut ctx = Ctx::start(out, commit, progress)?;
@@ -277,7 +281,7 @@ pub(crate) fn fig6(
     out: &Path,
     commit: &str,
     quick: bool,
-    progress: &dyn Fn(&str),
+    progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let profile = load("stampede-fdr")?;
     let mut ctx = Ctx::start(out, commit, progress)?;
@@ -461,7 +465,7 @@ pub(crate) fn fig7_9(
     out: &Path,
     commit: &str,
     quick: bool,
-    progress: &dyn Fn(&str),
+    progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let mut ctx = Ctx::start(out, commit, progress)?;
     let sizes: Vec<usize> = if quick {
@@ -618,7 +622,7 @@ pub(crate) fn fig10_11(
     out: &Path,
     commit: &str,
     quick: bool,
-    progress: &dyn Fn(&str),
+    progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let mut ctx = Ctx::start(out, commit, progress)?;
     let sizes: Vec<usize> = if quick {
@@ -764,7 +768,7 @@ pub(crate) fn fig12(
     out: &Path,
     commit: &str,
     quick: bool,
-    progress: &dyn Fn(&str),
+    progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let profile = load("sierra-qdr")?;
     let mut ctx = Ctx::start(out, commit, progress)?;
@@ -834,7 +838,7 @@ pub(crate) fn fig13_14(
     out: &Path,
     commit: &str,
     quick: bool,
-    progress: &dyn Fn(&str),
+    progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let profile = load("fractus-100g")?;
     let mut ctx = Ctx::start(out, commit, progress)?;
@@ -915,7 +919,7 @@ pub(crate) fn fig15(
     out: &Path,
     commit: &str,
     quick: bool,
-    progress: &dyn Fn(&str),
+    progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let profile = load("fractus-100g")?;
     let mut ctx = Ctx::start(out, commit, progress)?;

@@ -8,7 +8,8 @@
 
 use crate::experiment::{Deployment, Experiment, Where};
 use crate::figure::{
-    claim, max_throughput, measure, panel, saturate, size_label, us, write, Point, CLAIM_HEAD,
+    claim, in_parallel, max_throughput, measure, panel, saturate, size_label, us, write, Point,
+    CLAIM_HEAD,
 };
 use crate::plot::{self, Panel, Series};
 use multicast::{DestPolicy, Tree};
@@ -100,7 +101,7 @@ struct Ctx<'a> {
     profile: &'a Profile,
     duration: Nanos,
     commit: &'a str,
-    progress: &'a dyn Fn(&str),
+    progress: &'a (dyn Fn(&str) + Sync),
 }
 
 /// Measures every variant at every x; `knobs(x)` sets the experiment; saturated throughput
@@ -109,42 +110,51 @@ fn sweep(
     ctx: &Ctx<'_>,
     xs: &[f64],
     variants: &[Variant],
-    knobs: impl Fn(f64) -> Knobs,
+    knobs: impl Fn(f64) -> Knobs + Sync,
     throughput: bool,
 ) -> Result<(Vec<Cell>, Vec<String>), String> {
     let (profile, duration, commit, progress) =
         (ctx.profile, ctx.duration, ctx.commit, ctx.progress);
+    // Every (x, variant) point on its own core; results in the order of the loops.
+    let jobs: Vec<(f64, &Variant)> = xs
+        .iter()
+        .flat_map(|&x| variants.iter().map(move |v| (x, v)))
+        .collect();
+    let done = in_parallel(&jobs, |&(x, v)| {
+        let mut rows = Vec::new();
+        let k = knobs(x);
+        let one_e = experiment(profile, v, k, 1, Nanos(duration.as_nanos() * 2));
+        let one = measure(&one_e)?;
+        rows.push(one_e.summary_row(&one, commit));
+        let tput = if throughput {
+            let points: Vec<Point> =
+                saturate(|c| experiment(profile, v, k, c, duration), 256, progress)?;
+            rows.extend(points.iter().map(|p| p.e.summary_row(&p.m, commit)));
+            max_throughput(&points)
+        } else {
+            0.0
+        };
+        progress(&format!(
+            "{} x={x}: p50 {:.2} us, p95 {:.2} us, max {:.0} msg/s",
+            v.label(),
+            us(&one.latency, 0.5),
+            us(&one.latency, 0.95),
+            tput
+        ));
+        let cell = Cell {
+            x,
+            variant: v.label(),
+            p50: us(&one.latency, 0.5),
+            p95: us(&one.latency, 0.95),
+            tput,
+        };
+        Ok((cell, rows))
+    })?;
     let mut cells = Vec::new();
     let mut rows = Vec::new();
-    for &x in xs {
-        for v in variants {
-            let k = knobs(x);
-            let one_e = experiment(profile, v, k, 1, Nanos(duration.as_nanos() * 2));
-            let one = measure(&one_e)?;
-            rows.push(one_e.summary_row(&one, commit));
-            let tput = if throughput {
-                let points: Vec<Point> =
-                    saturate(|c| experiment(profile, v, k, c, duration), 256, progress)?;
-                rows.extend(points.iter().map(|p| p.e.summary_row(&p.m, commit)));
-                max_throughput(&points)
-            } else {
-                0.0
-            };
-            progress(&format!(
-                "{} x={x}: p50 {:.2} us, p95 {:.2} us, max {:.0} msg/s",
-                v.label(),
-                us(&one.latency, 0.5),
-                us(&one.latency, 0.95),
-                tput
-            ));
-            cells.push(Cell {
-                x,
-                variant: v.label(),
-                p50: us(&one.latency, 0.5),
-                p95: us(&one.latency, 0.95),
-                tput,
-            });
-        }
+    for (cell, r) in done {
+        cells.push(cell);
+        rows.extend(r);
     }
     Ok((cells, rows))
 }
@@ -247,7 +257,7 @@ pub(crate) fn fig5_6(
     commit: &str,
     adjacent: bool,
     quick: bool,
-    progress: &dyn Fn(&str),
+    progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let profile = Profile::load("r320-cx3").map_err(|e| e.to_string())?;
     let name = if adjacent { "tram-fig6" } else { "tram-fig5" };
@@ -575,7 +585,7 @@ pub(crate) fn fig7(
     out: &Path,
     commit: &str,
     quick: bool,
-    progress: &dyn Fn(&str),
+    progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let profile = Profile::load("r320-cx3").map_err(|e| e.to_string())?;
     let sizes: Vec<f64> = if quick {
@@ -717,7 +727,7 @@ pub(crate) fn fig8(
     out: &Path,
     commit: &str,
     quick: bool,
-    progress: &dyn Fn(&str),
+    progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let profile = Profile::load("r320-cx3").map_err(|e| e.to_string())?;
     let replicas: Vec<f64> = if quick {

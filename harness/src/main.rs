@@ -1056,7 +1056,7 @@ fn run_reproduce(a: ReproduceArgs) -> Result<ExitCode, String> {
     );
     let names: Vec<reproduce::Figure> = wanted.iter().map(|n| figure(n)).collect();
     let all: Vec<reproduce::Figure> = every.iter().map(figure).collect();
-    let make = |f: &reproduce::Figure, out: &Path, progress: &dyn Fn(&str)| {
+    let make = |f: &reproduce::Figure, out: &Path, progress: &(dyn Fn(&str) + Sync)| {
         let n = every
             .iter()
             .find(|n| figure(n).name == f.name)
@@ -1093,7 +1093,7 @@ fn make_figure(
     name: FigureName,
     out: &Path,
     quick: bool,
-    progress: &dyn Fn(&str),
+    progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     match name {
         FigureName::RamcastFig4 => figure::fig4(out, COMMIT, quick, progress)?,

@@ -24,7 +24,7 @@ pub(crate) struct Done {
 }
 
 /// Makes a figure in a directory, reporting progress lines.
-pub(crate) type Make<'a> = &'a dyn Fn(&Figure, &Path, &dyn Fn(&str)) -> Result<(), String>;
+pub(crate) type Make<'a> = &'a dyn Fn(&Figure, &Path, &(dyn Fn(&str) + Sync)) -> Result<(), String>;
 
 /// Makes each of `wanted` under `root/NAME` with `make`, one after another, behind a progress
 /// bar; then rewrites `root/README.md` over every figure of `all` present under `root`.

@@ -89,6 +89,11 @@ impl Layout {
         (client * self.slots + (seq % self.slots as u64) as usize) * self.m_stride
     }
 
+    /// Bytes of `M` per slot: the message slot and its acknowledgement banks.
+    pub fn m_stride(&self) -> usize {
+        self.m_stride
+    }
+
     /// The message slot of `client`'s message `seq` (in the owner's group numbering).
     pub fn m_slot(&self, client: usize, seq: u64) -> usize {
         self.m_base(client, seq)

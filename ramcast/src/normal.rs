@@ -38,6 +38,10 @@ impl RamcastServer {
     /// Takes the entries clients wrote into `M`, in sequence order per client. A slot holding a
     /// later lap than expected means the client recycled it without this server: it halts.
     pub(crate) fn poll_buffers<N: Nic>(&mut self, nic: &mut N) -> bool {
+        self.observe_changes(nic);
+        if !std::mem::take(&mut self.rescan.buffers) {
+            return false;
+        }
         let mut worked = false;
         for c in 0..self.cfg.clients as u32 {
             loop {
@@ -45,6 +49,11 @@ impl RamcastServer {
                 if self.slot(c, s).is_some() {
                     self.buffers[c as usize].next += 1;
                     continue;
+                }
+                // Nothing was there when last looked, and nothing changed since.
+                let mark = self.mark(c, (s % self.cfg.slots as u64) as usize);
+                if self.buffers[c as usize].scanned == Some((s, mark)) {
+                    break;
                 }
                 match self.read_entry(nic, c, s) {
                     Landed::Entry(e) => {
@@ -56,7 +65,10 @@ impl RamcastServer {
                         self.halted = true;
                         return worked;
                     }
-                    Landed::Nothing => break,
+                    Landed::Nothing => {
+                        self.buffers[c as usize].scanned = Some((s, mark));
+                        break;
+                    }
                 }
             }
         }
@@ -163,6 +175,7 @@ impl RamcastServer {
         slot.install = None;
         slot.fast_ok = 0;
         slot.since = now;
+        self.rescan.buffers = true;
         self.pending.insert((Stamp::ZERO, c, s));
         if self.role != Role::Follower {
             self.to_propose.insert((c, s));
@@ -226,59 +239,85 @@ impl RamcastServer {
         out
     }
 
-    /// Tasks 3, 4 and 5 over every MCAST or ORDERED slot.
+    /// Tasks 3, 4 and 5 over every MCAST or ORDERED slot (those whose mark moved; see
+    /// [`crate::rescan`]).
     pub(crate) fn poll_pending<N: Nic>(&mut self, nic: &mut N) -> bool {
+        self.observe_changes(nic);
+        let slots = self.cfg.slots as u64;
+        let mut due = std::mem::take(&mut self.rescan.due);
+        due.clear();
+        due.extend(self.pending.iter().copied().filter(|&(_, c, s)| {
+            let i = (s % slots) as usize;
+            self.buffers[c as usize].seen[i].pending != self.mark(c, i)
+        }));
+        // A heartbeat may be due between two slots (a long poll must still beat on time).
+        // Skipped slots post nothing, so the clock stands still across them and one check
+        // stands for a run of them: before each slot looked at, and after the last one if
+        // slots were skipped after it.
+        let beat_after = self.pending.last() != due.last();
         let mut worked = false;
-        let keys: Vec<(Stamp, u32, u64)> = self.pending.iter().copied().collect();
+        for &(key, c, s) in &due {
+            self.beat_if_due(nic);
+            worked |= self.pending_slot(nic, key, c, s);
+            let i = (s % slots) as usize;
+            self.buffers[c as usize].seen[i].pending = self.mark(c, i);
+        }
+        if beat_after {
+            self.beat_if_due(nic);
+        }
+        self.rescan.due = due;
+        worked
+    }
+
+    /// Tasks 3, 4 and 5 for client `c`'s pending slot `s`, held under `key` in `pending`.
+    fn pending_slot<N: Nic>(&mut self, nic: &mut N, key: Stamp, c: u32, s: u64) -> bool {
         let g = self.group;
         let quorum = self.cfg.quorum();
-        for (key, c, s) in keys {
-            self.beat_if_due(nic);
-            worked |= self.refresh_ts(nic, c, s);
-            // Task 3: acknowledge the own group's proposal of the accepted leader's round.
-            let slot = self.slot(c, s).expect("pending");
-            let dst = slot.entry.as_ref().expect("pending").dst;
-            if let Some(p) = slot.ts[g.0 as usize] {
-                if p.rnd == self.rounds[g.0 as usize] && slot.acked != Some(p.rnd) {
-                    let entry = slot.entry.clone().expect("pending");
-                    self.see(p.tmp);
-                    self.slot_mut(c, s).expect("pending").acked = Some(p.rnd);
-                    self.send_acks(nic, c, &entry, p.rnd, None);
-                    worked = true;
-                }
-            }
-            // Task 4: the leader forwards other groups' proposals to its followers.
-            worked |= self.forward(nic, c, s);
-            // Task 5 (Alg. 2 l.26-31): fold in a group's timestamp only once a quorum of the
-            // group acknowledged it, i.e. it is the group's chosen timestamp; ORDERED when every
-            // destination group's is. A proposal of a round that was superseded before a quorum
-            // took it may differ from the chosen one and must never raise `tmp` (see the crate
-            // docs, "Final timestamps").
-            let slot = self.slot(c, s).expect("pending");
-            let mut tmp = slot.tmp;
-            let mut all = slot.stat == Stat::Mcast;
-            if all {
-                for h in dst.groups() {
-                    match slot.ts[h.0 as usize] {
-                        Some(p) if self.chosen(nic, c, s, h, p.rnd, quorum) => tmp = tmp.max(p.tmp),
-                        _ => all = false,
-                    }
-                }
-            }
-            let slot = self.slot_mut(c, s).expect("pending");
-            let was = (slot.tmp, slot.stat);
-            if slot.stat == Stat::Mcast {
-                slot.tmp = tmp;
-            }
-            if all {
-                slot.stat = Stat::Ordered;
-            }
-            if (slot.tmp, slot.stat) != was {
-                let t = slot.tmp;
-                self.see(t);
-                self.rekey(c, s, Some(key));
+        let mut worked = false;
+        worked |= self.refresh_ts(nic, c, s);
+        // Task 3: acknowledge the own group's proposal of the accepted leader's round.
+        let slot = self.slot(c, s).expect("pending");
+        let dst = slot.entry.as_ref().expect("pending").dst;
+        if let Some(p) = slot.ts[g.0 as usize] {
+            if p.rnd == self.rounds[g.0 as usize] && slot.acked != Some(p.rnd) {
+                let entry = slot.entry.clone().expect("pending");
+                self.see(p.tmp);
+                self.slot_mut(c, s).expect("pending").acked = Some(p.rnd);
+                self.send_acks(nic, c, &entry, p.rnd, None);
                 worked = true;
             }
+        }
+        // Task 4: the leader forwards other groups' proposals to its followers.
+        worked |= self.forward(nic, c, s);
+        // Task 5 (Alg. 2 l.26-31): fold in a group's timestamp only once a quorum of the
+        // group acknowledged it, i.e. it is the group's chosen timestamp; ORDERED when every
+        // destination group's is. A proposal of a round that was superseded before a quorum
+        // took it may differ from the chosen one and must never raise `tmp` (see the crate
+        // docs, "Final timestamps").
+        let slot = self.slot(c, s).expect("pending");
+        let mut tmp = slot.tmp;
+        let mut all = slot.stat == Stat::Mcast;
+        if all {
+            for h in dst.groups() {
+                match slot.ts[h.0 as usize] {
+                    Some(p) if self.chosen(nic, c, s, h, p.rnd, quorum) => tmp = tmp.max(p.tmp),
+                    _ => all = false,
+                }
+            }
+        }
+        let slot = self.slot_mut(c, s).expect("pending");
+        let was = (slot.tmp, slot.stat);
+        if slot.stat == Stat::Mcast {
+            slot.tmp = tmp;
+        }
+        if all {
+            slot.stat = Stat::Ordered;
+        }
+        if (slot.tmp, slot.stat) != was {
+            let t = slot.tmp;
+            self.see(t);
+            self.rekey(c, s, Some(key));
+            worked = true;
         }
         worked
     }

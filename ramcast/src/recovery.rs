@@ -143,7 +143,7 @@ impl RamcastServer {
     /// over the window, so the cost per poll stays constant.
     pub(crate) fn sweep_delivered<N: Nic>(&mut self, nic: &mut N) -> bool {
         const PER_POLL: usize = 4;
-        let g = self.group;
+        self.observe_changes(nic);
         let total = self.cfg.clients * self.cfg.slots;
         let mut worked = false;
         for _ in 0..PER_POLL.min(total) {
@@ -153,30 +153,38 @@ impl RamcastServer {
                 self.sweep % self.cfg.slots,
             );
             let slot = &self.buffers[c as usize].slots[i];
-            if slot.stat != Stat::Done {
+            if slot.stat != Stat::Done || self.buffers[c as usize].seen[i].sweep == self.mark(c, i)
+            {
                 continue;
             }
-            let (s, acked) = (slot.seq, slot.acked);
-            let Some((_, rnd)) = self.read_t(nic, c, s, g) else {
-                continue;
-            };
-            let ack = rnd == self.rounds[g.0 as usize] && acked != Some(rnd);
-            let leader = self.role == Role::Leader;
-            if ack || leader {
-                self.refresh_ts(nic, c, s);
-            }
-            if ack {
-                let slot = self.slot_mut(c, s).expect("held");
-                slot.acked = Some(rnd);
-                let entry = slot.entry.clone().expect("held");
-                self.send_acks(nic, c, &entry, rnd, None);
-                worked = true;
-            }
-            if leader {
-                self.forward_decided(nic, c, s);
-            }
+            worked |= self.sweep_slot(nic, c, slot.seq);
+            self.buffers[c as usize].seen[i].sweep = self.mark(c, i);
         }
         worked
+    }
+
+    /// [`Self::sweep_delivered`] for client `c`'s delivered slot `s`.
+    fn sweep_slot<N: Nic>(&mut self, nic: &mut N, c: u32, s: u64) -> bool {
+        let g = self.group;
+        let acked = self.slot(c, s).expect("held").acked;
+        let Some((_, rnd)) = self.read_t(nic, c, s, g) else {
+            return false;
+        };
+        let ack = rnd == self.rounds[g.0 as usize] && acked != Some(rnd);
+        let leader = self.role == Role::Leader;
+        if ack || leader {
+            self.refresh_ts(nic, c, s);
+        }
+        if ack {
+            let slot = self.slot_mut(c, s).expect("held");
+            slot.acked = Some(rnd);
+            let entry = slot.entry.clone().expect("held");
+            self.send_acks(nic, c, &entry, rnd, None);
+        }
+        if leader {
+            self.forward_decided(nic, c, s);
+        }
+        ack
     }
 
     /// As leader, hands the new leader `q` of group `h` this group's proposals for the

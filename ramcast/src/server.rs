@@ -3,14 +3,15 @@
 
 use crate::config::Config;
 use crate::layout::{local, remote, Entry, Layout, RESP};
+use crate::rescan::{Mark, Rescan, Seen};
 use crate::stamp::Stamp;
 use multicast::Membership;
 use multicast::{Delivery, GroupId, MsgId, Server};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use transport::{
-    Nanos, Nic, OpError, Process, ProcessId, Progress, Qp, RegionSpec, RemoteAddr, Timer, WrId,
-    WriteFlags,
+    Nanos, Nic, OpError, Process, ProcessId, Progress, Qp, RegionSpec, RemoteAddr, Timer, Tracked,
+    WrId, WriteFlags,
 };
 
 /// A message's state (Algorithm 1, line 8).
@@ -75,7 +76,13 @@ pub(crate) struct Buffer {
     pub(crate) next: u64,
     /// Last Delivered Message: every sequence number below it is DONE.
     pub(crate) ldm: u64,
-    pub(crate) slots: Vec<Slot>,
+    /// The slots, by `seq % slots`; versioned so scans skip what did not change
+    /// ([`crate::rescan`]).
+    pub(crate) slots: Vec<Tracked<Slot>>,
+    /// What the scans of each slot last saw.
+    pub(crate) seen: Vec<Seen>,
+    /// `next` and the mark of its slot when `poll_buffers` last found nothing there.
+    pub(crate) scanned: Option<(u64, Mark)>,
 }
 
 /// The role this server plays in its group.
@@ -157,6 +164,8 @@ pub struct RamcastServer {
     /// Writes of this server that a peer refused (it had been deposed: a revoke race).
     pub(crate) refused: u64,
     pub(crate) scratch: Vec<u8>,
+    /// What changed since the scans last looked ([`crate::rescan`]).
+    pub(crate) rescan: Rescan,
 }
 
 impl RamcastServer {
@@ -176,7 +185,9 @@ impl RamcastServer {
             .map(|_| Buffer {
                 next: 0,
                 ldm: 0,
-                slots: vec![slot.clone(); cfg.slots],
+                slots: vec![Tracked::new(slot.clone()); cfg.slots],
+                seen: vec![Seen::default(); cfg.slots],
+                scanned: None,
             })
             .collect();
         RamcastServer {
@@ -217,6 +228,7 @@ impl RamcastServer {
             unsent: BTreeMap::new(),
             sweep: 0,
             scratch: Vec::new(),
+            rescan: Rescan::new(),
             layout,
             cfg,
         }
@@ -305,13 +317,17 @@ impl RamcastServer {
     pub(crate) fn slot(&self, c: u32, seq: u64) -> Option<&Slot> {
         let b = &self.buffers[c as usize];
         let s = &b.slots[(seq % self.cfg.slots as u64) as usize];
-        (s.seq == seq && s.stat != Stat::Empty).then_some(s)
+        (s.seq == seq && s.stat != Stat::Empty).then_some(&**s)
     }
 
     pub(crate) fn slot_mut(&mut self, c: u32, seq: u64) -> Option<&mut Slot> {
         let slots = self.cfg.slots as u64;
         let s = &mut self.buffers[c as usize].slots[(seq % slots) as usize];
-        (s.seq == seq && s.stat != Stat::Empty).then_some(s)
+        if s.seq == seq && s.stat != Stat::Empty {
+            Some(&mut **s)
+        } else {
+            None
+        }
     }
 
     /// Raises the clock to at least `time(ts)`.

@@ -55,6 +55,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod changes;
 pub mod chaos;
 pub mod memory;
 pub mod nic;
@@ -68,6 +69,7 @@ pub mod runtime;
 pub mod slot;
 pub mod time;
 
+pub use changes::{Changes, Extent, Tracked};
 pub use nic::{
     Completion, Data, Nic, NicLimits, Op, OpError, OpKind, Qp, Recv, Status, WrId, WriteFlags,
 };

@@ -3,6 +3,7 @@
 //! Used by the simulator and the recording NIC. The local runtime has its own word-atomic shared
 //! memory; both check bounds with the same [`crate::nic::check_bounds`] rules.
 
+use crate::changes::Changes;
 use crate::nic::{Data, OpError};
 use crate::process::ProcessId;
 use crate::region::{Access, LocalAddr, RegionId, RegionSpec};
@@ -128,6 +129,8 @@ impl RegionMem {
 pub struct Memory {
     owner: ProcessId,
     regions: Vec<RegionMem>,
+    /// Every write since the last [`Memory::take_changes`].
+    changes: Changes,
 }
 
 impl Memory {
@@ -151,6 +154,7 @@ impl Memory {
                     }
                 })
                 .collect(),
+            changes: Changes::exact(),
         }
     }
 
@@ -204,7 +208,14 @@ impl Memory {
     pub fn write_data(&mut self, at: LocalAddr, data: &Data) -> Result<(), OpError> {
         self.range(at.region, at.offset, data.len())?;
         self.regions[at.region.index()].write(at.offset, data);
+        self.changes.record(at.region, at.offset, data.len());
         Ok(())
+    }
+
+    /// Moves the record of what was written since the last call into `into` (see
+    /// [`crate::changes`]).
+    pub fn take_changes(&mut self, into: &mut Changes) {
+        self.changes.take_into(into);
     }
 
     /// Loads the aligned word at `at`.

@@ -1,6 +1,7 @@
 //! What a process sees of its RDMA NIC and its own memory: the [`Nic`] trait, the [`Op`] values
 //! it accepts, and the [`Completion`]s and [`Recv`]s it returns.
 
+use crate::changes::Changes;
 use crate::payload::Synthetic;
 use crate::process::ProcessId;
 use crate::region::{Access, LocalAddr, RegionId, RegionTable, RemoteAddr};
@@ -576,6 +577,15 @@ pub trait Nic {
         let mut buf = vec![0; len];
         self.read_local(at, &mut buf)?;
         Ok(Data::Bytes(Bytes::from(buf)))
+    }
+
+    /// Moves into `into` what changed in this process's memory since the last call: writes,
+    /// atomics and read responses that landed, and its own local writes. Exact on the
+    /// simulator; runtimes that cannot tell report "anything may have changed", which is also
+    /// this default. A hint for skipping rescans, never a reason to behave differently (see
+    /// [`crate::changes`]).
+    fn take_changes(&mut self, into: &mut Changes) {
+        into.set_unknown();
     }
 
     /// Accepts an op (after [`validate`]) and returns its id.

@@ -95,6 +95,10 @@ pub struct SimConfig {
     pub faults: Vec<Fault>,
     /// Keep a per-event trace so a determinism check can name the first divergent event.
     pub record_trace: bool,
+    /// Tell processes exactly which bytes of their memory changed ([`crate::Nic::take_changes`]);
+    /// `false` reports "anything may have changed", as other runtimes do. The run must come
+    /// out identical either way (only its wall time differs): tests compare the digests.
+    pub exact_changes: bool,
 }
 
 impl SimConfig {
@@ -106,6 +110,7 @@ impl SimConfig {
             tie_break: TieBreak::Fifo,
             faults: Vec::new(),
             record_trace: false,
+            exact_changes: true,
         }
     }
 }
@@ -338,6 +343,7 @@ impl<P: Process<SimNic>> Sim<P> {
                 rng: Rng::derive(cfg.seed, Purpose::Protocol, i as u64),
                 next_wr: 0,
                 outbox: Vec::new(),
+                exact_changes: cfg.exact_changes,
                 cq: VecDeque::new(),
                 rq: VecDeque::new(),
                 qps: vec![QueuePair::default(); n * Qp::COUNT],
@@ -397,6 +403,15 @@ impl<P: Process<SimNic>> Sim<P> {
     /// The running digest of everything that happened so far.
     pub fn digest(&self) -> Digest {
         self.digest
+    }
+
+    /// From now on, tells processes "anything may have changed" instead of the exact changes
+    /// (as if built with [`SimConfig::exact_changes`] `false`).
+    pub fn withhold_changes(&mut self) {
+        self.cfg.exact_changes = false;
+        for nic in &mut self.nics {
+            nic.exact_changes = false;
+        }
     }
 
     /// The run's counters.
@@ -1057,7 +1072,9 @@ pub enum Determinism {
 }
 
 /// Builds and runs the same simulation twice (`build` must construct it from its arguments
-/// only) and compares the event traces, reporting the first divergence.
+/// only) and compares the event traces, reporting the first divergence. The second run
+/// withholds the change hint ([`SimConfig::exact_changes`]), so one check covers both: that a
+/// seed replays, and that the hint only saves wall time.
 pub fn check_determinism<P, F>(mut build: F, limit: Option<Nanos>) -> Determinism
 where
     P: Process<SimNic>,
@@ -1065,8 +1082,11 @@ where
 {
     let mut traces = Vec::new();
     let mut digests = Vec::new();
-    for _ in 0..2 {
+    for run in 0..2 {
         let mut sim = build();
+        if run == 1 {
+            sim.withhold_changes();
+        }
         sim.cfg.record_trace = true;
         sim.run(limit);
         digests.push(sim.digest());

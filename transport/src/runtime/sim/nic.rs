@@ -1,6 +1,7 @@
 //! The simulator's [`Nic`]: a process's own memory and queues, plus an outbox of posted ops that
 //! the engine prices and schedules after each poll.
 
+use crate::changes::Changes;
 use crate::memory::Memory;
 use crate::nic::{validate, Completion, Nic, NicLimits, Op, OpError, Recv, WrId};
 use crate::process::ProcessId;
@@ -52,6 +53,9 @@ pub struct SimNic {
     pub(crate) rq: VecDeque<Recv>,
     /// Per peer, its [`crate::Qp::COUNT`] queue pairs, indexed `peer * COUNT + qp`.
     pub(crate) qps: Vec<QueuePair>,
+    /// Whether [`Nic::take_changes`] reports the exact changes (else "anything may have
+    /// changed", as on other runtimes).
+    pub(crate) exact_changes: bool,
 }
 
 impl SimNic {
@@ -108,6 +112,13 @@ impl Nic for SimNic {
 
     fn store_u64(&mut self, at: LocalAddr, value: u64) -> Result<(), OpError> {
         self.memory.store_u64(at, value)
+    }
+
+    fn take_changes(&mut self, into: &mut Changes) {
+        self.memory.take_changes(into);
+        if !self.exact_changes {
+            into.set_unknown();
+        }
     }
 
     fn post(&mut self, op: Op) -> Result<WrId, OpError> {
