@@ -144,7 +144,7 @@ pub(crate) fn us(h: &Histogram<u64>, q: f64) -> f64 {
 }
 
 /// The CDF of a latency histogram, starting at fraction 0 at the smallest value.
-fn cdf_points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
+pub(crate) fn cdf_points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
     let total = h.len().max(1) as f64;
     let mut seen = 0;
     let mut points = vec![(h.min() as f64 / 1000.0, 0.0)];

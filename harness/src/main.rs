@@ -13,6 +13,7 @@ mod check;
 mod check_ramcast;
 mod check_rdmc;
 mod check_tram;
+mod compare;
 mod experiment;
 mod failover;
 mod figure;
@@ -63,6 +64,9 @@ enum Command {
     /// Reproduces several paper figures (--all: every one), prints each one's wall time and
     /// verdicts, and rewrites the results index (OUT/README.md).
     Reproduce(ReproduceArgs),
+    /// One workload against several protocols side by side: latency CDFs at 1 client and at
+    /// saturation, throughput-latency curves, CSV, PNG and a summary table.
+    Compare(CompareArgs),
     /// Seeded checks under random faults (VOPR-style): every parameter derived from the seed.
     Check(CheckArgs),
     /// Lists the simulator's built-in hardware profiles.
@@ -248,6 +252,53 @@ struct ReproduceArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(
+    after_help = "Example:\n  harness compare --protocols ramcast,tram:breadth,tram:depth --dest random:4 --size 64\n\n\
+    Every protocol gets the same seed, groups, replicas and client processes (so the same \
+    destination draws), message size and profile. Outputs: OUT/NAME/{runs.csv, latency_cdf.csv, \
+    compare.png, summary.md}."
+)]
+struct CompareArgs {
+    /// The protocols, comma-separated: ramcast, tram (the base tree) or tram:TREE (base,
+    /// breadth, depth, simple, or a parent array such as [-1,0,0,1]).
+    #[arg(long, value_delimiter = ',', required = true)]
+    protocols: Vec<compare::Contender>,
+    /// Groups; TRAM contenders' trees must have this many [default: 8, the TRAM trees'].
+    #[arg(long, default_value_t = 8)]
+    groups: usize,
+    /// Replicas per group, 2f+1.
+    #[arg(long, default_value_t = 3)]
+    replicas: usize,
+    /// Destinations per message: single, all, random:K, group:G, or adjacent:K (K groups
+    /// adjacent in the tree; RamCast draws them from the first TRAM contender's tree).
+    #[arg(long, default_value = "random:2")]
+    dest: multicast::DestPolicy,
+    /// Message size: bytes, or with a unit KB, MB (powers of 1024).
+    #[arg(long, default_value = "64", value_parser = bulk::parse_bytes)]
+    size: usize,
+    /// Simulated time per throughput point, after a 10% warm-up (the 1-client latency run
+    /// gets twice as long).
+    #[arg(long, default_value = "2ms", value_parser = experiment::parse_duration)]
+    duration: Nanos,
+    /// The saturation sweep (clients 1, 2, 4, ...) stops here even if throughput still grows.
+    #[arg(long, default_value_t = 256)]
+    max_clients: usize,
+    /// Hardware profile, the same for every protocol (r320-cx3 is the testbed on which the
+    /// TRAM paper compares TRAM with RamCast).
+    #[arg(long, default_value = "r320-cx3")]
+    profile: String,
+    /// Seed of every run.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Directory name under --out [default: from the workload, e.g. random2-64B-8x3].
+    #[arg(long)]
+    name: Option<String>,
+    /// Where comparisons go.
+    #[arg(long, default_value = "results/compare")]
+    out: PathBuf,
+}
+
+#[derive(Args, Debug)]
 struct VerifyArgs {
     /// Directory holding processes.csv, multicasts.csv and deliveries.csv.
     #[arg(long)]
@@ -425,6 +476,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run_experiment(*a),
         Command::Figure(a) => run_figure(a),
         Command::Reproduce(a) => run_reproduce(a),
+        Command::Compare(a) => run_compare(a),
         Command::Check(a) => run_check(a),
         Command::Profiles => list_profiles(),
         Command::Verify(a) => verify_log(a),
@@ -1029,6 +1081,43 @@ fn run_figure(a: FigureArgs) -> Result<ExitCode, String> {
         out.display()
     );
     make_figure(a.name, &out, a.quick, &|line: &str| println!("{line}"))?;
+    println!("wrote {}/summary.md", out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `harness compare`.
+fn run_compare(a: CompareArgs) -> Result<ExitCode, String> {
+    if a.max_clients == 0 {
+        return Err("--max-clients must be at least 1".into());
+    }
+    let w = compare::Workload {
+        groups: a.groups,
+        replicas: a.replicas,
+        dest: a.dest,
+        size: a.size,
+        duration: a.duration,
+        seed: a.seed,
+        max_clients: a.max_clients,
+        profile: Profile::load(&a.profile).map_err(|e| e.to_string())?,
+    };
+    let out = a.out.join(a.name.unwrap_or_else(|| w.default_name()));
+    let labels: Vec<String> = a.protocols.iter().map(|c| c.label()).collect();
+    println!(
+        "harness compare: protocols={} groups={} replicas={} dest={} size={} duration={} runtime=sim profile={} seed={} commit={COMMIT} out={}",
+        labels.join(","),
+        w.groups,
+        w.replicas,
+        w.dest,
+        w.size,
+        w.duration,
+        w.profile.name,
+        w.seed,
+        out.display()
+    );
+    let md = compare::compare(&w, &a.protocols, &out, COMMIT, &|line: &str| {
+        println!("{line}")
+    })?;
+    print!("{md}");
     println!("wrote {}/summary.md", out.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -153,7 +153,7 @@ where
         .draw()
         .map_err(|e| e.to_string())?;
     for (i, (s, points)) in panel.series.iter().zip(series).enumerate() {
-        let color = Palette99::pick(i).to_rgba();
+        let color = protocol_colour(&s.label).map_or(Palette99::pick(i).to_rgba(), |c| c.to_rgba());
         chart
             .draw_series(LineSeries::new(
                 points.iter().copied(),
@@ -177,6 +177,34 @@ where
         .draw()
         .map_err(|e| e.to_string())?;
     Ok(())
+}
+
+/// The fixed colour of a protocol as `harness compare` labels it (`ramcast`, `tram:breadth`,
+/// ...), the same in every panel and every comparison; `None` for other labels, which are
+/// coloured by position. A TRAM tree that is not a preset gets a colour drawn from its label.
+pub(crate) fn protocol_colour(label: &str) -> Option<RGBColor> {
+    const FIXED: &[(&str, RGBColor)] = &[
+        ("ramcast", RGBColor(214, 39, 40)),
+        ("tram:base", RGBColor(31, 119, 180)),
+        ("tram:breadth", RGBColor(44, 160, 44)),
+        ("tram:depth", RGBColor(255, 127, 14)),
+        ("tram:simple", RGBColor(148, 103, 189)),
+        ("ridge", RGBColor(140, 86, 75)),
+        ("heron", RGBColor(227, 119, 194)),
+    ];
+    if let Some((_, c)) = FIXED.iter().find(|(name, _)| *name == label) {
+        return Some(*c);
+    }
+    let (name, _) = label.split_once(':')?;
+    if !FIXED.iter().any(|(n, _)| n.split(':').next() == Some(name)) {
+        return None;
+    }
+    // FNV-1a of the label: stable across runs and platforms.
+    let h = label.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    });
+    let (r, g, b) = Palette99::pick(h as usize % 99).rgb();
+    Some(RGBColor(r, g, b))
 }
 
 /// `4096` -> `4K`, `1048576` -> `1M`.

@@ -201,7 +201,16 @@ impl Memory {
 
     /// Writes `data` at `at`.
     pub fn write(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
-        self.write_data(at, &Data::Bytes(bytes::Bytes::copy_from_slice(data)))
+        self.range(at.region, at.offset, data.len())?;
+        match &mut self.regions[at.region.index()].store {
+            Store::Dense(bytes) => bytes[at.offset..at.offset + data.len()].copy_from_slice(data),
+            Store::Sparse(_) => {
+                let data = Data::Bytes(bytes::Bytes::copy_from_slice(data));
+                self.regions[at.region.index()].write(at.offset, &data);
+            }
+        }
+        self.changes.record(at.region, at.offset, data.len());
+        Ok(())
     }
 
     /// Writes a write op's payload at `at`.
@@ -223,8 +232,13 @@ impl Memory {
         if at.offset % 8 != 0 {
             return Err(OpError::Misaligned { offset: at.offset });
         }
+        self.range(at.region, at.offset, 8)?;
         let mut w = [0u8; 8];
-        self.read(at, &mut w)?;
+        match &self.regions[at.region.index()].store {
+            // The common case without a call into memcpy: this is the polling loops' hot path.
+            Store::Dense(bytes) => w.copy_from_slice(&bytes[at.offset..at.offset + 8]),
+            Store::Sparse(_) => self.regions[at.region.index()].read(at.offset, &mut w),
+        }
         Ok(u64::from_le_bytes(w))
     }
 

@@ -1,0 +1,484 @@
+//! `harness compare`: one workload against several protocols and variants, side by side.
+//!
+//! Every protocol gets the same workload: the same seed, groups, replicas and clients (so the
+//! same client processes draw the same sequence of destinations), the same message size, the
+//! same profile and runtime. For each protocol it measures the latency of one client, then
+//! doubles the clients until throughput grows by less than 5% (saturation), as the paper
+//! figures do. Outputs under `OUT/NAME/`:
+//! - `runs.csv`: one row per (protocol, clients) with every parameter;
+//! - `latency_cdf.csv`: the latency CDF of each protocol at 1 client and at saturation;
+//! - `compare.png`: throughput-latency curves, and the two CDFs, one colour per protocol in
+//!   every panel ([`crate::plot::protocol_colour`]);
+//! - `summary.md`: a table per protocol, with each protocol's numbers over the first one's.
+
+use crate::experiment::{write_summary, Deployment, Experiment, Where};
+use crate::figure::{
+    cdf_points, in_parallel, max_label, max_throughput, measure, panel, saturate, us, write, Point,
+};
+use crate::plot::{self, Series};
+use multicast::{DestPolicy, Tree};
+use std::fmt::Write as _;
+use std::path::Path;
+use transport::runtime::sim::Profile;
+use transport::Nanos;
+
+/// A protocol and its variant, as `--protocols` names it: `ramcast`, `tram` (the base tree) or
+/// `tram:TREE` (a preset: base, breadth, depth, simple; or a parent array).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Contender {
+    /// RamCast.
+    Ramcast,
+    /// TRAM on this tree.
+    Tram(Tree),
+}
+
+impl std::str::FromStr for Contender {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Contender, String> {
+        let (name, variant) = match s.split_once(':') {
+            Some((n, v)) => (n, Some(v)),
+            None => (s, None),
+        };
+        match (name, variant) {
+            ("ramcast", None) => Ok(Contender::Ramcast),
+            ("ramcast", Some(v)) => Err(format!(
+                "ramcast has no variants (`ramcast:{v}`); write `ramcast`"
+            )),
+            ("tram", v) => v
+                .unwrap_or("base")
+                .parse::<Tree>()
+                .map(Contender::Tram)
+                .map_err(|e| format!("`{s}`: {e}")),
+            ("rdmc", _) => Err(
+                "rdmc is bulk multicast, not atomic multicast: it has no order to compare; \
+                 use `harness run --protocol rdmc` or its figures"
+                    .into(),
+            ),
+            _ => Err(format!(
+                "unknown protocol `{name}`: the atomic multicast protocols are ramcast and \
+                 tram[:TREE] (TREE: base, breadth, depth, simple or a parent array)"
+            )),
+        }
+    }
+}
+
+impl Contender {
+    /// The name on the command line, used as the series label and in the CSVs.
+    pub(crate) fn label(&self) -> String {
+        match self {
+            Contender::Ramcast => "ramcast".into(),
+            Contender::Tram(t) => format!("tram:{t}"),
+        }
+    }
+}
+
+/// The workload every contender runs.
+#[derive(Clone, Debug)]
+pub(crate) struct Workload {
+    /// Groups (TRAM contenders: their tree's groups).
+    pub(crate) groups: usize,
+    /// Replicas per group.
+    pub(crate) replicas: usize,
+    /// Destinations per message.
+    pub(crate) dest: DestPolicy,
+    /// Message bytes.
+    pub(crate) size: usize,
+    /// Measured time per point (the 1-client latency run gets twice as long).
+    pub(crate) duration: Nanos,
+    /// Seed of every run.
+    pub(crate) seed: u64,
+    /// The saturation sweep stops here even if throughput still grows.
+    pub(crate) max_clients: usize,
+    /// The simulator's profile.
+    pub(crate) profile: Profile,
+}
+
+impl Workload {
+    /// The directory name a comparison gets when none is given: `random4-64B-8x3`.
+    pub(crate) fn default_name(&self) -> String {
+        format!(
+            "{}-{}B-{}x{}",
+            self.dest.to_string().replace(':', ""),
+            self.size,
+            self.groups,
+            self.replicas
+        )
+    }
+
+    /// Checks that every contender can run it, before anything runs.
+    pub(crate) fn validate(&self, contenders: &[Contender]) -> Result<(), String> {
+        if contenders.is_empty() {
+            return Err("--protocols names no protocol".into());
+        }
+        for (i, c) in contenders.iter().enumerate() {
+            if contenders[..i].contains(c) {
+                return Err(format!("--protocols names {} twice", c.label()));
+            }
+            match c {
+                Contender::Tram(t) if t.groups() != self.groups => {
+                    return Err(format!(
+                        "{} has {} groups but the workload has {}: every protocol must serve \
+                         the same groups (set --groups {})",
+                        c.label(),
+                        t.groups(),
+                        self.groups,
+                        t.groups()
+                    ))
+                }
+                Contender::Tram(t) => self.dest.validate(self.groups, Some(t))?,
+                Contender::Ramcast => self
+                    .dest
+                    .validate(self.groups, self.dest_tree(contenders).as_ref())?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The tree from which RamCast draws `adjacent:K` destinations: the first TRAM
+    /// contender's, else the base tree.
+    fn dest_tree(&self, contenders: &[Contender]) -> Option<Tree> {
+        if !matches!(self.dest, DestPolicy::Adjacent(_)) {
+            return None;
+        }
+        contenders
+            .iter()
+            .find_map(|c| match c {
+                Contender::Tram(t) => Some(t.clone()),
+                Contender::Ramcast => None,
+            })
+            .or_else(|| Tree::preset("base"))
+    }
+
+    fn experiment(
+        &self,
+        c: &Contender,
+        dest_tree: &Option<Tree>,
+        clients: usize,
+        duration: Nanos,
+    ) -> Experiment {
+        let deploy = match c {
+            Contender::Ramcast => {
+                let dst_groups = match self.dest {
+                    DestPolicy::All => self.groups,
+                    DestPolicy::Random(n) | DestPolicy::Adjacent(n) => n,
+                    _ => 1,
+                };
+                let mut cfg = ramcast::Config::new(self.groups, self.replicas, clients);
+                cfg.slot_bytes = ramcast::layout::slot_bytes_for(self.size, dst_groups);
+                Deployment::Ramcast(cfg)
+            }
+            Contender::Tram(tree) => {
+                let mut cfg = tram::Config::new(tree.clone(), self.replicas, clients);
+                cfg.slot_bytes = tram::layout::Layout::slot_bytes_for(self.size);
+                Deployment::Tram(cfg)
+            }
+        };
+        Experiment {
+            deploy,
+            dest: self.dest,
+            size: self.size,
+            warmup: Nanos(duration.as_nanos() / 10),
+            duration,
+            runtime: Where::Sim,
+            profile: self.profile.clone(),
+            seed: self.seed,
+            log: false,
+            dest_tree: match c {
+                Contender::Ramcast => dest_tree.clone(),
+                Contender::Tram(_) => None,
+            },
+        }
+    }
+}
+
+/// What one contender measured.
+struct Measured {
+    label: String,
+    /// The 1-client run.
+    one: Point,
+    /// The saturation sweep, clients 1, 2, 4, ...
+    points: Vec<Point>,
+}
+
+impl Measured {
+    /// The sweep's point of highest throughput (where latency is read "at saturation").
+    fn saturated(&self) -> &Point {
+        self.points
+            .iter()
+            .max_by(|a, b| a.m.throughput.total_cmp(&b.m.throughput))
+            .expect("a sweep has a point")
+    }
+}
+
+/// Runs the comparison and writes its outputs into `out`.
+pub(crate) fn compare(
+    w: &Workload,
+    contenders: &[Contender],
+    out: &Path,
+    commit: &str,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<String, String> {
+    w.validate(contenders)?;
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let dest_tree = w.dest_tree(contenders);
+    let measured = in_parallel(contenders, |c| {
+        let one = w.experiment(c, &dest_tree, 1, Nanos(w.duration.as_nanos() * 2));
+        let m = measure(&one)?;
+        let points = saturate(
+            |n| w.experiment(c, &dest_tree, n, w.duration),
+            w.max_clients,
+            progress,
+        )?;
+        progress(&format!("{} done", c.label()));
+        Ok(Measured {
+            label: c.label(),
+            one: Point { e: one, m },
+            points,
+        })
+    })?;
+    let mut rows = Vec::new();
+    let mut cdf_csv = String::from("protocol,load,clients,latency_us,fraction\n");
+    for m in &measured {
+        rows.push(m.one.e.summary_row(&m.one.m, commit));
+        rows.extend(m.points.iter().map(|p| p.e.summary_row(&p.m, commit)));
+        for (load, p) in [("1-client", &m.one), ("saturation", m.saturated())] {
+            for (x, f) in cdf_points(&p.m.latency) {
+                let _ = writeln!(
+                    cdf_csv,
+                    "{},{load},{},{x:.3},{f:.6}",
+                    m.label,
+                    p.e.deploy.shape().2
+                );
+            }
+        }
+    }
+    write_summary(&out.join("runs.csv"), &rows)?;
+    write(&out.join("latency_cdf.csv"), &cdf_csv)?;
+    let curve = |m: &Measured| Series {
+        label: m.label.clone(),
+        points: m
+            .points
+            .iter()
+            .map(|p| (p.m.throughput / 1000.0, us(&p.m.latency, 0.5)))
+            .collect(),
+    };
+    let cdf = |m: &Measured, p: &Point| Series {
+        label: m.label.clone(),
+        points: cdf_points(&p.m.latency),
+    };
+    let caption = format!(
+        "{} on sim ({}): {} groups x {}, {} B, dest {}",
+        measured
+            .iter()
+            .map(|m| m.label.as_str())
+            .collect::<Vec<_>>()
+            .join(" vs "),
+        w.profile.name,
+        w.groups,
+        w.replicas,
+        w.size,
+        w.dest
+    );
+    plot::draw_png(
+        &out.join("compare.png"),
+        &caption,
+        &[
+            panel(
+                "throughput-latency (clients doubled to saturation)",
+                "throughput (k msg/s)",
+                "median latency (us)",
+                measured.iter().map(curve).collect(),
+            ),
+            panel(
+                "latency CDF, 1 client",
+                "latency (us)",
+                "fraction",
+                measured.iter().map(|m| cdf(m, &m.one)).collect(),
+            ),
+            panel(
+                "latency CDF at saturation",
+                "latency (us)",
+                "fraction",
+                measured.iter().map(|m| cdf(m, m.saturated())).collect(),
+            ),
+        ],
+    )?;
+    let md = summary(w, &measured, commit, contenders);
+    write(&out.join("summary.md"), &md)?;
+    Ok(md)
+}
+
+/// The `summary.md` of a comparison.
+fn summary(w: &Workload, measured: &[Measured], commit: &str, contenders: &[Contender]) -> String {
+    let spec: Vec<String> = contenders.iter().map(Contender::label).collect();
+    let mut md = format!(
+        "# Comparison: {}\n\nCommand: `harness compare --protocols {} --groups {} --replicas {} \
+         --dest {} --size {} --duration {} --seed {} --profile {}` (commit {commit}).\n\n\
+         Every protocol ran the same workload: seed {}, {} groups of {} replicas, the same client \
+         processes drawing the same destinations, {} B messages, profile `{}` on the simulator. \
+         Latency at 1 client: {} of simulated time. Throughput: clients doubled from 1 until it \
+         grew by less than 5% (at most {} clients), {} per point after a 10% warm-up; \
+         \"at saturation\" is the point of highest throughput. Files: `runs.csv` (every run, \
+         every parameter), `latency_cdf.csv`, `compare.png`.\n\n",
+        spec.join(" vs "),
+        spec.join(","),
+        w.groups,
+        w.replicas,
+        w.dest,
+        w.size,
+        w.duration,
+        w.seed,
+        w.profile.name,
+        w.seed,
+        w.groups,
+        w.replicas,
+        w.size,
+        w.profile.name,
+        Nanos(w.duration.as_nanos() * 2),
+        w.max_clients,
+        w.duration
+    );
+    md.push_str(
+        "| protocol | 1 client p50 / p95 / p99 (us) | max throughput (k msg/s) | clients at max | \
+         p50 / p99 at max (us) | throughput / first | 1-client p50 / first |\n\
+         |---|---|---|---|---|---|---|\n",
+    );
+    let first = &measured[0];
+    for m in measured {
+        let sat = m.saturated();
+        let _ = writeln!(
+            md,
+            "| {} | {:.2} / {:.2} / {:.2} | {:.0}{} | {} | {:.2} / {:.2} | {:.2} | {:.2} |",
+            m.label,
+            us(&m.one.m.latency, 0.5),
+            us(&m.one.m.latency, 0.95),
+            us(&m.one.m.latency, 0.99),
+            max_throughput(&m.points) / 1000.0,
+            max_label(&m.points),
+            sat.e.deploy.shape().2,
+            us(&sat.m.latency, 0.5),
+            us(&sat.m.latency, 0.99),
+            max_throughput(&m.points) / max_throughput(&first.points),
+            us(&m.one.m.latency, 0.5) / us(&first.one.m.latency, 0.5),
+        );
+    }
+    md.push_str(
+        "\nA maximum marked \"still growing\" stopped at the client cap: a lower bound. These are \
+         simulator numbers: the model charges NIC and wire costs and a fixed cost per poll, \
+         not each protocol's software cost per message (see the figures' summaries).\n",
+    );
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workload(dest: DestPolicy) -> Workload {
+        Workload {
+            groups: 8,
+            replicas: 3,
+            dest,
+            size: 64,
+            duration: Nanos::from_us(200),
+            seed: 5,
+            max_clients: 2,
+            profile: Profile::load("r320-cx3").expect("built-in"),
+        }
+    }
+
+    #[test]
+    fn protocols_parse_and_bad_ones_say_what_to_write() {
+        let c: Contender = "tram:breadth".parse().unwrap();
+        assert_eq!(c.label(), "tram:breadth");
+        assert_eq!("tram".parse::<Contender>().unwrap().label(), "tram:base");
+        assert_eq!("ramcast".parse::<Contender>(), Ok(Contender::Ramcast));
+        for (bad, says) in [
+            ("ramcast:fast", "no variants"),
+            ("rdmc", "bulk multicast"),
+            ("paxos", "unknown protocol"),
+            ("tram:nope", "tram:nope"),
+        ] {
+            let e = bad.parse::<Contender>().unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_workload_every_contender_cannot_serve_is_refused_before_anything_runs() {
+        let w = workload(DestPolicy::Random(2));
+        let simple: Contender = "tram:[-1,0,0]".parse().unwrap();
+        let e = w.validate(&[Contender::Ramcast, simple]).unwrap_err();
+        assert!(e.contains("3 groups") && e.contains("--groups 3"), "{e}");
+        let e = w
+            .validate(&[Contender::Ramcast, Contender::Ramcast])
+            .unwrap_err();
+        assert!(e.contains("twice"), "{e}");
+        assert!(workload(DestPolicy::Random(9))
+            .validate(&[Contender::Ramcast])
+            .is_err());
+    }
+
+    /// The point of `compare`: every protocol sees the same multicasts. Each client process
+    /// issues the same destinations in the same order under RamCast and TRAM (adjacent
+    /// destinations too: RamCast draws them from the TRAM contender's tree).
+    #[test]
+    fn every_protocol_gets_the_same_sequence_of_destinations() {
+        for dest in [DestPolicy::Random(3), DestPolicy::Adjacent(2)] {
+            let mut w = workload(dest);
+            w.duration = Nanos::from_ms(1);
+            let contenders = [Contender::Ramcast, "tram:depth".parse().unwrap()];
+            let tree = w.dest_tree(&contenders);
+            let draws = |c: &Contender| {
+                let mut e = w.experiment(c, &tree, 2, w.duration);
+                e.log = true;
+                let log = e.run().log.expect("asked for");
+                let mut per_client: std::collections::BTreeMap<_, Vec<_>> = Default::default();
+                for m in log.multicasts.values() {
+                    per_client.entry(m.client).or_default().push(m.dst);
+                }
+                per_client
+            };
+            let (a, b) = (draws(&contenders[0]), draws(&contenders[1]));
+            assert_eq!(a.len(), 2, "{dest}");
+            for (client, dsts) in &a {
+                let other = &b[client];
+                let n = dsts.len().min(other.len());
+                assert!(n > 10, "{dest}: only {n} multicasts");
+                assert_eq!(dsts[..n], other[..n], "{dest}: client {client}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_comparison_writes_every_output_with_a_row_per_run() {
+        let dir = std::env::temp_dir().join(format!("compare-test-{}", std::process::id()));
+        let contenders = [Contender::Ramcast, "tram:breadth".parse().unwrap()];
+        let md = compare(
+            &workload(DestPolicy::Random(2)),
+            &contenders,
+            &dir,
+            "test",
+            &|_| {},
+        )
+        .unwrap();
+        assert!(
+            md.contains("| ramcast |") && md.contains("| tram:breadth |"),
+            "{md}"
+        );
+        let runs = std::fs::read_to_string(dir.join("runs.csv")).unwrap();
+        // Per contender: the 1-client run and the sweep's points (1 and 2 clients).
+        assert_eq!(runs.lines().count(), 1 + 2 * 3, "{runs}");
+        assert!(runs.lines().skip(1).all(|l| l.contains(",random:2,")));
+        let cdf = std::fs::read_to_string(dir.join("latency_cdf.csv")).unwrap();
+        for tag in [
+            "ramcast,1-client",
+            "ramcast,saturation",
+            "tram:breadth,saturation",
+        ] {
+            assert!(cdf.contains(tag), "{tag}");
+        }
+        assert!(std::fs::metadata(dir.join("compare.png")).unwrap().len() > 10_000);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
