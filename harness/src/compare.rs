@@ -2,7 +2,8 @@
 //!
 //! Every protocol gets the same workload: the same seed, groups, replicas and clients (so the
 //! same client processes draw the same sequence of destinations), the same message size, the
-//! same profile and runtime. For each protocol it measures the latency of one client, then
+//! same profile and runtime. One exception is inherent: `adjacent:K` destinations are adjacent
+//! in a tree, so each TRAM tree draws its own; RamCast draws from the first TRAM contender's. For each protocol it measures the latency of one client, then
 //! doubles the clients until throughput grows by less than 5% (saturation), as the paper
 //! figures do. Outputs under `OUT/NAME/`:
 //! - `runs.csv`: one row per (protocol, clients) with every parameter;
@@ -338,6 +339,14 @@ fn summary(w: &Workload, measured: &[Measured], commit: &str, contenders: &[Cont
         w.max_clients,
         w.duration
     );
+    if let Some(t) = w.dest_tree(contenders) {
+        let _ = writeln!(
+            md,
+            "Destinations adjacent in a tree depend on the tree: each TRAM contender draws from \
+             its own tree, RamCast from `{t}`; contenders on different trees get different \
+             destination sets (the same client processes, seeds and sizes).\n"
+        );
+    }
     md.push_str(
         "| protocol | 1 client p50 / p95 / p99 (us) | max throughput (k msg/s) | clients at max | \
          p50 / p99 at max (us) | throughput / first | 1-client p50 / first |\n\
