@@ -264,7 +264,7 @@ pub(crate) fn fig4(
     quick: bool,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
-    let profile = Profile::load("xl170-cx4").map_err(|e| e.to_string())?;
+    let profile = Profile::load(crate::testbed::RAMCAST).map_err(|e| e.to_string())?;
     let sizes: &[usize] = if quick {
         &[64, 4096, 32768]
     } else {
@@ -466,7 +466,7 @@ pub(crate) fn fig5(
     quick: bool,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
-    let profile = Profile::load("xl170-cx4").map_err(|e| e.to_string())?;
+    let profile = Profile::load(crate::testbed::RAMCAST).map_err(|e| e.to_string())?;
     let groups: &[usize] = if quick { &[1, 2] } else { &[1, 2, 4, 8] };
     let duration = Nanos(if quick { 1_000_000 } else { 2_000_000 });
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;

@@ -1,7 +1,7 @@
 //! `harness figure tram-fig5 | tram-fig6 | tram-fig7 | tram-fig8`: TRAM's paper figures on the
 //! simulator (profile `r320-cx3`, the paper's testbed), with CSV, PNG and a summary that checks
 //! the paper's claims against the measured numbers. `tram-table1` lives in
-//! [`crate::failover`].
+//! [`crate::figure_tram_table1`].
 //!
 //! Latency is a single client's (median and p95), throughput the saturated one (clients doubled
 //! until throughput grows by less than 5%), as in the paper.
@@ -259,7 +259,7 @@ pub(crate) fn fig5_6(
     quick: bool,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
-    let profile = Profile::load("r320-cx3").map_err(|e| e.to_string())?;
+    let profile = Profile::load(crate::testbed::TRAM).map_err(|e| e.to_string())?;
     let name = if adjacent { "tram-fig6" } else { "tram-fig5" };
     let xs: Vec<f64> = if quick {
         vec![1.0, 4.0, 8.0]
@@ -587,7 +587,7 @@ pub(crate) fn fig7(
     quick: bool,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
-    let profile = Profile::load("r320-cx3").map_err(|e| e.to_string())?;
+    let profile = Profile::load(crate::testbed::TRAM).map_err(|e| e.to_string())?;
     let sizes: Vec<f64> = if quick {
         vec![64.0, 16384.0]
     } else {
@@ -729,7 +729,7 @@ pub(crate) fn fig8(
     quick: bool,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
-    let profile = Profile::load("r320-cx3").map_err(|e| e.to_string())?;
+    let profile = Profile::load(crate::testbed::TRAM).map_err(|e| e.to_string())?;
     let replicas: Vec<f64> = if quick {
         vec![1.0, 7.0]
     } else {

@@ -8,22 +8,23 @@
 )]
 
 mod bench;
-mod bulk;
-mod check;
+mod check_chaos;
 mod check_ramcast;
 mod check_rdmc;
 mod check_tram;
 mod compare;
 mod experiment;
-mod failover;
 mod figure;
 mod figure_rdmc;
 mod figure_tram;
 mod figure_tram_notes;
+mod figure_tram_table1;
 mod plot;
 mod reproduce;
+mod run_rdmc;
 mod stats;
 mod sweep;
+mod testbed;
 
 use bench::transport::{self as perf, Row, Runtime, MAX_BYTES};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -107,7 +108,7 @@ struct RunArgs {
     clients: usize,
     /// Message size: bytes, or with a unit KB, MB, GB (powers of 1024) [default: 64 B; rdmc:
     /// 256 MB].
-    #[arg(long, value_parser = bulk::parse_bytes)]
+    #[arg(long, value_parser = run_rdmc::parse_bytes)]
     size: Option<usize>,
     /// RDMC dissemination algorithm: sequential, chain, tree, pipeline, hybrid-chain,
     /// hybrid-pipeline [default: pipeline].
@@ -117,7 +118,7 @@ struct RunArgs {
     #[arg(long)]
     nodes: Option<usize>,
     /// RDMC block size; the last block of a message may be shorter [default: 1MB].
-    #[arg(long, value_parser = bulk::parse_bytes)]
+    #[arg(long, value_parser = run_rdmc::parse_bytes)]
     block_size: Option<usize>,
     /// RDMC concurrent senders: this many groups over the same nodes, node i the root of group
     /// i, all sending at once [default: 1].
@@ -274,7 +275,7 @@ struct CompareArgs {
     #[arg(long, default_value = "random:2")]
     dest: multicast::DestPolicy,
     /// Message size: bytes, or with a unit KB, MB (powers of 1024).
-    #[arg(long, default_value = "64", value_parser = bulk::parse_bytes)]
+    #[arg(long, default_value = "64", value_parser = run_rdmc::parse_bytes)]
     size: usize,
     /// Simulated time per throughput point, after a 10% warm-up (the 1-client latency run
     /// gets twice as long).
@@ -285,7 +286,7 @@ struct CompareArgs {
     max_clients: usize,
     /// Hardware profile, the same for every protocol (r320-cx3 is the testbed on which the
     /// TRAM paper compares TRAM with RamCast).
-    #[arg(long, default_value = "r320-cx3")]
+    #[arg(long, default_value = testbed::TRAM)]
     profile: String,
     /// Seed of every run.
     #[arg(long, default_value_t = 1)]
@@ -417,9 +418,10 @@ struct CheckArgs {
     /// Run every seed twice and report the first event where the traces differ.
     #[arg(long)]
     check_determinism: bool,
-    /// Hardware profile.
-    #[arg(long, default_value = DEFAULT_PROFILE)]
-    profile: String,
+    /// Hardware profile [default: the protocol's testbed, as `harness run` uses: xl170-cx4 for
+    /// ramcast, r320-cx3 for tram and chaos, fractus-100g for rdmc].
+    #[arg(long)]
+    profile: Option<String>,
     /// Print every seed's derived parameters.
     #[arg(long)]
     verbose: bool,
@@ -848,9 +850,9 @@ fn run_experiment(a: RunArgs) -> Result<ExitCode, String> {
     let deploy = deployment(&a)?;
     let profile_name = a.profile.clone().unwrap_or_else(|| {
         match a.protocol {
-            Protocol::Ramcast => "xl170-cx4",
-            Protocol::Tram => "r320-cx3",
-            Protocol::Rdmc => "fractus-100g",
+            Protocol::Ramcast => testbed::RAMCAST,
+            Protocol::Tram => testbed::TRAM,
+            Protocol::Rdmc => testbed::RDMC,
         }
         .to_string()
     });
@@ -975,8 +977,8 @@ fn run_bulk(a: RunArgs) -> Result<ExitCode, String> {
             "{flag} is for the atomic multicast protocols; rdmc takes --nodes, --size, --block-size, --algorithm, --senders, --racks, --messages"
         ));
     }
-    let profile_name = a.profile.clone().unwrap_or_else(|| "fractus-100g".into());
-    let spec = bulk::BulkSpec {
+    let profile_name = a.profile.clone().unwrap_or_else(|| testbed::RDMC.into());
+    let spec = run_rdmc::BulkSpec {
         algorithm: a.algorithm.unwrap_or(rdmc::Algorithm::BinomialPipeline),
         nodes: a.nodes.unwrap_or(4),
         size: a.size.unwrap_or(256 << 20),
@@ -1005,8 +1007,8 @@ fn run_bulk(a: RunArgs) -> Result<ExitCode, String> {
         spec.seed,
         spec.algorithm,
         spec.nodes,
-        bulk::show_bytes(spec.size),
-        bulk::show_bytes(spec.block_size),
+        run_rdmc::show_bytes(spec.size),
+        run_rdmc::show_bytes(spec.block_size),
         spec.blocks(),
         spec.senders,
         spec.racks,
@@ -1051,11 +1053,11 @@ fn run_bulk(a: RunArgs) -> Result<ExitCode, String> {
         r.wall.as_secs_f64(),
         r.events
             .map_or(String::new(), |e| format!(", {e} simulator events")),
-        bulk::peak_rss().map_or("unknown".into(), |b| format!("{} MiB", b >> 20))
+        run_rdmc::peak_rss().map_or("unknown".into(), |b| format!("{} MiB", b >> 20))
     );
     if let Some(dir) = &a.out {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        bulk::write_rows(&dir.join("summary.csv"), &[row])?;
+        run_rdmc::write_rows(&dir.join("summary.csv"), &[row])?;
         println!("wrote {}/summary.csv", dir.display());
     }
     Ok(if r.clean() {
@@ -1069,11 +1071,11 @@ fn run_figure(a: FigureArgs) -> Result<ExitCode, String> {
     let value = a.name.to_possible_value().expect("every figure has a name");
     let name = value.get_name();
     let profile = if name.starts_with("ramcast") {
-        "xl170-cx4"
+        testbed::RAMCAST
     } else if name.starts_with("rdmc") {
-        "see summary.md"
+        "per panel, named in summary.md"
     } else {
-        "r320-cx3"
+        testbed::TRAM
     };
     let out = a.out.unwrap_or_else(|| PathBuf::from("results").join(name));
     println!(
@@ -1191,7 +1193,7 @@ fn make_figure(
         FigureName::TramFig6 => figure_tram::fig5_6(out, COMMIT, true, quick, progress)?,
         FigureName::TramFig7 => figure_tram::fig7(out, COMMIT, quick, progress)?,
         FigureName::TramFig8 => figure_tram::fig8(out, COMMIT, quick, progress)?,
-        FigureName::TramTable1 => failover::table1(out, COMMIT, quick, progress)?,
+        FigureName::TramTable1 => figure_tram_table1::table1(out, COMMIT, quick, progress)?,
         FigureName::RdmcFig4 => figure_rdmc::fig4(out, COMMIT, quick, progress)?,
         FigureName::RdmcFig6 => figure_rdmc::fig6(out, COMMIT, quick, progress)?,
         FigureName::RdmcFig7_9 => figure_rdmc::fig7_9(out, COMMIT, quick, progress)?,
@@ -1203,9 +1205,22 @@ fn make_figure(
     Ok(())
 }
 
+/// The profile a `check` runs on: `--profile`, else the protocol's testbed.
+fn check_profile(a: &CheckArgs) -> String {
+    a.profile.clone().unwrap_or_else(|| {
+        match a.protocol {
+            CheckProtocol::Chaos => DEFAULT_PROFILE,
+            CheckProtocol::Ramcast => testbed::RAMCAST,
+            CheckProtocol::Tram => testbed::TRAM,
+            CheckProtocol::Rdmc => testbed::RDMC,
+        }
+        .into()
+    })
+}
+
 /// The seeds a `check` covers and whether to print each run's parameters; prints the header.
 fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<(Profile, Vec<u64>, bool), String> {
-    let profile = Profile::load(&a.profile).map_err(|e| e.to_string())?;
+    let profile = Profile::load(&check_profile(a)).map_err(|e| e.to_string())?;
     let (k, n) = a.shard.unwrap_or((0, 1));
     let (seeds, verbose): (Vec<u64>, bool) = match a.seed {
         Some(s) => (vec![s], true),
@@ -1393,7 +1408,7 @@ fn run_check(a: CheckArgs) -> Result<ExitCode, String> {
     let (profile, seeds, verbose) = check_preamble(&a, "chaos")?;
     let processes = a.processes.map(|n| n as usize);
     let bar = progress_bar(seeds.len() as u64);
-    let s = check::sweep(
+    let s = check_chaos::sweep(
         seeds.into_iter(),
         processes,
         &profile,

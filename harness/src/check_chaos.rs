@@ -1,5 +1,6 @@
-//! `harness check`: a VOPR-style seeded checker. Every parameter of a run is derived from its
-//! seed; the run is checked as it goes; a failing seed prints one command that replays it.
+//! `harness check --protocol chaos`: a VOPR-style seeded checker of the transport model. Every
+//! parameter of a run is derived from its seed; the run is checked as it goes; a failing seed
+//! prints one command that replays it.
 
 use std::time::Instant;
 use transport::chaos::{Chaos, ChaosConfig};

@@ -51,7 +51,7 @@ pub(crate) fn table1(
     quick: bool,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
-    let profile = Profile::load("r320-cx3").map_err(|e| e.to_string())?;
+    let profile = Profile::load(crate::testbed::TRAM).map_err(|e| e.to_string())?;
     let tree = Tree::preset("breadth").expect("preset");
     let clients = if quick { 20 } else { 100 };
     let mut cfg = tram::Config::new(tree.clone(), 3, clients);

@@ -1,0 +1,12 @@
+//! The hardware profile each protocol runs on unless told otherwise: the testbed of its paper.
+//! `run`, `check`, `figure` and `compare` all take it from here, so a protocol's default is
+//! declared once.
+
+/// RamCast's testbed: CloudLab xl170 nodes, ConnectX-4 (RamCast section 5).
+pub(crate) const RAMCAST: &str = "xl170-cx4";
+/// TRAM's testbed: Dell R320 nodes, ConnectX-3 at 56 Gb/s (TRAM section 5.1); also the
+/// testbed on which the TRAM paper compares TRAM with RamCast, hence `compare`'s default.
+pub(crate) const TRAM: &str = "r320-cx3";
+/// RDMC's most recent testbed, Fractus at 100 Gb/s (its figures also use Stampede and Sierra,
+/// each named in their summaries).
+pub(crate) const RDMC: &str = "fractus-100g";
