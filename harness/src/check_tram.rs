@@ -183,7 +183,7 @@ impl SeedRun for TramRun {
                     ));
                     out.delivered += s.delivered;
                     out.leader_changes |= s.server.changed_leader();
-                    out.refused_writes += s.server.refused();
+                    out.refused_writes += s.server.refused_writes();
                 }
                 Node::Client(c) => {
                     if let Some(e) = &c.error {

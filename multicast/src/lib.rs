@@ -21,6 +21,7 @@
 pub mod check;
 pub mod log;
 pub mod membership;
+pub mod omega;
 pub mod role;
 pub mod tree;
 pub mod workload;
@@ -31,6 +32,7 @@ use std::str::FromStr;
 pub use check::{check, Property, Violation};
 pub use log::{DeliveryLog, LogError, Member, Multicast};
 pub use membership::Membership;
+pub use omega::Omega;
 pub use role::{
     collect_log, Client, Completed, Delivery, MulticastError, Node, Server, ServerNode,
 };

@@ -146,8 +146,7 @@ impl RamcastServer {
         self.fast.clear();
         self.owed.clear();
         self.beat_timer.disarm();
-        self.fd_expected = self.rank;
-        self.fd_changed = now;
+        self.omega.expect(self.rank, now, None);
     }
 
     /// Control messages from other servers.
@@ -219,26 +218,18 @@ impl RamcastServer {
             at(*t);
         }
         if self.role == Role::Follower {
-            let beat = nic
-                .load_u64(local(CTL, self.layout.heartbeat(self.fd_expected)))
-                .expect("own region");
-            if beat != self.fd_last {
-                self.fd_last = beat;
-                self.fd_changed = now;
-            }
-            let deadline = self.fd_changed.saturating_add(timing.suspect);
-            if now >= deadline {
-                self.fd_expected = (self.fd_expected + 1) % self.cfg.replicas;
-                self.fd_changed = now;
-                self.fd_last = nic
-                    .load_u64(local(CTL, self.layout.heartbeat(self.fd_expected)))
-                    .expect("own region");
+            let beat_of = |rank: usize| {
+                nic.load_u64(local(CTL, self.layout.heartbeat(rank)))
+                    .expect("own region")
+            };
+            let beat = beat_of(self.omega.expected());
+            if self.omega.observe(beat, now, timing.suspect, beat_of) {
                 worked = true;
-                if self.fd_expected == self.rank {
+                if self.omega.expected() == self.rank {
                     self.start_candidacy(nic);
                 }
             }
-            at(self.fd_changed.saturating_add(timing.suspect));
+            at(self.omega.deadline(timing.suspect));
         }
         if self.role != Role::Follower {
             worked |= self.beat_if_due(nic);
@@ -347,8 +338,7 @@ impl RamcastServer {
             if self.role != Role::Follower {
                 self.step_down(nic.now());
             }
-            self.fd_expected = self.cfg.rank_of(q);
-            self.fd_changed = nic.now();
+            self.omega.expect(self.cfg.rank_of(q), nic.now(), None);
         }
         if h != self.group && self.role == Role::Leader {
             // The new leader of h has not seen this leader's earlier proposals.

@@ -6,7 +6,7 @@ use crate::layout::{local, remote, Entry, Layout, RESP};
 use crate::rescan::{Mark, Rescan, Seen};
 use crate::stamp::Stamp;
 use multicast::Membership;
-use multicast::{Delivery, GroupId, MsgId, Server};
+use multicast::{Delivery, GroupId, MsgId, Omega, Server};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use transport::{
@@ -145,10 +145,8 @@ pub struct RamcastServer {
     /// Heartbeat counter and timer (leader and candidate).
     pub(crate) beat: u64,
     pub(crate) beat_timer: Timer,
-    /// Failure detector: the rank expected to lead, its last heartbeat and when it changed.
-    pub(crate) fd_expected: usize,
-    pub(crate) fd_last: u64,
-    pub(crate) fd_changed: Nanos,
+    /// The failure detector: the leader oracle over the group's heartbeat words.
+    pub(crate) omega: Omega,
     pub(crate) deliveries: VecDeque<Delivery>,
     pub(crate) halted: bool,
     /// Control messages posted and not yet completed.
@@ -216,9 +214,7 @@ impl RamcastServer {
             unsignaled: vec![0; cfg.processes() * Qp::COUNT],
             beat: 0,
             beat_timer: Timer::new(),
-            fd_expected: 0,
-            fd_last: 0,
-            fd_changed: Nanos::ZERO,
+            omega: Omega::new(cfg.replicas),
             deliveries: VecDeque::new(),
             halted: false,
             refused: 0,

@@ -13,7 +13,7 @@
 //! Timestamps are `counter << 8 | rank`, unique system-wide within a group and increasing per
 //! candidate (Step 3.1).
 
-use crate::layout::{local, remote, CTL, LOG, SCRATCH};
+use crate::layout::{local, remote, Layout, CTL, LOG, SCRATCH};
 use crate::ordering::Lead;
 use crate::replica::{Role, TramServer};
 use multicast::Membership;
@@ -217,10 +217,9 @@ impl TramServer {
         self.retry_at = now.saturating_add(self.cfg.timing.heartbeat);
         self.beat_timer.disarm();
         if defer && self.cfg.replicas > 1 {
-            self.oracle = (self.rank + 1) % self.cfg.replicas;
-            self.oracle_since = now;
             // Seen as changed at the next look: the expected leader gets a full timeout.
-            self.oracle_beat = u64::MAX;
+            let next = (self.rank + 1) % self.cfg.replicas;
+            self.omega.expect(next, now, Some(u64::MAX));
         }
     }
 
@@ -257,9 +256,8 @@ impl TramServer {
                     self.beat_timer.disarm();
                 }
                 self.leader = Some(r);
-                self.oracle = r;
-                self.oracle_since = nic.now();
-                self.oracle_beat = self.heartbeat_of(nic, r);
+                self.omega
+                    .expect(r, nic.now(), Some(self.heartbeat_of(nic, r)));
                 [ACK, self.std, ts]
             } else if ts < self.tmp {
                 [NACK, self.tmp, ts]
@@ -294,8 +292,7 @@ impl TramServer {
     }
 
     fn heartbeat_of<N: Nic>(&self, nic: &N, rank: usize) -> u64 {
-        nic.load_u64(local(CTL, self.layout.heartbeat(rank)))
-            .expect("own region")
+        heartbeat_word(nic, &self.layout, rank)
     }
 
     /// The oracle and heartbeats; returns whether it did work and when it wants to run again.
@@ -319,21 +316,15 @@ impl TramServer {
             }
             return (worked, self.beat_timer.deadline());
         }
-        if self.oracle != self.rank {
-            let beat = self.heartbeat_of(nic, self.oracle);
-            if beat != self.oracle_beat {
-                self.oracle_beat = beat;
-                self.oracle_since = now;
-            }
-            if now >= self.oracle_since.saturating_add(timing.suspect) {
-                // Suspect the expected leader: expect the next rank.
-                self.oracle = (self.oracle + 1) % self.cfg.replicas;
-                self.oracle_since = now;
-                self.oracle_beat = self.heartbeat_of(nic, self.oracle);
-                worked = true;
-            }
+        if self.omega.expected() != self.rank {
+            let beat = self.heartbeat_of(nic, self.omega.expected());
+            // Suspecting the expected leader moves on to the next rank.
+            let layout = &self.layout;
+            worked |= self.omega.observe(beat, now, timing.suspect, |r| {
+                heartbeat_word(nic, layout, r)
+            });
         }
-        if self.oracle == self.rank {
+        if self.omega.expected() == self.rank {
             // Step 2.1: leader(g) = s and s does not lead.
             if now >= self.retry_at {
                 self.start_candidacy(nic);
@@ -341,9 +332,12 @@ impl TramServer {
             }
             return (worked, Some(self.retry_at));
         }
-        (
-            worked,
-            Some(self.oracle_since.saturating_add(timing.suspect)),
-        )
+        (worked, Some(self.omega.deadline(timing.suspect)))
     }
+}
+
+/// Replica `rank`'s heartbeat word in this replica's `CTL`.
+fn heartbeat_word<N: Nic>(nic: &N, layout: &Layout, rank: usize) -> u64 {
+    nic.load_u64(local(CTL, layout.heartbeat(rank)))
+        .expect("own region")
 }

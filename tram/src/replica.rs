@@ -31,7 +31,7 @@ use crate::layout::{
     local, remote, Hm, Layout, LogEntry, CTL, FROM_PARENT, HM, LOG, RESP, SCRATCH,
 };
 use bytes::Bytes;
-use multicast::{Delivery, GroupId, Membership, MsgId, Server};
+use multicast::{Delivery, GroupId, Membership, MsgId, Omega, Server};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use transport::{
@@ -87,10 +87,8 @@ pub struct TramServer {
     pub(crate) commit_seen: u64,
     /// The `STD` last reported to the leader.
     pub(crate) progress_sent: (Option<usize>, u64),
-    /// The leader-election oracle: the rank expected to lead, its last heartbeat, since when.
-    pub(crate) oracle: usize,
-    pub(crate) oracle_beat: u64,
-    pub(crate) oracle_since: Nanos,
+    /// The leader oracle over the group's heartbeat words.
+    pub(crate) omega: Omega,
     /// No candidacy before this time (after a failed one).
     pub(crate) retry_at: Nanos,
     pub(crate) beat: u64,
@@ -137,9 +135,7 @@ impl TramServer {
             perm_seen: vec![0; cfg.replicas],
             commit_seen: 0,
             progress_sent: (None, 0),
-            oracle: 0,
-            oracle_beat: 0,
-            oracle_since: Nanos::ZERO,
+            omega: Omega::new(cfg.replicas),
             retry_at: Nanos::ZERO,
             beat: 0,
             beat_timer: Timer::new(),
@@ -171,7 +167,7 @@ impl TramServer {
     }
 
     /// Writes of this replica refused because it had lost its permission.
-    pub fn refused(&self) -> u64 {
+    pub fn refused_writes(&self) -> u64 {
         self.refused
     }
 
@@ -203,14 +199,14 @@ impl TramServer {
             ),
         };
         format!(
-            "{}/{} {role} std {} fuo {} tmp {:#x} leader {:?} oracle {} commit {} slot_in {:?} slot_out {:?} credit {:?} halted {} reigns {}",
+            "{}/{} {role} std {} fuo {} tmp {:#x} leader {:?} omega {} commit {} slot_in {:?} slot_out {:?} credit {:?} halted {} reigns {}",
             self.group,
             self.rank,
             self.std,
             self.fuo,
             self.tmp,
             self.leader,
-            self.oracle,
+            self.omega.expected(),
             self.commit_seen,
             self.slot_in,
             self.slot_out,

@@ -172,7 +172,7 @@ fn a_deposed_leader_unaware_of_it_is_refused_and_steps_down() {
     let Node::Server(s) = &o.sim.processes()[old.index()] else {
         unreachable!()
     };
-    assert!(s.server.refused() > 0, "{}", s.server.describe());
+    assert!(s.server.refused_writes() > 0, "{}", s.server.describe());
     assert!(!s.server.is_leader(), "{}", s.server.describe());
 }
 
