@@ -10,14 +10,14 @@
 //! without new multicasts; then halts are judged and the five properties checked on the
 //! delivery log ([`crate::sweep::judge`]).
 
-use crate::sweep::{draw_schedule, judge, kinds, Kinds, Outcome, Phases, SeedRun};
-use multicast::{DestPolicy, LoadSpec, Node};
+use crate::sweep::{
+    check_multicast, draw_schedule, kinds, seeded_sim, Kinds, Outcome, Phases, SeedRun,
+};
+use multicast::{DestPolicy, LoadSpec};
 use ramcast::{Config, RamcastNode};
 use transport::rng::{Purpose, Rng};
-use transport::runtime::sim::{
-    check_determinism, Determinism, Fault, Profile, Sim, SimConfig, TieBreak,
-};
-use transport::{Nanos, ProcessId};
+use transport::runtime::sim::{Fault, Profile, Sim, TieBreak};
+use transport::Nanos;
 
 /// Everything one checking run is made of.
 #[derive(Clone, Debug)]
@@ -90,10 +90,8 @@ impl RamcastRun {
             warmup_end: Nanos::ZERO,
             stop_at: self.phases.load_end,
         };
-        let mut sc = SimConfig::new(self.seed, profile.clone());
-        sc.tie_break = self.tie_break;
-        sc.faults = self.faults.clone();
-        Sim::new(sc, ramcast::nodes(&self.cfg, load, self.seed, true))
+        let nodes = ramcast::nodes(&self.cfg, load, self.seed, true);
+        seeded_sim(self.seed, profile, self.tie_break, &self.faults, nodes)
     }
 
     /// The derived parameters, printed up front.
@@ -141,51 +139,20 @@ impl SeedRun for RamcastRun {
 
 /// Runs and checks one seed.
 pub(crate) fn check_seed(run: &RamcastRun, profile: &Profile, determinism: bool) -> Outcome {
-    let limit = Some(run.phases.limit);
-    let mut sim = run.build(profile);
-    sim.run(limit);
-    let mut out = Outcome {
-        events: sim.stats().events,
-        ..Outcome::default()
-    };
-    for (i, n) in sim.processes().iter().enumerate() {
-        if let Node::Server(s) = n {
-            out.states
-                .push(s.server.describe_pending(sim.nic(ProcessId(i as u32))));
-            out.states
-                .push(format!("{} delivered {}", s.server.describe(), s.delivered));
-            out.delivered += s.delivered;
-            out.leader_changes |= s.server.current_round().time() > 0;
-            out.refused_writes += s.server.refused_writes();
-            out.extra += s.server.relayed_messages();
-        }
-        if let Node::Client(c) = n {
-            if let Some(e) = &c.error {
-                out.violations.push(format!("client {}: {e}", c.id));
-            }
-        }
-    }
-    judge(
-        sim.processes(),
-        |p| sim.crashed(p),
+    check_multicast(
+        || run.build(profile),
+        run.phases.limit,
         &run.faults,
         &run.phases,
         &run.cfg,
-        &mut out,
-    );
-    if determinism {
-        if let Determinism::Diverged { first, second } =
-            check_determinism(|| run.build(profile), limit)
-        {
-            out.divergence = Some(format!("first divergence: {first:?} / {second:?}"));
-        }
-    }
-    out
+        determinism,
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use transport::ProcessId;
 
     fn us(x: f64) -> Nanos {
         Nanos((x * 1000.0).round() as u64)

@@ -7,16 +7,15 @@
 //! long enough for one eviction per group on the longest tree path, convergence; halts judged,
 //! the five properties checked.
 
-use crate::experiment::Observed;
-use crate::sweep::{draw_schedule, judge, kinds, Kinds, Outcome, Phases, SeedRun};
-use multicast::{DestPolicy, GroupId, LoadSpec, Membership, Node, Tree};
+use crate::sweep::{
+    check_multicast, draw_schedule, kinds, seeded_sim, Kinds, Outcome, Phases, SeedRun,
+};
+use multicast::{DestPolicy, GroupId, LoadSpec, Membership, Tree};
 use std::sync::Arc;
 use tram::{Config, TramNode};
 use transport::rng::{Purpose, Rng};
-use transport::runtime::sim::{
-    check_determinism, Determinism, Fault, Profile, Sim, SimConfig, TieBreak,
-};
-use transport::{Nanos, ProcessId};
+use transport::runtime::sim::{Fault, Profile, Sim, TieBreak};
+use transport::Nanos;
 
 /// Everything one checking run is made of.
 #[derive(Clone, Debug)]
@@ -119,10 +118,8 @@ impl TramRun {
             warmup_end: Nanos::ZERO,
             stop_at: self.phases.load_end,
         };
-        let mut sc = SimConfig::new(self.seed, profile.clone());
-        sc.tie_break = self.tie_break;
-        sc.faults = self.faults.clone();
-        Sim::new(sc, tram::nodes(&self.cfg, load, self.seed, true))
+        let nodes = tram::nodes(&self.cfg, load, self.seed, true);
+        seeded_sim(self.seed, profile, self.tie_break, &self.faults, nodes)
     }
 }
 
@@ -164,56 +161,21 @@ impl SeedRun for TramRun {
     }
 
     fn check(&self, profile: &Profile, determinism: bool) -> Outcome {
-        let limit = Some(self.phases.limit);
-        let mut sim = self.build(profile);
-        sim.run(limit);
-        let mut out = Outcome {
-            events: sim.stats().events,
-            ..Outcome::default()
-        };
-        for (i, n) in sim.processes().iter().enumerate() {
-            match n {
-                Node::Server(s) => {
-                    let crashed = sim.crashed(ProcessId(i as u32));
-                    out.states.push(format!(
-                        "p{i}{} {} delivered {}",
-                        if crashed { " (crashed)" } else { "" },
-                        s.server.describe(),
-                        s.delivered
-                    ));
-                    out.delivered += s.delivered;
-                    out.leader_changes |= s.server.changed_leader();
-                    out.refused_writes += s.server.refused_writes();
-                }
-                Node::Client(c) => {
-                    if let Some(e) = &c.error {
-                        out.violations.push(format!("client {}: {e}", c.id));
-                    }
-                }
-            }
-        }
-        judge(
-            sim.processes(),
-            |p| sim.crashed(p),
+        check_multicast(
+            || self.build(profile),
+            self.phases.limit,
             &self.faults,
             &self.phases,
             &self.cfg,
-            &mut out,
-        );
-        if determinism {
-            if let Determinism::Diverged { first, second } =
-                check_determinism(|| self.build(profile), limit)
-            {
-                out.divergence = Some(format!("first divergence: {first:?} / {second:?}"));
-            }
-        }
-        out
+            determinism,
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use transport::ProcessId;
 
     #[test]
     fn random_trees_are_trees_with_any_root() {

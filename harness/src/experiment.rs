@@ -65,11 +65,32 @@ impl Deployment {
 pub(crate) trait Observed {
     /// Whether its group's leadership ever moved away from the initial leader through it.
     fn changed_leader(&self) -> bool;
+    /// Its writes refused because it had been deposed (the revoke race).
+    fn refused_writes(&self) -> u64;
+    /// The protocol's own count that `check` tallies ([`crate::sweep::SeedRun::EXTRA`]).
+    fn extra(&self) -> u64 {
+        0
+    }
+    /// Its state in one line, for the report of a failing seed.
+    fn state<N: transport::Nic>(&self, nic: &N) -> String;
 }
 
 impl Observed for ramcast::RamcastServer {
     fn changed_leader(&self) -> bool {
         self.current_round().time() > 0
+    }
+    fn refused_writes(&self) -> u64 {
+        ramcast::RamcastServer::refused_writes(self)
+    }
+    fn extra(&self) -> u64 {
+        self.relayed_messages()
+    }
+    fn state<N: transport::Nic>(&self, nic: &N) -> String {
+        format!(
+            "{} | first pending: {}",
+            self.describe(),
+            self.describe_pending(nic)
+        )
     }
 }
 
@@ -77,6 +98,12 @@ impl Observed for tram::TramServer {
     fn changed_leader(&self) -> bool {
         // The initial leader's first reign is not a change.
         self.reigns() > 1 || (self.reigns() == 1 && !self.initial())
+    }
+    fn refused_writes(&self) -> u64 {
+        tram::TramServer::refused_writes(self)
+    }
+    fn state<N: transport::Nic>(&self, _nic: &N) -> String {
+        self.describe()
     }
 }
 

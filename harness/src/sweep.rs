@@ -1,11 +1,14 @@
 //! What every protocol's `harness check` sweep shares: the fault schedule drawn from a seed,
 //! the kinds of fault a run holds, a run's outcome, and the sweep's tally.
 
+use crate::experiment::Observed;
 use multicast::{check, collect_log, DeliveryLog, GroupId, Membership, Node, Server};
 use std::collections::BTreeSet;
 use transport::rng::{Purpose, Rng};
-use transport::runtime::sim::{Fault, Profile};
-use transport::{Nanos, ProcessId};
+use transport::runtime::sim::{
+    check_determinism, Determinism, Fault, Profile, Sim, SimConfig, SimNic, TieBreak,
+};
+use transport::{Nanos, Process, ProcessId};
 
 /// The convergence phase after the liveness phase: no new multicasts, faults over, every
 /// correct process must catch up.
@@ -700,6 +703,80 @@ pub(crate) fn judge_halts(
         }
     }
     violations
+}
+
+/// The simulation of one seed of a sweep: the seed's tie-break policy and fault schedule.
+pub(crate) fn seeded_sim<P: Process<SimNic>>(
+    seed: u64,
+    profile: &Profile,
+    tie_break: TieBreak,
+    faults: &[Fault],
+    nodes: Vec<P>,
+) -> Sim<P> {
+    let mut sc = SimConfig::new(seed, profile.clone());
+    sc.tie_break = tie_break;
+    sc.faults = faults.to_vec();
+    Sim::new(sc, nodes)
+}
+
+/// Runs one seed of an atomic multicast protocol (`build` makes its simulation) until `limit`
+/// and checks it: every server's deliveries and counters, the clients' errors, progress after
+/// the faults, halts, the five properties ([`judge`]); with `determinism`, the seed again
+/// without the simulator's change hint, event by event.
+pub(crate) fn check_multicast<S, C>(
+    build: impl Fn() -> Sim<Node<S, C>>,
+    limit: Nanos,
+    faults: &[Fault],
+    phases: &Phases,
+    m: &impl Membership,
+    determinism: bool,
+) -> Outcome
+where
+    S: Server + Observed,
+    Node<S, C>: Process<SimNic>,
+{
+    let mut sim = build();
+    sim.run(Some(limit));
+    let mut out = Outcome {
+        events: sim.stats().events,
+        ..Outcome::default()
+    };
+    for (i, n) in sim.processes().iter().enumerate() {
+        let p = ProcessId(i as u32);
+        match n {
+            Node::Server(s) => {
+                out.states.push(format!(
+                    "p{i}{} {} delivered {}",
+                    if sim.crashed(p) { " (crashed)" } else { "" },
+                    s.server.state(sim.nic(p)),
+                    s.delivered
+                ));
+                out.delivered += s.delivered;
+                out.leader_changes |= s.server.changed_leader();
+                out.refused_writes += s.server.refused_writes();
+                out.extra += s.server.extra();
+            }
+            Node::Client(c) => {
+                if let Some(e) = &c.error {
+                    out.violations.push(format!("client {}: {e}", c.id));
+                }
+            }
+        }
+    }
+    judge(
+        sim.processes(),
+        |p| sim.crashed(p),
+        faults,
+        phases,
+        m,
+        &mut out,
+    );
+    if determinism {
+        if let Determinism::Diverged { first, second } = check_determinism(&build, Some(limit)) {
+            out.divergence = Some(format!("first divergence: {first:?} / {second:?}"));
+        }
+    }
+    out
 }
 
 /// One seeded checking run of a protocol, as `harness check` drives it.

@@ -23,6 +23,8 @@ pub mod log;
 pub mod membership;
 pub mod omega;
 pub mod role;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod tree;
 pub mod workload;
 
@@ -34,7 +36,7 @@ pub use log::{DeliveryLog, LogError, Member, Multicast};
 pub use membership::Membership;
 pub use omega::Omega;
 pub use role::{
-    collect_log, Client, Completed, Delivery, MulticastError, Node, Server, ServerNode,
+    collect_log, deploy, Client, Completed, Delivery, MulticastError, Node, Server, ServerNode,
 };
 pub use transport::ProcessId;
 pub use tree::{Tree, TreeError};

@@ -5,11 +5,11 @@
 //! ([`Server::poll_delivery`]), a client what completed ([`Client::poll_completed`]); the harness
 //! turns both into logs and statistics.
 
-use crate::workload::ClosedLoop;
-use crate::{DestSet, GroupId, MsgId};
+use crate::workload::{ClosedLoop, LoadSpec};
+use crate::{DestSet, GroupId, Membership, MsgId};
 use bytes::Bytes;
 use std::collections::VecDeque;
-use transport::{Nanos, Nic, Process, Progress, RegionSpec};
+use transport::{Nanos, Nic, Process, Progress, Purpose, RegionSpec, Rng};
 
 /// A message a server delivered.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -191,6 +191,42 @@ impl<N: Nic, S: Server + Process<N>, C: Client<N>> Process<N> for Node<S, C> {
             Node::Client(_) => false,
         }
     }
+}
+
+/// Every process of a run on membership `m`: servers first, group by group and rank by rank
+/// (`server(g, rank)`), then closed-loop clients (`client(i)`) running `load`. Client `i`'s
+/// workload stream derives from `seed` and its process id, so protocols deployed on the same
+/// membership draw the same destinations and sizes (what `harness compare` relies on). `log`
+/// keeps deliveries and multicasts for the delivery log.
+pub fn deploy<S, C>(
+    m: &impl Membership,
+    load: LoadSpec,
+    seed: u64,
+    log: bool,
+    server: impl Fn(GroupId, usize) -> S,
+    client: impl Fn(usize) -> C,
+) -> Vec<Node<S, C>> {
+    let mut nodes = Vec::with_capacity(m.processes());
+    for g in 0..m.group_count() {
+        for r in 0..m.replica_count() {
+            nodes.push(Node::Server(ServerNode::new(
+                server(GroupId(g as u8), r),
+                log,
+            )));
+        }
+    }
+    for i in 0..m.client_count() {
+        let id = m.client(i);
+        let rng = Rng::derive(seed, Purpose::Workload, id.0 as u64);
+        nodes.push(Node::Client(ClosedLoop::new(
+            client(i),
+            id,
+            load.clone(),
+            rng,
+            log,
+        )));
+    }
+    nodes
 }
 
 /// Builds the delivery log of a finished run from its nodes: node `i` is process `i`;

@@ -137,10 +137,8 @@ pub use config::{Config, ConfigError, Timing};
 pub use server::RamcastServer;
 pub use stamp::Stamp;
 
-use multicast::Membership;
-use multicast::{ClosedLoop, GroupId, LoadSpec, Node, ServerNode};
+use multicast::{LoadSpec, Node};
 use std::sync::Arc;
-use transport::{Purpose, Rng};
 
 /// A RamCast process of a run.
 pub type RamcastNode = Node<RamcastServer, RamcastClient>;
@@ -150,18 +148,12 @@ pub type RamcastNode = Node<RamcastServer, RamcastClient>;
 /// the delivery log.
 pub fn nodes(cfg: &Config, load: LoadSpec, seed: u64, log: bool) -> Vec<RamcastNode> {
     let cfg = Arc::new(cfg.clone());
-    let mut nodes = Vec::with_capacity(cfg.processes());
-    for g in 0..cfg.groups {
-        for r in 0..cfg.replicas {
-            let s = RamcastServer::new(cfg.clone(), GroupId(g as u8), r);
-            nodes.push(Node::Server(ServerNode::new(s, log)));
-        }
-    }
-    for i in 0..cfg.clients {
-        let id = cfg.client(i);
-        let rng = Rng::derive(seed, Purpose::Workload, id.0 as u64);
-        let c = RamcastClient::new(cfg.clone(), i);
-        nodes.push(Node::Client(ClosedLoop::new(c, id, load.clone(), rng, log)));
-    }
-    nodes
+    multicast::deploy(
+        &*cfg,
+        load,
+        seed,
+        log,
+        |g, r| RamcastServer::new(cfg.clone(), g, r),
+        |i| RamcastClient::new(cfg.clone(), i),
+    )
 }

@@ -1,10 +1,10 @@
 //! RamCast on real threads: memory changes while a server polls, which the simulator (where
 //! writes land between polls) never shows. Checked against the five properties.
 
-use multicast::{check, collect_log, DestPolicy, LoadSpec};
+use multicast::testing::run_local_checked;
+use multicast::{DestPolicy, LoadSpec};
 use ramcast::{nodes, Config, Timing};
 use std::time::Duration;
-use transport::runtime::local::{LocalConfig, LocalRuntime};
 use transport::Nanos;
 
 /// Postmortem: a follower read a proposal, then delivered a message with a larger timestamp,
@@ -24,14 +24,10 @@ fn concurrent_runs_keep_every_property() {
         warmup_end: Nanos::ZERO,
         stop_at: Nanos(1_500_000_000),
     };
-    let lc = LocalConfig {
-        seed: 7,
-        ..LocalConfig::default()
-    };
-    let run = LocalRuntime::new(lc, nodes(&cfg, load, 7, true)).run(Duration::from_millis(2_500));
-    let log = collect_log(&run.processes, |_| false);
-    let delivered: usize = log.deliveries.values().map(Vec::len).sum();
-    assert!(delivered > 1000, "only {delivered} deliveries");
-    let v = check(&log);
-    assert!(v.is_empty(), "{v:?}");
+    run_local_checked(
+        nodes(&cfg, load, 7, true),
+        7,
+        Duration::from_millis(2_500),
+        1000,
+    );
 }

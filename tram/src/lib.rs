@@ -53,9 +53,8 @@ pub use client::TramClient;
 pub use config::{Config, ConfigError, Timing};
 pub use replica::TramServer;
 
-use multicast::{ClosedLoop, GroupId, LoadSpec, Membership, Node, ServerNode};
+use multicast::{LoadSpec, Node};
 use std::sync::Arc;
-use transport::{Purpose, Rng};
 
 /// A TRAM process of a run.
 pub type TramNode = Node<TramServer, TramClient>;
@@ -65,18 +64,12 @@ pub type TramNode = Node<TramServer, TramClient>;
 /// the delivery log.
 pub fn nodes(cfg: &Config, load: LoadSpec, seed: u64, log: bool) -> Vec<TramNode> {
     let cfg = Arc::new(cfg.clone());
-    let mut nodes = Vec::with_capacity(cfg.processes());
-    for g in 0..cfg.group_count() {
-        for r in 0..cfg.replicas {
-            let s = TramServer::new(cfg.clone(), GroupId(g as u8), r);
-            nodes.push(Node::Server(ServerNode::new(s, log)));
-        }
-    }
-    for i in 0..cfg.clients {
-        let id = cfg.client(i);
-        let rng = Rng::derive(seed, Purpose::Workload, id.0 as u64);
-        let c = TramClient::new(cfg.clone(), i);
-        nodes.push(Node::Client(ClosedLoop::new(c, id, load.clone(), rng, log)));
-    }
-    nodes
+    multicast::deploy(
+        &*cfg,
+        load,
+        seed,
+        log,
+        |g, r| TramServer::new(cfg.clone(), g, r),
+        |i| TramClient::new(cfg.clone(), i),
+    )
 }

@@ -1,15 +1,13 @@
 //! TRAM on the simulator: the normal case on every preset tree, recycling, followers when
 //! traffic stops, and failover, each checked against the five atomic multicast properties.
 
-use multicast::{check, collect_log, DestPolicy, LoadSpec, Membership, Node, Tree};
-use tram::{nodes, Config, TramNode};
+use multicast::testing::{run_sim, SimRun};
+use multicast::{DestPolicy, LoadSpec, Membership, Node, Tree};
+use tram::{nodes, Config, TramClient, TramNode, TramServer};
 use transport::runtime::sim::{Fault, Profile, Sim, SimConfig};
 use transport::{Nanos, ProcessId};
 
-struct Outcome {
-    sim: Sim<TramNode>,
-    completed: u64,
-}
+type Outcome = SimRun<TramServer, TramClient>;
 
 fn run(cfg: &Config, dest: DestPolicy, seed: u64, faults: Vec<Fault>, stop_us: u64) -> Outcome {
     let load = LoadSpec {
@@ -20,28 +18,16 @@ fn run(cfg: &Config, dest: DestPolicy, seed: u64, faults: Vec<Fault>, stop_us: u
         warmup_end: Nanos::ZERO,
         stop_at: Nanos(stop_us * 1000),
     };
-    let mut sc = SimConfig::new(seed, Profile::load("r320-cx3").unwrap());
-    sc.faults = faults;
-    let mut sim = Sim::new(sc, nodes(cfg, load, seed, true));
+    let nodes = nodes(cfg, load, seed, true);
     // A convergence phase after the clients stop.
-    sim.run(Some(Nanos(stop_us * 1000 + 30_000_000)));
-    let completed = sim
-        .processes()
-        .iter()
-        .map(|n| match n {
-            Node::Client(c) => c.completed_in_window,
-            Node::Server(_) => 0,
-        })
-        .sum();
-    Outcome { sim, completed }
-}
-
-fn assert_safe_and_live(o: &Outcome) {
-    let crashed = |p: ProcessId| o.sim.crashed(p);
-    let log = collect_log(o.sim.processes(), crashed);
-    let violations = check(&log);
-    assert!(violations.is_empty(), "{violations:?}");
-    assert!(o.completed > 0, "no multicast completed");
+    run_sim(
+        nodes,
+        "r320-cx3",
+        seed,
+        faults,
+        Nanos(stop_us * 1000),
+        Nanos(30_000_000),
+    )
 }
 
 fn tree(name: &str) -> Tree {
@@ -53,7 +39,7 @@ fn every_preset_tree_orders_random_destinations() {
     for (name, seed) in [("base", 1), ("breadth", 2), ("depth", 3), ("simple", 4)] {
         let cfg = Config::new(tree(name), 3, 6);
         let o = run(&cfg, DestPolicy::Random(2), seed, vec![], 500);
-        assert_safe_and_live(&o);
+        o.assert_safe_and_live();
     }
 }
 
@@ -63,7 +49,7 @@ fn small_buffers_are_recycled_under_backpressure() {
     cfg.hm_slots = 2;
     cfg.log_slots = 4;
     let o = run(&cfg, DestPolicy::All, 5, vec![], 1000);
-    assert_safe_and_live(&o);
+    o.assert_safe_and_live();
     // Far more messages than log slots went through every group.
     assert!(o.completed > 20 * cfg.log_slots as u64, "{}", o.completed);
 }
@@ -75,7 +61,7 @@ fn followers_deliver_everything_after_the_last_multicast() {
     let cfg = Config::new(tree("simple"), 3, 1);
     // One client, a handful of multicasts, then silence for the rest of the run.
     let o = run(&cfg, DestPolicy::All, 6, vec![], 60);
-    assert_safe_and_live(&o);
+    o.assert_safe_and_live();
     let multicast: usize = o
         .sim
         .processes()
@@ -113,7 +99,7 @@ fn leaders_crashed_in_several_groups_at_once_are_replaced() {
         })
         .collect();
     let o = run(&cfg, DestPolicy::Random(3), 7, faults, 3000);
-    assert_safe_and_live(&o);
+    o.assert_safe_and_live();
     for g in [0, 1, 6] {
         assert!(leader_of(&o, &cfg, g).is_some_and(|r| r != 0), "g{g}");
     }
@@ -128,7 +114,7 @@ fn a_paused_leader_is_replaced_and_steps_down_when_it_resumes() {
         duration: Nanos(2_000_000),
     }];
     let o = run(&cfg, DestPolicy::Random(4), 8, faults, 5000);
-    assert_safe_and_live(&o);
+    o.assert_safe_and_live();
     assert_eq!(leader_of(&o, &cfg, 0), Some(1));
 }
 
@@ -142,7 +128,7 @@ fn clients_crashing_mid_multicast_leave_no_partial_delivery() {
         })
         .collect();
     let o = run(&cfg, DestPolicy::Random(3), 9, faults, 1000);
-    assert_safe_and_live(&o);
+    o.assert_safe_and_live();
 }
 
 /// A leader paused past the timeout resumes before the new leader's permission request reaches
@@ -168,7 +154,7 @@ fn a_deposed_leader_unaware_of_it_is_refused_and_steps_down() {
         });
     }
     let o = run(&cfg, DestPolicy::All, 10, faults, 5000);
-    assert_safe_and_live(&o);
+    o.assert_safe_and_live();
     let Node::Server(s) = &o.sim.processes()[old.index()] else {
         unreachable!()
     };
@@ -220,7 +206,6 @@ fn a_full_child_buffer_pushes_back_on_the_parent() {
     sim.run(Some(Nanos(40_000_000)));
     let (after, _) = delivered_by_root(&sim);
     assert!(after > during + 10, "{after}");
-    let log = collect_log(sim.processes(), |p| sim.crashed(p));
-    let violations = check(&log);
+    let violations = multicast::check(&multicast::collect_log(sim.processes(), |p| sim.crashed(p)));
     assert!(violations.is_empty(), "{violations:?}");
 }

@@ -1,0 +1,98 @@
+//! Runners for the tests of atomic multicast protocols (the `testing` feature, for
+//! dev-dependencies): a run on the simulator with a convergence phase, and a run on real
+//! threads, each checked against the five properties. One copy for every protocol's tests.
+
+use crate::{check, collect_log, DeliveryLog, Node, Server};
+use std::time::Duration;
+use transport::runtime::local::{LocalConfig, LocalNic, LocalRuntime};
+use transport::runtime::sim::{Fault, Profile, Sim, SimConfig, SimNic};
+use transport::{Nanos, Process, ProcessId};
+
+/// A finished simulation and the multicasts its clients completed.
+pub struct SimRun<S, C> {
+    /// The simulation, as the run left it.
+    pub sim: Sim<Node<S, C>>,
+    /// Multicasts completed by all clients in their measurement window.
+    pub completed: u64,
+}
+
+/// Runs `nodes` on the simulator with `profile` (a built-in name), `seed` and `faults` until
+/// `stop` (when the clients stop multicasting, set in their [`crate::LoadSpec`]) plus
+/// `converge`, so that multicasts in flight finish.
+pub fn run_sim<S, C>(
+    nodes: Vec<Node<S, C>>,
+    profile: &str,
+    seed: u64,
+    faults: Vec<Fault>,
+    stop: Nanos,
+    converge: Nanos,
+) -> SimRun<S, C>
+where
+    Node<S, C>: Process<SimNic>,
+{
+    let profile = Profile::load(profile).unwrap_or_else(|e| panic!("profile {profile}: {e}"));
+    let mut sc = SimConfig::new(seed, profile);
+    sc.faults = faults;
+    let mut sim = Sim::new(sc, nodes);
+    sim.run(Some(stop.saturating_add(converge)));
+    let completed = sim
+        .processes()
+        .iter()
+        .map(|n| match n {
+            Node::Client(c) => c.completed_in_window,
+            Node::Server(_) => 0,
+        })
+        .sum();
+    SimRun { sim, completed }
+}
+
+impl<S, C> std::fmt::Debug for SimRun<S, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SimRun {{ completed: {} }}", self.completed)
+    }
+}
+
+impl<S: Server, C> SimRun<S, C>
+where
+    Node<S, C>: Process<SimNic>,
+{
+    /// The run's delivery log (crashed processes marked faulty).
+    pub fn log(&self) -> DeliveryLog {
+        collect_log(self.sim.processes(), |p: ProcessId| self.sim.crashed(p))
+    }
+
+    /// Panics unless the run kept the five properties and completed a multicast.
+    pub fn assert_safe_and_live(&self) {
+        let violations = check(&self.log());
+        assert!(violations.is_empty(), "{violations:?}");
+        assert!(self.completed > 0, "no multicast completed");
+    }
+}
+
+/// Runs `nodes` on real threads for `wall` and panics unless the run kept the five properties
+/// and delivered at least `min_deliveries` messages (all servers together); returns the log.
+pub fn run_local_checked<S, C>(
+    nodes: Vec<Node<S, C>>,
+    seed: u64,
+    wall: Duration,
+    min_deliveries: usize,
+) -> DeliveryLog
+where
+    S: Server,
+    Node<S, C>: Process<LocalNic> + Send,
+{
+    let lc = LocalConfig {
+        seed,
+        ..LocalConfig::default()
+    };
+    let run = LocalRuntime::new(lc, nodes).run(wall);
+    let log = collect_log(&run.processes, |_| false);
+    let delivered: usize = log.deliveries.values().map(Vec::len).sum();
+    assert!(
+        delivered >= min_deliveries,
+        "only {delivered} deliveries (at least {min_deliveries} expected)"
+    );
+    let v = check(&log);
+    assert!(v.is_empty(), "{v:?}");
+    log
+}
