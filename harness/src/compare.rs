@@ -12,25 +12,37 @@
 //!   every panel ([`crate::plot::protocol_colour`]);
 //! - `summary.md`: a table per protocol, with each protocol's numbers over the first one's.
 
-use crate::experiment::{write_summary, Deployment, Experiment, Where};
+use crate::experiment::{write_summary, Experiment, Where};
 use crate::figure::{
     cdf_points, in_parallel, max_label, max_throughput, measure, panel, saturate, us, write, Point,
 };
 use crate::plot::{self, Series};
+use crate::protocols::{self, Shape};
 use multicast::{DestPolicy, Tree};
 use std::fmt::Write as _;
 use std::path::Path;
 use transport::runtime::sim::Profile;
 use transport::Nanos;
 
-/// A protocol and its variant, as `--protocols` names it: `ramcast`, `tram` (the base tree) or
-/// `tram:TREE` (a preset: base, breadth, depth, simple; or a parent array).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Contender {
-    /// RamCast.
-    Ramcast,
-    /// TRAM on this tree.
-    Tram(Tree),
+/// A protocol and its variant, as `--protocols` names it: `ramcast`, `tram` (its default
+/// variant, the base tree) or `tram:TREE` (a preset: base, breadth, depth, simple; or a parent
+/// array). Any protocol of [`protocols::REGISTRY`].
+#[derive(Clone)]
+pub(crate) struct Contender {
+    entry: &'static protocols::Entry,
+    variant: Option<String>,
+}
+
+impl std::fmt::Debug for Contender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.label())
+    }
+}
+
+impl PartialEq for Contender {
+    fn eq(&self, other: &Contender) -> bool {
+        self.label() == other.label()
+    }
 }
 
 impl std::str::FromStr for Contender {
@@ -40,36 +52,55 @@ impl std::str::FromStr for Contender {
             Some((n, v)) => (n, Some(v)),
             None => (s, None),
         };
-        match (name, variant) {
-            ("ramcast", None) => Ok(Contender::Ramcast),
-            ("ramcast", Some(v)) => Err(format!(
-                "ramcast has no variants (`ramcast:{v}`); write `ramcast`"
-            )),
-            ("tram", v) => v
-                .unwrap_or("base")
-                .parse::<Tree>()
-                .map(Contender::Tram)
-                .map_err(|e| format!("`{s}`: {e}")),
-            ("rdmc", _) => Err(
-                "rdmc is bulk multicast, not atomic multicast: it has no order to compare; \
-                 use `harness run --protocol rdmc` or its figures"
+        if name == "rdmc" {
+            return Err(
+                "rdmc is bulk multicast, not atomic multicast: it has no order to \
+                        compare; use `harness run --protocol rdmc` or its figures"
                     .into(),
-            ),
-            _ => Err(format!(
-                "unknown protocol `{name}`: the atomic multicast protocols are ramcast and \
-                 tram[:TREE] (TREE: base, breadth, depth, simple or a parent array)"
-            )),
+            );
         }
+        let entry = protocols::find(name)?;
+        let variant = match (&entry.variants, variant) {
+            (None, None) => None,
+            (None, Some(v)) => {
+                return Err(format!(
+                    "{name} has no variants (`{name}:{v}`); write `{name}`"
+                ))
+            }
+            (Some(vs), v) => {
+                let v = v.unwrap_or(vs.default);
+                let mut scratch = Workload::shape_of(1, 1, 64, DestPolicy::Single, 1);
+                (vs.apply)(v, &mut scratch)
+                    .map_err(|e| format!("`{s}`: {e} ({name}:{} is a variant)", vs.what))?;
+                Some(v.to_string())
+            }
+        };
+        Ok(Contender { entry, variant })
     }
 }
 
 impl Contender {
     /// The name on the command line, used as the series label and in the CSVs.
     pub(crate) fn label(&self) -> String {
-        match self {
-            Contender::Ramcast => "ramcast".into(),
-            Contender::Tram(t) => format!("tram:{t}"),
+        match &self.variant {
+            Some(v) => format!("{}:{v}", self.entry.name),
+            None => self.entry.name.to_string(),
         }
+    }
+
+    /// The common flags of `w` with this contender's variant applied.
+    fn shape(&self, w: &Workload, clients: usize, dest_tree: &Option<Tree>) -> Shape {
+        let mut s = Workload::shape_of(w.groups, w.replicas, w.size, w.dest, clients);
+        s.dest_tree = dest_tree.clone();
+        if let (Some(vs), Some(v)) = (&self.entry.variants, &self.variant) {
+            (vs.apply)(v, &mut s).expect("checked when parsed");
+        }
+        s
+    }
+
+    /// The contender's own tree, if it is tree-based.
+    fn tree(&self) -> Option<Tree> {
+        self.shape(&Workload::placeholder(), 1, &None).tree
     }
 }
 
@@ -106,47 +137,77 @@ impl Workload {
         )
     }
 
+    /// The common flags of a run (slots at their defaults, slot size from the message size).
+    fn shape_of(
+        groups: usize,
+        replicas: usize,
+        size: usize,
+        dest: DestPolicy,
+        clients: usize,
+    ) -> Shape {
+        Shape {
+            groups: Some(groups),
+            tree: None,
+            replicas,
+            clients,
+            size,
+            dest,
+            slots: 16,
+            log_slots: 64,
+            slot_bytes: None,
+            dest_tree: None,
+        }
+    }
+
+    /// A workload only for reading a contender's variant.
+    fn placeholder() -> Workload {
+        Workload {
+            groups: 1,
+            replicas: 1,
+            dest: DestPolicy::Single,
+            size: 64,
+            duration: Nanos(1),
+            seed: 0,
+            max_clients: 1,
+            profile: Profile::load(crate::testbed::TRAM).expect("built-in"),
+        }
+    }
+
     /// Checks that every contender can run it, before anything runs.
     pub(crate) fn validate(&self, contenders: &[Contender]) -> Result<(), String> {
         if contenders.is_empty() {
             return Err("--protocols names no protocol".into());
         }
+        let dest_tree = self.dest_tree(contenders);
         for (i, c) in contenders.iter().enumerate() {
             if contenders[..i].contains(c) {
                 return Err(format!("--protocols names {} twice", c.label()));
             }
-            match c {
-                Contender::Tram(t) if t.groups() != self.groups => {
-                    return Err(format!(
-                        "{} has {} groups but the workload has {}: every protocol must serve \
-                         the same groups (set --groups {})",
-                        c.label(),
-                        t.groups(),
-                        self.groups,
-                        t.groups()
-                    ))
-                }
-                Contender::Tram(t) => self.dest.validate(self.groups, Some(t))?,
-                Contender::Ramcast => self
-                    .dest
-                    .validate(self.groups, self.dest_tree(contenders).as_ref())?,
+            if let Some(t) = c.tree().filter(|t| t.groups() != self.groups) {
+                return Err(format!(
+                    "{} has {} groups but the workload has {}: every protocol must serve \
+                     the same groups (set --groups {})",
+                    c.label(),
+                    t.groups(),
+                    self.groups,
+                    t.groups()
+                ));
             }
+            (c.entry.deploy)(&c.shape(self, 1, &dest_tree))
+                .map_err(|e| format!("{}: {e}", c.label()))?;
         }
         Ok(())
     }
 
-    /// The tree from which RamCast draws `adjacent:K` destinations: the first TRAM
-    /// contender's, else the base tree.
+    /// The tree from which genuine protocols draw `adjacent:K` destinations: the first
+    /// tree-based contender's, else TRAM's base tree.
     fn dest_tree(&self, contenders: &[Contender]) -> Option<Tree> {
         if !matches!(self.dest, DestPolicy::Adjacent(_)) {
             return None;
         }
         contenders
             .iter()
-            .find_map(|c| match c {
-                Contender::Tram(t) => Some(t.clone()),
-                Contender::Ramcast => None,
-            })
+            .find_map(Contender::tree)
             .or_else(|| Tree::preset("base"))
     }
 
@@ -157,24 +218,14 @@ impl Workload {
         clients: usize,
         duration: Nanos,
     ) -> Experiment {
-        let deploy = match c {
-            Contender::Ramcast => {
-                let dst_groups = match self.dest {
-                    DestPolicy::All => self.groups,
-                    DestPolicy::Random(n) | DestPolicy::Adjacent(n) => n,
-                    _ => 1,
-                };
-                let mut cfg = ramcast::Config::new(self.groups, self.replicas, clients);
-                cfg.slot_bytes = ramcast::layout::slot_bytes_for(self.size, dst_groups);
-                Deployment::Ramcast(cfg)
-            }
-            Contender::Tram(tree) => {
-                let mut cfg = tram::Config::new(tree.clone(), self.replicas, clients);
-                cfg.slot_bytes = tram::layout::Layout::slot_bytes_for(self.size);
-                Deployment::Tram(cfg)
-            }
-        };
+        let shape = c.shape(self, clients, dest_tree);
+        let deploy = (c.entry.deploy)(&shape).expect("validated before the runs");
         Experiment {
+            dest_tree: if deploy.tree().is_none() {
+                dest_tree.clone()
+            } else {
+                None
+            },
             deploy,
             dest: self.dest,
             size: self.size,
@@ -184,10 +235,6 @@ impl Workload {
             profile: self.profile.clone(),
             seed: self.seed,
             log: false,
-            dest_tree: match c {
-                Contender::Ramcast => dest_tree.clone(),
-                Contender::Tram(_) => None,
-            },
         }
     }
 }
@@ -401,7 +448,7 @@ mod tests {
         let c: Contender = "tram:breadth".parse().unwrap();
         assert_eq!(c.label(), "tram:breadth");
         assert_eq!("tram".parse::<Contender>().unwrap().label(), "tram:base");
-        assert_eq!("ramcast".parse::<Contender>(), Ok(Contender::Ramcast));
+        assert_eq!("ramcast".parse::<Contender>().unwrap().label(), "ramcast");
         for (bad, says) in [
             ("ramcast:fast", "no variants"),
             ("rdmc", "bulk multicast"),
@@ -417,14 +464,13 @@ mod tests {
     fn a_workload_every_contender_cannot_serve_is_refused_before_anything_runs() {
         let w = workload(DestPolicy::Random(2));
         let simple: Contender = "tram:[-1,0,0]".parse().unwrap();
-        let e = w.validate(&[Contender::Ramcast, simple]).unwrap_err();
+        let ramcast: Contender = "ramcast".parse().unwrap();
+        let e = w.validate(&[ramcast.clone(), simple]).unwrap_err();
         assert!(e.contains("3 groups") && e.contains("--groups 3"), "{e}");
-        let e = w
-            .validate(&[Contender::Ramcast, Contender::Ramcast])
-            .unwrap_err();
+        let e = w.validate(&[ramcast.clone(), ramcast.clone()]).unwrap_err();
         assert!(e.contains("twice"), "{e}");
         assert!(workload(DestPolicy::Random(9))
-            .validate(&[Contender::Ramcast])
+            .validate(&[ramcast])
             .is_err());
     }
 
@@ -436,7 +482,8 @@ mod tests {
         for dest in [DestPolicy::Random(3), DestPolicy::Adjacent(2)] {
             let mut w = workload(dest);
             w.duration = Nanos::from_ms(1);
-            let contenders = [Contender::Ramcast, "tram:depth".parse().unwrap()];
+            let contenders: [Contender; 2] =
+                ["ramcast".parse().unwrap(), "tram:depth".parse().unwrap()];
             let tree = w.dest_tree(&contenders);
             let draws = |c: &Contender| {
                 let mut e = w.experiment(c, &tree, 2, w.duration);
@@ -462,7 +509,8 @@ mod tests {
     #[test]
     fn a_comparison_writes_every_output_with_a_row_per_run() {
         let dir = std::env::temp_dir().join(format!("compare-test-{}", std::process::id()));
-        let contenders = [Contender::Ramcast, "tram:breadth".parse().unwrap()];
+        let contenders: [Contender; 2] =
+            ["ramcast".parse().unwrap(), "tram:breadth".parse().unwrap()];
         let md = compare(
             &workload(DestPolicy::Random(2)),
             &contenders,

@@ -2,8 +2,9 @@
 //! its outputs: `summary.csv` (one row with every parameter), `latency_cdf.csv`, and the
 //! delivery log.
 
+use crate::protocols::Deployment;
 use hdrhistogram::Histogram;
-use multicast::{collect_log, DeliveryLog, DestPolicy, LoadSpec, Membership, Node, Server};
+use multicast::{collect_log, DeliveryLog, DestPolicy, LoadSpec, Node, Server};
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
@@ -11,55 +12,6 @@ use std::time::{Duration, Instant};
 use transport::runtime::local::{LocalConfig, LocalNic, LocalRuntime};
 use transport::runtime::sim::{Profile, Sim, SimConfig, SimNic};
 use transport::{Nanos, Process, ProcessId};
-
-/// The protocol of an experiment and its deployment.
-#[derive(Clone, Debug)]
-pub(crate) enum Deployment {
-    /// RamCast.
-    Ramcast(ramcast::Config),
-    /// TRAM.
-    Tram(tram::Config),
-}
-
-impl Deployment {
-    /// The protocol's name, as on the command line.
-    pub(crate) fn protocol(&self) -> &'static str {
-        match self {
-            Deployment::Ramcast(_) => "ramcast",
-            Deployment::Tram(_) => "tram",
-        }
-    }
-
-    /// Groups, replicas, clients.
-    pub(crate) fn shape(&self) -> (usize, usize, usize) {
-        match self {
-            Deployment::Ramcast(c) => (c.group_count(), c.replica_count(), c.client_count()),
-            Deployment::Tram(c) => (c.group_count(), c.replica_count(), c.client_count()),
-        }
-    }
-
-    /// Bytes per buffer slot and slots per buffer.
-    pub(crate) fn slots(&self) -> (usize, usize) {
-        match self {
-            Deployment::Ramcast(c) => (c.slot_bytes, c.slots),
-            Deployment::Tram(c) => (c.slot_bytes, c.hm_slots),
-        }
-    }
-
-    /// The overlay tree, for tree-based protocols.
-    pub(crate) fn tree(&self) -> Option<multicast::Tree> {
-        match self {
-            Deployment::Ramcast(_) => None,
-            Deployment::Tram(c) => Some(c.tree.clone()),
-        }
-    }
-
-    /// The tree column of `summary.csv` (`-` for genuine protocols).
-    fn tree_name(&self) -> String {
-        self.tree()
-            .map_or("-".into(), |t| t.to_string().replace(',', ";"))
-    }
-}
 
 /// What the harness asks of a protocol's server beyond [`Server`].
 pub(crate) trait Observed {
@@ -73,38 +25,6 @@ pub(crate) trait Observed {
     }
     /// Its state in one line, for the report of a failing seed.
     fn state<N: transport::Nic>(&self, nic: &N) -> String;
-}
-
-impl Observed for ramcast::RamcastServer {
-    fn changed_leader(&self) -> bool {
-        self.current_round().time() > 0
-    }
-    fn refused_writes(&self) -> u64 {
-        ramcast::RamcastServer::refused_writes(self)
-    }
-    fn extra(&self) -> u64 {
-        self.relayed_messages()
-    }
-    fn state<N: transport::Nic>(&self, nic: &N) -> String {
-        format!(
-            "{} | first pending: {}",
-            self.describe(),
-            self.describe_pending(nic)
-        )
-    }
-}
-
-impl Observed for tram::TramServer {
-    fn changed_leader(&self) -> bool {
-        // The initial leader's first reign is not a change.
-        self.reigns() > 1 || (self.reigns() == 1 && !self.initial())
-    }
-    fn refused_writes(&self) -> u64 {
-        tram::TramServer::refused_writes(self)
-    }
-    fn state<N: transport::Nic>(&self, _nic: &N) -> String {
-        self.describe()
-    }
 }
 
 /// Where an experiment runs.
@@ -177,27 +97,18 @@ impl Experiment {
 
     /// Runs it: warm-up, measurement window, then a drain so in-flight multicasts finish.
     pub(crate) fn run(&self) -> Measured {
-        let load = self.load();
-        let wall = self.runtime != Where::Sim;
-        match &self.deploy {
-            Deployment::Ramcast(cfg) => {
-                let mut cfg = cfg.clone();
-                if wall {
-                    cfg.timing = ramcast::Timing::WALL;
-                }
-                self.execute(ramcast::nodes(&cfg, load, self.seed, self.log))
-            }
-            Deployment::Tram(cfg) => {
-                let mut cfg = cfg.clone();
-                if wall {
-                    cfg.timing = tram::Timing::WALL;
-                }
-                self.execute(tram::nodes(&cfg, load, self.seed, self.log))
-            }
-        }
+        self.deploy.execute(self)
     }
 
-    fn execute<S, C>(&self, nodes: Vec<Node<S, C>>) -> Measured
+    /// The tree column of `summary.csv` (`-` for genuine protocols).
+    fn tree_name(&self) -> String {
+        self.deploy
+            .tree()
+            .map_or("-".into(), |t| t.to_string().replace(',', ";"))
+    }
+
+    /// Runs `nodes`, the processes of this experiment's deployment, and measures them.
+    pub(crate) fn execute<S, C>(&self, nodes: Vec<Node<S, C>>) -> Measured
     where
         S: Server + Observed,
         Node<S, C>: Process<SimNic> + Process<LocalNic> + Send,
@@ -271,7 +182,7 @@ impl Experiment {
         format!(
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{:.2},{:.2},{:.2},{}",
             self.deploy.protocol(),
-            self.deploy.tree_name(),
+            self.tree_name(),
             self.runtime_name(),
             if self.runtime == Where::Sim {
                 self.profile.name.as_str()

@@ -5,7 +5,7 @@
 //! throughput grows by less than 5% (or a cap is reached); latency CDFs are those of a single
 //! client, as in the paper.
 
-use crate::experiment::{Deployment, Experiment, Measured, Where};
+use crate::experiment::{Experiment, Measured, Where};
 use crate::plot::{self, Panel, Series};
 use hdrhistogram::Histogram;
 use multicast::DestPolicy;
@@ -35,7 +35,7 @@ fn experiment(
     let dst_groups = if dest == DestPolicy::All { groups } else { 1 };
     cfg.slot_bytes = ramcast::layout::slot_bytes_for(size, dst_groups);
     Experiment {
-        deploy: Deployment::Ramcast(cfg),
+        deploy: crate::protocols::deployment::<crate::protocols::ramcast::Ramcast>(cfg),
         dest,
         size,
         warmup: Nanos(duration.as_nanos() / 10),

@@ -6,7 +6,7 @@
 //! Latency is a single client's (median and p95), throughput the saturated one (clients doubled
 //! until throughput grows by less than 5%), as in the paper.
 
-use crate::experiment::{Deployment, Experiment, Where};
+use crate::experiment::{Experiment, Where};
 use crate::figure::{
     claim, in_parallel, max_throughput, measure, panel, saturate, size_label, us, write, Point,
     CLAIM_HEAD,
@@ -59,7 +59,10 @@ fn experiment(
         Variant::Tram(tree) => {
             let mut cfg = tram::Config::new(tree.clone(), k.replicas, clients);
             cfg.slot_bytes = tram::layout::Layout::slot_bytes_for(k.size);
-            (Deployment::Tram(cfg), None)
+            (
+                crate::protocols::deployment::<crate::protocols::tram::Tram>(cfg),
+                None,
+            )
         }
         Variant::Ramcast { dest_tree } => {
             let groups = 8;
@@ -70,7 +73,10 @@ fn experiment(
             };
             let mut cfg = ramcast::Config::new(groups, k.replicas, clients);
             cfg.slot_bytes = ramcast::layout::slot_bytes_for(k.size, dst_groups);
-            (Deployment::Ramcast(cfg), dest_tree.clone())
+            (
+                crate::protocols::deployment::<crate::protocols::ramcast::Ramcast>(cfg),
+                dest_tree.clone(),
+            )
         }
     };
     Experiment {

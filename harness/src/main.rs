@@ -20,6 +20,7 @@ mod figure_tram;
 mod figure_tram_notes;
 mod figure_tram_table1;
 mod plot;
+mod protocols;
 mod reproduce;
 mod run_rdmc;
 mod stats;
@@ -77,22 +78,27 @@ enum Command {
     Verify(VerifyArgs),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum Protocol {
-    /// RamCast (Le et al., Middleware 2021).
-    Ramcast,
-    /// TRAM (Martignetti et al., 2025): tree-based; takes --tree.
-    Tram,
-    /// RDMC (Behrens et al., 2016): bulk multicast of large messages; takes --algorithm,
-    /// --nodes, --block-size, --senders, --racks, --messages.
-    Rdmc,
+/// The bulk multicast protocol `run` also takes (not an atomic multicast: no registry entry).
+const RDMC: &str = "rdmc";
+
+/// `run --protocol`: every registered atomic multicast protocol, and rdmc.
+fn run_protocols() -> clap::builder::PossibleValuesParser {
+    let mut names: Vec<clap::builder::PossibleValue> = protocols::REGISTRY
+        .iter()
+        .map(|e| clap::builder::PossibleValue::new(e.name).help(e.about))
+        .collect();
+    names.push(clap::builder::PossibleValue::new(RDMC).help(
+        "RDMC (Behrens et al., 2016): bulk multicast of large messages; takes --algorithm, \
+         --nodes, --block-size, --senders, --racks, --messages",
+    ));
+    clap::builder::PossibleValuesParser::new(names)
 }
 
 #[derive(Args, Debug)]
 struct RunArgs {
     /// The protocol.
-    #[arg(long, value_enum, default_value = "ramcast")]
-    protocol: Protocol,
+    #[arg(long, default_value = "ramcast", value_parser = run_protocols())]
+    protocol: String,
     /// Groups (1..=64) [default: 1; for tram, the tree's groups].
     #[arg(long)]
     groups: Option<usize>,
@@ -770,7 +776,7 @@ fn bench_sim(a: SimSpeedArgs) -> Result<ExitCode, String> {
 }
 
 /// The deployment `harness run` asks for, checked.
-fn deployment(a: &RunArgs) -> Result<experiment::Deployment, String> {
+fn deployment(a: &RunArgs) -> Result<protocols::Deployment, String> {
     let rdmc_only = [
         ("--algorithm", a.algorithm.is_some()),
         ("--nodes", a.nodes.is_some()),
@@ -783,78 +789,30 @@ fn deployment(a: &RunArgs) -> Result<experiment::Deployment, String> {
     if let Some((flag, _)) = rdmc_only.iter().find(|f| f.1) {
         return Err(format!("{flag} is for --protocol rdmc"));
     }
-    let size = a.size.unwrap_or(64);
-    match a.protocol {
-        Protocol::Rdmc => Err("rdmc is bulk multicast, not an atomic multicast deployment".into()),
-        Protocol::Ramcast => {
-            if a.tree.is_some() {
-                return Err("--tree is for tree-based protocols (tram); ramcast is genuine".into());
-            }
-            let groups = a.groups.unwrap_or(1);
-            a.dest.validate(groups, None)?;
-            let mut cfg = ramcast::Config::new(groups, a.replicas, a.clients);
-            cfg.slots = a.slots;
-            let dst_groups = match a.dest {
-                multicast::DestPolicy::All => groups,
-                multicast::DestPolicy::Random(k) => k,
-                _ => 1,
-            };
-            cfg.slot_bytes = a
-                .slot_bytes
-                .unwrap_or_else(|| ramcast::layout::slot_bytes_for(size, dst_groups));
-            cfg.validate().map_err(|e| e.to_string())?;
-            let max = ramcast::layout::Layout::new(&cfg).max_message(dst_groups);
-            if size > max {
-                return Err(format!(
-                    "--size {} does not fit a slot of {} bytes (at most {max} bytes for {dst_groups} destination group(s)); raise --slot-bytes",
-                    size, cfg.slot_bytes
-                ));
-            }
-            Ok(experiment::Deployment::Ramcast(cfg))
-        }
-        Protocol::Tram => {
-            let tree = a
-                .tree
-                .clone()
-                .unwrap_or_else(|| multicast::Tree::preset("base").expect("preset"));
-            if let Some(g) = a.groups.filter(|&g| g != tree.groups()) {
-                return Err(format!(
-                    "--groups {g} does not match the tree {tree}, which has {} groups; leave --groups out for tram",
-                    tree.groups()
-                ));
-            }
-            a.dest.validate(tree.groups(), Some(&tree))?;
-            let mut cfg = tram::Config::new(tree, a.replicas, a.clients);
-            cfg.hm_slots = a.slots;
-            cfg.log_slots = a.log_slots;
-            cfg.slot_bytes = a
-                .slot_bytes
-                .unwrap_or_else(|| tram::layout::Layout::slot_bytes_for(size));
-            cfg.validate().map_err(|e| e.to_string())?;
-            let max = tram::layout::Layout::max_message(cfg.slot_bytes);
-            if size > max {
-                return Err(format!(
-                    "--size {} does not fit a slot of {} bytes (at most {max} bytes); raise --slot-bytes",
-                    size, cfg.slot_bytes
-                ));
-            }
-            Ok(experiment::Deployment::Tram(cfg))
-        }
-    }
+    let shape = protocols::Shape {
+        groups: a.groups,
+        tree: a.tree.clone(),
+        replicas: a.replicas,
+        clients: a.clients,
+        size: a.size.unwrap_or(64),
+        dest: a.dest,
+        slots: a.slots,
+        log_slots: a.log_slots,
+        slot_bytes: a.slot_bytes,
+        dest_tree: None,
+    };
+    (protocols::find(&a.protocol)?.deploy)(&shape)
 }
 
 fn run_experiment(a: RunArgs) -> Result<ExitCode, String> {
-    if a.protocol == Protocol::Rdmc {
+    if a.protocol == RDMC {
         return run_bulk(a);
     }
     let deploy = deployment(&a)?;
     let profile_name = a.profile.clone().unwrap_or_else(|| {
-        match a.protocol {
-            Protocol::Ramcast => testbed::RAMCAST,
-            Protocol::Tram => testbed::TRAM,
-            Protocol::Rdmc => testbed::RDMC,
-        }
-        .to_string()
+        protocols::find(&a.protocol)
+            .map_or("", |p| p.testbed)
+            .into()
     });
     let profile = Profile::load(&profile_name).map_err(|e| e.to_string())?;
     let runtime = match a.runtime {
@@ -892,27 +850,10 @@ fn run_experiment(a: RunArgs) -> Result<ExitCode, String> {
         e.warmup,
         e.duration,
     );
-    match &e.deploy {
-        experiment::Deployment::Ramcast(cfg) => {
-            let layout = ramcast::layout::Layout::new(cfg);
-            let server = layout.server_regions(cfg.clients, &[]);
-            println!(
-                "regions (fixed for the whole run: circular buffers): per server M {} B, T {} B, CTL {} B; per client {} B",
-                server[0].len,
-                server[1].len,
-                server[2].len,
-                layout.client_regions()[0].len
-            );
-        }
-        experiment::Deployment::Tram(cfg) => {
-            let (hm, log, ctl) = tram::TramServer::region_bytes(cfg, cfg.tree.root());
-            println!(
-                "regions (fixed for the whole run: circular buffers): per server of the root HM {hm} B, LOG {log} B ({} slots), CTL {ctl} B; per client {} B",
-                cfg.log_slots,
-                tram::layout::Layout::resp_bytes(cfg)
-            );
-        }
-    }
+    println!(
+        "regions (fixed for the whole run: circular buffers): {}",
+        e.deploy.regions()
+    );
     let m = e.run();
     let q = |x: f64| m.latency.value_at_quantile(x) as f64 / 1000.0;
     println!(

@@ -1,0 +1,201 @@
+//! The atomic multicast protocols the harness runs: one module per protocol, each implementing
+//! [`Multicast`], and [`REGISTRY`], which names them for the command line. `run`, `compare` and
+//! the figures deploy a protocol through [`Deployment`] and never name one; `check` drives each
+//! protocol's seeded runs through [`crate::sweep::SeedRun`].
+//!
+//! Adding a protocol (see `harness/README.md`): its crate; a module here with a unit type
+//! implementing [`Multicast`] (and [`crate::experiment::Observed`] for its server) and its
+//! `SeedRun`; one line in [`REGISTRY`].
+
+pub(crate) mod ramcast;
+pub(crate) mod tram;
+
+use crate::experiment::{Experiment, Measured, Observed};
+use multicast::{Client, DestPolicy, LoadSpec, Membership, Node, Server, Tree};
+use std::fmt;
+use std::sync::Arc;
+use transport::runtime::local::LocalNic;
+use transport::runtime::sim::SimNic;
+use transport::Process;
+
+/// What every atomic multicast protocol takes from the command line.
+#[derive(Clone, Debug)]
+pub(crate) struct Shape {
+    /// Groups, if given (tree-based protocols take them from the tree).
+    pub(crate) groups: Option<usize>,
+    /// The overlay tree, for tree-based protocols.
+    pub(crate) tree: Option<Tree>,
+    /// Replicas per group.
+    pub(crate) replicas: usize,
+    /// Closed-loop clients.
+    pub(crate) clients: usize,
+    /// Message bytes.
+    pub(crate) size: usize,
+    /// Destinations per message.
+    pub(crate) dest: DestPolicy,
+    /// Slots per client buffer (per HM buffer for TRAM).
+    pub(crate) slots: usize,
+    /// Slots of each group's LOG (TRAM).
+    pub(crate) log_slots: usize,
+    /// Bytes per slot, if given (else the smallest that holds `size`).
+    pub(crate) slot_bytes: Option<usize>,
+    /// The tree `adjacent:K` destinations are drawn from, for genuine protocols (which have
+    /// none of their own) compared with a tree-based one.
+    pub(crate) dest_tree: Option<Tree>,
+}
+
+impl Shape {
+    /// Destination groups of one message under `dest` with `groups` groups.
+    pub(crate) fn dst_groups(&self, groups: usize) -> usize {
+        match self.dest {
+            DestPolicy::All => groups,
+            DestPolicy::Random(k) | DestPolicy::Adjacent(k) => k,
+            _ => 1,
+        }
+    }
+}
+
+/// One atomic multicast protocol as the harness deploys it.
+pub(crate) trait Multicast: 'static {
+    /// Its name on the command line.
+    const NAME: &'static str;
+    /// Its configuration: a deployment.
+    type Config: Membership + Clone + fmt::Debug + Send + Sync;
+    /// Its server, on every runtime.
+    type Server: Server + Observed + Process<SimNic> + Process<LocalNic> + Send;
+    /// Its client, on every runtime.
+    type Client: Client<SimNic> + Client<LocalNic> + Send;
+
+    /// The configuration `shape` asks for, checked (a message too large for its slot, a tree
+    /// given to a genuine protocol, ... are errors that say what to change).
+    fn configure(shape: &Shape) -> Result<Self::Config, String>;
+    /// Every process of a run; `wall` switches timeouts to wall-clock scale (real threads).
+    fn nodes(
+        cfg: &Self::Config,
+        load: LoadSpec,
+        seed: u64,
+        log: bool,
+        wall: bool,
+    ) -> Vec<Node<Self::Server, Self::Client>>;
+    /// Bytes per slot and slots per buffer.
+    fn slots(cfg: &Self::Config) -> (usize, usize);
+    /// The overlay tree, for tree-based protocols.
+    fn tree(_cfg: &Self::Config) -> Option<Tree> {
+        None
+    }
+    /// The registered memory of a run, in one line.
+    fn regions(cfg: &Self::Config) -> String;
+}
+
+/// A deployed protocol, whatever it is: what experiments hold.
+pub(crate) trait Deploy: fmt::Debug + Send + Sync {
+    /// The protocol's name.
+    fn protocol(&self) -> &'static str;
+    /// Groups, replicas, clients.
+    fn shape(&self) -> (usize, usize, usize);
+    /// Bytes per slot and slots per buffer.
+    fn slots(&self) -> (usize, usize);
+    /// The overlay tree, for tree-based protocols.
+    fn tree(&self) -> Option<Tree>;
+    /// The registered memory of a run, in one line.
+    fn regions(&self) -> String;
+    /// Runs experiment `e` on this deployment.
+    fn execute(&self, e: &Experiment) -> Measured;
+}
+
+/// An experiment's protocol and its configuration.
+pub(crate) type Deployment = Arc<dyn Deploy>;
+
+/// Protocol `P` deployed with a configuration.
+pub(crate) struct Deployed<P: Multicast>(pub(crate) P::Config);
+
+impl<P: Multicast> fmt::Debug for Deployed<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {:?}", P::NAME, self.0)
+    }
+}
+
+/// `cfg` as a [`Deployment`] of `P`.
+pub(crate) fn deployment<P: Multicast>(cfg: P::Config) -> Deployment {
+    Arc::new(Deployed::<P>(cfg))
+}
+
+impl<P: Multicast> Deploy for Deployed<P> {
+    fn protocol(&self) -> &'static str {
+        P::NAME
+    }
+    fn shape(&self) -> (usize, usize, usize) {
+        let c = &self.0;
+        (c.group_count(), c.replica_count(), c.client_count())
+    }
+    fn slots(&self) -> (usize, usize) {
+        P::slots(&self.0)
+    }
+    fn tree(&self) -> Option<Tree> {
+        P::tree(&self.0)
+    }
+    fn regions(&self) -> String {
+        P::regions(&self.0)
+    }
+    fn execute(&self, e: &Experiment) -> Measured {
+        let wall = e.runtime != crate::experiment::Where::Sim;
+        e.execute(P::nodes(&self.0, e.load(), e.seed, e.log, wall))
+    }
+}
+
+/// A registered protocol.
+pub(crate) struct Entry {
+    /// Its name on the command line.
+    pub(crate) name: &'static str,
+    /// One line for `--help`.
+    pub(crate) about: &'static str,
+    /// The profile it runs on unless told otherwise (its paper's testbed).
+    pub(crate) testbed: &'static str,
+    /// Deploys it as `shape` asks.
+    pub(crate) deploy: fn(&Shape) -> Result<Deployment, String>,
+    /// Its variants, as `compare` names them (`tram:breadth`), if it has any.
+    pub(crate) variants: Option<Variants>,
+}
+
+/// How a protocol's variants are named and applied.
+pub(crate) struct Variants {
+    /// What a variant is, for messages (`TREE`).
+    pub(crate) what: &'static str,
+    /// The variant when none is named.
+    pub(crate) default: &'static str,
+    /// Sets variant `name` in a shape; an error says which variants exist.
+    pub(crate) apply: fn(&str, &mut Shape) -> Result<(), String>,
+}
+
+fn deploy<P: Multicast>(shape: &Shape) -> Result<Deployment, String> {
+    P::configure(shape).map(deployment::<P>)
+}
+
+/// Every atomic multicast protocol of the workspace.
+pub(crate) const REGISTRY: &[Entry] = &[
+    Entry {
+        name: "ramcast",
+        about: "RamCast (Le et al., Middleware 2021)",
+        testbed: crate::testbed::RAMCAST,
+        deploy: deploy::<ramcast::Ramcast>,
+        variants: None,
+    },
+    Entry {
+        name: "tram",
+        about: "TRAM (Martignetti et al., 2025): tree-based; takes a tree",
+        testbed: crate::testbed::TRAM,
+        deploy: deploy::<tram::Tram>,
+        variants: Some(tram::TREES),
+    },
+];
+
+/// The registered protocol called `name`.
+pub(crate) fn find(name: &str) -> Result<&'static Entry, String> {
+    REGISTRY.iter().find(|e| e.name == name).ok_or_else(|| {
+        let names: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
+        format!(
+            "unknown protocol `{name}`: the atomic multicast protocols are {}",
+            names.join(", ")
+        )
+    })
+}

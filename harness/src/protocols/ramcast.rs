@@ -1,0 +1,90 @@
+//! RamCast in the harness: its deployment from the common flags and what the harness reads of
+//! its servers.
+
+use super::{Multicast, Shape};
+use crate::experiment::Observed;
+use multicast::{LoadSpec, Node};
+use ramcast::layout::{slot_bytes_for, Layout};
+use ramcast::{Config, RamcastClient, RamcastServer, Timing};
+
+/// RamCast (genuine atomic multicast over RDMA writes).
+pub(crate) struct Ramcast;
+
+impl Multicast for Ramcast {
+    const NAME: &'static str = "ramcast";
+    type Config = Config;
+    type Server = RamcastServer;
+    type Client = RamcastClient;
+
+    fn configure(s: &Shape) -> Result<Config, String> {
+        if s.tree.is_some() {
+            return Err("--tree is for tree-based protocols (tram); ramcast is genuine".into());
+        }
+        let groups = s.groups.unwrap_or(1);
+        s.dest.validate(groups, s.dest_tree.as_ref())?;
+        let mut cfg = Config::new(groups, s.replicas, s.clients);
+        cfg.slots = s.slots;
+        let dst_groups = s.dst_groups(groups);
+        cfg.slot_bytes = s
+            .slot_bytes
+            .unwrap_or_else(|| slot_bytes_for(s.size, dst_groups));
+        cfg.validate().map_err(|e| e.to_string())?;
+        let max = Layout::new(&cfg).max_message(dst_groups);
+        if s.size > max {
+            return Err(format!(
+                "--size {} does not fit a slot of {} bytes (at most {max} bytes for {dst_groups} destination group(s)); raise --slot-bytes",
+                s.size, cfg.slot_bytes
+            ));
+        }
+        Ok(cfg)
+    }
+
+    fn nodes(
+        cfg: &Config,
+        load: LoadSpec,
+        seed: u64,
+        log: bool,
+        wall: bool,
+    ) -> Vec<Node<RamcastServer, RamcastClient>> {
+        let mut cfg = cfg.clone();
+        if wall {
+            cfg.timing = Timing::WALL;
+        }
+        ramcast::nodes(&cfg, load, seed, log)
+    }
+
+    fn slots(cfg: &Config) -> (usize, usize) {
+        (cfg.slot_bytes, cfg.slots)
+    }
+
+    fn regions(cfg: &Config) -> String {
+        let layout = Layout::new(cfg);
+        let server = layout.server_regions(cfg.clients, &[]);
+        format!(
+            "per server M {} B, T {} B, CTL {} B; per client {} B",
+            server[0].len,
+            server[1].len,
+            server[2].len,
+            layout.client_regions()[0].len
+        )
+    }
+}
+
+impl Observed for RamcastServer {
+    fn changed_leader(&self) -> bool {
+        self.current_round().time() > 0
+    }
+    fn refused_writes(&self) -> u64 {
+        RamcastServer::refused_writes(self)
+    }
+    fn extra(&self) -> u64 {
+        self.relayed_messages()
+    }
+    fn state<N: transport::Nic>(&self, nic: &N) -> String {
+        format!(
+            "{} | first pending: {}",
+            self.describe(),
+            self.describe_pending(nic)
+        )
+    }
+}

@@ -1,0 +1,102 @@
+//! TRAM in the harness: its deployment from the common flags (the tree is its variant) and what
+//! the harness reads of its servers.
+
+use super::{Multicast, Shape, Variants};
+use crate::experiment::Observed;
+use multicast::{LoadSpec, Node, Tree};
+use tram::layout::Layout;
+use tram::{Config, Timing, TramClient, TramServer};
+
+/// TRAM's variants: its overlay tree, a preset (base, breadth, depth, simple) or a parent
+/// array such as `[-1,0,0,1]`.
+pub(crate) const TREES: Variants = Variants {
+    what: "TREE",
+    default: "base",
+    apply: |name, shape| {
+        shape.tree = Some(name.parse::<Tree>().map_err(|e| e.to_string())?);
+        Ok(())
+    },
+};
+
+/// TRAM (tree-based atomic multicast over RDMA).
+pub(crate) struct Tram;
+
+impl Multicast for Tram {
+    const NAME: &'static str = "tram";
+    type Config = Config;
+    type Server = TramServer;
+    type Client = TramClient;
+
+    fn configure(s: &Shape) -> Result<Config, String> {
+        let tree = s
+            .tree
+            .clone()
+            .unwrap_or_else(|| Tree::preset("base").expect("preset"));
+        if let Some(g) = s.groups.filter(|&g| g != tree.groups()) {
+            return Err(format!(
+                "--groups {g} does not match the tree {tree}, which has {} groups; leave --groups out for tram",
+                tree.groups()
+            ));
+        }
+        s.dest.validate(tree.groups(), Some(&tree))?;
+        let mut cfg = Config::new(tree, s.replicas, s.clients);
+        cfg.hm_slots = s.slots;
+        cfg.log_slots = s.log_slots;
+        cfg.slot_bytes = s
+            .slot_bytes
+            .unwrap_or_else(|| Layout::slot_bytes_for(s.size));
+        cfg.validate().map_err(|e| e.to_string())?;
+        let max = Layout::max_message(cfg.slot_bytes);
+        if s.size > max {
+            return Err(format!(
+                "--size {} does not fit a slot of {} bytes (at most {max} bytes); raise --slot-bytes",
+                s.size, cfg.slot_bytes
+            ));
+        }
+        Ok(cfg)
+    }
+
+    fn nodes(
+        cfg: &Config,
+        load: LoadSpec,
+        seed: u64,
+        log: bool,
+        wall: bool,
+    ) -> Vec<Node<TramServer, TramClient>> {
+        let mut cfg = cfg.clone();
+        if wall {
+            cfg.timing = Timing::WALL;
+        }
+        tram::nodes(&cfg, load, seed, log)
+    }
+
+    fn slots(cfg: &Config) -> (usize, usize) {
+        (cfg.slot_bytes, cfg.hm_slots)
+    }
+
+    fn tree(cfg: &Config) -> Option<Tree> {
+        Some(cfg.tree.clone())
+    }
+
+    fn regions(cfg: &Config) -> String {
+        let (hm, log, ctl) = TramServer::region_bytes(cfg, cfg.tree.root());
+        format!(
+            "per server of the root HM {hm} B, LOG {log} B ({} slots), CTL {ctl} B; per client {} B",
+            cfg.log_slots,
+            Layout::resp_bytes(cfg)
+        )
+    }
+}
+
+impl Observed for TramServer {
+    fn changed_leader(&self) -> bool {
+        // The initial leader's first reign is not a change.
+        self.reigns() > 1 || (self.reigns() == 1 && !self.initial())
+    }
+    fn refused_writes(&self) -> u64 {
+        TramServer::refused_writes(self)
+    }
+    fn state<N: transport::Nic>(&self, _nic: &N) -> String {
+        self.describe()
+    }
+}
