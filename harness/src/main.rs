@@ -9,20 +9,12 @@
 
 mod bench;
 mod check_chaos;
-mod check_ramcast;
-mod check_rdmc;
-mod check_tram;
 mod compare;
 mod experiment;
 mod figure;
-mod figure_rdmc;
-mod figure_tram;
-mod figure_tram_notes;
-mod figure_tram_table1;
 mod plot;
 mod protocols;
 mod reproduce;
-mod run_rdmc;
 mod stats;
 mod sweep;
 mod testbed;
@@ -114,7 +106,7 @@ struct RunArgs {
     clients: usize,
     /// Message size: bytes, or with a unit KB, MB, GB (powers of 1024) [default: 64 B; rdmc:
     /// 256 MB].
-    #[arg(long, value_parser = run_rdmc::parse_bytes)]
+    #[arg(long, value_parser = protocols::rdmc::parse_bytes)]
     size: Option<usize>,
     /// RDMC dissemination algorithm: sequential, chain, tree, pipeline, hybrid-chain,
     /// hybrid-pipeline [default: pipeline].
@@ -124,7 +116,7 @@ struct RunArgs {
     #[arg(long)]
     nodes: Option<usize>,
     /// RDMC block size; the last block of a message may be shorter [default: 1MB].
-    #[arg(long, value_parser = run_rdmc::parse_bytes)]
+    #[arg(long, value_parser = protocols::rdmc::parse_bytes)]
     block_size: Option<usize>,
     /// RDMC concurrent senders: this many groups over the same nodes, node i the root of group
     /// i, all sending at once [default: 1].
@@ -281,7 +273,7 @@ struct CompareArgs {
     #[arg(long, default_value = "random:2")]
     dest: multicast::DestPolicy,
     /// Message size: bytes, or with a unit KB, MB (powers of 1024).
-    #[arg(long, default_value = "64", value_parser = run_rdmc::parse_bytes)]
+    #[arg(long, default_value = "64", value_parser = protocols::rdmc::parse_bytes)]
     size: usize,
     /// Simulated time per throughput point, after a 10% warm-up (the 1-client latency run
     /// gets twice as long).
@@ -919,7 +911,7 @@ fn run_bulk(a: RunArgs) -> Result<ExitCode, String> {
         ));
     }
     let profile_name = a.profile.clone().unwrap_or_else(|| testbed::RDMC.into());
-    let spec = run_rdmc::BulkSpec {
+    let spec = protocols::rdmc::BulkSpec {
         algorithm: a.algorithm.unwrap_or(rdmc::Algorithm::BinomialPipeline),
         nodes: a.nodes.unwrap_or(4),
         size: a.size.unwrap_or(256 << 20),
@@ -948,8 +940,8 @@ fn run_bulk(a: RunArgs) -> Result<ExitCode, String> {
         spec.seed,
         spec.algorithm,
         spec.nodes,
-        run_rdmc::show_bytes(spec.size),
-        run_rdmc::show_bytes(spec.block_size),
+        protocols::rdmc::show_bytes(spec.size),
+        protocols::rdmc::show_bytes(spec.block_size),
         spec.blocks(),
         spec.senders,
         spec.racks,
@@ -994,11 +986,11 @@ fn run_bulk(a: RunArgs) -> Result<ExitCode, String> {
         r.wall.as_secs_f64(),
         r.events
             .map_or(String::new(), |e| format!(", {e} simulator events")),
-        run_rdmc::peak_rss().map_or("unknown".into(), |b| format!("{} MiB", b >> 20))
+        protocols::rdmc::peak_rss().map_or("unknown".into(), |b| format!("{} MiB", b >> 20))
     );
     if let Some(dir) = &a.out {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        run_rdmc::write_rows(&dir.join("summary.csv"), &[row])?;
+        protocols::rdmc::write_rows(&dir.join("summary.csv"), &[row])?;
         println!("wrote {}/summary.csv", dir.display());
     }
     Ok(if r.clean() {
@@ -1128,20 +1120,28 @@ fn make_figure(
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     match name {
-        FigureName::RamcastFig4 => figure::fig4(out, COMMIT, quick, progress)?,
-        FigureName::RamcastFig5 => figure::fig5(out, COMMIT, quick, progress)?,
-        FigureName::TramFig5 => figure_tram::fig5_6(out, COMMIT, false, quick, progress)?,
-        FigureName::TramFig6 => figure_tram::fig5_6(out, COMMIT, true, quick, progress)?,
-        FigureName::TramFig7 => figure_tram::fig7(out, COMMIT, quick, progress)?,
-        FigureName::TramFig8 => figure_tram::fig8(out, COMMIT, quick, progress)?,
-        FigureName::TramTable1 => figure_tram_table1::table1(out, COMMIT, quick, progress)?,
-        FigureName::RdmcFig4 => figure_rdmc::fig4(out, COMMIT, quick, progress)?,
-        FigureName::RdmcFig6 => figure_rdmc::fig6(out, COMMIT, quick, progress)?,
-        FigureName::RdmcFig7_9 => figure_rdmc::fig7_9(out, COMMIT, quick, progress)?,
-        FigureName::RdmcFig10_11 => figure_rdmc::fig10_11(out, COMMIT, quick, progress)?,
-        FigureName::RdmcFig12 => figure_rdmc::fig12(out, COMMIT, quick, progress)?,
-        FigureName::RdmcFig13_14 => figure_rdmc::fig13_14(out, COMMIT, quick, progress)?,
-        FigureName::RdmcFig15 => figure_rdmc::fig15(out, COMMIT, quick, progress)?,
+        FigureName::RamcastFig4 => protocols::ramcast::figures::fig4(out, COMMIT, quick, progress)?,
+        FigureName::RamcastFig5 => protocols::ramcast::figures::fig5(out, COMMIT, quick, progress)?,
+        FigureName::TramFig5 => {
+            protocols::tram::figures::fig5_6(out, COMMIT, false, quick, progress)?
+        }
+        FigureName::TramFig6 => {
+            protocols::tram::figures::fig5_6(out, COMMIT, true, quick, progress)?
+        }
+        FigureName::TramFig7 => protocols::tram::figures::fig7(out, COMMIT, quick, progress)?,
+        FigureName::TramFig8 => protocols::tram::figures::fig8(out, COMMIT, quick, progress)?,
+        FigureName::TramTable1 => protocols::tram::table1::table1(out, COMMIT, quick, progress)?,
+        FigureName::RdmcFig4 => protocols::rdmc::figures::fig4(out, COMMIT, quick, progress)?,
+        FigureName::RdmcFig6 => protocols::rdmc::figures::fig6(out, COMMIT, quick, progress)?,
+        FigureName::RdmcFig7_9 => protocols::rdmc::figures::fig7_9(out, COMMIT, quick, progress)?,
+        FigureName::RdmcFig10_11 => {
+            protocols::rdmc::figures::fig10_11(out, COMMIT, quick, progress)?
+        }
+        FigureName::RdmcFig12 => protocols::rdmc::figures::fig12(out, COMMIT, quick, progress)?,
+        FigureName::RdmcFig13_14 => {
+            protocols::rdmc::figures::fig13_14(out, COMMIT, quick, progress)?
+        }
+        FigureName::RdmcFig15 => protocols::rdmc::figures::fig15(out, COMMIT, quick, progress)?,
     }
     Ok(())
 }
@@ -1320,11 +1320,15 @@ fn merge_reports(paths: &[PathBuf]) -> Result<ExitCode, String> {
         );
     }
     match all.protocol.as_str() {
-        p if p == check_ramcast::RamcastRun::PROTOCOL => {
-            Ok(print_report::<check_ramcast::RamcastRun>(&all))
+        p if p == protocols::ramcast::check::RamcastRun::PROTOCOL => {
+            Ok(print_report::<protocols::ramcast::check::RamcastRun>(&all))
         }
-        p if p == check_tram::TramRun::PROTOCOL => Ok(print_report::<check_tram::TramRun>(&all)),
-        p if p == check_rdmc::RdmcRun::PROTOCOL => Ok(print_report::<check_rdmc::RdmcRun>(&all)),
+        p if p == protocols::tram::check::TramRun::PROTOCOL => {
+            Ok(print_report::<protocols::tram::check::TramRun>(&all))
+        }
+        p if p == protocols::rdmc::check::RdmcRun::PROTOCOL => {
+            Ok(print_report::<protocols::rdmc::check::RdmcRun>(&all))
+        }
         p => Err(format!(
             "cannot merge reports of `{p}`: only ramcast, tram and rdmc sweeps write them"
         )),
@@ -1336,9 +1340,11 @@ fn run_check(a: CheckArgs) -> Result<ExitCode, String> {
         return merge_reports(&a.merge);
     }
     match a.protocol {
-        CheckProtocol::Ramcast => return check_multicast::<check_ramcast::RamcastRun>(a),
-        CheckProtocol::Tram => return check_multicast::<check_tram::TramRun>(a),
-        CheckProtocol::Rdmc => return check_multicast::<check_rdmc::RdmcRun>(a),
+        CheckProtocol::Ramcast => {
+            return check_multicast::<protocols::ramcast::check::RamcastRun>(a)
+        }
+        CheckProtocol::Tram => return check_multicast::<protocols::tram::check::TramRun>(a),
+        CheckProtocol::Rdmc => return check_multicast::<protocols::rdmc::check::RdmcRun>(a),
         CheckProtocol::Chaos => {}
     }
     if a.report.is_some() {

@@ -940,13 +940,19 @@ mod tests {
         let report = |jobs: usize| {
             let mut lines = Vec::new();
             let mut tally = Tally::default();
-            run_seeds::<crate::check_tram::TramRun>(&seeds, &profile, false, jobs, |s, r, o| {
-                tally.add(r.kinds(), o);
-                lines.push(format!(
-                    "{s} {} {} {} {} {:?} {:?}",
-                    o.events, o.delivered, o.post_fault, o.halted, o.after_each, o.violations
-                ));
-            })
+            run_seeds::<crate::protocols::tram::check::TramRun>(
+                &seeds,
+                &profile,
+                false,
+                jobs,
+                |s, r, o| {
+                    tally.add(r.kinds(), o);
+                    lines.push(format!(
+                        "{s} {} {} {} {} {:?} {:?}",
+                        o.events, o.delivered, o.post_fault, o.halted, o.after_each, o.violations
+                    ));
+                },
+            )
             .expect("threads start");
             lines.push(tally.describe(None));
             lines
@@ -964,8 +970,8 @@ mod tests {
         let profile = Profile::load("r320-cx3").expect("built-in");
         for seed in 0..4 {
             let runs = [
-                crate::check_ramcast::RamcastRun::derive(seed).check(&profile, true),
-                crate::check_tram::TramRun::derive(seed).check(&profile, true),
+                crate::protocols::ramcast::check::RamcastRun::derive(seed).check(&profile, true),
+                crate::protocols::tram::check::TramRun::derive(seed).check(&profile, true),
             ];
             for out in runs {
                 assert_eq!(out.divergence, None, "seed {seed}");
@@ -978,7 +984,7 @@ mod tests {
     /// says; a shard given twice and a report of another sweep are refused.
     #[test]
     fn merged_shard_reports_are_the_whole_sweeps_report() {
-        use crate::check_rdmc::RdmcRun;
+        use crate::protocols::rdmc::check::RdmcRun;
         let profile = Profile::load("r320-cx3").expect("built-in");
         let report = |shard: (u64, u64)| {
             let seeds: Vec<u64> = (0..10)

@@ -8,6 +8,7 @@
 //! `SeedRun`; one line in [`REGISTRY`].
 
 pub(crate) mod ramcast;
+pub(crate) mod rdmc;
 pub(crate) mod tram;
 
 use crate::experiment::{Experiment, Measured, Observed};

@@ -3,7 +3,7 @@
 //! replicas, clients, destinations (single, all, random:K, adjacent:K), buffer sizes, the
 //! tie-break policy and the fault schedule of [`crate::sweep::draw_faults`], including runs
 //! where the leaders of several groups crash at the same instant, and the eviction time. The
-//! phases and the verdict are RamCast's ([`crate::check_ramcast`]): faults, a liveness phase
+//! phases and the verdict are RamCast's ([`crate::protocols::ramcast::check`]): faults, a liveness phase
 //! long enough for one eviction per group on the longest tree path, convergence; halts judged,
 //! the five properties checked.
 

@@ -10,6 +10,9 @@
 //! so 256 MB at 512 members costs no memory; on `local` the bytes are real and compared byte by
 //! byte). A corrupted, truncated or misplaced block fails the run.
 
+pub(crate) mod check;
+pub(crate) mod figures;
+
 use crate::experiment::Where;
 use rdmc::{Algorithm, Event, GroupConfig, RdmcNode};
 use std::collections::BTreeMap;

@@ -1,6 +1,11 @@
 //! TRAM in the harness: its deployment from the common flags (the tree is its variant) and what
 //! the harness reads of its servers.
 
+pub(crate) mod check;
+pub(crate) mod figure_notes;
+pub(crate) mod figures;
+pub(crate) mod table1;
+
 use super::{Multicast, Shape, Variants};
 use crate::experiment::Observed;
 use multicast::{LoadSpec, Node, Tree};

@@ -1,6 +1,9 @@
 //! RamCast in the harness: its deployment from the common flags and what the harness reads of
 //! its servers.
 
+pub(crate) mod check;
+pub(crate) mod figures;
+
 use super::{Multicast, Shape};
 use crate::experiment::Observed;
 use multicast::{LoadSpec, Node};

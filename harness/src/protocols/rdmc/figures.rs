@@ -6,7 +6,7 @@
 use crate::experiment::Where;
 use crate::figure::{claim, claim_by_construction, panel, write, CLAIM_HEAD};
 use crate::plot::{self, Series, XScale};
-use crate::run_rdmc::{show_bytes, write_rows, BulkResult, BulkSpec, Row};
+use crate::protocols::rdmc::{show_bytes, write_rows, BulkResult, BulkSpec, Row};
 use rdmc::Algorithm;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -183,7 +183,7 @@ pub(crate) fn fig4(
         .find(|t| t.process.0 == 0)
         .copied()
         .ok_or("the root did not complete")?;
-    let part = |label: &str, f: &dyn Fn(&crate::run_rdmc::MemberTime) -> f64| {
+    let part = |label: &str, f: &dyn Fn(&crate::protocols::rdmc::MemberTime) -> f64| {
         series(
             label,
             members.iter().map(|t| (t.process.0 as f64, f(t))).collect(),

@@ -15,7 +15,7 @@
 //!   the group's messages or got its failure upcall, and the latter only if the group has a
 //!   crashed member: nobody hangs.
 
-use crate::run_rdmc::{rooted_group, Member};
+use crate::protocols::rdmc::{rooted_group, Member};
 use crate::sweep::{Kinds, Outcome, SeedRun, Tally};
 use rdmc::{Algorithm, GroupConfig, RdmcNode};
 use std::collections::BTreeMap;

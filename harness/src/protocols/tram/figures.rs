@@ -1,7 +1,7 @@
 //! `harness figure tram-fig5 | tram-fig6 | tram-fig7 | tram-fig8`: TRAM's paper figures on the
 //! simulator (profile `r320-cx3`, the paper's testbed), with CSV, PNG and a summary that checks
 //! the paper's claims against the measured numbers. `tram-table1` lives in
-//! [`crate::figure_tram_table1`].
+//! [`crate::protocols::tram::table1`].
 //!
 //! Latency is a single client's (median and p95), throughput the saturated one (clients doubled
 //! until throughput grows by less than 5%), as in the paper.
@@ -562,7 +562,7 @@ pub(crate) fn fig5_6(
     }
     let tput_at = |v: &str, x: f64| get(&all_cells, v, x).map_or(0.0, |c| c.tput);
     md.push_str(&if adjacent {
-        crate::figure_tram_notes::fig6(
+        crate::protocols::tram::figure_notes::fig6(
             &profile,
             tput_at("RamCast (depth draws)", 1.0),
             tput_at("TRAM depth", 1.0),
@@ -573,7 +573,7 @@ pub(crate) fn fig5_6(
             .filter(|&&x| x >= 2.0)
             .filter_map(|&x| get(&all_cells, "TRAM breadth", x).map(|c| c.p50))
             .collect();
-        crate::figure_tram_notes::fig5(
+        crate::protocols::tram::figure_notes::fig5(
             &profile,
             tput_at("TRAM depth", last),
             (
@@ -714,9 +714,9 @@ pub(crate) fn fig7(
         cell(&labels[0], first),
         cell("RamCast", first),
     ) {
-        md.push_str(&crate::figure_tram_notes::fig7(
+        md.push_str(&crate::protocols::tram::figure_notes::fig7(
             &profile,
-            &crate::figure_tram_notes::Fig7 {
+            &crate::protocols::tram::figure_notes::Fig7 {
                 large: last as usize,
                 tput_large: (tl.tput, rl.tput),
                 p50_small: (ts.p50, rs.p50),
@@ -826,7 +826,7 @@ pub(crate) fn fig8(
         );
     }
     if let (Some(one), Some(three)) = (get(&cells, labels[0], 1.0), get(&cells, labels[0], 3.0)) {
-        md.push_str(&crate::figure_tram_notes::fig8(
+        md.push_str(&crate::protocols::tram::figure_notes::fig8(
             &profile, one.p50, three.p50,
         ));
     }

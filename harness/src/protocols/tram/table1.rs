@@ -242,9 +242,9 @@ pub(crate) fn table1(
     for v in violations.iter().take(10) {
         let _ = writeln!(md, "- violation: {v}");
     }
-    md.push_str(&crate::figure_tram_notes::table1(
+    md.push_str(&crate::protocols::tram::figure_notes::table1(
         &profile,
-        &crate::figure_tram_notes::Table1 {
+        &crate::protocols::tram::figure_notes::Table1 {
             suspect_us: suspect.as_us_f64(),
             pause_us: 2.0 * suspect.as_us_f64(),
             baseline_max_us: baseline_max,

@@ -1,0 +1,470 @@
+//! `harness figure ramcast-fig4 | ramcast-fig5`: RamCast's paper figures on the simulator
+//! (profile `xl170-cx4`, the paper's testbed), with CSV, PNG and a summary beside the paper's
+//! numbers.
+
+use crate::experiment::{Experiment, Where};
+use crate::figure::{
+    cdf_points, in_parallel, max_label, max_throughput, measure, panel, row, saturate, size_label,
+    us, write, TABLE_HEAD,
+};
+use crate::plot::{self, Series};
+use multicast::DestPolicy;
+use ramcast::Config;
+use std::fmt::Write as _;
+use std::path::Path;
+use transport::runtime::sim::Profile;
+use transport::Nanos;
+
+fn experiment(
+    profile: &Profile,
+    groups: usize,
+    clients: usize,
+    size: usize,
+    dest: DestPolicy,
+    seed: u64,
+    duration: Nanos,
+) -> Experiment {
+    let mut cfg = Config::new(groups, 3, clients);
+    let dst_groups = if dest == DestPolicy::All { groups } else { 1 };
+    cfg.slot_bytes = ramcast::layout::slot_bytes_for(size, dst_groups);
+    Experiment {
+        deploy: crate::protocols::deployment::<crate::protocols::ramcast::Ramcast>(cfg),
+        dest,
+        size,
+        warmup: Nanos(duration.as_nanos() / 10),
+        duration,
+        runtime: Where::Sim,
+        profile: profile.clone(),
+        seed,
+        log: false,
+        dest_tree: None,
+    }
+}
+
+/// The note [`max_label`] gave the maximum of `size`.
+fn note(notes: &[(usize, String)], size: usize) -> &str {
+    notes
+        .iter()
+        .find(|n| n.0 == size)
+        .map_or("", |n| n.1.as_str())
+}
+
+fn profile_note(profile: &Profile) -> String {
+    let c = &profile.calibration;
+    format!(
+        "Profile `{}` (simulator, seed 1). It is calibrated on two numbers only, neither from \
+         RamCast: ib_write_lat {} us and ib_write_bw {} Gb/s (source: {}). Every RamCast number \
+         below is a validation target; nothing was tuned against it.\n",
+        profile.name, c.write_lat_us, c.write_bw_gbps, c.source
+    )
+}
+
+/// RamCast Fig. 4: message size, one group of three replicas.
+pub(crate) fn fig4(
+    out: &Path,
+    commit: &str,
+    quick: bool,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<(), String> {
+    let profile = Profile::load(crate::testbed::RAMCAST).map_err(|e| e.to_string())?;
+    let sizes: &[usize] = if quick {
+        &[64, 4096, 32768]
+    } else {
+        &[64, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768]
+    };
+    let duration = Nanos(if quick { 1_000_000 } else { 2_000_000 });
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut rows = Vec::new();
+    let mut cdf_csv = String::from("size,latency_us,fraction\n");
+    let (mut small, mut large, mut cdf_small, mut cdf_large) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut sat = Vec::new();
+    let mut notes: Vec<(usize, String)> = Vec::new();
+    let mut single = Vec::new();
+    let measured = in_parallel(sizes, |&size| {
+        let points = saturate(
+            |c| experiment(&profile, 1, c, size, DestPolicy::Single, 1, duration),
+            1024,
+            progress,
+        )?;
+        let one = experiment(
+            &profile,
+            1,
+            1,
+            size,
+            DestPolicy::Single,
+            1,
+            Nanos(duration.as_nanos() * 2),
+        );
+        Ok((points, measure(&one)?))
+    })?;
+    for (&size, (points, one)) in sizes.iter().zip(measured) {
+        let series = Series {
+            label: size_label(size),
+            points: points
+                .iter()
+                .map(|p| (p.m.throughput / 1000.0, us(&p.m.latency, 0.5)))
+                .collect(),
+        };
+        for p in &points {
+            rows.push(p.e.summary_row(&p.m, commit));
+        }
+        sat.push((size, max_throughput(&points)));
+        notes.push((size, max_label(&points)));
+        for (x, f) in cdf_points(&one.latency) {
+            let _ = writeln!(cdf_csv, "{size},{x:.3},{f:.6}");
+        }
+        let cdf = Series {
+            label: size_label(size),
+            points: cdf_points(&one.latency),
+        };
+        single.push((size, us(&one.latency, 0.5), us(&one.latency, 0.95)));
+        if size <= 2048 {
+            small.push(series);
+            cdf_small.push(cdf);
+        } else {
+            large.push(series);
+            cdf_large.push(cdf);
+        }
+    }
+    crate::experiment::write_summary(&out.join("throughput_latency.csv"), &rows)?;
+    write(&out.join("latency_cdf.csv"), &cdf_csv)?;
+    plot::draw_png(
+        &out.join("fig4.png"),
+        "RamCast Fig. 4 on sim (xl170-cx4): 1 group x 3 replicas, single-group messages",
+        &[
+            panel(
+                "64 B - 2 KB",
+                "throughput (k msg/s)",
+                "median latency (us)",
+                small,
+            ),
+            panel(
+                "4 KB - 32 KB",
+                "throughput (k msg/s)",
+                "median latency (us)",
+                large,
+            ),
+            panel(
+                "latency CDF, 1 client, 64 B - 2 KB",
+                "latency (us)",
+                "fraction",
+                cdf_small,
+            ),
+            panel(
+                "latency CDF, 1 client, 4 KB - 32 KB",
+                "latency (us)",
+                "fraction",
+                cdf_large,
+            ),
+        ],
+    )?;
+    let get = |v: &[(usize, f64)], s: usize| v.iter().find(|x| x.0 == s).map(|x| x.1);
+    let mut md = String::from("# RamCast Fig. 4 (message size), reproduced on the simulator\n\n");
+    md.push_str(&profile_note(&profile));
+    let _ = writeln!(md, "\nCommand: `harness figure ramcast-fig4` (commit {commit}). Each throughput point: {} of simulated time after a 10% warm-up; clients doubled until throughput grew by less than 5%. Files: `throughput_latency.csv`, `latency_cdf.csv`, `fig4.png`.\n", duration);
+    md.push_str(TABLE_HEAD);
+    for s in [64, 1024, 4096] {
+        if let Some(t) = get(&sat, s) {
+            row(
+                &mut md,
+                &format!(
+                    "max throughput, 1 group, {} messages{}",
+                    size_label(s),
+                    note(&notes, s)
+                ),
+                250.0,
+                t / 1000.0,
+                "k msg/s",
+            );
+        }
+    }
+    if let Some(t) = get(&sat, 32768) {
+        row(
+            &mut md,
+            &format!(
+                "max throughput, 1 group, 32 KB messages{}",
+                note(&notes, 32768)
+            ),
+            70.0,
+            t / 1000.0,
+            "k msg/s",
+        );
+    }
+    let p95_small = single
+        .iter()
+        .filter(|x| x.0 <= 2048)
+        .map(|x| x.2)
+        .fold(0.0, f64::max);
+    row(
+        &mut md,
+        "single-client p95 latency, messages <= 2 KB (largest)",
+        8.0,
+        p95_small,
+        "us",
+    );
+    if let Some(x) = single.iter().find(|x| x.0 == 4096) {
+        row(
+            &mut md,
+            "single-client latency, 4 KB (p95)",
+            10.0,
+            x.2,
+            "us",
+        );
+    }
+    md.push_str("\nSingle-client latency per size (us): ");
+    for (s, p50, p95) in &single {
+        let _ = write!(md, "{}: p50 {p50:.2}, p95 {p95:.2}; ", size_label(*s));
+    }
+    md.push_str("\n\nMaximum throughput per size (k msg/s): ");
+    for (s, t) in &sat {
+        let _ = write!(md, "{}: {:.0}; ", size_label(*s), t / 1000.0);
+    }
+    md.push('\n');
+    md.push_str(&fig4_discussion(&profile, &sat));
+    write(&out.join("summary.md"), &md)?;
+    Ok(())
+}
+
+/// Fig. 4's discussion, its numbers taken from the profile and the measured maxima `sat`
+/// (message size, msg/s).
+fn fig4_discussion(profile: &Profile, sat: &[(usize, f64)]) -> String {
+    let at = |size: usize| sat.iter().find(|x| x.0 == size).map_or(0.0, |x| x.1);
+    let small = at(64).max(1.0);
+    let kept = |size: usize| 100.0 * at(size) / small;
+    format!(
+        "
+## Why points are off by more than 25%
+
+- **Throughput is several times the paper's.** The simulator charges a process only for what
+  the profile models: {poll} ns per poll, {post} ns per posted work request and {completion} ns
+  per completion (`transport/profiles/{name}.toml`). The paper's prototype is Java over jVerbs
+  (DiSNI); its per-message software cost (object handling, JNI crossings, garbage collection)
+  is not in the model, so the leader saturates much later. No per-message software cost was
+  added to match: it would be a number tuned to this figure. The shape is a validation of its
+  own: of the 64 B maximum, throughput keeps {k1:.0}% at 1 KB, {k4:.0}% at 4 KB and {k32:.0}%
+  at 32 KB, falling as the {link} Gb/s link (and, in this implementation, the leader's copy of
+  each message to its followers, see the ramcast crate docs) becomes the bottleneck.
+- **Large messages**: our leader copies each message into its followers' buffers before its
+  proposal (needed for uniform agreement when a client and a leader crash); the leader's egress
+  then carries the message twice, which lowers the 32 KB ceiling relative to the paper's
+  prototype, which does not copy.
+",
+        poll = profile.cpu.poll_ns,
+        post = profile.nic.post_ns,
+        completion = profile.nic.completion_ns,
+        name = profile.name,
+        k1 = kept(1024),
+        k4 = kept(4096),
+        k32 = kept(32768),
+        link = profile.nic.link_gbps,
+    )
+}
+
+/// RamCast Fig. 5: groups, single-group and all-groups messages.
+pub(crate) fn fig5(
+    out: &Path,
+    commit: &str,
+    quick: bool,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<(), String> {
+    let profile = Profile::load(crate::testbed::RAMCAST).map_err(|e| e.to_string())?;
+    let groups: &[usize] = if quick { &[1, 2] } else { &[1, 2, 4, 8] };
+    let duration = Nanos(if quick { 1_000_000 } else { 2_000_000 });
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let mut rows = Vec::new();
+    let mut cdf_csv = String::from("dest,groups,latency_us,fraction\n");
+    let mut results = Vec::new();
+    let (mut cdf_single, mut cdf_all) = (Vec::new(), Vec::new());
+    let cases: Vec<(DestPolicy, &str, usize)> =
+        [(DestPolicy::Single, "single"), (DestPolicy::All, "all")]
+            .into_iter()
+            .flat_map(|(dest, label)| groups.iter().map(move |&g| (dest, label, g)))
+            .collect();
+    let measured = in_parallel(&cases, |&(dest, _, g)| {
+        let points = saturate(
+            |c| experiment(&profile, g, c, 64, dest, 1, duration),
+            256,
+            progress,
+        )?;
+        let one = measure(&experiment(
+            &profile,
+            g,
+            1,
+            64,
+            dest,
+            1,
+            Nanos(duration.as_nanos() * 2),
+        ))?;
+        Ok((points, one))
+    })?;
+    for (&(dest, label, g), (points, one)) in cases.iter().zip(measured) {
+        for p in &points {
+            rows.push(p.e.summary_row(&p.m, commit));
+        }
+        for (x, f) in cdf_points(&one.latency) {
+            let _ = writeln!(cdf_csv, "{label},{g},{x:.3},{f:.6}");
+        }
+        let cdf = Series {
+            label: format!("{g} group(s)"),
+            points: cdf_points(&one.latency),
+        };
+        if dest == DestPolicy::Single {
+            cdf_single.push(cdf)
+        } else {
+            cdf_all.push(cdf)
+        }
+        results.push((
+            label,
+            g,
+            max_throughput(&points),
+            us(&one.latency, 0.5),
+            us(&one.latency, 0.95),
+            max_label(&points),
+        ));
+    }
+    crate::experiment::write_summary(&out.join("throughput.csv"), &rows)?;
+    write(&out.join("latency_cdf.csv"), &cdf_csv)?;
+    let tput = |label: &str| Series {
+        label: format!("RamCast, {label}-group messages"),
+        points: results
+            .iter()
+            .filter(|r| r.0 == label)
+            .map(|r| (r.1 as f64, r.2 / 1000.0))
+            .collect(),
+    };
+    plot::draw_png(
+        &out.join("fig5.png"),
+        "RamCast Fig. 5 on sim (xl170-cx4): groups of 3 replicas, 64 B messages",
+        &[
+            panel(
+                "single-group messages",
+                "groups",
+                "max throughput (k msg/s)",
+                vec![tput("single")],
+            ),
+            panel(
+                "all-groups messages",
+                "groups",
+                "max throughput (k msg/s)",
+                vec![tput("all")],
+            ),
+            panel(
+                "latency CDF, 1 client, single-group",
+                "latency (us)",
+                "fraction",
+                cdf_single,
+            ),
+            panel(
+                "latency CDF, 1 client, all groups",
+                "latency (us)",
+                "fraction",
+                cdf_all,
+            ),
+        ],
+    )?;
+    let find = |label: &str, g: usize| results.iter().find(|r| r.0 == label && r.1 == g);
+    let mut md = String::from("# RamCast Fig. 5 (groups), reproduced on the simulator\n\n");
+    md.push_str(&profile_note(&profile));
+    let _ = writeln!(md, "\nCommand: `harness figure ramcast-fig5` (commit {commit}). Single-group messages go to one group drawn uniformly per message. Each throughput point: {} of simulated time after a 10% warm-up; clients doubled until throughput grew by less than 5%. Files: `throughput.csv`, `latency_cdf.csv`, `fig5.png`. WBCast is not implemented here; its columns of the paper are not reproduced.\n", duration);
+    md.push_str(TABLE_HEAD);
+    if let (Some(a), Some(b)) = (find("single", 1), find("single", *groups.last().unwrap())) {
+        let n = *groups.last().unwrap() as f64;
+        row(
+            &mut md,
+            &format!("single-group throughput, {n} groups / 1 group (linear: {n})"),
+            n,
+            b.2 / a.2,
+            "x",
+        );
+    }
+    if let Some(r) = find("single", 1) {
+        row(
+            &mut md,
+            "single-group median latency, 1 client",
+            7.0,
+            r.3,
+            "us",
+        );
+    }
+    for (g, published) in [(1, 233.0), (2, 145.0), (4, 80.0), (8, 40.0)] {
+        if let Some(r) = find("all", g) {
+            row(
+                &mut md,
+                &format!("all-groups max throughput, {g} group(s){}", r.5),
+                published,
+                r.2 / 1000.0,
+                "k msg/s",
+            );
+        }
+    }
+    if let Some(base) = find("all", 1) {
+        for (g, published) in [(2, 145.0), (4, 80.0), (8, 40.0)] {
+            if let Some(r) = find("all", g) {
+                row(
+                    &mut md,
+                    &format!("all-groups max throughput, {g} groups / 1 group"),
+                    published / 233.0,
+                    r.2 / base.2,
+                    "x",
+                );
+            }
+        }
+    }
+    for (g, published) in [(1, 8.0), (2, 46.0), (4, 78.0), (8, 150.0)] {
+        if let Some(r) = find("all", g) {
+            row(
+                &mut md,
+                &format!("all-groups single-client p95 latency, {g} group(s)"),
+                published,
+                r.4,
+                "us",
+            );
+        }
+    }
+    md.push_str(&fig5_discussion(&profile, &results));
+    write(&out.join("summary.md"), &md)?;
+    Ok(())
+}
+
+/// Fig. 5's discussion, its numbers from the profile and `results`: per destination kind and
+/// group count, (max msg/s, single-client p50 us, p95 us).
+fn fig5_discussion(profile: &Profile, results: &[(&str, usize, f64, f64, f64, String)]) -> String {
+    let find = |label: &str, g: usize| results.iter().find(|r| r.0 == label && r.1 == g);
+    let most = results.iter().map(|r| r.1).max().unwrap_or(1);
+    let scaling = match (find("single", 1), find("single", most)) {
+        (Some(a), Some(b)) => format!("{:.1}x with {most} groups", b.2 / a.2),
+        _ => "not measured".into(),
+    };
+    let single_p50 = find("single", 1).map_or(0.0, |r| r.3);
+    let all_p50: Vec<f64> = results
+        .iter()
+        .filter(|r| r.0 == "all" && r.1 > 1)
+        .map(|r| r.3)
+        .collect();
+    let lo = all_p50.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = all_p50.iter().copied().fold(0.0, f64::max);
+    format!(
+        "
+## Why points are off by more than 25%
+
+- **Throughput** is higher than the paper's everywhere, for the reason given in Fig. 4's
+  summary: the simulator does not model the Java prototype's per-message software cost. The
+  trends are what the paper reports: single-group throughput grows with groups ({scaling};
+  groups do not interact, but clients share their NICs), and all-groups throughput falls as
+  the destinations grow.
+- **Relative throughput** (each configuration against one group) is what the model can
+  validate without a software cost: compare its rows above with the paper's fall-off.
+- **Single-group latency** ({single_p50:.1} us against ~7 us) misses the same software cost on
+  the two write delays' handling at the client and the leader.
+- **All-groups latency with 2-{most} groups** (median {lo:.1} to {hi:.1} us) is far below the
+  paper's 46-150 us: in the model a multi-group message costs three write delays plus software
+  costs of tens of nanoseconds, so it stays near 3 x {lat} us plus queueing. The paper's
+  numbers grow much faster than its write delays; whatever adds those tens of microseconds in
+  the prototype (per-group processing in Java, completion polling of many queue pairs) is not
+  modelled. This is the largest gap between the simulator and the prototype and is reported,
+  not tuned away.
+",
+        lat = profile.calibration.write_lat_us,
+    )
+}
