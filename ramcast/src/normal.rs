@@ -366,8 +366,8 @@ impl RamcastServer {
         for (h, &ptr) in entry.dst.groups().zip(&entry.ptr) {
             let word = ack_word(ptr, rnd).to_le_bytes();
             let at = self.layout.ack(c as usize, ptr, self.group, self.rank);
-            let members: Vec<_> = self.cfg.members(h).collect();
-            for q in members.into_iter().filter(|&q| only.is_none_or(|o| o == q)) {
+            let cfg = self.cfg.clone();
+            for q in cfg.members(h).filter(|&q| only.is_none_or(|o| o == q)) {
                 self.write(nic, remote(q, M, at), &word, false);
             }
         }
@@ -390,8 +390,8 @@ impl RamcastServer {
             let p = self.slot(c, s).expect("held").ts[h.0 as usize];
             if let Some(p) = p.filter(|p| !p.forwarded) {
                 let bytes = self.t_bytes(s, p.tmp, p.rnd);
-                let followers: Vec<_> = self.cfg.members(g).filter(|&q| q != self.me).collect();
-                for q in followers {
+                let (cfg, me) = (self.cfg.clone(), self.me);
+                for q in cfg.members(g).filter(|&q| q != me) {
                     let at = self.layout.t_entry(c as usize, s, h);
                     self.write(nic, remote(q, T, at), &bytes, false);
                 }
@@ -475,8 +475,8 @@ impl RamcastServer {
                 .m_codec
                 .encode(codec_seq(s), &entry.raw, &mut copy)
                 .expect("entries come from slots of this size");
-            let followers: Vec<_> = self.cfg.members(g).filter(|&q| q != me).collect();
-            for q in followers {
+            let cfg = self.cfg.clone();
+            for q in cfg.members(g).filter(|&q| q != me) {
                 self.write(
                     nic,
                     remote(q, M, self.layout.m_slot(c as usize, s)),

@@ -56,8 +56,8 @@ impl Default for Seen {
 pub(crate) struct Rescan {
     changes: Changes,
     epoch: u64,
-    /// Whether `poll_buffers` may find something it did not see last time: an `M` stride
-    /// changed, the epoch rose, or a slot was filled (`accept`) since its last pass.
+    /// Whether `poll_buffers` may find something it did not see last time: a message slot of
+    /// `M` changed, the epoch rose, or a slot was filled (`accept`) since its last pass.
     pub(crate) buffers: bool,
     /// `poll_pending`'s list of slots to look at (kept for its allocation).
     pub(crate) due: Vec<(Stamp, u32, u64)>,
@@ -97,8 +97,13 @@ impl RamcastServer {
             for e in changes.extents() {
                 let cells = match e.region {
                     M => {
-                        self.rescan.buffers = true;
-                        e.cells(self.layout.m_stride())
+                        // Acknowledgements land in the stride too, after the message slot;
+                        // only a write into a message slot can give `poll_buffers` an entry.
+                        let stride = self.layout.m_stride();
+                        let into_slot = e.offset % stride < self.cfg.slot_bytes
+                            || e.len > stride - e.offset % stride;
+                        self.rescan.buffers |= into_slot;
+                        e.cells(stride)
                     }
                     T => e.cells(t_stride),
                     _ => continue,
