@@ -46,6 +46,18 @@ pub(crate) struct Shape {
 }
 
 impl Shape {
+    /// Refuses a message larger than `max`, what a slot of `slot_bytes` holds (`per` says for
+    /// what, when the limit depends on more than the slot).
+    pub(crate) fn fits(&self, slot_bytes: usize, max: usize, per: &str) -> Result<(), String> {
+        if self.size > max {
+            return Err(format!(
+                "--size {} does not fit a slot of {slot_bytes} bytes (at most {max} bytes{per}); raise --slot-bytes",
+                self.size
+            ));
+        }
+        Ok(())
+    }
+
     /// Destination groups of one message under `dest` with `groups` groups.
     pub(crate) fn dst_groups(&self, groups: usize) -> usize {
         match self.dest {

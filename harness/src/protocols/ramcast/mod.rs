@@ -33,12 +33,8 @@ impl Multicast for Ramcast {
             .unwrap_or_else(|| slot_bytes_for(s.size, dst_groups));
         cfg.validate().map_err(|e| e.to_string())?;
         let max = Layout::new(&cfg).max_message(dst_groups);
-        if s.size > max {
-            return Err(format!(
-                "--size {} does not fit a slot of {} bytes (at most {max} bytes for {dst_groups} destination group(s)); raise --slot-bytes",
-                s.size, cfg.slot_bytes
-            ));
-        }
+        let per = format!(" for {dst_groups} destination group(s)");
+        s.fits(cfg.slot_bytes, max, &per)?;
         Ok(cfg)
     }
 

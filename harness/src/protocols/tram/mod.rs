@@ -51,13 +51,7 @@ impl Multicast for Tram {
             .slot_bytes
             .unwrap_or_else(|| Layout::slot_bytes_for(s.size));
         cfg.validate().map_err(|e| e.to_string())?;
-        let max = Layout::max_message(cfg.slot_bytes);
-        if s.size > max {
-            return Err(format!(
-                "--size {} does not fit a slot of {} bytes (at most {max} bytes); raise --slot-bytes",
-                s.size, cfg.slot_bytes
-            ));
-        }
+        s.fits(cfg.slot_bytes, Layout::max_message(cfg.slot_bytes), "")?;
         Ok(cfg)
     }
 
