@@ -280,11 +280,14 @@ fn fig4_claims(md: &mut String, sat: &[(usize, f64)], single: &[(usize, f64, f64
     }
 }
 
-/// Fig. 5's claims, judged on `results`: per destination kind and group count, (max msg/s,
-/// single-client p50 us, p95 us).
-fn fig5_claims(md: &mut String, results: &[(&str, usize, f64, f64, f64, String)]) {
+/// One measured configuration of Fig. 5: destination kind, groups, max msg/s, single-client
+/// p50 and p95 (us), and the note on the maximum.
+type Fig5Row<'a> = (&'a str, usize, f64, f64, f64, String);
+
+/// Fig. 5's claims, judged on `results`.
+fn fig5_claims(md: &mut String, results: &[Fig5Row<'_>]) {
     let find = |label: &str, g: usize| results.iter().find(|r| r.0 == label && r.1 == g);
-    let series = |label: &str, f: fn(&(&str, usize, f64, f64, f64, String)) -> f64| -> Vec<f64> {
+    let series = |label: &str, f: fn(&Fig5Row<'_>) -> f64| -> Vec<f64> {
         let mut v: Vec<_> = results.iter().filter(|r| r.0 == label).collect();
         v.sort_by_key(|r| r.1);
         v.iter().map(|r| f(r)).collect()
@@ -545,7 +548,7 @@ pub(crate) fn fig5(
 
 /// Fig. 5's discussion, its numbers from the profile and `results`: per destination kind and
 /// group count, (max msg/s, single-client p50 us, p95 us).
-fn fig5_discussion(profile: &Profile, results: &[(&str, usize, f64, f64, f64, String)]) -> String {
+fn fig5_discussion(profile: &Profile, results: &[Fig5Row<'_>]) -> String {
     let find = |label: &str, g: usize| results.iter().find(|r| r.0 == label && r.1 == g);
     let most = results.iter().map(|r| r.1).max().unwrap_or(1);
     let scaling = match (find("single", 1), find("single", most)) {
