@@ -201,6 +201,11 @@ pub(crate) fn claim_by_construction(md: &mut String, statement: &str, measured: 
     );
 }
 
+/// What a summary says when the paper states no claim about the figure (the results index
+/// then says so instead of counting verdicts).
+pub(crate) const NO_CLAIMS: &str =
+    "The paper states no number or claim for these figures beyond showing them";
+
 /// The head of a claims table.
 pub(crate) const CLAIM_HEAD: &str = "| published claim | measured | verdict |\n|---|---|---|\n";
 

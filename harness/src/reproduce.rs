@@ -1,7 +1,7 @@
 //! `harness reproduce`: every paper figure in one command, a table of wall times and verdicts,
 //! and `results/README.md`, the index of every figure under the results directory.
 
-use crate::figure::verdicts;
+use crate::figure::{verdicts, NO_CLAIMS};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -96,7 +96,9 @@ pub(crate) fn index(figures: &[(Figure, String, Vec<String>)]) -> String {
     );
     for (f, summary, pngs) in figures {
         let [yes, no, by] = verdicts(summary).0;
-        let counts = if yes + no + by == 0 {
+        let counts = if yes + no + by == 0 && summary.contains(NO_CLAIMS) {
+            "none published".to_string()
+        } else if yes + no + by == 0 {
             "no claims table yet".to_string()
         } else {
             format!("{yes} / {no} / {by}")

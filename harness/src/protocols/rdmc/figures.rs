@@ -4,7 +4,7 @@
 //! run, every parameter), PNG charts and `summary.md` with the published claims beside ours.
 
 use crate::experiment::Where;
-use crate::figure::{claim, claim_by_construction, panel, write, CLAIM_HEAD};
+use crate::figure::{claim, claim_by_construction, panel, write, CLAIM_HEAD, NO_CLAIMS};
 use crate::plot::{self, Series, XScale};
 use crate::protocols::rdmc::{show_bytes, write_rows, BulkResult, BulkSpec, Row};
 use rdmc::Algorithm;
@@ -900,10 +900,11 @@ pub(crate) fn fig13_14(
     table(&mut md, "group", &curves, |r| r.gbps_sd);
     md.push_str("\nAggregate: all bytes one receiver got over the time until the last multicast completed (Gb/s):\n\n");
     table(&mut md, "group", &curves, |r| r.aggregate_gbps);
-    md.push_str(
-        "\nThe paper states no number or claim for these figures beyond showing them; they are \
-         here to compare against its plots. The model has no jitter, so the spread over senders \
-         (Fig. 14's error bars) comes only from the senders' schedules interfering.\n",
+    let _ = writeln!(
+        md,
+        "\n{NO_CLAIMS}; they are here to compare against its plots. The model has no jitter, so \
+         the spread over senders (Fig. 14's error bars) comes only from the senders' schedules \
+         interfering."
     );
     md.push_str(
         "\nFig. 13 ran on the 40 Gb/s Fractus, misconfigured to 20 Gb/s each way; we have no \
