@@ -246,6 +246,37 @@ fn process_cpu() -> Option<Duration> {
     Some(Duration::from_millis(ticks * 10))
 }
 
+/// Parses a byte count: a number with an optional unit B, KB, MB, GB (powers of 1024, as the
+/// paper's MB; KiB, MiB, GiB are accepted too).
+pub(crate) fn parse_bytes(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => {
+            return Err(format!(
+                "`{s}` is not a size: use a number with an optional unit B, KB, MB or GB (powers of 1024), like 256MB or 4096"
+            ))
+        }
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a size: the number part `{num}` does not parse"))?;
+    let bytes = v * mult as f64;
+    if !(bytes >= 1.0 && bytes <= (16u64 << 30) as f64) || bytes.fract() != 0.0 {
+        return Err(format!(
+            "size `{s}` must be a whole number of bytes between 1 B and 16 GB"
+        ));
+    }
+    Ok(bytes as usize)
+}
+
 /// Parses `10s`, `500ms`, `200us`, `1500ns`.
 pub(crate) fn parse_duration(s: &str) -> Result<Nanos, String> {
     let bad =
@@ -269,4 +300,21 @@ pub(crate) fn parse_duration(s: &str) -> Result<Nanos, String> {
         ));
     }
     Ok(Nanos((v * mult) as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_counts_parse_with_units_and_refuse_garbage() {
+        assert_eq!(parse_bytes("256MB"), Ok(256 << 20));
+        assert_eq!(parse_bytes("1 MiB"), Ok(1 << 20));
+        assert_eq!(parse_bytes("64kb"), Ok(64 << 10));
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert_eq!(parse_bytes("0.5KB"), Ok(512));
+        for bad in ["", "0", "12 parsecs", "-3", "1.3", "20GB"] {
+            assert!(parse_bytes(bad).is_err(), "{bad}");
+        }
+    }
 }

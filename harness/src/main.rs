@@ -106,7 +106,7 @@ struct RunArgs {
     clients: usize,
     /// Message size: bytes, or with a unit KB, MB, GB (powers of 1024) [default: 64 B; rdmc:
     /// 256 MB].
-    #[arg(long, value_parser = protocols::rdmc::parse_bytes)]
+    #[arg(long, value_parser = experiment::parse_bytes)]
     size: Option<usize>,
     /// RDMC dissemination algorithm: sequential, chain, tree, pipeline, hybrid-chain,
     /// hybrid-pipeline [default: pipeline].
@@ -116,7 +116,7 @@ struct RunArgs {
     #[arg(long)]
     nodes: Option<usize>,
     /// RDMC block size; the last block of a message may be shorter [default: 1MB].
-    #[arg(long, value_parser = protocols::rdmc::parse_bytes)]
+    #[arg(long, value_parser = experiment::parse_bytes)]
     block_size: Option<usize>,
     /// RDMC concurrent senders: this many groups over the same nodes, node i the root of group
     /// i, all sending at once [default: 1].
@@ -273,7 +273,7 @@ struct CompareArgs {
     #[arg(long, default_value = "random:2")]
     dest: multicast::DestPolicy,
     /// Message size: bytes, or with a unit KB, MB (powers of 1024).
-    #[arg(long, default_value = "64", value_parser = protocols::rdmc::parse_bytes)]
+    #[arg(long, default_value = "64", value_parser = experiment::parse_bytes)]
     size: usize,
     /// Simulated time per throughput point, after a 10% warm-up (the 1-client latency run
     /// gets twice as long).
