@@ -393,6 +393,25 @@ mod tests {
         crate::sweep::assert_passes(&derived(180, 6_495_456));
     }
 
+    /// Seed 4475 of the 10,000-seed sweep at 02a9e8c (r320-cx3); it fails identically at
+    /// b1f219e, so it predates that session's changes.
+    ///
+    /// postmortem (open; "a correct server stopped"): one group of three, six clients, eviction
+    /// drawn short (981 us). The only faults: the link p0 -> p1 slowed by 783 us for 1849 us from
+    /// 962 us, and p1 paused 565 us at 2286 us. p0, the initial leader, is deposed (p1 stops
+    /// seeing its heartbeats), p2 takes over with p1's grant only (`granted [false, true,
+    /// true]`), recycles log slots without p0, and p0 halts on a lapped entry at std 372 while
+    /// the others reach 2900. The judge counts a slowed link from p only when it goes to a
+    /// client (`sweep::impairs`), so p0 counts as correct. Open: either p0 should have
+    /// granted p2 and been kept (why it did not is the first thing to find), or a server whose
+    /// outbound links to its group are slowed past the suspicion timeout is impaired and the
+    /// judge should say so.
+    #[test]
+    #[ignore = "open bug, seed 4475: see the postmortem"]
+    fn a_deposed_leader_behind_a_slow_link_is_not_lapped_into_a_halt() {
+        crate::sweep::assert_passes(&derived(4475, 980_965));
+    }
+
     /// CI's sweep: 50 seeds with faults, 0 violations (the long sweep is `harness check`).
     /// `TRAM_SEEDS=N` runs a longer sweep.
     #[test]
