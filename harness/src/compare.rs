@@ -92,15 +92,22 @@ impl Contender {
     fn shape(&self, w: &Workload, clients: usize, dest_tree: &Option<Tree>) -> Shape {
         let mut s = Workload::shape_of(w.groups, w.replicas, w.size, w.dest, clients);
         s.dest_tree = dest_tree.clone();
-        if let (Some(vs), Some(v)) = (&self.entry.variants, &self.variant) {
-            (vs.apply)(v, &mut s).expect("checked when parsed");
-        }
+        self.apply_variant(&mut s);
         s
+    }
+
+    /// Sets this contender's variant, if any, in `s`.
+    fn apply_variant(&self, s: &mut Shape) {
+        if let (Some(vs), Some(v)) = (&self.entry.variants, &self.variant) {
+            (vs.apply)(v, s).expect("checked when parsed");
+        }
     }
 
     /// The contender's own tree, if it is tree-based.
     fn tree(&self) -> Option<Tree> {
-        self.shape(&Workload::placeholder(), 1, &None).tree
+        let mut s = Workload::shape_of(1, 1, 64, DestPolicy::Single, 1);
+        self.apply_variant(&mut s);
+        s.tree
     }
 }
 
@@ -156,20 +163,6 @@ impl Workload {
             log_slots: 64,
             slot_bytes: None,
             dest_tree: None,
-        }
-    }
-
-    /// A workload only for reading a contender's variant.
-    fn placeholder() -> Workload {
-        Workload {
-            groups: 1,
-            replicas: 1,
-            dest: DestPolicy::Single,
-            size: 64,
-            duration: Nanos(1),
-            seed: 0,
-            max_clients: 1,
-            profile: Profile::load(crate::testbed::TRAM).expect("built-in"),
         }
     }
 

@@ -912,11 +912,17 @@ pub(crate) fn derived<R: SeedRun>(seed: u64, evict_of: fn(&R) -> Nanos, evict: u
     run
 }
 
-/// Checks `run` on the default profile and asserts it holds every property (for pinned
-/// regression tests); returns its outcome.
+/// Checks `run` on r320-cx3, the profile of the sweeps the pinned seeds came from, and asserts
+/// it holds every property (for pinned regression tests); returns its outcome.
 #[cfg(test)]
 pub(crate) fn assert_passes<R: SeedRun>(run: &R) -> Outcome {
-    let profile = transport::runtime::sim::Profile::load("r320-cx3").expect("built-in");
+    assert_passes_on(run, "r320-cx3")
+}
+
+/// [`assert_passes`] on the built-in profile `profile`.
+#[cfg(test)]
+pub(crate) fn assert_passes_on<R: SeedRun>(run: &R, profile: &str) -> Outcome {
+    let profile = transport::runtime::sim::Profile::load(profile).expect("built-in");
     let out = run.check(&profile, false);
     assert!(
         out.violations.is_empty(),
