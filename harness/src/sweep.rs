@@ -110,14 +110,54 @@ fn evict_is_short(evict: Nanos) -> bool {
 }
 
 /// Whether the schedule makes server `p` unresponsive, so that it may fall behind, be excluded
-/// from recycling and halt: a pause or slowdown of its own, or a delayed link into it, or out
-/// of it to a client (its reports to that client arrive late).
-fn impairs(f: &Fault, p: ProcessId, m: &impl Membership) -> bool {
+/// from recycling and halt: a pause or slowdown of its own, or a delayed link at either end of
+/// it. A link out of `p` counts whatever its other end: to a client, `p`'s reports arrive late;
+/// to a member of its group, `p` looks silent to it (TRAM seed 4475: a leader whose heartbeats
+/// crawled to its follower was deposed, fell a log behind and halted).
+fn impairs(f: &Fault, p: ProcessId) -> bool {
     match *f {
         Fault::Pause { process, .. } | Fault::Slow { process, .. } => process == p,
-        Fault::LinkDelay { from, to, .. } => to == p || (from == p && m.group_of(to).is_none()),
+        Fault::LinkDelay { from, to, .. } => to == p || from == p,
         Fault::Crash { .. } | Fault::CrashMidPost { .. } | Fault::Revoke { .. } => false,
     }
+}
+
+/// The time span over which an impairing fault (see [`impairs`]) acts on a server, its end
+/// taken late: a delayed link's last message lands `delay` after the window closes.
+fn impaired_span(f: &Fault) -> (Nanos, Nanos) {
+    match *f {
+        Fault::Pause { at, duration, .. } | Fault::Slow { at, duration, .. } => {
+            (at, at.saturating_add(duration))
+        }
+        Fault::LinkDelay {
+            at,
+            duration,
+            delay,
+            ..
+        } => (at, at.saturating_add(duration).saturating_add(delay)),
+        Fault::Crash { at, .. } | Fault::CrashMidPost { at, .. } | Fault::Revoke { at, .. } => {
+            (at, at)
+        }
+    }
+}
+
+/// The longest time a server stays impaired without a break, given the spans of the faults
+/// that impair it (overlapping spans join): several faults, each shorter than an eviction time,
+/// may together keep it silent for longer (RamCast seed 4707).
+fn longest_impairment(spans: &[(Nanos, Nanos)]) -> Nanos {
+    let mut spans = spans.to_vec();
+    spans.sort();
+    let mut longest = Nanos::ZERO;
+    let mut current: Option<(Nanos, Nanos)> = None;
+    for (start, end) in spans {
+        current = match current {
+            Some((s, e)) if start <= e => Some((s, e.max(end))),
+            _ => Some((start, end)),
+        };
+        let (s, e) = current.expect("just set");
+        longest = longest.max(e.saturating_sub(s));
+    }
+    longest
 }
 
 /// The `Purpose::Workload` entity each protocol's sweep derives its run parameters from (groups,
@@ -205,9 +245,12 @@ pub(crate) fn kinds(faults: &[Fault], m: &impl Membership, suspect: Nanos) -> Ki
 /// replaced and writes with a revoked permission; some cut a group's initial leader off from its
 /// followers by slow links ([`cut_off_leader`]).
 ///
-/// With a short `evict` (an eviction time within reach of the pauses and delays), a server the
-/// schedule makes unresponsive may halt, so it counts against its group's f like a crash: no
-/// group gets more than f crashed or impaired members.
+/// A server the schedule makes unresponsive for about an eviction time may be excluded and
+/// halt, so it counts against its group's f like a crash, and no group gets more than f crashed
+/// or impaired members. With a short `evict` (within reach of a single pause or delay) every
+/// impaired server counts; with a long one, a server counts once the faults that impair it,
+/// joined where they overlap ([`longest_impairment`]), keep it impaired for longer than `evict`
+/// less a suspicion timeout (the time a peer needs to notice it went silent).
 fn draw_faults(
     seed: u64,
     m: &impl Membership,
@@ -215,7 +258,6 @@ fn draw_faults(
     phase: Nanos,
     evict: Nanos,
 ) -> Vec<Fault> {
-    let evict_short = evict_is_short(evict);
     let mut rng = Rng::derive(seed, Purpose::Faults, 0);
     let h = phase.as_nanos();
     let mut faults = Vec::new();
@@ -260,41 +302,7 @@ fn draw_faults(
             faults.push(crash(&mut rng, h, m.client(c)));
         }
     }
-    // Per group, the members that count against f: crashed, and (with a short eviction time)
-    // made unresponsive by the schedule.
-    let mut faulty: Vec<Vec<ProcessId>> = vec![Vec::new(); m.group_count()];
-    for f in &faults {
-        if let Fault::Crash { process, .. } | Fault::CrashMidPost { process, .. } = *f {
-            if let Some(g) = m.group_of(process) {
-                faulty[g.0 as usize].push(process);
-            }
-        }
-    }
-    // Whether `f` may join the schedule; if so, its impaired servers count from now on.
-    let mut admit = |f: &Fault| {
-        if !evict_short {
-            return true;
-        }
-        let mut add: Vec<ProcessId> = Vec::new();
-        for p in (0..m.servers() as u32).map(ProcessId) {
-            if impairs(f, p, m) && !faulty[m.group_of(p).expect("server").0 as usize].contains(&p) {
-                add.push(p);
-            }
-        }
-        let fits = (0..m.group_count()).all(|g| {
-            let new = add
-                .iter()
-                .filter(|&&p| m.group_of(p) == Some(GroupId(g as u8)))
-                .count();
-            faulty[g].len() + new <= m.f()
-        });
-        if fits {
-            for p in add {
-                faulty[m.group_of(p).expect("server").0 as usize].push(p);
-            }
-        }
-        fits
-    };
+    let mut impaired = Impairments::new(m, &faults, evict, suspect);
     let servers = m.servers() as u64;
     for _ in 0..rng.below(5) {
         let at = Nanos(rng.below(h));
@@ -327,7 +335,7 @@ fn draw_faults(
                 jitter: Nanos(rng.below(10_000)),
             },
         };
-        if admit(&f) {
+        if impaired.admit(std::slice::from_ref(&f), |_| true, m) {
             faults.push(f);
         }
     }
@@ -351,17 +359,99 @@ fn draw_faults(
                 jitter: Nanos(rng.below(10_000)),
             });
         }
-        // Only the paused leader is impaired: admitting the pause admits the whole scenario.
-        if admit(&revoke_race[0]) {
+        // The followers' slowed links reach only the paused leader, so only it may fall
+        // behind: the followers do not count against f for them.
+        if impaired.admit(&revoke_race, |p| p == leader, m) {
             faults.extend(revoke_race);
         }
     }
-    if !evict_short {
+    if !evict_is_short(evict) {
         let cut_off = cut_off_leader(seed, m, suspect, phase, evict, &faults);
-        faults.extend(cut_off);
+        if impaired.admit(&cut_off, |_| true, m) {
+            faults.extend(cut_off);
+        }
     }
     faults.sort_by_key(|f| f.at());
     faults
+}
+
+/// The members of each group a schedule may take out: crashed, or impaired for long enough to
+/// be excluded and halt (see [`draw_faults`]). The drawer admits a fault only while every
+/// group keeps at most f of them.
+struct Impairments {
+    /// Whether every impairment counts (a short eviction time).
+    evict_short: bool,
+    /// The longest a server may stay impaired without counting (long eviction times).
+    tolerated: Nanos,
+    /// Per group, the members counted against f.
+    faulty: Vec<Vec<ProcessId>>,
+    /// Per server, the spans over which admitted faults impair it.
+    spans: Vec<Vec<(Nanos, Nanos)>>,
+}
+
+impl Impairments {
+    /// The crashes in `crashes` counted, no impairment yet.
+    fn new(m: &impl Membership, crashes: &[Fault], evict: Nanos, suspect: Nanos) -> Self {
+        let mut faulty = vec![Vec::new(); m.group_count()];
+        for f in crashes {
+            if let Fault::Crash { process, .. } | Fault::CrashMidPost { process, .. } = *f {
+                if let Some(g) = m.group_of(process) {
+                    faulty[g.0 as usize].push(process);
+                }
+            }
+        }
+        Impairments {
+            evict_short: evict_is_short(evict),
+            tolerated: evict.saturating_sub(suspect),
+            faulty,
+            spans: vec![Vec::new(); m.servers()],
+        }
+    }
+
+    /// Whether `faults` may join the schedule together, judging impairments only of the servers
+    /// `counted` selects; if so, what they crash or impair counts from now on.
+    fn admit(
+        &mut self,
+        faults: &[Fault],
+        counted: impl Fn(ProcessId) -> bool,
+        m: &impl Membership,
+    ) -> bool {
+        let mut add: Vec<ProcessId> = Vec::new();
+        for p in (0..m.servers() as u32).map(ProcessId) {
+            let g = m.group_of(p).expect("server").0 as usize;
+            if self.faulty[g].contains(&p) {
+                continue;
+            }
+            let crashed = faults.iter().any(|f| {
+                matches!(*f, Fault::Crash { process, .. } | Fault::CrashMidPost { process, .. } if process == p)
+            });
+            let mut joined = self.spans[p.0 as usize].clone();
+            joined.extend(faults.iter().filter(|f| impairs(f, p)).map(impaired_span));
+            let impaired = counted(p)
+                && joined.len() > self.spans[p.0 as usize].len()
+                && (self.evict_short || longest_impairment(&joined) > self.tolerated);
+            if crashed || impaired {
+                add.push(p);
+            }
+        }
+        let fits = (0..m.group_count()).all(|g| {
+            let new = add
+                .iter()
+                .filter(|&&p| m.group_of(p) == Some(GroupId(g as u8)))
+                .count();
+            self.faulty[g].len() + new <= m.f()
+        });
+        if fits {
+            for p in add {
+                self.faulty[m.group_of(p).expect("server").0 as usize].push(p);
+            }
+            for p in (0..m.servers() as u32).map(ProcessId) {
+                let spans = faults.iter().filter(|f| impairs(f, p)).map(impaired_span);
+                self.spans[p.0 as usize].extend(spans);
+            }
+        }
+        fits
+    }
 }
 
 /// Some runs cut a group's initial leader off from its followers for several suspicion
@@ -670,7 +760,7 @@ pub(crate) fn judge_halts(
 ) -> Vec<String> {
     let mut violations = Vec::new();
     for &p in halted {
-        if !faults.iter().any(|f| impairs(f, p, m)) {
+        if !faults.iter().any(|f| impairs(f, p)) {
             violations.push(format!(
                 "{p} halted, yet the schedule never paused, slowed or delayed it: a correct server stopped"
             ));
@@ -1053,5 +1143,89 @@ mod tests {
         let v = judge_halts(&halted, &crashed, &[paused], &m);
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].contains("more than f = 1"), "{v:?}");
+    }
+
+    fn us(x: u64) -> Nanos {
+        Nanos(x * 1_000)
+    }
+
+    /// Overlapping spans join; a gap between two splits them.
+    #[test]
+    fn impairments_join_where_they_overlap() {
+        let span = |a, b| (us(a), us(b));
+        assert_eq!(longest_impairment(&[]), Nanos::ZERO);
+        assert_eq!(
+            longest_impairment(&[span(3810, 5531), span(1064, 2255), span(1064, 5828)]),
+            us(5531 - 1064).max(us(5828 - 1064))
+        );
+        assert_eq!(
+            longest_impairment(&[span(0, 1000), span(1500, 2000)]),
+            us(1000)
+        );
+    }
+
+    /// RamCast seed 4707 as the drawer once drew it: one group of three (f = 1), p2 crashed,
+    /// and p0 paused with its inbound links slowed (the revoke race) and paused again. Each
+    /// fault is shorter than the eviction time (3400 us), their union is not, so p0 counts
+    /// against f once it joins: with p2 down the group has no room, and the drawer refuses it.
+    #[test]
+    fn impairments_that_together_outlast_eviction_count_against_f() {
+        let m = ramcast::Config::new(1, 3, 3);
+        let (p0, p1, p2) = (ProcessId(0), ProcessId(1), ProcessId(2));
+        let evict = Nanos(3_399_508);
+        let suspect = us(300);
+        let crash = [Fault::Crash {
+            at: us(2971),
+            process: p2,
+        }];
+        let pause = |at, d| Fault::Pause {
+            at: us(at),
+            process: p0,
+            duration: us(d),
+        };
+        let slowed_into_p0 = |from| Fault::LinkDelay {
+            at: us(1064),
+            from,
+            to: p0,
+            duration: us(3573),
+            delay: us(1191),
+            jitter: Nanos::ZERO,
+        };
+        let revoke_race = [pause(1064, 1191), slowed_into_p0(p1), slowed_into_p0(p2)];
+        let mut drawn = Impairments::new(&m, &crash, evict, suspect);
+        // The second pause alone is shorter than the eviction time: it fits beside the crash.
+        assert!(drawn.admit(&[pause(3810, 1721)], |_| true, &m));
+        // The revoke race joins it into 4.7 ms: p0 would be a second faulty member.
+        assert!(!drawn.admit(&revoke_race, |p| p == p0, &m));
+        // Without the crash the group has room for p0.
+        let mut roomy = Impairments::new(&m, &[], evict, suspect);
+        assert!(roomy.admit(&[pause(3810, 1721)], |_| true, &m));
+        assert!(roomy.admit(&revoke_race, |p| p == p0, &m));
+        assert_eq!(roomy.faulty[0], vec![p0]);
+    }
+
+    /// TRAM seed 4475 as the drawer once drew it: with a short eviction time, a slowed link
+    /// between two members of a group (f = 1) impairs both ends, so it does not fit; and the
+    /// halt of the sender behind it is an outcome, not a correct server stopped.
+    #[test]
+    fn a_slowed_link_impairs_both_of_its_ends() {
+        let m = ramcast::Config::new(1, 3, 6);
+        let (p0, p1) = (ProcessId(0), ProcessId(1));
+        let link = Fault::LinkDelay {
+            at: us(962),
+            from: p0,
+            to: p1,
+            duration: us(1849),
+            delay: us(783),
+            jitter: Nanos::ZERO,
+        };
+        assert!(impairs(&link, p0) && impairs(&link, p1) && !impairs(&link, ProcessId(2)));
+        let mut short = Impairments::new(&m, &[], Nanos(980_965), us(300));
+        assert!(!short.admit(std::slice::from_ref(&link), |_| true, &m));
+        let mut long = Impairments::new(&m, &[], Nanos(5_000_000), us(300));
+        assert!(long.admit(std::slice::from_ref(&link), |_| true, &m));
+        assert!(long.faulty[0].is_empty());
+        let none = |_: ProcessId| false;
+        assert!(judge_halts(&[p0], &none, &[link], &m).is_empty());
     }
 }

@@ -393,27 +393,59 @@ mod tests {
         crate::sweep::assert_passes(&derived(180, 6_495_456));
     }
 
-    /// Seed 4475 of the 10,000-seed sweep at 02a9e8c (r320-cx3); it fails identically at
-    /// b1f219e, so it predates that session's changes.
+    /// Seed 4475 of the 10,000-seed sweep at 02a9e8c (r320-cx3); it failed identically at
+    /// b1f219e, so it predated that session's changes.
     ///
-    /// postmortem (open; "a correct server stopped"): one group of three, six clients, eviction
-    /// drawn short (981 us). The only faults: the link p0 -> p1 slowed by 783 us for 1849 us from
-    /// 962 us, and p1 paused 565 us at 2286 us. p0, the initial leader, is deposed (p1 stops
-    /// seeing its heartbeats), p2 takes over with p1's grant only (`granted [false, true,
-    /// true]`), recycles log slots without p0, and p0 halts on a lapped entry at std 372 while
-    /// the others reach 2900. The halt comes from `pump`: when p0's grant finally arrives, p2's
-    /// log (6 slots) no longer holds the entries p0 lacks, so p2 writes `halt` into p0's
-    /// `CTL`; p2 had stopped waiting for p0's progress after `evict`, as designed. The judge
-    /// counts a slowed link from p only when it goes to a client (`sweep::impairs`), so p0, a
-    /// leader whose heartbeats and entries reached its follower 783 us late (it looked dead to
-    /// it, which is why it was deposed), counts as correct. Open: most likely `impairs` should
-    /// count a slowed link from p to a member of p's own group (it makes p unresponsive to
-    /// its group, like a pause), which would allow this single halt (f = 1); check first that
-    /// p0 answered p2's permission request as soon as it could.
+    /// postmortem ("a correct server stopped"): one group of three, six clients, eviction
+    /// drawn short (981 us). The faults: the link p0 -> p1 slowed by 783 us for 1849 us from
+    /// 962 us, and p1 paused 565 us at 2286 us. p0, the initial leader, was deposed (p1 stopped
+    /// seeing its heartbeats), p2 took over with p1's grant only (`granted [false, true,
+    /// true]`), recycled log slots without p0, and when p0's grant came, p2's log (6 slots) no
+    /// longer held what p0 lacked, so `pump` wrote `halt` into p0's `CTL`, as designed after
+    /// `evict`. The judge counted a slowed link out of p only when it went to a client, so p0,
+    /// whose heartbeats and entries crawled to its follower, counted as correct; and the
+    /// drawer, counting only p1 as impaired, had let the link and p1's pause share a group
+    /// with f = 1. Fixed in the sweep: a slowed link impairs both of its ends
+    /// (`sweep::impairs`), so the drawer refuses this pair (the seed now draws p1's pause
+    /// alone) and p0's halt behind its own slowed link is an outcome. Not checked: whether p0
+    /// granted as early as it could; the pinned schedule below runs the halt and checks that
+    /// everything else holds.
     #[test]
-    #[ignore = "open bug, seed 4475: see the postmortem"]
     fn a_deposed_leader_behind_a_slow_link_is_not_lapped_into_a_halt() {
         crate::sweep::assert_passes(&derived(4475, 980_965));
+        let mut run = pinned(
+            4475,
+            "[-1]",
+            (3, 6, 6, 6),
+            DestPolicy::Adjacent(1),
+            53,
+            4795.216,
+            TieBreak::Fifo,
+            vec![
+                Fault::LinkDelay {
+                    at: us(962.192),
+                    from: ProcessId(0),
+                    to: ProcessId(1),
+                    duration: us(1849.356),
+                    delay: us(783.358),
+                    jitter: us(7.480),
+                },
+                Fault::Pause {
+                    at: us(2286.223),
+                    process: ProcessId(1),
+                    duration: us(564.425),
+                },
+            ],
+        );
+        run.cfg.timing.evict = Nanos(980_965);
+        run.phases = Phases::of(
+            run.fault_phase,
+            &run.faults,
+            run.cfg.timing.evict,
+            stages(&run.cfg.tree),
+        );
+        let out = crate::sweep::assert_passes(&run);
+        assert_eq!(out.halted, 1, "the scenario needs p0's halt");
     }
 
     /// CI's sweep: 50 seeds with faults, 0 violations (the long sweep is `harness check`).
