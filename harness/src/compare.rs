@@ -419,6 +419,44 @@ fn summary(w: &Workload, measured: &[Measured], commit: &str, contenders: &[Cont
     md
 }
 
+/// `harness compare`: prints the header, runs [`compare`], prints the summary.
+pub(crate) fn command(a: crate::CompareArgs) -> Result<std::process::ExitCode, String> {
+    use crate::COMMIT;
+    if a.max_clients == 0 {
+        return Err("--max-clients must be at least 1".into());
+    }
+    let w = Workload {
+        groups: a.groups,
+        replicas: a.replicas,
+        dest: a.dest,
+        size: a.size,
+        duration: a.duration,
+        seed: a.seed,
+        max_clients: a.max_clients,
+        profile: Profile::load(&a.profile).map_err(|e| e.to_string())?,
+    };
+    let out = a.out.join(a.name.unwrap_or_else(|| w.default_name()));
+    let labels: Vec<String> = a.protocols.iter().map(|c| c.label()).collect();
+    println!(
+        "harness compare: protocols={} groups={} replicas={} dest={} size={} duration={} runtime=sim profile={} seed={} commit={COMMIT} out={}",
+        labels.join(","),
+        w.groups,
+        w.replicas,
+        w.dest,
+        w.size,
+        w.duration,
+        w.profile.name,
+        w.seed,
+        out.display()
+    );
+    let md = compare(&w, &a.protocols, &out, COMMIT, &|line: &str| {
+        println!("{line}")
+    })?;
+    print!("{md}");
+    println!("wrote {}/summary.md", out.display());
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,9 +2,12 @@
 //! and `results/README.md`, the index of every figure under the results directory.
 
 use crate::figure::{verdicts, NO_CLAIMS};
+use crate::protocols::{self, PaperFigure};
+use crate::COMMIT;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::Instant;
 
 /// A figure the harness can reproduce: its name (also its directory) and what it shows.
@@ -66,6 +69,76 @@ pub(crate) fn reproduce(
     std::fs::write(root.join("README.md"), index)
         .map_err(|e| format!("cannot write {}: {e}", root.join("README.md").display()))?;
     Ok(done)
+}
+
+/// `harness figure NAME`.
+pub(crate) fn figure_command(a: crate::FigureArgs) -> Result<ExitCode, String> {
+    let f = paper_figure(&a.name);
+    let out = a
+        .out
+        .unwrap_or_else(|| PathBuf::from("results").join(f.name));
+    println!(
+        "harness figure {}: runtime=sim profile={} seed=1 commit={COMMIT} out={}",
+        f.name,
+        f.profile,
+        out.display()
+    );
+    (f.make)(&out, COMMIT, a.quick, &|line: &str| println!("{line}"))?;
+    println!("wrote {}/summary.md", out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The registered figure `name` (the command line only takes registered names).
+fn paper_figure(name: &str) -> &'static PaperFigure {
+    protocols::figures()
+        .find(|f| f.name == name)
+        .expect("clap takes only registered figure names")
+}
+
+/// `harness reproduce`.
+pub(crate) fn reproduce_command(a: crate::ReproduceArgs) -> Result<ExitCode, String> {
+    let figure = |f: &PaperFigure| Figure {
+        name: f.name.to_string(),
+        about: f.about.to_string(),
+    };
+    let wanted: Vec<Figure> = if a.all {
+        protocols::figures().map(figure).collect()
+    } else {
+        a.names.iter().map(|n| figure(paper_figure(n))).collect()
+    };
+    println!(
+        "harness reproduce: {} figures, runtime=sim seed=1 commit={COMMIT} out={}{}",
+        wanted.len(),
+        a.out.display(),
+        if a.quick { " (quick)" } else { "" }
+    );
+    let all: Vec<Figure> = protocols::figures().map(figure).collect();
+    let make = |f: &Figure, out: &Path, progress: &(dyn Fn(&str) + Sync)| {
+        (paper_figure(&f.name).make)(out, COMMIT, a.quick, progress)
+    };
+    let done = reproduce(&wanted, &all, &a.out, &make)?;
+    println!(
+        "{:<16} {:>8}  {:>10} {:>14} {:>16}",
+        "figure", "wall s", "reproduced", "not reproduced", "by construction"
+    );
+    let mut total = 0.0;
+    let mut sums = [0; 3];
+    for d in &done {
+        total += d.wall_s;
+        for (s, v) in sums.iter_mut().zip(d.verdicts) {
+            *s += v;
+        }
+        println!(
+            "{:<16} {:>8.1}  {:>10} {:>14} {:>16}",
+            d.name, d.wall_s, d.verdicts[0], d.verdicts[1], d.verdicts[2]
+        );
+    }
+    println!(
+        "{:<16} {:>8.1}  {:>10} {:>14} {:>16}",
+        "total", total, sums[0], sums[1], sums[2]
+    );
+    println!("wrote {}", a.out.join("README.md").display());
+    Ok(ExitCode::SUCCESS)
 }
 
 fn read(path: &Path) -> Result<String, String> {

@@ -873,6 +873,10 @@ where
 pub(crate) trait SeedRun: Sized + Send {
     /// The protocol's name on the command line.
     const PROTOCOL: &'static str;
+    /// One line for `check --help`: what the sweep injects and checks.
+    const ABOUT: &'static str;
+    /// The profile the sweep runs on unless told otherwise (the protocol's testbed).
+    const TESTBED: &'static str;
     /// The label of [`Outcome::extra`] in the report, if the protocol counts one.
     const EXTRA: Option<&'static str>;
     /// Derives every parameter of the run from `seed`.

@@ -2,3 +2,248 @@
 
 pub(crate) mod sim_speed;
 pub(crate) mod transport;
+
+use self::transport::{self as perf, Row, Runtime};
+use crate::{plot, RuntimeKind, SimSpeedArgs, TransportArgs, COMMIT};
+use ::transport::runtime::local::{thread_count, LocalConfig};
+use ::transport::runtime::sim::Profile;
+use ::transport::Nanos;
+use std::process::ExitCode;
+
+/// `harness bench transport`.
+pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
+    let mut sizes = if a.all {
+        perf::all_sizes()
+    } else {
+        a.sizes.clone()
+    };
+    if sizes.is_empty() {
+        sizes = vec![64];
+    }
+    let warmup = a.warmup.unwrap_or(a.iterations / 10);
+    let runtime = match a.runtime {
+        RuntimeKind::Sim => Runtime::Sim {
+            profile: Profile::load(&a.profile).map_err(|e| e.to_string())?,
+            seed: a.seed,
+        },
+        RuntimeKind::Local => {
+            if a.threads == Some(0) {
+                return Err("--threads must be at least 1".into());
+            }
+            Runtime::Local {
+                cfg: LocalConfig {
+                    threads: a.threads.unwrap_or(0),
+                    seed: a.seed,
+                    ..LocalConfig::default()
+                },
+            }
+        }
+    };
+    let threads = match &runtime {
+        Runtime::Local { cfg } => thread_count(cfg, 2),
+        Runtime::Sim { .. } => 1,
+    };
+    println!(
+        "harness bench transport: runtime={} seed={} commit={} iterations={} warmup={} tx_depth={} cq_mod={} threads={}",
+        runtime.name(),
+        a.seed,
+        COMMIT,
+        a.iterations,
+        warmup,
+        a.tx_depth,
+        a.cq_mod,
+        threads
+    );
+    if let Runtime::Sim { profile, .. } = &runtime {
+        println!("{}", profile.describe());
+    }
+    let bar = crate::progress::bar(sizes.len() as u64);
+    let mut rows = Vec::new();
+    for &bytes in &sizes {
+        bar.set_message(format!("{bytes} B"));
+        let params = perf::Params {
+            bytes,
+            warmup,
+            iterations: a.iterations,
+            tx_depth: a.tx_depth,
+            cq_mod: a.cq_mod,
+        };
+        let (lat, bw_avg, bw_peak, rate) = perf::measure(&runtime, params)?;
+        rows.push(Row {
+            runtime: runtime.name().to_string(),
+            profile: runtime.profile_name(),
+            bytes,
+            iterations: a.iterations,
+            t_min_us: lat.min,
+            t_max_us: lat.max,
+            t_typical_us: lat.typical,
+            t_avg_us: lat.avg,
+            t_stdev_us: lat.stdev,
+            t_p99_us: lat.p99,
+            t_p999_us: lat.p999,
+            bw_peak_gbps: bw_peak,
+            bw_avg_gbps: bw_avg,
+            msg_rate_mpps: rate,
+            warmup,
+            tx_depth: a.tx_depth,
+            cq_mod: a.cq_mod,
+            inline: bytes <= runtime.inline_max(),
+            threads,
+            seed: a.seed,
+            commit: COMMIT.to_string(),
+        });
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    print_tables(&rows);
+    if let Some(path) = &a.csv {
+        write_csv(path, &rows)?;
+        println!("wrote {}", path.display());
+    }
+    if let Some(path) = &a.png {
+        let caption = format!(
+            "RDMA write, runtime {} profile {} ({})",
+            runtime.name(),
+            runtime.profile_name(),
+            COMMIT
+        );
+        let lat = plot::Series {
+            label: "t_typical (half round trip)".into(),
+            points: rows
+                .iter()
+                .map(|r| (r.bytes as f64, r.t_typical_us))
+                .collect(),
+        };
+        let bw = plot::Series {
+            label: "average bandwidth".into(),
+            points: rows
+                .iter()
+                .map(|r| (r.bytes as f64, r.bw_avg_gbps))
+                .collect(),
+        };
+        let panels = [
+            plot::Panel {
+                title: "Write latency".into(),
+                x_label: "message size (bytes)".into(),
+                y_label: "latency (us, log scale)".into(),
+                log_y: true,
+                x: plot::XScale::Bytes,
+                series: vec![lat],
+            },
+            plot::Panel {
+                title: "Write bandwidth".into(),
+                x_label: "message size (bytes)".into(),
+                y_label: "bandwidth (Gb/s)".into(),
+                log_y: false,
+                x: plot::XScale::Bytes,
+                series: vec![bw],
+            },
+        ];
+        create_parent(path)?;
+        plot::draw_png(path, &caption, &panels)?;
+        println!("wrote {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_tables(rows: &[Row]) {
+    let line = "-".repeat(120);
+    println!("{line}");
+    println!("                    RDMA_Write Latency Test");
+    println!(
+        " {:<8} {:<12} {:>12} {:>12} {:>16} {:>12} {:>14} {:>22} {:>24}",
+        "#bytes",
+        "#iterations",
+        "t_min[usec]",
+        "t_max[usec]",
+        "t_typical[usec]",
+        "t_avg[usec]",
+        "t_stdev[usec]",
+        "99% percentile[usec]",
+        "99.9% percentile[usec]"
+    );
+    for r in rows {
+        println!(
+            " {:<8} {:<12} {:>12.2} {:>12.2} {:>16.2} {:>12.2} {:>14.2} {:>22.2} {:>24.2}",
+            r.bytes,
+            r.iterations,
+            r.t_min_us,
+            r.t_max_us,
+            r.t_typical_us,
+            r.t_avg_us,
+            r.t_stdev_us,
+            r.t_p99_us,
+            r.t_p999_us
+        );
+    }
+    println!("{line}");
+    println!("                    RDMA_Write BW Test");
+    println!(
+        " {:<8} {:<12} {:>16} {:>20} {:>16}",
+        "#bytes", "#iterations", "BW peak[Gb/sec]", "BW average[Gb/sec]", "MsgRate[Mpps]"
+    );
+    for r in rows {
+        println!(
+            " {:<8} {:<12} {:>16.2} {:>20.2} {:>16.6}",
+            r.bytes, r.iterations, r.bw_peak_gbps, r.bw_avg_gbps, r.msg_rate_mpps
+        );
+    }
+    println!("{line}");
+}
+
+fn create_parent(path: &std::path::Path) -> Result<(), String> {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create directory {}: {e}", dir.display())),
+        _ => Ok(()),
+    }
+}
+
+fn write_csv(path: &std::path::Path, rows: &[Row]) -> Result<(), String> {
+    create_parent(path)?;
+    let mut w = csv::Writer::from_path(path)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    for r in rows {
+        w.serialize(r)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    w.flush()
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// `harness bench sim`.
+pub(crate) fn run_sim(a: SimSpeedArgs) -> Result<ExitCode, String> {
+    let profile = Profile::load(&a.profile).map_err(|e| e.to_string())?;
+    let n = a.processes as usize;
+    println!(
+        "harness bench sim: workload=all-to-all-ping processes={n} duration={} repeat={} seed={} commit={COMMIT}",
+        Nanos::from_us(a.duration_us),
+        a.repeat,
+        a.seed
+    );
+    println!("{}", profile.describe());
+    let mut rates = Vec::new();
+    for r in 0..a.repeat {
+        let s = sim_speed::run(&profile, a.seed, n, Nanos::from_us(a.duration_us));
+        let rate = s.events as f64 / s.wall_s;
+        println!(
+            "run {}: {} events ({} polls, {} ops, {} round trips) in {:.3} s wall for {} simulated: {:.2} M events/s",
+            r + 1,
+            s.events,
+            s.polls,
+            s.ops,
+            s.round_trips,
+            s.wall_s,
+            s.virtual_time,
+            rate / 1e6
+        );
+        rates.push(rate);
+    }
+    rates.sort_by(f64::total_cmp);
+    println!(
+        "events per second: best {:.2} M, median {:.2} M",
+        rates[rates.len() - 1] / 1e6,
+        rates[rates.len() / 2] / 1e6
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -4,8 +4,9 @@
 //! protocol's seeded runs through [`crate::sweep::SeedRun`].
 //!
 //! Adding a protocol (see `harness/README.md`): its crate; a module here with a unit type
-//! implementing [`Multicast`] (and [`crate::experiment::Observed`] for its server) and its
-//! `SeedRun`; one line in [`REGISTRY`].
+//! implementing [`Multicast`] (and [`crate::experiment::Observed`] for its server), its
+//! `SeedRun` and its paper's figures; one line each in [`REGISTRY`], [`CHECKED`] and
+//! [`FIGURES`].
 
 pub(crate) mod ramcast;
 pub(crate) mod rdmc;
@@ -14,6 +15,7 @@ pub(crate) mod tram;
 use crate::experiment::{Experiment, Measured, Observed};
 use multicast::{Client, DestPolicy, LoadSpec, Membership, Node, Server, Tree};
 use std::fmt;
+use std::path::Path;
 use std::sync::Arc;
 use transport::runtime::local::LocalNic;
 use transport::runtime::sim::SimNic;
@@ -200,6 +202,82 @@ pub(crate) const REGISTRY: &[Entry] = &[
         deploy: deploy::<tram::Tram>,
         variants: Some(tram::TREES),
     },
+];
+
+/// Makes a figure: writes it under `out` (CSV, PNG, `summary.md`), stamping `commit`; `quick`
+/// asks for fewer points and shorter runs; `progress` gets a line per measured point.
+pub(crate) type MakeFigure = fn(
+    out: &Path,
+    commit: &str,
+    quick: bool,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<(), String>;
+
+/// A paper figure (or table) the harness reproduces: `harness figure NAME`.
+#[derive(Debug)]
+pub(crate) struct PaperFigure {
+    /// Its name on the command line, also its directory under `results/`.
+    pub(crate) name: &'static str,
+    /// One line for `--help` and the results index.
+    pub(crate) about: &'static str,
+    /// The profile it runs on, as `harness figure` announces it.
+    pub(crate) profile: &'static str,
+    /// Makes it.
+    pub(crate) make: MakeFigure,
+}
+
+/// Every paper figure, by protocol, in the order `--help` and the results index list them.
+pub(crate) const FIGURES: &[&[PaperFigure]] = &[
+    ramcast::figures::FIGURES,
+    tram::figures::FIGURES,
+    rdmc::figures::FIGURES,
+];
+
+/// Every paper figure, in order.
+pub(crate) fn figures() -> impl Iterator<Item = &'static PaperFigure> {
+    FIGURES.iter().flat_map(|f| f.iter())
+}
+
+/// `harness figure NAME` and `harness reproduce NAME...`: every figure's name, with its help.
+pub(crate) fn figure_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        figures().map(|f| clap::builder::PossibleValue::new(f.name).help(f.about)),
+    )
+}
+
+/// What `harness check --protocol NAME` sweeps, besides the transport model's chaos check.
+#[derive(Debug)]
+pub(crate) struct Checked {
+    /// Its name on the command line.
+    pub(crate) name: &'static str,
+    /// One line for `--help`: what its sweep injects and checks.
+    pub(crate) about: &'static str,
+    /// The profile its sweep runs on unless told otherwise.
+    pub(crate) testbed: &'static str,
+    /// Runs the sweep `check` asks for.
+    pub(crate) sweep: fn(&crate::CheckArgs) -> Result<std::process::ExitCode, String>,
+    /// Prints a sweep's report (merged from shards).
+    pub(crate) report: fn(&crate::sweep::Report) -> std::process::ExitCode,
+}
+
+impl Checked {
+    /// The entry of the protocol whose seeded runs are `R`.
+    pub(crate) const fn of<R: crate::sweep::SeedRun>() -> Checked {
+        Checked {
+            name: R::PROTOCOL,
+            about: R::ABOUT,
+            testbed: R::TESTBED,
+            sweep: crate::check::sweep::<R>,
+            report: crate::check::print_report::<R>,
+        }
+    }
+}
+
+/// Every protocol `harness check` sweeps under faults.
+pub(crate) const CHECKED: &[Checked] = &[
+    Checked::of::<ramcast::check::RamcastRun>(),
+    Checked::of::<tram::check::TramRun>(),
+    Checked::of::<rdmc::check::RdmcRun>(),
 ];
 
 /// The registered protocol called `name`.

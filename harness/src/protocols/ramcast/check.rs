@@ -122,6 +122,9 @@ impl RamcastRun {
 
 impl SeedRun for RamcastRun {
     const PROTOCOL: &'static str = "ramcast";
+    const ABOUT: &'static str =
+        "RamCast under crashes, client crashes, false suspicions, slow processes and link delays";
+    const TESTBED: &'static str = crate::testbed::RAMCAST;
     const EXTRA: Option<&'static str> = Some("Task 10 relay of a suspected client's message");
     fn derive(seed: u64) -> Self {
         RamcastRun::derive(seed)

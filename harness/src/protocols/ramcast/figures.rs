@@ -8,6 +8,7 @@ use crate::figure::{
     size_label, us, write, CLAIM_HEAD, TABLE_HEAD,
 };
 use crate::plot::{self, Series};
+use crate::protocols::PaperFigure;
 use multicast::DestPolicy;
 use ramcast::Config;
 use std::fmt::Write as _;
@@ -58,6 +59,22 @@ fn profile_note(profile: &Profile) -> String {
         profile.name, c.write_lat_us, c.write_bw_gbps, c.source
     )
 }
+
+/// RamCast's figures, on its testbed.
+pub(crate) const FIGURES: &[PaperFigure] = &[
+    PaperFigure {
+        name: "ramcast-fig4",
+        about: "RamCast Fig. 4: throughput and latency against message size, one group",
+        profile: crate::testbed::RAMCAST,
+        make: fig4,
+    },
+    PaperFigure {
+        name: "ramcast-fig5",
+        about: "RamCast Fig. 5: single-group and all-groups messages with 1, 2, 4, 8 groups",
+        profile: crate::testbed::RAMCAST,
+        make: fig5,
+    },
+];
 
 /// RamCast Fig. 4: message size, one group of three replicas.
 pub(crate) fn fig4(

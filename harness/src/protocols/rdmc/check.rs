@@ -115,6 +115,9 @@ impl RdmcRun {
 
 impl SeedRun for RdmcRun {
     const PROTOCOL: &'static str = "rdmc";
+    const ABOUT: &'static str =
+        "RDMC: random groups, algorithms and messages; members (roots too) crash mid-transfer; integrity, order, failure upcalls to every survivor, nobody hangs";
+    const TESTBED: &'static str = crate::testbed::RDMC;
     const EXTRA: Option<&'static str> = Some("failure upcalls");
 
     fn derive(seed: u64) -> RdmcRun {

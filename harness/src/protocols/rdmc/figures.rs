@@ -7,6 +7,7 @@ use crate::experiment::Where;
 use crate::figure::{claim, claim_by_construction, panel, write, CLAIM_HEAD, NO_CLAIMS};
 use crate::plot::{self, Series, XScale};
 use crate::protocols::rdmc::{show_bytes, write_rows, BulkResult, BulkSpec, Row};
+use crate::protocols::PaperFigure;
 use rdmc::Algorithm;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -127,6 +128,55 @@ fn series(label: &str, points: Vec<(f64, f64)>) -> Series {
         points,
     }
 }
+
+/// RDMC's figures, each panel on the profile of the cluster the paper ran it on.
+pub(crate) const FIGURES: &[PaperFigure] = &[
+    PaperFigure {
+        name: "rdmc-fig4",
+        about: "RDMC Fig. 4/5: time breakdown of one 256 MB transfer to a group of 4 (stampede-fdr)",
+        profile: PER_PANEL,
+        make: fig4,
+    },
+    PaperFigure {
+        name: "rdmc-fig6",
+        about: "RDMC Fig. 6: bandwidth against block size, 4..256 MB, group of 4 (stampede-fdr)",
+        profile: PER_PANEL,
+        make: fig6,
+    },
+    PaperFigure {
+        name: "rdmc-fig7-9",
+        about: "RDMC Figs. 7-9: pipeline bandwidth against group size on sierra-qdr (to 512 nodes), stampede-fdr and fractus-100g",
+        profile: PER_PANEL,
+        make: fig7_9,
+    },
+    PaperFigure {
+        name: "rdmc-fig10-11",
+        about: "RDMC Figs. 10-11: sequential, chain, tree and pipeline against each other, 8 and 256 MB",
+        profile: PER_PANEL,
+        make: fig10_11,
+    },
+    PaperFigure {
+        name: "rdmc-fig12",
+        about: "RDMC Fig. 12: latency against group size, pipeline and sequential (sierra-qdr)",
+        profile: PER_PANEL,
+        make: fig12,
+    },
+    PaperFigure {
+        name: "rdmc-fig13-14",
+        about: "RDMC Figs. 13-14: concurrent senders, each member a root (fractus-100g)",
+        profile: PER_PANEL,
+        make: fig13_14,
+    },
+    PaperFigure {
+        name: "rdmc-fig15",
+        about: "RDMC Fig. 15: 1-byte messages per second against group size (fractus-100g)",
+        profile: PER_PANEL,
+        make: fig15,
+    },
+];
+
+/// What `harness figure` announces as an RDMC figure's profile.
+const PER_PANEL: &str = "per panel, named in summary.md";
 
 /// RDMC Fig. 4 (and Fig. 5): where the time of one 256 MB transfer to a group of 4 goes.
 pub(crate) fn fig4(

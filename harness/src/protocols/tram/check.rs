@@ -125,6 +125,9 @@ impl TramRun {
 
 impl SeedRun for TramRun {
     const PROTOCOL: &'static str = "tram";
+    const ABOUT: &'static str =
+        "TRAM on random trees under the same faults, leaders of several groups crashing at once";
+    const TESTBED: &'static str = crate::testbed::TRAM;
     const EXTRA: Option<&'static str> = None;
 
     fn derive(seed: u64) -> Self {

@@ -12,6 +12,7 @@ use crate::figure::{
     CLAIM_HEAD,
 };
 use crate::plot::{self, Panel, Series};
+use crate::protocols::PaperFigure;
 use multicast::{DestPolicy, Tree};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -256,6 +257,40 @@ fn note(profile: &Profile, commit: &str, name: &str, duration: Nanos) -> String 
         duration.as_us_f64() / 1000.0
     )
 }
+
+/// TRAM's figures and its Table 1, on its testbed.
+pub(crate) const FIGURES: &[PaperFigure] = &[
+    PaperFigure {
+        name: "tram-fig5",
+        about: "TRAM Fig. 5: uniform random destinations, trees base/breadth/depth against RamCast",
+        profile: crate::testbed::TRAM,
+        make: |out, commit, quick, progress| fig5_6(out, commit, false, quick, progress),
+    },
+    PaperFigure {
+        name: "tram-fig6",
+        about: "TRAM Fig. 6: destinations adjacent in the tree (\"genuine\" workload)",
+        profile: crate::testbed::TRAM,
+        make: |out, commit, quick, progress| fig5_6(out, commit, true, quick, progress),
+    },
+    PaperFigure {
+        name: "tram-fig7",
+        about: "TRAM Fig. 7: payload 64 B .. 16 KB to all 8 groups",
+        profile: crate::testbed::TRAM,
+        make: fig7,
+    },
+    PaperFigure {
+        name: "tram-fig8",
+        about: "TRAM Fig. 8: the simple tree with 1..7 replicas per group",
+        profile: crate::testbed::TRAM,
+        make: fig8,
+    },
+    PaperFigure {
+        name: "tram-table1",
+        about: "TRAM Table 1: failover latency, leader change in all 8 groups at once, three times",
+        profile: crate::testbed::TRAM,
+        make: crate::protocols::tram::table1::table1,
+    },
+];
 
 /// TRAM Fig. 5 (uniform random destinations) and Fig. 6 (adjacent destinations).
 pub(crate) fn fig5_6(

@@ -1,0 +1,260 @@
+//! `harness check`: seeded sweeps under faults of the transport model (chaos) and of every
+//! protocol with a [`SeedRun`], sharded, merged, reported.
+
+use crate::protocols::{self, Checked};
+use crate::sweep::{self, SeedRun};
+use crate::{check_chaos, CheckArgs, COMMIT};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use transport::runtime::sim::{Profile, DEFAULT_PROFILE};
+
+/// What `--protocol` names besides the protocols of [`protocols::CHECKED`]: the transport
+/// model's own check.
+pub(crate) const CHAOS: &str = "chaos";
+
+/// `check --protocol`: the chaos check and every protocol with a seeded sweep.
+pub(crate) fn targets() -> clap::builder::PossibleValuesParser {
+    let chaos = clap::builder::PossibleValue::new(CHAOS).help(
+        "The transport model itself: random ops under random faults, checked against the model",
+    );
+    clap::builder::PossibleValuesParser::new(
+        std::iter::once(chaos).chain(
+            protocols::CHECKED
+                .iter()
+                .map(|c| clap::builder::PossibleValue::new(c.name).help(c.about)),
+        ),
+    )
+}
+
+/// The checked protocol called `name`, if it is one (else it is the chaos check).
+fn checked(name: &str) -> Option<&'static Checked> {
+    protocols::CHECKED.iter().find(|c| c.name == name)
+}
+
+/// The profile a `check` runs on: `--profile`, else the protocol's testbed.
+fn check_profile(a: &CheckArgs) -> String {
+    a.profile.clone().unwrap_or_else(|| {
+        checked(&a.protocol)
+            .map_or(DEFAULT_PROFILE, |c| c.testbed)
+            .into()
+    })
+}
+
+/// The seeds a `check` covers and whether to print each run's parameters; prints the header.
+fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<(Profile, Vec<u64>, bool), String> {
+    let profile = Profile::load(&check_profile(a)).map_err(|e| e.to_string())?;
+    let (k, n) = a.shard.unwrap_or((0, 1));
+    let (seeds, verbose): (Vec<u64>, bool) = match a.seed {
+        Some(s) => (vec![s], true),
+        None => (
+            (a.first_seed..a.first_seed.saturating_add(a.seeds))
+                .skip(k as usize)
+                .step_by(n as usize)
+                .collect(),
+            a.verbose,
+        ),
+    };
+    let shard = a
+        .shard
+        .map_or(String::new(), |(k, n)| format!(" shard={k}/{n}"));
+    println!(
+        "harness check: protocol={protocol} seeds={} first={}{shard} determinism={} commit={COMMIT}",
+        seeds.len(),
+        seeds.first().copied().unwrap_or(0),
+        a.check_determinism
+    );
+    println!("{}", profile.describe());
+    Ok((profile, seeds, verbose))
+}
+
+/// A seeded sweep of one protocol under faults, each run checked against its properties.
+pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
+    let (profile, seeds, verbose) = check_preamble(a, R::PROTOCOL)?;
+    // A report file that cannot be written fails now, not after the sweep.
+    if let Some(path) = &a.report {
+        std::fs::write(path, "").map_err(|e| format!("--report {}: {e}", path.display()))?;
+    }
+    let bar = crate::progress::bar(seeds.len() as u64);
+    let start = std::time::Instant::now();
+    let mut failed = Vec::new();
+    let mut tally = sweep::Tally::default();
+    let mut error = None;
+    let jobs = a.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |j| j as usize,
+    );
+    sweep::run_seeds::<R>(
+        &seeds,
+        &profile,
+        a.check_determinism,
+        jobs,
+        |seed, run, out| {
+            if verbose {
+                bar.suspend(|| println!("{}", run.describe()));
+            }
+            tally.add(run.kinds(), out);
+            if !out.violations.is_empty() || out.divergence.is_some() {
+                failed.push(seed);
+                bar.suspend(|| {
+                    println!("FAILED seed {seed}: {}", run.describe());
+                    for v in out.violations.iter().take(10) {
+                        println!("  violation: {v}");
+                    }
+                    if let Some(d) = &out.divergence {
+                        println!("  nondeterminism: {d}");
+                    }
+                    if verbose {
+                        for s in &out.states {
+                            println!("  state: {s}");
+                        }
+                    }
+                    println!(
+                        "  replay: harness check --protocol {} --seed {seed} --profile {}",
+                        R::PROTOCOL,
+                        profile.name
+                    );
+                });
+                if let (Some(dir), Some(log)) = (&a.log, &out.log) {
+                    let d = dir.join(format!("seed-{seed}"));
+                    match log.write_csv(&d) {
+                        Ok(()) => bar.suspend(|| println!("  log: {}", d.display())),
+                        Err(e) => error = error.take().or(Some(e.to_string())),
+                    }
+                }
+            }
+            bar.inc(1);
+        },
+    )?;
+    bar.finish_and_clear();
+    let report = sweep::Report {
+        protocol: R::PROTOCOL.to_string(),
+        profile: profile.name.clone(),
+        commit: COMMIT.to_string(),
+        first: a.first_seed,
+        seeds: a.seeds,
+        shard: a.shard.unwrap_or((0, 1)),
+        runs: seeds.len() as u64,
+        wall_s: start.elapsed().as_secs_f64(),
+        failed,
+        tally,
+    };
+    // The verdict is printed first: a failed write below must not lose the sweep's result.
+    let code = print_report::<R>(&report);
+    if let Some(path) = &a.report {
+        let text = toml::to_string(&report).map_err(|e| e.to_string())?;
+        std::fs::write(path, text).map_err(|e| format!("--report {}: {e}", path.display()))?;
+    }
+    match error {
+        Some(e) => Err(format!("a delivery log could not be written: {e}")),
+        None => Ok(code),
+    }
+}
+
+/// A sweep's last lines: runs, the tally, the verdict.
+pub(crate) fn print_report<R: SeedRun>(r: &sweep::Report) -> ExitCode {
+    println!(
+        "{} runs in {:.1} s: {} failed; {} events, {} server deliveries",
+        r.runs,
+        r.wall_s,
+        r.failed.len(),
+        r.tally.events,
+        r.tally.delivered
+    );
+    println!("{}", R::tally_line(&r.tally));
+    if r.failed.is_empty() {
+        println!("0 violations");
+        ExitCode::SUCCESS
+    } else {
+        println!("failing seeds: {:?}", r.failed);
+        ExitCode::FAILURE
+    }
+}
+
+/// `check --merge`: the report of a sweep run in shards, from the shards' `--report` files.
+fn merge_reports(paths: &[PathBuf]) -> Result<ExitCode, String> {
+    let mut reports = Vec::new();
+    for path in paths {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let r: sweep::Report = toml::from_str(&text).map_err(|e| {
+            format!(
+                "{}: not a report written by `harness check --report`: {e}",
+                path.display()
+            )
+        })?;
+        reports.push(r);
+    }
+    let (all, missing) = sweep::Report::merge(reports)?;
+    println!(
+        "harness check --merge: {} reports, protocol={} profile={} seeds={} first={} commit={} (run times summed over shards)",
+        paths.len(),
+        all.protocol,
+        all.profile,
+        all.seeds,
+        all.first,
+        all.commit
+    );
+    if !missing.is_empty() {
+        println!(
+            "warning: shards {missing:?} of {} are missing: this covers {} of the sweep's {} seeds",
+            all.shard.1, all.runs, all.seeds
+        );
+    }
+    match checked(&all.protocol) {
+        Some(c) => Ok((c.report)(&all)),
+        None => {
+            let names: Vec<&str> = protocols::CHECKED.iter().map(|c| c.name).collect();
+            Err(format!(
+                "cannot merge reports of `{}`: only the sweeps of {} write them",
+                all.protocol,
+                names.join(", ")
+            ))
+        }
+    }
+}
+
+/// `harness check`.
+pub(crate) fn command(a: CheckArgs) -> Result<ExitCode, String> {
+    if !a.merge.is_empty() {
+        return merge_reports(&a.merge);
+    }
+    if let Some(c) = checked(&a.protocol) {
+        return (c.sweep)(&a);
+    }
+    if a.report.is_some() {
+        return Err("--report is for the protocols' sweeps; chaos prints its report".into());
+    }
+    let (profile, seeds, verbose) = check_preamble(&a, CHAOS)?;
+    let processes = a.processes.map(|n| n as usize);
+    let bar = crate::progress::bar(seeds.len() as u64);
+    let s = check_chaos::sweep(
+        seeds.into_iter(),
+        processes,
+        &profile,
+        a.check_determinism,
+        verbose,
+        |_| bar.inc(1),
+    );
+    bar.finish_and_clear();
+    println!(
+        "{} runs in {:.1} s: {} failed; {} events; runs with crash {}, revoke {}, pause/slow {}, link delay {}",
+        s.runs,
+        s.wall_s,
+        s.failed.len(),
+        s.events,
+        s.with_crash,
+        s.with_revoke,
+        s.with_pause_or_slow,
+        s.with_link_delay
+    );
+    println!(
+        "completions: success {}, access denied {}, peer unreachable {}, flushed {}",
+        s.statuses[0], s.statuses[1], s.statuses[2], s.statuses[3]
+    );
+    if s.failed.is_empty() {
+        println!("0 violations");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("failing seeds: {:?}", s.failed);
+        Ok(ExitCode::FAILURE)
+    }
+}

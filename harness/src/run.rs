@@ -1,0 +1,241 @@
+//! `harness run`: one experiment of a registered atomic multicast protocol, or an RDMC bulk
+//! transfer, on the simulator or on threads.
+
+use crate::{experiment, protocols, testbed, RunArgs, RuntimeKind, COMMIT, RDMC};
+use std::process::ExitCode;
+use transport::runtime::sim::Profile;
+use transport::Nanos;
+
+/// The deployment `harness run` asks for, checked.
+fn deployment(a: &RunArgs) -> Result<protocols::Deployment, String> {
+    let rdmc_only = [
+        ("--algorithm", a.algorithm.is_some()),
+        ("--nodes", a.nodes.is_some()),
+        ("--block-size", a.block_size.is_some()),
+        ("--senders", a.senders.is_some()),
+        ("--racks", a.racks.is_some()),
+        ("--messages", a.messages.is_some()),
+        ("--timeout", a.timeout.is_some()),
+    ];
+    if let Some((flag, _)) = rdmc_only.iter().find(|f| f.1) {
+        return Err(format!("{flag} is for --protocol rdmc"));
+    }
+    let shape = protocols::Shape {
+        groups: a.groups,
+        tree: a.tree.clone(),
+        replicas: a.replicas,
+        clients: a.clients,
+        size: a.size.unwrap_or(64),
+        dest: a.dest,
+        slots: a.slots,
+        log_slots: a.log_slots,
+        slot_bytes: a.slot_bytes,
+        dest_tree: None,
+    };
+    (protocols::find(&a.protocol)?.deploy)(&shape)
+}
+
+/// `harness run`.
+pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
+    if a.protocol == RDMC {
+        return run_bulk(a);
+    }
+    let deploy = deployment(&a)?;
+    let profile_name = a.profile.clone().unwrap_or_else(|| {
+        protocols::find(&a.protocol)
+            .map_or("", |p| p.testbed)
+            .into()
+    });
+    let profile = Profile::load(&profile_name).map_err(|e| e.to_string())?;
+    let runtime = match a.runtime {
+        RuntimeKind::Sim => experiment::Where::Sim,
+        RuntimeKind::Local => experiment::Where::Local {
+            threads: a.threads.unwrap_or(0),
+        },
+    };
+    let e = experiment::Experiment {
+        deploy,
+        dest: a.dest,
+        size: a.size.unwrap_or(64),
+        warmup: a.warmup.unwrap_or(Nanos(a.duration.as_nanos() / 10)),
+        duration: a.duration,
+        runtime,
+        profile,
+        seed: a.seed,
+        log: a.log.is_some(),
+        dest_tree: None,
+    };
+    let (groups, replicas, clients) = e.deploy.shape();
+    let (slot_bytes, slots) = e.deploy.slots();
+    let tree = e
+        .deploy
+        .tree()
+        .map_or(String::new(), |t| format!(" tree={t}"));
+    println!(
+        "harness run: protocol={} runtime={} profile={} seed={} commit={COMMIT}\n  groups={groups} replicas={replicas} clients={clients}{tree} size={} dest={} warmup={} duration={} slot_bytes={slot_bytes} slots={slots}",
+        e.deploy.protocol(),
+        e.runtime_name(),
+        e.profile.name,
+        e.seed,
+        e.size,
+        e.dest,
+        e.warmup,
+        e.duration,
+    );
+    println!(
+        "regions (fixed for the whole run: circular buffers): {}",
+        e.deploy.regions()
+    );
+    let m = e.run();
+    let q = |x: f64| m.latency.value_at_quantile(x) as f64 / 1000.0;
+    println!(
+        "delivered {} multicasts in the window: {:.0} msg/s; latency p50 {:.2} us, p95 {:.2} us, p99 {:.2} us; server deliveries {}; groups that changed leader {}; wall {:.2} s",
+        m.delivered,
+        m.throughput,
+        q(0.5),
+        q(0.95),
+        q(0.99),
+        m.server_deliveries,
+        m.leader_changes,
+        m.wall.as_secs_f64()
+    );
+    if let Some(cpu) = m.cpu.filter(|_| e.runtime != experiment::Where::Sim) {
+        if m.server_deliveries > 0 {
+            println!(
+                "cpu {:.2} s: {:.0} ns of CPU per server delivery, {:.0} ns per completed multicast",
+                cpu.as_secs_f64(),
+                cpu.as_nanos() as f64 / m.server_deliveries as f64,
+                cpu.as_nanos() as f64 / m.delivered.max(1) as f64
+            );
+        }
+    }
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        experiment::write_summary(&dir.join("summary.csv"), &[e.summary_row(&m, COMMIT)])?;
+        experiment::write_cdf(&dir.join("latency_cdf.csv"), &m.latency)?;
+        println!("wrote {}/summary.csv and latency_cdf.csv", dir.display());
+    }
+    if let (Some(dir), Some(log)) = (&a.log, &m.log) {
+        log.write_csv(dir).map_err(|e| e.to_string())?;
+        let v = multicast::check(log);
+        println!(
+            "delivery log in {}: {} processes, {} multicasts, {} deliveries; {} violations",
+            dir.display(),
+            log.processes.len(),
+            log.multicasts.len(),
+            log.deliveries.values().map(Vec::len).sum::<usize>(),
+            v.len()
+        );
+        for x in v.iter().take(10) {
+            println!("  violation: {x}");
+        }
+        if !v.is_empty() {
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `harness run --protocol rdmc`.
+fn run_bulk(a: RunArgs) -> Result<ExitCode, String> {
+    let multicast_only = [
+        ("--groups", a.groups.is_some()),
+        ("--tree", a.tree.is_some()),
+        ("--slot-bytes", a.slot_bytes.is_some()),
+        ("--warmup", a.warmup.is_some()),
+        ("--log", a.log.is_some()),
+    ];
+    if let Some((flag, _)) = multicast_only.iter().find(|f| f.1) {
+        return Err(format!(
+            "{flag} is for the atomic multicast protocols; rdmc takes --nodes, --size, --block-size, --algorithm, --senders, --racks, --messages"
+        ));
+    }
+    let profile_name = a.profile.clone().unwrap_or_else(|| testbed::RDMC.into());
+    let spec = protocols::rdmc::BulkSpec {
+        algorithm: a.algorithm.unwrap_or(rdmc::Algorithm::BinomialPipeline),
+        nodes: a.nodes.unwrap_or(4),
+        size: a.size.unwrap_or(256 << 20),
+        block_size: a.block_size.unwrap_or(1 << 20),
+        senders: a.senders.unwrap_or(1),
+        racks: a.racks.unwrap_or(1),
+        messages: a.messages.unwrap_or(1),
+        runtime: match a.runtime {
+            RuntimeKind::Sim => experiment::Where::Sim,
+            RuntimeKind::Local => experiment::Where::Local {
+                threads: a.threads.unwrap_or(0),
+            },
+        },
+        profile: Profile::load(&profile_name).map_err(|e| e.to_string())?,
+        seed: a.seed,
+        timeout: a.timeout.unwrap_or(Nanos(600_000_000_000)),
+    };
+    spec.validate()?;
+    println!(
+        "harness run: protocol=rdmc runtime={} profile={} seed={} commit={COMMIT}\n  algorithm={} nodes={} size={} block={} ({} blocks) senders={} racks={} messages={}",
+        match spec.runtime {
+            experiment::Where::Sim => "sim",
+            experiment::Where::Local { .. } => "local",
+        },
+        spec.profile.name,
+        spec.seed,
+        spec.algorithm,
+        spec.nodes,
+        protocols::rdmc::show_bytes(spec.size),
+        protocols::rdmc::show_bytes(spec.block_size),
+        spec.blocks(),
+        spec.senders,
+        spec.racks,
+        spec.messages
+    );
+    let r = spec.run()?;
+    let ms = |t: Nanos| t.as_nanos() as f64 / 1e6;
+    for t in r.transfers.iter().take(8) {
+        println!(
+            "group {} message {}: {} receivers; last at {:.3} ms -> {:.2} Gb/s; first at {:.3} ms, skew {:.1} us",
+            t.group,
+            t.msg,
+            t.receivers,
+            ms(t.last),
+            t.gbps(spec.size),
+            ms(t.first),
+            t.skew().as_nanos() as f64 / 1e3
+        );
+    }
+    if r.transfers.len() > 8 {
+        println!("... {} more messages", r.transfers.len() - 8);
+    }
+    let row = spec.row(&r, COMMIT);
+    println!(
+        "bandwidth (size / time until every receiver has it): mean {:.2} Gb/s, sd {:.2}; aggregate {:.2} Gb/s received per node; {:.0} messages/s; mean skew {:.1} us",
+        row.gbps_mean, row.gbps_sd, row.aggregate_gbps, row.messages_per_s, row.skew_us_mean
+    );
+    println!(
+        "verified: {} of {} receiver deliveries intact; {} corrupt, {} missing, {} failure upcalls",
+        r.transfers
+            .iter()
+            .map(|t| t.receivers)
+            .sum::<usize>()
+            .saturating_sub(r.corrupt),
+        spec.senders * spec.messages * (spec.nodes - 1),
+        r.corrupt,
+        r.missing,
+        r.failures
+    );
+    println!(
+        "wall {:.2} s{}; peak memory {}",
+        r.wall.as_secs_f64(),
+        r.events
+            .map_or(String::new(), |e| format!(", {e} simulator events")),
+        protocols::rdmc::peak_rss().map_or("unknown".into(), |b| format!("{} MiB", b >> 20))
+    );
+    if let Some(dir) = &a.out {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        protocols::rdmc::write_rows(&dir.join("summary.csv"), &[row])?;
+        println!("wrote {}/summary.csv", dir.display());
+    }
+    Ok(if r.clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
