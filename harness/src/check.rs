@@ -2,11 +2,11 @@
 //! protocol with a [`SeedRun`], sharded, merged, reported.
 
 use crate::protocols::{self, Checked};
-use crate::sweep::{self, SeedRun};
+use crate::sweep::{self, Model, SeedRun};
 use crate::{check_chaos, CheckArgs, COMMIT};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use transport::runtime::sim::{Profile, DEFAULT_PROFILE};
+use transport::runtime::sim::{Profile, Software, DEFAULT_PROFILE, DEFAULT_SOFTWARE};
 
 /// What `--protocol` names besides the protocols of [`protocols::CHECKED`]: the transport
 /// model's own check.
@@ -41,8 +41,11 @@ fn check_profile(a: &CheckArgs) -> String {
 }
 
 /// The seeds a `check` covers and whether to print each run's parameters; prints the header.
-fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<(Profile, Vec<u64>, bool), String> {
-    let profile = Profile::load(&check_profile(a)).map_err(|e| e.to_string())?;
+fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<(Model, Vec<u64>, bool), String> {
+    let model = Model {
+        profile: Profile::load(&check_profile(a)).map_err(|e| e.to_string())?,
+        software: Software::load(&a.software).map_err(|e| e.to_string())?,
+    };
     let (k, n) = a.shard.unwrap_or((0, 1));
     let (seeds, verbose): (Vec<u64>, bool) = match a.seed {
         Some(s) => (vec![s], true),
@@ -63,13 +66,14 @@ fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<(Profile, Vec<u64>, b
         seeds.first().copied().unwrap_or(0),
         a.check_determinism
     );
-    println!("{}", profile.describe());
-    Ok((profile, seeds, verbose))
+    println!("{}", model.profile.describe());
+    println!("{}", model.software.describe());
+    Ok((model, seeds, verbose))
 }
 
 /// A seeded sweep of one protocol under faults, each run checked against its properties.
 pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
-    let (profile, seeds, verbose) = check_preamble(a, R::PROTOCOL)?;
+    let (model, seeds, verbose) = check_preamble(a, R::PROTOCOL)?;
     // A report file that cannot be written fails now, not after the sweep.
     if let Some(path) = &a.report {
         std::fs::write(path, "").map_err(|e| format!("--report {}: {e}", path.display()))?;
@@ -85,7 +89,7 @@ pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
     );
     sweep::run_seeds::<R>(
         &seeds,
-        &profile,
+        &model,
         a.check_determinism,
         jobs,
         |seed, run, out| {
@@ -109,9 +113,10 @@ pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
                         }
                     }
                     println!(
-                        "  replay: harness check --protocol {} --seed {seed} --profile {}",
+                        "  replay: harness check --protocol {} --seed {seed} --profile {} --software {}",
                         R::PROTOCOL,
-                        profile.name
+                        model.profile.name,
+                        a.software
                     );
                 });
                 if let (Some(dir), Some(log)) = (&a.log, &out.log) {
@@ -128,7 +133,8 @@ pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
     bar.finish_and_clear();
     let report = sweep::Report {
         protocol: R::PROTOCOL.to_string(),
-        profile: profile.name.clone(),
+        profile: model.profile.name.clone(),
+        software: model.software.name.clone(),
         commit: COMMIT.to_string(),
         first: a.first_seed,
         seeds: a.seeds,
@@ -223,7 +229,12 @@ pub(crate) fn command(a: CheckArgs) -> Result<ExitCode, String> {
     if a.report.is_some() {
         return Err("--report is for the protocols' sweeps; chaos prints its report".into());
     }
-    let (profile, seeds, verbose) = check_preamble(&a, CHAOS)?;
+    if a.software != DEFAULT_SOFTWARE {
+        return Err(
+            "--software prices the work protocols report; chaos runs none (leave it out)".into(),
+        );
+    }
+    let (Model { profile, .. }, seeds, verbose) = check_preamble(&a, CHAOS)?;
     let processes = a.processes.map(|n| n as usize);
     let bar = crate::progress::bar(seeds.len() as u64);
     let s = check_chaos::sweep(

@@ -21,7 +21,7 @@ use crate::protocols::{self, Shape};
 use multicast::{DestPolicy, Tree};
 use std::fmt::Write as _;
 use std::path::Path;
-use transport::runtime::sim::Profile;
+use transport::runtime::sim::{Profile, Software, DEFAULT_SOFTWARE};
 use transport::Nanos;
 
 /// A protocol and its variant, as `--protocols` names it: `ramcast`, `tram` (its default
@@ -130,13 +130,21 @@ pub(crate) struct Workload {
     pub(crate) max_clients: usize,
     /// The simulator's profile.
     pub(crate) profile: Profile,
+    /// The software profile: what each protocol's reported work costs.
+    pub(crate) software: Software,
 }
 
 impl Workload {
-    /// The directory name a comparison gets when none is given: `random4-64B-8x3`.
+    /// The directory name a comparison gets when none is given: `random4-64B-8x3` (with
+    /// `-SOFTWARE` after it under a software profile other than none).
     pub(crate) fn default_name(&self) -> String {
+        let software = if self.software.name == DEFAULT_SOFTWARE {
+            String::new()
+        } else {
+            format!("-{}", self.software.name)
+        };
         format!(
-            "{}-{}B-{}x{}",
+            "{}-{}B-{}x{}{software}",
             self.dest.to_string().replace(':', ""),
             self.size,
             self.groups,
@@ -145,7 +153,7 @@ impl Workload {
     }
 
     /// The common flags of a run (slots at their defaults, slot size from the message size).
-    fn shape_of(
+    pub(crate) fn shape_of(
         groups: usize,
         replicas: usize,
         size: usize,
@@ -226,6 +234,7 @@ impl Workload {
             duration,
             runtime: Where::Sim,
             profile: self.profile.clone(),
+            software: self.software.clone(),
             seed: self.seed,
             log: false,
         }
@@ -354,9 +363,11 @@ fn summary(w: &Workload, measured: &[Measured], commit: &str, contenders: &[Cont
     let spec: Vec<String> = contenders.iter().map(Contender::label).collect();
     let mut md = format!(
         "# Comparison: {}\n\nCommand: `harness compare --protocols {} --groups {} --replicas {} \
-         --dest {} --size {} --duration {} --seed {} --profile {}` (commit {commit}).\n\n\
+         --dest {} --size {} --duration {} --seed {} --profile {} --software {}` (commit \
+         {commit}).\n\n\
          Every protocol ran the same workload: seed {}, {} groups of {} replicas, the same client \
-         processes drawing the same destinations, {} B messages, profile `{}` on the simulator. \
+         processes drawing the same destinations, {} B messages, profile `{}` and software \
+         profile `{}` on the simulator. \
          Latency at 1 client: {} of simulated time. Throughput: clients doubled from 1 until it \
          grew by less than 5% (at most {} clients), {} per point after a 10% warm-up; \
          \"at saturation\" is the point of highest throughput. Files: `runs.csv` (every run, \
@@ -370,11 +381,13 @@ fn summary(w: &Workload, measured: &[Measured], commit: &str, contenders: &[Cont
         w.duration,
         w.seed,
         w.profile.name,
+        w.software.name,
         w.seed,
         w.groups,
         w.replicas,
         w.size,
         w.profile.name,
+        w.software.name,
         Nanos(w.duration.as_nanos() * 2),
         w.max_clients,
         w.duration
@@ -411,10 +424,16 @@ fn summary(w: &Workload, measured: &[Measured], commit: &str, contenders: &[Cont
             us(&m.one.m.latency, 0.5) / us(&first.one.m.latency, 0.5),
         );
     }
-    md.push_str(
+    let _ = writeln!(
+        md,
         "\nA maximum marked \"still growing\" stopped at the client cap: a lower bound. These are \
-         simulator numbers: the model charges NIC and wire costs and a fixed cost per poll, \
-         not each protocol's software cost per message (see the figures' summaries).\n",
+         simulator numbers: the model charges NIC and wire costs, a fixed cost per poll, and \
+         the work each protocol reports at the software profile's prices ({}).",
+        if w.software.costs.is_free() {
+            "none here: no software cost per message, see the figures' summaries"
+        } else {
+            "see its file"
+        },
     );
     md
 }
@@ -434,11 +453,12 @@ pub(crate) fn command(a: crate::CompareArgs) -> Result<std::process::ExitCode, S
         seed: a.seed,
         max_clients: a.max_clients,
         profile: Profile::load(&a.profile).map_err(|e| e.to_string())?,
+        software: Software::load(&a.software).map_err(|e| e.to_string())?,
     };
     let out = a.out.join(a.name.unwrap_or_else(|| w.default_name()));
     let labels: Vec<String> = a.protocols.iter().map(|c| c.label()).collect();
     println!(
-        "harness compare: protocols={} groups={} replicas={} dest={} size={} duration={} runtime=sim profile={} seed={} commit={COMMIT} out={}",
+        "harness compare: protocols={} groups={} replicas={} dest={} size={} duration={} runtime=sim profile={} software={} seed={} commit={COMMIT} out={}",
         labels.join(","),
         w.groups,
         w.replicas,
@@ -446,6 +466,7 @@ pub(crate) fn command(a: crate::CompareArgs) -> Result<std::process::ExitCode, S
         w.size,
         w.duration,
         w.profile.name,
+        w.software.name,
         w.seed,
         out.display()
     );
@@ -471,6 +492,7 @@ mod tests {
             seed: 5,
             max_clients: 2,
             profile: Profile::load("r320-cx3").expect("built-in"),
+            software: Software::none(),
         }
     }
 

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use transport::runtime::local::{LocalConfig, LocalNic, LocalRuntime};
-use transport::runtime::sim::{Profile, Sim, SimConfig, SimNic};
+use transport::runtime::sim::{Profile, Sim, SimConfig, SimNic, Software};
 use transport::{Nanos, Process, ProcessId};
 
 /// What the harness asks of a protocol's server beyond [`Server`].
@@ -46,6 +46,8 @@ pub(crate) struct Experiment {
     pub(crate) duration: Nanos,
     pub(crate) runtime: Where,
     pub(crate) profile: Profile,
+    /// What the protocol's reported work costs on the simulator (`--software`).
+    pub(crate) software: Software,
     pub(crate) seed: u64,
     pub(crate) log: bool,
     /// The tree `--dest adjacent:K` draws from when the protocol has none (RamCast given
@@ -119,7 +121,9 @@ impl Experiment {
         let n = nodes.len();
         let (nodes, faulty): (Vec<Node<S, C>>, Vec<bool>) = match self.runtime {
             Where::Sim => {
-                let mut sim = Sim::new(SimConfig::new(self.seed, self.profile.clone()), nodes);
+                let mut sc = SimConfig::new(self.seed, self.profile.clone());
+                sc.software = self.software.clone();
+                let mut sim = Sim::new(sc, nodes);
                 sim.run(Some(stop_at.saturating_add(Nanos(5_000_000))));
                 let faulty = (0..n).map(|p| sim.crashed(ProcessId(p as u32))).collect();
                 (sim.into_processes(), faulty)
@@ -172,7 +176,7 @@ impl Experiment {
     }
 
     /// The header of `summary.csv`.
-    pub(crate) const SUMMARY_HEADER: &'static str = "protocol,tree,runtime,profile,seed,commit,groups,replicas,clients,size,dest,warmup_s,duration_s,slot_bytes,slots,delivered,throughput_msgs_per_s,lat_p50_us,lat_p95_us,lat_p99_us,leader_changes";
+    pub(crate) const SUMMARY_HEADER: &'static str = "protocol,tree,runtime,profile,software,seed,commit,groups,replicas,clients,size,dest,warmup_s,duration_s,slot_bytes,slots,delivered,throughput_msgs_per_s,lat_p50_us,lat_p95_us,lat_p99_us,leader_changes";
 
     /// One `summary.csv` row.
     pub(crate) fn summary_row(&self, m: &Measured, commit: &str) -> String {
@@ -180,12 +184,17 @@ impl Experiment {
         let (groups, replicas, clients) = self.deploy.shape();
         let (slot_bytes, slots) = self.deploy.slots();
         format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{:.2},{:.2},{:.2},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{:.2},{:.2},{:.2},{}",
             self.deploy.protocol(),
             self.tree_name(),
             self.runtime_name(),
             if self.runtime == Where::Sim {
                 self.profile.name.as_str()
+            } else {
+                "-"
+            },
+            if self.runtime == Where::Sim {
+                self.software.name.as_str()
             } else {
                 "-"
             },
@@ -315,6 +324,38 @@ mod tests {
         assert_eq!(parse_bytes("0.5KB"), Ok(512));
         for bad in ["", "0", "12 parsecs", "-3", "1.3", "20GB"] {
             assert!(parse_bytes(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// Priced work makes every protocol slower on the same workload, and `none` is the model
+    /// without software profiles: the same numbers.
+    #[test]
+    fn priced_work_lowers_throughput_and_raises_latency() {
+        let measure = |name: &str, software: Software| {
+            let shape = crate::compare::Workload::shape_of(8, 3, 64, DestPolicy::Random(2), 4);
+            let deploy = (crate::protocols::find(name).unwrap().deploy)(&shape).unwrap();
+            let e = Experiment {
+                deploy,
+                dest: DestPolicy::Random(2),
+                size: 64,
+                warmup: Nanos(100_000),
+                duration: Nanos(1_000_000),
+                runtime: Where::Sim,
+                profile: Profile::load("r320-cx3").unwrap(),
+                software,
+                seed: 1,
+                log: false,
+                dest_tree: None,
+            };
+            let m = e.run();
+            (m.throughput, m.latency.value_at_quantile(0.5))
+        };
+        for name in ["ramcast", "tram"] {
+            let free = measure(name, Software::none());
+            let priced = measure(name, crate::sweep::tests::priced_software());
+            assert!(free.0 > 0.0, "{name} delivered nothing");
+            assert!(priced.0 < free.0, "{name}: {priced:?} against {free:?}");
+            assert!(priced.1 > free.1, "{name}: {priced:?} against {free:?}");
         }
     }
 }

@@ -28,7 +28,7 @@ use bench::transport::MAX_BYTES;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use transport::runtime::sim::{Profile, DEFAULT_PROFILE};
+use transport::runtime::sim::{Profile, DEFAULT_PROFILE, DEFAULT_SOFTWARE};
 use transport::Nanos;
 
 /// The git revision this binary was built from.
@@ -152,6 +152,10 @@ struct RunArgs {
     /// testbed: xl170-cx4 for ramcast, r320-cx3 for tram, fractus-100g for rdmc].
     #[arg(long)]
     profile: Option<String>,
+    /// Software profile (sim): what the protocol's work costs beyond posts, completions and
+    /// polls - a built-in name (none) or a .toml path.
+    #[arg(long, default_value = DEFAULT_SOFTWARE)]
+    software: String,
     /// Seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -242,6 +246,9 @@ struct CompareArgs {
     /// TRAM paper compares TRAM with RamCast).
     #[arg(long, default_value = testbed::TRAM)]
     profile: String,
+    /// Software profile, the same for every protocol: a built-in name (none) or a .toml path.
+    #[arg(long, default_value = DEFAULT_SOFTWARE)]
+    software: String,
     /// Seed of every run.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -363,6 +370,10 @@ struct CheckArgs {
     /// ramcast, r320-cx3 for tram and chaos, fractus-100g for rdmc].
     #[arg(long)]
     profile: Option<String>,
+    /// Software profile: what the protocol's work costs (protocols only) - a built-in name
+    /// (none) or a .toml path.
+    #[arg(long, default_value = DEFAULT_SOFTWARE)]
+    software: String,
     /// Print every seed's derived parameters.
     #[arg(long)]
     verbose: bool,

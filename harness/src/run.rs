@@ -3,7 +3,7 @@
 
 use crate::{experiment, protocols, testbed, RunArgs, RuntimeKind, COMMIT, RDMC};
 use std::process::ExitCode;
-use transport::runtime::sim::Profile;
+use transport::runtime::sim::{Profile, Software};
 use transport::Nanos;
 
 /// The deployment `harness run` asks for, checked.
@@ -61,6 +61,7 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
         duration: a.duration,
         runtime,
         profile,
+        software: Software::load(&a.software).map_err(|e| e.to_string())?,
         seed: a.seed,
         log: a.log.is_some(),
         dest_tree: None,
@@ -86,6 +87,9 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
         "regions (fixed for the whole run: circular buffers): {}",
         e.deploy.regions()
     );
+    if e.runtime == experiment::Where::Sim {
+        println!("{}", e.software.describe());
+    }
     let m = e.run();
     let q = |x: f64| m.latency.value_at_quantile(x) as f64 / 1000.0;
     println!(

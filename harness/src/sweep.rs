@@ -6,7 +6,7 @@ use multicast::{check, collect_log, DeliveryLog, GroupId, Membership, Node, Serv
 use std::collections::BTreeSet;
 use transport::rng::{Purpose, Rng};
 use transport::runtime::sim::{
-    check_determinism, Determinism, Fault, Profile, Sim, SimConfig, SimNic, TieBreak,
+    check_determinism, Determinism, Fault, Profile, Sim, SimConfig, SimNic, Software, TieBreak,
 };
 use transport::{Nanos, Process, ProcessId};
 
@@ -795,15 +795,40 @@ pub(crate) fn judge_halts(
     violations
 }
 
+/// What a sweep's runs are simulated on: the hardware profile and the software profile.
+#[derive(Clone, Debug)]
+pub(crate) struct Model {
+    pub(crate) profile: Profile,
+    pub(crate) software: Software,
+}
+
+impl Model {
+    /// The built-in hardware profile `name`, no software cost.
+    #[cfg(test)]
+    pub(crate) fn hardware(name: &str) -> Model {
+        Model {
+            profile: Profile::load(name).expect("built-in"),
+            software: Software::none(),
+        }
+    }
+
+    /// A simulation of `nodes` on this model from `seed`.
+    pub(crate) fn config(&self, seed: u64) -> SimConfig {
+        let mut sc = SimConfig::new(seed, self.profile.clone());
+        sc.software = self.software.clone();
+        sc
+    }
+}
+
 /// The simulation of one seed of a sweep: the seed's tie-break policy and fault schedule.
 pub(crate) fn seeded_sim<P: Process<SimNic>>(
     seed: u64,
-    profile: &Profile,
+    model: &Model,
     tie_break: TieBreak,
     faults: &[Fault],
     nodes: Vec<P>,
 ) -> Sim<P> {
-    let mut sc = SimConfig::new(seed, profile.clone());
+    let mut sc = model.config(seed);
     sc.tie_break = tie_break;
     sc.faults = faults.to_vec();
     Sim::new(sc, nodes)
@@ -886,7 +911,7 @@ pub(crate) trait SeedRun: Sized + Send {
     /// The kinds of fault the run injects.
     fn kinds(&self) -> Kinds;
     /// Runs it (twice with `determinism`) and checks the protocol's properties.
-    fn check(&self, profile: &transport::runtime::sim::Profile, determinism: bool) -> Outcome;
+    fn check(&self, model: &Model, determinism: bool) -> Outcome;
     /// The sweep's "runs with" line.
     fn tally_line(t: &Tally) -> String {
         t.describe(Self::EXTRA)
@@ -899,6 +924,9 @@ pub(crate) trait SeedRun: Sized + Send {
 pub(crate) struct Report {
     pub(crate) protocol: String,
     pub(crate) profile: String,
+    /// The software profile (reports written before software profiles existed ran on none).
+    #[serde(default = "no_software")]
+    pub(crate) software: String,
     pub(crate) commit: String,
     /// The sweep's `--first-seed` and `--seeds`, and the shard `(K, N)` this report covers.
     pub(crate) first: u64,
@@ -908,6 +936,11 @@ pub(crate) struct Report {
     pub(crate) wall_s: f64,
     pub(crate) failed: Vec<u64>,
     pub(crate) tally: Tally,
+}
+
+/// [`Report::software`] of a report that names none.
+fn no_software() -> String {
+    transport::runtime::sim::DEFAULT_SOFTWARE.to_string()
 }
 
 impl Report {
@@ -920,14 +953,14 @@ impl Report {
         for r in it {
             let same = (
                 &r.protocol,
-                &r.profile,
+                (&r.profile, &r.software),
                 &r.commit,
                 r.first,
                 r.seeds,
                 r.shard.1,
             ) == (
                 &all.protocol,
-                &all.profile,
+                (&all.profile, &all.software),
                 &all.commit,
                 all.first,
                 all.seeds,
@@ -961,7 +994,7 @@ impl Report {
 /// delivery log is dropped at once.
 pub(crate) fn run_seeds<R: SeedRun>(
     seeds: &[u64],
-    profile: &Profile,
+    model: &Model,
     determinism: bool,
     jobs: usize,
     mut each: impl FnMut(u64, &R, &Outcome),
@@ -977,7 +1010,7 @@ pub(crate) fn run_seeds<R: SeedRun>(
                 .par_iter()
                 .map(|&seed| {
                     let run = R::derive(seed);
-                    let mut out = run.check(profile, determinism);
+                    let mut out = run.check(model, determinism);
                     if out.violations.is_empty() && out.divergence.is_none() {
                         out.log = None;
                     }
@@ -1016,8 +1049,7 @@ pub(crate) fn assert_passes<R: SeedRun>(run: &R) -> Outcome {
 /// [`assert_passes`] on the built-in profile `profile`.
 #[cfg(test)]
 pub(crate) fn assert_passes_on<R: SeedRun>(run: &R, profile: &str) -> Outcome {
-    let profile = transport::runtime::sim::Profile::load(profile).expect("built-in");
-    let out = run.check(&profile, false);
+    let out = run.check(&Model::hardware(profile), false);
     assert!(
         out.violations.is_empty(),
         "{}\n{:?}",
@@ -1028,21 +1060,21 @@ pub(crate) fn assert_passes_on<R: SeedRun>(run: &R, profile: &str) -> Outcome {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A sweep's report on one thread and on two: every run's outcome, in seed order, and the
     /// tally line. TRAM runs are the longest-lived, so a batch finishes out of order.
     #[test]
     fn a_sweep_reports_the_same_on_one_thread_and_on_two() {
-        let profile = Profile::load("r320-cx3").expect("built-in");
+        let model = Model::hardware("r320-cx3");
         let seeds: Vec<u64> = (40..52).collect();
         let report = |jobs: usize| {
             let mut lines = Vec::new();
             let mut tally = Tally::default();
             run_seeds::<crate::protocols::tram::check::TramRun>(
                 &seeds,
-                &profile,
+                &model,
                 false,
                 jobs,
                 |s, r, o| {
@@ -1067,11 +1099,19 @@ mod tests {
     /// on its second run).
     #[test]
     fn the_change_hint_changes_no_event_of_a_run() {
-        let profile = Profile::load("r320-cx3").expect("built-in");
-        for seed in 0..4 {
+        let free = Model::hardware("r320-cx3");
+        // Priced work too: what a protocol reports must not depend on what the hint skips.
+        let priced = Model {
+            software: priced_software(),
+            ..free.clone()
+        };
+        for (seed, model) in (0..4)
+            .map(|s| (s, &free))
+            .chain((4..6).map(|s| (s, &priced)))
+        {
             let runs = [
-                crate::protocols::ramcast::check::RamcastRun::derive(seed).check(&profile, true),
-                crate::protocols::tram::check::TramRun::derive(seed).check(&profile, true),
+                crate::protocols::ramcast::check::RamcastRun::derive(seed).check(model, true),
+                crate::protocols::tram::check::TramRun::derive(seed).check(model, true),
             ];
             for out in runs {
                 assert_eq!(out.divergence, None, "seed {seed}");
@@ -1085,7 +1125,7 @@ mod tests {
     #[test]
     fn merged_shard_reports_are_the_whole_sweeps_report() {
         use crate::protocols::rdmc::check::RdmcRun;
-        let profile = Profile::load("r320-cx3").expect("built-in");
+        let model = Model::hardware("r320-cx3");
         let report = |shard: (u64, u64)| {
             let seeds: Vec<u64> = (0..10)
                 .skip(shard.0 as usize)
@@ -1098,7 +1138,7 @@ mod tests {
                 runs: seeds.len() as u64,
                 ..Report::default()
             };
-            run_seeds::<RdmcRun>(&seeds, &profile, false, 1, |s, run, o| {
+            run_seeds::<RdmcRun>(&seeds, &model, false, 1, |s, run, o| {
                 r.tally.add(run.kinds(), o);
                 if !o.violations.is_empty() {
                     r.failed.push(s);
@@ -1231,5 +1271,26 @@ mod tests {
         assert!(long.faulty[0].is_empty());
         let none = |_: ProcessId| false;
         assert!(judge_halts(&[p0], &none, &[link], &m).is_empty());
+    }
+
+    /// A software profile with every kind of work priced (round numbers, not a calibration).
+    pub(crate) fn priced_software() -> Software {
+        Software::parse(
+            "test.toml",
+            r#"
+            name = "test"
+            version = 1
+            description = "every kind of work priced"
+            [calibration]
+            source = "none: a test"
+            [costs]
+            scan_ns = 5
+            decode_ns = 200
+            copy_ps_per_byte = 100
+            order_ns = 300
+            deliver_ns = 200
+            "#,
+        )
+        .expect("valid")
     }
 }

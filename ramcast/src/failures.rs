@@ -59,7 +59,7 @@ impl RamcastServer {
                                 if slot.proposed == Some(r) {
                                     slot.fast_ok += 1;
                                     if slot.fast_ok + 1 >= self.cfg.quorum() {
-                                        self.fast_ordered(c, s);
+                                        self.fast_ordered(nic, c, s);
                                     }
                                 }
                             }

@@ -22,7 +22,7 @@ use bytes::Bytes;
 use multicast::GroupId;
 use multicast::Membership;
 use transport::slot::Reject;
-use transport::{Nanos, Nic};
+use transport::{Nanos, Nic, Work};
 
 /// What a message slot of `M` holds for an expected sequence number.
 enum Landed {
@@ -38,6 +38,8 @@ impl RamcastServer {
     /// Takes the entries clients wrote into `M`, in sequence order per client. A slot holding a
     /// later lap than expected means the client recycled it without this server: it halts.
     pub(crate) fn poll_buffers<N: Nic>(&mut self, nic: &mut N) -> bool {
+        // The algorithm looks at every client's next slot, whatever the hint lets us skip.
+        nic.work(Work::Scan, self.cfg.clients as u64);
         self.observe_changes(nic);
         if !std::mem::take(&mut self.rescan.buffers) {
             return false;
@@ -76,7 +78,7 @@ impl RamcastServer {
     }
 
     /// Reads client `c`'s entry `s` from `M`, if it has landed whole.
-    fn read_entry<N: Nic>(&mut self, nic: &N, c: u32, s: u64) -> Landed {
+    fn read_entry<N: Nic>(&mut self, nic: &mut N, c: u32, s: u64) -> Landed {
         let at = local(M, self.layout.m_slot(c as usize, s));
         let mut buf = std::mem::take(&mut self.scratch);
         let read = self
@@ -85,8 +87,12 @@ impl RamcastServer {
             .read(nic, at, codec_seq(s), &mut buf)
             .expect("own region");
         let landed = match read {
-            Ok(range) => match Entry::decode(Bytes::copy_from_slice(&buf[range])) {
-                Some(e) if e.ptr(self.group) == Some(s) => Landed::Entry(e),
+            Ok(range) => match Entry::decode(Bytes::copy_from_slice(&buf[range.clone()])) {
+                Some(e) if e.ptr(self.group) == Some(s) => {
+                    nic.work(Work::Decode, 1);
+                    nic.work(Work::Copy, range.len() as u64);
+                    Landed::Entry(e)
+                }
                 _ => Landed::Nothing,
             },
             Err(Reject::Torn) => Landed::Nothing,
@@ -242,6 +248,9 @@ impl RamcastServer {
     /// Tasks 3, 4 and 5 over every MCAST or ORDERED slot (those whose mark moved; see
     /// [`crate::rescan`]).
     pub(crate) fn poll_pending<N: Nic>(&mut self, nic: &mut N) -> bool {
+        // Tasks 3-5 look at every pending slot; the hint only spares this code the ones that
+        // did not change.
+        nic.work(Work::Scan, self.pending.len() as u64);
         self.observe_changes(nic);
         let slots = self.cfg.slots as u64;
         let mut due = std::mem::take(&mut self.rescan.due);
@@ -312,6 +321,7 @@ impl RamcastServer {
         }
         if all {
             slot.stat = Stat::Ordered;
+            nic.work(Work::Order, 1);
         }
         if (slot.tmp, slot.stat) != was {
             let t = slot.tmp;
@@ -510,7 +520,7 @@ impl RamcastServer {
                 forwarded: false,
             });
             if single && self.cfg.quorum() == 1 {
-                self.fast_ordered(c, s);
+                self.fast_ordered(nic, c, s);
             }
         }
         if self.announcement_due() {
@@ -521,7 +531,7 @@ impl RamcastServer {
 
     /// The fast path: a single-group message whose proposal a quorum holds is ORDERED at the
     /// leader with that proposal as its final timestamp.
-    pub(crate) fn fast_ordered(&mut self, c: u32, s: u64) {
+    pub(crate) fn fast_ordered<N: Nic>(&mut self, nic: &mut N, c: u32, s: u64) {
         let g = self.group.0 as usize;
         let Some(slot) = self.slot_mut(c, s) else {
             return;
@@ -535,6 +545,7 @@ impl RamcastServer {
         let old = slot.tmp;
         slot.tmp = p.tmp;
         slot.stat = Stat::Ordered;
+        nic.work(Work::Order, 1);
         self.see(p.tmp);
         self.rekey(c, s, Some(old));
     }

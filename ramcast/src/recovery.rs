@@ -21,7 +21,7 @@ use crate::stamp::Stamp;
 use crate::wire::{CatchItem, Wire};
 use multicast::GroupId;
 use multicast::Membership;
-use transport::{Nic, ProcessId};
+use transport::{Nic, ProcessId, Work};
 
 impl RamcastServer {
     /// Queues `item` for `to`; `RamcastServer::flush_catch` sends the batch.
@@ -143,8 +143,9 @@ impl RamcastServer {
     /// over the window, so the cost per poll stays constant.
     pub(crate) fn sweep_delivered<N: Nic>(&mut self, nic: &mut N) -> bool {
         const PER_POLL: usize = 4;
-        self.observe_changes(nic);
         let total = self.cfg.clients * self.cfg.slots;
+        nic.work(Work::Scan, PER_POLL.min(total) as u64);
+        self.observe_changes(nic);
         let mut worked = false;
         for _ in 0..PER_POLL.min(total) {
             self.sweep = (self.sweep + 1) % total;

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use transport::{
     Nanos, Nic, OpError, Process, ProcessId, Progress, Qp, RegionSpec, RemoteAddr, Timer, Tracked,
-    WrId, WriteFlags,
+    Work, WrId, WriteFlags,
 };
 
 /// A message's state (Algorithm 1, line 8).
@@ -435,6 +435,7 @@ impl RamcastServer {
             }
             let ldm = b.ldm;
             let client = self.cfg.client(c as usize);
+            nic.work(Work::Deliver, 1);
             self.deliveries.push_back(Delivery {
                 msg: MsgId::new(client, entry.id),
                 dst: entry.dst,

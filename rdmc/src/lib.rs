@@ -24,6 +24,9 @@
 //! - **Buffers.** Each group has one receive region of its largest message, declared sparse so
 //!   the simulator keeps synthetic blocks as descriptors (hundreds of MB at hundreds of members
 //!   cost no memory); `local` holds the real bytes.
+//! - **Work reports** ([`transport::Work`], priced by the simulator's software profile): a
+//!   `Decode` per block arrival (blocks land by RDMA, no copy) and a `Deliver` per message
+//!   completed.
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]

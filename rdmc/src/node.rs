@@ -24,7 +24,7 @@ use crate::wire::Ctl;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use transport::{
     Access, Data, LocalAddr, Nanos, Nic, Op, OpKind, Process, ProcessId, Progress, Recv, RegionId,
-    RegionSpec, RemoteAddr, Status, WrId, WriteFlags,
+    RegionSpec, RemoteAddr, Status, Work, WrId, WriteFlags,
 };
 
 /// An idle group's probe period grows up to this many probe intervals.
@@ -467,6 +467,9 @@ impl RdmcNode {
                     }
                 }
                 Recv::Immediate { imm, at, .. } => {
+                    // The block landed by RDMA into the receive buffer: no copy, one arrival
+                    // to take and account.
+                    nic.work(Work::Decode, 1);
                     self.on_block(at.region, imm as usize, nic.now())
                 }
             }
@@ -714,6 +717,7 @@ impl RdmcNode {
         g.next_msg += 1;
         g.asked_first = false;
         g.ready.retain(|r| r.0 > c.msg);
+        nic.work(Work::Deliver, 1);
         self.events.push_back(Event::Completed {
             group: g.cfg.id,
             msg: c.msg,

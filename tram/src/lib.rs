@@ -31,7 +31,12 @@
 //! - a new leader starts Algorithm 4 at its own `STD` and re-forwards from the children's
 //!   credits, so finite buffers are never written at a position a child may have reused
 //!   ([`catchup`]);
-//! - a leader orders one message at a time, as Algorithm 2 does (no batching, no pipelining).
+//! - a leader orders one message at a time, as Algorithm 2 does (no batching, no pipelining);
+//! - work reports ([`transport::Work`], priced by the simulator's software profile): a `Scan`
+//!   per input buffer position the leader looks at (Step 2.2) and per log slot a replica
+//!   looks at to deliver (Step 2.6); a `Decode` and a `Copy` of its bytes per message taken
+//!   from `HM`; an `Order` per log entry proposed; a `Decode` per log entry delivered, and a
+//!   `Deliver` and a `Copy` of the payload where its group is a destination.
 //!
 //! Clients get a response from every replica that delivers their message, and a multicast
 //! completes once each destination group answered (as in [`ramcast`-style] measurements).

@@ -29,7 +29,7 @@
 use crate::layout::{local, remote, Hm, LogEntry, Out, CTL, FROM_PARENT, LOG};
 use crate::replica::{hm_at, Role, TramServer};
 use multicast::Membership;
-use transport::{Nanos, Nic, ProcessId};
+use transport::{Nanos, Nic, ProcessId, Work};
 
 /// Entries written to one follower per poll at most (catching up a follower must not starve
 /// the rest of the loop).
@@ -270,9 +270,12 @@ impl TramServer {
             let y = (start + k) % sources;
             // Step 2.2: HM[y, slot_in[y]].
             let pos = self.slot_in[y];
+            nic.work(Work::Scan, 1);
             if !self.hm_message(nic, y, pos) {
                 continue;
             }
+            nic.work(Work::Decode, 1);
+            nic.work(Work::Copy, self.enc.len() as u64);
             let dst = Hm::decode(&self.enc).expect("checked").dst;
             let mut outs = Vec::with_capacity(self.children.len());
             let mut room = true;
@@ -313,6 +316,7 @@ impl TramServer {
     /// to the others.
     pub(crate) fn propose<N: Nic>(&mut self, nic: &mut N, entry: LogEntry, recovered: bool) {
         let index = self.fuo;
+        nic.work(Work::Order, 1);
         entry.encode(&mut self.buf);
         self.layout
             .log_codec
@@ -534,6 +538,7 @@ impl TramServer {
         let mut worked = false;
         loop {
             let i = self.std;
+            nic.work(Work::Scan, 1);
             let Some(e) = self.own_entry(nic, i) else {
                 if self.lapped(nic, local(LOG, self.layout.log_slot(i)), i) {
                     // A later lap overwrote an entry this replica never delivered: it was

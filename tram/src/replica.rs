@@ -35,8 +35,8 @@ use multicast::{Delivery, GroupId, Membership, MsgId, Omega, Server};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use transport::{
-    Access, Nanos, Nic, OpKind, Process, ProcessId, Progress, Qp, RegionSpec, Status, Timer, WrId,
-    WriteFlags,
+    Access, Nanos, Nic, OpKind, Process, ProcessId, Progress, Qp, RegionSpec, Status, Timer, Work,
+    WrId, WriteFlags,
 };
 
 /// What a replica is doing.
@@ -318,6 +318,7 @@ impl TramServer {
     /// entry implies, hands the message to the application if this group is a destination, and
     /// answers its client.
     pub(crate) fn deliver_entry<N: Nic>(&mut self, nic: &mut N, e: &LogEntry) {
+        nic.work(Work::Decode, 1);
         let src = self.source_index(e.source);
         self.slot_in[src] = self.slot_in[src].max(e.src_pos + 1);
         if e.source == FROM_PARENT {
@@ -333,6 +334,8 @@ impl TramServer {
         self.std += 1;
         if m.dst.contains(self.group) {
             let client = self.cfg.client(m.client as usize);
+            nic.work(Work::Deliver, 1);
+            nic.work(Work::Copy, m.val.len() as u64);
             self.delivered.push_back(Delivery {
                 msg: MsgId::new(client, m.seq),
                 dst: m.dst,

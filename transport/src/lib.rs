@@ -68,6 +68,7 @@ pub mod rng;
 pub mod runtime;
 pub mod slot;
 pub mod time;
+pub mod work;
 
 pub use changes::{Changes, Extent, Tracked};
 pub use nic::{
@@ -78,3 +79,4 @@ pub use process::{Process, ProcessId, Progress};
 pub use region::{Access, LocalAddr, RegionId, RegionSpec, RegionTable, RemoteAddr};
 pub use rng::{Purpose, Rng};
 pub use time::{Nanos, Timer};
+pub use work::Work;

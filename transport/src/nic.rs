@@ -588,6 +588,13 @@ pub trait Nic {
         into.set_unknown();
     }
 
+    /// Reports `units` of work of kind `kind` done in this poll (see [`crate::work`]). The
+    /// simulator charges its software profile's price to this poll, so the process's next poll
+    /// comes that much later; real runtimes spent the time already, which is this default.
+    fn work(&mut self, kind: crate::Work, units: u64) {
+        let _ = (kind, units);
+    }
+
     /// Accepts an op (after [`validate`]) and returns its id.
     fn post(&mut self, op: Op) -> Result<WrId, OpError>;
 

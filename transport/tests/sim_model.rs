@@ -310,3 +310,75 @@ fn a_crash_in_the_middle_of_posting_issues_only_a_prefix() {
         "prefix lengths should vary with the seed: {landed:?}"
     );
 }
+
+/// Reports `work` on each of its first `polls` polls (doing nothing else) and records when each
+/// poll began.
+struct Worker {
+    work: Vec<(Work, u64)>,
+    polls: usize,
+    began: Vec<Nanos>,
+}
+
+impl<N: Nic> Process<N> for Worker {
+    fn regions(&self) -> Vec<RegionSpec> {
+        vec![RegionSpec::new(8)]
+    }
+    fn poll(&mut self, nic: &mut N) -> Progress {
+        self.began.push(nic.now());
+        if self.began.len() > self.polls {
+            return Progress::IDLE;
+        }
+        for &(kind, units) in &self.work {
+            nic.work(kind, units);
+        }
+        Progress::worked(true)
+    }
+}
+
+/// The gaps between a worker's polls under software profile `software`.
+fn poll_gaps(software: transport::runtime::sim::Software, work: Vec<(Work, u64)>) -> Vec<u64> {
+    let mut cfg = SimConfig::new(1, Profile::load("r320-cx3").unwrap());
+    cfg.software = software;
+    let mut sim = Sim::new(
+        cfg,
+        vec![Worker {
+            work,
+            polls: 3,
+            began: Vec::new(),
+        }],
+    );
+    sim.run(None);
+    let w = &sim.into_processes()[0];
+    w.began
+        .windows(2)
+        .map(|p| (p[1] - p[0]).as_nanos())
+        .collect()
+}
+
+/// A process that reports work is busy for its software profile's price of it, on top of the
+/// poll's own cost (30 ns on r320-cx3), and polls again only then; under `none` work is free.
+#[test]
+fn reported_work_delays_the_next_poll_by_its_price() {
+    use transport::runtime::sim::Software;
+    let work = vec![(Work::Scan, 10), (Work::Copy, 64), (Work::Deliver, 1)];
+    assert_eq!(poll_gaps(Software::none(), work.clone()), vec![30; 3]);
+    let priced = Software::parse(
+        "test.toml",
+        r#"
+        name = "test"
+        version = 1
+        description = "round numbers"
+        [calibration]
+        source = "none: a test"
+        [costs]
+        scan_ns = 5
+        decode_ns = 0
+        copy_ps_per_byte = 250
+        order_ns = 0
+        deliver_ns = 100
+        "#,
+    )
+    .unwrap();
+    // 30 + 10 * 5 + 64 * 0.25 + 100.
+    assert_eq!(poll_gaps(priced, work), vec![196; 3]);
+}

@@ -11,12 +11,12 @@
 //! delivery log ([`crate::sweep::judge`]).
 
 use crate::sweep::{
-    check_multicast, draw_schedule, kinds, seeded_sim, Kinds, Outcome, Phases, SeedRun,
+    check_multicast, draw_schedule, kinds, seeded_sim, Kinds, Model, Outcome, Phases, SeedRun,
 };
 use multicast::{DestPolicy, LoadSpec};
 use ramcast::{Config, RamcastNode};
 use transport::rng::{Purpose, Rng};
-use transport::runtime::sim::{Fault, Profile, Sim, TieBreak};
+use transport::runtime::sim::{Fault, Sim, TieBreak};
 use transport::Nanos;
 
 /// Everything one checking run is made of.
@@ -81,7 +81,7 @@ impl RamcastRun {
         kinds(&self.faults, &self.cfg, self.cfg.timing.suspect)
     }
 
-    fn build(&self, profile: &Profile) -> Sim<RamcastNode> {
+    fn build(&self, model: &Model) -> Sim<RamcastNode> {
         let load = LoadSpec {
             dest: self.dest,
             groups: self.cfg.groups,
@@ -91,7 +91,7 @@ impl RamcastRun {
             stop_at: self.phases.load_end,
         };
         let nodes = ramcast::nodes(&self.cfg, load, self.seed, true);
-        seeded_sim(self.seed, profile, self.tie_break, &self.faults, nodes)
+        seeded_sim(self.seed, model, self.tie_break, &self.faults, nodes)
     }
 
     /// The derived parameters, printed up front.
@@ -135,15 +135,15 @@ impl SeedRun for RamcastRun {
     fn kinds(&self) -> Kinds {
         RamcastRun::kinds(self)
     }
-    fn check(&self, profile: &Profile, determinism: bool) -> Outcome {
-        check_seed(self, profile, determinism)
+    fn check(&self, model: &Model, determinism: bool) -> Outcome {
+        check_seed(self, model, determinism)
     }
 }
 
 /// Runs and checks one seed.
-pub(crate) fn check_seed(run: &RamcastRun, profile: &Profile, determinism: bool) -> Outcome {
+pub(crate) fn check_seed(run: &RamcastRun, model: &Model, determinism: bool) -> Outcome {
     check_multicast(
-        || run.build(profile),
+        || run.build(model),
         run.phases.limit,
         &run.faults,
         &run.phases,
@@ -376,7 +376,7 @@ mod tests {
                 ],
             ),
         ];
-        let profile = Profile::load("r320-cx3").unwrap();
+        let profile = Model::hardware("r320-cx3");
         for run in runs {
             let out = check_seed(&run, &profile, false);
             assert!(
@@ -406,7 +406,7 @@ mod tests {
         let mut run = RamcastRun::derive(128);
         run.cfg.timing.evict = Nanos(863_207);
         run.phases = Phases::of(run.fault_phase, &run.faults, run.cfg.timing.evict, 1);
-        let out = check_seed(&run, &Profile::load("r320-cx3").unwrap(), false);
+        let out = check_seed(&run, &Model::hardware("r320-cx3"), false);
         let safety: Vec<&String> = out
             .violations
             .iter()
@@ -519,7 +519,7 @@ mod tests {
     /// `RAMCAST_SEEDS=N` runs a longer sweep.
     #[test]
     fn fifty_seeds_under_faults_hold_every_property() {
-        let profile = Profile::load("xl170-cx4").unwrap();
+        let profile = Model::hardware("xl170-cx4");
         let seeds: u64 = std::env::var("RAMCAST_SEEDS")
             .ok()
             .and_then(|s| s.parse().ok())

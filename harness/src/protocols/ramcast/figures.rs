@@ -13,7 +13,7 @@ use multicast::DestPolicy;
 use ramcast::Config;
 use std::fmt::Write as _;
 use std::path::Path;
-use transport::runtime::sim::Profile;
+use transport::runtime::sim::{Profile, Software};
 use transport::Nanos;
 
 fn experiment(
@@ -36,6 +36,7 @@ fn experiment(
         duration,
         runtime: Where::Sim,
         profile: profile.clone(),
+        software: Software::none(),
         seed,
         log: false,
         dest_tree: None,

@@ -16,12 +16,12 @@
 //!   crashed member: nobody hangs.
 
 use crate::protocols::rdmc::{rooted_group, Member};
-use crate::sweep::{Kinds, Outcome, SeedRun, Tally};
+use crate::sweep::{Kinds, Model, Outcome, SeedRun, Tally};
 use rdmc::{Algorithm, GroupConfig, RdmcNode};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use transport::rng::{Purpose, Rng};
-use transport::runtime::sim::{check_determinism, Determinism, Fault, Profile, Sim, SimConfig};
+use transport::runtime::sim::{check_determinism, Determinism, Fault, Sim};
 use transport::{Data, Nanos, ProcessId, Synthetic};
 
 /// How often members probe a peer they wait on.
@@ -78,7 +78,7 @@ impl RdmcRun {
         out
     }
 
-    fn build(&self, profile: &Profile) -> Sim<Member> {
+    fn build(&self, model: &Model) -> Sim<Member> {
         let groups = self.groups();
         let expected = Arc::new(self.expected());
         let members = (0..self.nodes)
@@ -99,7 +99,7 @@ impl RdmcRun {
                 Member::new(node, me, expected.clone())
             })
             .collect();
-        let mut sc = SimConfig::new(self.seed, profile.clone());
+        let mut sc = model.config(self.seed);
         sc.faults = self.faults.clone();
         Sim::new(sc, members)
     }
@@ -238,8 +238,8 @@ impl SeedRun for RdmcRun {
         k
     }
 
-    fn check(&self, profile: &Profile, determinism: bool) -> Outcome {
-        self.check_until(profile, LIMIT, determinism)
+    fn check(&self, model: &Model, determinism: bool) -> Outcome {
+        self.check_until(model, LIMIT, determinism)
     }
 
     fn tally_line(t: &Tally) -> String {
@@ -252,8 +252,8 @@ impl SeedRun for RdmcRun {
 
 impl RdmcRun {
     /// Runs for `limit` of simulated time and checks the properties.
-    fn check_until(&self, profile: &Profile, limit: Nanos, determinism: bool) -> Outcome {
-        let mut sim = self.build(profile);
+    fn check_until(&self, model: &Model, limit: Nanos, determinism: bool) -> Outcome {
+        let mut sim = self.build(model);
         sim.run(Some(limit));
         let mut out = Outcome {
             events: sim.stats().events,
@@ -319,7 +319,7 @@ impl RdmcRun {
         }
         if determinism {
             if let Determinism::Diverged { first, second } =
-                check_determinism(|| self.build(profile), Some(limit))
+                check_determinism(|| self.build(model), Some(limit))
             {
                 out.divergence = Some(format!("first divergence: {first:?} / {second:?}"));
             }
@@ -339,7 +339,7 @@ mod tests {
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(40);
-        let profile = Profile::load("fractus-100g").unwrap();
+        let profile = Model::hardware("fractus-100g");
         let mut failed = Vec::new();
         let mut crashes = 0;
         for seed in 0..seeds {
@@ -358,7 +358,7 @@ mod tests {
     /// its transfers finish is flagged as hung.
     #[test]
     fn crashes_are_reported_and_unfinished_runs_are_flagged() {
-        let profile = Profile::load("fractus-100g").unwrap();
+        let profile = Model::hardware("fractus-100g");
         let run = (0..200)
             .map(RdmcRun::derive)
             .find(|r| r.crashes().next().is_some() && r.nodes > 3)

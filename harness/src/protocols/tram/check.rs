@@ -8,13 +8,13 @@
 //! the five properties checked.
 
 use crate::sweep::{
-    check_multicast, draw_schedule, kinds, seeded_sim, Kinds, Outcome, Phases, SeedRun,
+    check_multicast, draw_schedule, kinds, seeded_sim, Kinds, Model, Outcome, Phases, SeedRun,
 };
 use multicast::{DestPolicy, GroupId, LoadSpec, Membership, Tree};
 use std::sync::Arc;
 use tram::{Config, TramNode};
 use transport::rng::{Purpose, Rng};
-use transport::runtime::sim::{Fault, Profile, Sim, TieBreak};
+use transport::runtime::sim::{Fault, Sim, TieBreak};
 use transport::Nanos;
 
 /// Everything one checking run is made of.
@@ -109,7 +109,7 @@ impl TramRun {
         }
     }
 
-    fn build(&self, profile: &Profile) -> Sim<TramNode> {
+    fn build(&self, model: &Model) -> Sim<TramNode> {
         let load = LoadSpec {
             dest: self.dest,
             groups: self.cfg.group_count(),
@@ -119,7 +119,7 @@ impl TramRun {
             stop_at: self.phases.load_end,
         };
         let nodes = tram::nodes(&self.cfg, load, self.seed, true);
-        seeded_sim(self.seed, profile, self.tie_break, &self.faults, nodes)
+        seeded_sim(self.seed, model, self.tie_break, &self.faults, nodes)
     }
 }
 
@@ -163,9 +163,9 @@ impl SeedRun for TramRun {
         kinds(&self.faults, &self.cfg, self.cfg.timing.suspect)
     }
 
-    fn check(&self, profile: &Profile, determinism: bool) -> Outcome {
+    fn check(&self, model: &Model, determinism: bool) -> Outcome {
         check_multicast(
-            || self.build(profile),
+            || self.build(model),
             self.phases.limit,
             &self.faults,
             &self.phases,
@@ -348,7 +348,7 @@ mod tests {
                 ],
             ),
         ];
-        let profile = Profile::load("r320-cx3").unwrap();
+        let profile = Model::hardware("r320-cx3");
         for run in runs {
             let out = run.check(&profile, false);
             assert!(
@@ -455,7 +455,7 @@ mod tests {
     /// `TRAM_SEEDS=N` runs a longer sweep.
     #[test]
     fn fifty_seeds_under_faults_hold_every_property() {
-        let profile = Profile::load("r320-cx3").unwrap();
+        let profile = Model::hardware("r320-cx3");
         let seeds: u64 = std::env::var("TRAM_SEEDS")
             .ok()
             .and_then(|s| s.parse().ok())

@@ -16,7 +16,7 @@ use crate::protocols::PaperFigure;
 use multicast::{DestPolicy, Tree};
 use std::fmt::Write as _;
 use std::path::Path;
-use transport::runtime::sim::Profile;
+use transport::runtime::sim::{Profile, Software};
 use transport::Nanos;
 
 /// A protocol configuration of a figure: TRAM on a tree, or RamCast.
@@ -88,6 +88,7 @@ fn experiment(
         duration,
         runtime: Where::Sim,
         profile: profile.clone(),
+        software: Software::none(),
         seed: 1,
         log: false,
         dest_tree,

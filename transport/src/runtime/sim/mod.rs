@@ -39,12 +39,14 @@ mod fault;
 mod nic;
 mod profile;
 mod queue;
+mod software;
 
 pub use fault::{random_faults, Fault, FaultBudget};
 pub use nic::SimNic;
 pub use profile::{
     builtin_names, Calibration, CpuCosts, NicCosts, Profile, ProfileError, BUILTIN, DEFAULT_PROFILE,
 };
+pub use software::{Software, SoftwareCalibration, WorkCosts, DEFAULT_SOFTWARE, SOFTWARE};
 
 use crate::memory::Memory;
 use crate::nic::{Completion, Op, OpKind, Qp, Recv, Status};
@@ -89,6 +91,9 @@ pub struct SimConfig {
     pub seed: u64,
     /// The hardware profile.
     pub profile: Profile,
+    /// What the work processes report costs ([`crate::Nic::work`]); [`Software::none`] unless
+    /// set.
+    pub software: Software,
     /// Tie-break policy for simultaneous events.
     pub tie_break: TieBreak,
     /// Faults to inject.
@@ -107,6 +112,7 @@ impl SimConfig {
         SimConfig {
             seed,
             profile,
+            software: Software::none(),
             tie_break: TieBreak::Fifo,
             faults: Vec::new(),
             record_trace: false,
@@ -340,6 +346,7 @@ impl<P: Process<SimNic>> Sim<P> {
                 slow: 1.0,
                 post_ns: cfg.profile.nic.post_ns,
                 completion_ns: cfg.profile.nic.completion_ns,
+                work: cfg.software.costs,
                 rng: Rng::derive(cfg.seed, Purpose::Protocol, i as u64),
                 next_wr: 0,
                 outbox: Vec::new(),

@@ -1,6 +1,7 @@
 //! The simulator's [`Nic`]: a process's own memory and queues, plus an outbox of posted ops that
 //! the engine prices and schedules after each poll.
 
+use super::software::WorkCosts;
 use crate::changes::Changes;
 use crate::memory::Memory;
 use crate::nic::{validate, Completion, Nic, NicLimits, Op, OpError, Recv, WrId};
@@ -8,6 +9,7 @@ use crate::process::ProcessId;
 use crate::region::{LocalAddr, RegionTable};
 use crate::rng::Rng;
 use crate::time::Nanos;
+use crate::work::Work;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -46,6 +48,8 @@ pub struct SimNic {
     pub(crate) slow: f64,
     pub(crate) post_ns: u64,
     pub(crate) completion_ns: u64,
+    /// The software profile's prices.
+    pub(crate) work: WorkCosts,
     pub(crate) rng: Rng,
     pub(crate) next_wr: u64,
     pub(crate) outbox: Vec<Posted>,
@@ -118,6 +122,13 @@ impl Nic for SimNic {
         self.memory.take_changes(into);
         if !self.exact_changes {
             into.set_unknown();
+        }
+    }
+
+    fn work(&mut self, kind: Work, units: u64) {
+        let ns = self.work.of(kind, units).0;
+        if ns > 0 {
+            self.charge(ns);
         }
     }
 

@@ -37,10 +37,16 @@ pub const DEFAULT_PROFILE: &str = "r320-cx3";
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
     /// No built-in profile has that name and no such file exists.
-    #[error("unknown profile `{name}`: built-in profiles are {}; or give a path to a .toml file", builtin_names().join(", "))]
+    #[error(
+        "unknown {what} `{name}`: built-in {what}s are {known}; or give a path to a .toml file"
+    )]
     Unknown {
+        /// What kind of profile (`profile`, `software profile`).
+        what: &'static str,
         /// The name given.
         name: String,
+        /// The built-in names, comma-separated.
+        known: String,
     },
     /// The TOML is malformed or a field is missing, unknown or of the wrong type.
     #[error("profile `{source_name}` is malformed: {message}")]
@@ -70,6 +76,34 @@ pub enum ProfileError {
         /// The OS error.
         error: std::io::Error,
     },
+}
+
+/// The TOML text of the built-in profile `name_or_path` of `builtin`, or of the file at that
+/// path; `what` names the kind of profile in errors.
+pub(crate) fn load_text(
+    what: &'static str,
+    builtin: &[(&str, &str)],
+    name_or_path: &str,
+) -> Result<String, ProfileError> {
+    if let Some((_, text)) = builtin.iter().find(|(n, _)| *n == name_or_path) {
+        return Ok(text.to_string());
+    }
+    let path = Path::new(name_or_path);
+    if name_or_path.ends_with(".toml") || path.exists() {
+        return std::fs::read_to_string(path).map_err(|error| ProfileError::Io {
+            path: name_or_path.to_string(),
+            error,
+        });
+    }
+    Err(ProfileError::Unknown {
+        what,
+        name: name_or_path.to_string(),
+        known: builtin
+            .iter()
+            .map(|(n, _)| *n)
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
 }
 
 /// Names of the built-in profiles.
@@ -145,20 +179,8 @@ pub struct Profile {
 impl Profile {
     /// A built-in profile by name, or a TOML file by path.
     pub fn load(name_or_path: &str) -> Result<Profile, ProfileError> {
-        if let Some((_, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
-            return Profile::parse(name_or_path, text);
-        }
-        let path = Path::new(name_or_path);
-        if name_or_path.ends_with(".toml") || path.exists() {
-            let text = std::fs::read_to_string(path).map_err(|error| ProfileError::Io {
-                path: name_or_path.to_string(),
-                error,
-            })?;
-            return Profile::parse(name_or_path, &text);
-        }
-        Err(ProfileError::Unknown {
-            name: name_or_path.to_string(),
-        })
+        let text = load_text("profile", BUILTIN, name_or_path)?;
+        Profile::parse(name_or_path, &text)
     }
 
     /// Parses and validates a profile from TOML text; `source_name` names it in errors.

@@ -1,0 +1,155 @@
+//! Software profiles: what the simulator charges for the work a protocol reports
+//! ([`crate::Work`]), separate from the hardware profile. Versioned TOML files like hardware
+//! profiles, each number documented with its source in the file; chosen with `--software` in
+//! the harness. Costs are declared numbers, so runs stay deterministic and never depend on the
+//! machine that simulates them.
+
+use super::profile::{load_text, ProfileError};
+use crate::time::Nanos;
+use crate::work::Work;
+use serde::Deserialize;
+
+/// The software profiles shipped with the workbench, by name.
+pub const SOFTWARE: &[(&str, &str)] = &[("none", include_str!("../../../software/none.toml"))];
+
+/// The software profile used when none is named: no software cost, the model every result
+/// before software profiles was made with.
+pub const DEFAULT_SOFTWARE: &str = "none";
+
+/// What a software profile's costs were calibrated on.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SoftwareCalibration {
+    /// The one declared number (a published measurement, or this machine's timings) and where
+    /// it comes from.
+    pub source: String,
+}
+
+/// The price of one unit of each kind of [`Work`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkCosts {
+    /// [`Work::Scan`], per slot looked at.
+    pub scan_ns: u64,
+    /// [`Work::Decode`], per message.
+    pub decode_ns: u64,
+    /// [`Work::Copy`], per byte, in picoseconds.
+    pub copy_ps_per_byte: u64,
+    /// [`Work::Order`], per message.
+    pub order_ns: u64,
+    /// [`Work::Deliver`], per message.
+    pub deliver_ns: u64,
+}
+
+impl WorkCosts {
+    /// The CPU time of `units` of `kind` (copies rounded to the nearest nanosecond).
+    pub fn of(&self, kind: Work, units: u64) -> Nanos {
+        Nanos(match kind {
+            Work::Scan => self.scan_ns * units,
+            Work::Decode => self.decode_ns * units,
+            Work::Copy => (self.copy_ps_per_byte * units + 500) / 1_000,
+            Work::Order => self.order_ns * units,
+            Work::Deliver => self.deliver_ns * units,
+        })
+    }
+
+    /// Whether every cost is zero.
+    pub fn is_free(&self) -> bool {
+        *self == WorkCosts::default()
+    }
+}
+
+/// A software profile.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Software {
+    /// Short name (`none`).
+    pub name: String,
+    /// Version of its numbers; bump on any change so results name what produced them.
+    pub version: u32,
+    /// What software it models.
+    pub description: String,
+    /// What its costs were calibrated on.
+    pub calibration: SoftwareCalibration,
+    /// The price of each kind of work.
+    pub costs: WorkCosts,
+}
+
+impl Software {
+    /// A built-in software profile by name, or a TOML file by path.
+    pub fn load(name_or_path: &str) -> Result<Software, ProfileError> {
+        let text = load_text("software profile", SOFTWARE, name_or_path)?;
+        Software::parse(name_or_path, &text)
+    }
+
+    /// Parses a software profile from TOML text; `source_name` names it in errors.
+    pub fn parse(source_name: &str, text: &str) -> Result<Software, ProfileError> {
+        toml::from_str(text).map_err(|e| ProfileError::Malformed {
+            source_name: source_name.to_string(),
+            message: e.to_string().trim_end().to_string(),
+        })
+    }
+
+    /// The profile of no software cost.
+    pub fn none() -> Software {
+        Software::load(DEFAULT_SOFTWARE).expect("built-in")
+    }
+
+    /// A one-line summary, printed at the start of a run.
+    pub fn describe(&self) -> String {
+        let c = &self.costs;
+        format!(
+            "software={} v{} scan={}ns decode={}ns copy={}ps/B order={}ns deliver={}ns",
+            self.name,
+            self.version,
+            c.scan_ns,
+            c.decode_ns,
+            c.copy_ps_per_byte,
+            c.order_ns,
+            c.deliver_ns
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_parses_and_none_is_free() {
+        for (name, _) in SOFTWARE {
+            assert_eq!(&Software::load(name).unwrap().name, name);
+        }
+        assert!(Software::none().costs.is_free());
+    }
+
+    #[test]
+    fn bad_software_profiles_are_refused_with_the_reason() {
+        let e = Software::load("no-such").unwrap_err().to_string();
+        assert!(
+            e.contains("unknown software profile `no-such`") && e.contains("none"),
+            "{e}"
+        );
+        let text = SOFTWARE[0].1.replace("scan_ns", "scan_nanos");
+        let e = Software::parse("typo.toml", &text).unwrap_err().to_string();
+        assert!(e.contains("scan_nanos") && e.contains("line"), "{e}");
+        let text = SOFTWARE[0].1.replace("order_ns = 0", "order_ns = -3");
+        assert!(Software::parse("negative.toml", &text).is_err());
+    }
+
+    #[test]
+    fn costs_are_per_unit_and_copies_round_to_the_nanosecond() {
+        let c = WorkCosts {
+            scan_ns: 7,
+            decode_ns: 100,
+            copy_ps_per_byte: 250,
+            order_ns: 300,
+            deliver_ns: 50,
+        };
+        assert_eq!(c.of(Work::Scan, 3), Nanos(21));
+        assert_eq!(c.of(Work::Copy, 64), Nanos(16));
+        assert_eq!(c.of(Work::Copy, 3), Nanos(1));
+        assert_eq!(c.of(Work::Deliver, 0), Nanos::ZERO);
+        assert!(!c.is_free());
+    }
+}
