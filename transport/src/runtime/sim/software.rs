@@ -16,6 +16,10 @@ pub const SOFTWARE: &[(&str, &str)] = &[("none", include_str!("../../../software
 /// before software profiles was made with.
 pub const DEFAULT_SOFTWARE: &str = "none";
 
+/// The largest price of one unit of work a profile may declare: a second. Larger ones are
+/// typos, and would overflow the simulator's clock.
+const MAX_PRICE: u64 = 1_000_000_000;
+
 /// What a software profile's costs were calibrated on.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -42,14 +46,16 @@ pub struct WorkCosts {
 }
 
 impl WorkCosts {
-    /// The CPU time of `units` of `kind` (copies rounded to the nearest nanosecond).
+    /// The CPU time of `units` of `kind` (copies rounded to the nearest nanosecond; an absurd
+    /// price saturates rather than wrapping into a short time).
     pub fn of(&self, kind: Work, units: u64) -> Nanos {
+        let per_unit = |ns: u64| ns.saturating_mul(units);
         Nanos(match kind {
-            Work::Scan => self.scan_ns * units,
-            Work::Decode => self.decode_ns * units,
-            Work::Copy => (self.copy_ps_per_byte * units + 500) / 1_000,
-            Work::Order => self.order_ns * units,
-            Work::Deliver => self.deliver_ns * units,
+            Work::Scan => per_unit(self.scan_ns),
+            Work::Decode => per_unit(self.decode_ns),
+            Work::Copy => per_unit(self.copy_ps_per_byte).saturating_add(500) / 1_000,
+            Work::Order => per_unit(self.order_ns),
+            Work::Deliver => per_unit(self.deliver_ns),
         })
     }
 
@@ -84,15 +90,35 @@ impl Software {
 
     /// Parses a software profile from TOML text; `source_name` names it in errors.
     pub fn parse(source_name: &str, text: &str) -> Result<Software, ProfileError> {
-        toml::from_str(text).map_err(|e| ProfileError::Malformed {
+        let s: Software = toml::from_str(text).map_err(|e| ProfileError::Malformed {
             source_name: source_name.to_string(),
             message: e.to_string().trim_end().to_string(),
-        })
+        })?;
+        let c = &s.costs;
+        for (field, value) in [
+            ("costs.scan_ns", c.scan_ns),
+            ("costs.decode_ns", c.decode_ns),
+            ("costs.copy_ps_per_byte", c.copy_ps_per_byte),
+            ("costs.order_ns", c.order_ns),
+            ("costs.deliver_ns", c.deliver_ns),
+        ] {
+            if value > MAX_PRICE {
+                return Err(ProfileError::Invalid {
+                    source_name: source_name.to_string(),
+                    field,
+                    value: value.to_string(),
+                    why: "a price per unit of work must be at most 1 s (10^9 ns or ps)",
+                });
+            }
+        }
+        Ok(s)
     }
 
-    /// The profile of no software cost.
+    /// The profile of no software cost. Parsed once: every [`super::SimConfig::new`] takes it.
     pub fn none() -> Software {
-        Software::load(DEFAULT_SOFTWARE).expect("built-in")
+        static NONE: std::sync::OnceLock<Software> = std::sync::OnceLock::new();
+        NONE.get_or_init(|| Software::load(DEFAULT_SOFTWARE).expect("built-in"))
+            .clone()
     }
 
     /// A one-line summary, printed at the start of a run.
@@ -135,6 +161,14 @@ mod tests {
         assert!(e.contains("scan_nanos") && e.contains("line"), "{e}");
         let text = SOFTWARE[0].1.replace("order_ns = 0", "order_ns = -3");
         assert!(Software::parse("negative.toml", &text).is_err());
+        let text = SOFTWARE[0]
+            .1
+            .replace("order_ns = 0", "order_ns = 5000000000");
+        let e = Software::parse("huge.toml", &text).unwrap_err().to_string();
+        assert!(
+            e.contains("costs.order_ns") && e.contains("at most 1 s"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -150,6 +184,7 @@ mod tests {
         assert_eq!(c.of(Work::Copy, 64), Nanos(16));
         assert_eq!(c.of(Work::Copy, 3), Nanos(1));
         assert_eq!(c.of(Work::Deliver, 0), Nanos::ZERO);
+        assert_eq!(c.of(Work::Order, u64::MAX), Nanos(u64::MAX));
         assert!(!c.is_free());
     }
 }
