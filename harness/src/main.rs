@@ -10,6 +10,7 @@
 )]
 
 mod bench;
+mod calibrate;
 mod check;
 mod check_chaos;
 mod compare;
@@ -66,7 +67,11 @@ enum Command {
     Compare(CompareArgs),
     /// Seeded checks under random faults (VOPR-style): every parameter derived from the seed.
     Check(CheckArgs),
-    /// Lists the simulator's built-in hardware profiles.
+    /// Produces software profiles: `measured` (this machine's timings of our code) and each
+    /// paper prototype's (fitted to one published number).
+    #[command(subcommand)]
+    Calibrate(calibrate::CalibrateCommand),
+    /// Lists the simulator's built-in hardware and software profiles.
     Profiles,
     /// Checks a delivery log (processes.csv, multicasts.csv, deliveries.csv in one directory)
     /// against the five atomic multicast properties; exits non-zero on a violation.
@@ -153,7 +158,7 @@ struct RunArgs {
     #[arg(long)]
     profile: Option<String>,
     /// Software profile (sim): what the protocol's work costs beyond posts, completions and
-    /// polls - a built-in name (none) or a .toml path.
+    /// polls - a built-in name (none, measured, ramcast-java, tram-cpp; `harness profiles`) or a .toml path.
     #[arg(long, default_value = DEFAULT_SOFTWARE)]
     software: String,
     /// Seed.
@@ -246,7 +251,7 @@ struct CompareArgs {
     /// TRAM paper compares TRAM with RamCast).
     #[arg(long, default_value = testbed::TRAM)]
     profile: String,
-    /// Software profile, the same for every protocol: a built-in name (none) or a .toml path.
+    /// Software profile, the same for every protocol: a built-in name (none, measured, ramcast-java, tram-cpp; `harness profiles`) or a .toml path.
     #[arg(long, default_value = DEFAULT_SOFTWARE)]
     software: String,
     /// Seed of every run.
@@ -371,7 +376,7 @@ struct CheckArgs {
     #[arg(long)]
     profile: Option<String>,
     /// Software profile: what the protocol's work costs (protocols only) - a built-in name
-    /// (none) or a .toml path.
+    /// (none, measured, ramcast-java, tram-cpp; `harness profiles`) or a .toml path.
     #[arg(long, default_value = DEFAULT_SOFTWARE)]
     software: String,
     /// Print every seed's derived parameters.
@@ -432,6 +437,7 @@ fn main() -> ExitCode {
         Command::Reproduce(a) => reproduce::reproduce_command(a),
         Command::Compare(a) => compare::command(a),
         Command::Check(a) => check::command(a),
+        Command::Calibrate(c) => calibrate::command(c, COMMIT),
         Command::Profiles => list_profiles(),
         Command::Verify(a) => verify_log(a),
     };
@@ -472,6 +478,13 @@ fn list_profiles() -> Result<ExitCode, String> {
         let p = Profile::load(name).map_err(|e| e.to_string())?;
         println!("{:<14} v{}  {}", p.name, p.version, p.description);
         println!("{:<14}      calibrated on: {}", "", p.calibration.source);
+    }
+    println!("\nsoftware profiles (--software):");
+    for (name, _) in transport::runtime::sim::SOFTWARE {
+        let s = transport::runtime::sim::Software::load(name).map_err(|e| e.to_string())?;
+        println!("{:<14} v{}  {}", s.name, s.version, s.description);
+        println!("{:<14}      {}", "", s.describe());
+        println!("{:<14}      calibrated on: {}", "", s.calibration.source);
     }
     Ok(ExitCode::SUCCESS)
 }

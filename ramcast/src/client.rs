@@ -24,7 +24,7 @@ use multicast::Membership;
 use multicast::{Client, Completed, DestSet, GroupId, MsgId, MulticastError};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use transport::{Nanos, Nic, Process, ProcessId, Progress, RegionSpec, WriteFlags};
+use transport::{Nanos, Nic, Process, ProcessId, Progress, RegionSpec, Work, WriteFlags};
 
 #[derive(Clone, Copy, Debug)]
 struct InFlight {
@@ -96,6 +96,8 @@ impl RamcastClient {
     fn read_responses<N: Nic>(&mut self, nic: &mut N) -> bool {
         let now = nic.now();
         let mut worked = false;
+        // One `[response, ldm]` pair looked at per server, news or not.
+        nic.work(Work::Scan, self.cfg.servers() as u64);
         for s in 0..self.cfg.servers() {
             let at = self.layout.response(ProcessId(s as u32));
             let ldm = nic.load_u64(local(RESP, at + 8)).expect("own region");
@@ -248,6 +250,7 @@ impl<N: Nic> Client<N> for RamcastClient {
                 .m_codec
                 .encode(codec_seq(seq), &entry, &mut self.scratch)
                 .expect("size checked above");
+            nic.work(Work::Copy, self.scratch.len() as u64);
             let flags = if self.scratch.len() <= inline_max {
                 WriteFlags::NONE.inline()
             } else {

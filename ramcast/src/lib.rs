@@ -115,7 +115,9 @@
 //!   `Scan` per client's next slot in each pass over the buffers, per pending slot in each pass
 //!   of Tasks 3-5 and per delivered slot swept, whatever the hint skips; a `Decode` and a
 //!   `Copy` of its bytes per entry taken out of `M`; an `Order` when a message becomes ORDERED
-//!   (the fast path included); a `Deliver` per delivery.
+//!   (the fast path included); a `Deliver` per delivery. A client reports a `Copy` of each
+//!   entry it encodes (once per destination group) and a `Scan` per server's response pair in
+//!   each poll.
 //!
 //! # Known limits
 //! - One multicast in flight per client (the papers' closed-loop clients).

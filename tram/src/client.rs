@@ -17,7 +17,7 @@ use crate::layout::{local, remote, Hm, Layout, HM, RESP};
 use multicast::{Client, Completed, DestSet, GroupId, Membership, MsgId, MulticastError};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use transport::{Access, Nanos, Nic, Process, ProcessId, Progress, RegionSpec, WriteFlags};
+use transport::{Access, Nanos, Nic, Process, ProcessId, Progress, RegionSpec, Work, WriteFlags};
 
 #[derive(Clone, Copy, Debug)]
 struct InFlight {
@@ -70,6 +70,7 @@ impl TramClient {
                 continue;
             }
             let answered = self.cfg.members(g).any(|p| {
+                nic.work(Work::Scan, 1);
                 nic.load_u64(local(RESP, Layout::response(p)))
                     .expect("own region")
                     > f.seq
@@ -148,6 +149,7 @@ impl<N: Nic> Client<N> for TramClient {
             .hm_codec
             .encode(pos as u32, &self.scratch, &mut self.entry)
             .expect("size checked above");
+        nic.work(Work::Copy, self.entry.len() as u64);
         let at = self
             .layout
             .hm_slot(self.layout.client_buffer(self.index), pos);

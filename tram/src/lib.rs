@@ -36,7 +36,8 @@
 //!   per input buffer position the leader looks at (Step 2.2) and per log slot a replica
 //!   looks at to deliver (Step 2.6); a `Decode` and a `Copy` of its bytes per message taken
 //!   from `HM`; an `Order` per log entry proposed; a `Decode` per log entry delivered, and a
-//!   `Deliver` and a `Copy` of the payload where its group is a destination.
+//!   `Deliver` and a `Copy` of the payload where its group is a destination. A client reports a
+//!   `Copy` of the entry it encodes and a `Scan` per replica's response word it looks at.
 //!
 //! Clients get a response from every replica that delivers their message, and a multicast
 //! completes once each destination group answered (as in [`ramcast`-style] measurements).

@@ -227,6 +227,20 @@ pub(crate) struct PaperFigure {
 }
 
 /// Every paper figure, by protocol, in the order `--help` and the results index list them.
+/// The paper prototypes' software profiles, each with the one published number `harness
+/// calibrate paper` fits it to. RDMC has none: its C++ prototype's software overhead is about 1%
+/// of a transfer (RDMC Fig. 4), no published number isolates it, and fitting one would charge a
+/// bandwidth gap to the CPU; RDMC runs with `measured` where a priced profile is asked for.
+pub(crate) const PAPER_SOFTWARE: &[&[crate::calibrate::PaperSoftware]] = &[
+    ramcast::software::PAPER_SOFTWARE,
+    tram::software::PAPER_SOFTWARE,
+];
+
+/// Every paper prototype's software profile, in registry order.
+pub(crate) fn paper_software() -> impl Iterator<Item = &'static crate::calibrate::PaperSoftware> {
+    PAPER_SOFTWARE.iter().flat_map(|p| p.iter())
+}
+
 pub(crate) const FIGURES: &[&[PaperFigure]] = &[
     ramcast::figures::FIGURES,
     tram::figures::FIGURES,

@@ -16,8 +16,13 @@ use std::path::Path;
 use transport::runtime::sim::{Profile, Software};
 use transport::Nanos;
 
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one per knob of the paper's figures"
+)]
 fn experiment(
     profile: &Profile,
+    software: &Software,
     groups: usize,
     clients: usize,
     size: usize,
@@ -36,7 +41,7 @@ fn experiment(
         duration,
         runtime: Where::Sim,
         profile: profile.clone(),
-        software: Software::none(),
+        software: software.clone(),
         seed,
         log: false,
         dest_tree: None,
@@ -77,6 +82,46 @@ pub(crate) const FIGURES: &[PaperFigure] = &[
     },
 ];
 
+/// One throughput curve of RamCast Fig. 4: one group of three, `size`-byte messages, clients
+/// doubled until throughput grows by less than 5%.
+fn fig4_saturate(
+    profile: &Profile,
+    software: &Software,
+    size: usize,
+    duration: Nanos,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<Vec<crate::figure::Point>, String> {
+    saturate(
+        |c| {
+            experiment(
+                profile,
+                software,
+                1,
+                c,
+                size,
+                DestPolicy::Single,
+                1,
+                duration,
+            )
+        },
+        1024,
+        progress,
+    )
+}
+
+/// RamCast Fig. 4's maximum throughput with 64 B messages on hardware profile `hardware`, run
+/// as `harness figure ramcast-fig4` runs it: the published number paper software profiles of
+/// RamCast are fitted to.
+pub(crate) fn fig4_max_throughput_64b(
+    hardware: &str,
+    software: &Software,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<f64, String> {
+    let profile = Profile::load(hardware).map_err(|e| e.to_string())?;
+    let points = fig4_saturate(&profile, software, 64, Nanos(2_000_000), progress)?;
+    Ok(max_throughput(&points))
+}
+
 /// RamCast Fig. 4: message size, one group of three replicas.
 pub(crate) fn fig4(
     out: &Path,
@@ -99,14 +144,12 @@ pub(crate) fn fig4(
     let mut sat = Vec::new();
     let mut notes: Vec<(usize, String)> = Vec::new();
     let mut single = Vec::new();
+    let software = Software::none();
     let measured = in_parallel(sizes, |&size| {
-        let points = saturate(
-            |c| experiment(&profile, 1, c, size, DestPolicy::Single, 1, duration),
-            1024,
-            progress,
-        )?;
+        let points = fig4_saturate(&profile, &software, size, duration, progress)?;
         let one = experiment(
             &profile,
+            &software,
             1,
             1,
             size,
@@ -417,14 +460,16 @@ pub(crate) fn fig5(
             .into_iter()
             .flat_map(|(dest, label)| groups.iter().map(move |&g| (dest, label, g)))
             .collect();
+    let software = Software::none();
     let measured = in_parallel(&cases, |&(dest, _, g)| {
         let points = saturate(
-            |c| experiment(&profile, g, c, 64, dest, 1, duration),
+            |c| experiment(&profile, &software, g, c, 64, dest, 1, duration),
             256,
             progress,
         )?;
         let one = measure(&experiment(
             &profile,
+            &software,
             g,
             1,
             64,

@@ -3,6 +3,7 @@
 
 pub(crate) mod check;
 pub(crate) mod figures;
+pub(crate) mod software;
 
 use super::{Multicast, Shape};
 use crate::experiment::Observed;

@@ -4,6 +4,7 @@
 pub(crate) mod check;
 pub(crate) mod figure_notes;
 pub(crate) mod figures;
+pub(crate) mod software;
 pub(crate) mod table1;
 
 use super::{Multicast, Shape, Variants};

@@ -46,7 +46,9 @@ pub use nic::SimNic;
 pub use profile::{
     builtin_names, Calibration, CpuCosts, NicCosts, Profile, ProfileError, BUILTIN, DEFAULT_PROFILE,
 };
-pub use software::{Software, SoftwareCalibration, WorkCosts, DEFAULT_SOFTWARE, SOFTWARE};
+pub use software::{
+    Software, SoftwareCalibration, SoftwareFit, WorkCosts, DEFAULT_SOFTWARE, SOFTWARE,
+};
 
 use crate::memory::Memory;
 use crate::nic::{Completion, Op, OpKind, Qp, Recv, Status};

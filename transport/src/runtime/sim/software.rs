@@ -10,7 +10,15 @@ use crate::work::Work;
 use serde::Deserialize;
 
 /// The software profiles shipped with the workbench, by name.
-pub const SOFTWARE: &[(&str, &str)] = &[("none", include_str!("../../../software/none.toml"))];
+pub const SOFTWARE: &[(&str, &str)] = &[
+    ("none", include_str!("../../../software/none.toml")),
+    ("measured", include_str!("../../../software/measured.toml")),
+    (
+        "ramcast-java",
+        include_str!("../../../software/ramcast-java.toml"),
+    ),
+    ("tram-cpp", include_str!("../../../software/tram-cpp.toml")),
+];
 
 /// The software profile used when none is named: no software cost, the model every result
 /// before software profiles was made with.
@@ -27,6 +35,35 @@ pub struct SoftwareCalibration {
     /// The one declared number (a published measurement, or this machine's timings) and where
     /// it comes from.
     pub source: String,
+    /// The machine a measured profile was timed on (CPU model and cores).
+    #[serde(default)]
+    pub machine: Option<String>,
+    /// The workbench commit that produced the profile.
+    #[serde(default)]
+    pub commit: Option<String>,
+    /// The day it was produced (UTC, YYYY-MM-DD).
+    #[serde(default)]
+    pub date: Option<String>,
+    /// For a profile fitted to a published number: how.
+    #[serde(default)]
+    pub fit: Option<SoftwareFit>,
+}
+
+/// How a paper prototype's profile was fitted to its one published number: a shape (another
+/// profile's per-message prices) scaled by one factor until the simulation gives the number.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SoftwareFit {
+    /// The profile whose per-message prices were scaled (name and version).
+    pub shape: String,
+    /// The factor found.
+    pub scale: f64,
+    /// The published number.
+    pub published: f64,
+    /// What the simulation gives with the fitted prices.
+    pub simulated: f64,
+    /// The unit of both.
+    pub unit: String,
 }
 
 /// The price of one unit of each kind of [`Work`].
@@ -121,6 +158,56 @@ impl Software {
             .clone()
     }
 
+    /// The profile as TOML that [`Software::parse`] reads back, each number with the comment
+    /// saying what it prices; `header` (comment lines) says where the file comes from.
+    pub fn to_toml(&self, header: &str) -> String {
+        let q = |s: &str| toml::Value::String(s.to_string()).to_string();
+        let mut t = String::new();
+        for line in header.lines() {
+            t.push_str(&format!("# {line}\n").replace("# \n", "#\n"));
+        }
+        t.push_str(&format!(
+            "name = {}\nversion = {}\ndescription = {}\n\n[calibration]\nsource = {}\n",
+            q(&self.name),
+            self.version,
+            q(&self.description),
+            q(&self.calibration.source)
+        ));
+        let c = &self.calibration;
+        for (key, value) in [
+            ("machine", &c.machine),
+            ("commit", &c.commit),
+            ("date", &c.date),
+        ] {
+            if let Some(v) = value {
+                t.push_str(&format!("{key} = {}\n", q(v)));
+            }
+        }
+        if let Some(f) = &c.fit {
+            t.push_str(&format!(
+                "\n# Per-message prices of `shape` times `scale`; copies keep the shape's price.\n\
+                 [calibration.fit]\nshape = {}\nscale = {:?}\npublished = {:?}\nsimulated = {:?}\nunit = {}\n",
+                q(&f.shape),
+                f.scale,
+                f.published,
+                f.simulated,
+                q(&f.unit)
+            ));
+        }
+        let k = &self.costs;
+        t.push_str(&format!(
+            "\n# Price per unit of each kind of work a protocol reports (transport::Work).\n\
+             [costs]\n\
+             # Per slot, log entry or buffer position a scan looks at.\nscan_ns = {}\n\
+             # Per message taken out of memory and checked.\ndecode_ns = {}\n\
+             # Per payload byte copied in memory, in picoseconds.\ncopy_ps_per_byte = {}\n\
+             # Per message whose place in the order is decided here.\norder_ns = {}\n\
+             # Per message handed to the application.\ndeliver_ns = {}\n",
+            k.scan_ns, k.decode_ns, k.copy_ps_per_byte, k.order_ns, k.deliver_ns
+        ));
+        t
+    }
+
     /// A one-line summary, printed at the start of a run.
     pub fn describe(&self) -> String {
         let c = &self.costs;
@@ -168,6 +255,40 @@ mod tests {
         assert!(
             e.contains("costs.order_ns") && e.contains("at most 1 s"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn a_profile_written_as_toml_reads_back_the_same() {
+        let mut s = Software::none();
+        s.name = "fitted \"java\"".into();
+        s.version = 3;
+        s.calibration.machine = Some("2 x Xeon".into());
+        s.calibration.commit = Some("abc123".into());
+        s.calibration.date = Some("2026-11-23".into());
+        s.calibration.fit = Some(SoftwareFit {
+            shape: "measured v1".into(),
+            scale: 12.5,
+            published: 250_000.0,
+            simulated: 249_100.0,
+            unit: "msg/s".into(),
+        });
+        s.costs = WorkCosts {
+            scan_ns: 2,
+            decode_ns: 31,
+            copy_ps_per_byte: 95,
+            order_ns: 40,
+            deliver_ns: 9,
+        };
+        let text = s.to_toml("made by a test\n\nsecond line");
+        assert!(
+            text.starts_with("# made by a test\n#\n# second line\n"),
+            "{text}"
+        );
+        assert_eq!(Software::parse("written", &text).unwrap(), s);
+        assert_eq!(
+            Software::parse("none", &Software::none().to_toml("")).unwrap(),
+            Software::none()
         );
     }
 

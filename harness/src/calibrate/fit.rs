@@ -1,0 +1,179 @@
+//! Fitting a paper prototype's software profile to ONE published number of its paper: the
+//! per-message prices of a shape profile (`measured`, our code's relative costs) times one
+//! factor, found by bisection on the simulated number. Copies keep the shape's price: a byte
+//! copy is `memcpy` in Java and C++ alike, while the per-message work (objects, queues,
+//! bounds checks, the JVM) is what separates a prototype from our code.
+//!
+//! One factor fitted to one number: every other number of the paper stays a validation target.
+
+use transport::runtime::sim::{Software, SoftwareCalibration, SoftwareFit, WorkCosts};
+
+/// A paper prototype's software profile and the one published number it is fitted to.
+pub(crate) struct PaperSoftware {
+    /// The profile's name (`ramcast-java`).
+    pub(crate) name: &'static str,
+    /// What prototype it models.
+    pub(crate) description: &'static str,
+    /// The published number, what it is and where it is published.
+    pub(crate) target: &'static str,
+    /// The published value.
+    pub(crate) published: f64,
+    /// Its unit.
+    pub(crate) unit: &'static str,
+    /// Simulates the target's experiment with a software profile and returns the number the
+    /// paper reports; it must fall as prices rise (a throughput) or rise with them (a latency).
+    pub(crate) simulate: Simulate,
+}
+
+/// How a [`PaperSoftware`] simulates its target: with a software profile, reporting progress.
+pub(crate) type Simulate = fn(&Software, &(dyn Fn(&str) + Sync)) -> Result<f64, String>;
+
+/// The smallest and largest factor tried.
+const SCALES: (f64, f64) = (1.0 / 16.0, 256.0);
+/// Bisection steps at most; each halves the factor's range in log space.
+const STEPS: usize = 24;
+/// A fit closer than this to the published number stops early.
+const TOLERANCE: f64 = 0.005;
+
+/// `shape`'s per-message prices times `scale` (rounded to the nanosecond), its copy price kept.
+pub(crate) fn scaled(shape: &WorkCosts, scale: f64) -> WorkCosts {
+    let s = |ns: u64| (ns as f64 * scale).round() as u64;
+    WorkCosts {
+        scan_ns: s(shape.scan_ns),
+        decode_ns: s(shape.decode_ns),
+        copy_ps_per_byte: shape.copy_ps_per_byte,
+        order_ns: s(shape.order_ns),
+        deliver_ns: s(shape.deliver_ns),
+    }
+}
+
+/// The factor whose `value(factor)` is nearest `target`, by bisection in log space between
+/// [`SCALES`]; `value` must be monotonic. Returns the factor and its value, or why the target
+/// is out of reach.
+pub(crate) fn bisect(
+    target: f64,
+    mut value: impl FnMut(f64) -> Result<f64, String>,
+) -> Result<(f64, f64), String> {
+    let (mut lo, mut hi) = SCALES;
+    let (v_lo, v_hi) = (value(lo)?, value(hi)?);
+    let between = |v: f64| (v_lo - v) * (v_hi - v) <= 0.0;
+    if !between(target) {
+        return Err(format!(
+            "the target {target} is out of reach: scaling the prices by {lo} gives {v_lo:.1}, by {hi} gives {v_hi:.1}"
+        ));
+    }
+    let rising = v_hi > v_lo;
+    let mut best = if (v_lo - target).abs() < (v_hi - target).abs() {
+        (lo, v_lo)
+    } else {
+        (hi, v_hi)
+    };
+    for _ in 0..STEPS {
+        // Close enough, or the factor's range no longer changes a rounded price.
+        if ((best.1 - target) / target).abs() <= TOLERANCE || hi / lo < 1.0 + 1e-4 {
+            break;
+        }
+        let mid = (lo * hi).sqrt();
+        let v = value(mid)?;
+        if (v - target).abs() < (best.1 - target).abs() {
+            best = (mid, v);
+        }
+        if (v < target) == rising {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(best)
+}
+
+/// Fits `paper`'s profile on `shape`; `version` is the new profile's, `commit` and `date`
+/// stamp it.
+pub(crate) fn fit(
+    paper: &PaperSoftware,
+    shape: &Software,
+    version: u32,
+    commit: &str,
+    date: &str,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<Software, String> {
+    let priced = |scale: f64| Software {
+        name: paper.name.to_string(),
+        version,
+        description: paper.description.to_string(),
+        calibration: SoftwareCalibration {
+            source: format!(
+                "{}: {} {} (every other published number is a validation target)",
+                paper.target, paper.published, paper.unit
+            ),
+            machine: None,
+            commit: Some(commit.to_string()),
+            date: Some(date.to_string()),
+            fit: None,
+        },
+        costs: scaled(&shape.costs, scale),
+    };
+    let (scale, simulated) = bisect(paper.published, |scale| {
+        let v = (paper.simulate)(&priced(scale), progress)?;
+        progress(&format!(
+            "scale {scale:>10.4}: {} -> {v:.1} {}",
+            priced(scale).describe(),
+            paper.unit
+        ));
+        Ok(v)
+    })?;
+    let mut s = priced(scale);
+    s.calibration.fit = Some(SoftwareFit {
+        shape: format!("{} v{}", shape.name, shape.version),
+        scale,
+        published: paper.published,
+        simulated,
+        unit: paper.unit.to_string(),
+    });
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bisection_finds_the_factor_of_a_falling_and_of_a_rising_curve() {
+        let (k, v) = bisect(250.0, |k| Ok(1000.0 / (1.0 + k))).unwrap();
+        assert!((v - 250.0).abs() / 250.0 <= TOLERANCE, "{k} {v}");
+        assert!((k - 3.0).abs() < 0.05, "{k}");
+        let (k, v) = bisect(7.0, |k| Ok(5.0 + 0.1 * k)).unwrap();
+        assert!(
+            (v - 7.0).abs() / 7.0 <= TOLERANCE && (k - 20.0).abs() < 0.5,
+            "{k} {v}"
+        );
+    }
+
+    #[test]
+    fn a_target_out_of_reach_is_refused_with_both_ends() {
+        let e = bisect(5.0, |k| Ok(100.0 + k)).unwrap_err();
+        assert!(e.contains("out of reach") && e.contains("256"), "{e}");
+    }
+
+    #[test]
+    fn scaling_multiplies_per_message_prices_and_keeps_the_copy_price() {
+        let shape = WorkCosts {
+            scan_ns: 2,
+            decode_ns: 30,
+            copy_ps_per_byte: 90,
+            order_ns: 41,
+            deliver_ns: 10,
+        };
+        let c = scaled(&shape, 2.5);
+        assert_eq!(
+            (
+                c.scan_ns,
+                c.decode_ns,
+                c.copy_ps_per_byte,
+                c.order_ns,
+                c.deliver_ns
+            ),
+            (5, 75, 90, 103, 25)
+        );
+    }
+}

@@ -1,0 +1,20 @@
+//! The software profile of RamCast's prototype, fitted by `harness calibrate paper`.
+
+use crate::calibrate::PaperSoftware;
+use transport::runtime::sim::Software;
+
+/// RamCast's Java prototype (jVerbs over DiSNI 2.1, Java SE 11; RamCast section 5.1).
+pub(crate) const PAPER_SOFTWARE: &[PaperSoftware] = &[PaperSoftware {
+    name: "ramcast-java",
+    description:
+        "RamCast's Java prototype (jVerbs/DiSNI 2.1, Oracle Java SE 11; RamCast section 5.1)",
+    target: "RamCast Fig. 4, maximum throughput, 1 group of 3, 64 B messages, on xl170-cx4 \
+             (ramcast-middleware2021.txt section 5.3: ~250 k msg/s)",
+    published: 250_000.0,
+    unit: "msg/s",
+    simulate: fig4,
+}];
+
+fn fig4(software: &Software, progress: &(dyn Fn(&str) + Sync)) -> Result<f64, String> {
+    super::figures::fig4_max_throughput_64b(crate::testbed::RAMCAST, software, progress)
+}
