@@ -11,9 +11,9 @@
 //!
 //! Memory is the simulator's (plain bytes behind the `Nic` interface, through
 //! [`RecordingNic`]), which is what the code reads on every runtime but `local`'s atomics.
-//! Each probe runs `reps` units per sample, `samples` samples after one warm-up sample, and
-//! keeps the median: the machine is shared, and the median of many short samples is what a
-//! quiet core would show.
+//! Each probe runs `reps` units per sample, `samples` samples after one warm-up sample, the
+//! probes taking turns, and keeps the median: the machine is shared, and the median of many
+//! short samples is what a quiet core would show.
 
 use bytes::Bytes;
 use multicast::{Delivery, DestSet, MsgId};
@@ -56,19 +56,35 @@ const SLOTS: usize = 1024;
 /// Keys in the pending set.
 const PENDING: u64 = 64;
 
-/// The median time of one call of `unit`, in nanoseconds.
-fn median_ns(effort: Effort, mut unit: impl FnMut(usize)) -> f64 {
-    let mut sample = || {
+/// A unit of work to time, given its repetition index.
+type Unit<'a> = Box<dyn FnMut(usize) + 'a>;
+
+/// The median time of one call of each unit, in nanoseconds. The probes take turns sample by
+/// sample, so a slow spell of the shared machine falls on all of them alike instead of on one.
+fn medians_ns(effort: Effort, units: &mut [Unit<'_>]) -> Vec<f64> {
+    let sample = |unit: &mut Unit<'_>| {
         let start = Instant::now();
         for i in 0..effort.reps {
             unit(i);
         }
         start.elapsed().as_nanos() as f64 / effort.reps as f64
     };
-    sample();
-    let mut times: Vec<f64> = (0..effort.samples.max(1)).map(|_| sample()).collect();
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
+    for unit in units.iter_mut() {
+        sample(unit); // warm-up
+    }
+    let mut times = vec![Vec::with_capacity(effort.samples); units.len()];
+    for _ in 0..effort.samples.max(1) {
+        for (unit, t) in units.iter_mut().zip(&mut times) {
+            t.push(sample(unit));
+        }
+    }
+    times
+        .into_iter()
+        .map(|mut t| {
+            t.sort_by(f64::total_cmp);
+            t[t.len() / 2]
+        })
+        .collect()
 }
 
 /// A NIC whose region 0 is `SLOTS` slots of `codec`, slot `i` holding entry `i` with a payload
@@ -86,14 +102,14 @@ fn filled(codec: SlotCodec, len: usize) -> RecordingNic {
     nic
 }
 
-/// Reads slot `i % SLOTS` expecting entry `expected(i)`, copying a payload out as the servers do.
-fn read_probe(effort: Effort, len: usize, expect_news: bool) -> f64 {
+/// Reads slot `i % SLOTS` of a buffer holding `len`-byte entries, copying the payload out as
+/// the servers do; a scan (`expect_news` false) expects the next lap's entry, not there yet.
+fn read_probe<'a>(len: usize, expect_news: bool) -> Unit<'a> {
     let codec = SlotCodec::new(SlotCodec::encoded_len(LARGE)).expect("valid slot size");
     let nic = filled(codec, len);
     let mut buf = Vec::new();
-    median_ns(effort, |i| {
+    Box::new(move |i| {
         let slot = i % SLOTS;
-        // A scan expects the entry of the next lap, which is not there yet.
         let expected = if expect_news { slot } else { slot + SLOTS } as u32;
         let at = LocalAddr::new(RegionId(0), slot * codec.slot_bytes());
         let read = codec.read(&nic, at, expected, &mut buf).expect("in region");
@@ -104,32 +120,44 @@ fn read_probe(effort: Effort, len: usize, expect_news: bool) -> f64 {
     })
 }
 
-/// Times every kind of work.
-pub(crate) fn measure(effort: Effort) -> Timings {
-    let scan = read_probe(effort, SMALL, false);
-    let small = read_probe(effort, SMALL, true);
-    let large = read_probe(effort, LARGE, true);
-    let copy_per_byte = ((large - small) / (LARGE - SMALL) as f64).max(0.0);
-    let decode = (small - copy_per_byte * SMALL as f64).max(0.0);
-
+/// A pending message's key moved to the end of the pending set (RamCast's final timestamp).
+fn order_probe<'a>() -> Unit<'a> {
     let mut pending: BTreeSet<(u64, u32, u64)> = (0..PENDING).map(|s| (s, 0, s)).collect();
     let mut next = PENDING;
-    let order = median_ns(effort, |_| {
+    Box::new(move |_| {
         let first = pending.pop_first().expect("never empty");
         pending.insert((next, first.1, first.2));
         next += 1;
-    });
+    })
+}
 
+/// A delivery handed to the application through a queue.
+fn deliver_probe<'a>() -> Unit<'a> {
     let mut handed = VecDeque::new();
     let payload = Bytes::from_static(&[7; 64]);
-    let deliver = median_ns(effort, |i| {
+    Box::new(move |i| {
         handed.push_back(Delivery {
             msg: MsgId::new(ProcessId(0), i as u64),
             dst: DestSet::from_bits(1),
             payload: payload.clone(),
         });
         black_box(handed.pop_front());
-    });
+    })
+}
+
+/// Times every kind of work.
+pub(crate) fn measure(effort: Effort) -> Timings {
+    let mut units = [
+        read_probe(SMALL, false),
+        read_probe(SMALL, true),
+        read_probe(LARGE, true),
+        order_probe(),
+        deliver_probe(),
+    ];
+    let m = medians_ns(effort, &mut units);
+    let (scan, small, large, order, deliver) = (m[0], m[1], m[2], m[3], m[4]);
+    let copy_per_byte = ((large - small) / (LARGE - SMALL) as f64).max(0.0);
+    let decode = (small - copy_per_byte * SMALL as f64).max(0.0);
     Timings {
         scan,
         decode,
@@ -153,8 +181,10 @@ mod tests {
         for (what, ns) in [("scan", t.scan), ("order", t.order), ("deliver", t.deliver)] {
             assert!(ns > 0.0, "{what}: {ns} ns");
         }
-        let small = read_probe(effort, SMALL, true);
-        let large = read_probe(effort, LARGE, true);
-        assert!(large > small, "4 KB read {large} ns, 8 B read {small} ns");
+        let m = medians_ns(
+            effort,
+            &mut [read_probe(SMALL, true), read_probe(LARGE, true)],
+        );
+        assert!(m[1] > m[0], "4 KB read {} ns, 8 B read {} ns", m[1], m[0]);
     }
 }
