@@ -9,6 +9,7 @@ use hdrhistogram::Histogram;
 use rayon::prelude::*;
 use std::fmt::Write as _;
 use std::path::Path;
+use transport::runtime::sim::Software;
 
 /// One measured point of a saturation sweep.
 pub(crate) struct Point {
@@ -211,3 +212,22 @@ pub(crate) const CLAIM_HEAD: &str = "| published claim | measured | verdict |\n|
 
 pub(crate) const TABLE_HEAD: &str =
     "| what | published | measured | measured / published |\n|---|---|---|---|\n";
+
+/// A discussion bullet about software cost: `free` (written for the model without software
+/// cost) under `none`; under a priced profile, what this run charges and what it was calibrated
+/// on, since `free`'s explanation does not hold for this run.
+pub(crate) fn software_bullet(software: &Software, free: String) -> String {
+    if software.costs.is_free() {
+        return free;
+    }
+    format!(
+        "- **Software cost.** This run charges `{}` v{}: {} ({}; calibrated on: {}). The \
+         explanations that `none/summary.md` gives for the gaps left by a model without software \
+         cost do not apply here: every claim above is judged on this run's own measurements.\n",
+        software.name,
+        software.version,
+        software.description,
+        software.describe(),
+        software.calibration.source
+    )
+}

@@ -16,6 +16,7 @@ mod check_chaos;
 mod compare;
 mod experiment;
 mod figure;
+mod lens;
 mod plot;
 mod progress;
 mod protocols;
@@ -197,6 +198,10 @@ struct FigureArgs {
     /// Fewer points and shorter runs (a smoke test, not for publication).
     #[arg(long)]
     quick: bool,
+    /// Make it only under this software profile (repeatable): a built-in name or a .toml path
+    /// [default: none, measured and the paper prototype's, each in OUT/NAME/PROFILE].
+    #[arg(long)]
+    software: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -213,6 +218,10 @@ struct ReproduceArgs {
     /// Fewer points and shorter runs (a smoke test, not for publication).
     #[arg(long)]
     quick: bool,
+    /// Make it only under this software profile (repeatable): a built-in name or a .toml path
+    /// [default: none, measured and the paper prototype's, each in OUT/NAME/PROFILE].
+    #[arg(long)]
+    software: Vec<String>,
 }
 
 #[derive(Args, Debug)]

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
+use transport::runtime::sim::Software;
 
 /// A figure the harness can reproduce: its name (also its directory) and what it shows.
 #[derive(Clone, Debug)]
@@ -61,7 +62,13 @@ pub(crate) fn reproduce(
     for f in all {
         let path = root.join(&f.name).join("summary.md");
         if path.exists() {
-            let pngs = pngs(&root.join(&f.name))?;
+            // The plots of the paper prototype's software profile, as the summary shows them.
+            let lens = paper_figure(&f.name).software;
+            let pngs = pngs(&root.join(&f.name).join(lens))
+                .unwrap_or_default()
+                .into_iter()
+                .map(|p| format!("{lens}/{p}"))
+                .collect();
             present.push((f.clone(), read(&path)?, pngs));
         }
     }
@@ -77,15 +84,35 @@ pub(crate) fn figure_command(a: crate::FigureArgs) -> Result<ExitCode, String> {
     let out = a
         .out
         .unwrap_or_else(|| PathBuf::from("results").join(f.name));
+    let software = load_all(&a.software)?;
     println!(
-        "harness figure {}: runtime=sim profile={} seed=1 commit={COMMIT} out={}",
+        "harness figure {}: runtime=sim profile={} software={} seed=1 commit={COMMIT} out={}",
         f.name,
         f.profile,
+        if software.is_empty() {
+            crate::lens::lenses(f).join(",")
+        } else {
+            software
+                .iter()
+                .map(|s| s.name.clone())
+                .collect::<Vec<_>>()
+                .join(",")
+        },
         out.display()
     );
-    (f.make)(&out, COMMIT, a.quick, &|line: &str| println!("{line}"))?;
+    crate::lens::make(f, &out, COMMIT, a.quick, &software, &|line: &str| {
+        println!("{line}")
+    })?;
     println!("wrote {}/summary.md", out.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The software profiles named on the command line.
+fn load_all(names: &[String]) -> Result<Vec<Software>, String> {
+    names
+        .iter()
+        .map(|n| Software::load(n).map_err(|e| e.to_string()))
+        .collect()
 }
 
 /// The registered figure `name` (the command line only takes registered names).
@@ -113,8 +140,16 @@ pub(crate) fn reproduce_command(a: crate::ReproduceArgs) -> Result<ExitCode, Str
         if a.quick { " (quick)" } else { "" }
     );
     let all: Vec<Figure> = protocols::figures().map(figure).collect();
+    let software = load_all(&a.software)?;
     let make = |f: &Figure, out: &Path, progress: &(dyn Fn(&str) + Sync)| {
-        (paper_figure(&f.name).make)(out, COMMIT, a.quick, progress)
+        crate::lens::make(
+            paper_figure(&f.name),
+            out,
+            COMMIT,
+            a.quick,
+            &software,
+            progress,
+        )
     };
     let done = reproduce(&wanted, &all, &a.out, &make)?;
     println!(
@@ -146,7 +181,7 @@ fn read(path: &Path) -> Result<String, String> {
 }
 
 /// The PNG files of a figure's directory, sorted.
-fn pngs(dir: &Path) -> Result<Vec<String>, String> {
+pub(crate) fn pngs(dir: &Path) -> Result<Vec<String>, String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .map_err(|e| format!("cannot list {}: {e}", dir.display()))?
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
@@ -164,8 +199,12 @@ pub(crate) fn index(figures: &[(Figure, String, Vec<String>)]) -> String {
          `harness figure NAME`). Each figure runs on the simulator, deterministically: one commit \
          gives the same files. Its directory holds CSV files with every parameter, the plots, and \
          `summary.md`, which puts the papers' numbers beside ours and gives a verdict per \
-         published claim. `transport/` holds the RDMA write microbenchmark of the README's main \
-         command.\n\n| figure | what | command | plots | claims reproduced / not / by construction |\n|---|---|---|---|---|\n",
+         published claim. Each figure is made under several software profiles (`none`: no software \
+         cost; `measured`: our code on the calibration machine; the paper prototype's, fitted to \
+         one published number), each in its own subdirectory; its `summary.md` gives every \
+         claim's verdict under each, and the counts and rows below are the paper prototype's \
+         (the last column of each table). `transport/` holds the RDMA write microbenchmark of \
+         the README's main command.\n\n| figure | what | command | plots | claims reproduced / not / by construction |\n|---|---|---|---|---|\n",
     );
     for (f, summary, pngs) in figures {
         let [yes, no, by] = verdicts(summary).0;
@@ -194,7 +233,12 @@ pub(crate) fn index(figures: &[(Figure, String, Vec<String>)]) -> String {
         if rows.is_empty() {
             continue;
         }
-        let _ = write!(md, "\n### {}\n\n{}", f.name, crate::figure::CLAIM_HEAD);
+        let _ = write!(
+            md,
+            "\n### {}\n\n{}",
+            f.name,
+            crate::lens::claims_head(summary)
+        );
         for r in rows {
             md.push_str(r);
             md.push('\n');

@@ -170,6 +170,7 @@ fn run_bulk(a: RunArgs) -> Result<ExitCode, String> {
             },
         },
         profile: Profile::load(&profile_name).map_err(|e| e.to_string())?,
+        software: Software::load(&a.software).map_err(|e| e.to_string())?,
         seed: a.seed,
         timeout: a.timeout.unwrap_or(Nanos(600_000_000_000)),
     };

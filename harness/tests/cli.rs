@@ -377,11 +377,27 @@ fn rdmc_figure_quick_writes_csv_png_and_summary() {
         dir.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
-    for f in ["runs.csv", "fig10-11.png", "summary.md"] {
-        assert!(dir.join(f).exists(), "{f} missing");
+    // One directory per software profile (RDMC's prototype is priced as `measured`), and a
+    // summary that puts each claim's verdict under both side by side.
+    for lens in ["none", "measured"] {
+        for f in ["runs.csv", "fig10-11.png", "summary.md"] {
+            assert!(dir.join(lens).join(f).exists(), "{lens}/{f} missing");
+        }
+        let md = std::fs::read_to_string(dir.join(lens).join("summary.md")).unwrap();
+        assert!(md.contains("| published claim | measured | verdict |"));
     }
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
-    assert!(md.contains("| published claim | measured | verdict |"));
+    assert!(
+        md.contains(
+            "| published claim | measured, `none` | verdict | measured, `measured` | verdict |"
+        ),
+        "{md}"
+    );
+    let runs = std::fs::read_to_string(dir.join("measured/runs.csv")).unwrap();
+    assert!(
+        runs.lines().nth(1).unwrap().contains(",measured,"),
+        "{runs}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

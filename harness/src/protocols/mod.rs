@@ -18,7 +18,7 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 use transport::runtime::local::LocalNic;
-use transport::runtime::sim::SimNic;
+use transport::runtime::sim::{SimNic, Software};
 use transport::Process;
 
 /// What every atomic multicast protocol takes from the command line.
@@ -205,11 +205,13 @@ pub(crate) const REGISTRY: &[Entry] = &[
 ];
 
 /// Makes a figure: writes it under `out` (CSV, PNG, `summary.md`), stamping `commit`; `quick`
-/// asks for fewer points and shorter runs; `progress` gets a line per measured point.
+/// asks for fewer points and shorter runs; every run charges `software`'s prices; `progress`
+/// gets a line per measured point.
 pub(crate) type MakeFigure = fn(
     out: &Path,
     commit: &str,
     quick: bool,
+    software: &Software,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String>;
 
@@ -222,6 +224,9 @@ pub(crate) struct PaperFigure {
     pub(crate) about: &'static str,
     /// The profile it runs on, as `harness figure` announces it.
     pub(crate) profile: &'static str,
+    /// The software profile of the paper's prototype: the one its summary leads with (see
+    /// [`PAPER_SOFTWARE`]).
+    pub(crate) software: &'static str,
     /// Makes it.
     pub(crate) make: MakeFigure,
 }

@@ -11,7 +11,7 @@ use crate::protocols::PaperFigure;
 use rdmc::Algorithm;
 use std::fmt::Write as _;
 use std::path::Path;
-use transport::runtime::sim::Profile;
+use transport::runtime::sim::{Profile, Software};
 use transport::Nanos;
 
 const MB: usize = 1 << 20;
@@ -19,27 +19,33 @@ const MB: usize = 1 << 20;
 /// Runs experiments of one figure and keeps their rows.
 struct Ctx<'a> {
     commit: &'a str,
+    software: &'a Software,
     progress: &'a (dyn Fn(&str) + Sync),
     rows: Vec<Row>,
 }
 
 impl<'a> Ctx<'a> {
-    /// A figure writing into `out` (created if missing).
+    /// A figure writing into `out` (created if missing), charging `software`'s prices.
     fn start(
         out: &Path,
         commit: &'a str,
+        software: &'a Software,
         progress: &'a (dyn Fn(&str) + Sync),
     ) -> Result<Ctx<'a>, String> {
         std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
         Ok(Ctx {
             commit,
+            software,
             progress,
             rows: Vec::new(),
         })
     }
 
-    /// Runs `s`; a run in which any receiver missed a message or got it corrupted is an error.
+    /// Runs `s` with the figure's software profile; a run in which any receiver missed a
+    /// message or got it corrupted is an error.
     fn run(&mut self, s: &BulkSpec) -> Result<(Row, BulkResult), String> {
+        let mut s = s.clone();
+        s.software = self.software.clone();
         let r = s.run()?;
         let row = s.row(&r, self.commit);
         if !r.clean() {
@@ -80,6 +86,7 @@ fn spec(profile: &Profile, algorithm: Algorithm, nodes: usize, size: usize) -> B
         messages: 1,
         runtime: Where::Sim,
         profile: profile.clone(),
+        software: Software::none(),
         seed: 1,
         timeout: Nanos(3_600_000_000_000),
     }
@@ -135,42 +142,49 @@ pub(crate) const FIGURES: &[PaperFigure] = &[
         name: "rdmc-fig4",
         about: "RDMC Fig. 4/5: time breakdown of one 256 MB transfer to a group of 4 (stampede-fdr)",
         profile: PER_PANEL,
+        software: "measured",
         make: fig4,
     },
     PaperFigure {
         name: "rdmc-fig6",
         about: "RDMC Fig. 6: bandwidth against block size, 4..256 MB, group of 4 (stampede-fdr)",
         profile: PER_PANEL,
+        software: "measured",
         make: fig6,
     },
     PaperFigure {
         name: "rdmc-fig7-9",
         about: "RDMC Figs. 7-9: pipeline bandwidth against group size on sierra-qdr (to 512 nodes), stampede-fdr and fractus-100g",
         profile: PER_PANEL,
+        software: "measured",
         make: fig7_9,
     },
     PaperFigure {
         name: "rdmc-fig10-11",
         about: "RDMC Figs. 10-11: sequential, chain, tree and pipeline against each other, 8 and 256 MB",
         profile: PER_PANEL,
+        software: "measured",
         make: fig10_11,
     },
     PaperFigure {
         name: "rdmc-fig12",
         about: "RDMC Fig. 12: latency against group size, pipeline and sequential (sierra-qdr)",
         profile: PER_PANEL,
+        software: "measured",
         make: fig12,
     },
     PaperFigure {
         name: "rdmc-fig13-14",
         about: "RDMC Figs. 13-14: concurrent senders, each member a root (fractus-100g)",
         profile: PER_PANEL,
+        software: "measured",
         make: fig13_14,
     },
     PaperFigure {
         name: "rdmc-fig15",
         about: "RDMC Fig. 15: 1-byte messages per second against group size (fractus-100g)",
         profile: PER_PANEL,
+        software: "measured",
         make: fig15,
     },
 ];
@@ -183,10 +197,11 @@ pub(crate) fn fig4(
     out: &Path,
     commit: &str,
     _quick: bool,
+    software: &Software,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let profile = load("stampede-fdr")?;
-    let mut ctx = Ctx::start(out, commit, progress)?;
+    let mut ctx = Ctx::start(out, commit, software, progress)?;
     let s = spec(&profile, Algorithm::BinomialPipeline, 4, 256 * MB);
     let (row, r) = ctx.run(&s)?;
     write_rows(&out.join("runs.csv"), &ctx.rows)?;
@@ -331,10 +346,11 @@ pub(crate) fn fig6(
     out: &Path,
     commit: &str,
     quick: bool,
+    software: &Software,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let profile = load("stampede-fdr")?;
-    let mut ctx = Ctx::start(out, commit, progress)?;
+    let mut ctx = Ctx::start(out, commit, software, progress)?;
     let sizes: Vec<usize> = if quick {
         vec![4 * MB, 64 * MB]
     } else {
@@ -515,9 +531,10 @@ pub(crate) fn fig7_9(
     out: &Path,
     commit: &str,
     quick: bool,
+    software: &Software,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
-    let mut ctx = Ctx::start(out, commit, progress)?;
+    let mut ctx = Ctx::start(out, commit, software, progress)?;
     let sizes: Vec<usize> = if quick {
         vec![MB, 16 * MB]
     } else {
@@ -672,9 +689,10 @@ pub(crate) fn fig10_11(
     out: &Path,
     commit: &str,
     quick: bool,
+    software: &Software,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
-    let mut ctx = Ctx::start(out, commit, progress)?;
+    let mut ctx = Ctx::start(out, commit, software, progress)?;
     let sizes: Vec<usize> = if quick {
         vec![8 * MB]
     } else {
@@ -818,10 +836,11 @@ pub(crate) fn fig12(
     out: &Path,
     commit: &str,
     quick: bool,
+    software: &Software,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let profile = load("sierra-qdr")?;
-    let mut ctx = Ctx::start(out, commit, progress)?;
+    let mut ctx = Ctx::start(out, commit, software, progress)?;
     let groups: Vec<usize> = if quick {
         vec![2, 4, 16]
     } else {
@@ -888,10 +907,11 @@ pub(crate) fn fig13_14(
     out: &Path,
     commit: &str,
     quick: bool,
+    software: &Software,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let profile = load("fractus-100g")?;
-    let mut ctx = Ctx::start(out, commit, progress)?;
+    let mut ctx = Ctx::start(out, commit, software, progress)?;
     let groups: Vec<usize> = if quick {
         vec![2, 4]
     } else {
@@ -970,10 +990,11 @@ pub(crate) fn fig15(
     out: &Path,
     commit: &str,
     quick: bool,
+    software: &Software,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let profile = load("fractus-100g")?;
-    let mut ctx = Ctx::start(out, commit, progress)?;
+    let mut ctx = Ctx::start(out, commit, software, progress)?;
     let groups: Vec<usize> = if quick {
         vec![2, 4]
     } else {

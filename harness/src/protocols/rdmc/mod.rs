@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use transport::runtime::local::{LocalConfig, LocalRuntime};
-use transport::runtime::sim::{Profile, Sim, SimConfig};
+use transport::runtime::sim::{Profile, Sim, SimConfig, Software};
 use transport::{Data, Nanos, Nic, Process, ProcessId, Progress, RegionSpec, Synthetic};
 
 /// How often a member probes a peer it has waited on this long (failure detection).
@@ -45,6 +45,8 @@ pub(crate) struct BulkSpec {
     pub(crate) messages: usize,
     pub(crate) runtime: Where,
     pub(crate) profile: Profile,
+    /// What the members' work costs (sim).
+    pub(crate) software: Software,
     pub(crate) seed: u64,
     /// Give up after this long (simulated on sim, wall on local).
     pub(crate) timeout: Nanos,
@@ -152,6 +154,7 @@ pub(crate) struct Row {
     pub(crate) runtime: &'static str,
     pub(crate) profile: String,
     pub(crate) profile_version: u32,
+    pub(crate) software: String,
     pub(crate) algorithm: String,
     pub(crate) nodes: usize,
     pub(crate) size_bytes: usize,
@@ -359,6 +362,7 @@ impl BulkSpec {
             },
             profile: self.profile.name.clone(),
             profile_version: self.profile.version,
+            software: self.software.name.clone(),
             algorithm: self.algorithm.to_string(),
             nodes: self.nodes,
             size_bytes: self.size,
@@ -392,7 +396,9 @@ impl BulkSpec {
         let start = Instant::now();
         let (members, events) = match self.runtime {
             Where::Sim => {
-                let mut sim = Sim::new(SimConfig::new(self.seed, self.profile.clone()), members);
+                let mut sc = SimConfig::new(self.seed, self.profile.clone());
+                sc.software = self.software.clone();
+                let mut sim = Sim::new(sc, members);
                 sim.run(Some(self.timeout));
                 let events = sim.stats().events;
                 (sim.into_processes(), Some(events))
@@ -630,6 +636,7 @@ mod tests {
             messages: 2,
             runtime,
             profile: Profile::load("fractus-100g").unwrap(),
+            software: Software::none(),
             seed: 7,
             timeout: Nanos(20_000_000_000),
         }

@@ -2,7 +2,8 @@
 //! reproduced, from the model. The tables above them are computed; so is every number here,
 //! from the profile or from the measurements the caller passes.
 
-use transport::runtime::sim::Profile;
+use crate::figure::software_bullet;
+use transport::runtime::sim::{Profile, Software};
 
 /// A TRAM group's ordering round trip in the model, us: the leader's log write and the first
 /// completion coming back (two write delays), as calibrated.
@@ -13,8 +14,34 @@ fn round_trip_us(profile: &Profile) -> f64 {
 /// Fig. 5. `depth_all`: depth's maximum throughput (msg/s) with every group a destination;
 /// `breadth_p50`: breadth's lowest and highest single-client median latency (us) over 2 or more
 /// destinations.
-pub(crate) fn fig5(profile: &Profile, depth_all: f64, breadth_p50: (f64, f64)) -> String {
+pub(crate) fn fig5(
+    profile: &Profile,
+    software: &Software,
+    depth_all: f64,
+    breadth_p50: (f64, f64),
+) -> String {
     let rt = round_trip_us(profile);
+    let cost = software_bullet(
+        software,
+        "- **What bounds RamCast in the model.** RamCast does not serialise messages at a leader: many
+  messages are in flight at once, and the simulator charges only the NIC and posting costs of
+  the writes each message needs (tens of ns each). Its throughput falls with destinations as
+  those writes multiply, but it stays near TRAM's even at 8 destinations, and its latency is
+  three write delays plus that small cost.
+- **Why the comparative claims do not reproduce.** The paper's RamCast (their C++
+  reimplementation on the same library as TRAM) pays a per-message software cost at every
+  destination group (timestamps, acknowledgements of every other group, delivery bookkeeping)
+  that grows with the number of destinations; its Fig. 5 RamCast collapses with destinations
+  and TRAM overtakes it beyond 2-3. The simulator has no per-message CPU cost (see the RamCast
+  figures' summaries), so RamCast keeps pace with TRAM here, and \"TRAM beats RamCast beyond 2
+  (latency) or 3 (throughput) destinations\" and the headline ratios (>3x throughput, >2.3x
+  lower latency) are not reproduced. Adding a per-message cost tuned to make them appear would
+  be fitting the figure; it was not done. What the model does reproduce is TRAM's own
+  behaviour: its throughput is set by the quorum round trip and the forwarding fan-out, its
+  latency by the tree's depth.
+"
+        .to_string(),
+    );
     format!(
         "
 ## Reading the numbers against the model
@@ -34,23 +61,7 @@ pub(crate) fn fig5(profile: &Profile, depth_all: f64, breadth_p50: (f64, f64)) -
   or 8 destinations (client write, root quorum, forward, child quorum, response: about 7 write
   delays; measured medians {lo:.1} to {hi:.1} us). Depth's latency grows with the chain the
   message walks.
-- **What bounds RamCast in the model.** RamCast does not serialise messages at a leader: many
-  messages are in flight at once, and the simulator charges only the NIC and posting costs of
-  the writes each message needs (tens of ns each). Its throughput falls with destinations as
-  those writes multiply, but it stays near TRAM's even at 8 destinations, and its latency is
-  three write delays plus that small cost.
-- **Why the comparative claims do not reproduce.** The paper's RamCast (their C++
-  reimplementation on the same library as TRAM) pays a per-message software cost at every
-  destination group (timestamps, acknowledgements of every other group, delivery bookkeeping)
-  that grows with the number of destinations; its Fig. 5 RamCast collapses with destinations
-  and TRAM overtakes it beyond 2-3. The simulator has no per-message CPU cost (see the RamCast
-  figures' summaries), so RamCast keeps pace with TRAM here, and \"TRAM beats RamCast beyond 2
-  (latency) or 3 (throughput) destinations\" and the headline ratios (>3x throughput, >2.3x
-  lower latency) are not reproduced. Adding a per-message cost tuned to make them appear would
-  be fitting the figure; it was not done. What the model does reproduce is TRAM's own
-  behaviour: its throughput is set by the quorum round trip and the forwarding fan-out, its
-  latency by the tree's depth.
-",
+{cost}",
         name = profile.name,
         bound = 1e3 / rt,
         depth = depth_all / 1e3,
@@ -61,7 +72,30 @@ pub(crate) fn fig5(profile: &Profile, depth_all: f64, breadth_p50: (f64, f64)) -
 }
 
 /// Fig. 6. `ramcast_one` and `depth_one`: maximum throughputs (msg/s) with one destination.
-pub(crate) fn fig6(profile: &Profile, ramcast_one: f64, depth_one: f64) -> String {
+pub(crate) fn fig6(
+    profile: &Profile,
+    software: &Software,
+    ramcast_one: f64,
+    depth_one: f64,
+) -> String {
+    let cost = software_bullet(
+        software,
+        format!(
+            "- **\"Depth always above RamCast\" is not reproduced** for the reason Fig. 5's summary gives:
+  a TRAM group decides one message per quorum round trip (a little over {rt:.1} us on
+  `{name}`), while the simulator charges RamCast no per-message software cost, so RamCast's
+  pipelined leaders run far ahead with few destinations ({ram:.1} M msg/s to single groups,
+  {ratio:.1}x depth's {depth:.1} M). The ratio climbs with destinations as RamCast's writes per
+  message multiply. The paper's RamCast is bounded by per-message processing at every
+  destination group, which the model does not have; no cost was added to recreate it.
+",
+            rt = round_trip_us(profile),
+            name = profile.name,
+            ram = ramcast_one / 1e6,
+            depth = depth_one / 1e6,
+            ratio = ramcast_one / depth_one.max(1.0),
+        ),
+    );
     format!(
         "
 ## Reading the numbers against the model
@@ -72,19 +106,7 @@ pub(crate) fn fig6(profile: &Profile, ramcast_one: f64, depth_one: f64) -> Strin
 - **TRAM does better than with random destinations**, as the paper observes: every group that
   orders a message is one of its destinations, lcas spread over the tree and fewer groups
   order each message (compare `points.csv` of this figure with Fig. 5's).
-- **\"Depth always above RamCast\" is not reproduced** for the reason Fig. 5's summary gives:
-  a TRAM group decides one message per quorum round trip (a little over {rt:.1} us on
-  `{name}`), while the simulator charges RamCast no per-message software cost, so RamCast's
-  pipelined leaders run far ahead with few destinations ({ram:.1} M msg/s to single groups,
-  {ratio:.1}x depth's {depth:.1} M). The ratio climbs with destinations as RamCast's writes per
-  message multiply. The paper's RamCast is bounded by per-message processing at every
-  destination group, which the model does not have; no cost was added to recreate it.
-",
-        rt = round_trip_us(profile),
-        name = profile.name,
-        ram = ramcast_one / 1e6,
-        depth = depth_one / 1e6,
-        ratio = ramcast_one / depth_one.max(1.0),
+{cost}",
     )
 }
 
@@ -101,7 +123,7 @@ pub(crate) struct Fig7 {
 }
 
 /// Fig. 7.
-pub(crate) fn fig7(profile: &Profile, m: &Fig7) -> String {
+pub(crate) fn fig7(profile: &Profile, software: &Software, m: &Fig7) -> String {
     // A depth-tree leader sends each payload five times from its NIC: the log entry to its 2
     // followers and the forward to the 3 replicas of its child.
     let bytes = 5 * m.large;
@@ -125,7 +147,8 @@ pub(crate) fn fig7(profile: &Profile, m: &Fig7) -> String {
   wire count, so the gap does not close but reverses. Latency does converge, as in the paper:
   {t_small:.1} against {r_small:.1} us at the smallest payload, {t_large:.1} against
   {r_large:.1} us at {large} KB, dominated by serialisation of the payload on each hop.
-",
+{cost}",
+        cost = software_bullet(software, String::new()),
         kb = bytes / 1024,
         large = m.large / 1024,
         link = profile.nic.link_gbps,

@@ -51,6 +51,7 @@ struct Knobs {
 
 fn experiment(
     profile: &Profile,
+    software: &Software,
     v: &Variant,
     k: Knobs,
     clients: usize,
@@ -88,7 +89,7 @@ fn experiment(
         duration,
         runtime: Where::Sim,
         profile: profile.clone(),
-        software: Software::none(),
+        software: software.clone(),
         seed: 1,
         log: false,
         dest_tree,
@@ -107,6 +108,7 @@ struct Cell {
 /// What every run of a figure shares.
 struct Ctx<'a> {
     profile: &'a Profile,
+    software: &'a Software,
     duration: Nanos,
     commit: &'a str,
     progress: &'a (dyn Fn(&str) + Sync),
@@ -121,8 +123,13 @@ fn sweep(
     knobs: impl Fn(f64) -> Knobs + Sync,
     throughput: bool,
 ) -> Result<(Vec<Cell>, Vec<String>), String> {
-    let (profile, duration, commit, progress) =
-        (ctx.profile, ctx.duration, ctx.commit, ctx.progress);
+    let (profile, software, duration, commit, progress) = (
+        ctx.profile,
+        ctx.software,
+        ctx.duration,
+        ctx.commit,
+        ctx.progress,
+    );
     // Every (x, variant) point on its own core; results in the order of the loops.
     let jobs: Vec<(f64, &Variant)> = xs
         .iter()
@@ -131,12 +138,15 @@ fn sweep(
     let done = in_parallel(&jobs, |&(x, v)| {
         let mut rows = Vec::new();
         let k = knobs(x);
-        let one_e = experiment(profile, v, k, 1, Nanos(duration.as_nanos() * 2));
+        let one_e = experiment(profile, software, v, k, 1, Nanos(duration.as_nanos() * 2));
         let one = measure(&one_e)?;
         rows.push(one_e.summary_row(&one, commit));
         let tput = if throughput {
-            let points: Vec<Point> =
-                saturate(|c| experiment(profile, v, k, c, duration), 256, progress)?;
+            let points: Vec<Point> = saturate(
+                |c| experiment(profile, software, v, k, c, duration),
+                256,
+                progress,
+            )?;
             rows.extend(points.iter().map(|p| p.e.summary_row(&p.m, commit)));
             max_throughput(&points)
         } else {
@@ -265,30 +275,39 @@ pub(crate) const FIGURES: &[PaperFigure] = &[
         name: "tram-fig5",
         about: "TRAM Fig. 5: uniform random destinations, trees base/breadth/depth against RamCast",
         profile: crate::testbed::TRAM,
-        make: |out, commit, quick, progress| fig5_6(out, commit, false, quick, progress),
+        software: "tram-cpp",
+        make: |out, commit, quick, software, progress| {
+            fig5_6(out, commit, false, quick, software, progress)
+        },
     },
     PaperFigure {
         name: "tram-fig6",
         about: "TRAM Fig. 6: destinations adjacent in the tree (\"genuine\" workload)",
         profile: crate::testbed::TRAM,
-        make: |out, commit, quick, progress| fig5_6(out, commit, true, quick, progress),
+        software: "tram-cpp",
+        make: |out, commit, quick, software, progress| {
+            fig5_6(out, commit, true, quick, software, progress)
+        },
     },
     PaperFigure {
         name: "tram-fig7",
         about: "TRAM Fig. 7: payload 64 B .. 16 KB to all 8 groups",
         profile: crate::testbed::TRAM,
+        software: "tram-cpp",
         make: fig7,
     },
     PaperFigure {
         name: "tram-fig8",
         about: "TRAM Fig. 8: the simple tree with 1..7 replicas per group",
         profile: crate::testbed::TRAM,
+        software: "tram-cpp",
         make: fig8,
     },
     PaperFigure {
         name: "tram-table1",
         about: "TRAM Table 1: failover latency, leader change in all 8 groups at once, three times",
         profile: crate::testbed::TRAM,
+        software: "tram-cpp",
         make: crate::protocols::tram::table1::table1,
     },
 ];
@@ -299,6 +318,7 @@ pub(crate) fn fig5_6(
     commit: &str,
     adjacent: bool,
     quick: bool,
+    software: &Software,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let profile = Profile::load(crate::testbed::TRAM).map_err(|e| e.to_string())?;
@@ -311,6 +331,7 @@ pub(crate) fn fig5_6(
     let duration = Nanos(if quick { 500_000 } else { 2_000_000 });
     let ctx = Ctx {
         profile: &profile,
+        software,
         duration,
         commit,
         progress,
@@ -600,6 +621,7 @@ pub(crate) fn fig5_6(
     md.push_str(&if adjacent {
         crate::protocols::tram::figure_notes::fig6(
             &profile,
+            software,
             tput_at("RamCast (depth draws)", 1.0),
             tput_at("TRAM depth", 1.0),
         )
@@ -611,6 +633,7 @@ pub(crate) fn fig5_6(
             .collect();
         crate::protocols::tram::figure_notes::fig5(
             &profile,
+            software,
             tput_at("TRAM depth", last),
             (
                 breadth.iter().cloned().fold(f64::INFINITY, f64::min),
@@ -627,6 +650,7 @@ pub(crate) fn fig7(
     out: &Path,
     commit: &str,
     quick: bool,
+    software: &Software,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let profile = Profile::load(crate::testbed::TRAM).map_err(|e| e.to_string())?;
@@ -638,6 +662,7 @@ pub(crate) fn fig7(
     let duration = Nanos(if quick { 500_000 } else { 2_000_000 });
     let ctx = Ctx {
         profile: &profile,
+        software,
         duration,
         commit,
         progress,
@@ -752,6 +777,7 @@ pub(crate) fn fig7(
     ) {
         md.push_str(&crate::protocols::tram::figure_notes::fig7(
             &profile,
+            software,
             &crate::protocols::tram::figure_notes::Fig7 {
                 large: last as usize,
                 tput_large: (tl.tput, rl.tput),
@@ -769,6 +795,7 @@ pub(crate) fn fig8(
     out: &Path,
     commit: &str,
     quick: bool,
+    software: &Software,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let profile = Profile::load(crate::testbed::TRAM).map_err(|e| e.to_string())?;
@@ -780,6 +807,7 @@ pub(crate) fn fig8(
     let duration = Nanos(if quick { 500_000 } else { 2_000_000 });
     let ctx = Ctx {
         profile: &profile,
+        software,
         duration,
         commit,
         progress,

@@ -19,7 +19,7 @@ use multicast::{check, collect_log, DestPolicy, GroupId, LoadSpec, Membership, N
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
-use transport::runtime::sim::{Fault, Profile, Sim, SimConfig};
+use transport::runtime::sim::{Fault, Profile, Sim, SimConfig, Software};
 use transport::Nanos;
 
 /// The published Table 1 (us): per event, average, standard deviation, min, max.
@@ -49,6 +49,7 @@ pub(crate) fn table1(
     out: &Path,
     commit: &str,
     quick: bool,
+    software: &Software,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
     let profile = Profile::load(crate::testbed::TRAM).map_err(|e| e.to_string())?;
@@ -80,6 +81,7 @@ pub(crate) fn table1(
         stop_at,
     };
     let mut sc = SimConfig::new(1, profile.clone());
+    sc.software = software.clone();
     sc.faults = faults.clone();
     progress(&format!(
         "tram-table1: breadth tree, 8 groups x 3 replicas, {clients} clients to all groups; leader changes at {} ms",
