@@ -67,8 +67,15 @@ impl<N: Nic> Process<N> for Timeline {
     }
 }
 
+/// r320-cx3 with every op at its calibrated latency: the timelines below are exact.
+fn constant() -> Profile {
+    let mut p = Profile::load("r320-cx3").unwrap();
+    p.nic.write_latency_dist = None;
+    p
+}
+
 fn run(procs: Vec<Timeline>) -> Vec<Timeline> {
-    let mut sim = Sim::new(SimConfig::new(1, Profile::load("r320-cx3").unwrap()), procs);
+    let mut sim = Sim::new(SimConfig::new(1, constant()), procs);
     sim.run(None);
     sim.into_processes()
 }
@@ -188,7 +195,8 @@ fn message_rate_limits_small_writes() {
         .1
         .replace("msg_rate_mpps = 35.0", "msg_rate_mpps = 10.0")
         .replace("post_ns = 60", "post_ns = 5");
-    let profile = Profile::parse("rate-limited", &text).unwrap();
+    let mut profile = Profile::parse("rate-limited", &text).unwrap();
+    profile.nic.write_latency_dist = None;
     let procs = vec![
         timeline(vec![(64, true), (64, true)], vec![1, 2]),
         timeline(vec![], vec![]),
@@ -248,7 +256,7 @@ fn a_crash_mid_post_reaches_any_subset_of_its_queue_pairs() {
     use transport::runtime::sim::{Fault, Profile, Sim, SimConfig};
     let mut subsets = std::collections::BTreeSet::new();
     for seed in 0..64 {
-        let mut cfg = SimConfig::new(seed, Profile::load("r320-cx3").unwrap());
+        let mut cfg = SimConfig::new(seed, constant());
         cfg.faults = vec![Fault::CrashMidPost {
             at: transport::Nanos::ZERO,
             process: transport::ProcessId(0),
@@ -279,7 +287,7 @@ fn a_crash_in_the_middle_of_posting_issues_only_a_prefix() {
     use transport::runtime::sim::{Fault, Profile, Sim, SimConfig};
     let mut landed = std::collections::BTreeSet::new();
     for seed in 0..20 {
-        let mut cfg = SimConfig::new(seed, Profile::load("r320-cx3").unwrap());
+        let mut cfg = SimConfig::new(seed, constant());
         cfg.faults = vec![Fault::CrashMidPost {
             at: transport::Nanos::ZERO,
             process: transport::ProcessId(0),
@@ -337,7 +345,7 @@ impl<N: Nic> Process<N> for Worker {
 
 /// The gaps between a worker's polls under software profile `software`.
 fn poll_gaps(software: transport::runtime::sim::Software, work: Vec<(Work, u64)>) -> Vec<u64> {
-    let mut cfg = SimConfig::new(1, Profile::load("r320-cx3").unwrap());
+    let mut cfg = SimConfig::new(1, constant());
     cfg.software = software;
     let mut sim = Sim::new(
         cfg,
@@ -381,4 +389,47 @@ fn reported_work_delays_the_next_poll_by_its_price() {
     .unwrap();
     // 30 + 10 * 5 + 64 * 0.25 + 100.
     assert_eq!(poll_gaps(priced, work), vec![196; 3]);
+}
+
+/// With a declared latency distribution (r320-cx3 declares one), the first write's landing
+/// varies with the seed within the distribution's bounds and replays identically for a seed,
+/// and the writes of one queue pair are still seen in post order.
+#[test]
+fn a_declared_latency_distribution_varies_by_seed_and_keeps_each_queue_pairs_order() {
+    let profile = Profile::load("r320-cx3").unwrap();
+    let d = profile
+        .nic
+        .write_latency_dist
+        .clone()
+        .expect("r320-cx3 declares one");
+    let first = |seed: u64| {
+        let procs = vec![
+            timeline(vec![(64, true); 8], vec![1]),
+            timeline(vec![], vec![]),
+        ];
+        let mut sim = Sim::new(SimConfig::new(seed, profile.clone()), procs);
+        sim.run(None);
+        let mut seen = sim.into_processes()[1].seen.clone();
+        assert_eq!(seen.len(), 8);
+        // In post order (write i's marker sorts by i); writes landing between two polls are
+        // seen by the same one, never a later write before an earlier one.
+        seen.sort_by_key(|&(v, _)| v);
+        let t: Vec<u64> = seen.iter().map(|(_, t)| t.as_nanos() - 30).collect();
+        assert!(t.windows(2).all(|w| w[0] <= w[1]), "RC order broken: {t:?}");
+        t[0]
+    };
+    let firsts: Vec<u64> = (1..=40).map(first).collect();
+    assert_eq!(first(7), firsts[6], "a seed replays identically");
+    let (lo, hi) = (firsts.iter().min().unwrap(), firsts.iter().max().unwrap());
+    assert!(hi > lo, "no spread over 40 seeds: {firsts:?}");
+    // Doorbell at 90, + 10 ns of serialisation; the latency itself within [t_min, p99.9].
+    let dev = |q: f64| d.deviation_ns(q);
+    assert!(
+        *lo as f64 >= 90.0 + 10.0 + 1210.0 + dev(0.0) - 1.0,
+        "{firsts:?}"
+    );
+    assert!(
+        *hi as f64 <= 90.0 + 10.0 + 1210.0 + dev(1.0) + 1.0,
+        "{firsts:?}"
+    );
 }

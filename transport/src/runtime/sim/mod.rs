@@ -44,7 +44,8 @@ mod software;
 pub use fault::{random_faults, Fault, FaultBudget};
 pub use nic::SimNic;
 pub use profile::{
-    builtin_names, Calibration, CpuCosts, NicCosts, Profile, ProfileError, BUILTIN, DEFAULT_PROFILE,
+    builtin_names, Calibration, CpuCosts, LatencyDist, NicCosts, Profile, ProfileError, BUILTIN,
+    DEFAULT_PROFILE,
 };
 pub use software::{
     Software, SoftwareCalibration, SoftwareFit, WorkCosts, DEFAULT_SOFTWARE, SOFTWARE,
@@ -311,6 +312,9 @@ pub struct Sim<P> {
     read_data: std::collections::HashMap<u32, Vec<u8>, std::hash::BuildHasherDefault<MixHasher>>,
     links: Vec<ActiveLink>,
     sched_rng: Rng,
+    /// Draws of the one-way latency, where the profile declares a distribution (a stream of
+    /// its own, so declaring one leaves the scheduler's draws as they were).
+    latency_rng: Rng,
     digest: Digest,
     stats: SimStats,
     trace: Vec<TraceRecord>,
@@ -374,6 +378,7 @@ impl<P: Process<SimNic>> Sim<P> {
             })
             .collect();
         let sched_rng = Rng::derive(cfg.seed, Purpose::Scheduler, 0);
+        let latency_rng = Rng::derive(cfg.seed, Purpose::Scheduler, 1);
         let mut sim = Sim {
             wire: WireCosts::of(&cfg.profile),
             now: Nanos::ZERO,
@@ -390,6 +395,7 @@ impl<P: Process<SimNic>> Sim<P> {
             read_data: Default::default(),
             links: Vec::new(),
             sched_rng,
+            latency_rng,
             digest: Digest(cfg.seed),
             stats: SimStats::default(),
             trace: Vec::new(),
@@ -666,6 +672,19 @@ impl<P: Process<SimNic>> Sim<P> {
         land
     }
 
+    /// The one-way latency of the next op: the profile's, with a deviation drawn from its
+    /// declared distribution if it has one.
+    fn one_way(&mut self) -> Nanos {
+        let base = self.cfg.profile.nic.write_latency_ns;
+        match &self.cfg.profile.nic.write_latency_dist {
+            None => Nanos(base),
+            Some(d) => {
+                let dev = d.deviation_ns(self.latency_rng.unit_f64());
+                Nanos((base as f64 + dev).round().max(0.0) as u64)
+            }
+        }
+    }
+
     fn issue(&mut self, s: u32, posted: Posted) {
         let kind = posted.op.kind();
         self.digest
@@ -718,7 +737,6 @@ impl<P: Process<SimNic>> Sim<P> {
             _ => Nanos::ZERO,
         };
         let gap = wire.max(self.wire.wr_gap);
-        let latency = Nanos(prof.nic.write_latency_ns);
         let t0 = posted.at.max(qp.ready_at) + dma;
         // Ports move packets, not whole ops: an op of one packet interleaves with larger ones
         // queued ahead of it (the NIC schedules queue pairs per packet, the switch interleaves
@@ -746,7 +764,7 @@ impl<P: Process<SimNic>> Sim<P> {
         // previous op of its queue pair, so no tie-break policy can reorder a pair (RC order).
         // An injected link delay is added after that accounting, so a slow link delays its own
         // traffic without blocking other senders' at the receiver.
-        let arrive = start + latency;
+        let arrive = start + self.one_way();
         let cpu = &mut self.cpus[d as usize];
         let occupy = wire.max(Nanos(1));
         let land = if small {
@@ -781,14 +799,19 @@ impl<P: Process<SimNic>> Sim<P> {
             return d;
         }
         let now = self.now;
-        let ack = now + Nanos(self.cfg.profile.nic.write_latency_ns);
+        // The acknowledgement travels back one way; completions of a queue pair keep post
+        // order even where the latency varies.
+        let k = qp_of(d, &f.posted.op);
+        let back = now + self.one_way();
+        let qp = &mut self.nics[s as usize].qps[k];
+        let ack = back.max(qp.last_ack + Nanos(1));
+        qp.last_ack = ack;
         if self.cpus[d as usize].crashed {
             let c = failed(&f.posted, ProcessId(d), Status::PeerUnreachable);
             let t = now + Nanos(self.cfg.profile.nic.unreachable_timeout_ns);
             self.complete(s, t, c);
             return d;
         }
-        let k = qp_of(d, &f.posted.op);
         let qp = self.nics[s as usize].qps[k];
         if qp.error || qp.epoch != f.epoch {
             let c = failed(&f.posted, ProcessId(d), Status::Flushed);
@@ -842,10 +865,13 @@ impl<P: Process<SimNic>> Sim<P> {
                 let wire = self.wire.serialisation(*len);
                 let start = now.max(self.cpus[d as usize].egress_free);
                 self.cpus[d as usize].egress_free = start + wire;
-                let arrive = start + Nanos(self.cfg.profile.nic.write_latency_ns);
+                let arrive = start + self.one_way();
                 let ingress = &mut self.cpus[s as usize].ingress_free;
                 let back = arrive.max(*ingress) + wire;
                 *ingress = back;
+                let qp = &mut self.nics[s as usize].qps[k];
+                let back = back.max(qp.last_read + Nanos(1));
+                qp.last_read = back;
                 let slot = self.alloc(f);
                 self.read_data.insert(slot, buf);
                 self.schedule(back, Event::ReadReturn { slot });

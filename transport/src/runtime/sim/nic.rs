@@ -34,6 +34,10 @@ pub(crate) struct QueuePair {
     pub(crate) egress_end: Nanos,
     /// When its last op landed at the peer (ops of one queue pair land in post order).
     pub(crate) last_land: Nanos,
+    /// When its last acknowledgement came back, and its last read response: completions of
+    /// one queue pair keep post order.
+    pub(crate) last_ack: Nanos,
+    pub(crate) last_read: Nanos,
 }
 
 /// The NIC a simulated process polls with.

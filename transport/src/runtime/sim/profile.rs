@@ -148,6 +148,54 @@ pub struct NicCosts {
     pub unreachable_timeout_ns: u64,
     /// Largest two-sided message.
     pub send_max_bytes: usize,
+    /// The distribution of the one-way latency, if declared; without one every op takes
+    /// exactly `write_latency_ns`.
+    #[serde(default)]
+    pub write_latency_dist: Option<LatencyDist>,
+}
+
+/// A declared distribution of the one-way write latency, in the terms `ib_write_lat` reports
+/// (minimum, typical = median, 99th and 99.9th percentiles of the half round trip). The
+/// simulator keeps the calibrated `write_latency_ns` as the median and draws each op's
+/// deviation from it from the seeded RNG: the quantile function through these points, linear
+/// between them (the top 0.1% at the 99.9th percentile). Ops of one queue pair still land, and
+/// complete, in post order.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LatencyDist {
+    /// Minimum, microseconds.
+    pub t_min_us: f64,
+    /// Typical (median), microseconds.
+    pub t_typical_us: f64,
+    /// 99th percentile, microseconds.
+    pub p99_us: f64,
+    /// 99.9th percentile, microseconds.
+    pub p999_us: f64,
+    /// Where the numbers come from.
+    pub source: String,
+}
+
+impl LatencyDist {
+    /// The deviation from the median at quantile `u` in [0, 1), nanoseconds (negative below
+    /// the median).
+    pub fn deviation_ns(&self, u: f64) -> f64 {
+        let points = [
+            (0.0, self.t_min_us),
+            (0.5, self.t_typical_us),
+            (0.99, self.p99_us),
+            (0.999, self.p999_us),
+            (1.0, self.p999_us),
+        ];
+        let u = u.clamp(0.0, 1.0);
+        let at = points
+            .windows(2)
+            .find(|w| u <= w[1].0)
+            .map_or(self.p999_us, |w| {
+                let (a, b) = (w[0], w[1]);
+                a.1 + (b.1 - a.1) * (u - a.0) / (b.0 - a.0)
+            });
+        (at - self.t_typical_us) * 1_000.0
+    }
 }
 
 /// The per-process CPU part of the cost model.
@@ -208,6 +256,18 @@ impl Profile {
                 p.nic.msg_rate_mpps.to_string(),
                 "must be a positive number",
             ));
+        }
+        if let Some(d) = &p.nic.write_latency_dist {
+            let ordered = [d.t_min_us, d.t_typical_us, d.p99_us, d.p999_us];
+            if !ordered.iter().all(|x| x.is_finite() && *x > 0.0)
+                || ordered.windows(2).any(|w| w[0] > w[1])
+            {
+                return Err(invalid(
+                    "nic.write_latency_dist",
+                    format!("{ordered:?}"),
+                    "needs 0 < t_min_us <= t_typical_us <= p99_us <= p999_us",
+                ));
+            }
         }
         if p.nic.send_max_bytes == 0 {
             return Err(invalid(
@@ -292,6 +352,31 @@ impl WireCosts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_latency_distribution_is_a_quantile_function_around_the_median() {
+        let p = Profile::load("r320-cx3").unwrap();
+        let d = p.nic.write_latency_dist.expect("declared");
+        assert_eq!(d.deviation_ns(0.5), 0.0);
+        assert!((d.deviation_ns(0.0) - (d.t_min_us - d.t_typical_us) * 1e3).abs() < 1e-6);
+        assert!((d.deviation_ns(0.99) - (d.p99_us - d.t_typical_us) * 1e3).abs() < 1e-6);
+        assert_eq!(d.deviation_ns(0.9999), d.deviation_ns(0.999));
+        let qs: Vec<f64> = (0..=100)
+            .map(|i| d.deviation_ns(i as f64 / 100.0))
+            .collect();
+        assert!(qs.windows(2).all(|w| w[0] <= w[1]), "not monotonic: {qs:?}");
+        let text = crate::runtime::sim::profile::BUILTIN
+            .iter()
+            .find(|(n, _)| *n == "r320-cx3")
+            .unwrap()
+            .1
+            .replace("p99_us = 1.88", "p99_us = 0.5");
+        let e = Profile::parse("bad.toml", &text).unwrap_err().to_string();
+        assert!(
+            e.contains("nic.write_latency_dist") && e.contains("t_min_us <= t_typical_us"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn every_builtin_parses() {
