@@ -253,7 +253,7 @@ impl<N: transport::Nic> transport::Process<N> for Burst {
 fn a_crash_mid_post_reaches_any_subset_of_its_queue_pairs() {
     // One write to each of 4 peers, then a crash: across seeds, the peers that got the write
     // form different subsets, not only prefixes of the posting order.
-    use transport::runtime::sim::{Fault, Profile, Sim, SimConfig};
+    use transport::runtime::sim::{Fault, Sim, SimConfig};
     let mut subsets = std::collections::BTreeSet::new();
     for seed in 0..64 {
         let mut cfg = SimConfig::new(seed, constant());
@@ -284,7 +284,7 @@ fn a_crash_mid_post_reaches_any_subset_of_its_queue_pairs() {
 
 #[test]
 fn a_crash_in_the_middle_of_posting_issues_only_a_prefix() {
-    use transport::runtime::sim::{Fault, Profile, Sim, SimConfig};
+    use transport::runtime::sim::{Fault, Sim, SimConfig};
     let mut landed = std::collections::BTreeSet::new();
     for seed in 0..20 {
         let mut cfg = SimConfig::new(seed, constant());

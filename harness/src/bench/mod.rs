@@ -23,7 +23,7 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
     let warmup = a.warmup.unwrap_or(a.iterations / 10);
     let runtime = match a.runtime {
         RuntimeKind::Sim => Runtime::Sim {
-            profile: Profile::load(&a.profile).map_err(|e| e.to_string())?,
+            profile: Box::new(Profile::load(&a.profile).map_err(|e| e.to_string())?),
             seed: a.seed,
         },
         RuntimeKind::Local => {

@@ -233,7 +233,7 @@ impl<N: Nic> Process<N> for Perf {
 /// Where a pair runs.
 #[derive(Clone, Debug)]
 pub(crate) enum Runtime {
-    Sim { profile: Profile, seed: u64 },
+    Sim { profile: Box<Profile>, seed: u64 },
     Local { cfg: LocalConfig },
 }
 
@@ -265,7 +265,8 @@ impl Runtime {
         let procs: Vec<Perf> = pair.into();
         let mut out = match self {
             Runtime::Sim { profile, seed } => {
-                let mut sim: Sim<Perf> = Sim::new(SimConfig::new(*seed, profile.clone()), procs);
+                let mut sim: Sim<Perf> =
+                    Sim::new(SimConfig::new(*seed, (**profile).clone()), procs);
                 sim.run(None);
                 sim.into_processes()
             }
@@ -370,7 +371,10 @@ mod tests {
         for name in transport::runtime::sim::builtin_names() {
             let profile = Profile::load(name).unwrap();
             let cal = profile.calibration.clone();
-            let rt = Runtime::Sim { profile, seed: 1 };
+            let rt = Runtime::Sim {
+                profile: Box::new(profile),
+                seed: 1,
+            };
             let p = |bytes, iterations, warmup| Params {
                 bytes,
                 warmup,
@@ -378,7 +382,8 @@ mod tests {
                 tx_depth: 128,
                 cq_mod: 100,
             };
-            let (lat, ..) = measure(&rt, p(64, 50, 5)).unwrap();
+            // Enough round trips for a stable median where a latency distribution is declared.
+            let (lat, ..) = measure(&rt, p(64, 1000, 100)).unwrap();
             let (_, bw, ..) = measure(&rt, p(8 << 20, 20, 0)).unwrap();
             let lat_err = (lat.typical - cal.write_lat_us).abs() / cal.write_lat_us;
             let bw_err = (bw - cal.write_bw_gbps).abs() / cal.write_bw_gbps;

@@ -158,8 +158,8 @@ pub struct NicCosts {
 /// (minimum, typical = median, 99th and 99.9th percentiles of the half round trip). The
 /// simulator keeps the calibrated `write_latency_ns` as the median and draws each op's
 /// deviation from it from the seeded RNG: the quantile function through these points, linear
-/// between them (the top 0.1% at the 99.9th percentile). Ops of one queue pair still land, and
-/// complete, in post order.
+/// from the minimum to the median and an exponential tail above it (the top 0.1% at the 99.9th
+/// percentile). Ops of one queue pair still land, and complete, in post order.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LatencyDist {
@@ -179,21 +179,23 @@ impl LatencyDist {
     /// The deviation from the median at quantile `u` in [0, 1), nanoseconds (negative below
     /// the median).
     pub fn deviation_ns(&self, u: f64) -> f64 {
-        let points = [
-            (0.0, self.t_min_us),
-            (0.5, self.t_typical_us),
-            (0.99, self.p99_us),
-            (0.999, self.p999_us),
-            (1.0, self.p999_us),
-        ];
         let u = u.clamp(0.0, 1.0);
-        let at = points
-            .windows(2)
-            .find(|w| u <= w[1].0)
-            .map_or(self.p999_us, |w| {
-                let (a, b) = (w[0], w[1]);
-                a.1 + (b.1 - a.1) * (u - a.0) / (b.0 - a.0)
-            });
+        // Above the median the tail is exponential through the declared percentiles: the
+        // latency grows linearly in -ln(1 - q), so most draws stay near the median as on a
+        // real NIC, instead of spreading evenly up to the 99th percentile.
+        let tail = |q: f64| -(1.0 - q).ln();
+        let between = |u: f64, (q0, t0): (f64, f64), (q1, t1): (f64, f64)| {
+            t0 + (t1 - t0) * (tail(u) - tail(q0)) / (tail(q1) - tail(q0))
+        };
+        let at = if u <= 0.5 {
+            self.t_min_us + (self.t_typical_us - self.t_min_us) * u / 0.5
+        } else if u <= 0.99 {
+            between(u, (0.5, self.t_typical_us), (0.99, self.p99_us))
+        } else if u <= 0.999 {
+            between(u, (0.99, self.p99_us), (0.999, self.p999_us))
+        } else {
+            self.p999_us
+        };
         (at - self.t_typical_us) * 1_000.0
     }
 }
