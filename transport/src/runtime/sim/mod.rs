@@ -25,6 +25,11 @@
 //!   service level: they serialise behind other control ops only, never behind data.
 //! - Acknowledgements (completions, read responses, atomic results) return after another
 //!   `write_latency_ns`; read responses serialise on the target's egress and sender's ingress.
+//! - Where the profile declares a latency distribution ([`LatencyDist`]), each op, each
+//!   acknowledgement and each read response draws its one-way latency from it (the calibrated
+//!   `write_latency_ns` as the median) with a random stream of its own; a queue pair's ops
+//!   still land, and its completions still arrive, in post order. Ops of different queue pairs
+//!   may overtake each other, as on a network with variance.
 //! - An access check happens when the op lands. A refused op completes with `AccessDenied` and
 //!   puts the sender's queue pair in error: its later ops are `Flushed` until a `reconnect` of
 //!   the peer, which takes `reconnect_ns` and re-establishes both queue pairs.
