@@ -433,3 +433,39 @@ fn a_declared_latency_distribution_varies_by_seed_and_keeps_each_queue_pairs_ord
         "{firsts:?}"
     );
 }
+
+/// A declared two-way limit: two NICs sending 1 MiB to each other at once share it, each
+/// direction getting half; without one each direction runs at the link rate.
+#[test]
+fn a_two_way_limit_is_shared_by_a_nics_sending_and_receiving() {
+    let mb = 1usize << 20;
+    let exchange = |duplex: Option<f64>| {
+        let mut profile = constant();
+        profile.nic.duplex_gbps = duplex;
+        let procs = vec![
+            timeline(vec![(mb, false)], vec![1]),
+            timeline(vec![(mb, false)], vec![0]),
+        ];
+        let mut sim = Sim::new(SimConfig::new(1, profile), procs);
+        sim.run(None);
+        let p = sim.into_processes();
+        landed(&p[1])[0].max(landed(&p[0])[0])
+    };
+    // 1 MiB at 50 Gb/s takes 168 us of wire; at half of a 60 Gb/s two-way limit, 280 us.
+    let (free, capped) = (exchange(None), exchange(Some(60.0)));
+    assert!((160_000..185_000).contains(&free), "{free}");
+    assert!((270_000..300_000).contains(&capped), "{capped}");
+    // One direction alone is not slowed by a limit above the link rate.
+    let one_way = |duplex: Option<f64>| {
+        let mut profile = constant();
+        profile.nic.duplex_gbps = duplex;
+        let procs = vec![
+            timeline(vec![(mb, false)], vec![1]),
+            timeline(vec![], vec![]),
+        ];
+        let mut sim = Sim::new(SimConfig::new(1, profile), procs);
+        sim.run(None);
+        landed(&sim.into_processes()[1])[0]
+    };
+    assert_eq!(one_way(None), one_way(Some(60.0)));
+}

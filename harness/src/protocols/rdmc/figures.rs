@@ -976,11 +976,24 @@ pub(crate) fn fig13_14(
          the spread over senders (Fig. 14's error bars) comes only from the senders' schedules \
          interfering."
     );
-    md.push_str(
+    let duplex = match profile.nic.duplex_gbps {
+        Some(g) => format!(
+            "`{}` declares the paper's two-way limit ({g} Gb/s, RDMC section 4.1: ~165 Gb/s, \
+             not 200): a member that relays while it receives shares it, so concurrent senders \
+             here are bounded by it as on the hardware.",
+            profile.name
+        ),
+        None => format!(
+            "The paper notes the 100 Gb/s NICs reach ~165 Gb/s two-way, not 200; `{}` declares \
+             no two-way limit, so egress and ingress run at full rate together and concurrent \
+             senders here are an upper bound.",
+            profile.name
+        ),
+    };
+    let _ = writeln!(
+        md,
         "\nFig. 13 ran on the 40 Gb/s Fractus, misconfigured to 20 Gb/s each way; we have no \
-         profile for that state and show both figures on the 100 Gb/s profile. The paper notes \
-         the 100 Gb/s NICs reach ~165 Gb/s two-way, not 200: the model lets egress and ingress \
-         run at full rate together, so concurrent senders here are an upper bound.\n",
+         profile for that state and show both figures on the 100 Gb/s profile. {duplex}"
     );
     write(&out.join("summary.md"), &md)
 }

@@ -25,6 +25,11 @@
 //!   service level: they serialise behind other control ops only, never behind data.
 //! - Acknowledgements (completions, read responses, atomic results) return after another
 //!   `write_latency_ns`; read responses serialise on the target's egress and sender's ingress.
+//! - Where the profile declares a two-way limit (`duplex_gbps`, below twice the link rate), a
+//!   multi-packet op also passes through that shared send + receive budget at the sender and
+//!   at the receiver, booked in issue order, and lands no earlier than both bookings end: a
+//!   NIC sending and receiving at once moves bytes at the two-way rate in total, not at twice
+//!   the link rate.
 //! - Where the profile declares a latency distribution ([`LatencyDist`]), each op, each
 //!   acknowledgement and each read response draws its one-way latency from it (the calibrated
 //!   `write_latency_ns` as the median) with a random stream of its own; a queue pair's ops
@@ -279,6 +284,9 @@ struct Cpu {
     /// pairs, whose higher service level lets them pass every queued data packet.
     egress_small: [Nanos; Qp::COUNT],
     ingress_small: [Nanos; Qp::COUNT],
+    /// When the NIC's two-way limit has carried everything booked on it (profiles that
+    /// declare `duplex_gbps`).
+    duplex_free: Nanos,
 }
 
 #[derive(Debug)]
@@ -380,6 +388,7 @@ impl<P: Process<SimNic>> Sim<P> {
                 ingress_free: Nanos::ZERO,
                 egress_small: [Nanos::ZERO; Qp::COUNT],
                 ingress_small: [Nanos::ZERO; Qp::COUNT],
+                duplex_free: Nanos::ZERO,
             })
             .collect();
         let sched_rng = Rng::derive(cfg.seed, Purpose::Scheduler, 0);
@@ -764,6 +773,15 @@ impl<P: Process<SimNic>> Sim<P> {
         }
         .max(qp.egress_end);
         cpu.egress_free = cpu.egress_free.max(t0) + gap;
+        // A two-way limit: a transfer also passes through the sender's and the receiver's
+        // shared send + receive budget, booked in issue order like the ingress (single-packet
+        // ops, a negligible share of bytes, do not book it). It lands no earlier than both
+        // bookings end.
+        let duplex = if small { None } else { self.wire.duplex(bytes) };
+        let sent = duplex.map(|dw| {
+            cpu.duplex_free = cpu.duplex_free.max(start) + dw;
+            cpu.duplex_free
+        });
         // The receiver's ingress is accounted in issue order, which approximates arrival order
         // without an extra event per op. Each op takes at least 1 ns of it and lands after the
         // previous op of its queue pair, so no tie-break policy can reorder a pair (RC order).
@@ -783,6 +801,13 @@ impl<P: Process<SimNic>> Sim<P> {
         }
         .max(qp.last_land + Nanos(1));
         cpu.ingress_free = cpu.ingress_free.max(arrive) + occupy;
+        let land = match (duplex, sent) {
+            (Some(dw), Some(sent)) => {
+                cpu.duplex_free = cpu.duplex_free.max(arrive) + dw;
+                land.max(cpu.duplex_free).max(sent + (arrive - start))
+            }
+            _ => land,
+        };
         let q = &mut self.nics[s as usize].qps[k];
         q.egress_end = start + gap;
         q.last_land = land;

@@ -148,6 +148,11 @@ pub struct NicCosts {
     pub unreachable_timeout_ns: u64,
     /// Largest two-sided message.
     pub send_max_bytes: usize,
+    /// The NIC's total send + receive rate, Gb/s, where a published two-way limit is below
+    /// twice `link_gbps`: every multi-packet op books it at both ends, so a NIC sending and
+    /// receiving at once shares it. Without one, egress and ingress each run at `link_gbps`.
+    #[serde(default)]
+    pub duplex_gbps: Option<f64>,
     /// The distribution of the one-way latency, if declared; without one every op takes
     /// exactly `write_latency_ns`.
     #[serde(default)]
@@ -259,6 +264,15 @@ impl Profile {
                 "must be a positive number",
             ));
         }
+        if let Some(duplex) = p.nic.duplex_gbps {
+            if !(duplex.is_finite() && duplex >= p.nic.link_gbps) {
+                return Err(invalid(
+                    "nic.duplex_gbps",
+                    duplex.to_string(),
+                    "must be at least nic.link_gbps (one direction alone reaches the link rate)",
+                ));
+            }
+        }
         if let Some(d) = &p.nic.write_latency_dist {
             let ordered = [d.t_min_us, d.t_typical_us, d.p99_us, d.p999_us];
             if !ordered.iter().all(|x| x.is_finite() && *x > 0.0)
@@ -321,6 +335,8 @@ impl Profile {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct WireCosts {
     ps_per_byte: u64,
+    /// Per byte of the two-way limit, where the profile declares one.
+    duplex_ps_per_byte: Option<u64>,
     pub(crate) wr_gap: Nanos,
     /// Wire time of one full packet ([`MTU_BYTES`]).
     pub(crate) packet: Nanos,
@@ -333,6 +349,7 @@ impl WireCosts {
     pub(crate) fn of(p: &Profile) -> WireCosts {
         WireCosts {
             ps_per_byte: (8_000.0 / p.nic.link_gbps).round() as u64,
+            duplex_ps_per_byte: p.nic.duplex_gbps.map(|g| (8_000.0 / g).round() as u64),
             wr_gap: p.wr_gap(),
             packet: Nanos(0),
         }
@@ -342,6 +359,13 @@ impl WireCosts {
     fn with_packet(mut self) -> WireCosts {
         self.packet = self.serialisation(MTU_BYTES);
         self
+    }
+
+    /// Time `bytes` take of the NIC's two-way limit, where the profile declares one.
+    #[inline]
+    pub(crate) fn duplex(&self, bytes: usize) -> Option<Nanos> {
+        self.duplex_ps_per_byte
+            .map(|ps| Nanos((bytes as u64 * ps + 500) / 1_000))
     }
 
     /// Wire time of `bytes`, rounded to the nearest nanosecond.
