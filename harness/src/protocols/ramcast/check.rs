@@ -155,6 +155,7 @@ pub(crate) fn check_seed(run: &RamcastRun, model: &Model, determinism: bool) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use transport::runtime::sim::{Profile, Software};
     use transport::ProcessId;
 
     fn us(x: f64) -> Nanos {
@@ -507,6 +508,41 @@ mod tests {
             .count();
         assert_eq!(pauses_of_p0, 1, "{}", run.describe());
         crate::sweep::assert_passes_on(&run, "xl170-cx4");
+    }
+
+    /// Seed 257 of the 2,000-seed sweep at 52506f8, the first with the new model on: xl170-cx4
+    /// v2 (a declared latency distribution) and software ramcast-java v2. It passes with either
+    /// alone; the jitter reorders writes of different queue pairs, the prices stretch the
+    /// window.
+    ///
+    /// postmortem (uniform prefix order): one group of five, p0 the first leader, cut off from
+    /// its followers by a 1.1 ms link delay, crashed at 1605 us; p1 took over (round <1,1>).
+    /// Follower p4, paused 721-1661 us, delivered c8:17, c9:17, c10:17, c7:10 and crashed at
+    /// 2325 us without ever delivering c6:17, which p1 (and every correct member) delivered
+    /// between c8:17 and c9:17. At p4, client c6's write of slot 17 had not landed yet (its
+    /// `next` for c6 was still 17): the client's write and the leader's proposal travel on
+    /// different queue pairs, and with a variable latency the leader's `T` entry and a
+    /// quorum's acknowledgements of c6:17 arrived first. Task 6 looks only at messages in `M`,
+    /// so nothing held c9:17 back. A bug of RamCast's Task 6 as written (the paper's proof of
+    /// prefix order assumes the message is in `M`), invisible with a constant latency, where
+    /// a client's write always lands before the proposal that follows it. Fixed in
+    /// `RamcastServer::unread_below`: a proposal of this group below the candidate's final
+    /// timestamp, in a slot not yet read, holds delivery back (the leader's proposals reach a
+    /// follower in order on one queue pair, so all smaller ones are already there).
+    #[test]
+    fn a_member_never_delivers_past_a_proposal_for_a_message_it_has_not_read() {
+        let run = derived(257, 5_433_679);
+        let model = Model {
+            profile: Profile::load("xl170-cx4").unwrap(),
+            software: Software::load("ramcast-java").unwrap(),
+        };
+        let out = run.check(&model, false);
+        assert!(
+            out.violations.is_empty(),
+            "{}\n{:?}",
+            run.describe(),
+            out.violations
+        );
     }
 
     /// The seed `seed` as a sweep derived it, with eviction time `evict` (see
