@@ -43,8 +43,17 @@
 //!   pair, so the copy lands first). Without it the fast path is not uniform: a client that
 //!   crashed after writing only to the leader, and a leader that crashed after delivering, leave
 //!   a delivered message no correct process has (the paper's proof of uniform agreement covers
-//!   messages ordered by acknowledgements only). It also means a follower never holds a
-//!   proposal for a message it lacks, so Task 6 never waits on an unknown message.
+//!   messages ordered by acknowledgements only). It also means a follower normally holds a
+//!   message before its proposal. Not always: `M` is writable by every process, and a deposed
+//!   leader's delayed copy of an entry two laps older can overwrite a newer entry of the same
+//!   ring slot after the current leader's copy and proposal landed (seed 257, see below).
+//! - **Task 6 also waits on proposals for messages not read yet** (`unread_below` in
+//!   `server.rs`): a member delivers no message while a `T` entry of its group below that
+//!   message's final timestamp sits in a client slot it has not taken out of `M`. The paper's
+//!   Task 6 looks only at messages in `M`; with the overwrite above (found by the first sweep
+//!   with latency variance and software cost, seed 257) it let a member deliver past a message
+//!   every other member delivered first. A member in that state now waits for the entry
+//!   (delivered again by a later catch-up) instead of misordering.
 //! - **Task 7 and 9 at the new leader.** The leader becomes active only once it has a quorum of
 //!   replies from every group (so its clock is above every decided timestamp), proposes every
 //!   pending slot again in its round (with the adopted timestamp where one may have been

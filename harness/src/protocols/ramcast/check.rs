@@ -512,23 +512,26 @@ mod tests {
 
     /// Seed 257 of the 2,000-seed sweep at 52506f8, the first with the new model on: xl170-cx4
     /// v2 (a declared latency distribution) and software ramcast-java v2. It passes with either
-    /// alone; the jitter reorders writes of different queue pairs, the prices stretch the
-    /// window.
+    /// alone.
     ///
-    /// postmortem (uniform prefix order): one group of five, p0 the first leader, cut off from
-    /// its followers by a 1.1 ms link delay, crashed at 1605 us; p1 took over (round <1,1>).
-    /// Follower p4, paused 721-1661 us, delivered c8:17, c9:17, c10:17, c7:10 and crashed at
-    /// 2325 us without ever delivering c6:17, which p1 (and every correct member) delivered
-    /// between c8:17 and c9:17. At p4, client c6's write of slot 17 had not landed yet (its
-    /// `next` for c6 was still 17): the client's write and the leader's proposal travel on
-    /// different queue pairs, and with a variable latency the leader's `T` entry and a
-    /// quorum's acknowledgements of c6:17 arrived first. Task 6 looks only at messages in `M`,
-    /// so nothing held c9:17 back. A bug of RamCast's Task 6 as written (the paper's proof of
-    /// prefix order assumes the message is in `M`), invisible with a constant latency, where
-    /// a client's write always lands before the proposal that follows it. Fixed in
-    /// `RamcastServer::unread_below`: a proposal of this group below the candidate's final
-    /// timestamp, in a slot not yet read, holds delivery back (the leader's proposals reach a
-    /// follower in order on one queue pair, so all smaller ones are already there).
+    /// postmortem (uniform prefix order): one group of five. p0, the first leader, was cut off
+    /// from its followers by a 1.1 ms link delay from 304 us; p1 suspected it and led round
+    /// <1,1> from about 0.8 ms; p0 crashed at 1605 us. Follower p4, paused 721-1661 us,
+    /// delivered c8:17, c9:17, c10:17 and c7:10 and crashed at 2325 us without ever delivering
+    /// c6:17, which every correct member delivered between c8:17 and c9:17. Traced: p1
+    /// proposed c6:17 at 835.6 us and its copy of the entry and its `T` entry landed at p4 (one
+    /// queue pair, in that order); then p0's copy of c6:9, two laps older in the same ring slot
+    /// and held back by the link delay, landed and overwrote it (`M` is writable by every
+    /// process: clients, and leaders copying entries). At 1701 us p4's slot held c6:9's entry,
+    /// so c6:17 was neither MCAST nor ORDERED there, while its proposal (below c9:17's final
+    /// timestamp) sat in `T`: Task 6, which looks only at messages in `M`, let c9:17 through.
+    /// Fixed in `RamcastServer::unread_below`: a proposal of this group below the candidate's
+    /// final timestamp, in a slot not yet read, holds delivery back. Open (issue 13 note): a
+    /// member whose entry was overwritten that way now waits instead of misordering, and gets
+    /// the entry back only through a later catch-up; a stale copy should be refused at the
+    /// source (revoking a deposed leader's access to `M`, as `T`'s). With the fix the seed's
+    /// timing moves (the added scan is priced), so it no longer reaches the overwrite; it is
+    /// kept as the regression it was found as.
     #[test]
     fn a_member_never_delivers_past_a_proposal_for_a_message_it_has_not_read() {
         let run = derived(257, 5_433_679);
