@@ -47,7 +47,7 @@
 //!   message before its proposal. Not always: `M` is writable by every process, and a deposed
 //!   leader's delayed copy of an entry two laps older can overwrite a newer entry of the same
 //!   ring slot after the current leader's copy and proposal landed (seed 257, see below).
-//! - **Task 6 also waits on proposals for messages not read yet** (`unread_below` in
+//! - **Task 6 also waits on proposals for messages not read yet** (`unread_bound` in
 //!   `server.rs`): a member delivers no message while a `T` entry of its group below that
 //!   message's final timestamp sits in a client slot it has not taken out of `M`. The paper's
 //!   Task 6 looks only at messages in `M`; with the overwrite above (found by the first sweep
@@ -124,7 +124,8 @@
 //!   `Scan` per client's next slot in each pass over the buffers, per pending slot in each pass
 //!   of Tasks 3-5 and per delivered slot swept, whatever the hint skips; a `Decode` and a
 //!   `Copy` of its bytes per entry taken out of `M`; an `Order` when a message becomes ORDERED
-//!   (the fast path included); a `Deliver` per delivery. A client reports a `Copy` of each
+//!   (the fast path included); a `Scan` per unread client slot looked at once per delivery
+//!   pass (Task 6's `unread_bound`); a `Deliver` per delivery. A client reports a `Copy` of each
 //!   entry it encodes (once per destination group) and a `Scan` per server's response pair in
 //!   each poll.
 //!

@@ -412,22 +412,20 @@ impl RamcastServer {
         }
     }
 
-    /// Task 6, completed: whether a message this server has not taken out of `M` yet may still
-    /// be ordered before `ts`. Task 6 looks only at messages in `M`, but a client's write to
-    /// this server and the leader's proposal for it travel on different queue pairs: the
-    /// leader's `T` entry of a message (and a quorum's acknowledgements of it) can land before
-    /// the message itself, so the message is ORDERED elsewhere with a timestamp below `ts`
-    /// while it is neither MCAST nor ORDERED here. The leader writes `T` entries to a follower
-    /// in the order it proposes (one queue pair), so every smaller proposal of this group is
-    /// already in this server's `T` when `ts` is: a `T` entry of this group below `ts` in a
-    /// slot not yet held holds delivery back until the message is read. Per client, the slots
-    /// from the next unread one on, until the first without a `T` entry (proposals of one
-    /// client's slots come in slot order).
-    fn unread_below<N: Nic>(&mut self, nic: &mut N, ts: Stamp) -> bool {
+    /// Task 6, completed: the smallest proposal of this group for a message this server has
+    /// not taken out of `M` yet, if any. Task 6 looks only at messages in `M`, but an entry can
+    /// be missing while its proposal is in `T`: a deposed leader's delayed copy of an entry two
+    /// laps older may overwrite it (`M` is writable by every process), and a quorum's
+    /// acknowledgements then make it ORDERED elsewhere with a timestamp this server would
+    /// deliver past. The leader writes `T` entries to a follower in the order it proposes (one
+    /// queue pair), so every smaller proposal of this group is in `T` by the time a larger one
+    /// is. Per client, the slots from the next unread one on, until the first without a `T`
+    /// entry (one client's slots are proposed in slot order); once per delivery pass.
+    fn unread_bound<N: Nic>(&mut self, nic: &mut N) -> Option<Stamp> {
         let g = self.group;
         let mut looked = 0;
-        let mut below = false;
-        'clients: for c in 0..self.cfg.clients as u32 {
+        let mut bound: Option<Stamp> = None;
+        for c in 0..self.cfg.clients as u32 {
             let b = &self.buffers[c as usize];
             let (from, to) = (b.next, b.ldm + self.cfg.slots as u64);
             for s in from..to {
@@ -436,28 +434,29 @@ impl RamcastServer {
                 }
                 looked += 1;
                 match self.read_t(nic, c, s, g) {
-                    Some((tmp, _)) if tmp < ts => {
-                        below = true;
-                        break 'clients;
-                    }
-                    Some(_) => {}
+                    Some((tmp, _)) => bound = Some(bound.map_or(tmp, |b| b.min(tmp))),
                     None => break,
                 }
             }
         }
         nic.work(Work::Scan, looked);
-        below
+        bound
     }
 
     /// Task 6: deliver ORDERED messages in final-timestamp order while no MCAST or ORDERED
     /// message has a smaller timestamp, and no message not yet read may have one
-    /// ([`Self::unread_below`]); answer the client with a one-sided write carrying the LDM
+    /// ([`Self::unread_bound`]); answer the client with a one-sided write carrying the LDM
     /// (section 3.7).
     fn deliver<N: Nic>(&mut self, nic: &mut N) -> bool {
         let mut worked = false;
+        let mut unread: Option<Option<Stamp>> = None;
         while let Some(&(ts, c, seq)) = self.pending.first() {
             let slot = self.slot(c, seq).expect("pending slots are held");
-            if slot.stat != Stat::Ordered || self.unread_below(nic, ts) {
+            if slot.stat != Stat::Ordered {
+                break;
+            }
+            let bound = *unread.get_or_insert_with(|| self.unread_bound(nic));
+            if bound.is_some_and(|b| b < ts) {
                 break;
             }
             let slot = self.slot_mut(c, seq).expect("pending slots are held");

@@ -525,7 +525,7 @@ mod tests {
     /// process: clients, and leaders copying entries). At 1701 us p4's slot held c6:9's entry,
     /// so c6:17 was neither MCAST nor ORDERED there, while its proposal (below c9:17's final
     /// timestamp) sat in `T`: Task 6, which looks only at messages in `M`, let c9:17 through.
-    /// Fixed in `RamcastServer::unread_below`: a proposal of this group below the candidate's
+    /// Fixed in `RamcastServer::unread_bound`: a proposal of this group below the candidate's
     /// final timestamp, in a slot not yet read, holds delivery back. Open (issue 13 note): a
     /// member whose entry was overwritten that way now waits instead of misordering, and gets
     /// the entry back only through a later catch-up; a stale copy should be refused at the
