@@ -105,6 +105,23 @@ fn note(profiles: &[&Profile], name: &str, commit: &str) -> String {
             "Profile `{}` v{} (simulator, seed 1), calibrated on two numbers only: write latency {} us and write bandwidth {} Gb/s ({}).",
             p.name, p.version, p.calibration.write_lat_us, p.calibration.write_bw_gbps, p.calibration.source
         );
+        if let Some(duplex) = p.nic.duplex_gbps {
+            let _ = writeln!(
+                s,
+                "\n`{}` also declares the paper's two-way limit, {duplex} Gb/s of send + receive \
+                 per NIC (RDMC section 4.1: \"the full two-way limit seems to be around \
+                 165Gbps\"). A member that relays while it receives (pipeline, chain) then gets \
+                 about half of it each way, ~{:.0} Gb/s against {} Gb/s of unicast. The paper's \
+                 own Figs. 9 and 11 show near-unicast pipelines on these NICs, which one shared \
+                 two-way budget cannot give; either the limit bites only with more flows per \
+                 NIC (Figs. 13-14, every member a root) or the unicast baseline was itself lower. \
+                 The model keeps the published limit, and the claims it moves are reported as \
+                 they come out.",
+                p.name,
+                duplex / 2.0,
+                p.nic.link_gbps
+            );
+        }
     }
     let _ = write!(
         s,
