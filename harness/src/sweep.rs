@@ -812,6 +812,15 @@ impl Model {
         }
     }
 
+    /// The built-in hardware profile `hardware` with the built-in software profile `software`.
+    #[cfg(test)]
+    pub(crate) fn priced(hardware: &str, software: &str) -> Model {
+        Model {
+            profile: Profile::load(hardware).expect("built-in"),
+            software: Software::load(software).expect("built-in"),
+        }
+    }
+
     /// A simulation of `nodes` on this model from `seed`.
     pub(crate) fn config(&self, seed: u64) -> SimConfig {
         let mut sc = SimConfig::new(seed, self.profile.clone());
@@ -1049,7 +1058,13 @@ pub(crate) fn assert_passes<R: SeedRun>(run: &R) -> Outcome {
 /// [`assert_passes`] on the built-in profile `profile`.
 #[cfg(test)]
 pub(crate) fn assert_passes_on<R: SeedRun>(run: &R, profile: &str) -> Outcome {
-    let out = run.check(&Model::hardware(profile), false);
+    assert_passes_under(run, &Model::hardware(profile))
+}
+
+/// [`assert_passes`] on `model` (hardware and software profile).
+#[cfg(test)]
+pub(crate) fn assert_passes_under<R: SeedRun>(run: &R, model: &Model) -> Outcome {
+    let out = run.check(model, false);
     assert!(
         out.violations.is_empty(),
         "{}\n{:?}",
