@@ -428,3 +428,29 @@ fn a_bad_shard_or_an_unwritable_report_fails_before_the_sweep() {
         "the sweep ran before the error"
     );
 }
+
+#[test]
+fn calibrate_refuses_an_output_directory_that_does_not_exist_before_timing_anything() {
+    for args in [
+        &["calibrate", "software", "--out", "/nonexistent-dir/m.toml"][..],
+        &[
+            "calibrate",
+            "paper",
+            "tram-cpp",
+            "--out",
+            "/nonexistent-dir/t.toml",
+        ][..],
+    ] {
+        let o = harness(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains("no such directory"), "{}", stderr(&o));
+        assert!(!stdout(&o).contains("timing each kind"), "{}", stdout(&o));
+        assert!(!stdout(&o).contains("scale "), "{}", stdout(&o));
+    }
+    let o = harness(&["calibrate", "paper", "ramcast-java", "--shape", "nope"]);
+    assert!(
+        stderr(&o).contains("unknown software profile `nope`"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -164,8 +164,16 @@ fn paper(a: PaperArgs, commit: &str) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The version a profile written to `out` gets: one above the file there, 1 if none.
+/// The version a profile written to `out` gets: one above the file there, 1 if none. Refuses
+/// an `out` whose directory does not exist before any timing or simulation is spent on it.
 fn next_version(out: &Path) -> Result<u32, String> {
+    let dir = out.parent().filter(|d| !d.as_os_str().is_empty());
+    if dir.is_some_and(|d| !d.is_dir()) {
+        return Err(format!(
+            "{}: no such directory (run from the repository root, or give --out)",
+            out.display()
+        ));
+    }
     match std::fs::read_to_string(out) {
         Ok(text) => Software::parse(&out.display().to_string(), &text)
             .map(|s| s.version + 1)
