@@ -42,18 +42,20 @@ pub(crate) fn make(
         progress(&format!("{} under software {}", f.name, s.describe()));
         (f.make)(&out.join(&s.name), commit, quick, s, progress)?;
     }
-    let mut present = Vec::new();
+    // The lenses in their order, then any other profile made this time.
     let mut names: Vec<String> = lenses(f).into_iter().map(String::from).collect();
-    names.extend(all.iter().map(|s| s.name.clone()));
-    names.dedup();
-    for name in names {
-        let path = out.join(&name).join("summary.md");
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            if !present.iter().any(|(n, _)| n == &name) {
-                present.push((name, text));
-            }
+    for s in &all {
+        if !names.contains(&s.name) {
+            names.push(s.name.clone());
         }
     }
+    let present: Vec<(String, String)> = names
+        .into_iter()
+        .filter_map(|name| {
+            let text = std::fs::read_to_string(out.join(&name).join("summary.md")).ok()?;
+            Some((name, text))
+        })
+        .collect();
     let software: Vec<Software> = present
         .iter()
         .map(|(n, _)| {
