@@ -65,7 +65,10 @@
 //! - **Delivered slots are caught up by message** ([`recovery`]): a new leader proposes again
 //!   the slots it delivered, with their chosen timestamps, and members acknowledge them, so a
 //!   member that missed a round still orders; this travels as two-sided messages because the
-//!   slots may already be reused elsewhere.
+//!   slots may already be reused elsewhere. An item that arrives before its slot's entry (a
+//!   member waking from a pause reads the new leaders' catch-ups in any order) is kept until
+//!   the entry is taken, never dropped: the new round's acknowledgements are sent once (seed
+//!   3490).
 //! - **Control messages survive broken queue pairs.** They are signaled; one flushed by a queue
 //!   pair in error is sent again after the reconnect.
 //! - **Entries are taken again just before delivery.** On real threads memory changes during a

@@ -14,6 +14,16 @@
 //!   along with the other groups' proposals it holds, so a member that missed the earlier round
 //!   can order the slot with the new round's acknowledgements;
 //! - every member acknowledges such a proposal even for a slot it delivered.
+//!
+//! An item can also arrive before its slot's entry: a member paused while leadership moved
+//! wakes to the new leaders' acknowledgements, sent once, and the entry (from the client's
+//! write, or from its own group's leader's catch-up) may land or be read only after. Such an
+//! item is kept (`RamcastServer::early`, merged per slot) and applied once the entry is taken.
+//! Only slots of the receiver's window are kept: a correct member that has not delivered `s`
+//! holds no message newer than `s`'s lap, so the item cannot be about a superseded slot, and the
+//! stash holds at most one item per slot of the window. Dropping it instead loses the only
+//! acknowledgement of the new round that member will get (seed 3490: a follower paused through
+//! every leader change waited forever one acknowledgement short of a quorum).
 
 use crate::layout::{ack_word, local, Entry, M};
 use crate::server::{Prop, RamcastServer, Role, Stat};
@@ -230,6 +240,11 @@ impl RamcastServer {
                 }
             }
             if self.slot(c, s).is_none() {
+                if self.fits(c, s) {
+                    let held = self.early.entry((c, s)).or_insert(CatchItem::about(c, s));
+                    held.acks.extend(item.acks);
+                    held.props.extend(item.props);
+                }
                 continue;
             }
             for (gr, rank, round) in item.acks {
@@ -269,6 +284,28 @@ impl RamcastServer {
                 }
             }
         }
+    }
+
+    /// Applies the kept items ([`RamcastServer::early`]) whose entries this server has taken
+    /// since, and forgets those whose slot left the window.
+    pub(crate) fn apply_early<N: Nic>(&mut self, nic: &mut N) -> bool {
+        if self.early.is_empty() {
+            return false;
+        }
+        let keys: Vec<(u32, u64)> = self.early.keys().copied().collect();
+        let mut ready = Vec::new();
+        for (c, s) in keys {
+            let held = self.slot(c, s).is_some();
+            if held || !self.fits(c, s) {
+                let item = self.early.remove(&(c, s)).expect("kept");
+                if held {
+                    ready.push(item);
+                }
+            }
+        }
+        let worked = !ready.is_empty();
+        self.on_catch(nic, ready);
+        worked
     }
 
     /// Task 4 for a delivered slot, by message.

@@ -157,6 +157,9 @@ pub struct RamcastServer {
     pub(crate) sweep: usize,
     /// Catch-up items waiting to be sent, per peer (see [`crate::recovery`]).
     pub(crate) outbox: BTreeMap<ProcessId, Vec<crate::wire::CatchItem>>,
+    /// Catch-up items about slots of the window this server does not hold yet, applied once it
+    /// takes the entry (see [`crate::recovery`]).
+    pub(crate) early: BTreeMap<(u32, u64), crate::wire::CatchItem>,
     /// Messages this server relayed for a suspected client (Task 10).
     pub(crate) relayed: u64,
     /// Writes of this server that a peer refused (it had been deposed: a revoke race).
@@ -220,6 +223,7 @@ impl RamcastServer {
             refused: 0,
             relayed: 0,
             outbox: BTreeMap::new(),
+            early: BTreeMap::new(),
             sends: BTreeMap::new(),
             unsent: BTreeMap::new(),
             sweep: 0,
@@ -508,6 +512,7 @@ impl<N: Nic> Process<N> for RamcastServer {
         if self.halted {
             return Progress::IDLE;
         }
+        worked |= self.apply_early(nic);
         worked |= self.poll_pending(nic);
         worked |= self.sweep_delivered(nic);
         worked |= self.propose(nic);

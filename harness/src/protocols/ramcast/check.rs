@@ -538,24 +538,18 @@ mod tests {
     }
 
     /// Seed 3490 of a 3,000-seed sweep (seeds 2000-4999) at aeb9694 with the new model on
-    /// (xl170-cx4 v2, ramcast-java v3). OPEN: found in the last minutes of a session. It fails
-    /// identically at 52506f8, before the Task 6 change (`unread_bound` never holds a delivery
-    /// back in this run), and passes under `none` and `measured`.
-    ///
-    /// What is known (liveness: validity and uniform agreement at p4): three groups of five.
-    /// p4, a correct follower of g0, is paused 230-1922 us; the three first leaders (p0, p5,
-    /// p10) crash at 1386 us and p1, p6, p11 lead rounds <1,1>, <1,6>, <1,11>. Every other
-    /// correct member delivers 58 messages; p4 delivers 30 and stops: its first pending slot,
-    /// c1:6 (to all groups), stays MCAST, because for g1 it holds acknowledgements of round
-    /// <1,6> from p8 and p9 only (p5 and p7 crashed; p6, g1's new leader, acknowledged c1:6
-    /// only in round <0,5>), one short of a quorum of five. The others ordered c1:6 before p4
-    /// woke up. Traced: p6 does send its round-<1,6> acknowledgement of c1:6 to every
-    /// destination member as a catch-up message at 1683.7 us (`ack_decided` from
-    /// `repropose_decided`) while p4 sleeps, yet p4's word for p6 still reads <0,5> at the end.
-    /// Next: how a member that has not learned g1's new round handles a `CatchItem`
-    /// acknowledgement of that round.
+    /// (xl170-cx4 v2, ramcast-java v3): liveness (validity and uniform agreement) at p4. Three
+    /// groups of five; p4, a correct follower of g0, is paused 230-1922 us; the first leaders
+    /// (p0, p5, p10) crash at 1386 us and p1, p6, p11 lead rounds <1,1>, <1,6>, <1,11>. The
+    /// others ordered client 1's slot 6 (to all groups) while p4 slept; p4 stayed one
+    /// acknowledgement short of a quorum of g1 for it forever and delivered nothing after it.
+    /// Traced: p6, g1's new leader, acknowledges its round for the slot once, by catch-up
+    /// message (`ack_decided` from `repropose_decided`); at 1926.305 us, just awake, p4
+    /// processed that message before it held the slot's entry (which came 20 ns later in g0's
+    /// leader's catch-up), and `on_catch` dropped items about slots not held. Fixed: such an
+    /// item, for a slot of the window, is kept (`RamcastServer::early`) and applied once the
+    /// entry is taken (`apply_early`). Fails with the item dropped again.
     #[test]
-    #[ignore = "open: seed 3490, a follower paused through a change of every leader never orders a slot the others delivered (see the doc comment)"]
     fn a_member_paused_through_every_leader_change_still_delivers() {
         let run = derived(3490, 9_482_564);
         crate::sweep::assert_passes_under(&run, &Model::priced("xl170-cx4", "ramcast-java"));
