@@ -469,3 +469,71 @@ fn a_two_way_limit_is_shared_by_a_nics_sending_and_receiving() {
     };
     assert_eq!(one_way(None), one_way(Some(60.0)));
 }
+
+/// A declared fabric: two racks of two hosts (packed). Between racks an op crosses two more
+/// switches, and transfers share their racks' uplinks; within a rack nothing changes.
+#[test]
+fn transfers_between_racks_share_the_uplinks_and_cross_two_more_switches() {
+    let mb = 1usize << 20;
+    let fabric = |uplink_gbps: f64| transport::runtime::sim::Fabric {
+        hosts_per_rack: 2,
+        racks: 2,
+        uplink_gbps: Some(uplink_gbps),
+        switch_ns: 100,
+        placement: transport::runtime::sim::Placement::Packed,
+        source: "test".into(),
+    };
+    let run_on = |fabric: Option<transport::runtime::sim::Fabric>, procs: Vec<Timeline>| {
+        let mut profile = constant();
+        profile.fabric = fabric;
+        let mut sim = Sim::new(SimConfig::new(1, profile), procs);
+        sim.run(None);
+        sim.into_processes()
+    };
+    // A small write: 2 x 100 ns more between racks, nothing more within one.
+    let small = |fabric, to: u32| {
+        let mut procs = vec![timeline(vec![(64, true)], vec![to])];
+        procs.extend((1..4).map(|_| timeline(vec![], vec![])));
+        landed(&run_on(fabric, procs)[to as usize])[0]
+    };
+    assert_eq!(small(None, 2), 90 + 1210 + 10);
+    assert_eq!(small(Some(fabric(100.0)), 2), 90 + 1210 + 10 + 200);
+    assert_eq!(small(Some(fabric(100.0)), 1), 90 + 1210 + 10);
+    // p0 -> p2 and p1 -> p3 at once: full bisection (2 x 50 Gb/s of uplinks) carries both at
+    // the link rate; half of it (2:1 oversubscribed) makes them share, the later one landing
+    // about one more serialisation time (168 us) after.
+    let pair = |fabric| {
+        let procs = vec![
+            timeline(vec![(mb, false)], vec![2]),
+            timeline(vec![(mb, false)], vec![3]),
+            timeline(vec![], vec![]),
+            timeline(vec![], vec![]),
+        ];
+        let p = run_on(fabric, procs);
+        landed(&p[2])[0].max(landed(&p[3])[0])
+    };
+    let (free, full, half) = (
+        pair(None),
+        pair(Some(fabric(100.0))),
+        pair(Some(fabric(50.0))),
+    );
+    assert!((160_000..185_000).contains(&free), "{free}");
+    assert!(
+        full - free < 1_000,
+        "full bisection slowed the pair: {full} vs {free}"
+    );
+    assert!((320_000..350_000).contains(&half), "{half}");
+}
+
+/// A fabric of several racks without uplinks is refused with the field named.
+#[test]
+fn a_fabric_of_several_racks_needs_its_uplink_bandwidth() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/profiles/sierra-qdr.toml"
+    ))
+    .unwrap()
+    .replace("uplink_gbps = 360.0", "");
+    let e = Profile::parse("bad.toml", &text).unwrap_err().to_string();
+    assert!(e.contains("fabric.uplink_gbps"), "{e}");
+}

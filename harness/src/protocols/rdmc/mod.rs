@@ -154,6 +154,8 @@ pub(crate) struct Row {
     pub(crate) runtime: &'static str,
     pub(crate) profile: String,
     pub(crate) profile_version: u32,
+    /// The profile's fabric ([`transport::runtime::sim::Fabric::describe`]), empty without one.
+    pub(crate) fabric: String,
     pub(crate) software: String,
     pub(crate) algorithm: String,
     pub(crate) nodes: usize,
@@ -362,6 +364,11 @@ impl BulkSpec {
             },
             profile: self.profile.name.clone(),
             profile_version: self.profile.version,
+            fabric: self
+                .profile
+                .fabric
+                .as_ref()
+                .map_or(String::new(), |f| f.describe()),
             software: self.software.name.clone(),
             algorithm: self.algorithm.to_string(),
             nodes: self.nodes,

@@ -30,6 +30,13 @@
 //!   at the receiver, booked in issue order, and lands no earlier than both bookings end: a
 //!   NIC sending and receiving at once moves bytes at the two-way rate in total, not at twice
 //!   the link rate.
+//! - Where the profile declares a [`Fabric`] (racks of hosts under top-of-rack switches,
+//!   joined by a spine), an op between racks takes two switch latencies longer, and a
+//!   multi-packet one also passes through its source rack's uplinks and its target rack's
+//!   downlinks (one shared budget per rack and direction, booked in issue order like an
+//!   ingress), landing no earlier than both bookings end. Processes sit in racks by the
+//!   fabric's placement (packed or spread). Read responses cross the switches but do not book
+//!   the uplinks (no protocol here reads bulk data).
 //! - Where the profile declares a latency distribution ([`LatencyDist`]), each op, each
 //!   acknowledgement and each read response draws its one-way latency from it (the calibrated
 //!   `write_latency_ns` as the median) with a random stream of its own; a queue pair's ops
@@ -54,8 +61,8 @@ mod software;
 pub use fault::{random_faults, Fault, FaultBudget};
 pub use nic::SimNic;
 pub use profile::{
-    builtin_names, Calibration, CpuCosts, LatencyDist, NicCosts, Profile, ProfileError, BUILTIN,
-    DEFAULT_PROFILE,
+    builtin_names, Calibration, CpuCosts, Fabric, LatencyDist, NicCosts, Placement, Profile,
+    ProfileError, BUILTIN, DEFAULT_PROFILE,
 };
 pub use software::{
     Software, SoftwareCalibration, SoftwareFit, WorkCosts, DEFAULT_SOFTWARE, SOFTWARE,
@@ -287,6 +294,16 @@ struct Cpu {
     /// When the NIC's two-way limit has carried everything booked on it (profiles that
     /// declare `duplex_gbps`).
     duplex_free: Nanos,
+    /// The rack this process sits in (0 without a [`Fabric`]).
+    rack: u32,
+}
+
+/// One rack's links to the spine (profiles that declare a [`Fabric`]): when its uplinks and
+/// its downlinks have carried everything booked on them.
+#[derive(Clone, Copy, Debug, Default)]
+struct Uplinks {
+    up_free: Nanos,
+    down_free: Nanos,
 }
 
 #[derive(Debug)]
@@ -313,6 +330,8 @@ pub struct Sim<P> {
     processes: Vec<P>,
     nics: Vec<SimNic>,
     cpus: Vec<Cpu>,
+    /// Per rack, where the profile declares a [`Fabric`] of several racks.
+    uplinks: Vec<Uplinks>,
     inflight: Vec<Option<InFlight>>,
     free_slots: Vec<u32>,
     completions: Vec<(u32, Completion)>,
@@ -375,8 +394,11 @@ impl<P: Process<SimNic>> Sim<P> {
                 qps: vec![QueuePair::default(); n * Qp::COUNT],
             })
             .collect();
+        let fabric = cfg.profile.fabric.as_ref();
+        let rack_of = |i: usize| fabric.map_or(0, |f| f.rack_of(i) as u32);
+        let racks = (0..n).map(rack_of).max().map_or(0, |m| m as usize + 1);
         let cpus = (0..n)
-            .map(|_| Cpu {
+            .map(|i| Cpu {
                 busy_until: Nanos::ZERO,
                 paused_until: Nanos::ZERO,
                 scheduled: None,
@@ -389,6 +411,7 @@ impl<P: Process<SimNic>> Sim<P> {
                 egress_small: [Nanos::ZERO; Qp::COUNT],
                 ingress_small: [Nanos::ZERO; Qp::COUNT],
                 duplex_free: Nanos::ZERO,
+                rack: rack_of(i),
             })
             .collect();
         let sched_rng = Rng::derive(cfg.seed, Purpose::Scheduler, 0);
@@ -402,6 +425,7 @@ impl<P: Process<SimNic>> Sim<P> {
             processes,
             nics,
             cpus,
+            uplinks: vec![Uplinks::default(); racks],
             inflight: Vec::new(),
             free_slots: Vec::new(),
             completions: Vec::new(),
@@ -686,17 +710,23 @@ impl<P: Process<SimNic>> Sim<P> {
         land
     }
 
-    /// The one-way latency of the next op: the profile's, with a deviation drawn from its
-    /// declared distribution if it has one.
-    fn one_way(&mut self) -> Nanos {
+    /// The one-way latency of the next op from `s` to `d`: the profile's, with a deviation
+    /// drawn from its declared distribution if it has one, and two more switches between racks.
+    fn one_way(&mut self, s: u32, d: u32) -> Nanos {
         let base = self.cfg.profile.nic.write_latency_ns;
-        match &self.cfg.profile.nic.write_latency_dist {
+        let base = match &self.cfg.profile.nic.write_latency_dist {
             None => Nanos(base),
-            Some(d) => {
-                let dev = d.deviation_ns(self.latency_rng.unit_f64());
+            Some(dist) => {
+                let dev = dist.deviation_ns(self.latency_rng.unit_f64());
                 Nanos((base as f64 + dev).round().max(0.0) as u64)
             }
-        }
+        };
+        base + self.wire.hops(self.crosses_racks(s, d))
+    }
+
+    /// Whether `s` and `d` sit in different racks of the profile's fabric.
+    fn crosses_racks(&self, s: u32, d: u32) -> bool {
+        self.cpus[s as usize].rack != self.cpus[d as usize].rack
     }
 
     fn issue(&mut self, s: u32, posted: Posted) {
@@ -787,7 +817,21 @@ impl<P: Process<SimNic>> Sim<P> {
         // previous op of its queue pair, so no tie-break policy can reorder a pair (RC order).
         // An injected link delay is added after that accounting, so a slow link delays its own
         // traffic without blocking other senders' at the receiver.
-        let arrive = start + self.one_way();
+        let arrive = start + self.one_way(s, d);
+        // Between racks a transfer also passes through the source rack's uplinks and the
+        // target rack's downlinks, shared by the whole rack and booked the same way.
+        let uplink = match self.wire.uplink(bytes) {
+            Some(uw) if !small && self.crosses_racks(s, d) => {
+                let (rs, rd) = (self.cpus[s as usize].rack, self.cpus[d as usize].rack);
+                let up = &mut self.uplinks[rs as usize].up_free;
+                *up = (*up).max(start) + uw;
+                let up_done = *up;
+                let down = &mut self.uplinks[rd as usize].down_free;
+                *down = (*down).max(arrive) + uw;
+                Some((up_done + (arrive - start)).max(*down))
+            }
+            _ => None,
+        };
         let cpu = &mut self.cpus[d as usize];
         let occupy = wire.max(Nanos(1));
         let land = if small {
@@ -808,6 +852,7 @@ impl<P: Process<SimNic>> Sim<P> {
             }
             _ => land,
         };
+        let land = uplink.map_or(land, |u| land.max(u));
         let q = &mut self.nics[s as usize].qps[k];
         q.egress_end = start + gap;
         q.last_land = land;
@@ -832,7 +877,7 @@ impl<P: Process<SimNic>> Sim<P> {
         // The acknowledgement travels back one way; completions of a queue pair keep post
         // order even where the latency varies.
         let k = qp_of(d, &f.posted.op);
-        let back = now + self.one_way();
+        let back = now + self.one_way(d, s);
         let qp = &mut self.nics[s as usize].qps[k];
         let ack = back.max(qp.last_ack + Nanos(1));
         qp.last_ack = ack;
@@ -895,7 +940,7 @@ impl<P: Process<SimNic>> Sim<P> {
                 let wire = self.wire.serialisation(*len);
                 let start = now.max(self.cpus[d as usize].egress_free);
                 self.cpus[d as usize].egress_free = start + wire;
-                let arrive = start + self.one_way();
+                let arrive = start + self.one_way(d, s);
                 let ingress = &mut self.cpus[s as usize].ingress_free;
                 let back = arrive.max(*ingress) + wire;
                 *ingress = back;

@@ -205,6 +205,75 @@ impl LatencyDist {
     }
 }
 
+/// Where processes sit in a [`Fabric`]: process `i` is host `i` of the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Placement {
+    /// Racks fill in order: hosts `0..hosts_per_rack` share the first rack, and so on (a
+    /// scheduler that keeps a job together).
+    Packed,
+    /// Round robin over every rack: host `i` sits in rack `i % racks` (a batch scheduler that
+    /// scatters a job over a busy cluster).
+    Spread,
+}
+
+/// A two-level fabric: hosts attach to a top-of-rack (leaf) switch, racks reach each other
+/// through a spine. An op between two racks crosses two more switches than one within a rack
+/// (leaf, spine, leaf against one leaf; the calibrated latency is within a rack), and a
+/// multi-packet op also passes through its source rack's uplinks and its target rack's
+/// downlinks, each carrying `uplink_gbps` in total per direction for the whole rack, booked in
+/// issue order like a NIC's ingress. Without a fabric every pair of hosts is one hop apart
+/// through a switch that never congests.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fabric {
+    /// Hosts under one top-of-rack switch.
+    pub hosts_per_rack: usize,
+    /// Racks in the cluster (where [`Placement::Spread`] scatters a run).
+    pub racks: usize,
+    /// Total bandwidth of one rack's uplinks to the spine, Gb/s per direction; required where
+    /// `racks > 1`. Its ratio to `hosts_per_rack * nic.link_gbps` is the oversubscription.
+    #[serde(default)]
+    pub uplink_gbps: Option<f64>,
+    /// Latency of one switch, nanoseconds: a cross-rack op takes `2 * switch_ns` longer.
+    pub switch_ns: u64,
+    /// Where a run's processes sit.
+    pub placement: Placement,
+    /// Where the numbers come from.
+    pub source: String,
+}
+
+impl Fabric {
+    /// The rack of process `i`. A run larger than the fabric wraps around: its racks then hold
+    /// more than `hosts_per_rack` hosts each.
+    pub fn rack_of(&self, i: usize) -> usize {
+        match self.placement {
+            Placement::Packed => (i / self.hosts_per_rack) % self.racks,
+            Placement::Spread => i % self.racks,
+        }
+    }
+
+    /// A one-word summary: `RACKSxHOSTS/PLACEMENT/uplink=..Gb/s/switch=..ns`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}x{}/{:?}/uplink={}/switch={}ns",
+            self.racks,
+            self.hosts_per_rack,
+            self.placement,
+            self.uplink_gbps
+                .map_or("none".into(), |u| format!("{u}Gb/s")),
+            self.switch_ns
+        )
+        .to_lowercase()
+    }
+
+    /// What the rack's hosts can send at once over its uplink bandwidth (1.0: full bisection).
+    pub fn oversubscription(&self, link_gbps: f64) -> Option<f64> {
+        self.uplink_gbps
+            .map(|u| self.hosts_per_rack as f64 * link_gbps / u)
+    }
+}
+
 /// The per-process CPU part of the cost model.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -229,6 +298,9 @@ pub struct Profile {
     pub nic: NicCosts,
     /// CPU costs.
     pub cpu: CpuCosts,
+    /// The racks and switches between the hosts, if declared ([`Fabric`]).
+    #[serde(default)]
+    pub fabric: Option<Fabric>,
 }
 
 impl Profile {
@@ -285,6 +357,32 @@ impl Profile {
                 ));
             }
         }
+        if let Some(f) = &p.fabric {
+            if f.hosts_per_rack == 0 || f.racks == 0 {
+                return Err(invalid(
+                    "fabric",
+                    format!("hosts_per_rack = {}, racks = {}", f.hosts_per_rack, f.racks),
+                    "hosts_per_rack and racks must be positive",
+                ));
+            }
+            match f.uplink_gbps {
+                Some(u) if !(u.is_finite() && u > 0.0) => {
+                    return Err(invalid(
+                        "fabric.uplink_gbps",
+                        u.to_string(),
+                        "must be a positive number",
+                    ))
+                }
+                None if f.racks > 1 => {
+                    return Err(invalid(
+                        "fabric.uplink_gbps",
+                        "missing".into(),
+                        "a fabric of several racks needs the racks' uplink bandwidth",
+                    ))
+                }
+                _ => {}
+            }
+        }
         if p.nic.send_max_bytes == 0 {
             return Err(invalid(
                 "nic.send_max_bytes",
@@ -327,7 +425,10 @@ impl Profile {
             self.nic.completion_ns,
             self.cpu.poll_ns,
             self.nic.reconnect_ns
-        )
+        ) + &self
+            .fabric
+            .as_ref()
+            .map_or(String::new(), |f| format!(" fabric={}", f.describe()))
     }
 }
 
@@ -337,6 +438,10 @@ pub(crate) struct WireCosts {
     ps_per_byte: u64,
     /// Per byte of the two-way limit, where the profile declares one.
     duplex_ps_per_byte: Option<u64>,
+    /// Per byte of a rack's uplinks, where the profile declares a fabric of several racks.
+    uplink_ps_per_byte: Option<u64>,
+    /// The extra latency of an op between racks (two more switches).
+    cross_rack: Nanos,
     pub(crate) wr_gap: Nanos,
     /// Wire time of one full packet ([`MTU_BYTES`]).
     pub(crate) packet: Nanos,
@@ -350,6 +455,12 @@ impl WireCosts {
         WireCosts {
             ps_per_byte: (8_000.0 / p.nic.link_gbps).round() as u64,
             duplex_ps_per_byte: p.nic.duplex_gbps.map(|g| (8_000.0 / g).round() as u64),
+            uplink_ps_per_byte: p
+                .fabric
+                .as_ref()
+                .and_then(|f| f.uplink_gbps)
+                .map(|g| (8_000.0 / g).round().max(1.0) as u64),
+            cross_rack: Nanos(p.fabric.as_ref().map_or(0, |f| 2 * f.switch_ns)),
             wr_gap: p.wr_gap(),
             packet: Nanos(0),
         }
@@ -366,6 +477,23 @@ impl WireCosts {
     pub(crate) fn duplex(&self, bytes: usize) -> Option<Nanos> {
         self.duplex_ps_per_byte
             .map(|ps| Nanos((bytes as u64 * ps + 500) / 1_000))
+    }
+
+    /// Time `bytes` take of a rack's uplinks, where the profile declares them.
+    #[inline]
+    pub(crate) fn uplink(&self, bytes: usize) -> Option<Nanos> {
+        self.uplink_ps_per_byte
+            .map(|ps| Nanos((bytes as u64 * ps + 500) / 1_000))
+    }
+
+    /// The extra latency of the switches an op crosses: none within a rack, two between racks.
+    #[inline]
+    pub(crate) fn hops(&self, cross_rack: bool) -> Nanos {
+        if cross_rack {
+            self.cross_rack
+        } else {
+            Nanos::ZERO
+        }
     }
 
     /// Wire time of `bytes`, rounded to the nearest nanosecond.
