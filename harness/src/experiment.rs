@@ -32,8 +32,9 @@ pub(crate) trait Observed {
 pub(crate) enum Where {
     /// The simulator with a profile.
     Sim,
-    /// Real threads; `threads` OS threads (0: one per core).
-    Local { threads: usize },
+    /// Real threads; `threads` OS threads (0: one per core); with `nic_thread`, remote ops
+    /// complete on a NIC thread ([`transport::runtime::local::nic_thread`]).
+    Local { threads: usize, nic_thread: bool },
 }
 
 /// One experiment.
@@ -128,9 +129,13 @@ impl Experiment {
                 let faulty = (0..n).map(|p| sim.crashed(ProcessId(p as u32))).collect();
                 (sim.into_processes(), faulty)
             }
-            Where::Local { threads } => {
+            Where::Local {
+                threads,
+                nic_thread,
+            } => {
                 let lc = LocalConfig {
                     threads,
+                    nic_thread,
                     seed: self.seed,
                     limits: self.profile.limits(),
                     ..LocalConfig::default()

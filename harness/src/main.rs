@@ -178,6 +178,11 @@ struct RunArgs {
     /// OS threads for the local runtime [default: available cores].
     #[arg(long)]
     threads: Option<usize>,
+    /// Local runtime: remote ops complete on a NIC thread, asynchronously and in a random order
+    /// across queue pairs (each queue pair in post order), instead of synchronously at post.
+    /// Exposes a protocol to the in-flight reorderings of a real NIC.
+    #[arg(long)]
+    nic_thread: bool,
     /// Write summary.csv and latency_cdf.csv into this directory.
     #[arg(long)]
     out: Option<PathBuf>,

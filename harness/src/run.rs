@@ -35,6 +35,20 @@ fn deployment(a: &RunArgs) -> Result<protocols::Deployment, String> {
     (protocols::find(&a.protocol)?.deploy)(&shape)
 }
 
+/// Where `a` asks to run.
+fn runtime(a: &RunArgs) -> Result<experiment::Where, String> {
+    match a.runtime {
+        RuntimeKind::Sim if a.nic_thread => {
+            Err("--nic-thread is for --runtime local (the simulator always models the NIC)".into())
+        }
+        RuntimeKind::Sim => Ok(experiment::Where::Sim),
+        RuntimeKind::Local => Ok(experiment::Where::Local {
+            threads: a.threads.unwrap_or(0),
+            nic_thread: a.nic_thread,
+        }),
+    }
+}
+
 /// `harness run`.
 pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
     if a.protocol == RDMC {
@@ -47,12 +61,7 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
             .into()
     });
     let profile = Profile::load(&profile_name).map_err(|e| e.to_string())?;
-    let runtime = match a.runtime {
-        RuntimeKind::Sim => experiment::Where::Sim,
-        RuntimeKind::Local => experiment::Where::Local {
-            threads: a.threads.unwrap_or(0),
-        },
-    };
+    let runtime = runtime(&a)?;
     let e = experiment::Experiment {
         deploy,
         dest: a.dest,
@@ -163,12 +172,7 @@ fn run_bulk(a: RunArgs) -> Result<ExitCode, String> {
         senders: a.senders.unwrap_or(1),
         racks: a.racks.unwrap_or(1),
         messages: a.messages.unwrap_or(1),
-        runtime: match a.runtime {
-            RuntimeKind::Sim => experiment::Where::Sim,
-            RuntimeKind::Local => experiment::Where::Local {
-                threads: a.threads.unwrap_or(0),
-            },
-        },
+        runtime: runtime(&a)?,
         profile: Profile::load(&profile_name).map_err(|e| e.to_string())?,
         software: Software::load(&a.software).map_err(|e| e.to_string())?,
         seed: a.seed,

@@ -71,11 +71,14 @@ where
 
 /// Runs `nodes` on real threads for `wall` and panics unless the run kept the five properties
 /// and delivered at least `min_deliveries` messages (all servers together); returns the log.
+/// With `nic_thread`, remote ops complete on a NIC thread, reordered across queue pairs
+/// ([`transport::runtime::local::nic_thread`]).
 pub fn run_local_checked<S, C>(
     nodes: Vec<Node<S, C>>,
     seed: u64,
     wall: Duration,
     min_deliveries: usize,
+    nic_thread: bool,
 ) -> DeliveryLog
 where
     S: Server,
@@ -83,6 +86,7 @@ where
 {
     let lc = LocalConfig {
         seed,
+        nic_thread,
         ..LocalConfig::default()
     };
     let run = LocalRuntime::new(lc, nodes).run(wall);

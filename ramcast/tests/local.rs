@@ -12,8 +12,7 @@ use transport::Nanos;
 /// poll looked at its buffers. Two runs in six of `harness run --runtime local --groups 3
 /// --clients 8 --dest random:2 --duration 5s` violated prefix order. Fixed by taking landed
 /// entries again between reading proposals and delivering.
-#[test]
-fn concurrent_runs_keep_every_property() {
+fn concurrent_run(nic_thread: bool) {
     let mut cfg = Config::new(3, 3, 8);
     cfg.timing = Timing::WALL;
     let load = LoadSpec {
@@ -29,5 +28,18 @@ fn concurrent_runs_keep_every_property() {
         7,
         Duration::from_millis(2_500),
         1000,
+        nic_thread,
     );
+}
+
+#[test]
+fn concurrent_runs_keep_every_property() {
+    concurrent_run(false);
+}
+
+/// The same with remote ops completing on a NIC thread: ops of different queue pairs land in
+/// any order and long after their post, as on a real NIC.
+#[test]
+fn concurrent_runs_with_a_nic_thread_keep_every_property() {
+    concurrent_run(true);
 }

@@ -8,8 +8,7 @@ use std::time::Duration;
 use tram::{nodes, Config, Timing};
 use transport::Nanos;
 
-#[test]
-fn concurrent_runs_keep_every_property() {
+fn concurrent_run(nic_thread: bool) {
     let tree = Tree::preset("base").unwrap();
     let mut cfg = Config::new(tree.clone(), 3, 6);
     cfg.timing = Timing::WALL;
@@ -29,5 +28,18 @@ fn concurrent_runs_keep_every_property() {
         7,
         Duration::from_millis(2_500),
         1000,
+        nic_thread,
     );
+}
+
+#[test]
+fn concurrent_runs_keep_every_property() {
+    concurrent_run(false);
+}
+
+/// The same with remote ops completing on a NIC thread: ops of different queue pairs land in
+/// any order and long after their post, as on a real NIC.
+#[test]
+fn concurrent_runs_with_a_nic_thread_keep_every_property() {
+    concurrent_run(true);
 }

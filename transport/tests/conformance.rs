@@ -1,4 +1,5 @@
-//! One suite of RDMA-model guarantees, run against every runtime (sim and local): per-pair
+//! One suite of RDMA-model guarantees, run against every runtime (sim, local, and local with its
+//! NIC thread): per-pair
 //! ordering, access checks and revoke, queue-pair errors and reconnect, atomics, two-sided
 //! messages, crash reporting, and rejection of bad ops without side effects.
 //!
@@ -32,17 +33,38 @@ impl Runner for OnSim {
     }
 }
 
+fn run_local<P>(cfg: LocalConfig, procs: Vec<P>, crash: Option<(ProcessId, Nanos)>) -> Vec<P>
+where
+    P: Process<LocalNic> + Send,
+{
+    let rt = LocalRuntime::new(cfg, procs);
+    if let Some((p, _)) = crash {
+        rt.control().crash(p);
+    }
+    rt.run(Duration::from_secs(20)).processes
+}
+
 struct OnLocal;
 impl Runner for OnLocal {
     fn run<P>(procs: Vec<P>, crash: Option<(ProcessId, Nanos)>) -> Vec<P>
     where
         P: Process<SimNic> + Process<LocalNic> + Send,
     {
-        let rt = LocalRuntime::new(LocalConfig::default(), procs);
-        if let Some((p, _)) = crash {
-            rt.control().crash(p);
-        }
-        rt.run(Duration::from_secs(20)).processes
+        run_local(LocalConfig::default(), procs, crash)
+    }
+}
+
+struct OnNicThread;
+impl Runner for OnNicThread {
+    fn run<P>(procs: Vec<P>, crash: Option<(ProcessId, Nanos)>) -> Vec<P>
+    where
+        P: Process<SimNic> + Process<LocalNic> + Send,
+    {
+        let cfg = LocalConfig {
+            nic_thread: true,
+            ..LocalConfig::default()
+        };
+        run_local(cfg, procs, crash)
     }
 }
 
@@ -50,6 +72,7 @@ macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         mod sim { $( #[test] fn $name() { super::$name::<super::OnSim>(); } )* }
         mod local { $( #[test] fn $name() { super::$name::<super::OnLocal>(); } )* }
+        mod nic_thread { $( #[test] fn $name() { super::$name::<super::OnNicThread>(); } )* }
     };
 }
 

@@ -410,9 +410,13 @@ impl BulkSpec {
                 let events = sim.stats().events;
                 (sim.into_processes(), Some(events))
             }
-            Where::Local { threads } => {
+            Where::Local {
+                threads,
+                nic_thread,
+            } => {
                 let cfg = LocalConfig {
                     threads,
+                    nic_thread,
                     seed: self.seed,
                     limits: self.profile.limits(),
                     ..LocalConfig::default()
@@ -649,14 +653,32 @@ mod tests {
         }
     }
 
-    /// Every message reaches every receiver intact, on both runtimes, and the measures are
+    /// Every message reaches every receiver intact, on both runtimes (local with and without
+    /// the NIC thread), and the measures are
     /// consistent: skew within the latency, bandwidth = size over the last receiver's time.
     #[test]
     fn every_receiver_gets_every_message_intact() {
         for (alg, n, senders, runtime) in [
             (Algorithm::BinomialPipeline, 7, 1, Where::Sim),
             (Algorithm::HybridPipeline, 6, 3, Where::Sim),
-            (Algorithm::Chain, 5, 1, Where::Local { threads: 2 }),
+            (
+                Algorithm::Chain,
+                5,
+                1,
+                Where::Local {
+                    threads: 2,
+                    nic_thread: false,
+                },
+            ),
+            (
+                Algorithm::BinomialPipeline,
+                5,
+                1,
+                Where::Local {
+                    threads: 2,
+                    nic_thread: true,
+                },
+            ),
         ] {
             let s = spec(alg, n, senders, runtime);
             let r = s.run().unwrap();
@@ -694,7 +716,15 @@ mod tests {
         assert!(s.validate().unwrap_err().contains("needs --racks"));
         let s = spec(Algorithm::Chain, 4, 5, Where::Sim);
         assert!(s.validate().unwrap_err().contains("--senders"));
-        let mut s = spec(Algorithm::Chain, 512, 1, Where::Local { threads: 2 });
+        let mut s = spec(
+            Algorithm::Chain,
+            512,
+            1,
+            Where::Local {
+                threads: 2,
+                nic_thread: false,
+            },
+        );
         s.size = 256 << 20;
         assert!(s
             .validate()

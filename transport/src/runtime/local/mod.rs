@@ -7,6 +7,9 @@
 //! checked at write time, under a per-(region, peer) lock that [`Nic::set_access`] also takes, so
 //! after a revoke returns no later write of that peer lands.
 //!
+//! With [`LocalConfig::nic_thread`], a NIC thread executes remote ops instead, asynchronously
+//! and in a random order across queue pairs (per queue pair in post order): see [`nic_thread`].
+//!
 //! Threads busy-poll their processes; a thread whose processes all report no work for
 //! `spin_polls` consecutive rounds parks until one of its processes is written to, receives a
 //! completion or message, or reaches its `wake_at`.
@@ -20,6 +23,7 @@
 )]
 
 mod memory;
+pub mod nic_thread;
 
 use crate::nic::{validate, Completion, Nic, NicLimits, Op, OpError, Qp, Recv, Status, WrId};
 use crate::process::{Process, ProcessId};
@@ -30,7 +34,7 @@ use memory::SharedRegion;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -45,6 +49,9 @@ pub struct LocalConfig {
     pub spin_polls: u32,
     /// NIC limits reported to processes.
     pub limits: NicLimits,
+    /// Execute remote ops on a NIC thread, asynchronously and reordered across queue pairs,
+    /// instead of synchronously at post ([`nic_thread`]).
+    pub nic_thread: bool,
 }
 
 impl Default for LocalConfig {
@@ -54,6 +61,7 @@ impl Default for LocalConfig {
             seed: 0,
             spin_polls: 20_000,
             limits: NicLimits::default(),
+            nic_thread: false,
         }
     }
 }
@@ -66,6 +74,8 @@ struct ProcShared {
     pending: AtomicBool,
     thread: usize,
     recv: Mutex<VecDeque<Recv>>,
+    /// Completions the NIC thread produced for this process.
+    cq: Mutex<VecDeque<Completion>>,
 }
 
 #[derive(Debug)]
@@ -82,6 +92,11 @@ struct Shared {
     start: Instant,
     stop: AtomicBool,
     not_done: AtomicUsize,
+    /// Whether remote ops go through the NIC thread.
+    nic_thread: bool,
+    /// The NIC thread's queue pairs, and its wake-up signal.
+    nic: Mutex<nic_thread::NicQueues>,
+    nic_signal: Condvar,
 }
 
 impl Shared {
@@ -102,6 +117,7 @@ impl Shared {
 
     fn stop_all(&self) {
         self.stop.store(true, Ordering::SeqCst);
+        self.nic_signal.notify_all();
         for t in &self.threads {
             if let Some(h) = t.handle.get() {
                 h.unpark();
@@ -128,6 +144,14 @@ impl LocalControl {
     /// Stops the run.
     pub fn stop(&self) {
         self.shared.stop_all();
+    }
+
+    /// Holds the NIC thread (`true`): it executes nothing until released (`false`), so ops
+    /// posted meanwhile queue up and are then executed in a random order across queue pairs.
+    /// No effect without [`LocalConfig::nic_thread`].
+    pub fn hold_nic(&self, held: bool) {
+        self.shared.nic.lock().expect("nic lock").held = held;
+        self.shared.nic_signal.notify_all();
     }
 }
 
@@ -159,98 +183,6 @@ impl LocalNic {
     fn check_local(&self, at: LocalAddr, len: usize) -> Result<&SharedRegion, OpError> {
         crate::nic::check_bounds(&self.shared.table, self.id, at.region, at.offset, len)?;
         Ok(self.region(self.id, at))
-    }
-
-    /// Executes a network op against the target's memory; returns its status and atomic value.
-    fn execute(&mut self, op: &Op) -> (Status, Option<u64>) {
-        let d = op.peer();
-        if self.shared.procs[d.index()].crashed.load(Ordering::SeqCst) {
-            return (Status::PeerUnreachable, None);
-        }
-        let qp = d.index() * Qp::COUNT + op.qp().index();
-        if self.qp_error[qp] {
-            return (Status::Flushed, None);
-        }
-        let me = self.id.index();
-        let target = &self.shared.procs[d.index()];
-        let denied = |this: &mut LocalNic| {
-            this.qp_error[qp] = true;
-            (Status::AccessDenied, None)
-        };
-        match op {
-            Op::Write { dst, data, imm, .. } => {
-                let region = &target.regions[dst.region.index()];
-                if region
-                    .guarded(me, Access::can_write, |r| r.write_data(dst.offset, data))
-                    .is_none()
-                {
-                    return denied(self);
-                }
-                if let Some(imm) = imm {
-                    target
-                        .recv
-                        .lock()
-                        .expect("recv lock")
-                        .push_back(Recv::Immediate {
-                            from: self.id,
-                            imm: *imm,
-                            at: LocalAddr::new(dst.region, dst.offset),
-                            len: data.len(),
-                        });
-                }
-                self.shared.notify(d.index());
-                (Status::Success, None)
-            }
-            Op::Send { data, .. } => {
-                target
-                    .recv
-                    .lock()
-                    .expect("recv lock")
-                    .push_back(Recv::Message {
-                        from: self.id,
-                        data: data.clone(),
-                    });
-                self.shared.notify(d.index());
-                (Status::Success, None)
-            }
-            Op::Read { src, len, into, .. } => {
-                let region = &target.regions[src.region.index()];
-                let mut buf = vec![0; *len];
-                if region
-                    .guarded(me, Access::can_read, |r| r.read(src.offset, &mut buf))
-                    .is_none()
-                {
-                    return denied(self);
-                }
-                self.region(self.id, *into).write(into.offset, &buf);
-                (Status::Success, None)
-            }
-            Op::CompareSwap { dst, expect, swap } => {
-                let region = &target.regions[dst.region.index()];
-                let cas = |r: &SharedRegion| {
-                    let word = r.word(dst.offset);
-                    match word.compare_exchange(*expect, *swap, Ordering::AcqRel, Ordering::Acquire)
-                    {
-                        Ok(v) | Err(v) => v,
-                    }
-                };
-                let Some(old) = region.guarded(me, Access::can_atomic, cas) else {
-                    return denied(self);
-                };
-                self.shared.notify(d.index());
-                (Status::Success, Some(old))
-            }
-            Op::FetchAdd { dst, add } => {
-                let region = &target.regions[dst.region.index()];
-                let faa = |r: &SharedRegion| r.word(dst.offset).fetch_add(*add, Ordering::AcqRel);
-                let Some(old) = region.guarded(me, Access::can_atomic, faa) else {
-                    return denied(self);
-                };
-                self.shared.notify(d.index());
-                (Status::Success, Some(old))
-            }
-            Op::SetAccess { .. } | Op::Reconnect { .. } => unreachable!("not network ops"),
-        }
     }
 }
 
@@ -328,11 +260,31 @@ impl Nic for LocalNic {
             }
             Op::Reconnect { peer } => {
                 // Both queue pairs to the peer are re-established.
-                let first = peer.index() * Qp::COUNT;
-                self.qp_error[first..first + Qp::COUNT].fill(false);
+                if self.shared.nic_thread {
+                    self.shared
+                        .nic
+                        .lock()
+                        .expect("nic lock")
+                        .reconnect(self.id, *peer);
+                } else {
+                    let first = peer.index() * Qp::COUNT;
+                    self.qp_error[first..first + Qp::COUNT].fill(false);
+                }
                 (Status::Success, None)
             }
-            _ => self.execute(&op),
+            _ if self.shared.nic_thread => {
+                self.shared
+                    .nic
+                    .lock()
+                    .expect("nic lock")
+                    .post(self.id, wr, op);
+                self.shared.nic_signal.notify_one();
+                return Ok(wr);
+            }
+            _ => {
+                let qp = op.peer().index() * Qp::COUNT + op.qp().index();
+                execute(&self.shared, self.id, &op, &mut self.qp_error[qp])
+            }
         };
         if status != Status::Success || op.signaled() {
             self.cq.push_back(Completion {
@@ -347,7 +299,13 @@ impl Nic for LocalNic {
     }
 
     fn poll_completion(&mut self) -> Option<Completion> {
-        self.cq.pop_front()
+        self.cq.pop_front().or_else(|| {
+            self.shared.procs[self.id.index()]
+                .cq
+                .lock()
+                .expect("cq lock")
+                .pop_front()
+        })
     }
 
     fn poll_recv(&mut self) -> Option<Recv> {
@@ -356,6 +314,99 @@ impl Nic for LocalNic {
             .lock()
             .expect("recv lock")
             .pop_front()
+    }
+}
+
+/// Executes network op `op` of process `me` against its target's memory, the way a NIC's DMA
+/// engine would, unless the target crashed (`PeerUnreachable`) or the queue pair is in error
+/// (`Flushed`, per `qp_error`). A refused op puts its queue pair in error (`AccessDenied`).
+/// Returns the status and an atomic's old value.
+fn execute(shared: &Shared, me: ProcessId, op: &Op, qp_error: &mut bool) -> (Status, Option<u64>) {
+    let d = op.peer();
+    if shared.procs[d.index()].crashed.load(Ordering::SeqCst) {
+        return (Status::PeerUnreachable, None);
+    }
+    if *qp_error {
+        return (Status::Flushed, None);
+    }
+    let target = &shared.procs[d.index()];
+    let me_i = me.index();
+    let mut denied = || {
+        *qp_error = true;
+        (Status::AccessDenied, None)
+    };
+    match op {
+        Op::Write { dst, data, imm, .. } => {
+            let region = &target.regions[dst.region.index()];
+            if region
+                .guarded(me_i, Access::can_write, |r| r.write_data(dst.offset, data))
+                .is_none()
+            {
+                return denied();
+            }
+            if let Some(imm) = imm {
+                target
+                    .recv
+                    .lock()
+                    .expect("recv lock")
+                    .push_back(Recv::Immediate {
+                        from: me,
+                        imm: *imm,
+                        at: LocalAddr::new(dst.region, dst.offset),
+                        len: data.len(),
+                    });
+            }
+            shared.notify(d.index());
+            (Status::Success, None)
+        }
+        Op::Send { data, .. } => {
+            target
+                .recv
+                .lock()
+                .expect("recv lock")
+                .push_back(Recv::Message {
+                    from: me,
+                    data: data.clone(),
+                });
+            shared.notify(d.index());
+            (Status::Success, None)
+        }
+        Op::Read { src, len, into, .. } => {
+            let region = &target.regions[src.region.index()];
+            let mut buf = vec![0; *len];
+            if region
+                .guarded(me_i, Access::can_read, |r| r.read(src.offset, &mut buf))
+                .is_none()
+            {
+                return denied();
+            }
+            shared.procs[me_i].regions[into.region.index()].write(into.offset, &buf);
+            (Status::Success, None)
+        }
+        Op::CompareSwap { dst, expect, swap } => {
+            let region = &target.regions[dst.region.index()];
+            let cas = |r: &SharedRegion| {
+                let word = r.word(dst.offset);
+                match word.compare_exchange(*expect, *swap, Ordering::AcqRel, Ordering::Acquire) {
+                    Ok(v) | Err(v) => v,
+                }
+            };
+            let Some(old) = region.guarded(me_i, Access::can_atomic, cas) else {
+                return denied();
+            };
+            shared.notify(d.index());
+            (Status::Success, Some(old))
+        }
+        Op::FetchAdd { dst, add } => {
+            let region = &target.regions[dst.region.index()];
+            let faa = |r: &SharedRegion| r.word(dst.offset).fetch_add(*add, Ordering::AcqRel);
+            let Some(old) = region.guarded(me_i, Access::can_atomic, faa) else {
+                return denied();
+            };
+            shared.notify(d.index());
+            (Status::Success, Some(old))
+        }
+        Op::SetAccess { .. } | Op::Reconnect { .. } => unreachable!("not network ops"),
     }
 }
 
@@ -422,6 +473,7 @@ impl<P: Process<LocalNic> + Send> LocalRuntime<P> {
                 pending: AtomicBool::new(true),
                 thread: i % k,
                 recv: Mutex::new(VecDeque::new()),
+                cq: Mutex::new(VecDeque::new()),
             })
             .collect();
         let shared = Arc::new(Shared {
@@ -436,6 +488,9 @@ impl<P: Process<LocalNic> + Send> LocalRuntime<P> {
             start: Instant::now(),
             stop: AtomicBool::new(false),
             not_done: AtomicUsize::new(n),
+            nic_thread: cfg.nic_thread,
+            nic: Mutex::new(nic_thread::NicQueues::default()),
+            nic_signal: Condvar::new(),
         });
         LocalRuntime {
             cfg,
@@ -476,6 +531,11 @@ impl<P: Process<LocalNic> + Send> LocalRuntime<P> {
         let started = Instant::now();
         let deadline = started + limit;
         let mut finished: Vec<(usize, P)> = std::thread::scope(|scope| {
+            if cfg.nic_thread {
+                let shared = shared.clone();
+                let rng = Rng::derive(cfg.seed, Purpose::Scheduler, 0);
+                scope.spawn(move || nic_thread::run(&shared, rng));
+            }
             let handles: Vec<_> = groups
                 .into_iter()
                 .enumerate()
