@@ -537,3 +537,64 @@ fn a_fabric_of_several_racks_needs_its_uplink_bandwidth() {
     let e = Profile::parse("bad.toml", &text).unwrap_err().to_string();
     assert!(e.contains("fabric.uplink_gbps"), "{e}");
 }
+
+/// A permission change costs the process making it the profile's price, and a price outside
+/// its documented range is refused with the field named.
+#[test]
+fn an_access_change_costs_its_declared_price_within_its_range() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/profiles/r320-cx3.toml"
+    ))
+    .unwrap();
+    let p = Profile::parse("r320-cx3.toml", &text).unwrap();
+    let c = p.nic.permission_change.expect("declared");
+    assert!(c.low_ns <= c.ns && c.ns <= c.high_ns);
+    let bad = text.replace("\nns = 0\n", "\nns = 9000000\n");
+    let e = Profile::parse("bad.toml", &bad).unwrap_err().to_string();
+    assert!(e.contains("nic.permission_change"), "{e}");
+    let bad = text.replace("low_ns = 300000", "low_ns = 400000");
+    let e = Profile::parse("bad.toml", &bad).unwrap_err().to_string();
+    assert!(e.contains("nic.reconnect_range"), "{e}");
+    // A process that changes access twice in each of two polls starts its third poll four
+    // prices later than with free changes.
+    struct Revoker(u32, Nanos);
+    impl<N: Nic> Process<N> for Revoker {
+        fn regions(&self) -> Vec<RegionSpec> {
+            vec![RegionSpec::new(64).with_default(Access::Write)]
+        }
+        fn poll(&mut self, nic: &mut N) -> Progress {
+            self.0 += 1;
+            if self.0 <= 2 {
+                for peer in [1, 2] {
+                    nic.set_access(RegionId(0), ProcessId(peer), Access::None)
+                        .unwrap();
+                }
+                return Progress::worked(true);
+            }
+            self.1 = nic.now();
+            Progress::IDLE
+        }
+        fn done(&self) -> bool {
+            self.0 >= 3
+        }
+    }
+    let third_poll = |ns: u64| {
+        let mut profile = constant();
+        profile.nic.permission_change = Some(transport::runtime::sim::PermissionChange {
+            ns,
+            low_ns: 0,
+            high_ns: 1_000_000,
+            source: "test".into(),
+        });
+        let procs = vec![
+            Revoker(0, Nanos::ZERO),
+            Revoker(3, Nanos::ZERO),
+            Revoker(3, Nanos::ZERO),
+        ];
+        let mut sim = Sim::new(SimConfig::new(1, profile), procs);
+        sim.run(None);
+        sim.into_processes()[0].1.as_nanos()
+    };
+    assert_eq!(third_poll(10_000) - third_poll(0), 40_000);
+}

@@ -43,6 +43,9 @@ fn stats(xs: &[f64]) -> (usize, [f64; 4]) {
     (xs.len(), [avg, sd, min, max])
 }
 
+/// The access-change costs tried between the ends of the profile's range, nanoseconds.
+const PERMISSION_STEPS: [u64; 4] = [30_000, 100_000, 300_000, 1_000_000];
+
 /// Runs the experiment and writes `table1.csv`, `delayed.csv`, `latency_over_time.csv`,
 /// `table1.png` and `summary.md`.
 pub(crate) fn table1(
@@ -80,57 +83,76 @@ pub(crate) fn table1(
         warmup_end: ms(2),
         stop_at,
     };
-    let mut sc = SimConfig::new(1, profile.clone());
-    sc.software = software.clone();
-    sc.faults = faults.clone();
     progress(&format!(
         "tram-table1: breadth tree, 8 groups x 3 replicas, {clients} clients to all groups; leader changes at {} ms",
         events.map(|e| e.as_nanos() / 1_000_000).map(|e| e.to_string()).join(", ")
     ));
-    let mut sim = Sim::new(sc, tram::nodes(&cfg, load, 1, true));
-    sim.run(Some(stop_at.saturating_add(ms(20))));
-    // Every completion, as (sent, latency) in us.
-    let mut done: Vec<(f64, f64)> = Vec::new();
-    let mut reigns = Vec::new();
-    for n in sim.processes() {
-        match n {
-            Node::Client(c) => done.extend(
-                c.completions
-                    .iter()
-                    .flatten()
-                    .map(|d| (d.sent_at.as_us_f64(), d.latency.as_us_f64())),
-            ),
-            Node::Server(s) => reigns.push(s.server.reigns()),
+    let run = |label: &str, profile: &Profile| {
+        let m = measure(
+            profile, software, &cfg, &load, &faults, &events, window, stop_at,
+        );
+        progress(&format!(
+            "  {label}: {} multicasts completed; fault-free max latency {:.1} us; delayed per event {:?}; {} violations{}",
+            m.done.len(),
+            m.baseline_max,
+            m.per_event.iter().map(Vec::len).collect::<Vec<_>>(),
+            m.violations.len(),
+            m.violations
+                .first()
+                .map_or(String::new(), |v| format!(" (first: {v})"))
+        ));
+        m
+    };
+    let Measured {
+        done,
+        per_event,
+        baseline_max,
+        log,
+        violations,
+        reigns,
+    } = run("the profile", &profile);
+    // The same run at both ends of the profile's documented ranges: the reconnect of a queue
+    // pair in error, and an access change.
+    let mut variants: Vec<(&str, u64, Profile)> = Vec::new();
+    if let Some(r) = &profile.nic.reconnect_range {
+        for ns in [r.low_ns, r.high_ns] {
+            let mut p = profile.clone();
+            p.nic.reconnect_ns = ns;
+            variants.push(("reconnect", ns, p));
         }
     }
-    done.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let first = events[0].as_us_f64();
-    let baseline_max = done
+    if let Some(c) = &profile.nic.permission_change {
+        // Both ends and the steps between them: where the failover stops keeping up.
+        let between = PERMISSION_STEPS
+            .iter()
+            .copied()
+            .filter(|&ns| c.low_ns < ns && ns < c.high_ns);
+        let ladder: Vec<u64> = std::iter::once(c.low_ns)
+            .chain(between)
+            .chain(std::iter::once(c.high_ns))
+            .collect();
+        for ns in ladder {
+            let mut p = profile.clone();
+            p.nic.permission_change.as_mut().expect("declared").ns = ns;
+            variants.push(("permission change", ns, p));
+        }
+    }
+    type Bound<'a> = (&'a str, u64, Vec<f64>, usize, Option<String>, usize);
+    let bounds: Vec<Bound<'_>> = variants
         .iter()
-        .filter(|d| d.0 >= ms(2).as_us_f64() && d.0 + d.1 < first)
-        .map(|d| d.1)
-        .fold(0.0, f64::max);
-    let mut per_event: Vec<Vec<(f64, f64)>> = vec![Vec::new(); events.len()];
-    for &(sent, lat) in &done {
-        if lat <= baseline_max {
-            continue;
-        }
-        for (k, e) in events.iter().enumerate() {
-            let (from, to) = (e.as_us_f64(), e.saturating_add(window).as_us_f64());
-            if sent < to && sent + lat > from {
-                per_event[k].push((sent, lat));
-                break;
-            }
-        }
-    }
-    let log = collect_log(sim.processes(), |p| sim.crashed(p));
-    let violations = check(&log);
-    progress(&format!(
-        "{} multicasts completed; fault-free max latency {baseline_max:.1} us; delayed per event {:?}; {} violations",
-        done.len(),
-        per_event.iter().map(Vec::len).collect::<Vec<_>>(),
-        violations.len()
-    ));
+        .map(|(what, ns, p)| {
+            let m = run(&format!("{what} {}", Nanos(*ns)), p);
+            let avg = |lats: Vec<f64>| stats(&lats).1[0];
+            let mut avgs: Vec<f64> = m
+                .per_event
+                .iter()
+                .map(|e| avg(e.iter().map(|d| d.1).collect()))
+                .collect();
+            avgs.push(avg(m.per_event.iter().flatten().map(|d| d.1).collect()));
+            let first = m.violations.first().map(|v| v.to_string());
+            (*what, *ns, avgs, m.violations.len(), first, m.done.len())
+        })
+        .collect();
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let mut csv = String::from("event,delayed_messages,avg_us,sd_us,min_us,max_us,published_avg_us,published_sd_us,published_min_us,published_max_us\n");
     let mut rows = Vec::new();
@@ -244,6 +266,81 @@ pub(crate) fn table1(
     for v in violations.iter().take(10) {
         let _ = writeln!(md, "- violation: {v}");
     }
+    if !bounds.is_empty() {
+        let mut csv = String::from("varied,ns,event,avg_us,published_avg_us,violations\n");
+        let range = |what: &str, low: u64, high: u64, point: u64, source: &str| {
+            format!(
+                "- {what}: {} to {}, {} in the profile ({source})\n",
+                Nanos(low),
+                Nanos(high),
+                Nanos(point)
+            )
+        };
+        let mut ranges = String::new();
+        if let Some(r) = &profile.nic.reconnect_range {
+            ranges += &range(
+                "reconnect of a queue pair in error (`reconnect_ns`)",
+                r.low_ns,
+                r.high_ns,
+                profile.nic.reconnect_ns,
+                &r.source,
+            );
+        }
+        if let Some(c) = &profile.nic.permission_change {
+            ranges += &range(
+                "one access change, charged to the process making it",
+                c.low_ns,
+                c.high_ns,
+                c.ns,
+                &c.source,
+            );
+        }
+        let _ = write!(
+            md,
+            "## What a permission change costs: the table at both ends of its range\n\n\
+             A leader change moves write permissions: followers revoke the old leader and grant \
+             the new one, and the old leader's next write is refused and puts its queue pair in \
+             error until a reconnect. `{}` declares both costs as documented ranges:\n\n{ranges}\n\
+             The same run with one of them at an end of its range (the access change also at \
+             steps between), the rest as in the profile (average latency of the delayed \
+             messages, us; multicasts completed in the whole run):\n\n\
+             | varied | value | completed | #1 | #2 | #3 | Total | Total / published | violations |\n\
+             |---|---|---|---|---|---|---|---|---|\n",
+            profile.name,
+        );
+        for (what, ns, avgs, violations, first, completed) in &bounds {
+            let _ = writeln!(
+                md,
+                "| {what} | {} | {completed} | {:.0} | {:.0} | {:.0} | {:.0} | {:.3} | {violations}{} |",
+                Nanos(*ns),
+                avgs[0],
+                avgs[1],
+                avgs[2],
+                avgs[3],
+                avgs[3] / PUBLISHED[3].1[0],
+                first.as_ref().map_or(String::new(), |v| format!(" (first: {v})"))
+            );
+            for ((name, published), avg) in PUBLISHED.iter().zip(avgs) {
+                let _ = writeln!(
+                    csv,
+                    "{what},{ns},{name},{avg:.1},{},{violations}",
+                    published[0]
+                );
+            }
+        }
+        let _ = writeln!(
+            md,
+            "\nThe verdicts below are at the profile's values. File: `permission_bounds.csv`. \
+             A process changing access is busy meanwhile: it neither polls nor beats its \
+             heartbeat, so once a grant outlasts the suspicion timeout ({}) the other replicas \
+             suspect the granting ones, candidacies follow one another, and multicasts stop \
+             completing (the violations are then liveness: validity and agreement at the end of \
+             the run, not order). A deployment with such permission changes needs a longer \
+             timeout, and its failover takes at least that long.\n",
+            suspect
+        );
+        write(&out.join("permission_bounds.csv"), &csv)?;
+    }
     md.push_str("## Claims\n\nNumbers within 25% of the published ones count as reproduced.\n\n");
     md.push_str(CLAIM_HEAD);
     for (name, _, s, p) in &rows {
@@ -291,4 +388,84 @@ pub(crate) fn table1(
         ));
     }
     Ok(())
+}
+
+/// What one run of the experiment measured.
+struct Measured {
+    /// Every completion, as (sent, latency) in us, by send time.
+    done: Vec<(f64, f64)>,
+    /// Per event, the messages it delayed, as (sent, latency) in us.
+    per_event: Vec<Vec<(f64, f64)>>,
+    /// The largest latency of the fault-free interval before the first event, us.
+    baseline_max: f64,
+    log: multicast::DeliveryLog,
+    violations: Vec<multicast::Violation>,
+    reigns: Vec<u64>,
+}
+
+/// Runs the experiment on `profile` and sorts the delayed messages by event.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the experiment's parts, built once by the caller and shared by every run"
+)]
+fn measure(
+    profile: &Profile,
+    software: &Software,
+    cfg: &tram::Config,
+    load: &LoadSpec,
+    faults: &[Fault],
+    events: &[Nanos],
+    window: Nanos,
+    stop_at: Nanos,
+) -> Measured {
+    let ms = |x: u64| Nanos(x * 1_000_000);
+    let mut sc = SimConfig::new(1, profile.clone());
+    sc.software = software.clone();
+    sc.faults = faults.to_vec();
+    let mut sim = Sim::new(sc, tram::nodes(cfg, load.clone(), 1, true));
+    sim.run(Some(stop_at.saturating_add(ms(20))));
+    // Every completion, as (sent, latency) in us.
+    let mut done: Vec<(f64, f64)> = Vec::new();
+    let mut reigns = Vec::new();
+    for n in sim.processes() {
+        match n {
+            Node::Client(c) => done.extend(
+                c.completions
+                    .iter()
+                    .flatten()
+                    .map(|d| (d.sent_at.as_us_f64(), d.latency.as_us_f64())),
+            ),
+            Node::Server(s) => reigns.push(s.server.reigns()),
+        }
+    }
+    done.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let first = events[0].as_us_f64();
+    let baseline_max = done
+        .iter()
+        .filter(|d| d.0 >= ms(2).as_us_f64() && d.0 + d.1 < first)
+        .map(|d| d.1)
+        .fold(0.0, f64::max);
+    let mut per_event: Vec<Vec<(f64, f64)>> = vec![Vec::new(); events.len()];
+    for &(sent, lat) in &done {
+        if lat <= baseline_max {
+            continue;
+        }
+        for (k, e) in events.iter().enumerate() {
+            let (from, to) = (e.as_us_f64(), e.saturating_add(window).as_us_f64());
+            if sent < to && sent + lat > from {
+                per_event[k].push((sent, lat));
+                break;
+            }
+        }
+    }
+    let log = collect_log(sim.processes(), |p| sim.crashed(p));
+    let violations = check(&log);
+    Measured {
+        done,
+        per_event,
+        baseline_max,
+        log,
+        violations,
+        reigns,
+    }
 }

@@ -51,6 +51,8 @@ pub struct SimNic {
     pub(crate) charged: Nanos,
     pub(crate) slow: f64,
     pub(crate) post_ns: u64,
+    /// CPU time of one access change (the profile's `permission_change`).
+    pub(crate) permission_ns: u64,
     pub(crate) completion_ns: u64,
     /// The software profile's prices.
     pub(crate) work: WorkCosts,
@@ -144,8 +146,10 @@ impl Nic for SimNic {
             access,
         } = op
         {
-            // Local and synchronous: in effect before any later event is processed.
+            // Local and synchronous: in effect before any later event is processed; the
+            // process is busy for what the profile says a permission change costs.
             self.memory.set_access(region, peer, access)?;
+            self.charge(self.permission_ns);
         } else {
             self.charge(self.post_ns);
         }

@@ -144,6 +144,17 @@ pub struct NicCosts {
     pub completion_ns: u64,
     /// Time to bring a queue pair from error back to ready (reset, re-exchange, RTR, RTS).
     pub reconnect_ns: u64,
+    /// The range `reconnect_ns` is known to within, where a profile declares one: what a
+    /// permission change costs the writer it locks out (its refused write puts the queue pair
+    /// in error; it writes again only after a reconnect). Figures that depend on it show both
+    /// bounds.
+    #[serde(default)]
+    pub reconnect_range: Option<ReconnectRange>,
+    /// What changing a peer's access to a region costs the process that changes it (it is busy
+    /// that long; the change is in effect at once), with its documented range. Without one an
+    /// access change is free.
+    #[serde(default)]
+    pub permission_change: Option<PermissionChange>,
     /// Time until an op to a dead peer fails (RC transport retry timeout).
     pub unreachable_timeout_ns: u64,
     /// Largest two-sided message.
@@ -157,6 +168,32 @@ pub struct NicCosts {
     /// exactly `write_latency_ns`.
     #[serde(default)]
     pub write_latency_dist: Option<LatencyDist>,
+}
+
+/// The documented range of a profile's `reconnect_ns`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReconnectRange {
+    /// Lower bound, nanoseconds.
+    pub low_ns: u64,
+    /// Upper bound, nanoseconds.
+    pub high_ns: u64,
+    /// Where the bounds come from.
+    pub source: String,
+}
+
+/// The cost of one access change ([`NicCosts::permission_change`]) and its documented range.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionChange {
+    /// The cost the simulator charges, nanoseconds.
+    pub ns: u64,
+    /// Lower bound, nanoseconds.
+    pub low_ns: u64,
+    /// Upper bound, nanoseconds.
+    pub high_ns: u64,
+    /// Where the bounds come from.
+    pub source: String,
 }
 
 /// A declared distribution of the one-way write latency, in the terms `ib_write_lat` reports
@@ -381,6 +418,24 @@ impl Profile {
                     ))
                 }
                 _ => {}
+            }
+        }
+        if let Some(r) = &p.nic.reconnect_range {
+            if !(r.low_ns <= p.nic.reconnect_ns && p.nic.reconnect_ns <= r.high_ns) {
+                return Err(invalid(
+                    "nic.reconnect_range",
+                    format!("[{}, {}]", r.low_ns, r.high_ns),
+                    "must hold nic.reconnect_ns: low_ns <= reconnect_ns <= high_ns",
+                ));
+            }
+        }
+        if let Some(c) = &p.nic.permission_change {
+            if !(c.low_ns <= c.ns && c.ns <= c.high_ns) {
+                return Err(invalid(
+                    "nic.permission_change",
+                    format!("ns = {} in [{}, {}]", c.ns, c.low_ns, c.high_ns),
+                    "needs low_ns <= ns <= high_ns",
+                ));
             }
         }
         if p.nic.send_max_bytes == 0 {
