@@ -1,0 +1,46 @@
+//! Ridge (Bezerra, Cason, Pedone, 2015): high-throughput, low-latency atomic multicast from
+//! ensembles of Paxos acceptors whose learners take turns distributing decided values, merged
+//! deterministically by timestamp.
+//!
+//! **Status (issue 14, first increment):** the algorithms as pure state machines with their
+//! tests: Paxos in one ensemble with Ridge's Phase 2 ([`paxos`]), the learner's deterministic
+//! merge ([`merge`]) and the groups-to-ensembles mapping ([`mapping`]). Not yet here: the
+//! processes that run them on [`transport`] (message passing over the transport's ring), the
+//! proposer and the coordinator's Delta timer for null messages (Algorithm 3, Tasks 1-2),
+//! optimistic delivery (4.5), failure handling (4.4), the harness wiring and the figures.
+//!
+//! | paper | code |
+//! |---|---|
+//! | Algorithm 1 (Paxos), Algorithm 2 (Ridge's Phase 2), Tasks 1-5 | [`paxos`]: [`paxos::Coordinator`], [`paxos::Acceptor`], [`paxos::distribute`], [`paxos::Learning`] |
+//! | 4.3: load balancer choosing the distributing learner | [`paxos::Balancer`] |
+//! | Algorithm 3, Task 4 (deterministic merge) | [`merge`] |
+//! | Algorithm 3, line 3 (timestamps), lines 15-16 (null messages) | [`value`] |
+//! | Algorithm 4 (groups to ensembles) | [`mapping`] |
+//!
+//! # Choices where the paper is silent
+//! Each is explained where it is made:
+//! - Phase 1 covers every instance from a given one on, so an acceptor keeps one promise for
+//!   all instances ([`paxos`]);
+//! - Phase 1 completes when every acceptor of the chosen quorum promised (Task 3, "from Q");
+//!   instances below the highest one voted in that nobody voted in are filled with null
+//!   values, so learners, which take decisions gap-free, never stall on a hole ([`paxos`]);
+//! - the load balancer picks the learner outside `Q` with the fewest bytes distributed, the
+//!   lowest id on a tie ([`paxos::Balancer`]);
+//! - a learner holds a decision until it has both the DECISION's id and a value with that id
+//!   ([`paxos::Learning`]);
+//! - the merge raises a timestamp equal to its ensemble's last one too, and breaks ties
+//!   between ensembles by ensemble index ([`merge`]);
+//! - timestamps are the sender's clock in microseconds with its process id in the low 16 bits
+//!   ([`value::Timestamp`]).
+
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod mapping;
+pub mod merge;
+pub mod paxos;
+pub mod value;
+
+pub use mapping::{EnsembleId, Mapping};
+pub use merge::Merge;
+pub use value::{Timestamp, Value};

@@ -1,0 +1,275 @@
+//! Algorithm 2 on hand-built ensembles: messages are handed from role to role in FIFO order by
+//! a small driver, so each test states exactly who sends what.
+
+use super::*;
+use crate::value::Timestamp;
+use bytes::Bytes;
+use multicast::DestSet;
+use std::collections::VecDeque;
+
+fn p(i: u32) -> ProcessId {
+    ProcessId(i)
+}
+
+fn value(client: u32, seq: u64, bytes: usize) -> Value {
+    Value {
+        id: MsgId { client, seq },
+        ts: Timestamp::new(seq + 1, client),
+        dests: DestSet::EMPTY,
+        payload: Some(Bytes::from(vec![7u8; bytes])),
+    }
+}
+
+/// Coordinator p0; acceptors p1, p2, p3 (f = 1); learners p1 .. p5 (p1-p3 also accept).
+struct Net {
+    ensemble: Ensemble,
+    coordinator: Coordinator,
+    acceptors: BTreeMap<ProcessId, Acceptor>,
+    learners: BTreeMap<ProcessId, Learning>,
+    queue: VecDeque<(ProcessId, Msg)>,
+    /// Every message sent, for the assertions.
+    sent: Vec<(ProcessId, Msg)>,
+}
+
+impl Net {
+    fn new() -> Net {
+        let ensemble = Ensemble {
+            acceptors: vec![p(1), p(2), p(3)],
+            learners: (1..=5).map(p).collect(),
+        };
+        Net {
+            coordinator: Coordinator::new(p(0), ensemble.clone()),
+            acceptors: ensemble
+                .acceptors
+                .iter()
+                .map(|&a| (a, Acceptor::new(a)))
+                .collect(),
+            learners: ensemble
+                .learners
+                .iter()
+                .map(|&l| (l, Learning::default()))
+                .collect(),
+            ensemble,
+            queue: VecDeque::new(),
+            sent: Vec::new(),
+        }
+    }
+
+    fn send(&mut self, out: Out) {
+        self.sent.extend(out.iter().cloned());
+        self.queue.extend(out);
+    }
+
+    /// Delivers queued messages until none is left; `drop` loses those it matches.
+    fn run(&mut self, drop: impl Fn(&ProcessId, &Msg) -> bool) {
+        while let Some((to, msg)) = self.queue.pop_front() {
+            if drop(&to, &msg) {
+                continue;
+            }
+            let learners = self.ensemble.learners.clone();
+            let out = match msg {
+                Msg::Phase1a { rnd, from } => self
+                    .acceptors
+                    .get_mut(&to)
+                    .map_or(Vec::new(), |a| a.on_phase1a(p(0), rnd, from)),
+                Msg::Phase1b { .. } => unreachable!("promises are routed by `phase1`"),
+                Msg::Phase2 {
+                    k,
+                    rnd,
+                    value,
+                    quorum,
+                    count,
+                } => {
+                    if let Some(l) = self.learners.get_mut(&to) {
+                        l.value(k, value.clone());
+                    }
+                    self.acceptors.get_mut(&to).map_or(Vec::new(), |a| {
+                        a.on_phase2(&learners, k, rnd, value, quorum, count)
+                    })
+                }
+                Msg::Decision { k, id } => {
+                    self.learners.get_mut(&to).expect("learner").decided(k, id);
+                    Vec::new()
+                }
+                Msg::Distribute { k, value, quorum } => {
+                    self.learners
+                        .get_mut(&to)
+                        .expect("learner")
+                        .value(k, value.clone());
+                    distribute(to, &learners, k, &value, &quorum)
+                }
+                Msg::Value { k, value } => {
+                    self.learners.get_mut(&to).expect("learner").value(k, value);
+                    Vec::new()
+                }
+            };
+            self.send(out);
+        }
+    }
+
+    /// Task 1 then Task 3 with every acceptor's promise routed to the coordinator.
+    fn phase1(&mut self, above: Round, from: Instance, quorum: Vec<ProcessId>) -> Out {
+        let asks = self.coordinator.start(above, from, quorum);
+        self.sent.extend(asks.iter().cloned());
+        let mut out = Vec::new();
+        for (a, msg) in asks {
+            let Msg::Phase1a { rnd, from } = msg else {
+                unreachable!()
+            };
+            for (_, reply) in self
+                .acceptors
+                .get_mut(&a)
+                .unwrap()
+                .on_phase1a(p(0), rnd, from)
+            {
+                let Msg::Phase1b { rnd, votes, .. } = reply else {
+                    unreachable!()
+                };
+                out.extend(self.coordinator.on_phase1b(a, rnd, votes));
+            }
+        }
+        out
+    }
+
+    fn decided(&mut self, l: u32) -> Vec<(Instance, MsgId)> {
+        let learning = self.learners.get_mut(&p(l)).unwrap();
+        std::iter::from_fn(|| learning.next_decided())
+            .map(|(k, v)| (k, v.id))
+            .collect()
+    }
+}
+
+#[test]
+fn a_value_travels_the_quorum_chain_and_one_distributor_hands_it_to_the_rest() {
+    let mut net = Net::new();
+    let none = net.phase1(Round::ZERO, 0, vec![p(1), p(2)]);
+    assert!(none.is_empty(), "nothing voted: nothing to propose again");
+    assert!(net.coordinator.ready());
+    let v = value(50, 0, 100);
+    let (k, out) = net.coordinator.propose(v.clone()).unwrap();
+    assert_eq!(k, 0);
+    net.send(out);
+    net.run(|_, _| false);
+    // The chain: coordinator -> a1 (count 0) -> a2 (count 1), then the decision from a2.
+    let phase2: Vec<(ProcessId, usize)> = net
+        .sent
+        .iter()
+        .filter_map(|(to, m)| match m {
+            Msg::Phase2 { count, .. } => Some((*to, *count)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(phase2, vec![(p(1), 0), (p(2), 1)]);
+    // One distributor outside Q (the least loaded, lowest id: p3), VALUE to p4 and p5 only.
+    let distribute: Vec<ProcessId> = net
+        .sent
+        .iter()
+        .filter(|(_, m)| matches!(m, Msg::Distribute { .. }))
+        .map(|(to, _)| *to)
+        .collect();
+    assert_eq!(distribute, vec![p(3)]);
+    let values: Vec<ProcessId> = net
+        .sent
+        .iter()
+        .filter(|(_, m)| matches!(m, Msg::Value { .. }))
+        .map(|(to, _)| *to)
+        .collect();
+    assert_eq!(values, vec![p(4), p(5)]);
+    for l in 1..=5 {
+        assert_eq!(net.decided(l), vec![(0, v.id)], "learner p{l}");
+    }
+}
+
+#[test]
+fn distributors_take_turns_by_bytes_distributed() {
+    let mut net = Net::new();
+    net.phase1(Round::ZERO, 0, vec![p(1), p(2)]);
+    for (seq, bytes) in [(0, 1000), (1, 10), (2, 10), (3, 500)] {
+        let (_, out) = net.coordinator.propose(value(50, seq, bytes)).unwrap();
+        net.send(out);
+        net.run(|_, _| false);
+    }
+    let distributors: Vec<u32> = net
+        .sent
+        .iter()
+        .filter(|(_, m)| matches!(m, Msg::Distribute { .. }))
+        .map(|(to, _)| to.0)
+        .collect();
+    // p3 takes 1000 B; p4 then p5 take 10 B each; p4 (10 B, lower id than p5) takes the next.
+    assert_eq!(distributors, vec![3, 4, 5, 4]);
+    for l in 1..=5 {
+        assert_eq!(net.decided(l).len(), 4);
+    }
+}
+
+#[test]
+fn a_new_coordinator_proposes_again_what_a_quorum_member_voted() {
+    // Round 1 gets a vote from a1 only (the forward to a2 is lost): nothing decided.
+    let mut net = Net::new();
+    net.phase1(Round::ZERO, 0, vec![p(1), p(2)]);
+    let v = value(50, 0, 8);
+    let (_, out) = net.coordinator.propose(v.clone()).unwrap();
+    net.send(out);
+    net.run(|to, m| *to == p(2) && matches!(m, Msg::Phase2 { .. }));
+    assert!(net.decided(4).is_empty());
+    let first = net.coordinator.c_rnd();
+    // A new coordinator (same process here, higher round) with quorum a1, a3: a1 reports its
+    // vote, and Paxos proposes that value again in instance 0, not a new one.
+    let again = net.phase1(first, 0, vec![p(1), p(3)]);
+    assert!(net.coordinator.c_rnd() > first);
+    assert_eq!(again.len(), 1);
+    let Msg::Phase2 { k, value: w, .. } = &again[0].1 else {
+        panic!("{again:?}")
+    };
+    assert_eq!((*k, w.id), (0, v.id));
+    net.send(again);
+    net.run(|_, _| false);
+    let (k, out) = net.coordinator.propose(value(50, 1, 8)).unwrap();
+    assert_eq!(k, 1, "new values come after the instance proposed again");
+    net.send(out);
+    net.run(|_, _| false);
+    for l in 1..=5 {
+        let ids: Vec<u64> = net.decided(l).iter().map(|(_, id)| id.seq).collect();
+        assert_eq!(ids, vec![0, 1], "learner p{l}");
+    }
+}
+
+#[test]
+fn an_acceptor_ignores_rounds_below_its_promise_and_holes_are_filled_with_null() {
+    let mut a = Acceptor::new(p(1));
+    let high = Round::above(Round::ZERO, p(7));
+    let low = Round(high.0 - 1);
+    assert_eq!(a.on_phase1a(p(7), high, 0).len(), 1);
+    assert!(
+        a.on_phase1a(p(0), low, 0).is_empty(),
+        "no promise below the last"
+    );
+    let out = a.on_phase2(&[p(1)], 0, low, value(50, 0, 8), vec![p(1), p(2)], 0);
+    assert!(
+        out.is_empty() && a.vote(0).is_none(),
+        "no vote below the promise"
+    );
+
+    // A coordinator that hears of a vote in instance 2 only proposes null in 0 and 1.
+    let ensemble = Ensemble {
+        acceptors: vec![p(1), p(2), p(3)],
+        learners: vec![p(4)],
+    };
+    let mut c = Coordinator::new(p(0), ensemble);
+    c.start(Round::ZERO, 0, vec![p(1), p(2)]);
+    let rnd = c.c_rnd();
+    let voted = value(50, 3, 8);
+    assert!(c
+        .on_phase1b(p(1), rnd, vec![(2, Round(5), voted.clone())])
+        .is_empty());
+    let out = c.on_phase1b(p(2), rnd, Vec::new());
+    let proposed: Vec<(Instance, bool)> = out
+        .iter()
+        .map(|(_, m)| match m {
+            Msg::Phase2 { k, value, .. } => (*k, value.is_null()),
+            m => panic!("{m:?}"),
+        })
+        .collect();
+    assert_eq!(proposed, vec![(0, true), (1, true), (2, false)]);
+    assert_eq!(c.propose(value(50, 4, 8)).unwrap().0, 3);
+}
