@@ -492,6 +492,39 @@ fn list_profiles() -> Result<ExitCode, String> {
         let p = Profile::load(name).map_err(|e| e.to_string())?;
         println!("{:<14} v{}  {}", p.name, p.version, p.description);
         println!("{:<14}      calibrated on: {}", "", p.calibration.source);
+        // What else the profile declares beyond the calibrated costs.
+        let mut also = Vec::new();
+        if let Some(d) = &p.nic.write_latency_dist {
+            also.push(format!(
+                "latency distribution (min {} / typical {} / 99% {} / 99.9% {} us)",
+                d.t_min_us, d.t_typical_us, d.p99_us, d.p999_us
+            ));
+        }
+        if let Some(g) = p.nic.duplex_gbps {
+            also.push(format!("two-way limit {g} Gb/s"));
+        }
+        if let Some(f) = &p.fabric {
+            also.push(format!("fabric {}", f.describe()));
+        }
+        if let Some(r) = &p.nic.reconnect_range {
+            also.push(format!(
+                "reconnect {} in [{}, {}]",
+                Nanos(p.nic.reconnect_ns),
+                Nanos(r.low_ns),
+                Nanos(r.high_ns)
+            ));
+        }
+        if let Some(c) = &p.nic.permission_change {
+            also.push(format!(
+                "access change {} in [{}, {}]",
+                Nanos(c.ns),
+                Nanos(c.low_ns),
+                Nanos(c.high_ns)
+            ));
+        }
+        if !also.is_empty() {
+            println!("{:<14}      declares: {}", "", also.join("; "));
+        }
     }
     println!("\nsoftware profiles (--software):");
     for (name, _) in transport::runtime::sim::SOFTWARE {
