@@ -1,4 +1,4 @@
-//! The timing probes of `harness calibrate software`: each kind of [`Work`] timed on this
+//! The timing probes of `harness calibrate software`: each kind of [`transport::Work`] timed on this
 //! machine by running the workspace's own code for it, with real clocks.
 //!
 //! | work | what one unit runs |

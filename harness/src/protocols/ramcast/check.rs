@@ -1,6 +1,6 @@
 //! `harness check --protocol ramcast`: VOPR-style runs of RamCast on the simulator. Every
 //! parameter comes from the seed: groups, replicas, clients, destinations, buffer sizes, the
-//! tie-break policy, the eviction time and the fault schedule of [`crate::sweep::draw_faults`]
+//! tie-break policy, the eviction time and the fault schedule of [`crate::sweep::draw_schedule`]
 //! (leader and follower crashes within each group's f, leaders of several groups at once,
 //! client crashes mid-multicast reaching any subset, pauses long enough to be suspected, slow
 //! processes, link delays up to three suspicion timeouts, and a leader cut off from its group by

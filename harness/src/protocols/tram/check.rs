@@ -1,7 +1,7 @@
 //! `harness check --protocol tram`: VOPR-style runs of TRAM on the simulator. Every parameter
 //! comes from the seed: the overlay tree (a random rooted tree over 1-6 groups, any root),
 //! replicas, clients, destinations (single, all, random:K, adjacent:K), buffer sizes, the
-//! tie-break policy and the fault schedule of [`crate::sweep::draw_faults`], including runs
+//! tie-break policy and the fault schedule of [`crate::sweep::draw_schedule`], including runs
 //! where the leaders of several groups crash at the same instant, and the eviction time. The
 //! phases and the verdict are RamCast's ([`crate::protocols::ramcast::check`]): faults, a liveness phase
 //! long enough for one eviction per group on the longest tree path, convergence; halts judged,
