@@ -3,18 +3,20 @@
 //! deterministically by timestamp.
 //!
 //! **Status (issue 14, first increment):** the algorithms as pure state machines with their
-//! tests: Paxos in one ensemble with Ridge's Phase 2 ([`paxos`]), the learner's deterministic
-//! merge ([`merge`]) and the groups-to-ensembles mapping ([`mapping`]). Not yet here: the
-//! processes that run them on [`transport`] (message passing over the transport's ring), the
-//! proposer and the coordinator's Delta timer for null messages (Algorithm 3, Tasks 1-2),
+//! tests: Paxos in one ensemble with Ridge's Phase 2 ([`paxos`]), timestamps from skewed local
+//! clocks ([`clock`]), the coordinator's null messages ([`ensemble`]), the learner's
+//! deterministic merge ([`merge`]) and the groups-to-ensembles mapping ([`mapping`]). Not yet here: the
+//! processes that run them on [`transport`] (message passing over the transport's ring),
 //! optimistic delivery (4.5), failure handling (4.4), the harness wiring and the figures.
 //!
 //! | paper | code |
 //! |---|---|
 //! | Algorithm 1 (Paxos), Algorithm 2 (Ridge's Phase 2), Tasks 1-5 | [`paxos`]: [`paxos::Coordinator`], [`paxos::Acceptor`], [`paxos::distribute`], [`paxos::Learning`] |
 //! | 4.3: load balancer choosing the distributing learner | [`paxos::Balancer`] |
+//! | Algorithm 3, Task 1 (timestamps from the local clock) | [`clock`] ([`clock::Stamper`]; clocks with offset and drift drawn from the seed) |
+//! | Algorithm 3, Task 2 (the coordinator's Delta timer and null messages) | [`ensemble`] |
 //! | Algorithm 3, Task 4 (deterministic merge) | [`merge`] |
-//! | Algorithm 3, line 3 (timestamps), lines 15-16 (null messages) | [`value`] |
+//! | null messages, `m.dests` | [`value`] |
 //! | Algorithm 4 (groups to ensembles) | [`mapping`] |
 //!
 //! # Choices where the paper is silent
@@ -30,12 +32,16 @@
 //!   ([`paxos::Learning`]);
 //! - the merge raises a timestamp equal to its ensemble's last one too, and breaks ties
 //!   between ensembles by ensemble index ([`merge`]);
-//! - timestamps are the sender's clock in microseconds with its process id in the low 16 bits
-//!   ([`value::Timestamp`]).
+//! - timestamps are the sender's clock in microseconds with its process id in the low 16 bits,
+//!   moved past the sender's last one when its clock has not advanced ([`clock::Stamper`]);
+//! - each process reads true time through an offset and a drift drawn from the seed, so clock
+//!   skew is part of an experiment and replays ([`clock`]).
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod clock;
+pub mod ensemble;
 pub mod mapping;
 pub mod merge;
 pub mod paxos;
