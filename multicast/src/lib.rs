@@ -43,7 +43,19 @@ pub use tree::{Tree, TreeError};
 pub use workload::{ClosedLoop, DestPolicy, LoadSpec};
 
 /// A group of server processes (groups are disjoint).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct GroupId(pub u8);
 
 impl fmt::Display for GroupId {
@@ -56,7 +68,19 @@ impl fmt::Display for GroupId {
 pub const MAX_GROUPS: usize = 64;
 
 /// A message's destination groups: a set of up to [`MAX_GROUPS`] groups.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct DestSet(u64);
 
 impl DestSet {
@@ -139,7 +163,19 @@ impl FromStr for DestSet {
 }
 
 /// A message id: the multicasting client and its sequence number, spelled `c3:17`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct MsgId {
     /// The client's process id.
     pub client: u32,

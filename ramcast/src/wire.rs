@@ -99,9 +99,17 @@ impl Wire {
         bincode::serialize(self).expect("plain data always serialises")
     }
 
-    /// Decodes a message; a malformed one is an error, never a panic.
+    /// Decodes a message; a malformed one is an error, never a panic, and no length inside it
+    /// may claim more than the message's own bytes (so a damaged length cannot allocate).
     pub fn decode(bytes: &[u8]) -> Result<Wire, bincode::Error> {
-        bincode::deserialize(bytes)
+        use bincode::Options;
+        // `encode`'s format (bincode's defaults: fixed-width integers, trailing bytes allowed),
+        // bounded by the message's length.
+        bincode::DefaultOptions::new()
+            .with_fixint_encoding()
+            .allow_trailing_bytes()
+            .with_limit(bytes.len() as u64)
+            .deserialize(bytes)
     }
 }
 
@@ -124,5 +132,10 @@ mod tests {
         };
         assert_eq!(Wire::decode(&m.encode()).unwrap(), m);
         assert!(Wire::decode(&[0xff, 0xff, 0xff, 0xff, 1]).is_err());
+        // A `Catch` whose item list claims 2^40 items is refused, not allocated.
+        let mut bytes = Wire::Catch { items: Vec::new() }.encode();
+        let n = bytes.len();
+        bytes[n - 8..].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        assert!(Wire::decode(&bytes).is_err());
     }
 }

@@ -17,6 +17,7 @@
 //! | Algorithm 3, Task 2 (the coordinator's Delta timer and null messages) | [`ensemble`] |
 //! | Algorithm 3, Task 4 (deterministic merge) | [`merge`] |
 //! | null messages, `m.dests` | [`value`] |
+//! | the messages' bytes (bounded decoding of untrusted input) | [`wire`] |
 //! | Algorithm 4 (groups to ensembles) | [`mapping`] |
 //!
 //! # Choices where the paper is silent
@@ -46,6 +47,7 @@ pub mod mapping;
 pub mod merge;
 pub mod paxos;
 pub mod value;
+pub mod wire;
 
 pub use mapping::{EnsembleId, Mapping};
 pub use merge::Merge;

@@ -21,7 +21,19 @@ pub type Instance = u64;
 /// A round number: a counter in the high bits and the coordinator's process id in the low 16,
 /// so two coordinators never pick the same round (Task 1, line 6: "unique value higher than
 /// current c-rnd"). `Round::ZERO` is no round at all (the paper's 0).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct Round(pub u64);
 
 impl Round {
@@ -34,8 +46,8 @@ impl Round {
     }
 }
 
-/// A message of Algorithm 2.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A message of Algorithm 2 ([`crate::wire`] encodes it).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Msg {
     /// Task 1, line 9: Phase 1 of round `rnd` for every instance from `from` on.
     Phase1a {

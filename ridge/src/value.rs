@@ -6,7 +6,19 @@ use multicast::{DestSet, MsgId};
 
 /// A message's timestamp: microseconds of its sender's clock, made unique by the sender's id
 /// in the low bits (Algorithm 3, line 3: "unique timestamp based on local clock").
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct Timestamp(pub u64);
 
 impl Timestamp {
@@ -26,7 +38,7 @@ impl Timestamp {
 }
 
 /// A value of one consensus instance.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Value {
     /// Which message it is; a null message has the coordinator's id and its own sequence.
     pub id: MsgId,

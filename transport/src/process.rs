@@ -7,7 +7,19 @@ use crate::time::Nanos;
 use std::fmt;
 
 /// Identifies a process of a run: `0..n`, dense, assigned by the runtime in construction order.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct ProcessId(pub u32);
 
 impl ProcessId {

@@ -1,0 +1,134 @@
+//! The byte form of [`Msg`], as it travels in a ring slot or a two-sided message: bincode,
+//! with a size limit so that a malformed length inside a message can neither allocate past
+//! the slot it came in nor be mistaken for a valid message.
+
+use crate::paxos::Msg;
+use bincode::Options;
+
+/// Why bytes are not a message.
+#[derive(Debug)]
+pub struct WireError(bincode::Error);
+
+impl std::fmt::Display for WireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "not a Ridge message: {}", self.0)
+    }
+}
+
+impl std::error::Error for WireError {}
+
+fn options(limit: usize) -> impl Options {
+    bincode::DefaultOptions::new()
+        .with_fixint_encoding()
+        .with_limit(limit as u64)
+        .reject_trailing_bytes()
+}
+
+impl Msg {
+    /// The message's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        options(usize::MAX)
+            .serialize(self)
+            .expect("plain data always serialises")
+    }
+
+    /// The message in `bytes`, which must be all of it; nothing inside may claim more than
+    /// `bytes.len()` (a message never holds more than its own length).
+    pub fn decode(bytes: &[u8]) -> Result<Msg, WireError> {
+        options(bytes.len()).deserialize(bytes).map_err(WireError)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::paxos::Round;
+    use crate::value::{Timestamp, Value};
+    use bytes::Bytes;
+    use multicast::{DestSet, GroupId, MsgId};
+    use proptest::prelude::*;
+    use transport::ProcessId;
+
+    fn value(payload: Vec<u8>, null: bool) -> Value {
+        let id = MsgId { client: 9, seq: 4 };
+        if null {
+            return Value::null(id, Timestamp(77));
+        }
+        Value {
+            id,
+            ts: Timestamp(77),
+            dests: DestSet::of([GroupId(0), GroupId(5)]).unwrap(),
+            payload: Some(Bytes::from(payload)),
+        }
+    }
+
+    fn msg(kind: u8, payload: Vec<u8>, null: bool) -> Msg {
+        let v = value(payload, null);
+        let quorum = vec![ProcessId(1), ProcessId(2)];
+        match kind % 6 {
+            0 => Msg::Phase1a {
+                rnd: Round(3),
+                from: 10,
+            },
+            1 => Msg::Phase1b {
+                rnd: Round(3),
+                from: 10,
+                votes: vec![(11, Round(2), v)],
+            },
+            2 => Msg::Phase2 {
+                k: 12,
+                rnd: Round(3),
+                value: v,
+                quorum,
+                count: 1,
+            },
+            3 => Msg::Decision { k: 12, id: v.id },
+            4 => Msg::Distribute {
+                k: 12,
+                value: v,
+                quorum,
+            },
+            _ => Msg::Value { k: 12, value: v },
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn every_message_comes_back_as_it_went(
+            kind in 0u8..6,
+            payload in proptest::collection::vec(any::<u8>(), 0..300),
+            null in any::<bool>(),
+        ) {
+            let m = msg(kind, payload, null);
+            prop_assert_eq!(Msg::decode(&m.encode()).unwrap(), m);
+        }
+
+        /// Garbage, truncations and extensions of real messages are errors, never panics or
+        /// huge allocations.
+        #[test]
+        fn damaged_bytes_are_refused_or_read_as_some_message(
+            kind in 0u8..6,
+            cut in any::<prop::sample::Index>(),
+            noise in proptest::collection::vec(any::<u8>(), 0..64),
+        ) {
+            let bytes = msg(kind, vec![1; 40], false).encode();
+            let cut = cut.index(bytes.len());
+            prop_assert!(Msg::decode(&bytes[..cut]).is_err(), "a truncated message decoded");
+            let mut longer = bytes.clone();
+            longer.push(0);
+            prop_assert!(Msg::decode(&longer).is_err(), "trailing bytes accepted");
+            let _ = Msg::decode(&noise);
+        }
+    }
+
+    #[test]
+    fn a_length_beyond_the_message_is_refused_without_allocating_it() {
+        // A Value message whose payload claims 2^40 bytes.
+        let mut bytes = msg(5, vec![1; 8], false).encode();
+        let n = bytes.len();
+        let at = n - 8 - 8; // the payload's u64 length precedes its 8 bytes
+        bytes[at..at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        let e = Msg::decode(&bytes).unwrap_err().to_string();
+        assert!(e.starts_with("not a Ridge message"), "{e}");
+    }
+}
