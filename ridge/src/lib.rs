@@ -6,7 +6,8 @@
 //! tests: Paxos in one ensemble with Ridge's Phase 2 ([`paxos`]), timestamps from skewed local
 //! clocks ([`clock`]), the coordinator's null messages ([`ensemble`]), the learner's
 //! deterministic merge ([`merge`]) and the groups-to-ensembles mapping ([`mapping`]). Not yet here: the
-//! processes that run them on [`transport`] (message passing over the transport's ring),
+//! processes that run them on [`transport`] (message passing over [`transport::mesh`], one
+//! ring per ordered pair, with [`wire`] as the bytes),
 //! optimistic delivery (4.5), failure handling (4.4), the harness wiring and the figures.
 //!
 //! | paper | code |

@@ -58,6 +58,7 @@
 pub mod changes;
 pub mod chaos;
 pub mod memory;
+pub mod mesh;
 pub mod nic;
 pub mod payload;
 pub mod process;

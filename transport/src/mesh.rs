@@ -1,0 +1,216 @@
+//! A mesh of [`ring`](crate::ring)s: message passing among a set of processes over one-sided
+//! writes, one SPSC ring per ordered pair, for protocols that exchange messages (Ridge).
+//!
+//! Each member owns two regions, appended after its own: an inbox holding one ring per peer
+//! (peer `i`'s ring at offset `i * ring_bytes`, writable by every member), and a credit region
+//! holding one word per peer (where that peer, as consumer, returns credits for what this
+//! member sent it). A message to a peer whose ring is full waits in a per-peer outbox of
+//! bounded length; [`Mesh::send`] refuses with [`MeshError::Full`] once that is full too
+//! (backpressure, never a silent drop), and [`Mesh::flush`] moves waiting messages as credits
+//! come back. Messages from one sender arrive in the order sent; [`Mesh::recv`] takes from the
+//! senders in turn, so no sender starves another. As with a single ring, a write that fails (a
+//! crashed peer, a revoked region) surfaces as a completion on the sender's NIC; the mesh
+//! leaves failure handling to its owner.
+
+use crate::nic::{Nic, WrId};
+use crate::process::ProcessId;
+use crate::region::{Access, LocalAddr, RegionId, RegionSpec, RemoteAddr};
+use crate::ring::{RingConfig, RingError, RingReceiver, RingSender};
+use crate::slot::SlotError;
+use std::collections::VecDeque;
+
+/// Where a mesh lives: its members, its rings' shape, and the ids of its two regions at every
+/// member (the same at all of them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MeshLayout {
+    /// The members, in index order.
+    pub members: Vec<ProcessId>,
+    /// Every ring's shape.
+    pub ring: RingConfig,
+    /// The inbox region's id at every member.
+    pub inbox: RegionId,
+    /// The credit region's id at every member (`inbox + 1`).
+    pub credits: RegionId,
+    /// Messages a member may hold per peer while that peer's ring is full.
+    pub outbox_max: usize,
+}
+
+impl MeshLayout {
+    /// A mesh of `members` whose regions take ids `first` and `first + 1` at each of them.
+    pub fn new(members: Vec<ProcessId>, ring: RingConfig, first: RegionId) -> MeshLayout {
+        MeshLayout {
+            members,
+            ring,
+            inbox: first,
+            credits: RegionId(first.0 + 1),
+            outbox_max: ring.slots as usize,
+        }
+    }
+
+    /// The two regions every member declares, in order (after its own).
+    pub fn regions(&self) -> [RegionSpec; 2] {
+        let n = self.members.len();
+        [
+            RegionSpec::new(n * self.ring.ring_bytes()).with_default(Access::Write),
+            RegionSpec::new(n * RingConfig::CREDIT_BYTES).with_default(Access::Write),
+        ]
+    }
+
+    fn index(&self, p: ProcessId) -> Option<usize> {
+        self.members.iter().position(|&m| m == p)
+    }
+}
+
+/// Why a message was not sent.
+#[derive(Debug, thiserror::Error)]
+pub enum MeshError {
+    /// The peer's ring and this member's outbox for it are full: retry after [`Mesh::flush`].
+    #[error(
+        "mesh full towards {peer:?}: its ring and the outbox are full; retry after it consumes"
+    )]
+    Full {
+        /// The peer.
+        peer: ProcessId,
+    },
+    /// Not a member of the mesh.
+    #[error("{peer:?} is not a member of the mesh")]
+    NotMember {
+        /// The process named.
+        peer: ProcessId,
+    },
+    /// The ring refused the message (too large for a slot) or the NIC an op.
+    #[error(transparent)]
+    Ring(#[from] RingError),
+}
+
+/// One member's end of the mesh.
+#[derive(Debug)]
+pub struct Mesh {
+    layout: MeshLayout,
+    me: ProcessId,
+    /// Per peer (by index): the ring into it, the ring from it, and what waits for credits.
+    senders: Vec<RingSender>,
+    receivers: Vec<RingReceiver>,
+    outboxes: Vec<VecDeque<Vec<u8>>>,
+    /// The largest message a slot holds.
+    capacity: usize,
+    /// The sender [`Mesh::recv`] looks at first next time.
+    next_from: usize,
+}
+
+impl Mesh {
+    /// Member `me`'s end of `layout`.
+    pub fn new(layout: MeshLayout, me: ProcessId) -> Result<Mesh, MeshError> {
+        let mine = layout.index(me).ok_or(MeshError::NotMember { peer: me })?;
+        let ring_bytes = layout.ring.ring_bytes();
+        let mut senders = Vec::new();
+        let mut receivers = Vec::new();
+        for (i, &peer) in layout.members.iter().enumerate() {
+            senders.push(RingSender::new(
+                layout.ring,
+                RemoteAddr::new(peer, layout.inbox, mine * ring_bytes),
+                LocalAddr::new(layout.credits, i * RingConfig::CREDIT_BYTES),
+            )?);
+            receivers.push(RingReceiver::new(
+                layout.ring,
+                LocalAddr::new(layout.inbox, i * ring_bytes),
+                RemoteAddr::new(peer, layout.credits, mine * RingConfig::CREDIT_BYTES),
+            )?);
+        }
+        let outboxes = vec![VecDeque::new(); layout.members.len()];
+        let capacity = layout.ring.validate()?.capacity();
+        Ok(Mesh {
+            layout,
+            me,
+            senders,
+            receivers,
+            outboxes,
+            capacity,
+            next_from: 0,
+        })
+    }
+
+    /// This member.
+    pub fn me(&self) -> ProcessId {
+        self.me
+    }
+
+    /// The largest message [`Mesh::send`] accepts.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Sends `msg` to `to` (itself included), or queues it while `to`'s ring is full; refuses
+    /// when the outbox for `to` is full too.
+    pub fn send<N: Nic + ?Sized>(
+        &mut self,
+        nic: &mut N,
+        to: ProcessId,
+        msg: &[u8],
+    ) -> Result<Option<WrId>, MeshError> {
+        let i = self
+            .layout
+            .index(to)
+            .ok_or(MeshError::NotMember { peer: to })?;
+        // Checked here, not when it leaves the outbox: refused where it was offered.
+        if msg.len() > self.capacity {
+            return Err(RingError::Slot(SlotError::TooLarge {
+                len: msg.len(),
+                max: self.capacity,
+            })
+            .into());
+        }
+        if self.outboxes[i].is_empty() {
+            match self.senders[i].try_send(nic, msg) {
+                Ok(wr) => return Ok(Some(wr)),
+                Err(RingError::Full) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if self.outboxes[i].len() >= self.layout.outbox_max {
+            return Err(MeshError::Full { peer: to });
+        }
+        self.outboxes[i].push_back(msg.to_vec());
+        Ok(None)
+    }
+
+    /// Moves queued messages into rings that have room again; returns whether one moved.
+    pub fn flush<N: Nic + ?Sized>(&mut self, nic: &mut N) -> Result<bool, MeshError> {
+        let mut moved = false;
+        for (i, outbox) in self.outboxes.iter_mut().enumerate() {
+            while let Some(msg) = outbox.front() {
+                match self.senders[i].try_send(nic, msg) {
+                    Ok(_) => {
+                        outbox.pop_front();
+                        moved = true;
+                    }
+                    Err(RingError::Full) => break,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Messages waiting in outboxes.
+    pub fn queued(&self) -> usize {
+        self.outboxes.iter().map(VecDeque::len).sum()
+    }
+
+    /// The next message that has landed, with its sender, into `out`; senders take turns.
+    pub fn recv<N: Nic + ?Sized>(
+        &mut self,
+        nic: &mut N,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<ProcessId>, MeshError> {
+        let n = self.receivers.len();
+        for step in 0..n {
+            let i = (self.next_from + step) % n;
+            if self.receivers[i].try_recv(nic, out)? {
+                self.next_from = (i + 1) % n;
+                return Ok(Some(self.layout.members[i]));
+            }
+        }
+        Ok(None)
+    }
+}
