@@ -2,13 +2,14 @@
 //! ensembles of Paxos acceptors whose learners take turns distributing decided values, merged
 //! deterministically by timestamp.
 //!
-//! **Status (issue 14, first increment):** the algorithms as pure state machines with their
-//! tests: Paxos in one ensemble with Ridge's Phase 2 ([`paxos`]), timestamps from skewed local
-//! clocks ([`clock`]), the coordinator's null messages ([`ensemble`]), the learner's
-//! deterministic merge ([`merge`]) and the groups-to-ensembles mapping ([`mapping`]). Not yet here: the
-//! processes that run them on [`transport`] (message passing over [`transport::mesh`], one
-//! ring per ordered pair, with [`wire`] as the bytes),
-//! optimistic delivery (4.5), failure handling (4.4), the harness wiring and the figures.
+//! **Status (issue 14, in progress):** the normal case runs, on the simulator and on threads
+//! ([`nodes`]; tests in `tests/`): clients send to ensemble coordinators, ensembles decide
+//! with Ridge's Phase 2 over a message mesh ([`transport::mesh`], [`wire`]), servers merge
+//! their ensembles and deliver, and every run is checked against the five properties. Not
+//! yet: failures (4.4: coordinator replacement, the fallback to classic Paxos, another
+//! distributor, gap filling from acceptors), optimistic delivery (4.5), the ring and direct
+//! dissemination baselines, acceptors as processes of their own (see [`config`]), the harness
+//! wiring and the figures.
 //!
 //! | paper | code |
 //! |---|---|
@@ -20,6 +21,8 @@
 //! | null messages, `m.dests` | [`value`] |
 //! | the messages' bytes (bounded decoding of untrusted input) | [`wire`] |
 //! | Algorithm 4 (groups to ensembles) | [`mapping`] |
+//! | the deployment: groups, ensembles, coordinators, the mesh | [`config`] |
+//! | the processes: learner, acceptor and coordinator roles of a server; the client | [`server`], [`client`] |
 //!
 //! # Choices where the paper is silent
 //! Each is explained where it is made:
@@ -42,14 +45,41 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod client;
 pub mod clock;
+pub mod config;
 pub mod ensemble;
 pub mod mapping;
 pub mod merge;
 pub mod paxos;
+pub mod server;
 pub mod value;
 pub mod wire;
 
+pub use client::RidgeClient;
+pub use config::{Config, ConfigError};
 pub use mapping::{EnsembleId, Mapping};
 pub use merge::Merge;
+pub use server::RidgeServer;
 pub use value::{Timestamp, Value};
+
+use multicast::{LoadSpec, Node};
+use std::sync::Arc;
+
+/// A Ridge process of a run.
+pub type RidgeNode = Node<RidgeServer, RidgeClient>;
+
+/// Every process of a run of `cfg`, servers first then closed-loop clients running `load`;
+/// clocks and client workloads derive from `seed`. `log` keeps deliveries and multicasts for
+/// the delivery log.
+pub fn nodes(cfg: &Config, load: LoadSpec, seed: u64, log: bool) -> Vec<RidgeNode> {
+    let cfg = Arc::new(cfg.clone());
+    multicast::deploy(
+        &*cfg,
+        load,
+        seed,
+        log,
+        |g, r| RidgeServer::new(cfg.clone(), g, r, seed),
+        |i| RidgeClient::new(cfg.clone(), i, seed),
+    )
+}

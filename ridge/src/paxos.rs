@@ -46,7 +46,7 @@ impl Round {
     }
 }
 
-/// A message of Algorithm 2 ([`crate::wire`] encodes it).
+/// A message of Algorithm 2 (it travels inside a [`crate::wire::Packet`]).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Msg {
     /// Task 1, line 9: Phase 1 of round `rnd` for every instance from `from` on.

@@ -1,11 +1,45 @@
-//! The byte form of [`Msg`], as it travels in a ring slot or a two-sided message: bincode,
-//! with a size limit so that a malformed length inside a message can neither allocate past
-//! the slot it came in nor be mistaken for a valid message.
+//! What travels between Ridge's processes, as bytes in a mesh ring slot: bincode, with a size
+//! limit so that a malformed length inside a message can neither allocate past the slot it
+//! came in nor be mistaken for a valid message.
 
+use crate::mapping::EnsembleId;
 use crate::paxos::Msg;
+use crate::value::Value;
 use bincode::Options;
+use multicast::MsgId;
 
-/// Why bytes are not a message.
+/// One message between processes.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Packet {
+    /// Algorithm 3, line 4: a client's message for ensemble `e`'s coordinator.
+    Request {
+        /// The ensemble (Algorithm 4's mapping of the destinations).
+        e: u16,
+        /// The message, timestamped by its sender.
+        value: Value,
+    },
+    /// A message of Algorithm 2 within ensemble `e`.
+    Paxos {
+        /// The ensemble.
+        e: u16,
+        /// The message.
+        msg: Msg,
+    },
+    /// A server delivered the client's message `id`.
+    Response {
+        /// The message delivered.
+        id: MsgId,
+    },
+}
+
+impl Packet {
+    /// A message of Algorithm 2 in ensemble `e`.
+    pub fn paxos(e: EnsembleId, msg: Msg) -> Packet {
+        Packet::Paxos { e: e.0, msg }
+    }
+}
+
+/// Why bytes are not a packet.
 #[derive(Debug)]
 pub struct WireError(bincode::Error);
 
@@ -24,17 +58,17 @@ fn options(limit: usize) -> impl Options {
         .reject_trailing_bytes()
 }
 
-impl Msg {
-    /// The message's bytes.
+impl Packet {
+    /// The packet's bytes.
     pub fn encode(&self) -> Vec<u8> {
         options(usize::MAX)
             .serialize(self)
             .expect("plain data always serialises")
     }
 
-    /// The message in `bytes`, which must be all of it; nothing inside may claim more than
-    /// `bytes.len()` (a message never holds more than its own length).
-    pub fn decode(bytes: &[u8]) -> Result<Msg, WireError> {
+    /// The packet in `bytes`, which must be all of it; nothing inside may claim more than
+    /// `bytes.len()` (a packet never holds more than its own length).
+    pub fn decode(bytes: &[u8]) -> Result<Packet, WireError> {
         options(bytes.len()).deserialize(bytes).map_err(WireError)
     }
 }
@@ -42,7 +76,7 @@ impl Msg {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::paxos::Round;
+    use crate::paxos::{Msg, Round};
     use crate::value::{Timestamp, Value};
     use bytes::Bytes;
     use multicast::{DestSet, GroupId, MsgId};
@@ -99,8 +133,8 @@ mod tests {
             payload in proptest::collection::vec(any::<u8>(), 0..300),
             null in any::<bool>(),
         ) {
-            let m = msg(kind, payload, null);
-            prop_assert_eq!(Msg::decode(&m.encode()).unwrap(), m);
+            let m = Packet::Paxos { e: 2, msg: msg(kind, payload, null) };
+            prop_assert_eq!(Packet::decode(&m.encode()).unwrap(), m);
         }
 
         /// Garbage, truncations and extensions of real messages are errors, never panics or
@@ -111,24 +145,28 @@ mod tests {
             cut in any::<prop::sample::Index>(),
             noise in proptest::collection::vec(any::<u8>(), 0..64),
         ) {
-            let bytes = msg(kind, vec![1; 40], false).encode();
+            let bytes = Packet::Paxos { e: 0, msg: msg(kind, vec![1; 40], false) }.encode();
             let cut = cut.index(bytes.len());
-            prop_assert!(Msg::decode(&bytes[..cut]).is_err(), "a truncated message decoded");
+            prop_assert!(Packet::decode(&bytes[..cut]).is_err(), "a truncated message decoded");
             let mut longer = bytes.clone();
             longer.push(0);
-            prop_assert!(Msg::decode(&longer).is_err(), "trailing bytes accepted");
-            let _ = Msg::decode(&noise);
+            prop_assert!(Packet::decode(&longer).is_err(), "trailing bytes accepted");
+            let _ = Packet::decode(&noise);
         }
     }
 
     #[test]
     fn a_length_beyond_the_message_is_refused_without_allocating_it() {
         // A Value message whose payload claims 2^40 bytes.
-        let mut bytes = msg(5, vec![1; 8], false).encode();
+        let mut bytes = Packet::Paxos {
+            e: 0,
+            msg: msg(5, vec![1; 8], false),
+        }
+        .encode();
         let n = bytes.len();
         let at = n - 8 - 8; // the payload's u64 length precedes its 8 bytes
         bytes[at..at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
-        let e = Msg::decode(&bytes).unwrap_err().to_string();
+        let e = Packet::decode(&bytes).unwrap_err().to_string();
         assert!(e.starts_with("not a Ridge message"), "{e}");
     }
 }

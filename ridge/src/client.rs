@@ -1,0 +1,156 @@
+//! A Ridge client (Algorithm 3, Task 1 with Algorithm 4, Task 1): it timestamps its message
+//! from its local clock, sends it to the coordinator of the ensemble its destinations map to,
+//! and completes the multicast once a server of every destination group answered.
+
+use crate::clock::{Clock, Stamper};
+use crate::config::Config;
+use crate::value::Value;
+use crate::wire::Packet;
+use bytes::Bytes;
+use multicast::{Client, Completed, DestSet, Membership, MsgId, MulticastError};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use transport::mesh::{Mesh, MeshError};
+use transport::{Nanos, Nic, Process, ProcessId, Progress, Purpose, RegionSpec, Rng, Work};
+
+/// The multicast in flight.
+#[derive(Debug)]
+struct InFlight {
+    id: MsgId,
+    dst: DestSet,
+    sent_at: Nanos,
+    answered: DestSet,
+}
+
+/// A Ridge client.
+#[derive(Debug)]
+pub struct RidgeClient {
+    cfg: Arc<Config>,
+    me: ProcessId,
+    mesh: Mesh,
+    stamper: Stamper,
+    next_seq: u64,
+    inflight: Option<InFlight>,
+    completed: VecDeque<Completed>,
+    buf: Vec<u8>,
+}
+
+impl RidgeClient {
+    /// Client `i`; its clock is drawn from `seed` within the configured skew.
+    pub fn new(cfg: Arc<Config>, i: usize, seed: u64) -> RidgeClient {
+        let me = cfg.client(i);
+        let clock = Clock::draw(
+            cfg.skew,
+            &mut Rng::derive(seed, Purpose::Protocol, me.0 as u64),
+        );
+        RidgeClient {
+            mesh: Mesh::new(cfg.mesh(), me).expect("a client is a member of the mesh"),
+            me,
+            stamper: Stamper::new(me.0, clock),
+            next_seq: 0,
+            inflight: None,
+            completed: VecDeque::new(),
+            buf: Vec::new(),
+            cfg,
+        }
+    }
+}
+
+impl<N: Nic> Process<N> for RidgeClient {
+    fn regions(&self) -> Vec<RegionSpec> {
+        self.cfg.mesh().regions().to_vec()
+    }
+
+    fn poll(&mut self, nic: &mut N) -> Progress {
+        let mut worked = self.mesh.flush(nic).expect("own packets fit");
+        let mut buf = std::mem::take(&mut self.buf);
+        while let Some(from) = self.mesh.recv(nic, &mut buf).expect("ring reads") {
+            worked = true;
+            nic.work(Work::Decode, 1);
+            let (Ok(Packet::Response { id }), Some(g)) =
+                (Packet::decode(&buf), self.cfg.group_of(from))
+            else {
+                continue;
+            };
+            let Some(f) = self.inflight.as_mut().filter(|f| f.id == id) else {
+                continue;
+            };
+            f.answered = DestSet::of(f.answered.groups().chain([g])).expect("known group");
+            if f.dst.groups().all(|h| f.answered.contains(h)) {
+                let f = self.inflight.take().expect("in flight");
+                let now = nic.now();
+                self.completed.push_back(Completed {
+                    msg: f.id,
+                    sent_at: f.sent_at,
+                    latency: now.saturating_sub(f.sent_at),
+                });
+            }
+        }
+        self.buf = buf;
+        Progress::worked(worked)
+    }
+}
+
+impl<N: Nic> Client<N> for RidgeClient {
+    fn try_multicast(
+        &mut self,
+        nic: &mut N,
+        dst: DestSet,
+        payload: &[u8],
+    ) -> Result<MsgId, MulticastError> {
+        if self.inflight.is_some() {
+            return Err(MulticastError::InFlight);
+        }
+        let mapping = self.cfg.mapping();
+        let e = mapping
+            .ensemble_of(dst)
+            .ok_or(MulticastError::NoDestination)?;
+        if let Some(g) = dst.groups().find(|g| g.0 as usize >= self.cfg.groups) {
+            return Err(MulticastError::UnknownGroup {
+                group: g,
+                groups: self.cfg.groups,
+            });
+        }
+        if payload.len() > self.cfg.max_payload() {
+            return Err(MulticastError::TooLarge {
+                len: payload.len(),
+                max: self.cfg.max_payload(),
+                dst_groups: dst.len(),
+            });
+        }
+        let now = nic.now();
+        let id = MsgId {
+            client: self.me.0,
+            seq: self.next_seq,
+        };
+        let value = Value {
+            id,
+            ts: self.stamper.stamp(now),
+            dests: dst,
+            payload: Some(Bytes::copy_from_slice(payload)),
+        };
+        let bytes = Packet::Request { e: e.0, value }.encode();
+        nic.work(Work::Copy, bytes.len() as u64);
+        match self.mesh.send(nic, self.cfg.coordinator(e), &bytes) {
+            Ok(_) => {}
+            Err(MeshError::Full { .. }) => {
+                // Backpressure: nothing was sent; the group of the first destination is named.
+                let group = dst.groups().next().expect("non-empty");
+                return Err(MulticastError::Full { group });
+            }
+            Err(e) => panic!("a checked request was refused: {e}"),
+        }
+        self.next_seq += 1;
+        self.inflight = Some(InFlight {
+            id,
+            dst,
+            sent_at: now,
+            answered: DestSet::EMPTY,
+        });
+        Ok(id)
+    }
+
+    fn poll_completed(&mut self) -> Option<Completed> {
+        self.completed.pop_front()
+    }
+}

@@ -1,0 +1,208 @@
+//! A Ridge deployment: groups of servers, the ensembles over them, clients, and the tunables.
+//!
+//! Deployment (a choice: the paper's evaluation, section 6.1, runs 3 acceptors per ensemble as
+//! processes of their own, one of them the coordinator, and servers as pure learners; the
+//! workbench's multicast vocabulary knows servers and clients only, so for now acceptors are
+//! colocated with servers, a case the algorithm provides for, section 4.3): group `g`'s
+//! ensemble `e_g` has the group's `2f + 1` servers as acceptors and learners, coordinated by
+//! its rank 0; `e_all` has as acceptors the servers `(g, r)` taken round robin over the groups
+//! (`i`-th acceptor: group `i % groups`, rank `i / groups`), coordinated by the first, and every
+//! server as learner. Every process of the run is a member of one message mesh
+//! ([`transport::mesh`]).
+
+use crate::clock::Skew;
+use crate::mapping::{EnsembleId, Mapping};
+use crate::paxos::Ensemble;
+use multicast::{GroupId, Membership, MAX_GROUPS};
+use transport::mesh::MeshLayout;
+use transport::ring::RingConfig;
+use transport::{Nanos, ProcessId, RegionId};
+
+/// Bytes a message needs besides its payload (ids, timestamps, rounds, the quorum), with room.
+pub const OVERHEAD_BYTES: usize = 512;
+
+/// A Ridge deployment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// Multicast groups `n` (ensembles `e_0 .. e_(n-1)` and `e_all`).
+    pub groups: usize,
+    /// Servers per group, `2f + 1`: the acceptors and learners of the group's ensemble.
+    pub replicas: usize,
+    /// Closed-loop clients.
+    pub clients: usize,
+    /// Delta: an idle coordinator proposes a null message this long after its last proposal
+    /// (Algorithm 3, lines 8-19; the paper's experiments use 1 ms).
+    pub delta: Nanos,
+    /// Slots of every ring of the mesh.
+    pub ring_slots: u32,
+    /// Bytes per ring slot: the largest message plus [`OVERHEAD_BYTES`] must fit.
+    pub slot_bytes: usize,
+    /// How far the processes' clocks may disagree.
+    pub skew: Skew,
+}
+
+/// A configuration that cannot run, and how to fix it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// No group, or more than a destination set can name.
+    #[error("groups must be 1..={MAX_GROUPS} (got {0})")]
+    Groups(usize),
+    /// Replicas must be an odd number (2f + 1), at least 1.
+    #[error("replicas must be odd (2f + 1), at least 1 (got {0})")]
+    Replicas(usize),
+    /// Delta must be positive.
+    #[error("delta must be positive")]
+    Delta,
+    /// The ring shape is invalid or a slot holds no message.
+    #[error("ring of {slots} slots of {slot_bytes} bytes: need at least 2 slots and more than {OVERHEAD_BYTES} bytes per slot")]
+    Ring {
+        /// Slots.
+        slots: u32,
+        /// Bytes per slot.
+        slot_bytes: usize,
+    },
+}
+
+impl Config {
+    /// `groups` groups of `replicas` servers and `clients` clients, with the paper's Delta
+    /// (1 ms), 16-slot rings of 4 KiB, synchronised clocks.
+    pub fn new(groups: usize, replicas: usize, clients: usize) -> Config {
+        Config {
+            groups,
+            replicas,
+            clients,
+            delta: Nanos(1_000_000),
+            ring_slots: 16,
+            slot_bytes: 4096,
+            skew: Skew::NONE,
+        }
+    }
+
+    /// Checks the configuration.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.groups == 0 || self.groups > MAX_GROUPS {
+            return Err(ConfigError::Groups(self.groups));
+        }
+        if self.replicas % 2 == 0 {
+            return Err(ConfigError::Replicas(self.replicas));
+        }
+        if self.delta == Nanos::ZERO {
+            return Err(ConfigError::Delta);
+        }
+        let ring = RingConfig::new(self.ring_slots, self.slot_bytes);
+        if self.ring_slots < 2 || ring.is_err() || self.max_payload() == 0 {
+            return Err(ConfigError::Ring {
+                slots: self.ring_slots,
+                slot_bytes: self.slot_bytes,
+            });
+        }
+        Ok(())
+    }
+
+    /// The largest payload a client may multicast.
+    pub fn max_payload(&self) -> usize {
+        RingConfig::new(self.ring_slots.max(1), self.slot_bytes)
+            .ok()
+            .and_then(|r| r.validate().ok())
+            .map_or(0, |codec| codec.capacity().saturating_sub(OVERHEAD_BYTES))
+    }
+
+    /// The groups-to-ensembles mapping.
+    pub fn mapping(&self) -> Mapping {
+        Mapping::new(self.groups)
+    }
+
+    /// Ensemble `e`'s acceptors and learners.
+    pub fn ensemble(&self, e: EnsembleId) -> Ensemble {
+        let e = e.0 as usize;
+        if e < self.groups {
+            let members: Vec<ProcessId> = self.members(GroupId(e as u8)).collect();
+            return Ensemble {
+                acceptors: members.clone(),
+                learners: members,
+            };
+        }
+        Ensemble {
+            acceptors: (0..self.replicas)
+                .map(|i| {
+                    self.server(
+                        GroupId((i % self.groups) as u8),
+                        (i / self.groups) % self.replicas,
+                    )
+                })
+                .collect(),
+            learners: (0..self.servers()).map(|p| ProcessId(p as u32)).collect(),
+        }
+    }
+
+    /// Ensemble `e`'s coordinator: its first acceptor.
+    pub fn coordinator(&self, e: EnsembleId) -> ProcessId {
+        self.ensemble(e).acceptors[0]
+    }
+
+    /// The quorum chain of ensemble `e`: its first `f + 1` acceptors.
+    pub fn quorum(&self, e: EnsembleId) -> Vec<ProcessId> {
+        let ens = self.ensemble(e);
+        ens.acceptors[..ens.quorum_size()].to_vec()
+    }
+
+    /// The message mesh every process of the run belongs to (its regions are each process's
+    /// regions 0 and 1).
+    pub fn mesh(&self) -> MeshLayout {
+        let ring = RingConfig::new(self.ring_slots, self.slot_bytes).expect("validated");
+        MeshLayout::new(
+            (0..self.processes()).map(|p| ProcessId(p as u32)).collect(),
+            ring,
+            RegionId(0),
+        )
+    }
+}
+
+impl Membership for Config {
+    fn group_count(&self) -> usize {
+        self.groups
+    }
+
+    fn replica_count(&self) -> usize {
+        self.replicas
+    }
+
+    fn client_count(&self) -> usize {
+        self.clients
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ensembles_cover_the_groups_and_e_all_spreads_its_acceptors() {
+        let cfg = Config::new(3, 3, 2);
+        cfg.validate().unwrap();
+        let e1 = cfg.ensemble(EnsembleId(1));
+        assert_eq!(e1.acceptors, vec![ProcessId(3), ProcessId(4), ProcessId(5)]);
+        assert_eq!(e1.learners, e1.acceptors);
+        let all = cfg.ensemble(cfg.mapping().all());
+        assert_eq!(
+            all.acceptors,
+            vec![ProcessId(0), ProcessId(3), ProcessId(6)]
+        );
+        assert_eq!(all.learners.len(), 9);
+        assert_eq!(cfg.quorum(EnsembleId(2)), vec![ProcessId(6), ProcessId(7)]);
+        assert_eq!(cfg.mesh().members.len(), 11);
+    }
+
+    #[test]
+    fn impossible_configurations_say_what_to_change() {
+        let bad = |f: fn(&mut Config)| {
+            let mut c = Config::new(2, 3, 1);
+            f(&mut c);
+            c.validate().unwrap_err().to_string()
+        };
+        assert!(bad(|c| c.groups = 0).contains("groups must be"));
+        assert!(bad(|c| c.replicas = 2).contains("odd"));
+        assert!(bad(|c| c.slot_bytes = 256).contains("bytes per slot"));
+        assert!(bad(|c| c.delta = Nanos::ZERO).contains("delta"));
+    }
+}
