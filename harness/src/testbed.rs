@@ -10,3 +10,5 @@ pub(crate) const TRAM: &str = "r320-cx3";
 /// RDMC's most recent testbed, Fractus at 100 Gb/s (its figures also use Stampede and Sierra,
 /// each named in their summaries).
 pub(crate) const RDMC: &str = "fractus-100g";
+/// Ridge's testbed: a 1 Gb/s switched LAN with 133 us ping round trips (Ridge section 6.1).
+pub(crate) const RIDGE: &str = "lan-1g";

@@ -8,8 +8,8 @@
 //! their ensembles and deliver, and every run is checked against the five properties. Not
 //! yet: failures (4.4: coordinator replacement, the fallback to classic Paxos, another
 //! distributor, gap filling from acceptors), optimistic delivery (4.5), the ring and direct
-//! dissemination baselines, acceptors as processes of their own (see [`config`]), the harness
-//! wiring and the figures.
+//! dissemination baselines, acceptors as processes of their own (see [`config`]), `check`, and
+//! the figures. `harness run --protocol ridge` and `harness compare` run it.
 //!
 //! | paper | code |
 //! |---|---|

@@ -1,7 +1,9 @@
 //! Algorithm 4: groups onto ensembles, the paper's `n + 1` mapping. A message to one group
 //! `g_i` goes to ensemble `e_i`, a message to several groups to `e_all`; a process of group
 //! `g_i` learns from `e_i` and `e_all` and drops what `e_all` brings that is not addressed to
-//! its group. Kept a value so other mappings can be tried later.
+//! its group. With one group no message has several destinations, so there is no `e_all`
+//! (the paper's broadcast experiments, section 6.2): learners then wait on no idle ensemble.
+//! Kept a value so other mappings can be tried later.
 
 use multicast::{DestSet, GroupId};
 
@@ -21,9 +23,13 @@ impl Mapping {
         Mapping { groups }
     }
 
-    /// How many ensembles there are.
+    /// How many ensembles there are: one per group, and `e_all` when there are several.
     pub fn ensembles(&self) -> usize {
-        self.groups + 1
+        if self.groups > 1 {
+            self.groups + 1
+        } else {
+            self.groups
+        }
     }
 
     /// `e_all`.
@@ -41,9 +47,14 @@ impl Mapping {
         })
     }
 
-    /// Task 2: the ensembles a member of `g` learns from, in merge order (its own, `e_all`).
-    pub fn subscriptions(&self, g: GroupId) -> [EnsembleId; 2] {
-        [EnsembleId(u16::from(g.0)), self.all()]
+    /// Task 2: the ensembles a member of `g` learns from, in merge order (its own, then
+    /// `e_all` if there is one).
+    pub fn subscriptions(&self, g: GroupId) -> Vec<EnsembleId> {
+        let mut subs = vec![EnsembleId(u16::from(g.0))];
+        if self.groups > 1 {
+            subs.push(self.all());
+        }
+        subs
     }
 
     /// Task 2: whether a message to `dests`, ensemble-delivered to a member of `g`, is
@@ -69,6 +80,9 @@ mod tests {
         assert_eq!(m.ensemble_of(set(&[0, 3])), Some(EnsembleId(4)));
         assert_eq!(m.ensemble_of(DestSet::EMPTY), None);
         assert_eq!(m.subscriptions(GroupId(1)), [EnsembleId(1), EnsembleId(4)]);
+        let one = Mapping::new(1);
+        assert_eq!(one.ensembles(), 1);
+        assert_eq!(one.subscriptions(GroupId(0)), [EnsembleId(0)]);
         assert!(Mapping::addressed(set(&[0, 3]), GroupId(3)));
         assert!(!Mapping::addressed(set(&[0, 3]), GroupId(1)));
     }

@@ -33,9 +33,9 @@ pub struct RidgeServer {
     group: GroupId,
     me: ProcessId,
     mesh: Mesh,
-    /// The ensembles learned from, in merge order: the group's own, then `e_all`.
-    subs: [EnsembleId; 2],
-    learning: [Learning; 2],
+    /// The ensembles learned from, in merge order: the group's own, then `e_all` if any.
+    subs: Vec<EnsembleId>,
+    learning: Vec<Learning>,
     merge: Merge,
     acceptors: BTreeMap<EnsembleId, Acceptor>,
     coordinating: BTreeMap<EnsembleId, Coordinating>,
@@ -53,6 +53,7 @@ impl RidgeServer {
         let me = cfg.server(g, rank);
         let mapping = cfg.mapping();
         let subs = mapping.subscriptions(g);
+        let streams = subs.len();
         let all_ensembles = (0..mapping.ensembles()).map(|e| EnsembleId(e as u16));
         let acceptors = all_ensembles
             .clone()
@@ -79,8 +80,8 @@ impl RidgeServer {
             group: g,
             me,
             subs,
-            learning: [Learning::default(), Learning::default()],
-            merge: Merge::new(2),
+            learning: vec![Learning::default(); streams],
+            merge: Merge::new(streams),
             acceptors,
             coordinating,
             stamper: Stamper::new(me.0, clock),
@@ -227,7 +228,7 @@ impl RidgeServer {
     /// deliveries of what is addressed to this group, a response to each client.
     fn learn<N: Nic>(&mut self, nic: &mut N) -> bool {
         let mut worked = false;
-        for i in 0..2 {
+        for i in 0..self.learning.len() {
             while let Some((_, v)) = self.learning[i].next_decided() {
                 self.merge.decided(i, v);
                 worked = true;

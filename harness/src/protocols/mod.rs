@@ -10,6 +10,7 @@
 
 pub(crate) mod ramcast;
 pub(crate) mod rdmc;
+pub(crate) mod ridge;
 pub(crate) mod tram;
 
 use crate::experiment::{Experiment, Measured, Observed};
@@ -201,6 +202,13 @@ pub(crate) const REGISTRY: &[Entry] = &[
         testbed: crate::testbed::TRAM,
         deploy: deploy::<tram::Tram>,
         variants: Some(tram::TREES),
+    },
+    Entry {
+        name: "ridge",
+        about: "Ridge (Bezerra, Cason, Pedone, 2015): Paxos ensembles, rotating distributors, deterministic merge; normal case only so far",
+        testbed: crate::testbed::RIDGE,
+        deploy: deploy::<ridge::Ridge>,
+        variants: None,
     },
 ];
 

@@ -1,0 +1,115 @@
+//! Ridge in the harness: its deployment from the common flags and what the harness reads of
+//! its servers. `run` and `compare` only for now: Ridge has no failure handling yet (issue 14),
+//! so it is not among `check`'s protocols.
+
+use super::{Multicast, Shape};
+use crate::experiment::Observed;
+use multicast::{LoadSpec, Membership, Node};
+use ridge::{Config, RidgeClient, RidgeServer};
+
+/// Ridge (ensembles of Paxos acceptors, rotating distributors, deterministic merge).
+pub(crate) struct Ridge;
+
+impl Multicast for Ridge {
+    const NAME: &'static str = "ridge";
+    type Config = Config;
+    type Server = RidgeServer;
+    type Client = RidgeClient;
+
+    fn configure(s: &Shape) -> Result<Config, String> {
+        if s.tree.is_some() {
+            return Err("ridge takes no tree; leave the tree out".into());
+        }
+        let groups = s.groups.unwrap_or(1);
+        s.dest.validate(groups, s.dest_tree.as_ref())?;
+        let mut cfg = Config::new(groups, s.replicas, s.clients);
+        cfg.ring_slots = s.slots as u32;
+        cfg.slot_bytes = s.slot_bytes.unwrap_or_else(|| {
+            // The smallest power of two holding the payload and a packet's own bytes.
+            (s.size + ridge::config::OVERHEAD_BYTES + 64).next_power_of_two()
+        });
+        cfg.validate().map_err(|e| e.to_string())?;
+        s.fits(
+            cfg.slot_bytes,
+            cfg.max_payload(),
+            " of payload in a Ridge packet",
+        )?;
+        Ok(cfg)
+    }
+
+    fn nodes(
+        cfg: &Config,
+        load: LoadSpec,
+        seed: u64,
+        log: bool,
+        _wall: bool,
+    ) -> Vec<Node<RidgeServer, RidgeClient>> {
+        // Delta is wall-clock sized already (1 ms), and Ridge has no failure timeouts yet.
+        ridge::nodes(cfg, load, seed, log)
+    }
+
+    fn slots(cfg: &Config) -> (usize, usize) {
+        (cfg.slot_bytes, cfg.ring_slots as usize)
+    }
+
+    fn regions(cfg: &Config) -> String {
+        let mesh = cfg.mesh();
+        let [inbox, credits] = mesh.regions();
+        format!(
+            "per process a mesh inbox of {} B ({} rings of {} slots of {} B, one per process) and {} B of credits",
+            inbox.len,
+            cfg.processes(),
+            cfg.ring_slots,
+            cfg.slot_bytes,
+            credits.len
+        )
+    }
+}
+
+impl Observed for RidgeServer {
+    fn changed_leader(&self) -> bool {
+        // No coordinator is ever replaced yet (section 4.4 is not implemented).
+        false
+    }
+    fn refused_writes(&self) -> u64 {
+        0
+    }
+    fn state<N: transport::Nic>(&self, _nic: &N) -> String {
+        format!("{self:?}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocols::find;
+
+    fn shape(groups: usize, size: usize) -> Shape {
+        Shape {
+            groups: Some(groups),
+            tree: None,
+            replicas: 3,
+            clients: 2,
+            size,
+            dest: multicast::DestPolicy::Single,
+            slots: 16,
+            log_slots: 64,
+            slot_bytes: None,
+            dest_tree: None,
+        }
+    }
+
+    #[test]
+    fn the_slot_grows_with_the_message_and_a_tree_is_refused() {
+        let cfg = Ridge::configure(&shape(2, 8 << 10)).unwrap();
+        assert!(cfg.max_payload() >= 8 << 10, "{cfg:?}");
+        let mut s = shape(2, 64);
+        s.slot_bytes = Some(1024);
+        s.size = 1024;
+        let e = Ridge::configure(&s).unwrap_err();
+        assert!(e.contains("raise --slot-bytes"), "{e}");
+        s.tree = Some("base".parse().unwrap());
+        assert!(Ridge::configure(&s).unwrap_err().contains("no tree"));
+        assert_eq!(find("ridge").unwrap().testbed, "lan-1g");
+    }
+}
