@@ -169,6 +169,7 @@ impl Workload {
             dest,
             slots: 16,
             log_slots: 64,
+            delta: None,
             slot_bytes: None,
             dest_tree: None,
         }

@@ -175,6 +175,10 @@ struct RunArgs {
     /// Slots of each group's circular LOG (tram).
     #[arg(long, default_value_t = 64)]
     log_slots: usize,
+    /// Ridge: an idle ensemble's coordinator proposes a null message after this long, and a
+    /// learner waits up to about this long for an idle ensemble [default: 1ms, the paper's].
+    #[arg(long, value_parser = experiment::parse_duration)]
+    delta: Option<Nanos>,
     /// OS threads for the local runtime [default: available cores].
     #[arg(long)]
     threads: Option<usize>,

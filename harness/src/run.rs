@@ -29,6 +29,7 @@ fn deployment(a: &RunArgs) -> Result<protocols::Deployment, String> {
         dest: a.dest,
         slots: a.slots,
         log_slots: a.log_slots,
+        delta: a.delta,
         slot_bytes: a.slot_bytes,
         dest_tree: None,
     };

@@ -41,6 +41,8 @@ pub(crate) struct Shape {
     pub(crate) slots: usize,
     /// Slots of each group's LOG (TRAM).
     pub(crate) log_slots: usize,
+    /// Ridge's Delta, if given.
+    pub(crate) delta: Option<transport::Nanos>,
     /// Bytes per slot, if given (else the smallest that holds `size`).
     pub(crate) slot_bytes: Option<usize>,
     /// The tree `adjacent:K` destinations are drawn from, for genuine protocols (which have
@@ -49,6 +51,16 @@ pub(crate) struct Shape {
 }
 
 impl Shape {
+    /// Refuses Ridge's `--delta` for protocol `name`, which has no null messages.
+    pub(crate) fn no_delta(&self, name: &str) -> Result<(), String> {
+        match self.delta {
+            Some(_) => Err(format!(
+                "--delta is Ridge's null-message period; {name} has none: leave it out"
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Refuses a message larger than `max`, what a slot of `slot_bytes` holds (`per` says for
     /// what, when the limit depends on more than the slot).
     pub(crate) fn fits(&self, slot_bytes: usize, max: usize, per: &str) -> Result<(), String> {

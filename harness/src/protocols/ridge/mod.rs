@@ -23,6 +23,9 @@ impl Multicast for Ridge {
         let groups = s.groups.unwrap_or(1);
         s.dest.validate(groups, s.dest_tree.as_ref())?;
         let mut cfg = Config::new(groups, s.replicas, s.clients);
+        if let Some(delta) = s.delta {
+            cfg.delta = delta;
+        }
         cfg.ring_slots = s.slots as u32;
         cfg.slot_bytes = s.slot_bytes.unwrap_or_else(|| {
             // The smallest power of two holding the payload and a packet's own bytes.
@@ -94,6 +97,7 @@ mod tests {
             dest: multicast::DestPolicy::Single,
             slots: 16,
             log_slots: 64,
+            delta: None,
             slot_bytes: None,
             dest_tree: None,
         }
@@ -111,5 +115,23 @@ mod tests {
         s.tree = Some("base".parse().unwrap());
         assert!(Ridge::configure(&s).unwrap_err().contains("no tree"));
         assert_eq!(find("ridge").unwrap().testbed, "lan-1g");
+    }
+
+    #[test]
+    fn delta_is_ridges_alone() {
+        let mut s = shape(2, 64);
+        s.delta = Some(transport::Nanos(20_000));
+        assert_eq!(
+            Ridge::configure(&s).unwrap().delta,
+            transport::Nanos(20_000)
+        );
+        for other in ["ramcast", "tram"] {
+            let mut s = s.clone();
+            if other == "tram" {
+                s.groups = None;
+            }
+            let e = (find(other).unwrap().deploy)(&s).unwrap_err();
+            assert!(e.contains("--delta"), "{other}: {e}");
+        }
     }
 }

@@ -34,6 +34,7 @@ impl Multicast for Tram {
     type Client = TramClient;
 
     fn configure(s: &Shape) -> Result<Config, String> {
+        s.no_delta("tram")?;
         let tree = s
             .tree
             .clone()
