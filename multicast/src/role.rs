@@ -69,6 +69,20 @@ pub enum MulticastError {
     },
 }
 
+impl MulticastError {
+    /// Checks a destination set against `groups` configured groups: empty, or naming a group
+    /// that does not exist, is an error every protocol's client reports the same way.
+    pub fn check_destinations(dst: DestSet, groups: usize) -> Result<(), MulticastError> {
+        if dst.is_empty() {
+            return Err(MulticastError::NoDestination);
+        }
+        match dst.groups().find(|g| g.0 as usize >= groups) {
+            Some(group) => Err(MulticastError::UnknownGroup { group, groups }),
+            None => Ok(()),
+        }
+    }
+}
+
 /// A server replica of an atomic multicast protocol.
 pub trait Server {
     /// The group the server belongs to.

@@ -192,15 +192,7 @@ impl<N: Nic> Client<N> for RamcastClient {
         dst: DestSet,
         payload: &[u8],
     ) -> Result<MsgId, MulticastError> {
-        if dst.is_empty() {
-            return Err(MulticastError::NoDestination);
-        }
-        if let Some(g) = dst.groups().find(|g| g.0 as usize >= self.cfg.groups) {
-            return Err(MulticastError::UnknownGroup {
-                group: g,
-                groups: self.cfg.groups,
-            });
-        }
+        MulticastError::check_destinations(dst, self.cfg.groups)?;
         let max = self.layout.max_message(dst.len());
         if payload.len() > max {
             return Err(MulticastError::TooLarge {

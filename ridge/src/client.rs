@@ -101,16 +101,12 @@ impl<N: Nic> Client<N> for RidgeClient {
         if self.inflight.is_some() {
             return Err(MulticastError::InFlight);
         }
-        let mapping = self.cfg.mapping();
-        let e = mapping
+        MulticastError::check_destinations(dst, self.cfg.groups)?;
+        let e = self
+            .cfg
+            .mapping()
             .ensemble_of(dst)
-            .ok_or(MulticastError::NoDestination)?;
-        if let Some(g) = dst.groups().find(|g| g.0 as usize >= self.cfg.groups) {
-            return Err(MulticastError::UnknownGroup {
-                group: g,
-                groups: self.cfg.groups,
-            });
-        }
+            .expect("a checked destination set is not empty");
         if payload.len() > self.cfg.max_payload() {
             return Err(MulticastError::TooLarge {
                 len: payload.len(),

@@ -115,13 +115,7 @@ impl<N: Nic> Client<N> for TramClient {
         dst: DestSet,
         payload: &[u8],
     ) -> Result<MsgId, MulticastError> {
-        let groups = self.cfg.group_count();
-        if dst.is_empty() {
-            return Err(MulticastError::NoDestination);
-        }
-        if let Some(g) = dst.groups().find(|g| g.0 as usize >= groups) {
-            return Err(MulticastError::UnknownGroup { group: g, groups });
-        }
+        MulticastError::check_destinations(dst, self.cfg.group_count())?;
         let max = Layout::max_message(self.cfg.slot_bytes);
         if payload.len() > max {
             return Err(MulticastError::TooLarge {
