@@ -28,6 +28,8 @@ pub struct RidgeClient {
     cfg: Arc<Config>,
     me: ProcessId,
     mesh: Mesh,
+    /// Each ensemble's coordinator, by ensemble index.
+    coordinators: Vec<ProcessId>,
     stamper: Stamper,
     next_seq: u64,
     inflight: Option<InFlight>,
@@ -43,8 +45,12 @@ impl RidgeClient {
             cfg.skew,
             &mut Rng::derive(seed, Purpose::Protocol, me.0 as u64),
         );
+        let coordinators = (0..cfg.mapping().ensembles())
+            .map(|e| cfg.coordinator(crate::mapping::EnsembleId(e as u16)))
+            .collect();
         RidgeClient {
             mesh: Mesh::new(cfg.mesh(), me).expect("a client is a member of the mesh"),
+            coordinators,
             me,
             stamper: Stamper::new(me.0, clock),
             next_seq: 0,
@@ -127,7 +133,7 @@ impl<N: Nic> Client<N> for RidgeClient {
         };
         let bytes = Packet::Request { e: e.0, value }.encode();
         nic.work(Work::Copy, bytes.len() as u64);
-        match self.mesh.send(nic, self.cfg.coordinator(e), &bytes) {
+        match self.mesh.send(nic, self.coordinators[e.0 as usize], &bytes) {
             Ok(_) => {}
             Err(MeshError::Full { .. }) => {
                 // Backpressure: nothing was sent; the group of the first destination is named.

@@ -33,6 +33,9 @@ pub struct RidgeServer {
     group: GroupId,
     me: ProcessId,
     mesh: Mesh,
+    /// Every ensemble's learners, by ensemble index (looked up for each Phase 2 and
+    /// DISTRIBUTE, so built once).
+    learners: Vec<Vec<ProcessId>>,
     /// The ensembles learned from, in merge order: the group's own, then `e_all` if any.
     subs: Vec<EnsembleId>,
     learning: Vec<Learning>,
@@ -75,8 +78,12 @@ impl RidgeServer {
                 (e, c)
             })
             .collect();
+        let learners = (0..mapping.ensembles())
+            .map(|e| cfg.ensemble(EnsembleId(e as u16)).learners)
+            .collect();
         RidgeServer {
             mesh: Mesh::new(cfg.mesh(), me).expect("a server is a member of the mesh"),
+            learners,
             group: g,
             me,
             subs,
@@ -146,7 +153,7 @@ impl RidgeServer {
     }
 
     fn on_paxos<N: Nic>(&mut self, nic: &mut N, from: ProcessId, e: EnsembleId, msg: Msg) {
-        let learners = self.cfg.ensemble(e).learners;
+        let learners = std::mem::take(&mut self.learners[e.0 as usize]);
         let out = match msg {
             Msg::Phase1a { rnd, from: k } => self
                 .acceptors
@@ -190,6 +197,7 @@ impl RidgeServer {
                 Vec::new()
             }
         };
+        self.learners[e.0 as usize] = learners;
         self.send_all(nic, e, out);
     }
 
