@@ -170,6 +170,8 @@ pub(crate) mod params_stream {
     pub(crate) const TRAM: u64 = u64::MAX - 2;
     /// `harness check --protocol rdmc`.
     pub(crate) const RDMC: u64 = u64::MAX - 3;
+    /// `harness check --protocol ridge`.
+    pub(crate) const RIDGE: u64 = u64::MAX - 4;
 }
 
 /// Kinds of fault a run contains, for the sweep's counts.
@@ -188,6 +190,10 @@ pub(crate) struct Kinds {
     pub(crate) link_delay: bool,
     /// A group's initial leader cut off from its followers by slow links (`cut_off_leader`).
     pub(crate) cut_off: bool,
+    /// Ridge: a learner outside its ensemble's initial quorum (a distributor) crashes.
+    pub(crate) distributor_crash: bool,
+    /// Ridge: the processes' clocks disagree.
+    pub(crate) clock_skew: bool,
 }
 
 /// The kinds of fault in `faults`; a pause of a group's initial leader longer than `suspect`
@@ -581,6 +587,11 @@ pub(crate) struct Tally {
     /// Per run, completed multicasts started after its last fault.
     post_fault: Vec<u64>,
     pub(crate) extra: u64,
+    /// Ridge's own kinds (absent from earlier reports).
+    #[serde(default)]
+    distributor_crash: u64,
+    #[serde(default)]
+    clock_skew: u64,
 }
 
 impl Tally {
@@ -604,6 +615,8 @@ impl Tally {
             halted_servers,
             post_fault,
             extra,
+            distributor_crash,
+            clock_skew,
         } = o;
         self.events += events;
         self.delivered += delivered;
@@ -622,6 +635,8 @@ impl Tally {
         self.halted_servers += halted_servers;
         self.post_fault.extend(post_fault);
         self.extra += extra;
+        self.distributor_crash += distributor_crash;
+        self.clock_skew += clock_skew;
     }
 
     /// The median over runs of the multicasts completed after the run's last fault, and the
@@ -655,6 +670,33 @@ impl Tally {
         self.halted_servers += out.halted;
         self.post_fault.push(out.post_fault);
         self.extra += n(out.extra > 0);
+        self.distributor_crash += n(k.distributor_crash);
+        self.clock_skew += n(k.clock_skew);
+    }
+
+    /// The "runs with" line in Ridge's vocabulary: a group's rank 0 is its ensemble's initial
+    /// coordinator, every server an acceptor, ranks beyond f distributors; a leader change is
+    /// a coordinator's round after the first.
+    pub(crate) fn describe_ridge(&self) -> String {
+        let (median, least) = self.post_fault();
+        format!(
+            "runs with: coordinator crash {} (in several ensembles at the same instant {}), acceptor crash {} (of which a distributor {}), client crash {}, crash in the middle of posting {}, false suspicion (initial coordinator paused past the timeout) {}, pause/slow {}, link delay {} (coordinator cut off from its acceptors {}), clock skew {}; new round after the first (takeover or fallback) {}, learner filled a gap from an acceptor {}, server halted {} ({} halts); multicasts ordered after the last fault: median {median} per run (least {least})",
+            self.leader_crash,
+            self.leaders_at_once,
+            self.follower_crash,
+            self.distributor_crash,
+            self.client_crash,
+            self.mid_post,
+            self.false_suspicion,
+            self.slow,
+            self.link_delay,
+            self.cut_off,
+            self.clock_skew,
+            self.leader_change,
+            self.extra,
+            self.halted_runs,
+            self.halted_servers,
+        )
     }
 
     /// The "runs with" line of a sweep's report; `extra` names the protocol-specific event.

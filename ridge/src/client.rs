@@ -1,9 +1,13 @@
 //! A Ridge client (Algorithm 3, Task 1 with Algorithm 4, Task 1): it timestamps its message
 //! from its local clock, sends it to the coordinator of the ensemble its destinations map to,
-//! and completes the multicast once a server of every destination group answered.
+//! and completes the multicast once a server of every destination group answered. Without an
+//! answer for [`crate::config::Timing::retry`], it sends the same message (same id and
+//! timestamp) to the ensemble's next acceptor, which passes it on to the coordinator it trusts
+//! (the coordinator may have crashed or been replaced; see [`crate::server`]).
 
 use crate::clock::{Clock, Stamper};
 use crate::config::Config;
+use crate::mapping::EnsembleId;
 use crate::value::Value;
 use crate::wire::Packet;
 use bytes::Bytes;
@@ -20,6 +24,12 @@ struct InFlight {
     dst: DestSet,
     sent_at: Nanos,
     answered: DestSet,
+    /// The ensemble and the request, for a retry.
+    e: EnsembleId,
+    value: Value,
+    /// When it was last sent, and how many times.
+    last_sent: Nanos,
+    tries: usize,
 }
 
 /// A Ridge client.
@@ -28,8 +38,11 @@ pub struct RidgeClient {
     cfg: Arc<Config>,
     me: ProcessId,
     mesh: Mesh,
-    /// Each ensemble's coordinator, by ensemble index.
-    coordinators: Vec<ProcessId>,
+    /// Each ensemble's acceptors, by ensemble index; the first is its initial coordinator.
+    acceptors: Vec<Vec<ProcessId>>,
+    /// Per ensemble, the rank of the acceptor asked first: the initial coordinator until a
+    /// retry moves it on (a crashed coordinator then costs one timeout, not one per message).
+    target: Vec<usize>,
     stamper: Stamper,
     next_seq: u64,
     inflight: Option<InFlight>,
@@ -45,12 +58,13 @@ impl RidgeClient {
             cfg.skew,
             &mut Rng::derive(seed, Purpose::Protocol, me.0 as u64),
         );
-        let coordinators = (0..cfg.mapping().ensembles())
-            .map(|e| cfg.coordinator(crate::mapping::EnsembleId(e as u16)))
+        let acceptors: Vec<Vec<ProcessId>> = (0..cfg.mapping().ensembles())
+            .map(|e| cfg.ensemble(EnsembleId(e as u16)).acceptors)
             .collect();
         RidgeClient {
             mesh: Mesh::new(cfg.mesh(), me).expect("a client is a member of the mesh"),
-            coordinators,
+            target: vec![0; acceptors.len()],
+            acceptors,
             me,
             stamper: Stamper::new(me.0, clock),
             next_seq: 0,
@@ -62,12 +76,45 @@ impl RidgeClient {
     }
 }
 
+impl RidgeClient {
+    /// Sends the request in flight to the ensemble's next acceptor once the retry timeout
+    /// passed without an answer; returns whether it did.
+    fn retry<N: Nic>(&mut self, nic: &mut N) -> bool {
+        let now = nic.now();
+        let retry = self.cfg.timing.retry;
+        let Some(f) = self.inflight.as_mut() else {
+            return false;
+        };
+        if now < f.last_sent.saturating_add(retry) {
+            return false;
+        }
+        let acceptors = &self.acceptors[f.e.0 as usize];
+        let target = &mut self.target[f.e.0 as usize];
+        *target = (*target + 1) % acceptors.len();
+        let to = acceptors[*target];
+        let bytes = Packet::Request {
+            e: f.e.0,
+            value: f.value.clone(),
+            forwarded: false,
+        }
+        .encode();
+        nic.work(Work::Copy, bytes.len() as u64);
+        // A full ring towards this acceptor: the next one is asked after another timeout.
+        let _ = self.mesh.send(nic, to, &bytes);
+        f.last_sent = now;
+        f.tries += 1;
+        true
+    }
+}
+
 impl<N: Nic> Process<N> for RidgeClient {
     fn regions(&self) -> Vec<RegionSpec> {
         self.cfg.mesh().regions().to_vec()
     }
 
     fn poll(&mut self, nic: &mut N) -> Progress {
+        // A failed write (to a crashed coordinator) needs no handling: the retry covers it.
+        while nic.poll_completion().is_some() {}
         let mut worked = self.mesh.flush(nic).expect("own packets fit");
         let mut buf = std::mem::take(&mut self.buf);
         while let Some(from) = self.mesh.recv(nic, &mut buf).expect("ring reads") {
@@ -93,7 +140,12 @@ impl<N: Nic> Process<N> for RidgeClient {
             }
         }
         self.buf = buf;
-        Progress::worked(worked)
+        worked |= self.retry(nic);
+        let wake = self
+            .inflight
+            .as_ref()
+            .map(|f| f.last_sent.saturating_add(self.cfg.timing.retry));
+        Progress::worked(worked).wake_at(wake)
     }
 }
 
@@ -131,9 +183,15 @@ impl<N: Nic> Client<N> for RidgeClient {
             dests: dst,
             payload: Some(Bytes::copy_from_slice(payload)),
         };
-        let bytes = Packet::Request { e: e.0, value }.encode();
+        let bytes = Packet::Request {
+            e: e.0,
+            value: value.clone(),
+            forwarded: false,
+        }
+        .encode();
         nic.work(Work::Copy, bytes.len() as u64);
-        match self.mesh.send(nic, self.coordinators[e.0 as usize], &bytes) {
+        let to = self.acceptors[e.0 as usize][self.target[e.0 as usize]];
+        match self.mesh.send(nic, to, &bytes) {
             Ok(_) => {}
             Err(MeshError::Full { .. }) => {
                 // Backpressure: nothing was sent; the group of the first destination is named.
@@ -148,6 +206,10 @@ impl<N: Nic> Client<N> for RidgeClient {
             dst,
             sent_at: now,
             answered: DestSet::EMPTY,
+            e,
+            value,
+            last_sent: now,
+            tries: 1,
         });
         Ok(id)
     }

@@ -6,9 +6,14 @@
 //! colocated with servers, a case the algorithm provides for, section 4.3): group `g`'s
 //! ensemble `e_g` has the group's `2f + 1` servers as acceptors and learners, coordinated by
 //! its rank 0; `e_all` has as acceptors the servers `(g, r)` taken round robin over the groups
-//! (`i`-th acceptor: group `i % groups`, rank `i / groups`), coordinated by the first, and every
-//! server as learner. Every process of the run is a member of one message mesh
-//! ([`transport::mesh`]).
+//! (`i`-th acceptor: group `i % groups`, rank `i / groups`; [`AllAcceptors::Spread`]) or group
+//! 0's servers ([`AllAcceptors::FirstGroup`]), coordinated by the first, and every server as
+//! learner. Every process of the run is a member of one message mesh ([`transport::mesh`]).
+//!
+//! Spread acceptors share `e_all`'s load among the groups, but `e_all` then tolerates f faulty
+//! acceptors in all, not f per group: f + 1 groups each losing one member (each within its own
+//! f) can leave it without a majority, and no Paxos decides without one. `harness check`, whose
+//! faults respect f per group, therefore runs `FirstGroup`.
 
 use crate::clock::Skew;
 use crate::mapping::{EnsembleId, Mapping};
@@ -39,6 +44,57 @@ pub struct Config {
     pub slot_bytes: usize,
     /// How far the processes' clocks may disagree.
     pub skew: Skew,
+    /// Failure-detector and retry timing (section 4.4).
+    pub timing: Timing,
+    /// Decisions a learner keeps per ensemble to fill other learners' gaps (section 4.4.3);
+    /// an acceptor forgets its votes this far behind what it learned. A learner that falls
+    /// further behind than every peer keeps cannot catch up and halts.
+    pub retain: usize,
+    /// Packets per peer that wait for room in its ring; beyond, a packet to a peer that does
+    /// not drain its ring (crashed or paused) is dropped and counted. Every message has a
+    /// recovery path (see [`crate::server`]), so a drop costs time, never safety.
+    pub outbox: usize,
+    /// Where `e_all`'s acceptors are.
+    pub all_acceptors: AllAcceptors,
+}
+
+/// Where `e_all`'s acceptors are (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllAcceptors {
+    /// Round robin over the groups: the `i`-th is rank `i / groups` of group `i % groups`.
+    Spread,
+    /// Group 0's servers.
+    FirstGroup,
+}
+
+/// Failure-detector and retry timing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timing {
+    /// A process that sent a peer nothing for this long sends it a heartbeat.
+    pub heartbeat: Nanos,
+    /// A peer heard nothing from for this long is suspected (coordinator replacement, another
+    /// quorum, another distributor, gap filling).
+    pub suspect: Nanos,
+    /// A client that got no answer this long after sending asks another acceptor of the
+    /// ensemble, which forwards to the coordinator it trusts.
+    pub retry: Nanos,
+}
+
+impl Timing {
+    /// Defaults for the simulator: well above the message delays of its profiles (66 us one
+    /// way on `lan-1g`) and the queueing of a saturated ensemble.
+    pub const SIM: Timing = Timing {
+        heartbeat: Nanos(100_000),
+        suspect: Nanos(1_000_000),
+        retry: Nanos(4_000_000),
+    };
+
+    /// Defaults for real threads sharing few cores: a descheduled thread must not look dead.
+    pub const WALL: Timing = Timing {
+        heartbeat: Nanos(5_000_000),
+        suspect: Nanos(200_000_000),
+        retry: Nanos(1_000_000_000),
+    };
 }
 
 /// A configuration that cannot run, and how to fix it.
@@ -75,6 +131,10 @@ impl Config {
             ring_slots: 16,
             slot_bytes: 4096,
             skew: Skew::NONE,
+            timing: Timing::SIM,
+            retain: 4096,
+            outbox: 1024,
+            all_acceptors: AllAcceptors::Spread,
         }
     }
 
@@ -122,8 +182,8 @@ impl Config {
                 learners: members,
             };
         }
-        Ensemble {
-            acceptors: (0..self.replicas)
+        let acceptors = match self.all_acceptors {
+            AllAcceptors::Spread => (0..self.replicas)
                 .map(|i| {
                     self.server(
                         GroupId((i % self.groups) as u8),
@@ -131,6 +191,10 @@ impl Config {
                     )
                 })
                 .collect(),
+            AllAcceptors::FirstGroup => self.members(GroupId(0)).collect(),
+        };
+        Ensemble {
+            acceptors,
             learners: (0..self.servers()).map(|p| ProcessId(p as u32)).collect(),
         }
     }
@@ -150,11 +214,13 @@ impl Config {
     /// regions 0 and 1).
     pub fn mesh(&self) -> MeshLayout {
         let ring = RingConfig::new(self.ring_slots, self.slot_bytes).expect("validated");
-        MeshLayout::new(
+        let mut layout = MeshLayout::new(
             (0..self.processes()).map(|p| ProcessId(p as u32)).collect(),
             ring,
             RegionId(0),
-        )
+        );
+        layout.outbox_max = self.outbox.max(1);
+        layout
     }
 }
 

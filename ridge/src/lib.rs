@@ -49,6 +49,7 @@ pub mod client;
 pub mod clock;
 pub mod config;
 pub mod ensemble;
+pub mod failure;
 pub mod mapping;
 pub mod merge;
 pub mod paxos;

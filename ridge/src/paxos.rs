@@ -44,9 +44,15 @@ impl Round {
     pub fn above(than: Round, me: ProcessId) -> Round {
         Round(((than.0 >> 16) + 1) << 16 | u64::from(me.0 & 0xffff))
     }
+
+    /// The coordinator that picked this round.
+    pub fn owner(self) -> ProcessId {
+        ProcessId((self.0 & 0xffff) as u32)
+    }
 }
 
-/// A message of Algorithm 2 (it travels inside a [`crate::wire::Packet`]).
+/// A message of Algorithm 2 (it travels inside a [`crate::wire::Packet`]), with what section
+/// 4.4 adds for failures: refusals, and learners filling gaps from the acceptors.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Msg {
     /// Task 1, line 9: Phase 1 of round `rnd` for every instance from `from` on.
@@ -56,14 +62,29 @@ pub enum Msg {
         /// The first instance the round covers.
         from: Instance,
     },
-    /// Task 2, line 14: the promise, with the votes cast in instances from `from` on.
+    /// Task 2, line 14: the promise, with the votes cast in instances from `from` on. Votes
+    /// that would not fit one packet come in several; `last` marks the promise's final one.
     Phase1b {
         /// The round promised.
         rnd: Round,
         /// The first instance the promise covers.
         from: Instance,
-        /// `(instance, v-rnd, v-val)` of every vote from `from` on.
+        /// Instances below this are decided and their votes dropped ([`Acceptor::trim`]): a
+        /// coordinator proposes nothing below it.
+        low: Instance,
+        /// `(instance, v-rnd, v-val)` of votes from `from` on.
         votes: Vec<(Instance, Round, Value)>,
+        /// Whether this is the promise's last packet.
+        last: bool,
+    },
+    /// An acceptor refused round `rnd` (of a Phase 1a or Phase 2): it promised `promised`,
+    /// which is higher. Paxos lets the acceptor stay silent; saying so tells a coordinator that
+    /// another one took over (section 4.4.1), or which round to outbid.
+    Reject {
+        /// The round refused.
+        rnd: Round,
+        /// The acceptor's promise.
+        promised: Round,
     },
     /// Task 3, line 21 and Task 4, line 28: Phase 2 along the quorum chain.
     Phase2 {
@@ -101,6 +122,24 @@ pub enum Msg {
         /// The decided value.
         value: Value,
     },
+    /// Section 4.4.3: a learner missing decisions asks what was decided from `from` on.
+    Fetch {
+        /// The first instance the learner lacks.
+        from: Instance,
+    },
+    /// The answer to a [`Msg::Fetch`]: instances `k`, `k + 1`, ... decided `values`.
+    Decided {
+        /// The first instance.
+        k: Instance,
+        /// The decided values, in instance order.
+        values: Vec<Value>,
+    },
+    /// The answer to a [`Msg::Fetch`] for instances the answerer no longer holds: it keeps
+    /// decisions from `low` on only.
+    Trimmed {
+        /// The lowest instance still held.
+        low: Instance,
+    },
 }
 
 /// The sequence range of gap-filling null values' ids (a client's own sequence numbers count
@@ -133,25 +172,28 @@ impl Ensemble {
 
 /// The last acceptor's load balancer (section 4.3: "the last acceptor keeps track of how much
 /// data each learner has distributed so far"): the distributor of the next value is the
-/// learner outside `Q` that distributed the fewest bytes, the lowest id on a tie.
+/// learner outside `Q` that distributed the fewest bytes, the lowest id on a tie. A learner the
+/// last acceptor suspects is passed over while another is left (section 4.4.3).
 #[derive(Clone, Debug, Default)]
 pub struct Balancer {
     bytes: BTreeMap<ProcessId, u64>,
 }
 
 impl Balancer {
-    /// Picks the distributor of `value` among `learners` not in `quorum` and counts its bytes;
-    /// `None` when every learner is in the quorum (they all have the value already).
+    /// Picks the distributor of `value` among `learners` not in `quorum` and counts its bytes,
+    /// preferring those `suspected` does not name; `None` when every learner is in the quorum
+    /// (they all have the value already).
     pub fn pick(
         &mut self,
         learners: &[ProcessId],
         quorum: &[ProcessId],
         value: &Value,
+        suspected: impl Fn(ProcessId) -> bool,
     ) -> Option<ProcessId> {
         let l = learners
             .iter()
             .filter(|l| !quorum.contains(l))
-            .min_by_key(|l| (self.bytes.get(l).copied().unwrap_or(0), **l))
+            .min_by_key(|l| (suspected(**l), self.bytes.get(l).copied().unwrap_or(0), **l))
             .copied()?;
         *self.bytes.entry(l).or_default() += value.size() as u64;
         Some(l)
@@ -164,10 +206,16 @@ pub struct Acceptor {
     me: ProcessId,
     /// The highest round promised, for every instance (see the module docs).
     rnd: Round,
-    /// `(v-rnd, v-val)` per instance voted in.
+    /// `(v-rnd, v-val)` per instance voted in, from `low` on.
     votes: BTreeMap<Instance, (Round, Value)>,
+    /// Instances below are decided and forgotten ([`Acceptor::trim`]).
+    low: Instance,
     balancer: Balancer,
 }
+
+/// Bytes a vote adds to a Phase 1b packet besides its payload (instance, round, id,
+/// timestamp, destinations, lengths), with room.
+const VOTE_BYTES: usize = 96;
 
 impl Acceptor {
     /// Acceptor `me`, nothing promised or voted (line 2).
@@ -176,6 +224,7 @@ impl Acceptor {
             me,
             rnd: Round::ZERO,
             votes: BTreeMap::new(),
+            low: 0,
             balancer: Balancer::default(),
         }
     }
@@ -190,24 +239,82 @@ impl Acceptor {
         self.votes.get(&k)
     }
 
-    /// Task 2: a Phase 1a of round `rnd` from coordinator `from_coord`, for instances `from`
-    /// on. Lines 12-14: promise if `rnd` is above every round promised.
-    pub fn on_phase1a(&mut self, coord: ProcessId, rnd: Round, from: Instance) -> Out {
-        if rnd <= self.rnd {
-            return Vec::new();
-        }
-        self.rnd = rnd;
-        let votes = self
-            .votes
-            .range(from..)
-            .map(|(&k, (r, v))| (k, *r, v.clone()))
-            .collect();
-        vec![(coord, Msg::Phase1b { rnd, from, votes })]
+    /// Votes held (bounded by [`Acceptor::trim`]).
+    pub fn votes(&self) -> usize {
+        self.votes.len()
     }
 
-    /// Task 4: a Phase 2 message, with the ensemble's learners. Lines 24-32: vote if `rnd` is
-    /// not below the promise; then forward along the quorum, or, as the last acceptor, send
-    /// the decision to every learner and the value to a distributor.
+    /// Forgets the votes of instances below `below`, which are decided (its owner learned
+    /// them): no coordinator needs them again, since a promise tells it to propose nothing
+    /// below. What keeps an acceptor's memory bounded.
+    pub fn trim(&mut self, below: Instance) {
+        if below > self.low {
+            self.low = below;
+            self.votes = self.votes.split_off(&below);
+        }
+    }
+
+    /// Task 2: a Phase 1a of round `rnd` from coordinator `coord`, for instances `from` on.
+    /// Lines 12-14: promise if `rnd` is above every round promised, with the votes in packets
+    /// of at most about `budget` bytes; otherwise say which round was promised.
+    pub fn on_phase1a(
+        &mut self,
+        coord: ProcessId,
+        rnd: Round,
+        from: Instance,
+        budget: usize,
+    ) -> Out {
+        if rnd <= self.rnd {
+            return vec![(
+                coord,
+                Msg::Reject {
+                    rnd,
+                    promised: self.rnd,
+                },
+            )];
+        }
+        self.rnd = rnd;
+        let low = self.low;
+        let mut out = Vec::new();
+        let mut votes = Vec::new();
+        let mut bytes = 0;
+        for (&k, (r, v)) in self.votes.range(from.max(low)..) {
+            let size = v.size() + VOTE_BYTES;
+            if !votes.is_empty() && bytes + size > budget {
+                let votes = std::mem::take(&mut votes);
+                out.push((
+                    coord,
+                    Msg::Phase1b {
+                        rnd,
+                        from,
+                        low,
+                        votes,
+                        last: false,
+                    },
+                ));
+                bytes = 0;
+            }
+            bytes += size;
+            votes.push((k, *r, v.clone()));
+        }
+        out.push((
+            coord,
+            Msg::Phase1b {
+                rnd,
+                from,
+                low,
+                votes,
+                last: true,
+            },
+        ));
+        out
+    }
+
+    /// Task 4: a Phase 2 message, with the ensemble's learners and the learners this acceptor
+    /// suspects. Lines 24-32: vote if `rnd` is not below the promise; then forward along the
+    /// quorum, or, as the last acceptor, send the decision to every learner and the value to a
+    /// distributor. A round below the promise is refused to its coordinator.
+    #[allow(clippy::too_many_arguments)]
     pub fn on_phase2(
         &mut self,
         learners: &[ProcessId],
@@ -216,8 +323,19 @@ impl Acceptor {
         value: Value,
         quorum: Vec<ProcessId>,
         count: usize,
+        suspected: impl Fn(ProcessId) -> bool,
     ) -> Out {
         if rnd < self.rnd {
+            return vec![(
+                rnd.owner(),
+                Msg::Reject {
+                    rnd,
+                    promised: self.rnd,
+                },
+            )];
+        }
+        if k < self.low {
+            // Decided and forgotten: another vote decides nothing new.
             return Vec::new();
         }
         self.rnd = rnd;
@@ -249,7 +367,7 @@ impl Acceptor {
             .iter()
             .map(|&l| (l, Msg::Decision { k, id: value.id }))
             .collect();
-        if let Some(ld) = self.balancer.pick(learners, &quorum, &value) {
+        if let Some(ld) = self.balancer.pick(learners, &quorum, &value, suspected) {
             out.push((ld, Msg::Distribute { k, value, quorum }));
         }
         out
@@ -259,13 +377,17 @@ impl Acceptor {
 /// Phase 1 of a coordinator's round.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Phase1 {
-    /// Waiting for the promises of the quorum, with the votes they reported.
+    /// Waiting for the promises of the quorum (complete ones in `promised`), with the votes
+    /// they reported and the highest instance below which one of them forgot its votes.
     Waiting {
         promised: Vec<ProcessId>,
         votes: BTreeMap<Instance, (Round, Value)>,
+        low: Instance,
     },
     /// Done: Phase 2 alone for every new value.
     Done,
+    /// No round: never started, or resigned.
+    Idle,
 }
 
 /// A coordinator (Tasks 1 and 3; proposing is Task 3's line 21 for each value).
@@ -278,6 +400,9 @@ pub struct Coordinator {
     phase1: Phase1,
     /// The next instance to propose in.
     next: Instance,
+    /// The values this coordinator proposed and has not yet learned decided, so that a new
+    /// round proposes them again where no vote says otherwise (section 4.4.2).
+    proposed: BTreeMap<Instance, Value>,
 }
 
 impl Coordinator {
@@ -288,8 +413,9 @@ impl Coordinator {
             ensemble,
             c_rnd: Round::ZERO,
             quorum: Vec::new(),
-            phase1: Phase1::Done,
+            phase1: Phase1::Idle,
             next: 0,
+            proposed: BTreeMap::new(),
         }
     }
 
@@ -303,9 +429,19 @@ impl Coordinator {
         &self.quorum
     }
 
+    /// Whether a round is started (Phase 1 running or done).
+    pub fn active(&self) -> bool {
+        self.phase1 != Phase1::Idle
+    }
+
     /// Whether Phase 1 completed: values are proposed with Phase 2 alone.
     pub fn ready(&self) -> bool {
-        self.phase1 == Phase1::Done && self.c_rnd != Round::ZERO
+        self.phase1 == Phase1::Done
+    }
+
+    /// Values proposed and not yet learned decided.
+    pub fn undecided(&self) -> usize {
+        self.proposed.len()
     }
 
     /// Task 1: starts a round above `above` (and above its own last one) for every instance
@@ -322,6 +458,7 @@ impl Coordinator {
         self.phase1 = Phase1::Waiting {
             promised: Vec::new(),
             votes: BTreeMap::new(),
+            low: from,
         };
         let rnd = self.c_rnd;
         self.ensemble
@@ -331,51 +468,105 @@ impl Coordinator {
             .collect()
     }
 
-    /// Task 3: a promise from acceptor `from`. Once every acceptor of the quorum promised
-    /// (line 16), each instance in which some of them voted is proposed again with the value of
-    /// the highest-round vote (lines 17-20; Paxos keeps a possibly chosen value), and new values
-    /// take the instances after them.
+    /// Task 3: a promise (one packet of it) from acceptor `from`. Once every acceptor of the
+    /// quorum promised (line 16), each instance in which some of them voted is proposed again
+    /// with the value of the highest-round vote (lines 17-20; Paxos keeps a possibly chosen
+    /// value), an instance nobody voted in with the value this coordinator proposed there
+    /// before, if any, else a null value; new values take the instances after them. Returns
+    /// the messages and this coordinator's own earlier proposals no instance holds any more,
+    /// to be proposed again as new values.
     pub fn on_phase1b(
         &mut self,
         from: ProcessId,
         rnd: Round,
+        low: Instance,
         votes: Vec<(Instance, Round, Value)>,
-    ) -> Out {
+        last: bool,
+    ) -> (Out, Vec<Value>) {
         let Phase1::Waiting {
             promised,
             votes: seen,
+            low: lowest,
         } = &mut self.phase1
         else {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         };
         if rnd != self.c_rnd || !self.quorum.contains(&from) || promised.contains(&from) {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
-        promised.push(from);
+        *lowest = (*lowest).max(low);
         for (k, r, v) in votes {
             if seen.get(&k).is_none_or(|(h, _)| r > *h) {
                 seen.insert(k, (r, v));
             }
         }
+        if !last {
+            return (Vec::new(), Vec::new());
+        }
+        promised.push(from);
         if promised.len() < self.quorum.len() {
-            return Vec::new();
+            return (Vec::new(), Vec::new());
         }
         let mut seen = std::mem::take(seen);
+        let from = *lowest;
         self.phase1 = Phase1::Done;
-        // Instances below the highest one voted in that nobody in the quorum voted in get a
-        // null value: learners take decisions gap-free, so a hole would stall them (a choice
-        // the paper leaves to Paxos; multi-Paxos fills such holes with no-ops).
-        let from = self.next;
-        let end = seen.keys().next_back().map_or(from, |&k| k + 1);
+        // Below `from` everything is decided: what this coordinator proposed there and does not
+        // know decided may have lost its instance.
+        let mut displaced: Vec<Value> = Vec::new();
+        let keep = self.proposed.split_off(&from);
+        displaced.extend(std::mem::replace(&mut self.proposed, keep).into_values());
+        // Instances below the highest one voted in or proposed that nobody in the quorum voted
+        // in get the value proposed there before or a null value: learners take decisions
+        // gap-free, so a hole would stall them (a choice the paper leaves to Paxos; multi-Paxos
+        // fills such holes with no-ops).
+        let end = seen
+            .keys()
+            .next_back()
+            .map(|&k| k + 1)
+            .into_iter()
+            .chain(self.proposed.keys().next_back().map(|&k| k + 1))
+            .chain([from, self.next])
+            .max()
+            .expect("not empty");
         let mut out = Vec::new();
         for k in from..end {
-            let v = match seen.remove(&k) {
-                Some((_, v)) => v,
-                None => self.gap_filler(k),
+            let mine = self.proposed.remove(&k);
+            let v = match (seen.remove(&k), mine) {
+                (Some((_, v)), mine) => {
+                    displaced.extend(mine.filter(|m| m.id != v.id));
+                    v
+                }
+                (None, Some(mine)) => mine,
+                (None, None) => self.gap_filler(k),
             };
+            self.proposed.insert(k, v.clone());
             out.extend(self.phase2(k, v));
         }
         self.next = end;
+        displaced.retain(|v| !v.is_null());
+        (out, displaced)
+    }
+
+    /// A refusal of round `rnd`: whether it matters (it refuses this coordinator's current
+    /// round), and then the round to outbid.
+    pub fn on_reject(&self, rnd: Round, promised: Round) -> Option<Round> {
+        (rnd == self.c_rnd && promised > self.c_rnd).then_some(promised)
+    }
+
+    /// Instance `k` was learned decided with id `id`; returns this coordinator's own proposal
+    /// there if a different value took the instance (to be proposed again).
+    pub fn learned(&mut self, k: Instance, id: MsgId) -> Option<Value> {
+        self.proposed
+            .remove(&k)
+            .filter(|v| v.id != id && !v.is_null())
+    }
+
+    /// Gives up coordinating: the values proposed and not learned decided, to hand to the next
+    /// coordinator.
+    pub fn resign(&mut self) -> Vec<Value> {
+        self.phase1 = Phase1::Idle;
+        let mut out: Vec<Value> = std::mem::take(&mut self.proposed).into_values().collect();
+        out.retain(|v| !v.is_null());
         out
     }
 
@@ -397,6 +588,7 @@ impl Coordinator {
         }
         let k = self.next;
         self.next += 1;
+        self.proposed.insert(k, value.clone());
         Some((k, self.phase2(k, value)))
     }
 
@@ -438,18 +630,50 @@ pub fn distribute(
         .collect()
 }
 
+/// The most values of different ids a learner keeps for one undecided instance (rounds
+/// superseded by failures each may bring one; the oldest goes first).
+const CANDIDATES: usize = 4;
+
 /// A learner's view of one ensemble's decisions: an instance is decided once the learner has
-/// both its DECISION (the id) and its value (from VALUE, from DISTRIBUTE, or, in the quorum,
-/// from the Phase 2 it voted on). Decisions come out in instance order, gap-free.
-#[derive(Clone, Debug, Default)]
+/// both its DECISION (the id) and a value with that id (from VALUE, from DISTRIBUTE, or, in
+/// the quorum, from the Phase 2 it voted on), or a [`Msg::Decided`] answer. Decisions come
+/// out in instance order, gap-free. The last `retain` decisions are kept to answer other
+/// learners' [`Msg::Fetch`] (section 4.4.3).
+#[derive(Clone, Debug)]
 pub struct Learning {
     ids: BTreeMap<Instance, MsgId>,
-    values: BTreeMap<Instance, Value>,
+    values: BTreeMap<Instance, Vec<Value>>,
     /// The next instance to hand out.
     next: Instance,
+    /// The latest decisions, ending at `next - 1`.
+    recent: std::collections::VecDeque<Value>,
+    retain: usize,
 }
 
 impl Learning {
+    /// A learner that keeps its last `retain` decisions for others.
+    pub fn new(retain: usize) -> Learning {
+        Learning {
+            ids: BTreeMap::new(),
+            values: BTreeMap::new(),
+            next: 0,
+            recent: std::collections::VecDeque::new(),
+            retain,
+        }
+    }
+
+    /// The first instance not yet handed out.
+    pub fn next(&self) -> Instance {
+        self.next
+    }
+
+    /// Whether something is known of an instance after the next one to hand out: a gap (the
+    /// next one's DECISION or value went missing).
+    pub fn gap(&self) -> bool {
+        let ahead = |k: Option<&Instance>| k.is_some_and(|&k| k > self.next);
+        ahead(self.ids.keys().next_back()) || ahead(self.values.keys().next_back())
+    }
+
     /// Instance `k` was decided with id `id` (Msg::Decision).
     pub fn decided(&mut self, k: Instance, id: MsgId) {
         if k >= self.next {
@@ -457,25 +681,69 @@ impl Learning {
         }
     }
 
-    /// A value for instance `k` arrived (VALUE, DISTRIBUTE, or a Phase 2 voted on). Only the
-    /// decided id counts: a value of a superseded round is replaced by a later one.
+    /// A value for instance `k` arrived (VALUE, DISTRIBUTE, or a Phase 2 voted on). Values of
+    /// several rounds may arrive; the decided id picks among them.
     pub fn value(&mut self, k: Instance, value: Value) {
-        if k >= self.next {
-            self.values.insert(k, value);
+        if k < self.next {
+            return;
         }
+        let vs = self.values.entry(k).or_default();
+        if vs.iter().all(|v| v.id != value.id) {
+            if vs.len() == CANDIDATES {
+                vs.remove(0);
+            }
+            vs.push(value);
+        }
+    }
+
+    /// Instance `k` decided `value` (a [`Msg::Decided`] answer).
+    pub fn fill(&mut self, k: Instance, value: Value) {
+        self.decided(k, value.id);
+        self.value(k, value);
     }
 
     /// The next decided instance and its value, in instance order.
     pub fn next_decided(&mut self) -> Option<(Instance, Value)> {
         let k = self.next;
         let id = *self.ids.get(&k)?;
-        if self.values.get(&k)?.id != id {
-            return None;
-        }
+        let i = self.values.get(&k)?.iter().position(|v| v.id == id)?;
         self.ids.remove(&k);
-        let v = self.values.remove(&k).expect("checked");
+        let v = self.values.remove(&k).expect("checked").swap_remove(i);
         self.next += 1;
+        if self.retain > 0 {
+            if self.recent.len() == self.retain {
+                self.recent.pop_front();
+            }
+            self.recent.push_back(v.clone());
+        }
         Some((k, v))
+    }
+
+    /// The lowest instance whose decision this learner still holds for others.
+    pub fn low(&self) -> Instance {
+        self.next - self.recent.len() as Instance
+    }
+
+    /// Answers a [`Msg::Fetch`] from instance `from`: the decisions held from there on that
+    /// fit one packet of about `budget` bytes, none if there are none, or [`Msg::Trimmed`]
+    /// when `from` is no longer held.
+    pub fn answer(&self, from: Instance, budget: usize) -> Option<Msg> {
+        if from < self.low() {
+            return Some(Msg::Trimmed { low: self.low() });
+        }
+        let skip = (from - self.low()) as usize;
+        let mut bytes = 0;
+        let values: Vec<Value> = self
+            .recent
+            .iter()
+            .skip(skip)
+            .take_while(|v| {
+                bytes += v.size() + VOTE_BYTES;
+                bytes <= budget
+            })
+            .cloned()
+            .collect();
+        (!values.is_empty()).then_some(Msg::Decided { k: from, values })
     }
 }
 

@@ -1,29 +1,88 @@
 //! A Ridge server: a learner of its group's ensemble and of `e_all` (Algorithm 3, Task 4 and
 //! Algorithm 4, Task 2), and, where the deployment says so ([`crate::config`]), an acceptor
-//! (Algorithm 2, Tasks 2 and 4) and a coordinator (Algorithm 2, Tasks 1 and 3; Algorithm 3,
-//! Task 2) of them. The normal case only, for now: no failure detection or recovery (4.4).
+//! (Algorithm 2, Tasks 2 and 4) and a candidate coordinator (Algorithm 2, Tasks 1 and 3;
+//! Algorithm 3, Task 2) of them, with section 4.4's failure handling.
+//!
+//! # Failures (section 4.4), and the choices where the paper is silent
+//! - **Coordinator (4.4.1).** The acceptors of an ensemble run [`multicast::Omega`] over their
+//!   ranks, fed by [`crate::failure::Detector`]'s packet counts: an acceptor whose oracle names
+//!   it starts Phase 1 with a round above every round it has seen, from the first instance it
+//!   has not learned. A coordinator that meets a higher round of another (a Phase 1a, a Phase 2
+//!   or a [`Msg::Reject`]) resigns, hands its undecided values to the owner of that round and
+//!   trusts it.
+//! - **Acceptor in Q (4.4.2).** A coordinator whose quorum holds a suspected acceptor, or whose
+//!   proposals went undecided for two suspicion timeouts, runs Phase 1 and Phase 2 again in a
+//!   higher round for every instance it has not learned, with a chain of acceptors it does not
+//!   suspect. A departure: the paper re-executes with Algorithm 1's Phase 2 (2a to every
+//!   acceptor); here Phase 2 keeps the chain, over a quorum chosen without the suspect. Both
+//!   are Paxos; the chain needs no second code path, and the coordinator knows whom it
+//!   suspects (which is what triggers the fallback in the paper too).
+//! - **Distributor (4.4.3).** The last acceptor passes over learners it suspects
+//!   ([`crate::paxos::Balancer`]); learners missing decisions (a gap, or an ensemble silent
+//!   for longer than Delta and a suspicion timeout) ask the ensemble's acceptors, one at a
+//!   time in turn, what was decided ([`Msg::Fetch`]); acceptors are learners here, and answer
+//!   from the decisions they keep ([`crate::config::Config::retain`]). A learner told that the
+//!   decisions it lacks are no longer kept halts (it fell further behind than any peer keeps).
+//! - **Clients.** A client that gets no answer asks the ensemble's acceptors in turn; an
+//!   acceptor passes a request on to the coordinator it trusts. A request may therefore be
+//!   decided twice: learners deliver a client's message once, by sequence number, and answer
+//!   the duplicate so the client completes. A client's messages reach a group in the order it
+//!   sent them (it sends the next once the previous one was delivered), so "this sequence
+//!   number or an earlier one was delivered" is "this message was delivered".
+//! - **Bounded memory.** Votes are trimmed [`crate::config::Config::retain`] instances behind
+//!   what the acceptor learned; learners keep as many decisions; packets to a peer that does
+//!   not drain its ring wait in a bounded outbox, beyond which they are dropped and counted.
+//!   Each message has a recovery path: Phase 1 and 2 messages by the coordinator's fallback,
+//!   decisions and values by gap filling, requests and responses by the client's retry.
 
 use crate::clock::{Clock, Stamper};
 use crate::config::Config;
 use crate::ensemble::NullTimer;
+use crate::failure::Detector;
 use crate::mapping::{EnsembleId, Mapping};
 use crate::merge::Merge;
-use crate::paxos::{distribute, Acceptor, Coordinator, Learning, Msg, Out, Round};
+use crate::paxos::{distribute, Acceptor, Coordinator, Instance, Learning, Msg, Out, Round};
 use crate::value::Value;
 use crate::wire::Packet;
-use multicast::{Delivery, GroupId, Membership, Server};
-use std::collections::{BTreeMap, VecDeque};
+use multicast::{Delivery, GroupId, Membership, Omega, Server};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use transport::mesh::{Mesh, MeshError};
 use transport::{Nanos, Nic, Process, ProcessId, Progress, Purpose, RegionSpec, Rng, Work};
 
-/// What a coordinator of one ensemble keeps.
+/// What a server is to an ensemble it is an acceptor of.
 #[derive(Debug)]
-struct Coordinating {
+struct Seat {
+    acceptor: Acceptor,
+    /// Its rank among the ensemble's acceptors.
+    rank: usize,
+    acceptors: Vec<ProcessId>,
+    /// Which rank coordinates, in this acceptor's view.
+    omega: Omega,
     paxos: Coordinator,
     timer: NullTimer,
-    /// Clients' messages received before Phase 1 completed.
+    /// Values to propose once Phase 1 completes (clients' requests, displaced proposals).
     waiting: VecDeque<Value>,
+    /// When this coordinator last started a round or learned a decision.
+    progress_at: Nanos,
+    /// The highest round seen in the ensemble.
+    highest: Round,
+    /// Rounds started after the first (fallbacks and takeovers).
+    restarts: u64,
+    /// Rounds started in a row without a decision learned in between: each doubles the time
+    /// the next one waits (up to 32 times), so a coordinator whose promises crawl over a
+    /// congested link is not buried under its own Phase 1a (seed 51).
+    backoff: u32,
+}
+
+/// A learner's gap-filling state for one ensemble.
+#[derive(Clone, Copy, Debug, Default)]
+struct Filling {
+    /// When the ensemble last delivered a decision here.
+    progress_at: Nanos,
+    /// When this learner last asked, and how many times in all.
+    asked_at: Nanos,
+    asks: u64,
 }
 
 /// A Ridge server.
@@ -39,14 +98,24 @@ pub struct RidgeServer {
     /// The ensembles learned from, in merge order: the group's own, then `e_all` if any.
     subs: Vec<EnsembleId>,
     learning: Vec<Learning>,
+    filling: Vec<Filling>,
     merge: Merge,
-    acceptors: BTreeMap<EnsembleId, Acceptor>,
-    coordinating: BTreeMap<EnsembleId, Coordinating>,
+    seats: BTreeMap<EnsembleId, Seat>,
+    detector: Detector,
     stamper: Stamper,
-    /// Packets the mesh refused (a full outbox), sent first on the next poll.
-    backlog: VecDeque<(ProcessId, Vec<u8>)>,
+    /// Per client, the highest sequence number delivered (duplicates are answered, not
+    /// delivered again).
+    delivered: BTreeMap<u32, u64>,
     deliveries: VecDeque<Delivery>,
+    /// Packets from this process to itself, handled in the same poll.
+    local: VecDeque<Packet>,
+    /// Per peer, packets that found its ring and outbox full (see [`Self::drain_overflow`]).
+    overflow: BTreeMap<ProcessId, VecDeque<Vec<u8>>>,
     started: bool,
+    halted: bool,
+    /// Packets dropped at a full outbox, and decisions learned through gap filling.
+    dropped: u64,
+    filled: u64,
     buf: Vec<u8>,
 }
 
@@ -57,29 +126,46 @@ impl RidgeServer {
         let mapping = cfg.mapping();
         let subs = mapping.subscriptions(g);
         let streams = subs.len();
-        let all_ensembles = (0..mapping.ensembles()).map(|e| EnsembleId(e as u16));
-        let acceptors = all_ensembles
-            .clone()
-            .filter(|&e| cfg.ensemble(e).acceptors.contains(&me))
-            .map(|e| (e, Acceptor::new(me)))
+        let ensembles: Vec<EnsembleId> = (0..mapping.ensembles())
+            .map(|e| EnsembleId(e as u16))
             .collect();
         let clock = Clock::draw(
             cfg.skew,
             &mut Rng::derive(seed, Purpose::Protocol, me.0 as u64),
         );
-        let coordinating = all_ensembles
-            .filter(|&e| cfg.coordinator(e) == me)
-            .map(|e| {
-                let c = Coordinating {
-                    paxos: Coordinator::new(me, cfg.ensemble(e)),
-                    timer: NullTimer::new(me.0, cfg.delta, Nanos::ZERO),
-                    waiting: VecDeque::new(),
-                };
-                (e, c)
-            })
-            .collect();
-        let learners = (0..mapping.ensembles())
-            .map(|e| cfg.ensemble(EnsembleId(e as u16)).learners)
+        let mut peers = BTreeSet::new();
+        let mut seats = BTreeMap::new();
+        for &e in &ensembles {
+            let ens = cfg.ensemble(e);
+            let accepts = ens.acceptors.iter().position(|&a| a == me);
+            if accepts.is_some() || ens.learners.contains(&me) {
+                peers.extend(ens.acceptors.iter().copied());
+            }
+            let Some(rank) = accepts else { continue };
+            peers.extend(ens.learners.iter().copied());
+            assert!(
+                subs.contains(&e),
+                "an acceptor learns its ensemble (it answers gap fills)"
+            );
+            let seat = Seat {
+                acceptor: Acceptor::new(me),
+                rank,
+                omega: Omega::new(ens.acceptors.len()),
+                paxos: Coordinator::new(me, ens.clone()),
+                timer: NullTimer::new(me.0, cfg.delta, Nanos::ZERO),
+                waiting: VecDeque::new(),
+                progress_at: Nanos::ZERO,
+                highest: Round::ZERO,
+                restarts: 0,
+                backoff: 0,
+                acceptors: ens.acceptors,
+            };
+            seats.insert(e, seat);
+        }
+        peers.remove(&me);
+        let learners = ensembles
+            .iter()
+            .map(|&e| cfg.ensemble(e).learners)
             .collect();
         RidgeServer {
             mesh: Mesh::new(cfg.mesh(), me).expect("a server is a member of the mesh"),
@@ -87,31 +173,103 @@ impl RidgeServer {
             group: g,
             me,
             subs,
-            learning: vec![Learning::default(); streams],
+            learning: vec![Learning::new(cfg.retain); streams],
+            filling: vec![Filling::default(); streams],
             merge: Merge::new(streams),
-            acceptors,
-            coordinating,
+            seats,
+            detector: Detector::new(
+                cfg.processes(),
+                peers.into_iter().collect(),
+                cfg.timing.heartbeat,
+                cfg.timing.suspect,
+            ),
             stamper: Stamper::new(me.0, clock),
-            backlog: VecDeque::new(),
+            delivered: BTreeMap::new(),
             deliveries: VecDeque::new(),
+            local: VecDeque::new(),
+            overflow: BTreeMap::new(),
             started: false,
+            halted: false,
+            dropped: 0,
+            filled: 0,
             buf: Vec::new(),
             cfg,
         }
     }
 
+    /// Whether this server ever started a round after the first one of an ensemble it
+    /// coordinates (a takeover or a fallback).
+    pub fn restarted(&self) -> bool {
+        self.seats.values().any(|s| s.restarts > 0)
+    }
+
+    /// Packets dropped because a peer did not drain its ring.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Decisions learned from other learners' answers (gaps filled).
+    pub fn filled(&self) -> u64 {
+        self.filled
+    }
+
+    /// The largest packet payload a vote or decision batch may take.
+    fn budget(&self) -> usize {
+        self.mesh
+            .capacity()
+            .saturating_sub(crate::config::OVERHEAD_BYTES)
+    }
+
     fn send<N: Nic>(&mut self, nic: &mut N, to: ProcessId, packet: &Packet) {
+        if to == self.me {
+            // A role of this process talking to another of its roles.
+            self.local.push_back(packet.clone());
+            return;
+        }
         let bytes = packet.encode();
         nic.work(Work::Copy, bytes.len() as u64);
-        if !self.backlog.is_empty() {
-            self.backlog.push_back((to, bytes));
+        self.detector.sent(to, nic.now());
+        if let Some(q) = self.overflow.get_mut(&to) {
+            q.push_back(bytes);
             return;
         }
         match self.mesh.send(nic, to, &bytes) {
             Ok(_) => {}
-            Err(MeshError::Full { .. }) => self.backlog.push_back((to, bytes)),
+            Err(MeshError::Full { .. }) => {
+                self.overflow.entry(to).or_default().push_back(bytes);
+            }
             Err(e) => panic!("a server's own packet was refused: {e}"),
         }
+    }
+
+    /// Moves overflowing packets into the mesh as peers drain; drops those for a peer it
+    /// suspects (silent for a suspicion timeout: crashed or paused), so memory stays bounded
+    /// by what a live peer takes in a timeout. Returns whether a packet moved.
+    fn drain_overflow<N: Nic>(&mut self, nic: &mut N) -> bool {
+        let now = nic.now();
+        let mut worked = self.mesh.flush(nic).expect("own packets fit");
+        let peers: Vec<ProcessId> = self.overflow.keys().copied().collect();
+        for p in peers {
+            let q = self.overflow.get_mut(&p).expect("listed");
+            if self.detector.suspects(p, now) {
+                self.dropped += q.len() as u64;
+                q.clear();
+            }
+            while let Some(bytes) = q.front() {
+                match self.mesh.send(nic, p, bytes) {
+                    Ok(_) => {
+                        q.pop_front();
+                        worked = true;
+                    }
+                    Err(MeshError::Full { .. }) => break,
+                    Err(e) => panic!("a server's own packet was refused: {e}"),
+                }
+            }
+            if q.is_empty() {
+                self.overflow.remove(&p);
+            }
+        }
+        worked
     }
 
     fn send_all<N: Nic>(&mut self, nic: &mut N, e: EnsembleId, out: Out) {
@@ -120,49 +278,129 @@ impl RidgeServer {
         }
     }
 
-    /// Retries what the mesh refused, in order; returns whether something left.
-    fn drain_backlog<N: Nic>(&mut self, nic: &mut N) -> bool {
-        let mut worked = self.mesh.flush(nic).expect("own packets fit");
-        while let Some((to, bytes)) = self.backlog.front() {
-            match self.mesh.send(nic, *to, bytes) {
-                Ok(_) => {
-                    self.backlog.pop_front();
-                    worked = true;
-                }
-                Err(MeshError::Full { .. }) => break,
-                Err(e) => panic!("a server's own packet was refused: {e}"),
-            }
-        }
-        worked
-    }
-
     fn learner_slot(&self, e: EnsembleId) -> Option<usize> {
         self.subs.iter().position(|&s| s == e)
     }
 
     fn on_packet<N: Nic>(&mut self, nic: &mut N, from: ProcessId, packet: Packet) {
         match packet {
-            Packet::Request { e, value } => {
-                if let Some(c) = self.coordinating.get_mut(&EnsembleId(e)) {
-                    c.waiting.push_back(value);
-                }
-            }
+            Packet::Request {
+                e,
+                value,
+                forwarded,
+            } => self.on_request(nic, EnsembleId(e), value, forwarded),
             Packet::Paxos { e, msg } => self.on_paxos(nic, from, EnsembleId(e), msg),
-            Packet::Response { .. } => {}
+            Packet::Response { .. } | Packet::Heartbeat => {}
+        }
+    }
+
+    /// A client's message (Algorithm 3, line 4), or one passed on by another acceptor.
+    fn on_request<N: Nic>(&mut self, nic: &mut N, e: EnsembleId, value: Value, forwarded: bool) {
+        let Some(seat) = self.seats.get_mut(&e) else {
+            // Only acceptors are asked: a request elsewhere is malformed.
+            return;
+        };
+        if seat.paxos.active() || seat.omega.expected() == seat.rank {
+            if seat.waiting.iter().all(|w| w.id != value.id) {
+                seat.waiting.push_back(value);
+            }
+        } else if !forwarded {
+            let to = seat.acceptors[seat.omega.expected()];
+            let e = e.0;
+            self.send(
+                nic,
+                to,
+                &Packet::Request {
+                    e,
+                    value,
+                    forwarded: true,
+                },
+            );
+        }
+    }
+
+    /// Section 4.4.1: round `rnd` of another coordinator is live in `e`; a coordinator of a
+    /// lower round resigns, hands what it holds to that round's owner and trusts it.
+    fn saw_round<N: Nic>(&mut self, nic: &mut N, e: EnsembleId, rnd: Round) {
+        let now = nic.now();
+        let Some(seat) = self.seats.get_mut(&e) else {
+            return;
+        };
+        seat.highest = seat.highest.max(rnd);
+        let owner = rnd.owner();
+        if owner == self.me || rnd <= seat.paxos.c_rnd() {
+            return;
+        }
+        let Some(rank) = seat.acceptors.iter().position(|&a| a == owner) else {
+            return;
+        };
+        let beat = self.detector.beat(owner);
+        seat.omega.expect(rank, now, Some(beat));
+        if !seat.paxos.active() {
+            return;
+        }
+        let mut handed = seat.paxos.resign();
+        handed.extend(seat.waiting.drain(..));
+        for value in handed {
+            self.send(
+                nic,
+                owner,
+                &Packet::Request {
+                    e: e.0,
+                    value,
+                    forwarded: true,
+                },
+            );
         }
     }
 
     fn on_paxos<N: Nic>(&mut self, nic: &mut N, from: ProcessId, e: EnsembleId, msg: Msg) {
+        let now = nic.now();
         let learners = std::mem::take(&mut self.learners[e.0 as usize]);
         let out = match msg {
-            Msg::Phase1a { rnd, from: k } => self
-                .acceptors
-                .get_mut(&e)
-                .map_or(Vec::new(), |a| a.on_phase1a(from, rnd, k)),
-            Msg::Phase1b { rnd, votes, .. } => self
-                .coordinating
-                .get_mut(&e)
-                .map_or(Vec::new(), |c| c.paxos.on_phase1b(from, rnd, votes)),
+            Msg::Phase1a { rnd, from: k } => {
+                self.saw_round(nic, e, rnd);
+                let budget = self.budget();
+                self.seats
+                    .get_mut(&e)
+                    .map_or(Vec::new(), |s| s.acceptor.on_phase1a(from, rnd, k, budget))
+            }
+            Msg::Phase1b {
+                rnd,
+                low,
+                votes,
+                last,
+                ..
+            } => match self.seats.get_mut(&e) {
+                Some(s) => {
+                    if std::env::var("RIDGE_TRACE").is_ok() {
+                        eprintln!("{now} {:?} e{} phase1b from {from:?} rnd {rnd:?} c_rnd {:?} votes {} last {last}", self.me, e.0, s.paxos.c_rnd(), votes.len());
+                    }
+                    if rnd == s.paxos.c_rnd() {
+                        // Promises arriving are progress, however slowly they come.
+                        s.progress_at = now;
+                    }
+                    let (out, displaced) = s.paxos.on_phase1b(from, rnd, low, votes, last);
+                    for v in displaced.into_iter().rev() {
+                        s.waiting.push_front(v);
+                    }
+                    out
+                }
+                None => Vec::new(),
+            },
+            Msg::Reject { rnd, promised } => {
+                if let Some(s) = self.seats.get_mut(&e) {
+                    if s.paxos.on_reject(rnd, promised).is_some() {
+                        s.highest = s.highest.max(promised);
+                        // A round of its own refused: an older incarnation's; outbid it.
+                        if promised.owner() == self.me {
+                            s.progress_at = Nanos::ZERO;
+                        }
+                    }
+                }
+                self.saw_round(nic, e, promised);
+                Vec::new()
+            }
             Msg::Phase2 {
                 k,
                 rnd,
@@ -173,8 +411,13 @@ impl RidgeServer {
                 if let Some(i) = self.learner_slot(e) {
                     self.learning[i].value(k, value.clone());
                 }
-                self.acceptors.get_mut(&e).map_or(Vec::new(), |a| {
-                    a.on_phase2(&learners, k, rnd, value, quorum, count)
+                self.saw_round(nic, e, rnd);
+                let detector = &self.detector;
+                self.seats.get_mut(&e).map_or(Vec::new(), |s| {
+                    s.acceptor
+                        .on_phase2(&learners, k, rnd, value, quorum, count, |l| {
+                            detector.suspects(l, now)
+                        })
                 })
             }
             Msg::Decision { k, id } => {
@@ -196,32 +439,127 @@ impl RidgeServer {
                 }
                 Vec::new()
             }
+            Msg::Fetch { from: k } => {
+                let budget = self.budget();
+                self.learner_slot(e)
+                    .and_then(|i| self.learning[i].answer(k, budget))
+                    .map(|m| (from, m))
+                    .into_iter()
+                    .collect()
+            }
+            Msg::Decided { k, values } => {
+                if let Some(i) = self.learner_slot(e) {
+                    for (k, value) in (k..).zip(values) {
+                        if k >= self.learning[i].next() {
+                            self.filled += 1;
+                        }
+                        self.learning[i].fill(k, value);
+                    }
+                }
+                Vec::new()
+            }
+            Msg::Trimmed { low } => {
+                if self
+                    .learner_slot(e)
+                    .is_some_and(|i| low > self.learning[i].next())
+                {
+                    // Every decision this learner lacks is gone from a peer that went on:
+                    // it cannot catch up (see the module docs).
+                    self.halted = true;
+                }
+                Vec::new()
+            }
         };
         self.learners[e.0 as usize] = learners;
         self.send_all(nic, e, out);
+    }
+
+    /// Section 4.4.1 and 4.4.2: follows the coordinator oracle of every ensemble this server
+    /// accepts for; takes over when it names this server; runs a new round when the quorum
+    /// holds a suspect or proposals went undecided for too long.
+    fn watch<N: Nic>(&mut self, nic: &mut N) -> bool {
+        let now = nic.now();
+        let suspect = self.detector.timeout();
+        let mut worked = false;
+        let ensembles: Vec<EnsembleId> = self.seats.keys().copied().collect();
+        for e in ensembles {
+            let slot = self.learner_slot(e).expect("an acceptor learns");
+            let learned = self.learning[slot].next();
+            let detector = &self.detector;
+            let seat = self.seats.get_mut(&e).expect("listed");
+            let expected = seat.omega.expected();
+            if expected != seat.rank {
+                let acceptors = &seat.acceptors;
+                seat.omega
+                    .observe(detector.beat(acceptors[expected]), now, suspect, |r| {
+                        detector.beat(acceptors[r])
+                    });
+            }
+            if seat.omega.expected() != seat.rank {
+                continue;
+            }
+            let active = seat.paxos.active();
+            let quorum_suspected = seat
+                .paxos
+                .quorum()
+                .iter()
+                .any(|&a| a != self.me && detector.suspects(a, now));
+            let pending = !seat.paxos.ready() || seat.paxos.undecided() > 0;
+            let patience = Nanos(suspect.as_nanos() << seat.backoff.min(5));
+            let quiet = now.saturating_sub(seat.progress_at);
+            let stalled = pending && quiet > Nanos(patience.as_nanos() * 2);
+            let recent = quiet <= patience;
+            if active && !stalled && !(quorum_suspected && pending && !recent) {
+                continue;
+            }
+            // A quorum chain: this server, then the acceptors after it in rank order that it
+            // does not suspect (suspects only if too few are left).
+            let n = seat.acceptors.len();
+            let mut chain = vec![self.me];
+            let others: Vec<ProcessId> = (1..n)
+                .map(|i| seat.acceptors[(seat.rank + i) % n])
+                .collect();
+            let fine = others.iter().filter(|&&a| !detector.suspects(a, now));
+            let rest = others.iter().filter(|&&a| detector.suspects(a, now));
+            chain.extend(fine.chain(rest).take(n / 2).copied());
+            if active || seat.highest != Round::ZERO {
+                seat.restarts += 1;
+            }
+            if std::env::var("RIDGE_TRACE").is_ok() {
+                eprintln!("{now} {:?} e{} restart active {active} stalled {stalled} qs {quorum_suspected} chain {chain:?} ready {} undecided {}", self.me, e.0, seat.paxos.ready(), seat.paxos.undecided());
+            }
+            if active {
+                seat.backoff += 1;
+            }
+            let out = seat.paxos.start(seat.highest, learned, chain);
+            seat.highest = seat.paxos.c_rnd();
+            seat.progress_at = now;
+            seat.timer.proposed(now);
+            worked = true;
+            self.send_all(nic, e, out);
+        }
+        worked
     }
 
     /// Algorithm 3, Task 2: proposes what clients sent, or a null message once Delta passed.
     fn coordinate<N: Nic>(&mut self, nic: &mut N) -> bool {
         let now = nic.now();
         let mut worked = false;
-        let ensembles: Vec<EnsembleId> = self.coordinating.keys().copied().collect();
+        let ensembles: Vec<EnsembleId> = self.seats.keys().copied().collect();
         for e in ensembles {
-            let c = self.coordinating.get_mut(&e).expect("listed");
+            let seat = self.seats.get_mut(&e).expect("listed");
+            if !seat.paxos.ready() {
+                continue;
+            }
             let mut outs = Vec::new();
-            while c.paxos.ready() {
-                let Some(value) = c.waiting.pop_front() else {
-                    break;
-                };
-                let (_, out) = c.paxos.propose(value).expect("ready");
-                c.timer.proposed(now);
+            while let Some(value) = seat.waiting.pop_front() {
+                let (_, out) = seat.paxos.propose(value).expect("ready");
+                seat.timer.proposed(now);
                 outs.extend(out);
             }
-            if c.paxos.ready() {
-                if let Some(null) = c.timer.due(now, &mut self.stamper) {
-                    let (_, out) = c.paxos.propose(null).expect("ready");
-                    outs.extend(out);
-                }
+            if let Some(null) = seat.timer.due(now, &mut self.stamper) {
+                let (_, out) = seat.paxos.propose(null).expect("ready");
+                outs.extend(out);
             }
             if !outs.is_empty() {
                 nic.work(Work::Order, outs.len() as u64);
@@ -235,11 +573,29 @@ impl RidgeServer {
     /// Algorithm 3, Task 4 and Algorithm 4, Task 2: decisions into the merge, the merge into
     /// deliveries of what is addressed to this group, a response to each client.
     fn learn<N: Nic>(&mut self, nic: &mut N) -> bool {
+        let now = nic.now();
         let mut worked = false;
         for i in 0..self.learning.len() {
-            while let Some((_, v)) = self.learning[i].next_decided() {
+            let e = self.subs[i];
+            while let Some((k, v)) = self.learning[i].next_decided() {
+                self.filling[i].progress_at = now;
+                if let Some(seat) = self.seats.get_mut(&e) {
+                    if let Some(displaced) = seat.paxos.learned(k, v.id) {
+                        seat.waiting.push_back(displaced);
+                    }
+                    if seat.paxos.active() {
+                        seat.progress_at = now;
+                        seat.backoff = 0;
+                    }
+                }
                 self.merge.decided(i, v);
                 worked = true;
+            }
+            if let Some(seat) = self.seats.get_mut(&e) {
+                let below = self.learning[i]
+                    .next()
+                    .saturating_sub(self.cfg.retain as u64);
+                seat.acceptor.trim(below);
             }
         }
         while let Some(v) = self.merge.next_delivery() {
@@ -247,16 +603,88 @@ impl RidgeServer {
             if !Mapping::addressed(v.dests, self.group) {
                 continue;
             }
-            nic.work(Work::Deliver, 1);
             let client = ProcessId(v.id.client);
-            self.deliveries.push_back(Delivery {
-                msg: v.id,
-                dst: v.dests,
-                payload: v.payload.unwrap_or_default(),
-            });
+            let seen = self.delivered.entry(v.id.client).or_insert(0);
+            let duplicate = *seen > v.id.seq;
+            if !duplicate {
+                *seen = v.id.seq + 1;
+                nic.work(Work::Deliver, 1);
+                self.deliveries.push_back(Delivery {
+                    msg: v.id,
+                    dst: v.dests,
+                    payload: v.payload.unwrap_or_default(),
+                });
+            }
             self.send(nic, client, &Packet::Response { id: v.id });
         }
         worked
+    }
+
+    /// Section 4.4.3: a learner whose ensemble has a gap, or has been silent for longer than
+    /// Delta and a suspicion timeout, asks one of its acceptors (in turn) what was decided.
+    fn fill_gaps<N: Nic>(&mut self, nic: &mut N) -> bool {
+        let now = nic.now();
+        let suspect = self.detector.timeout();
+        let mut worked = false;
+        for i in 0..self.learning.len() {
+            let f = self.filling[i];
+            let quiet = now.saturating_sub(f.progress_at);
+            let stuck = (self.learning[i].gap() && quiet > suspect)
+                || quiet > suspect.saturating_add(self.cfg.delta);
+            if !stuck || now.saturating_sub(f.asked_at) <= suspect {
+                continue;
+            }
+            let e = self.subs[i];
+            let acceptors = self.cfg.ensemble(e).acceptors;
+            let others: Vec<ProcessId> = acceptors.into_iter().filter(|&a| a != self.me).collect();
+            let Some(&to) = others.get(f.asks as usize % others.len().max(1)) else {
+                continue;
+            };
+            self.filling[i].asked_at = now;
+            self.filling[i].asks += 1;
+            let from = self.learning[i].next();
+            self.send(nic, to, &Packet::paxos(e, Msg::Fetch { from }));
+            worked = true;
+        }
+        worked
+    }
+
+    /// Handles what arrived, and what this process sent itself, until neither is left.
+    fn receive<N: Nic>(&mut self, nic: &mut N) -> bool {
+        let mut worked = false;
+        let mut buf = std::mem::take(&mut self.buf);
+        while !self.halted {
+            if let Some(p) = self.local.pop_front() {
+                self.on_packet(nic, self.me, p);
+            } else if let Some(from) = self.mesh.recv(nic, &mut buf).expect("ring reads") {
+                self.detector.heard(from, nic.now());
+                nic.work(Work::Decode, 1);
+                // A malformed packet is dropped: it cannot come from a correct process.
+                if let Ok(p) = Packet::decode(&buf) {
+                    self.on_packet(nic, from, p);
+                }
+            } else {
+                break;
+            }
+            worked = true;
+        }
+        self.buf = buf;
+        worked
+    }
+
+    /// The earliest time this server has something to do if nothing arrives.
+    fn next_timer(&self, now: Nanos) -> Nanos {
+        let tick = now.saturating_add(self.cfg.timing.heartbeat);
+        let nulls = self
+            .seats
+            .values()
+            .filter(|s| s.paxos.ready())
+            .map(|s| s.timer.deadline());
+        nulls
+            .chain(self.detector.deadline())
+            .chain([tick])
+            .min()
+            .expect("not empty")
     }
 }
 
@@ -266,35 +694,39 @@ impl<N: Nic> Process<N> for RidgeServer {
     }
 
     fn poll(&mut self, nic: &mut N) -> Progress {
+        if self.halted {
+            return Progress::worked(false);
+        }
+        // Failed writes (to a crashed peer) need no handling here: the detector notices.
+        while nic.poll_completion().is_some() {}
         let mut worked = false;
+        let now = nic.now();
         if !self.started {
-            // Algorithm 2, Task 1 ahead of any value (section 3: Phase 1 pre-executed).
+            // Algorithm 2, Task 1 ahead of any value (section 3: Phase 1 pre-executed), by
+            // each ensemble's initial coordinator (the oracles' rank 0).
             self.started = true;
             worked = true;
-            let ensembles: Vec<EnsembleId> = self.coordinating.keys().copied().collect();
-            for e in ensembles {
-                let quorum = self.cfg.quorum(e);
-                let c = self.coordinating.get_mut(&e).expect("listed");
-                let out = c.paxos.start(Round::ZERO, 0, quorum);
-                c.timer.proposed(nic.now());
-                self.send_all(nic, e, out);
+            for s in self.seats.values_mut() {
+                s.progress_at = now;
+            }
+            for f in &mut self.filling {
+                f.progress_at = now;
             }
         }
-        worked |= self.drain_backlog(nic);
-        let mut buf = std::mem::take(&mut self.buf);
-        while let Some(from) = self.mesh.recv(nic, &mut buf).expect("ring reads") {
-            worked = true;
-            nic.work(Work::Decode, 1);
-            // A malformed packet is dropped: it cannot come from a correct process.
-            if let Ok(p) = Packet::decode(&buf) {
-                self.on_packet(nic, from, p);
-            }
-        }
-        self.buf = buf;
+        worked |= self.drain_overflow(nic);
+        worked |= self.receive(nic);
+        worked |= self.watch(nic);
         worked |= self.coordinate(nic);
+        worked |= self.receive(nic);
         worked |= self.learn(nic);
-        let wake = self.coordinating.values().map(|c| c.timer.deadline()).min();
-        Progress::worked(worked).wake_at(wake)
+        worked |= self.fill_gaps(nic);
+        if self.halted {
+            return Progress::worked(false);
+        }
+        for p in self.detector.due(nic.now()) {
+            self.send(nic, p, &Packet::Heartbeat);
+        }
+        Progress::worked(worked).wake_at(Some(self.next_timer(nic.now())))
     }
 }
 
@@ -305,5 +737,54 @@ impl Server for RidgeServer {
 
     fn poll_delivery(&mut self) -> Option<Delivery> {
         self.deliveries.pop_front()
+    }
+
+    fn halted(&self) -> bool {
+        self.halted
+    }
+}
+
+/// The instance an ensemble's learners have all reached, for tests and reports.
+impl RidgeServer {
+    /// Per subscribed ensemble, the next instance this server will learn.
+    pub fn learned(&self) -> Vec<(EnsembleId, Instance)> {
+        self.subs
+            .iter()
+            .zip(&self.learning)
+            .map(|(&e, l)| (e, l.next()))
+            .collect()
+    }
+
+    /// One line of state for failure reports.
+    pub fn describe(&self) -> String {
+        let seats: Vec<String> = self
+            .seats
+            .iter()
+            .map(|(e, s)| {
+                format!(
+                    "e{}: rank {} trusts {} promised {:?} c_rnd {:?} quorum {:?} ready {} waiting {} undecided {} votes {} restarts {}",
+                    e.0,
+                    s.rank,
+                    s.omega.expected(),
+                    s.acceptor.rnd(),
+                    s.paxos.c_rnd(),
+                    s.paxos.quorum(),
+                    s.paxos.ready(),
+                    s.waiting.len(),
+                    s.paxos.undecided(),
+                    s.acceptor.votes(),
+                    s.restarts
+                )
+            })
+            .collect();
+        format!(
+            "learned {:?} halted {} dropped {} filled {} outbox {}; {}",
+            self.learned(),
+            self.halted,
+            self.dropped,
+            self.filled,
+            self.mesh.queued() + self.overflow.values().map(VecDeque::len).sum::<usize>(),
+            seats.join("; ")
+        )
     }
 }

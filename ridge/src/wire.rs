@@ -17,6 +17,9 @@ pub enum Packet {
         e: u16,
         /// The message, timestamped by its sender.
         value: Value,
+        /// Whether an acceptor already passed it on to the coordinator it trusts (a request
+        /// is passed on once, so two acceptors with different views never bounce it).
+        forwarded: bool,
     },
     /// A message of Algorithm 2 within ensemble `e`.
     Paxos {
@@ -30,6 +33,8 @@ pub enum Packet {
         /// The message delivered.
         id: MsgId,
     },
+    /// Nothing but a sign of life ([`crate::failure`]).
+    Heartbeat,
 }
 
 impl Packet {
@@ -99,7 +104,7 @@ mod tests {
     fn msg(kind: u8, payload: Vec<u8>, null: bool) -> Msg {
         let v = value(payload, null);
         let quorum = vec![ProcessId(1), ProcessId(2)];
-        match kind % 6 {
+        match kind % 10 {
             0 => Msg::Phase1a {
                 rnd: Round(3),
                 from: 10,
@@ -107,7 +112,9 @@ mod tests {
             1 => Msg::Phase1b {
                 rnd: Round(3),
                 from: 10,
+                low: 4,
                 votes: vec![(11, Round(2), v)],
+                last: true,
             },
             2 => Msg::Phase2 {
                 k: 12,
@@ -122,14 +129,24 @@ mod tests {
                 value: v,
                 quorum,
             },
-            _ => Msg::Value { k: 12, value: v },
+            5 => Msg::Value { k: 12, value: v },
+            6 => Msg::Reject {
+                rnd: Round(3),
+                promised: Round(9),
+            },
+            7 => Msg::Fetch { from: 3 },
+            8 => Msg::Decided {
+                k: 3,
+                values: vec![v.clone(), v],
+            },
+            _ => Msg::Trimmed { low: 5 },
         }
     }
 
     proptest! {
         #[test]
         fn every_message_comes_back_as_it_went(
-            kind in 0u8..6,
+            kind in 0u8..10,
             payload in proptest::collection::vec(any::<u8>(), 0..300),
             null in any::<bool>(),
         ) {
@@ -141,7 +158,7 @@ mod tests {
         /// huge allocations.
         #[test]
         fn damaged_bytes_are_refused_or_read_as_some_message(
-            kind in 0u8..6,
+            kind in 0u8..10,
             cut in any::<prop::sample::Index>(),
             noise in proptest::collection::vec(any::<u8>(), 0..64),
         ) {

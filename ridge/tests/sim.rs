@@ -1,15 +1,29 @@
-//! Ridge on the simulator, the normal case: messages to one group and to several, checked
-//! against the five atomic multicast properties.
+//! Ridge on the simulator: the normal case (messages to one group and to several) and section
+//! 4.4's failures (a crashed coordinator, a falsely suspected one, a crashed distributor),
+//! checked against the five atomic multicast properties.
 
 use multicast::testing::{run_sim, SimRun};
 use multicast::{DestPolicy, LoadSpec};
 use ridge::clock::Skew;
+use ridge::config::AllAcceptors;
 use ridge::{nodes, Config, RidgeClient, RidgeServer};
-use transport::Nanos;
+use transport::runtime::sim::Fault;
+use transport::{Nanos, ProcessId};
 
 type Outcome = SimRun<RidgeServer, RidgeClient>;
 
 fn run(cfg: &Config, dest: DestPolicy, profile: &str, seed: u64, stop_ms: u64) -> Outcome {
+    run_with(cfg, dest, profile, seed, stop_ms, Vec::new())
+}
+
+fn run_with(
+    cfg: &Config,
+    dest: DestPolicy,
+    profile: &str,
+    seed: u64,
+    stop_ms: u64,
+    faults: Vec<Fault>,
+) -> Outcome {
     cfg.validate().unwrap();
     let load = LoadSpec {
         dest,
@@ -23,7 +37,7 @@ fn run(cfg: &Config, dest: DestPolicy, profile: &str, seed: u64, stop_ms: u64) -
         nodes(cfg, load, seed, true),
         profile,
         seed,
-        Vec::new(),
+        faults,
         Nanos(stop_ms * 1_000_000),
         Nanos(50_000_000),
     )
@@ -49,4 +63,96 @@ fn single_group_messages_merge_with_e_all_on_a_lan_with_skewed_clocks() {
     let o = run(&cfg, DestPolicy::Single, "lan-1g", 2, 20);
     o.assert_safe_and_live();
     assert!(o.completed > 10, "{}", o.completed);
+}
+
+fn ms(x: f64) -> Nanos {
+    Nanos((x * 1e6) as u64)
+}
+
+/// Servers of the run, for what they report.
+fn servers(o: &Outcome) -> Vec<&RidgeServer> {
+    o.sim
+        .processes()
+        .iter()
+        .filter_map(|n| match n {
+            multicast::Node::Server(s) => Some(&s.server),
+            multicast::Node::Client(_) => None,
+        })
+        .collect()
+}
+
+/// Multicasts completed that were sent after `t`.
+fn completed_after(o: &Outcome, t: Nanos) -> usize {
+    o.sim
+        .processes()
+        .iter()
+        .filter_map(|n| match n {
+            multicast::Node::Client(c) => c.completions.as_ref(),
+            multicast::Node::Server(_) => None,
+        })
+        .flatten()
+        .filter(|c| c.sent_at > t)
+        .count()
+}
+
+/// Two groups of three; `e_all`'s acceptors are group 0's (p0 coordinates `e_0` and `e_all`).
+fn two_groups() -> Config {
+    let mut cfg = Config::new(2, 3, 4);
+    cfg.all_acceptors = AllAcceptors::FirstGroup;
+    cfg.delta = Nanos(200_000);
+    cfg
+}
+
+#[test]
+fn a_crashed_coordinator_is_replaced_and_clients_find_the_new_one() {
+    let cfg = two_groups();
+    let crash = Fault::CrashMidPost {
+        at: ms(5.0),
+        process: ProcessId(0),
+    };
+    let o = run_with(&cfg, DestPolicy::Random(2), "lan-1g", 3, 40, vec![crash]);
+    o.assert_safe_and_live();
+    let s = servers(&o);
+    assert!(s[1].restarted(), "p1 took over: {}", s[1].describe());
+    let after = completed_after(&o, ms(15.0));
+    assert!(
+        after > 20,
+        "{after} multicasts sent after the failover completed"
+    );
+}
+
+#[test]
+fn a_paused_coordinator_is_replaced_then_resigns_and_nothing_is_lost() {
+    let cfg = two_groups();
+    let pause = Fault::Pause {
+        at: ms(5.0),
+        process: ProcessId(0),
+        duration: ms(4.0),
+    };
+    let o = run_with(&cfg, DestPolicy::Random(2), "lan-1g", 4, 40, vec![pause]);
+    o.assert_safe_and_live();
+    let s = servers(&o);
+    assert!(s[1].restarted(), "p1 took over: {}", s[1].describe());
+    assert!(
+        s[0].describe().contains("trusts 1"),
+        "p0 resigned and trusts p1: {}",
+        s[0].describe()
+    );
+    assert!(completed_after(&o, ms(15.0)) > 20);
+}
+
+#[test]
+fn learners_fill_the_gaps_a_crashed_distributor_leaves() {
+    // e_all's chain is p0, p1; its distributors are p2 .. p5. p3 crashes: values it was
+    // handed are lost, the learners that miss them ask the acceptors.
+    let cfg = two_groups();
+    let crash = Fault::CrashMidPost {
+        at: ms(5.0),
+        process: ProcessId(3),
+    };
+    let o = run_with(&cfg, DestPolicy::All, "lan-1g", 5, 30, vec![crash]);
+    o.assert_safe_and_live();
+    let filled: u64 = servers(&o).iter().map(|s| s.filled()).sum();
+    assert!(filled > 0, "no learner filled a gap");
+    assert!(completed_after(&o, ms(10.0)) > 20);
 }

@@ -317,6 +317,7 @@ pub(crate) const CHECKED: &[Checked] = &[
     Checked::of::<ramcast::check::RamcastRun>(),
     Checked::of::<tram::check::TramRun>(),
     Checked::of::<rdmc::check::RdmcRun>(),
+    Checked::of::<ridge::check::RidgeRun>(),
 ];
 
 /// The registered protocol called `name`.

@@ -47,7 +47,7 @@ impl Net {
             learners: ensemble
                 .learners
                 .iter()
-                .map(|&l| (l, Learning::default()))
+                .map(|&l| (l, Learning::new(16)))
                 .collect(),
             ensemble,
             queue: VecDeque::new(),
@@ -71,7 +71,7 @@ impl Net {
                 Msg::Phase1a { rnd, from } => self
                     .acceptors
                     .get_mut(&to)
-                    .map_or(Vec::new(), |a| a.on_phase1a(p(0), rnd, from)),
+                    .map_or(Vec::new(), |a| a.on_phase1a(p(0), rnd, from, 4096)),
                 Msg::Phase1b { .. } => unreachable!("promises are routed by `phase1`"),
                 Msg::Phase2 {
                     k,
@@ -84,7 +84,7 @@ impl Net {
                         l.value(k, value.clone());
                     }
                     self.acceptors.get_mut(&to).map_or(Vec::new(), |a| {
-                        a.on_phase2(&learners, k, rnd, value, quorum, count)
+                        a.on_phase2(&learners, k, rnd, value, quorum, count, |_| false)
                     })
                 }
                 Msg::Decision { k, id } => {
@@ -102,6 +102,7 @@ impl Net {
                     self.learners.get_mut(&to).expect("learner").value(k, value);
                     Vec::new()
                 }
+                m => unreachable!("the normal case sends no {m:?}"),
             };
             self.send(out);
         }
@@ -120,12 +121,21 @@ impl Net {
                 .acceptors
                 .get_mut(&a)
                 .unwrap()
-                .on_phase1a(p(0), rnd, from)
+                .on_phase1a(p(0), rnd, from, 4096)
             {
-                let Msg::Phase1b { rnd, votes, .. } = reply else {
+                let Msg::Phase1b {
+                    rnd,
+                    low,
+                    votes,
+                    last,
+                    ..
+                } = reply
+                else {
                     unreachable!()
                 };
-                out.extend(self.coordinator.on_phase1b(a, rnd, votes));
+                let (o, displaced) = self.coordinator.on_phase1b(a, rnd, low, votes, last);
+                assert!(displaced.is_empty(), "{displaced:?}");
+                out.extend(o);
             }
         }
         out
@@ -239,15 +249,31 @@ fn an_acceptor_ignores_rounds_below_its_promise_and_holes_are_filled_with_null()
     let mut a = Acceptor::new(p(1));
     let high = Round::above(Round::ZERO, p(7));
     let low = Round(high.0 - 1);
-    assert_eq!(a.on_phase1a(p(7), high, 0).len(), 1);
-    assert!(
-        a.on_phase1a(p(0), low, 0).is_empty(),
-        "no promise below the last"
+    assert_eq!(a.on_phase1a(p(7), high, 0, 4096).len(), 1);
+    assert_eq!(
+        a.on_phase1a(p(0), low, 0, 4096),
+        vec![(
+            p(0),
+            Msg::Reject {
+                rnd: low,
+                promised: high
+            }
+        )],
+        "no promise below the last, and the coordinator is told"
     );
-    let out = a.on_phase2(&[p(1)], 0, low, value(50, 0, 8), vec![p(1), p(2)], 0);
+    let low7 = Round(7); // counter 0, owner p7: below `high`
+    let out = a.on_phase2(
+        &[p(1)],
+        0,
+        low7,
+        value(50, 0, 8),
+        vec![p(1), p(2)],
+        0,
+        |_| false,
+    );
     assert!(
-        out.is_empty() && a.vote(0).is_none(),
-        "no vote below the promise"
+        matches!(&out[..], [(to, Msg::Reject { .. })] if *to == p(7)) && a.vote(0).is_none(),
+        "no vote below the promise: {out:?}"
     );
 
     // A coordinator that hears of a vote in instance 2 only proposes null in 0 and 1.
@@ -260,9 +286,10 @@ fn an_acceptor_ignores_rounds_below_its_promise_and_holes_are_filled_with_null()
     let rnd = c.c_rnd();
     let voted = value(50, 3, 8);
     assert!(c
-        .on_phase1b(p(1), rnd, vec![(2, Round(5), voted.clone())])
+        .on_phase1b(p(1), rnd, 0, vec![(2, Round(5), voted.clone())], true)
+        .0
         .is_empty());
-    let out = c.on_phase1b(p(2), rnd, Vec::new());
+    let (out, _) = c.on_phase1b(p(2), rnd, 0, Vec::new(), true);
     let proposed: Vec<(Instance, bool)> = out
         .iter()
         .map(|(_, m)| match m {

@@ -1,6 +1,7 @@
-//! Ridge in the harness: its deployment from the common flags and what the harness reads of
-//! its servers. `run` and `compare` only for now: Ridge has no failure handling yet (issue 14),
-//! so it is not among `check`'s protocols.
+//! Ridge in the harness: its deployment from the common flags, what the harness reads of its
+//! servers, and its `check` sweep ([`check`]).
+
+pub(crate) mod check;
 
 use super::{Multicast, Shape};
 use crate::experiment::Observed;
@@ -45,10 +46,14 @@ impl Multicast for Ridge {
         load: LoadSpec,
         seed: u64,
         log: bool,
-        _wall: bool,
+        wall: bool,
     ) -> Vec<Node<RidgeServer, RidgeClient>> {
-        // Delta is wall-clock sized already (1 ms), and Ridge has no failure timeouts yet.
-        ridge::nodes(cfg, load, seed, log)
+        let mut cfg = cfg.clone();
+        if wall {
+            // Delta is wall-clock sized already (1 ms); the failure timeouts are not.
+            cfg.timing = ridge::config::Timing::WALL;
+        }
+        ridge::nodes(&cfg, load, seed, log)
     }
 
     fn slots(cfg: &Config) -> (usize, usize) {
@@ -71,14 +76,17 @@ impl Multicast for Ridge {
 
 impl Observed for RidgeServer {
     fn changed_leader(&self) -> bool {
-        // No coordinator is ever replaced yet (section 4.4 is not implemented).
-        false
+        self.restarted()
     }
     fn refused_writes(&self) -> u64 {
+        // Ridge passes messages; nothing is revoked.
         0
     }
+    fn extra(&self) -> u64 {
+        self.filled()
+    }
     fn state<N: transport::Nic>(&self, _nic: &N) -> String {
-        format!("{self:?}")
+        self.describe()
     }
 }
 
