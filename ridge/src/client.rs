@@ -2,8 +2,8 @@
 //! from its local clock, sends it to the coordinator of the ensemble its destinations map to,
 //! and completes the multicast once a server of every destination group answered. Without an
 //! answer for [`crate::config::Timing::retry`], it sends the same message (same id and
-//! timestamp) to the ensemble's next acceptor, which passes it on to the coordinator it trusts
-//! (the coordinator may have crashed or been replaced; see [`crate::server`]).
+//! timestamp) to every acceptor of the ensemble, which pass it on to the coordinator they
+//! trust (the coordinator may have crashed or been replaced; see [`crate::server`]).
 
 use crate::clock::{Clock, Stamper};
 use crate::config::Config;
@@ -27,9 +27,8 @@ struct InFlight {
     /// The ensemble and the request, for a retry.
     e: EnsembleId,
     value: Value,
-    /// When it was last sent, and how many times.
+    /// When it was last sent.
     last_sent: Nanos,
-    tries: usize,
 }
 
 /// A Ridge client.
@@ -40,8 +39,8 @@ pub struct RidgeClient {
     mesh: Mesh,
     /// Each ensemble's acceptors, by ensemble index; the first is its initial coordinator.
     acceptors: Vec<Vec<ProcessId>>,
-    /// Per ensemble, the rank of the acceptor asked first: the initial coordinator until a
-    /// retry moves it on (a crashed coordinator then costs one timeout, not one per message).
+    /// Per ensemble, the rank of the acceptor asked first: the initial coordinator, then the
+    /// last acceptor of the ensemble that answered.
     target: Vec<usize>,
     stamper: Stamper,
     next_seq: u64,
@@ -77,8 +76,9 @@ impl RidgeClient {
 }
 
 impl RidgeClient {
-    /// Sends the request in flight to the ensemble's next acceptor once the retry timeout
-    /// passed without an answer; returns whether it did.
+    /// Sends the request in flight to every acceptor of its ensemble once the retry timeout
+    /// passed without an answer (each passes it on to the coordinator it trusts; whatever is
+    /// decided twice is delivered once); returns whether it did.
     fn retry<N: Nic>(&mut self, nic: &mut N) -> bool {
         let now = nic.now();
         let retry = self.cfg.timing.retry;
@@ -88,21 +88,18 @@ impl RidgeClient {
         if now < f.last_sent.saturating_add(retry) {
             return false;
         }
-        let acceptors = &self.acceptors[f.e.0 as usize];
-        let target = &mut self.target[f.e.0 as usize];
-        *target = (*target + 1) % acceptors.len();
-        let to = acceptors[*target];
         let bytes = Packet::Request {
             e: f.e.0,
             value: f.value.clone(),
             forwarded: false,
         }
         .encode();
-        nic.work(Work::Copy, bytes.len() as u64);
-        // A full ring towards this acceptor: the next one is asked after another timeout.
-        let _ = self.mesh.send(nic, to, &bytes);
+        for &to in &self.acceptors[f.e.0 as usize] {
+            nic.work(Work::Copy, bytes.len() as u64);
+            // A full ring towards an acceptor (crashed, or paused): the others are asked.
+            let _ = self.mesh.send(nic, to, &bytes);
+        }
         f.last_sent = now;
-        f.tries += 1;
         true
     }
 }
@@ -128,6 +125,14 @@ impl<N: Nic> Process<N> for RidgeClient {
             let Some(f) = self.inflight.as_mut().filter(|f| f.id == id) else {
                 continue;
             };
+            // A server that answers is alive: if it accepts for the ensemble, ask it first
+            // next time (a crashed first choice then costs one retry, not one per message).
+            if let Some(rank) = self.acceptors[f.e.0 as usize]
+                .iter()
+                .position(|&a| a == from)
+            {
+                self.target[f.e.0 as usize] = rank;
+            }
             f.answered = DestSet::of(f.answered.groups().chain([g])).expect("known group");
             if f.dst.groups().all(|h| f.answered.contains(h)) {
                 let f = self.inflight.take().expect("in flight");
@@ -209,7 +214,6 @@ impl<N: Nic> Client<N> for RidgeClient {
             e,
             value,
             last_sent: now,
-            tries: 1,
         });
         Ok(id)
     }

@@ -75,8 +75,8 @@ pub struct Timing {
     /// A peer heard nothing from for this long is suspected (coordinator replacement, another
     /// quorum, another distributor, gap filling).
     pub suspect: Nanos,
-    /// A client that got no answer this long after sending asks another acceptor of the
-    /// ensemble, which forwards to the coordinator it trusts.
+    /// A client that got no answer this long after sending asks every acceptor of the
+    /// ensemble, which pass the request on to the coordinator they trust.
     pub retry: Nanos,
 }
 

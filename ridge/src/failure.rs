@@ -4,8 +4,9 @@
 //!
 //! Who watches whom: each process watches the acceptors and learners of every ensemble it is
 //! an acceptor or learner of (a coordinator its quorum, the last acceptor its distributors,
-//! acceptors their coordinator, learners the acceptors they fill gaps from). The coordinator
-//! oracle itself is [`multicast::Omega`], fed with the packet counts kept here.
+//! learners the acceptors they fill gaps from). Who coordinates is not this detector's call:
+//! the acceptors' [`multicast::Omega`] watches signs that a process *leads* (see
+//! [`crate::server`]), since a live process that stopped coordinating must not be trusted.
 
 use transport::{Nanos, ProcessId};
 
@@ -14,8 +15,7 @@ use transport::{Nanos, ProcessId};
 pub struct Detector {
     /// The processes watched and sent heartbeats to.
     peers: Vec<ProcessId>,
-    /// Per process id: packets received from it, and when the last one came.
-    heard: Vec<u64>,
+    /// Per process id: when the last packet from it came.
     heard_at: Vec<Nanos>,
     /// Per process id: when this process last sent it something.
     sent_at: Vec<Nanos>,
@@ -34,7 +34,6 @@ impl Detector {
     ) -> Detector {
         Detector {
             peers,
-            heard: vec![0; processes],
             heard_at: vec![Nanos::ZERO; processes],
             sent_at: vec![Nanos::ZERO; processes],
             heartbeat,
@@ -45,7 +44,6 @@ impl Detector {
     /// A packet from `p` arrived at `now`.
     pub fn heard(&mut self, p: ProcessId, now: Nanos) {
         if let Some(i) = self.index(p) {
-            self.heard[i] += 1;
             self.heard_at[i] = now;
         }
     }
@@ -55,11 +53,6 @@ impl Detector {
         if let Some(i) = self.index(p) {
             self.sent_at[i] = now;
         }
-    }
-
-    /// Packets received from `p` so far (the beat [`multicast::Omega`] watches).
-    pub fn beat(&self, p: ProcessId) -> u64 {
-        self.index(p).map_or(0, |i| self.heard[i])
     }
 
     /// Whether `p` has been silent for longer than the suspicion timeout at `now`.
@@ -92,7 +85,7 @@ impl Detector {
 
     fn index(&self, p: ProcessId) -> Option<usize> {
         let i = p.0 as usize;
-        (i < self.heard.len()).then_some(i)
+        (i < self.heard_at.len()).then_some(i)
     }
 }
 
@@ -108,7 +101,6 @@ mod tests {
         assert!(d.suspects(ProcessId(1), us(101)));
         d.heard(ProcessId(1), us(90));
         assert!(!d.suspects(ProcessId(1), us(150)) && d.suspects(ProcessId(2), us(150)));
-        assert_eq!(d.beat(ProcessId(1)), 1);
         d.sent(ProcessId(1), us(5));
         assert_eq!(d.due(us(10)), vec![ProcessId(2)]);
         assert_eq!(d.deadline(), Some(us(10)));

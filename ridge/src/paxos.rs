@@ -553,12 +553,14 @@ impl Coordinator {
         (rnd == self.c_rnd && promised > self.c_rnd).then_some(promised)
     }
 
-    /// Instance `k` was learned decided with id `id`; returns this coordinator's own proposal
-    /// there if a different value took the instance (to be proposed again).
-    pub fn learned(&mut self, k: Instance, id: MsgId) -> Option<Value> {
-        self.proposed
-            .remove(&k)
-            .filter(|v| v.id != id && !v.is_null())
+    /// Instance `k` was learned decided with id `id`. Returns whether this coordinator had
+    /// proposed there (its round made progress), and its proposal if a different value took
+    /// the instance (to be proposed again).
+    pub fn learned(&mut self, k: Instance, id: MsgId) -> (bool, Option<Value>) {
+        match self.proposed.remove(&k) {
+            Some(v) => (true, Some(v).filter(|v| v.id != id && !v.is_null())),
+            None => (false, None),
+        }
     }
 
     /// Gives up coordinating: the values proposed and not learned decided, to hand to the next

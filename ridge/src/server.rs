@@ -59,6 +59,10 @@ struct Seat {
     acceptors: Vec<ProcessId>,
     /// Which rank coordinates, in this acceptor's view.
     omega: Omega,
+    /// Per rank, signs that it coordinates in the newest round seen ([`Packet::Lead`], its
+    /// Phase 1a and Phase 2): the beats the oracle watches.
+    leads: Vec<u64>,
+
     paxos: Coordinator,
     timer: NullTimer,
     /// Values to propose once Phase 1 completes (clients' requests, displaced proposals).
@@ -111,6 +115,8 @@ pub struct RidgeServer {
     local: VecDeque<Packet>,
     /// Per peer, packets that found its ring and outbox full (see [`Self::drain_overflow`]).
     overflow: BTreeMap<ProcessId, VecDeque<Vec<u8>>>,
+    /// When this server last sent its [`Packet::Lead`]s.
+    lead_at: Nanos,
     started: bool,
     halted: bool,
     /// Packets dropped at a full outbox, and decisions learned through gap filling.
@@ -151,6 +157,7 @@ impl RidgeServer {
                 acceptor: Acceptor::new(me),
                 rank,
                 omega: Omega::new(ens.acceptors.len()),
+                leads: vec![0; ens.acceptors.len()],
                 paxos: Coordinator::new(me, ens.clone()),
                 timer: NullTimer::new(me.0, cfg.delta, Nanos::ZERO),
                 waiting: VecDeque::new(),
@@ -188,6 +195,7 @@ impl RidgeServer {
             deliveries: VecDeque::new(),
             local: VecDeque::new(),
             overflow: BTreeMap::new(),
+            lead_at: Nanos::ZERO,
             started: false,
             halted: false,
             dropped: 0,
@@ -290,6 +298,11 @@ impl RidgeServer {
                 forwarded,
             } => self.on_request(nic, EnsembleId(e), value, forwarded),
             Packet::Paxos { e, msg } => self.on_paxos(nic, from, EnsembleId(e), msg),
+            Packet::Lead { leads } => {
+                for (e, rnd) in leads {
+                    self.saw_round(nic, EnsembleId(e), rnd);
+                }
+            }
             Packet::Response { .. } | Packet::Heartbeat => {}
         }
     }
@@ -319,23 +332,31 @@ impl RidgeServer {
         }
     }
 
-    /// Section 4.4.1: round `rnd` of another coordinator is live in `e`; a coordinator of a
-    /// lower round resigns, hands what it holds to that round's owner and trusts it.
+    /// Section 4.4.1: round `rnd` is live in `e`. If it is the newest round seen, its owner
+    /// coordinates: that counts as its beat, and a coordinator of a lower round resigns, hands
+    /// what it holds to the owner and trusts it.
     fn saw_round<N: Nic>(&mut self, nic: &mut N, e: EnsembleId, rnd: Round) {
         let now = nic.now();
         let Some(seat) = self.seats.get_mut(&e) else {
             return;
         };
-        seat.highest = seat.highest.max(rnd);
-        let owner = rnd.owner();
-        if owner == self.me || rnd <= seat.paxos.c_rnd() {
+        if rnd < seat.highest {
+            // A deposed coordinator's late message: it says nothing about who leads now.
             return;
         }
+        seat.highest = rnd;
+        let owner = rnd.owner();
         let Some(rank) = seat.acceptors.iter().position(|&a| a == owner) else {
             return;
         };
-        let beat = self.detector.beat(owner);
-        seat.omega.expect(rank, now, Some(beat));
+        seat.leads[rank] += 1;
+        if owner == self.me || rnd <= seat.paxos.c_rnd() {
+            return;
+        }
+        if seat.omega.expected() != rank {
+            let beat = seat.leads[rank];
+            seat.omega.expect(rank, now, Some(beat));
+        }
         if !seat.paxos.active() {
             return;
         }
@@ -373,9 +394,6 @@ impl RidgeServer {
                 ..
             } => match self.seats.get_mut(&e) {
                 Some(s) => {
-                    if std::env::var("RIDGE_TRACE").is_ok() {
-                        eprintln!("{now} {:?} e{} phase1b from {from:?} rnd {rnd:?} c_rnd {:?} votes {} last {last}", self.me, e.0, s.paxos.c_rnd(), votes.len());
-                    }
                     if rnd == s.paxos.c_rnd() {
                         // Promises arriving are progress, however slowly they come.
                         s.progress_at = now;
@@ -489,11 +507,9 @@ impl RidgeServer {
             let seat = self.seats.get_mut(&e).expect("listed");
             let expected = seat.omega.expected();
             if expected != seat.rank {
-                let acceptors = &seat.acceptors;
+                let leads = &seat.leads;
                 seat.omega
-                    .observe(detector.beat(acceptors[expected]), now, suspect, |r| {
-                        detector.beat(acceptors[r])
-                    });
+                    .observe(leads[expected], now, suspect, |r| leads[r]);
             }
             if seat.omega.expected() != seat.rank {
                 continue;
@@ -524,9 +540,6 @@ impl RidgeServer {
             chain.extend(fine.chain(rest).take(n / 2).copied());
             if active || seat.highest != Round::ZERO {
                 seat.restarts += 1;
-            }
-            if std::env::var("RIDGE_TRACE").is_ok() {
-                eprintln!("{now} {:?} e{} restart active {active} stalled {stalled} qs {quorum_suspected} chain {chain:?} ready {} undecided {}", self.me, e.0, seat.paxos.ready(), seat.paxos.undecided());
             }
             if active {
                 seat.backoff += 1;
@@ -580,10 +593,12 @@ impl RidgeServer {
             while let Some((k, v)) = self.learning[i].next_decided() {
                 self.filling[i].progress_at = now;
                 if let Some(seat) = self.seats.get_mut(&e) {
-                    if let Some(displaced) = seat.paxos.learned(k, v.id) {
-                        seat.waiting.push_back(displaced);
-                    }
-                    if seat.paxos.active() {
+                    let (mine, displaced) = seat.paxos.learned(k, v.id);
+                    seat.waiting.extend(displaced);
+                    // Only decisions of its own proposals are its round's progress; catching
+                    // up on older ones is not (seed 887: a coordinator whose Phase 1a was lost
+                    // kept waiting while it learned what it had missed).
+                    if mine {
                         seat.progress_at = now;
                         seat.backoff = 0;
                     }
@@ -647,6 +662,29 @@ impl RidgeServer {
             worked = true;
         }
         worked
+    }
+
+    /// Four times per suspicion timeout, a coordinator tells the other acceptors of the
+    /// ensembles it leads that it does ([`Packet::Lead`], one packet per peer).
+    fn lead<N: Nic>(&mut self, nic: &mut N) {
+        let now = nic.now();
+        let every = Nanos(self.cfg.timing.suspect.as_nanos() / 4);
+        if now < self.lead_at.saturating_add(every) {
+            return;
+        }
+        let mut to: BTreeMap<ProcessId, Vec<(u16, Round)>> = BTreeMap::new();
+        for (&e, seat) in &self.seats {
+            if !seat.paxos.active() {
+                continue;
+            }
+            for &a in seat.acceptors.iter().filter(|&&a| a != self.me) {
+                to.entry(a).or_default().push((e.0, seat.paxos.c_rnd()));
+            }
+        }
+        self.lead_at = now;
+        for (p, leads) in to {
+            self.send(nic, p, &Packet::Lead { leads });
+        }
     }
 
     /// Handles what arrived, and what this process sent itself, until neither is left.
@@ -723,6 +761,7 @@ impl<N: Nic> Process<N> for RidgeServer {
         if self.halted {
             return Progress::worked(false);
         }
+        self.lead(nic);
         for p in self.detector.due(nic.now()) {
             self.send(nic, p, &Packet::Heartbeat);
         }

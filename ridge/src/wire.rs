@@ -3,7 +3,7 @@
 //! came in nor be mistaken for a valid message.
 
 use crate::mapping::EnsembleId;
-use crate::paxos::Msg;
+use crate::paxos::{Msg, Round};
 use crate::value::Value;
 use bincode::Options;
 use multicast::MsgId;
@@ -35,6 +35,13 @@ pub enum Packet {
     },
     /// Nothing but a sign of life ([`crate::failure`]).
     Heartbeat,
+    /// The sender coordinates each ensemble `e` listed, in round `rnd`: what the other
+    /// acceptors' oracles count as its heartbeat (a process that stopped coordinating stops
+    /// sending it, so nobody keeps trusting a live process that does not lead).
+    Lead {
+        /// `(e, rnd)` per ensemble led.
+        leads: Vec<(u16, Round)>,
+    },
 }
 
 impl Packet {
