@@ -109,6 +109,19 @@ pub enum ConfigError {
     /// Delta must be positive.
     #[error("delta must be positive")]
     Delta,
+    /// The failure-detector timing cannot work.
+    #[error("timing: need 0 < heartbeat < suspect and a positive retry (got heartbeat {heartbeat}, suspect {suspect}, retry {retry})")]
+    Timing {
+        /// The heartbeat period.
+        heartbeat: Nanos,
+        /// The suspicion timeout.
+        suspect: Nanos,
+        /// The client's retry timeout.
+        retry: Nanos,
+    },
+    /// Learners must keep at least one decision for others.
+    #[error("retain must be at least 1 (decisions kept to fill other learners' gaps)")]
+    Retain,
     /// The ring shape is invalid or a slot holds no message.
     #[error("ring of {slots} slots of {slot_bytes} bytes: need at least 2 slots and more than {OVERHEAD_BYTES} bytes per slot")]
     Ring {
@@ -148,6 +161,17 @@ impl Config {
         }
         if self.delta == Nanos::ZERO {
             return Err(ConfigError::Delta);
+        }
+        let t = self.timing;
+        if t.heartbeat == Nanos::ZERO || t.heartbeat >= t.suspect || t.retry == Nanos::ZERO {
+            return Err(ConfigError::Timing {
+                heartbeat: t.heartbeat,
+                suspect: t.suspect,
+                retry: t.retry,
+            });
+        }
+        if self.retain == 0 {
+            return Err(ConfigError::Retain);
         }
         let ring = RingConfig::new(self.ring_slots, self.slot_bytes);
         if self.ring_slots < 2 || ring.is_err() || self.max_payload() == 0 {
@@ -270,5 +294,7 @@ mod tests {
         assert!(bad(|c| c.replicas = 2).contains("odd"));
         assert!(bad(|c| c.slot_bytes = 256).contains("bytes per slot"));
         assert!(bad(|c| c.delta = Nanos::ZERO).contains("delta"));
+        assert!(bad(|c| c.timing.heartbeat = c.timing.suspect).contains("heartbeat < suspect"));
+        assert!(bad(|c| c.retain = 0).contains("retain"));
     }
 }

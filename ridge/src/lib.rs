@@ -2,14 +2,16 @@
 //! ensembles of Paxos acceptors whose learners take turns distributing decided values, merged
 //! deterministically by timestamp.
 //!
-//! **Status (issue 14, in progress):** the normal case runs, on the simulator and on threads
-//! ([`nodes`]; tests in `tests/`): clients send to ensemble coordinators, ensembles decide
-//! with Ridge's Phase 2 over a message mesh ([`transport::mesh`], [`wire`]), servers merge
-//! their ensembles and deliver, and every run is checked against the five properties. Not
-//! yet: failures (4.4: coordinator replacement, the fallback to classic Paxos, another
-//! distributor, gap filling from acceptors), optimistic delivery (4.5), the ring and direct
-//! dissemination baselines, acceptors as processes of their own (see [`config`]), `check`, and
-//! the figures. `harness run --protocol ridge` and `harness compare` run it.
+//! **Status (issue 14, in progress):** the normal case and section 4.4's failures run, on the
+//! simulator and on threads ([`nodes`]; tests in `tests/`): clients send to ensemble
+//! coordinators, ensembles decide with Ridge's Phase 2 over a message mesh
+//! ([`transport::mesh`], [`wire`]), servers merge their ensembles and deliver; coordinators
+//! are replaced, rounds fall back around suspected acceptors, suspected distributors are
+//! passed over, learners fill gaps from acceptors, clients retry ([`server`]). Every run is
+//! checked against the five properties; `harness check --protocol ridge` sweeps seeds under
+//! crashes, pauses and clock skew. Not yet: optimistic delivery (4.5), the ring and direct
+//! dissemination baselines, acceptors as processes of their own (see [`config`]), and the
+//! figures. `harness run`, `compare` and `check` run it.
 //!
 //! | paper | code |
 //! |---|---|
@@ -23,6 +25,10 @@
 //! | Algorithm 4 (groups to ensembles) | [`mapping`] |
 //! | the deployment: groups, ensembles, coordinators, the mesh | [`config`] |
 //! | the processes: learner, acceptor and coordinator roles of a server; the client | [`server`], [`client`] |
+//! | 4.4.1 coordinator failure (Phase 1 with a higher round) | [`server`] (takeover), [`multicast::Omega`] over signs of leading |
+//! | 4.4.2 acceptor failure (re-execution in a higher round) | [`server`] (fallback round), [`paxos::Coordinator::on_phase1b`] |
+//! | 4.4.3 learner failure (another distributor; gaps filled from acceptors) | [`paxos::Balancer`], [`paxos::Learning::answer`], [`paxos::Msg::Fetch`] |
+//! | failure suspicion | [`failure`] |
 //!
 //! # Choices where the paper is silent
 //! Each is explained where it is made:
@@ -40,7 +46,10 @@
 //! - timestamps are the sender's clock in microseconds with its process id in the low 16 bits,
 //!   moved past the sender's last one when its clock has not advanced ([`clock::Stamper`]);
 //! - each process reads true time through an offset and a drift drawn from the seed, so clock
-//!   skew is part of an experiment and replays ([`clock`]).
+//!   skew is part of an experiment and replays ([`clock`]);
+//! - failures: the coordinator oracle, the fallback's quorum chain (a departure from the
+//!   paper's classic Phase 2), gap filling, duplicate requests, bounded memory and what a
+//!   dropped packet costs are in [`server`]'s docs.
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]

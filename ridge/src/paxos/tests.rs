@@ -300,3 +300,127 @@ fn an_acceptor_ignores_rounds_below_its_promise_and_holes_are_filled_with_null()
     assert_eq!(proposed, vec![(0, true), (1, true), (2, false)]);
     assert_eq!(c.propose(value(50, 4, 8)).unwrap().0, 3);
 }
+
+#[test]
+fn a_promise_too_large_for_one_packet_comes_in_several_and_counts_once_complete() {
+    let mut a = Acceptor::new(p(1));
+    let rnd = Round::above(Round::ZERO, p(0));
+    for k in 0..10 {
+        a.on_phase2(&[p(1)], k, rnd, value(50, k, 300), vec![p(1)], 0, |_| false);
+    }
+    let higher = Round::above(rnd, p(0));
+    let out = a.on_phase1a(p(0), higher, 2, 1000);
+    let chunks: Vec<(usize, bool)> = out
+        .iter()
+        .map(|(_, m)| match m {
+            Msg::Phase1b { votes, last, .. } => (votes.len(), *last),
+            m => panic!("{m:?}"),
+        })
+        .collect();
+    assert!(chunks.len() > 1, "{chunks:?}");
+    assert_eq!(
+        chunks.iter().map(|c| c.0).sum::<usize>(),
+        8,
+        "votes from 2 on"
+    );
+    assert!(chunks.iter().rev().skip(1).all(|c| !c.1) && chunks.last().unwrap().1);
+
+    // Trimmed votes are not reported, and the promise says below what nothing is proposed.
+    a.trim(5);
+    let out = a.on_phase1a(p(0), Round::above(higher, p(0)), 0, 100_000);
+    let Msg::Phase1b { low, votes, .. } = &out[0].1 else {
+        panic!("{out:?}")
+    };
+    assert_eq!((*low, votes.first().map(|v| v.0)), (5, Some(5)));
+    assert_eq!(a.votes(), 5);
+}
+
+#[test]
+fn a_new_round_proposes_its_own_unvoted_values_again_and_returns_displaced_ones() {
+    let ensemble = Ensemble {
+        acceptors: vec![p(1), p(2), p(3)],
+        learners: vec![p(4)],
+    };
+    let mut c = Coordinator::new(p(0), ensemble);
+    c.start(Round::ZERO, 0, vec![p(1), p(2)]);
+    let r1 = c.c_rnd();
+    c.on_phase1b(p(1), r1, 0, Vec::new(), true);
+    c.on_phase1b(p(2), r1, 0, Vec::new(), true);
+    let mine: Vec<Value> = (0..3).map(|s| value(50, s, 8)).collect();
+    for v in &mine {
+        c.propose(v.clone()).unwrap();
+    }
+    assert_eq!(c.undecided(), 3);
+    // A fallback round: instance 1 holds another coordinator's value with a higher vote.
+    c.start(r1, 0, vec![p(1), p(3)]);
+    let r2 = c.c_rnd();
+    let theirs = value(60, 0, 8);
+    c.on_phase1b(
+        p(1),
+        r2,
+        0,
+        vec![(1, Round(r1.0 + 1), theirs.clone())],
+        true,
+    );
+    let (out, displaced) = c.on_phase1b(p(3), r2, 0, Vec::new(), true);
+    let proposed: Vec<(Instance, MsgId)> = out
+        .iter()
+        .map(|(_, m)| match m {
+            Msg::Phase2 { k, value, .. } => (*k, value.id),
+            m => panic!("{m:?}"),
+        })
+        .collect();
+    assert_eq!(
+        proposed,
+        vec![(0, mine[0].id), (1, theirs.id), (2, mine[2].id)]
+    );
+    assert_eq!(displaced, vec![mine[1].clone()], "to be proposed again");
+    // Learning a decision of its own proposal is progress; another value there displaces it.
+    assert_eq!(c.learned(0, mine[0].id), (true, None));
+    assert_eq!(c.learned(2, theirs.id), (true, Some(mine[2].clone())));
+    assert_eq!(c.learned(7, theirs.id), (false, None));
+}
+
+#[test]
+fn learners_pick_the_decided_value_among_rounds_and_answer_gaps_from_what_they_keep() {
+    let mut l = Learning::new(3);
+    let (a, b) = (value(50, 0, 8), value(51, 0, 8));
+    l.value(0, a.clone());
+    l.value(0, b.clone());
+    l.decided(0, b.id);
+    assert_eq!(l.next_decided().map(|(k, v)| (k, v.id)), Some((0, b.id)));
+    // Instance 2's decision arrived, instance 1's did not: a gap.
+    l.fill(2, value(50, 2, 8));
+    assert!(l.gap() && l.next_decided().is_none());
+    l.fill(1, value(50, 1, 8));
+    for _ in 0..2 {
+        l.next_decided().unwrap();
+    }
+    for k in 3..6 {
+        l.fill(k, value(50, k, 8));
+        l.next_decided().unwrap();
+    }
+    // Keeps the last 3 (instances 3, 4, 5).
+    assert_eq!(l.low(), 3);
+    assert_eq!(l.answer(2, 10_000), Some(Msg::Trimmed { low: 3 }));
+    let Some(Msg::Decided { k, values }) = l.answer(4, 10_000) else {
+        panic!()
+    };
+    assert_eq!((k, values.len()), (4, 2));
+    assert_eq!(l.answer(6, 10_000), None, "nothing decided from 6 on");
+}
+
+#[test]
+fn the_last_acceptor_passes_over_a_suspected_distributor() {
+    let mut b = Balancer::default();
+    let learners = [p(1), p(2), p(3), p(4)];
+    let v = value(50, 0, 8);
+    assert_eq!(b.pick(&learners, &[p(1), p(2)], &v, |_| false), Some(p(3)));
+    // p4 has distributed less, but is suspected: p3 again.
+    assert_eq!(
+        b.pick(&learners, &[p(1), p(2)], &v, |l| l == p(4)),
+        Some(p(3))
+    );
+    // Everyone outside Q suspected: still someone (the least loaded).
+    assert_eq!(b.pick(&learners, &[p(1), p(2)], &v, |_| true), Some(p(4)));
+}
