@@ -170,6 +170,7 @@ impl Workload {
             slots: 16,
             log_slots: 64,
             delta: None,
+            dissemination: None,
             slot_bytes: None,
             dest_tree: None,
         }

@@ -179,6 +179,11 @@ struct RunArgs {
     /// learner waits up to about this long for an idle ensemble [default: 1ms, the paper's].
     #[arg(long, value_parser = experiment::parse_duration)]
     delta: Option<Nanos>,
+    /// Ridge: how Phase 2 disseminates: `ridge` (the paper's quorum chain and rotating
+    /// distributors), `ring` (Ring Paxos: the value along the learners) or `direct` (LibPaxos:
+    /// 2a to every acceptor, 2b with the value to every learner) [default: ridge].
+    #[arg(long)]
+    dissemination: Option<ridge::paxos::Dissemination>,
     /// OS threads for the local runtime [default: available cores].
     #[arg(long)]
     threads: Option<usize>,

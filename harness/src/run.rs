@@ -30,6 +30,7 @@ fn deployment(a: &RunArgs) -> Result<protocols::Deployment, String> {
         slots: a.slots,
         log_slots: a.log_slots,
         delta: a.delta,
+        dissemination: a.dissemination,
         slot_bytes: a.slot_bytes,
         dest_tree: None,
     };

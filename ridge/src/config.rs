@@ -17,7 +17,7 @@
 
 use crate::clock::Skew;
 use crate::mapping::{EnsembleId, Mapping};
-use crate::paxos::Ensemble;
+use crate::paxos::{Dissemination, Ensemble};
 use multicast::{GroupId, Membership, MAX_GROUPS};
 use transport::mesh::MeshLayout;
 use transport::ring::RingConfig;
@@ -56,6 +56,8 @@ pub struct Config {
     pub outbox: usize,
     /// Where `e_all`'s acceptors are.
     pub all_acceptors: AllAcceptors,
+    /// How Phase 2 disseminates (Ridge's, or one of the evaluation's baselines).
+    pub dissemination: Dissemination,
 }
 
 /// Where `e_all`'s acceptors are (see the module docs).
@@ -148,6 +150,7 @@ impl Config {
             retain: 4096,
             outbox: 1024,
             all_acceptors: AllAcceptors::Spread,
+            dissemination: Dissemination::Ridge,
         }
     }
 

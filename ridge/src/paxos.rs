@@ -122,6 +122,35 @@ pub enum Msg {
         /// The decided value.
         value: Value,
     },
+    /// The ring baseline: the decided `value` of instance `k` passed along the learners
+    /// outside `quorum`, each to the next (Ring Paxos style).
+    Relay {
+        /// The instance.
+        k: Instance,
+        /// The decided value.
+        value: Value,
+        /// The quorum that decided it.
+        quorum: Vec<ProcessId>,
+    },
+    /// The direct baseline, Algorithm 1's Phase 2a: the coordinator to every acceptor.
+    Phase2a {
+        /// The instance.
+        k: Instance,
+        /// The round.
+        rnd: Round,
+        /// The value proposed.
+        value: Value,
+    },
+    /// The direct baseline, Algorithm 1's Phase 2b: an acceptor's vote, with the value, to
+    /// every learner (LibPaxos style); a learner decides on a majority of them.
+    Accepted {
+        /// The instance.
+        k: Instance,
+        /// The round voted in.
+        rnd: Round,
+        /// The value voted for.
+        value: Value,
+    },
     /// Section 4.4.3: a learner missing decisions asks what was decided from `from` on.
     Fetch {
         /// The first instance the learner lacks.
@@ -140,6 +169,52 @@ pub enum Msg {
         /// The lowest instance still held.
         low: Instance,
     },
+}
+
+/// How Phase 2 takes a value to the acceptors and the decision to the learners. Ridge's is the
+/// paper's; the other two are the baselines of its evaluation (section 6), sharing everything
+/// else (Phase 1, failures, the merge) so that a comparison measures dissemination alone.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Dissemination {
+    /// Algorithm 2: the value along the quorum chain, then a distributing learner chosen by
+    /// load sends it to the learners outside the quorum.
+    #[default]
+    Ridge,
+    /// Ring Paxos: the value along the quorum chain, then along the learners outside the
+    /// quorum, each passing it to the next.
+    Ring,
+    /// LibPaxos: the coordinator sends the value to every acceptor (2a), every acceptor sends
+    /// its vote with the value to every learner (2b).
+    Direct,
+}
+
+impl Dissemination {
+    /// Every dissemination, by name.
+    pub const ALL: [(&'static str, Dissemination); 3] = [
+        ("ridge", Dissemination::Ridge),
+        ("ring", Dissemination::Ring),
+        ("direct", Dissemination::Direct),
+    ];
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, d)| *d == self)
+            .map(|(n, _)| *n)
+            .expect("listed")
+    }
+}
+
+impl std::str::FromStr for Dissemination {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .iter()
+            .find(|(n, _)| *n == s)
+            .map(|(_, d)| *d)
+            .ok_or_else(|| format!("unknown dissemination `{s}`: ridge, ring or direct"))
+    }
 }
 
 /// The sequence range of gap-filling null values' ids (a client's own sequence numbers count
@@ -211,6 +286,7 @@ pub struct Acceptor {
     /// Instances below are decided and forgotten ([`Acceptor::trim`]).
     low: Instance,
     balancer: Balancer,
+    dissemination: Dissemination,
 }
 
 /// Bytes a vote adds to a Phase 1b packet besides its payload (instance, round, id,
@@ -218,14 +294,64 @@ pub struct Acceptor {
 const VOTE_BYTES: usize = 96;
 
 impl Acceptor {
-    /// Acceptor `me`, nothing promised or voted (line 2).
+    /// Acceptor `me` disseminating Ridge's way, nothing promised or voted (line 2).
     pub fn new(me: ProcessId) -> Acceptor {
+        Acceptor::with(me, Dissemination::Ridge)
+    }
+
+    /// Acceptor `me` disseminating as `dissemination` says.
+    pub fn with(me: ProcessId, dissemination: Dissemination) -> Acceptor {
         Acceptor {
             me,
             rnd: Round::ZERO,
             votes: BTreeMap::new(),
             low: 0,
             balancer: Balancer::default(),
+            dissemination,
+        }
+    }
+
+    /// Votes for `value` in instance `k` of round `rnd` unless a higher round was promised;
+    /// otherwise the refusal to send the round's coordinator.
+    fn cast_vote(&mut self, k: Instance, rnd: Round, value: &Value) -> Result<bool, Out> {
+        if rnd < self.rnd {
+            let promised = self.rnd;
+            return Err(vec![(rnd.owner(), Msg::Reject { rnd, promised })]);
+        }
+        if k < self.low {
+            // Decided and forgotten: another vote decides nothing new.
+            return Ok(false);
+        }
+        self.rnd = rnd;
+        self.votes.insert(k, (rnd, value.clone()));
+        Ok(true)
+    }
+
+    /// The direct baseline's Phase 2a: vote, and send the vote with the value to every
+    /// learner (Algorithm 1, Task 4).
+    pub fn on_phase2a(
+        &mut self,
+        learners: &[ProcessId],
+        k: Instance,
+        rnd: Round,
+        value: Value,
+    ) -> Out {
+        match self.cast_vote(k, rnd, &value) {
+            Err(refusal) => refusal,
+            Ok(false) => Vec::new(),
+            Ok(true) => learners
+                .iter()
+                .map(|&l| {
+                    (
+                        l,
+                        Msg::Accepted {
+                            k,
+                            rnd,
+                            value: value.clone(),
+                        },
+                    )
+                })
+                .collect(),
         }
     }
 
@@ -325,21 +451,11 @@ impl Acceptor {
         count: usize,
         suspected: impl Fn(ProcessId) -> bool,
     ) -> Out {
-        if rnd < self.rnd {
-            return vec![(
-                rnd.owner(),
-                Msg::Reject {
-                    rnd,
-                    promised: self.rnd,
-                },
-            )];
+        match self.cast_vote(k, rnd, &value) {
+            Err(refusal) => return refusal,
+            Ok(false) => return Vec::new(),
+            Ok(true) => {}
         }
-        if k < self.low {
-            // Decided and forgotten: another vote decides nothing new.
-            return Vec::new();
-        }
-        self.rnd = rnd;
-        self.votes.insert(k, (rnd, value.clone()));
         if count + 1 < quorum.len() {
             // Line 28: the next acceptor in Q after this one.
             let next = quorum
@@ -367,8 +483,16 @@ impl Acceptor {
             .iter()
             .map(|&l| (l, Msg::Decision { k, id: value.id }))
             .collect();
-        if let Some(ld) = self.balancer.pick(learners, &quorum, &value, suspected) {
-            out.push((ld, Msg::Distribute { k, value, quorum }));
+        match self.dissemination {
+            Dissemination::Ring => {
+                let first = learners.iter().find(|l| !quorum.contains(l)).copied();
+                out.extend(first.map(|l| (l, Msg::Relay { k, value, quorum })));
+            }
+            _ => {
+                if let Some(ld) = self.balancer.pick(learners, &quorum, &value, suspected) {
+                    out.push((ld, Msg::Distribute { k, value, quorum }));
+                }
+            }
         }
         out
     }
@@ -403,11 +527,17 @@ pub struct Coordinator {
     /// The values this coordinator proposed and has not yet learned decided, so that a new
     /// round proposes them again where no vote says otherwise (section 4.4.2).
     proposed: BTreeMap<Instance, Value>,
+    dissemination: Dissemination,
 }
 
 impl Coordinator {
-    /// Coordinator `me` of `ensemble`, no round started.
+    /// Coordinator `me` of `ensemble` disseminating Ridge's way, no round started.
     pub fn new(me: ProcessId, ensemble: Ensemble) -> Coordinator {
+        Coordinator::with(me, ensemble, Dissemination::Ridge)
+    }
+
+    /// Coordinator `me` of `ensemble` disseminating as `dissemination` says.
+    pub fn with(me: ProcessId, ensemble: Ensemble, dissemination: Dissemination) -> Coordinator {
         Coordinator {
             me,
             ensemble,
@@ -416,6 +546,7 @@ impl Coordinator {
             phase1: Phase1::Idle,
             next: 0,
             proposed: BTreeMap::new(),
+            dissemination,
         }
     }
 
@@ -595,6 +726,24 @@ impl Coordinator {
     }
 
     fn phase2(&self, k: Instance, value: Value) -> Out {
+        if self.dissemination == Dissemination::Direct {
+            let rnd = self.c_rnd;
+            return self
+                .ensemble
+                .acceptors
+                .iter()
+                .map(|&a| {
+                    (
+                        a,
+                        Msg::Phase2a {
+                            k,
+                            rnd,
+                            value: value.clone(),
+                        },
+                    )
+                })
+                .collect();
+        }
         vec![(
             self.quorum[0],
             Msg::Phase2 {
@@ -632,6 +781,26 @@ pub fn distribute(
         .collect()
 }
 
+/// The ring baseline for learner `me`: the value goes on to the next learner outside the
+/// quorum, in the ensemble's learner order; the last one keeps it.
+pub fn relay(
+    me: ProcessId,
+    learners: &[ProcessId],
+    k: Instance,
+    value: Value,
+    quorum: Vec<ProcessId>,
+) -> Out {
+    let next = learners
+        .iter()
+        .filter(|l| !quorum.contains(l))
+        .skip_while(|&&l| l != me)
+        .nth(1)
+        .copied();
+    next.map(|l| (l, Msg::Relay { k, value, quorum }))
+        .into_iter()
+        .collect()
+}
+
 /// The most values of different ids a learner keeps for one undecided instance (rounds
 /// superseded by failures each may bring one; the oldest goes first).
 const CANDIDATES: usize = 4;
@@ -650,6 +819,8 @@ pub struct Learning {
     /// The latest decisions, ending at `next - 1`.
     recent: std::collections::VecDeque<Value>,
     retain: usize,
+    /// The direct baseline: per instance, the highest round voted in and who voted for what.
+    accepts: BTreeMap<Instance, (Round, Vec<(ProcessId, MsgId)>)>,
 }
 
 impl Learning {
@@ -661,6 +832,41 @@ impl Learning {
             next: 0,
             recent: std::collections::VecDeque::new(),
             retain,
+            accepts: BTreeMap::new(),
+        }
+    }
+
+    /// The direct baseline: acceptor `from` voted for `value` in instance `k`, round `rnd`.
+    /// Votes of one round for one value from `majority` acceptors decide it (Algorithm 1,
+    /// Task 5's learner).
+    pub fn accepted(
+        &mut self,
+        from: ProcessId,
+        k: Instance,
+        rnd: Round,
+        value: Value,
+        majority: usize,
+    ) {
+        if k < self.next {
+            return;
+        }
+        let (r, votes) = self.accepts.entry(k).or_insert((rnd, Vec::new()));
+        if rnd < *r {
+            return;
+        }
+        if rnd > *r {
+            *r = rnd;
+            votes.clear();
+        }
+        if votes.iter().any(|(a, _)| *a == from) {
+            return;
+        }
+        votes.push((from, value.id));
+        let id = value.id;
+        let n = votes.iter().filter(|(_, v)| *v == id).count();
+        self.value(k, value);
+        if n >= majority {
+            self.decided(k, id);
         }
     }
 
@@ -710,6 +916,7 @@ impl Learning {
         let id = *self.ids.get(&k)?;
         let i = self.values.get(&k)?.iter().position(|v| v.id == id)?;
         self.ids.remove(&k);
+        self.accepts.remove(&k);
         let v = self.values.remove(&k).expect("checked").swap_remove(i);
         self.next += 1;
         if self.retain > 0 {

@@ -41,7 +41,7 @@ use crate::ensemble::NullTimer;
 use crate::failure::Detector;
 use crate::mapping::{EnsembleId, Mapping};
 use crate::merge::Merge;
-use crate::paxos::{distribute, Acceptor, Coordinator, Instance, Learning, Msg, Out, Round};
+use crate::paxos::{distribute, relay, Acceptor, Coordinator, Instance, Learning, Msg, Out, Round};
 use crate::value::Value;
 use crate::wire::Packet;
 use multicast::{Delivery, GroupId, Membership, Omega, Server};
@@ -154,11 +154,11 @@ impl RidgeServer {
                 "an acceptor learns its ensemble (it answers gap fills)"
             );
             let seat = Seat {
-                acceptor: Acceptor::new(me),
+                acceptor: Acceptor::with(me, cfg.dissemination),
                 rank,
                 omega: Omega::new(ens.acceptors.len()),
                 leads: vec![0; ens.acceptors.len()],
-                paxos: Coordinator::new(me, ens.clone()),
+                paxos: Coordinator::with(me, ens.clone(), cfg.dissemination),
                 timer: NullTimer::new(me.0, cfg.delta, Nanos::ZERO),
                 waiting: VecDeque::new(),
                 progress_at: Nanos::ZERO,
@@ -454,6 +454,25 @@ impl RidgeServer {
             Msg::Value { k, value } => {
                 if let Some(i) = self.learner_slot(e) {
                     self.learning[i].value(k, value);
+                }
+                Vec::new()
+            }
+            Msg::Relay { k, value, quorum } => {
+                if let Some(i) = self.learner_slot(e) {
+                    self.learning[i].value(k, value.clone());
+                }
+                relay(self.me, &learners, k, value, quorum)
+            }
+            Msg::Phase2a { k, rnd, value } => {
+                self.saw_round(nic, e, rnd);
+                self.seats.get_mut(&e).map_or(Vec::new(), |s| {
+                    s.acceptor.on_phase2a(&learners, k, rnd, value)
+                })
+            }
+            Msg::Accepted { k, rnd, value } => {
+                let majority = self.cfg.replicas / 2 + 1;
+                if let Some(i) = self.learner_slot(e) {
+                    self.learning[i].accepted(from, k, rnd, value, majority);
                 }
                 Vec::new()
             }

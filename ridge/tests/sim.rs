@@ -6,6 +6,7 @@ use multicast::testing::{run_sim, SimRun};
 use multicast::{DestPolicy, LoadSpec};
 use ridge::clock::Skew;
 use ridge::config::AllAcceptors;
+use ridge::paxos::Dissemination;
 use ridge::{nodes, Config, RidgeClient, RidgeServer};
 use transport::runtime::sim::Fault;
 use transport::{Nanos, ProcessId};
@@ -155,4 +156,20 @@ fn learners_fill_the_gaps_a_crashed_distributor_leaves() {
     let filled: u64 = servers(&o).iter().map(|s| s.filled()).sum();
     assert!(filled > 0, "no learner filled a gap");
     assert!(completed_after(&o, ms(10.0)) > 20);
+}
+
+#[test]
+fn the_ring_and_direct_baselines_order_alike_and_survive_a_coordinator_crash() {
+    for (name, d) in Dissemination::ALL {
+        let mut cfg = two_groups();
+        cfg.dissemination = d;
+        let crash = Fault::Crash {
+            at: ms(5.0),
+            process: ProcessId(0),
+        };
+        let o = run_with(&cfg, DestPolicy::Random(2), "lan-1g", 6, 30, vec![crash]);
+        o.assert_safe_and_live();
+        let after = completed_after(&o, ms(15.0));
+        assert!(after > 20, "{name}: {after} multicasts after the failover");
+    }
 }

@@ -43,6 +43,8 @@ pub(crate) struct Shape {
     pub(crate) log_slots: usize,
     /// Ridge's Delta, if given.
     pub(crate) delta: Option<transport::Nanos>,
+    /// Ridge's dissemination, if given.
+    pub(crate) dissemination: Option<::ridge::paxos::Dissemination>,
     /// Bytes per slot, if given (else the smallest that holds `size`).
     pub(crate) slot_bytes: Option<usize>,
     /// The tree `adjacent:K` destinations are drawn from, for genuine protocols (which have
@@ -51,14 +53,19 @@ pub(crate) struct Shape {
 }
 
 impl Shape {
-    /// Refuses Ridge's `--delta` for protocol `name`, which has no null messages.
-    pub(crate) fn no_delta(&self, name: &str) -> Result<(), String> {
-        match self.delta {
-            Some(_) => Err(format!(
+    /// Refuses Ridge's own flags (`--delta`, `--dissemination`) for protocol `name`.
+    pub(crate) fn no_ridge_flags(&self, name: &str) -> Result<(), String> {
+        if self.delta.is_some() {
+            return Err(format!(
                 "--delta is Ridge's null-message period; {name} has none: leave it out"
-            )),
-            None => Ok(()),
+            ));
         }
+        if self.dissemination.is_some() {
+            return Err(format!(
+                "--dissemination chooses Ridge's Phase 2; {name} has none: leave it out"
+            ));
+        }
+        Ok(())
     }
 
     /// Refuses a message larger than `max`, what a slot of `slot_bytes` holds (`per` says for
@@ -217,10 +224,10 @@ pub(crate) const REGISTRY: &[Entry] = &[
     },
     Entry {
         name: "ridge",
-        about: "Ridge (Bezerra, Cason, Pedone, 2015): Paxos ensembles, rotating distributors, deterministic merge; normal case only so far",
+        about: "Ridge (Bezerra, Cason, Pedone, 2015): Paxos ensembles, rotating distributors, deterministic merge; variants ridge:ring, ridge:direct (its evaluation's baselines)",
         testbed: crate::testbed::RIDGE,
         deploy: deploy::<ridge::Ridge>,
-        variants: None,
+        variants: Some(ridge::DISSEMINATIONS),
     },
 ];
 

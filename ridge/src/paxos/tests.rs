@@ -424,3 +424,61 @@ fn the_last_acceptor_passes_over_a_suspected_distributor() {
     // Everyone outside Q suspected: still someone (the least loaded).
     assert_eq!(b.pick(&learners, &[p(1), p(2)], &v, |_| true), Some(p(4)));
 }
+
+#[test]
+fn the_ring_baseline_passes_the_value_along_the_learners_outside_the_quorum() {
+    let mut a = Acceptor::with(p(2), Dissemination::Ring);
+    let learners: Vec<ProcessId> = (1..=5).map(p).collect();
+    let rnd = Round::above(Round::ZERO, p(0));
+    let v = value(50, 0, 8);
+    let out = a.on_phase2(&learners, 0, rnd, v.clone(), vec![p(1), p(2)], 1, |_| false);
+    let relays: Vec<ProcessId> = out
+        .iter()
+        .filter(|(_, m)| matches!(m, Msg::Relay { .. }))
+        .map(|(to, _)| *to)
+        .collect();
+    assert_eq!(relays, vec![p(3)], "to the first learner outside Q only");
+    assert_eq!(out.len(), 6, "and the decision to every learner");
+    let hop = |me: u32| relay(p(me), &learners, 0, v.clone(), vec![p(1), p(2)]);
+    assert_eq!(hop(3)[0].0, p(4));
+    assert_eq!(hop(4)[0].0, p(5));
+    assert!(hop(5).is_empty(), "the last learner keeps it");
+}
+
+#[test]
+fn the_direct_baseline_decides_on_a_majority_of_votes_of_one_round() {
+    let ensemble = Ensemble {
+        acceptors: vec![p(1), p(2), p(3)],
+        learners: vec![p(4)],
+    };
+    let mut c = Coordinator::with(p(0), ensemble.clone(), Dissemination::Direct);
+    c.start(Round::ZERO, 0, vec![p(1), p(2)]);
+    let rnd = c.c_rnd();
+    c.on_phase1b(p(1), rnd, 0, Vec::new(), true);
+    c.on_phase1b(p(2), rnd, 0, Vec::new(), true);
+    let v = value(50, 0, 8);
+    let (_, out) = c.propose(v.clone()).unwrap();
+    assert_eq!(
+        out.iter().map(|(to, _)| *to).collect::<Vec<_>>(),
+        ensemble.acceptors,
+        "2a to every acceptor"
+    );
+    let mut a = Acceptor::with(p(1), Dissemination::Direct);
+    let votes = a.on_phase2a(&ensemble.learners, 0, rnd, v.clone());
+    assert!(matches!(&votes[..], [(to, Msg::Accepted { .. })] if *to == p(4)));
+    let mut l = Learning::new(4);
+    // A vote of an older round for another value does not count with the newer ones.
+    l.accepted(p(3), 0, Round(1), value(60, 0, 8), 2);
+    l.accepted(p(1), 0, rnd, v.clone(), 2);
+    assert!(
+        l.next_decided().is_none(),
+        "one vote of the round is not a majority"
+    );
+    l.accepted(p(1), 0, rnd, v.clone(), 2);
+    assert!(
+        l.next_decided().is_none(),
+        "the same acceptor twice is one vote"
+    );
+    l.accepted(p(2), 0, rnd, v.clone(), 2);
+    assert_eq!(l.next_decided().map(|(k, w)| (k, w.id)), Some((0, v.id)));
+}

@@ -3,7 +3,8 @@
 //! groups (1-4), replicas (3 or 5), clients, destinations, sizes, Delta, clock skew (offsets
 //! up to 2 ms, drift up to 200 ppm in half the runs), ring (4-16 slots) and outbox (1-64
 //! packets) sizes, small, so that packets to paused peers overflow, are dropped and recovered, how many decisions learners keep, and
-//! the tie-break policy. `e_all`'s acceptors are group 0's servers (see
+//! the tie-break policy, and Phase 2's dissemination (Ridge's in half the runs, the ring and
+//! direct baselines in a quarter each). `e_all`'s acceptors are group 0's servers (see
 //! [`ridge::config::AllAcceptors`]: the schedule keeps f faults per group, which spread
 //! acceptors do not tolerate).
 //!
@@ -20,6 +21,7 @@ use crate::sweep::{
 use multicast::{DestPolicy, LoadSpec, Membership};
 use ridge::clock::Skew;
 use ridge::config::AllAcceptors;
+use ridge::paxos::Dissemination;
 use ridge::{Config, RidgeNode};
 use transport::rng::{Purpose, Rng};
 use transport::runtime::sim::{Fault, Sim, TieBreak};
@@ -74,6 +76,13 @@ impl RidgeRun {
             TieBreak::Random
         } else {
             TieBreak::Fifo
+        };
+        // The baselines share everything but Phase 2's dissemination: checked alike. Drawn
+        // last, so the parameters above are those earlier sweeps drew for each seed.
+        cfg.dissemination = match rng.below(4) {
+            0 => Dissemination::Ring,
+            1 => Dissemination::Direct,
+            _ => Dissemination::Ridge,
         };
         let suspect = cfg.timing.suspect;
         // A correct learner may wait out a suspicion, a new round and a client's retry; after
@@ -132,8 +141,9 @@ impl SeedRun for RidgeRun {
 
     fn describe(&self) -> String {
         let mut s = format!(
-            "SEED={} groups={} replicas={} clients={} delta={} skew={}/{:.0}ppm ring_slots={} outbox={} retain={} dest={} size={} fault_phase={} load_end={} end={} tie_break={:?} faults={}",
+            "SEED={} dissemination={} groups={} replicas={} clients={} delta={} skew={}/{:.0}ppm ring_slots={} outbox={} retain={} dest={} size={} fault_phase={} load_end={} end={} tie_break={:?} faults={}",
             self.seed,
+            self.cfg.dissemination.name(),
             self.cfg.groups,
             self.cfg.replicas,
             self.cfg.clients,

@@ -3,13 +3,24 @@
 
 pub(crate) mod check;
 
-use super::{Multicast, Shape};
+use super::{Multicast, Shape, Variants};
 use crate::experiment::Observed;
 use multicast::{LoadSpec, Membership, Node};
 use ridge::{Config, RidgeClient, RidgeServer};
 
 /// Ridge (ensembles of Paxos acceptors, rotating distributors, deterministic merge).
 pub(crate) struct Ridge;
+
+/// Ridge's variants for `compare` (`ridge:ring`): its dissemination, the paper's or one of
+/// its evaluation's baselines.
+pub(crate) const DISSEMINATIONS: Variants = Variants {
+    what: "DISSEMINATION",
+    default: "ridge",
+    apply: |name, shape| {
+        shape.dissemination = Some(name.parse()?);
+        Ok(())
+    },
+};
 
 impl Multicast for Ridge {
     const NAME: &'static str = "ridge";
@@ -26,6 +37,9 @@ impl Multicast for Ridge {
         let mut cfg = Config::new(groups, s.replicas, s.clients);
         if let Some(delta) = s.delta {
             cfg.delta = delta;
+        }
+        if let Some(d) = s.dissemination {
+            cfg.dissemination = d;
         }
         cfg.ring_slots = s.slots as u32;
         cfg.slot_bytes = s.slot_bytes.unwrap_or_else(|| {
@@ -106,6 +120,7 @@ mod tests {
             slots: 16,
             log_slots: 64,
             delta: None,
+            dissemination: None,
             slot_bytes: None,
             dest_tree: None,
         }
@@ -126,7 +141,7 @@ mod tests {
     }
 
     #[test]
-    fn delta_is_ridges_alone() {
+    fn delta_and_dissemination_are_ridges_alone() {
         let mut s = shape(2, 64);
         s.delta = Some(transport::Nanos(20_000));
         assert_eq!(
@@ -140,6 +155,11 @@ mod tests {
             }
             let e = (find(other).unwrap().deploy)(&s).unwrap_err();
             assert!(e.contains("--delta"), "{other}: {e}");
+            let mut s = s.clone();
+            s.delta = None;
+            s.dissemination = Some(ridge::paxos::Dissemination::Ring);
+            let e = (find(other).unwrap().deploy)(&s).unwrap_err();
+            assert!(e.contains("--dissemination"), "{other}: {e}");
         }
     }
 }

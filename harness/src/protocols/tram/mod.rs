@@ -34,7 +34,7 @@ impl Multicast for Tram {
     type Client = TramClient;
 
     fn configure(s: &Shape) -> Result<Config, String> {
-        s.no_delta("tram")?;
+        s.no_ridge_flags("tram")?;
         let tree = s
             .tree
             .clone()
