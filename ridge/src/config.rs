@@ -58,6 +58,9 @@ pub struct Config {
     pub all_acceptors: AllAcceptors,
     /// How Phase 2 disseminates (Ridge's, or one of the evaluation's baselines).
     pub dissemination: Dissemination,
+    /// Record when each instance was proposed and learned ([`crate::RidgeServer::trace`]),
+    /// for counting rounds in section 5's model; the record grows with the run.
+    pub trace: bool,
 }
 
 /// Where `e_all`'s acceptors are (see the module docs).
@@ -151,6 +154,7 @@ impl Config {
             outbox: 1024,
             all_acceptors: AllAcceptors::Spread,
             dissemination: Dissemination::Ridge,
+            trace: false,
         }
     }
 

@@ -70,7 +70,7 @@ pub use client::RidgeClient;
 pub use config::{Config, ConfigError};
 pub use mapping::{EnsembleId, Mapping};
 pub use merge::Merge;
-pub use server::RidgeServer;
+pub use server::{RidgeServer, Trace};
 pub use value::{Timestamp, Value};
 
 use multicast::{LoadSpec, Node};

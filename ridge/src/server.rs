@@ -89,6 +89,16 @@ struct Filling {
     asks: u64,
 }
 
+/// When a server proposed (as coordinator) and learned each instance of each ensemble, if
+/// [`Config::trace`] asks for it.
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    /// `(ensemble, instance)` to when this server proposed it.
+    pub proposed: BTreeMap<(EnsembleId, Instance), Nanos>,
+    /// `(ensemble, instance)` to when this server learned it decided.
+    pub learned: BTreeMap<(EnsembleId, Instance), Nanos>,
+}
+
 /// A Ridge server.
 #[derive(Debug)]
 pub struct RidgeServer {
@@ -119,6 +129,8 @@ pub struct RidgeServer {
     lead_at: Nanos,
     started: bool,
     halted: bool,
+    /// With [`Config::trace`]: when this server proposed and learned each instance.
+    trace: Trace,
     /// Packets dropped at a full outbox, and decisions learned through gap filling.
     dropped: u64,
     filled: u64,
@@ -198,6 +210,7 @@ impl RidgeServer {
             lead_at: Nanos::ZERO,
             started: false,
             halted: false,
+            trace: Trace::default(),
             dropped: 0,
             filled: 0,
             buf: Vec::new(),
@@ -209,6 +222,11 @@ impl RidgeServer {
     /// coordinates (a takeover or a fallback).
     pub fn restarted(&self) -> bool {
         self.seats.values().any(|s| s.restarts > 0)
+    }
+
+    /// What [`Config::trace`] recorded (empty without it).
+    pub fn trace(&self) -> &Trace {
+        &self.trace
     }
 
     /// Packets dropped because a peer did not drain its ring.
@@ -584,14 +602,22 @@ impl RidgeServer {
                 continue;
             }
             let mut outs = Vec::new();
+            let mut proposed = Vec::new();
             while let Some(value) = seat.waiting.pop_front() {
-                let (_, out) = seat.paxos.propose(value).expect("ready");
+                let (k, out) = seat.paxos.propose(value).expect("ready");
                 seat.timer.proposed(now);
                 outs.extend(out);
+                proposed.push(k);
             }
             if let Some(null) = seat.timer.due(now, &mut self.stamper) {
-                let (_, out) = seat.paxos.propose(null).expect("ready");
+                let (k, out) = seat.paxos.propose(null).expect("ready");
                 outs.extend(out);
+                proposed.push(k);
+            }
+            if self.cfg.trace {
+                self.trace
+                    .proposed
+                    .extend(proposed.into_iter().map(|k| ((e, k), now)));
             }
             if !outs.is_empty() {
                 nic.work(Work::Order, outs.len() as u64);
@@ -611,6 +637,9 @@ impl RidgeServer {
             let e = self.subs[i];
             while let Some((k, v)) = self.learning[i].next_decided() {
                 self.filling[i].progress_at = now;
+                if self.cfg.trace {
+                    self.trace.learned.insert((e, k), now);
+                }
                 if let Some(seat) = self.seats.get_mut(&e) {
                     let (mine, displaced) = seat.paxos.learned(k, v.id);
                     seat.waiting.extend(displaced);
