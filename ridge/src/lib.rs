@@ -29,6 +29,7 @@
 //! | 4.4.2 acceptor failure (re-execution in a higher round) | [`server`] (fallback round), [`paxos::Coordinator::on_phase1b`] |
 //! | 4.4.3 learner failure (another distributor; gaps filled from acceptors) | [`paxos::Balancer`], [`paxos::Learning::answer`], [`paxos::Msg::Fetch`] |
 //! | failure suspicion | [`failure`] |
+//! | section 5: the round model, its latency formulas and the worked example | [`model`] |
 //!
 //! # Choices where the paper is silent
 //! Each is explained where it is made:
@@ -61,6 +62,7 @@ pub mod ensemble;
 pub mod failure;
 pub mod mapping;
 pub mod merge;
+pub mod model;
 pub mod paxos;
 pub mod server;
 pub mod value;

@@ -277,6 +277,7 @@ pub(crate) const FIGURES: &[&[PaperFigure]] = &[
     ramcast::figures::FIGURES,
     tram::figures::FIGURES,
     rdmc::figures::FIGURES,
+    ridge::figures::FIGURES,
 ];
 
 /// Every paper figure, in order.

@@ -2,6 +2,7 @@
 //! servers, and its `check` sweep ([`check`]).
 
 pub(crate) mod check;
+pub(crate) mod figures;
 
 use super::{Multicast, Shape, Variants};
 use crate::experiment::Observed;
