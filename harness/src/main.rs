@@ -247,7 +247,8 @@ struct ReproduceArgs {
 )]
 struct CompareArgs {
     /// The protocols, comma-separated: ramcast, tram (the base tree) or tram:TREE (base,
-    /// breadth, depth, simple, or a parent array such as [-1,0,0,1]).
+    /// breadth, depth, simple, or a parent array such as [-1,0,0,1]), ridge or
+    /// ridge:DISSEMINATION (ridge, ring, direct).
     #[arg(long, value_delimiter = ',', required = true)]
     protocols: Vec<compare::Contender>,
     /// Groups; TRAM contenders' trees must have this many [default: 8, the TRAM trees'].
