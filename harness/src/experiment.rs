@@ -23,6 +23,10 @@ pub(crate) trait Observed {
     fn extra(&self) -> u64 {
         0
     }
+    /// Optimistic deliveries and mistakes, for protocols that deliver optimistically.
+    fn optimistic(&self) -> Option<(u64, u64)> {
+        None
+    }
     /// Its state in one line, for the report of a failing seed.
     fn state<N: transport::Nic>(&self, nic: &N) -> String;
 }
@@ -72,6 +76,9 @@ pub(crate) struct Measured {
     pub(crate) server_deliveries: u64,
     /// Groups whose leadership changed during the run (false suspicions included).
     pub(crate) leader_changes: usize,
+    /// Optimistic deliveries and mistakes, summed over the servers, where the protocol makes
+    /// them.
+    pub(crate) optimistic: Option<(u64, u64)>,
 }
 
 impl Experiment {
@@ -151,6 +158,7 @@ impl Experiment {
         let mut delivered = 0;
         let mut server_deliveries = 0;
         let mut changed = std::collections::BTreeSet::new();
+        let mut optimistic: Option<(u64, u64)> = None;
         for n in &nodes {
             match n {
                 Node::Client(c) => {
@@ -161,6 +169,10 @@ impl Experiment {
                     server_deliveries += s.delivered;
                     if s.server.changed_leader() {
                         changed.insert(s.server.group());
+                    }
+                    if let Some((d, m)) = s.server.optimistic() {
+                        let (a, b) = optimistic.unwrap_or_default();
+                        optimistic = Some((a + d, b + m));
                     }
                 }
             }
@@ -177,6 +189,7 @@ impl Experiment {
             cpu,
             server_deliveries,
             leader_changes: changed.len(),
+            optimistic,
         }
     }
 

@@ -184,6 +184,12 @@ struct RunArgs {
     /// 2a to every acceptor, 2b with the value to every learner) [default: ridge].
     #[arg(long)]
     dissemination: Option<ridge::paxos::Dissemination>,
+    /// Ridge: optimistic deliveries (section 4.5) with this wait: clients also send each
+    /// message to the learners, which deliver it optimistically once their clock reads its
+    /// timestamp plus the wait; the run reports how many and the mistakes (an optimistic
+    /// delivery out of the atomic order). Coordinators wait as long before proposing.
+    #[arg(long, value_parser = experiment::parse_duration)]
+    optimistic: Option<Nanos>,
     /// OS threads for the local runtime [default: available cores].
     #[arg(long)]
     threads: Option<usize>,

@@ -31,6 +31,7 @@ fn deployment(a: &RunArgs) -> Result<protocols::Deployment, String> {
         log_slots: a.log_slots,
         delta: a.delta,
         dissemination: a.dissemination,
+        optimistic: a.optimistic,
         slot_bytes: a.slot_bytes,
         dest_tree: None,
     };
@@ -114,6 +115,12 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
         m.leader_changes,
         m.wall.as_secs_f64()
     );
+    if let Some((delivered, mistakes)) = m.optimistic {
+        println!(
+            "optimistic deliveries {delivered} (all servers), mistakes {mistakes} ({:.2}%: an optimistic delivery not in the atomic order's place)",
+            100.0 * mistakes as f64 / delivered.max(1) as f64
+        );
+    }
     if let Some(cpu) = m.cpu.filter(|_| e.runtime != experiment::Where::Sim) {
         if m.server_deliveries > 0 {
             println!(

@@ -39,6 +39,8 @@ pub struct RidgeClient {
     mesh: Mesh,
     /// Each ensemble's acceptors, by ensemble index; the first is its initial coordinator.
     acceptors: Vec<Vec<ProcessId>>,
+    /// Each ensemble's learners, by ensemble index (for optimistic copies).
+    learners: Vec<Vec<ProcessId>>,
     /// Per ensemble, the rank of the acceptor asked first: the initial coordinator, then the
     /// last acceptor of the ensemble that answered.
     target: Vec<usize>,
@@ -63,6 +65,9 @@ impl RidgeClient {
         RidgeClient {
             mesh: Mesh::new(cfg.mesh(), me).expect("a client is a member of the mesh"),
             target: vec![0; acceptors.len()],
+            learners: (0..cfg.mapping().ensembles())
+                .map(|e| cfg.ensemble(EnsembleId(e as u16)).learners)
+                .collect(),
             acceptors,
             me,
             stamper: Stamper::new(me.0, clock),
@@ -204,6 +209,20 @@ impl<N: Nic> Client<N> for RidgeClient {
                 return Err(MulticastError::Full { group });
             }
             Err(e) => panic!("a checked request was refused: {e}"),
+        }
+        if self.cfg.optimistic.is_some() {
+            // Section 4.5: the copy for optimistic delivery, straight to the learners. Best
+            // effort (the paper uses reliable multicast): a learner whose ring is full misses
+            // the optimistic delivery, never the atomic one.
+            let copy = Packet::Optimistic {
+                e: e.0,
+                value: value.clone(),
+            }
+            .encode();
+            for &l in &self.learners[e.0 as usize] {
+                nic.work(Work::Copy, copy.len() as u64);
+                let _ = self.mesh.send(nic, l, &copy);
+            }
         }
         self.next_seq += 1;
         self.inflight = Some(InFlight {

@@ -58,6 +58,17 @@ impl Clock {
         let t = now.as_nanos() as f64 * (1.0 + self.drift) + self.offset_ns as f64;
         (t.max(0.0) / 1_000.0) as u64
     }
+
+    /// The first true time at which this clock reads `local_us` or more (a timer's wake-up).
+    pub fn when(&self, local_us: u64) -> Nanos {
+        let t = (local_us as f64 * 1_000.0 - self.offset_ns as f64) / (1.0 + self.drift);
+        let mut at = Nanos(t.max(0.0).ceil() as u64);
+        // Floating-point rounding: step to the first nanosecond that reads it.
+        while self.local_us(at) < local_us {
+            at = Nanos(at.as_nanos() + 1);
+        }
+        at
+    }
 }
 
 /// A process's source of unique, increasing timestamps (Algorithm 3, line 3): its local clock
@@ -78,6 +89,11 @@ impl Stamper {
             clock,
             last: Timestamp::default(),
         }
+    }
+
+    /// The clock it reads.
+    pub fn clock(&self) -> Clock {
+        self.clock
     }
 
     /// The next timestamp at true time `now`.

@@ -58,6 +58,10 @@ pub struct Config {
     pub all_acceptors: AllAcceptors,
     /// How Phase 2 disseminates (Ridge's, or one of the evaluation's baselines).
     pub dissemination: Dissemination,
+    /// Section 4.5's optimistic deliveries, with the wait: a multicaster also sends its message
+    /// to the ensemble's learners, which deliver it optimistically once their clock reads its
+    /// timestamp plus the wait; coordinators wait as long before proposing. `None`: off.
+    pub optimistic: Option<Nanos>,
     /// Record when each instance was proposed and learned ([`crate::RidgeServer::trace`]),
     /// for counting rounds in section 5's model; the record grows with the run.
     pub trace: bool,
@@ -155,6 +159,7 @@ impl Config {
             all_acceptors: AllAcceptors::Spread,
             dissemination: Dissemination::Ridge,
             trace: false,
+            optimistic: None,
         }
     }
 

@@ -9,9 +9,11 @@
 //! are replaced, rounds fall back around suspected acceptors, suspected distributors are
 //! passed over, learners fill gaps from acceptors, clients retry ([`server`]). Every run is
 //! checked against the five properties; `harness check --protocol ridge` sweeps seeds under
-//! crashes, pauses and clock skew. Not yet: optimistic delivery (4.5), the ring and direct
-//! dissemination baselines, acceptors as processes of their own (see [`config`]), and the
-//! figures. `harness run`, `compare` and `check` run it.
+//! crashes, pauses and clock skew. Optimistic deliveries (4.5, [`optimistic`]) and the ring
+//! and direct dissemination baselines ([`paxos::Dissemination`]) run on the same code; section
+//! 5's latency model is measured ([`model`], `harness figure ridge-model`). Not yet: acceptors
+//! as processes of their own (see [`config`]), the `ridge-java` software profile and the
+//! evaluation's figures. `harness run`, `compare` and `check` run it.
 //!
 //! | paper | code |
 //! |---|---|
@@ -29,6 +31,7 @@
 //! | 4.4.2 acceptor failure (re-execution in a higher round) | [`server`] (fallback round), [`paxos::Coordinator::on_phase1b`] |
 //! | 4.4.3 learner failure (another distributor; gaps filled from acceptors) | [`paxos::Balancer`], [`paxos::Learning::answer`], [`paxos::Msg::Fetch`] |
 //! | failure suspicion | [`failure`] |
+//! | 4.5 optimistic deliveries | [`optimistic`] ([`optimistic::Optimism`], [`optimistic::Holding`]) |
 //! | section 5: the round model, its latency formulas and the worked example | [`model`] |
 //!
 //! # Choices where the paper is silent
@@ -63,6 +66,7 @@ pub mod failure;
 pub mod mapping;
 pub mod merge;
 pub mod model;
+pub mod optimistic;
 pub mod paxos;
 pub mod server;
 pub mod value;

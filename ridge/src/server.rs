@@ -29,6 +29,14 @@
 //!   the duplicate so the client completes. A client's messages reach a group in the order it
 //!   sent them (it sends the next once the previous one was delivered), so "this sequence
 //!   number or an earlier one was delivered" is "this message was delivered".
+//! - **Optimistic deliveries (4.5).** With [`Config::optimistic`], a learner delivers the
+//!   multicaster's copy once its clock reads the timestamp plus the wait
+//!   ([`crate::optimistic`]), and a coordinator holds requests as long, proposing them in
+//!   timestamp order. Departures: the copy is best effort (the paper's is a reliable
+//!   multicast), so a learner may miss an optimistic delivery, never an atomic one; and Phase
+//!   2 still carries and distributes the value (the paper's acceptors carry ids only once the
+//!   learners have the value), so the optimistic path adds the sender's copies to the normal
+//!   case's traffic and a learner never has to fetch a value it was not sent.
 //! - **Bounded memory.** Votes are trimmed [`crate::config::Config::retain`] instances behind
 //!   what the acceptor learned; learners keep as many decisions; packets to a peer that does
 //!   not drain its ring wait in a bounded outbox, beyond which they are dropped and counted.
@@ -41,6 +49,7 @@ use crate::ensemble::NullTimer;
 use crate::failure::Detector;
 use crate::mapping::{EnsembleId, Mapping};
 use crate::merge::Merge;
+use crate::optimistic::{Holding, Optimism};
 use crate::paxos::{distribute, relay, Acceptor, Coordinator, Instance, Learning, Msg, Out, Round};
 use crate::value::Value;
 use crate::wire::Packet;
@@ -67,6 +76,9 @@ struct Seat {
     timer: NullTimer,
     /// Values to propose once Phase 1 completes (clients' requests, displaced proposals).
     waiting: VecDeque<Value>,
+    /// With optimistic deliveries, requests held until their timestamp plus the wait
+    /// (section 4.5, condition (b)).
+    holding: Option<Holding>,
     /// When this coordinator last started a round or learned a decision.
     progress_at: Nanos,
     /// The highest round seen in the ensemble.
@@ -74,8 +86,10 @@ struct Seat {
     /// Rounds started after the first (fallbacks and takeovers).
     restarts: u64,
     /// Rounds started in a row without a decision learned in between: each doubles the time
-    /// the next one waits (up to 32 times), so a coordinator whose promises crawl over a
-    /// congested link is not buried under its own Phase 1a (seed 51).
+    /// the next one waits (up to 4 times), so a coordinator whose rounds fail over a congested
+    /// link is not buried under its own Phase 1a. (Up to 32 times, a coordinator whose Phase
+    /// 2a went to peers it suspected behind slow links waited out the whole liveness phase
+    /// after they recovered: `harness check --protocol ridge`, pinned seed 51.)
     backoff: u32,
 }
 
@@ -131,6 +145,8 @@ pub struct RidgeServer {
     halted: bool,
     /// With [`Config::trace`]: when this server proposed and learned each instance.
     trace: Trace,
+    /// With [`Config::optimistic`]: the optimistic deliveries (section 4.5).
+    optimism: Option<Optimism>,
     /// Packets dropped at a full outbox, and decisions learned through gap filling.
     dropped: u64,
     filled: u64,
@@ -173,6 +189,7 @@ impl RidgeServer {
                 paxos: Coordinator::with(me, ens.clone(), cfg.dissemination),
                 timer: NullTimer::new(me.0, cfg.delta, Nanos::ZERO),
                 waiting: VecDeque::new(),
+                holding: cfg.optimistic.map(|w| Holding::new(w.as_nanos() / 1_000)),
                 progress_at: Nanos::ZERO,
                 highest: Round::ZERO,
                 restarts: 0,
@@ -211,6 +228,7 @@ impl RidgeServer {
             started: false,
             halted: false,
             trace: Trace::default(),
+            optimism: cfg.optimistic.map(|w| Optimism::new(w.as_nanos() / 1_000)),
             dropped: 0,
             filled: 0,
             buf: Vec::new(),
@@ -222,6 +240,12 @@ impl RidgeServer {
     /// coordinates (a takeover or a fallback).
     pub fn restarted(&self) -> bool {
         self.seats.values().any(|s| s.restarts > 0)
+    }
+
+    /// With [`Config::optimistic`]: optimistic deliveries so far, and how many were mistakes
+    /// (the `i`-th optimistic delivery not the `i`-th atomic one).
+    pub fn optimistic(&self) -> Option<(u64, u64)> {
+        self.optimism.as_ref().map(Optimism::counts)
     }
 
     /// What [`Config::trace`] recorded (empty without it).
@@ -321,6 +345,13 @@ impl RidgeServer {
                     self.saw_round(nic, EnsembleId(e), rnd);
                 }
             }
+            Packet::Optimistic { e, value } => {
+                let mine = Mapping::addressed(value.dests, self.group)
+                    && self.learner_slot(EnsembleId(e)).is_some();
+                if let (Some(o), true) = (self.optimism.as_mut(), mine) {
+                    o.received(value);
+                }
+            }
             Packet::Response { .. } | Packet::Heartbeat => {}
         }
     }
@@ -332,7 +363,9 @@ impl RidgeServer {
             return;
         };
         if seat.paxos.active() || seat.omega.expected() == seat.rank {
-            if seat.waiting.iter().all(|w| w.id != value.id) {
+            if let Some(h) = seat.holding.as_mut() {
+                h.hold(value);
+            } else if seat.waiting.iter().all(|w| w.id != value.id) {
                 seat.waiting.push_back(value);
             }
         } else if !forwarded {
@@ -380,6 +413,12 @@ impl RidgeServer {
         }
         let mut handed = seat.paxos.resign();
         handed.extend(seat.waiting.drain(..));
+        handed.extend(
+            seat.holding
+                .as_mut()
+                .map(Holding::drain)
+                .unwrap_or_default(),
+        );
         for value in handed {
             self.send(
                 nic,
@@ -558,7 +597,7 @@ impl RidgeServer {
                 .iter()
                 .any(|&a| a != self.me && detector.suspects(a, now));
             let pending = !seat.paxos.ready() || seat.paxos.undecided() > 0;
-            let patience = Nanos(suspect.as_nanos() << seat.backoff.min(5));
+            let patience = Nanos(suspect.as_nanos() << seat.backoff.min(2));
             let quiet = now.saturating_sub(seat.progress_at);
             let stalled = pending && quiet > Nanos(patience.as_nanos() * 2);
             let recent = quiet <= patience;
@@ -600,6 +639,10 @@ impl RidgeServer {
             let seat = self.seats.get_mut(&e).expect("listed");
             if !seat.paxos.ready() {
                 continue;
+            }
+            if let Some(h) = seat.holding.as_mut() {
+                seat.waiting
+                    .extend(h.due(self.stamper.clock().local_us(now)));
             }
             let mut outs = Vec::new();
             let mut proposed = Vec::new();
@@ -671,6 +714,9 @@ impl RidgeServer {
             let duplicate = *seen > v.id.seq;
             if !duplicate {
                 *seen = v.id.seq + 1;
+                if let Some(o) = self.optimism.as_mut() {
+                    o.atomic(v.id);
+                }
                 nic.work(Work::Deliver, 1);
                 self.deliveries.push_back(Delivery {
                     msg: v.id,
@@ -766,7 +812,16 @@ impl RidgeServer {
             .values()
             .filter(|s| s.paxos.ready())
             .map(|s| s.timer.deadline());
+        // Optimistic deliveries and held requests fall due by this server's clock.
+        let clock = self.stamper.clock();
+        let held = self
+            .seats
+            .values()
+            .filter_map(|s| s.holding.as_ref()?.deadline_us())
+            .chain(self.optimism.as_ref().and_then(Optimism::deadline_us))
+            .map(|us| clock.when(us));
         nulls
+            .chain(held)
             .chain(self.detector.deadline())
             .chain([tick])
             .min()
@@ -805,6 +860,11 @@ impl<N: Nic> Process<N> for RidgeServer {
         worked |= self.coordinate(nic);
         worked |= self.receive(nic);
         worked |= self.learn(nic);
+        if let Some(o) = self.optimism.as_mut() {
+            let delivered = o.deliver(self.stamper.clock().local_us(nic.now()));
+            nic.work(Work::Deliver, delivered as u64);
+            worked |= delivered > 0;
+        }
         worked |= self.fill_gaps(nic);
         if self.halted {
             return Progress::worked(false);

@@ -35,6 +35,14 @@ pub enum Packet {
     },
     /// Nothing but a sign of life ([`crate::failure`]).
     Heartbeat,
+    /// Section 4.5: a multicaster's copy of its message, sent straight to a learner of
+    /// ensemble `e` for optimistic delivery.
+    Optimistic {
+        /// The ensemble.
+        e: u16,
+        /// The message.
+        value: Value,
+    },
     /// The sender coordinates each ensemble `e` listed, in round `rnd`: what the other
     /// acceptors' oracles count as its heartbeat (a process that stopped coordinating stops
     /// sending it, so nobody keeps trusting a live process that does not lead).

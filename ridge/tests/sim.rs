@@ -173,3 +173,41 @@ fn the_ring_and_direct_baselines_order_alike_and_survive_a_coordinator_crash() {
         assert!(after > 20, "{name}: {after} multicasts after the failover");
     }
 }
+
+/// Optimistic deliveries and mistakes summed over the servers.
+fn optimistic_counts(o: &Outcome) -> (u64, u64) {
+    servers(o)
+        .iter()
+        .filter_map(|s| s.optimistic())
+        .fold((0, 0), |(d, m), (a, b)| (d + a, m + b))
+}
+
+#[test]
+fn optimistic_deliveries_match_the_atomic_order_when_the_wait_covers_latency_and_skew() {
+    let skew = Skew {
+        max_offset: Nanos(300_000),
+        max_drift_ppm: 0.0,
+    };
+    let run_opt = |wait: Nanos| {
+        let mut cfg = Config::new(2, 3, 6);
+        cfg.skew = skew;
+        cfg.optimistic = Some(wait);
+        let o = run_with(&cfg, DestPolicy::Random(1), "lan-1g", 7, 30, Vec::new());
+        o.assert_safe_and_live();
+        optimistic_counts(&o)
+    };
+    // Waiting past the one-way latency (66 us) and the clocks' disagreement (up to 600 us):
+    // the optimistic order is the atomic one.
+    let (delivered, mistakes) = run_opt(Nanos(1_500_000));
+    eprintln!("long wait: {delivered} optimistic deliveries, {mistakes} mistakes");
+    assert!(delivered > 100, "{delivered}");
+    // No wait with skewed clocks: messages from a client whose clock runs ahead are delivered
+    // before earlier ones from a client behind, which the merge orders first.
+    let (short, short_mistakes) = run_opt(Nanos(1_000));
+    eprintln!("no wait: {short} optimistic deliveries, {short_mistakes} mistakes");
+    assert!(short > 100, "{short}");
+    assert!(
+        (mistakes as f64 / delivered as f64) < (short_mistakes as f64 / short as f64),
+        "the wait made fewer mistakes: {mistakes}/{delivered} against {short_mistakes}/{short}"
+    );
+}

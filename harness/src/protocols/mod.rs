@@ -45,6 +45,8 @@ pub(crate) struct Shape {
     pub(crate) delta: Option<transport::Nanos>,
     /// Ridge's dissemination, if given.
     pub(crate) dissemination: Option<::ridge::paxos::Dissemination>,
+    /// Ridge's optimistic wait, if optimistic deliveries are asked for.
+    pub(crate) optimistic: Option<transport::Nanos>,
     /// Bytes per slot, if given (else the smallest that holds `size`).
     pub(crate) slot_bytes: Option<usize>,
     /// The tree `adjacent:K` destinations are drawn from, for genuine protocols (which have
@@ -63,6 +65,11 @@ impl Shape {
         if self.dissemination.is_some() {
             return Err(format!(
                 "--dissemination chooses Ridge's Phase 2; {name} has none: leave it out"
+            ));
+        }
+        if self.optimistic.is_some() {
+            return Err(format!(
+                "--optimistic is Ridge's optimistic delivery; {name} has none: leave it out"
             ));
         }
         Ok(())

@@ -3,8 +3,8 @@
 //! groups (1-4), replicas (3 or 5), clients, destinations, sizes, Delta, clock skew (offsets
 //! up to 2 ms, drift up to 200 ppm in half the runs), ring (4-16 slots) and outbox (1-64
 //! packets) sizes, small, so that packets to paused peers overflow, are dropped and recovered, how many decisions learners keep, and
-//! the tie-break policy, and Phase 2's dissemination (Ridge's in half the runs, the ring and
-//! direct baselines in a quarter each). `e_all`'s acceptors are group 0's servers (see
+//! the tie-break policy, Phase 2's dissemination (Ridge's in half the runs, the ring and
+//! direct baselines in a quarter each), and optimistic deliveries (a quarter of the runs). `e_all`'s acceptors are group 0's servers (see
 //! [`ridge::config::AllAcceptors`]: the schedule keeps f faults per group, which spread
 //! acceptors do not tolerate).
 //!
@@ -84,6 +84,11 @@ impl RidgeRun {
             1 => Dissemination::Direct,
             _ => Dissemination::Ridge,
         };
+        // Optimistic deliveries in a quarter of the runs (coordinators then hold requests
+        // until their timestamp plus the wait, across failovers too), with waits of 0-2 ms.
+        if rng.chance(0.25) {
+            cfg.optimistic = Some(Nanos(rng.below(2_000_000)));
+        }
         let suspect = cfg.timing.suspect;
         // A correct learner may wait out a suspicion, a new round and a client's retry; after
         // the last fault a client may wait for a takeover and then a retry: two evictions'
@@ -141,9 +146,12 @@ impl SeedRun for RidgeRun {
 
     fn describe(&self) -> String {
         let mut s = format!(
-            "SEED={} dissemination={} groups={} replicas={} clients={} delta={} skew={}/{:.0}ppm ring_slots={} outbox={} retain={} dest={} size={} fault_phase={} load_end={} end={} tie_break={:?} faults={}",
+            "SEED={} dissemination={} optimistic={} groups={} replicas={} clients={} delta={} skew={}/{:.0}ppm ring_slots={} outbox={} retain={} dest={} size={} fault_phase={} load_end={} end={} tie_break={:?} faults={}",
             self.seed,
             self.cfg.dissemination.name(),
+            self.cfg
+                .optimistic
+                .map_or("off".to_string(), |w| w.to_string()),
             self.cfg.groups,
             self.cfg.replicas,
             self.cfg.clients,
@@ -255,6 +263,11 @@ mod tests {
     /// - 887 (liveness): a coordinator whose Phase 1a was dropped (its peers suspected behind
     ///   a slow link) counted its own catching up on decisions as progress, so it never ran
     ///   another round. Fixed: only decisions of its own proposals count.
+    /// - 51 (liveness; direct dissemination, optimistic deliveries): a coordinator paused and
+    ///   cut off by slow links dropped its Phase 2a to the peers it suspected, and its rounds
+    ///   failed while the links crawled; each failure doubled the wait before the next round,
+    ///   up to 32 suspicion timeouts, longer than the liveness phase after the links
+    ///   recovered. Fixed: the wait doubles up to 4 times.
     #[test]
     fn formerly_failing_schedules_pass() {
         let skew = |offset_us: f64, ppm: f64| Skew {
@@ -295,6 +308,22 @@ mod tests {
                 8030.955,
                 TieBreak::Random,
             ),
+            {
+                let mut r = pinned(
+                    51,
+                    (4, 3, 3),
+                    515.284,
+                    skew(765.609, 154.0),
+                    (4, 55, 3400),
+                    DestPolicy::Random(2),
+                    133,
+                    9563.756,
+                    TieBreak::Fifo,
+                );
+                r.cfg.dissemination = Dissemination::Direct;
+                r.cfg.optimistic = Some(us(1135.746));
+                r
+            },
             pinned(
                 887,
                 (1, 3, 6),

@@ -42,6 +42,7 @@ impl Multicast for Ridge {
         if let Some(d) = s.dissemination {
             cfg.dissemination = d;
         }
+        cfg.optimistic = s.optimistic;
         cfg.ring_slots = s.slots as u32;
         cfg.slot_bytes = s.slot_bytes.unwrap_or_else(|| {
             // The smallest power of two holding the payload and a packet's own bytes.
@@ -100,6 +101,9 @@ impl Observed for RidgeServer {
     fn extra(&self) -> u64 {
         self.filled()
     }
+    fn optimistic(&self) -> Option<(u64, u64)> {
+        RidgeServer::optimistic(self)
+    }
     fn state<N: transport::Nic>(&self, _nic: &N) -> String {
         self.describe()
     }
@@ -122,6 +126,7 @@ mod tests {
             log_slots: 64,
             delta: None,
             dissemination: None,
+            optimistic: None,
             slot_bytes: None,
             dest_tree: None,
         }

@@ -1,0 +1,190 @@
+//! Section 4.5: optimistic deliveries. A multicaster also sends its message straight to the
+//! learners of the ensemble; a learner delivers it optimistically once its own clock reads the
+//! message's timestamp plus a wait ("based on the estimated latency and clock skews"), in
+//! timestamp order, and later delivers it atomically as usual. A mistake is an `i`-th
+//! optimistic delivery that is not the `i`-th atomic one; the checker judges the atomic
+//! deliveries only, the mistake rate is a reported figure.
+
+use crate::value::{Timestamp, Value};
+use multicast::MsgId;
+use std::collections::{BTreeMap, VecDeque};
+
+/// The microseconds of a timestamp's clock reading.
+pub fn clock_us(ts: Timestamp) -> u64 {
+    ts.0 >> Timestamp::SENDER_BITS
+}
+
+/// Messages held until a clock reads their timestamp plus a wait, then released in timestamp
+/// order: the learner's optimistic queue, and the coordinator's (condition (b) of section 4.5:
+/// it waits before proposing, so messages received out of order are proposed in timestamp
+/// order).
+#[derive(Clone, Debug)]
+pub struct Holding {
+    wait_us: u64,
+    held: BTreeMap<(Timestamp, MsgId), Value>,
+}
+
+impl Holding {
+    /// Holds each message `wait_us` past its timestamp.
+    pub fn new(wait_us: u64) -> Holding {
+        Holding {
+            wait_us,
+            held: BTreeMap::new(),
+        }
+    }
+
+    /// Holds `value` (a second copy of the same message is ignored).
+    pub fn hold(&mut self, value: Value) {
+        self.held.entry((value.ts, value.id)).or_insert(value);
+    }
+
+    /// The messages due when the clock reads `now_us`, in timestamp order.
+    pub fn due(&mut self, now_us: u64) -> Vec<Value> {
+        let mut out = Vec::new();
+        while let Some(entry) = self.held.first_entry() {
+            if clock_us(entry.key().0).saturating_add(self.wait_us) > now_us {
+                break;
+            }
+            out.push(entry.remove());
+        }
+        out
+    }
+
+    /// The clock reading at which the next message is due.
+    pub fn deadline_us(&self) -> Option<u64> {
+        self.held
+            .keys()
+            .next()
+            .map(|(ts, _)| clock_us(*ts).saturating_add(self.wait_us))
+    }
+
+    /// Every message held, in timestamp order (to hand to another coordinator).
+    pub fn drain(&mut self) -> Vec<Value> {
+        std::mem::take(&mut self.held).into_values().collect()
+    }
+
+    /// Messages held.
+    pub fn len(&self) -> usize {
+        self.held.len()
+    }
+
+    /// Whether nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.held.is_empty()
+    }
+}
+
+/// A learner's optimistic side: what it delivered optimistically, set against its atomic
+/// deliveries position by position.
+#[derive(Clone, Debug)]
+pub struct Optimism {
+    holding: Holding,
+    /// Deliveries of one kind not yet set against the other kind's.
+    optimistic: VecDeque<MsgId>,
+    atomic: VecDeque<MsgId>,
+    delivered: u64,
+    mistakes: u64,
+}
+
+impl Optimism {
+    /// Delivers each message `wait_us` after its timestamp, by the learner's clock.
+    pub fn new(wait_us: u64) -> Optimism {
+        Optimism {
+            holding: Holding::new(wait_us),
+            optimistic: VecDeque::new(),
+            atomic: VecDeque::new(),
+            delivered: 0,
+            mistakes: 0,
+        }
+    }
+
+    /// The multicaster's copy of a message addressed to this learner.
+    pub fn received(&mut self, value: Value) {
+        self.holding.hold(value);
+    }
+
+    /// Delivers optimistically what is due when the learner's clock reads `now_us`; returns
+    /// how many.
+    pub fn deliver(&mut self, now_us: u64) -> usize {
+        let due = self.holding.due(now_us);
+        for v in &due {
+            self.optimistic.push_back(v.id);
+            self.delivered += 1;
+        }
+        self.compare();
+        due.len()
+    }
+
+    /// The learner delivered `id` atomically.
+    pub fn atomic(&mut self, id: MsgId) {
+        self.atomic.push_back(id);
+        self.compare();
+    }
+
+    fn compare(&mut self) {
+        while let (Some(o), Some(a)) = (self.optimistic.front(), self.atomic.front()) {
+            if o != a {
+                self.mistakes += 1;
+            }
+            self.optimistic.pop_front();
+            self.atomic.pop_front();
+        }
+    }
+
+    /// The clock reading at which the next optimistic delivery is due.
+    pub fn deadline_us(&self) -> Option<u64> {
+        self.holding.deadline_us()
+    }
+
+    /// Optimistic deliveries so far, and how many were mistakes.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.delivered, self.mistakes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use multicast::DestSet;
+
+    fn v(client: u32, us: u64) -> Value {
+        Value {
+            id: MsgId { client, seq: us },
+            ts: Timestamp::new(us, client),
+            dests: DestSet::EMPTY,
+            payload: Some(bytes::Bytes::from_static(b"x")),
+        }
+    }
+
+    #[test]
+    fn messages_are_released_in_timestamp_order_once_the_wait_passed() {
+        let mut h = Holding::new(100);
+        h.hold(v(2, 50));
+        h.hold(v(1, 20));
+        h.hold(v(1, 20));
+        assert_eq!(h.len(), 2);
+        assert_eq!(h.deadline_us(), Some(120));
+        assert!(h.due(119).is_empty());
+        let out: Vec<u64> = h.due(150).iter().map(|v| clock_us(v.ts)).collect();
+        assert_eq!(out, vec![20, 50]);
+        assert!(h.is_empty());
+    }
+
+    #[test]
+    fn a_mistake_is_a_position_where_the_two_orders_differ() {
+        let mut o = Optimism::new(0);
+        // A late copy: 1 arrives after 2 was delivered optimistically.
+        o.received(v(2, 20));
+        o.deliver(100);
+        o.received(v(1, 10));
+        o.deliver(100);
+        // The atomic order is by timestamp: 1 then 2.
+        o.atomic(v(1, 10).id);
+        o.atomic(v(2, 20).id);
+        assert_eq!(o.counts(), (2, 2));
+        o.received(v(3, 30));
+        o.deliver(100);
+        o.atomic(v(3, 30).id);
+        assert_eq!(o.counts(), (3, 2));
+    }
+}
