@@ -1097,6 +1097,35 @@ pub(crate) fn assert_passes<R: SeedRun>(run: &R) -> Outcome {
     assert_passes_on(run, "r320-cx3")
 }
 
+/// CI's lean sweep of `R`: seeds `0..N` on `model`, `N` from the environment variable `var`
+/// (a longer sweep on demand) or `default`; a run with a violation or no delivery fails the
+/// test, and `each` sees every run and its outcome for the caller's own assertions.
+#[cfg(test)]
+pub(crate) fn ci_sweep<R: SeedRun>(
+    var: &str,
+    default: u64,
+    model: &Model,
+    mut each: impl FnMut(&R, &Outcome),
+) {
+    let seeds: u64 = std::env::var(var)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default);
+    for seed in 0..seeds {
+        let run = R::derive(seed);
+        let out = run.check(model, false);
+        assert!(
+            out.violations.is_empty(),
+            "{}\n{:?}\n{}",
+            run.describe(),
+            out.violations,
+            out.states.join("\n")
+        );
+        assert!(out.delivered > 0, "seed {seed} delivered nothing");
+        each(&run, &out);
+    }
+}
+
 /// [`assert_passes`] on the built-in profile `profile`.
 #[cfg(test)]
 pub(crate) fn assert_passes_on<R: SeedRun>(run: &R, profile: &str) -> Outcome {

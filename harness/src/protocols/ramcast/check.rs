@@ -566,26 +566,13 @@ mod tests {
     #[test]
     fn fifty_seeds_under_faults_hold_every_property() {
         let profile = Model::hardware("xl170-cx4");
-        let seeds: u64 = std::env::var("RAMCAST_SEEDS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(50);
         let mut kinds = (0, 0, 0);
-        for seed in 0..seeds {
-            let run = RamcastRun::derive(seed);
+        crate::sweep::ci_sweep("RAMCAST_SEEDS", 50, &profile, |run: &RamcastRun, _| {
             let k = run.kinds();
             kinds.0 += k.leader_crash as u32;
             kinds.1 += k.client_crash as u32;
             kinds.2 += k.false_suspicion as u32;
-            let out = check_seed(&run, &profile, false);
-            assert!(
-                out.violations.is_empty(),
-                "{}\n{:?}",
-                run.describe(),
-                out.violations
-            );
-            assert!(out.delivered > 0, "seed {seed} delivered nothing");
-        }
+        });
         // The sweep really injects each fault kind.
         assert!(kinds.0 > 0 && kinds.1 > 0 && kinds.2 > 0, "{kinds:?}");
     }
