@@ -401,38 +401,29 @@ impl Acceptor {
         }
         self.rnd = rnd;
         let low = self.low;
+        let promise = |votes, last| {
+            let msg = Msg::Phase1b {
+                rnd,
+                from,
+                low,
+                votes,
+                last,
+            };
+            (coord, msg)
+        };
         let mut out = Vec::new();
         let mut votes = Vec::new();
         let mut bytes = 0;
         for (&k, (r, v)) in self.votes.range(from.max(low)..) {
             let size = v.size() + VOTE_BYTES;
             if !votes.is_empty() && bytes + size > budget {
-                let votes = std::mem::take(&mut votes);
-                out.push((
-                    coord,
-                    Msg::Phase1b {
-                        rnd,
-                        from,
-                        low,
-                        votes,
-                        last: false,
-                    },
-                ));
+                out.push(promise(std::mem::take(&mut votes), false));
                 bytes = 0;
             }
             bytes += size;
             votes.push((k, *r, v.clone()));
         }
-        out.push((
-            coord,
-            Msg::Phase1b {
-                rnd,
-                from,
-                low,
-                votes,
-                last: true,
-            },
-        ));
+        out.push(promise(votes, true));
         out
     }
 
