@@ -27,6 +27,10 @@ pub(crate) trait Observed {
     fn optimistic(&self) -> Option<(u64, u64)> {
         None
     }
+    /// Its optimistic deliveries in order, where it kept them (runs with `--log`).
+    fn optimistic_log(&self) -> Option<Vec<multicast::MsgId>> {
+        None
+    }
     /// Its state in one line, for the report of a failing seed.
     fn state<N: transport::Nic>(&self, nic: &N) -> String;
 }
@@ -79,6 +83,9 @@ pub(crate) struct Measured {
     /// Optimistic deliveries and mistakes, summed over the servers, where the protocol makes
     /// them.
     pub(crate) optimistic: Option<(u64, u64)>,
+    /// Each server's optimistic deliveries in order, with `--log`, where the protocol makes
+    /// them.
+    pub(crate) optimistic_log: Vec<(ProcessId, Vec<multicast::MsgId>)>,
 }
 
 impl Experiment {
@@ -159,7 +166,9 @@ impl Experiment {
         let mut server_deliveries = 0;
         let mut changed = std::collections::BTreeSet::new();
         let mut optimistic: Option<(u64, u64)> = None;
-        for n in &nodes {
+        let mut optimistic_log = Vec::new();
+        // Node `i` is process `i`.
+        for (i, n) in nodes.iter().enumerate() {
             match n {
                 Node::Client(c) => {
                     delivered += c.completed_in_window;
@@ -169,6 +178,9 @@ impl Experiment {
                     server_deliveries += s.delivered;
                     if s.server.changed_leader() {
                         changed.insert(s.server.group());
+                    }
+                    if let Some(log) = s.server.optimistic_log() {
+                        optimistic_log.push((ProcessId(i as u32), log));
                     }
                     if let Some((d, m)) = s.server.optimistic() {
                         let (a, b) = optimistic.unwrap_or_default();
@@ -190,6 +202,7 @@ impl Experiment {
             server_deliveries,
             leader_changes: changed.len(),
             optimistic,
+            optimistic_log,
         }
     }
 

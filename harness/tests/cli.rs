@@ -262,6 +262,44 @@ fn tram_run_on_a_custom_tree_writes_a_log_that_verifies() {
 }
 
 #[test]
+fn ridge_run_with_optimistic_deliveries_reports_mistakes_and_logs_them_apart() {
+    let dir = std::env::temp_dir().join(format!("harness-ridge-{}", std::process::id()));
+    let o = harness(&[
+        "run",
+        "--protocol",
+        "ridge",
+        "--groups",
+        "2",
+        "--clients",
+        "4",
+        "--dest",
+        "random:2",
+        "--duration",
+        "20ms",
+        "--optimistic",
+        "500us",
+        "--log",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("optimistic deliveries"), "{out}");
+    assert!(out.contains("mistakes"), "{out}");
+    assert!(out.contains("0 violations"), "{out}");
+    let opt = std::fs::read_to_string(dir.join("optimistic.csv")).unwrap();
+    assert_eq!(opt.lines().next(), Some("process,index,client,seq"));
+    assert!(opt.lines().count() > 10, "{opt}");
+    // The checker's log holds the atomic deliveries only, and verifies.
+    let v = harness(&["verify", "--log", dir.to_str().unwrap()]);
+    assert!(v.status.success(), "{}", stdout(&v));
+    // Ridge's flags are refused elsewhere, with the reason.
+    let r = harness(&["run", "--protocol", "ramcast", "--optimistic", "1ms"]);
+    assert!(!r.status.success());
+    assert!(stderr(&r).contains("--optimistic"), "{}", stderr(&r));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn tram_run_rejects_bad_trees_and_flags_clearly() {
     let cases: [(&[&str], &str); 6] = [
         (&["--protocol", "tram", "--tree", "[-1,2,1]"], "cycle"),

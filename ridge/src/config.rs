@@ -62,6 +62,9 @@ pub struct Config {
     /// to the ensemble's learners, which deliver it optimistically once their clock reads its
     /// timestamp plus the wait; coordinators wait as long before proposing. `None`: off.
     pub optimistic: Option<Nanos>,
+    /// With optimistic deliveries, keep each server's in order for the run's delivery log
+    /// ([`crate::RidgeServer::optimistic_log`]; it grows with the run).
+    pub log_optimistic: bool,
     /// Record when each instance was proposed and learned ([`crate::RidgeServer::trace`]),
     /// for counting rounds in section 5's model; the record grows with the run.
     pub trace: bool,
@@ -160,6 +163,7 @@ impl Config {
             dissemination: Dissemination::Ridge,
             trace: false,
             optimistic: None,
+            log_optimistic: false,
         }
     }
 

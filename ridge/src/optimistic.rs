@@ -84,6 +84,8 @@ pub struct Optimism {
     atomic: VecDeque<MsgId>,
     delivered: u64,
     mistakes: u64,
+    /// Every optimistic delivery in order, if kept ([`Optimism::keep_log`]).
+    log: Option<Vec<MsgId>>,
 }
 
 impl Optimism {
@@ -95,7 +97,18 @@ impl Optimism {
             atomic: VecDeque::new(),
             delivered: 0,
             mistakes: 0,
+            log: None,
         }
+    }
+
+    /// Keeps every optimistic delivery (the run's log; it grows with the run).
+    pub fn keep_log(&mut self) {
+        self.log.get_or_insert_with(Vec::new);
+    }
+
+    /// The optimistic deliveries in order, if kept.
+    pub fn log(&self) -> Option<&[MsgId]> {
+        self.log.as_deref()
     }
 
     /// The multicaster's copy of a message addressed to this learner.
@@ -110,6 +123,9 @@ impl Optimism {
         for v in &due {
             self.optimistic.push_back(v.id);
             self.delivered += 1;
+            if let Some(log) = self.log.as_mut() {
+                log.push(v.id);
+            }
         }
         self.compare();
         due.len()

@@ -53,7 +53,7 @@ use crate::optimistic::{Holding, Optimism};
 use crate::paxos::{distribute, relay, Acceptor, Coordinator, Instance, Learning, Msg, Out, Round};
 use crate::value::Value;
 use crate::wire::Packet;
-use multicast::{Delivery, GroupId, Membership, Omega, Server};
+use multicast::{Delivery, GroupId, Membership, MsgId, Omega, Server};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use transport::mesh::{Mesh, MeshError};
@@ -228,7 +228,13 @@ impl RidgeServer {
             started: false,
             halted: false,
             trace: Trace::default(),
-            optimism: cfg.optimistic.map(|w| Optimism::new(w.as_nanos() / 1_000)),
+            optimism: cfg.optimistic.map(|w| {
+                let mut o = Optimism::new(w.as_nanos() / 1_000);
+                if cfg.log_optimistic {
+                    o.keep_log();
+                }
+                o
+            }),
             dropped: 0,
             filled: 0,
             buf: Vec::new(),
@@ -246,6 +252,11 @@ impl RidgeServer {
     /// (the `i`-th optimistic delivery not the `i`-th atomic one).
     pub fn optimistic(&self) -> Option<(u64, u64)> {
         self.optimism.as_ref().map(Optimism::counts)
+    }
+
+    /// With [`Config::log_optimistic`]: this server's optimistic deliveries, in order.
+    pub fn optimistic_log(&self) -> Option<&[MsgId]> {
+        self.optimism.as_ref()?.log()
     }
 
     /// What [`Config::trace`] recorded (empty without it).

@@ -65,6 +65,7 @@ impl Multicast for Ridge {
         wall: bool,
     ) -> Vec<Node<RidgeServer, RidgeClient>> {
         let mut cfg = cfg.clone();
+        cfg.log_optimistic = log;
         if wall {
             // Delta is wall-clock sized already (1 ms); the failure timeouts are not.
             cfg.timing = ridge::config::Timing::WALL;
@@ -103,6 +104,9 @@ impl Observed for RidgeServer {
     }
     fn optimistic(&self) -> Option<(u64, u64)> {
         RidgeServer::optimistic(self)
+    }
+    fn optimistic_log(&self) -> Option<Vec<multicast::MsgId>> {
+        RidgeServer::optimistic_log(self).map(<[_]>::to_vec)
     }
     fn state<N: transport::Nic>(&self, _nic: &N) -> String {
         self.describe()
