@@ -475,13 +475,11 @@ impl RidgeServer {
                 None => Vec::new(),
             },
             Msg::Reject { rnd, promised } => {
+                // Its current round refused: the promise is another coordinator's newer round,
+                // to outbid or (below) to follow.
                 if let Some(s) = self.seats.get_mut(&e) {
-                    if s.paxos.on_reject(rnd, promised).is_some() {
-                        s.highest = s.highest.max(promised);
-                        // A round of its own refused: an older incarnation's; outbid it.
-                        if promised.owner() == self.me {
-                            s.progress_at = Nanos::ZERO;
-                        }
+                    if let Some(p) = s.paxos.on_reject(rnd, promised) {
+                        s.highest = s.highest.max(p);
                     }
                 }
                 self.saw_round(nic, e, promised);
