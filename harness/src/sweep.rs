@@ -2,7 +2,9 @@
 //! the kinds of fault a run holds, a run's outcome, and the sweep's tally.
 
 use crate::experiment::Observed;
-use multicast::{check, collect_log, DeliveryLog, GroupId, Membership, Node, Server};
+use multicast::{
+    check, collect_log, DeliveryLog, DestPolicy, GroupId, LoadSpec, Membership, Node, Server,
+};
 use std::collections::BTreeSet;
 use transport::rng::{Purpose, Rng};
 use transport::runtime::sim::{
@@ -868,6 +870,25 @@ impl Model {
         let mut sc = SimConfig::new(seed, self.profile.clone());
         sc.software = self.software.clone();
         sc
+    }
+}
+
+/// The clients' load of a checking run: `dest` and `size` from its start until the liveness
+/// phase ends, no warm-up (every completion counts).
+pub(crate) fn checking_load(
+    dest: DestPolicy,
+    groups: usize,
+    tree: Option<std::sync::Arc<multicast::Tree>>,
+    size: usize,
+    phases: &Phases,
+) -> LoadSpec {
+    LoadSpec {
+        dest,
+        groups,
+        tree,
+        size,
+        warmup_end: Nanos::ZERO,
+        stop_at: phases.load_end,
     }
 }
 

@@ -50,9 +50,10 @@ pub struct Config {
     /// an acceptor forgets its votes this far behind what it learned. A learner that falls
     /// further behind than every peer keeps cannot catch up and halts.
     pub retain: usize,
-    /// Packets per peer that wait for room in its ring; beyond, a packet to a peer that does
-    /// not drain its ring (crashed or paused) is dropped and counted. Every message has a
-    /// recovery path (see [`crate::server`]), so a drop costs time, never safety.
+    /// Packets per peer that wait in the mesh's outbox for room in its ring. A client whose
+    /// outbox towards the coordinator is full is refused (backpressure); a server queues more
+    /// in an overflow it drops only once the peer is suspected (see [`crate::server`]). Every
+    /// message has a recovery path, so a drop costs time, never safety.
     pub outbox: usize,
     /// Where `e_all`'s acceptors are.
     pub all_acceptors: AllAcceptors,

@@ -38,10 +38,14 @@
 //!   learners have the value), so the optimistic path adds the sender's copies to the normal
 //!   case's traffic and a learner never has to fetch a value it was not sent.
 //! - **Bounded memory.** Votes are trimmed [`crate::config::Config::retain`] instances behind
-//!   what the acceptor learned; learners keep as many decisions; packets to a peer that does
-//!   not drain its ring wait in a bounded outbox, beyond which they are dropped and counted.
-//!   Each message has a recovery path: Phase 1 and 2 messages by the coordinator's fallback,
-//!   decisions and values by gap filling, requests and responses by the client's retry.
+//!   what the acceptor learned; learners keep as many decisions. Packets to a peer whose ring
+//!   is full wait in the mesh's outbox ([`crate::config::Config::outbox`] of them), then in
+//!   this server's overflow queue for that peer, which is dropped (and counted) once the peer
+//!   is suspected: a crashed or paused peer holds at most a suspicion timeout's worth of
+//!   packets, a live one is never dropped to (seed 29). Under sustained overload toward a live
+//!   peer the overflow grows; closed-loop clients bound it in every run here. Each message has
+//!   a recovery path: Phase 1 and 2 messages by the coordinator's fallback, decisions and
+//!   values by gap filling, requests and responses by the client's retry.
 
 use crate::clock::{Clock, Stamper};
 use crate::config::Config;

@@ -11,9 +11,10 @@
 //! delivery log ([`crate::sweep::judge`]).
 
 use crate::sweep::{
-    check_multicast, draw_schedule, kinds, seeded_sim, Kinds, Model, Outcome, Phases, SeedRun,
+    check_multicast, checking_load, draw_schedule, kinds, seeded_sim, Kinds, Model, Outcome,
+    Phases, SeedRun,
 };
-use multicast::{DestPolicy, LoadSpec};
+use multicast::DestPolicy;
 use ramcast::{Config, RamcastNode};
 use transport::rng::{Purpose, Rng};
 use transport::runtime::sim::{Fault, Sim, TieBreak};
@@ -82,14 +83,7 @@ impl RamcastRun {
     }
 
     fn build(&self, model: &Model) -> Sim<RamcastNode> {
-        let load = LoadSpec {
-            dest: self.dest,
-            groups: self.cfg.groups,
-            tree: None,
-            size: self.size,
-            warmup_end: Nanos::ZERO,
-            stop_at: self.phases.load_end,
-        };
+        let load = checking_load(self.dest, self.cfg.groups, None, self.size, &self.phases);
         let nodes = ramcast::nodes(&self.cfg, load, self.seed, true);
         seeded_sim(self.seed, model, self.tie_break, &self.faults, nodes)
     }

@@ -15,10 +15,10 @@
 //! halts judged, the five properties checked.
 
 use crate::sweep::{
-    check_multicast, draw_schedule, kinds, seeded_sim, Kinds, Model, Outcome, Phases, SeedRun,
-    Tally,
+    check_multicast, checking_load, draw_schedule, kinds, seeded_sim, Kinds, Model, Outcome,
+    Phases, SeedRun, Tally,
 };
-use multicast::{DestPolicy, LoadSpec, Membership};
+use multicast::{DestPolicy, Membership};
 use ridge::clock::Skew;
 use ridge::config::AllAcceptors;
 use ridge::paxos::Dissemination;
@@ -108,14 +108,8 @@ impl RidgeRun {
     }
 
     fn build(&self, model: &Model) -> Sim<RidgeNode> {
-        let load = LoadSpec {
-            dest: self.dest,
-            groups: self.cfg.group_count(),
-            tree: None,
-            size: self.size,
-            warmup_end: Nanos::ZERO,
-            stop_at: self.phases.load_end,
-        };
+        let groups = self.cfg.group_count();
+        let load = checking_load(self.dest, groups, None, self.size, &self.phases);
         let nodes = ridge::nodes(&self.cfg, load, self.seed, true);
         seeded_sim(self.seed, model, self.tie_break, &self.faults, nodes)
     }

@@ -8,9 +8,10 @@
 //! the five properties checked.
 
 use crate::sweep::{
-    check_multicast, draw_schedule, kinds, seeded_sim, Kinds, Model, Outcome, Phases, SeedRun,
+    check_multicast, checking_load, draw_schedule, kinds, seeded_sim, Kinds, Model, Outcome,
+    Phases, SeedRun,
 };
-use multicast::{DestPolicy, GroupId, LoadSpec, Membership, Tree};
+use multicast::{DestPolicy, GroupId, Membership, Tree};
 use std::sync::Arc;
 use tram::{Config, TramNode};
 use transport::rng::{Purpose, Rng};
@@ -110,14 +111,9 @@ impl TramRun {
     }
 
     fn build(&self, model: &Model) -> Sim<TramNode> {
-        let load = LoadSpec {
-            dest: self.dest,
-            groups: self.cfg.group_count(),
-            tree: Some(Arc::new(self.cfg.tree.clone())),
-            size: self.size,
-            warmup_end: Nanos::ZERO,
-            stop_at: self.phases.load_end,
-        };
+        let tree = Some(Arc::new(self.cfg.tree.clone()));
+        let groups = self.cfg.group_count();
+        let load = checking_load(self.dest, groups, tree, self.size, &self.phases);
         let nodes = tram::nodes(&self.cfg, load, self.seed, true);
         seeded_sim(self.seed, model, self.tie_break, &self.faults, nodes)
     }
