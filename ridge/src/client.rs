@@ -42,7 +42,7 @@ pub struct RidgeClient {
     /// Each ensemble's learners, by ensemble index (for optimistic copies).
     learners: Vec<Vec<ProcessId>>,
     /// Per ensemble, the rank of the acceptor asked first: the initial coordinator, then the
-    /// last acceptor of the ensemble that answered.
+    /// coordinator the last answering acceptor trusted.
     target: Vec<usize>,
     stamper: Stamper,
     next_seq: u64,
@@ -122,22 +122,25 @@ impl<N: Nic> Process<N> for RidgeClient {
         while let Some(from) = self.mesh.recv(nic, &mut buf).expect("ring reads") {
             worked = true;
             nic.work(Work::Decode, 1);
-            let (Ok(Packet::Response { id }), Some(g)) =
+            let (Ok(Packet::Response { id, coordinator }), Some(g)) =
                 (Packet::decode(&buf), self.cfg.group_of(from))
             else {
                 continue;
             };
+            // Any answer's hint counts, a late one's too: the first answer often comes from a
+            // learner that is no acceptor and gives none.
+            if let Some((e, c)) = coordinator {
+                let rank = self
+                    .acceptors
+                    .get(e as usize)
+                    .and_then(|a| a.iter().position(|&a| a == c));
+                if let Some(rank) = rank {
+                    self.target[e as usize] = rank;
+                }
+            }
             let Some(f) = self.inflight.as_mut().filter(|f| f.id == id) else {
                 continue;
             };
-            // A server that answers is alive: if it accepts for the ensemble, ask it first
-            // next time (a crashed first choice then costs one retry, not one per message).
-            if let Some(rank) = self.acceptors[f.e.0 as usize]
-                .iter()
-                .position(|&a| a == from)
-            {
-                self.target[f.e.0 as usize] = rank;
-            }
             f.answered = DestSet::of(f.answered.groups().chain([g])).expect("known group");
             if f.dst.groups().all(|h| f.answered.contains(h)) {
                 let f = self.inflight.take().expect("in flight");

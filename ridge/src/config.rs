@@ -4,11 +4,17 @@
 //! processes of their own, one of them the coordinator, and servers as pure learners; the
 //! workbench's multicast vocabulary knows servers and clients only, so for now acceptors are
 //! colocated with servers, a case the algorithm provides for, section 4.3): group `g`'s
-//! ensemble `e_g` has the group's `2f + 1` servers as acceptors and learners, coordinated by
-//! its rank 0; `e_all` has as acceptors the servers `(g, r)` taken round robin over the groups
-//! (`i`-th acceptor: group `i % groups`, rank `i / groups`; [`AllAcceptors::Spread`]) or group
-//! 0's servers ([`AllAcceptors::FirstGroup`]), coordinated by the first, and every server as
-//! learner. Every process of the run is a member of one message mesh ([`transport::mesh`]).
+//! ensemble `e_g` has the group's first [`Config::acceptors`] (`2f + 1`) servers as acceptors,
+//! coordinated by its rank 0, and all the group's servers as learners; `e_all` has as many
+//! acceptors, the servers `(g, r)` taken round robin over the groups (`i`-th acceptor: group
+//! `i % groups`, rank `i / groups`; [`AllAcceptors::Spread`]) or group 0's first ones
+//! ([`AllAcceptors::FirstGroup`]), coordinated by the first, and every server as learner. Every
+//! process of the run is a member of one message mesh ([`transport::mesh`]).
+//!
+//! With acceptors colocated, a group needs at least `2f + 1` servers where the paper's had one
+//! (section 6.1's smallest run), and the servers of the quorum chain receive each value from
+//! the chain rather than from a distributor; every process still receives each value once, so
+//! section 5's throughput argument is unchanged.
 //!
 //! Spread acceptors share `e_all`'s load among the groups, but `e_all` then tolerates f faulty
 //! acceptors in all, not f per group: f + 1 groups each losing one member (each within its own
@@ -31,8 +37,12 @@ pub const OVERHEAD_BYTES: usize = 512;
 pub struct Config {
     /// Multicast groups `n` (ensembles `e_0 .. e_(n-1)` and `e_all`).
     pub groups: usize,
-    /// Servers per group, `2f + 1`: the acceptors and learners of the group's ensemble.
+    /// Servers per group: the learners of the group's ensemble.
     pub replicas: usize,
+    /// Acceptors per ensemble, `2f + 1`: a group's first `acceptors` servers are its
+    /// ensemble's acceptors, the others learners only; `e_all` has as many (see the module
+    /// docs). The paper's evaluation runs 3 (section 6.1).
+    pub acceptors: usize,
     /// Closed-loop clients.
     pub clients: usize,
     /// Delta: an idle coordinator proposes a null message this long after its last proposal
@@ -102,6 +112,24 @@ impl Timing {
         retry: Nanos(4_000_000),
     };
 
+    /// [`Timing::SIM`] stretched for long messages on a slow link. A distributor puts each
+    /// value on the wire once per other learner, back to back, and a peer hears nothing else
+    /// from it meanwhile (a NIC's egress is one queue); a suspicion timeout shorter than a few
+    /// such bursts suspects every busy distributor, and the replaced coordinator's successor
+    /// is suspected in turn. So the timeout is at least four bursts of `learners` full slots,
+    /// each `slot_wire` long on the wire; heartbeats and client retries keep their ratios to
+    /// it. Short messages or fast links keep [`Timing::SIM`].
+    pub fn for_load(slot_wire: Nanos, learners: usize) -> Timing {
+        let sim = Timing::SIM;
+        let burst = slot_wire.as_nanos().saturating_mul(learners as u64);
+        let suspect = Nanos(sim.suspect.as_nanos().max(burst.saturating_mul(4)));
+        Timing {
+            heartbeat: Nanos(sim.heartbeat.as_nanos().max(suspect.as_nanos() / 10)),
+            suspect,
+            retry: Nanos(sim.retry.as_nanos().max(suspect.as_nanos().saturating_mul(4))),
+        }
+    }
+
     /// Defaults for real threads sharing few cores: a descheduled thread must not look dead.
     pub const WALL: Timing = Timing {
         heartbeat: Nanos(5_000_000),
@@ -116,9 +144,17 @@ pub enum ConfigError {
     /// No group, or more than a destination set can name.
     #[error("groups must be 1..={MAX_GROUPS} (got {0})")]
     Groups(usize),
-    /// Replicas must be an odd number (2f + 1), at least 1.
-    #[error("replicas must be odd (2f + 1), at least 1 (got {0})")]
-    Replicas(usize),
+    /// A group needs a server.
+    #[error("replicas must be at least 1 (got 0)")]
+    Replicas,
+    /// Acceptors must be an odd number (2f + 1), at least 1, and servers of the group.
+    #[error("acceptors must be odd (2f + 1), at least 1 and at most the {replicas} replicas of a group (got {acceptors})")]
+    Acceptors {
+        /// Acceptors per ensemble.
+        acceptors: usize,
+        /// Servers per group.
+        replicas: usize,
+    },
     /// Delta must be positive.
     #[error("delta must be positive")]
     Delta,
@@ -147,11 +183,13 @@ pub enum ConfigError {
 
 impl Config {
     /// `groups` groups of `replicas` servers and `clients` clients, with the paper's Delta
-    /// (1 ms), 16-slot rings of 4 KiB, synchronised clocks.
+    /// (1 ms), 16-slot rings of 4 KiB, synchronised clocks; every server an acceptor of its
+    /// group's ensemble when `replicas` is odd, all but the last when it is even.
     pub fn new(groups: usize, replicas: usize, clients: usize) -> Config {
         Config {
             groups,
             replicas,
+            acceptors: replicas.saturating_sub(1) | 1,
             clients,
             delta: Nanos(1_000_000),
             ring_slots: 16,
@@ -173,8 +211,14 @@ impl Config {
         if self.groups == 0 || self.groups > MAX_GROUPS {
             return Err(ConfigError::Groups(self.groups));
         }
-        if self.replicas % 2 == 0 {
-            return Err(ConfigError::Replicas(self.replicas));
+        if self.replicas == 0 {
+            return Err(ConfigError::Replicas);
+        }
+        if self.acceptors % 2 == 0 || self.acceptors > self.replicas {
+            return Err(ConfigError::Acceptors {
+                acceptors: self.acceptors,
+                replicas: self.replicas,
+            });
         }
         if self.delta == Nanos::ZERO {
             return Err(ConfigError::Delta);
@@ -219,20 +263,20 @@ impl Config {
         if e < self.groups {
             let members: Vec<ProcessId> = self.members(GroupId(e as u8)).collect();
             return Ensemble {
-                acceptors: members.clone(),
+                acceptors: members[..self.acceptors].to_vec(),
                 learners: members,
             };
         }
         let acceptors = match self.all_acceptors {
-            AllAcceptors::Spread => (0..self.replicas)
+            AllAcceptors::Spread => (0..self.acceptors)
                 .map(|i| {
                     self.server(
                         GroupId((i % self.groups) as u8),
-                        (i / self.groups) % self.replicas,
+                        (i / self.groups) % self.acceptors,
                     )
                 })
                 .collect(),
-            AllAcceptors::FirstGroup => self.members(GroupId(0)).collect(),
+            AllAcceptors::FirstGroup => self.members(GroupId(0)).take(self.acceptors).collect(),
         };
         Ensemble {
             acceptors,
@@ -277,6 +321,17 @@ impl Membership for Config {
     fn client_count(&self) -> usize {
         self.clients
     }
+
+    /// A group tolerates as many crashes as its ensemble: `f` of its `2f + 1` acceptors
+    /// (learners beyond them are not counted on, so a fault drawer stays within the
+    /// acceptors' bound).
+    fn f(&self) -> usize {
+        self.acceptors / 2
+    }
+
+    fn quorum(&self) -> usize {
+        self.acceptors / 2 + 1
+    }
 }
 
 #[cfg(test)]
@@ -301,6 +356,29 @@ mod tests {
     }
 
     #[test]
+    fn extra_servers_are_learners_only() {
+        let cfg = Config::new(2, 4, 1);
+        cfg.validate().unwrap();
+        assert_eq!((cfg.acceptors, cfg.f(), Membership::quorum(&cfg)), (3, 1, 2));
+        let e1 = cfg.ensemble(EnsembleId(1));
+        assert_eq!(e1.acceptors, vec![ProcessId(4), ProcessId(5), ProcessId(6)]);
+        assert_eq!(e1.learners.len(), 4);
+        let all = cfg.ensemble(cfg.mapping().all());
+        assert_eq!(all.acceptors, vec![ProcessId(0), ProcessId(4), ProcessId(1)]);
+        assert_eq!(all.learners.len(), 8);
+    }
+
+    #[test]
+    fn timeouts_outlast_a_distributors_burst_and_keep_the_defaults_otherwise() {
+        // 64 B messages in 1 KiB slots on 1 Gb/s (8.7 us a slot), 24 learners: the defaults.
+        assert_eq!(Timing::for_load(Nanos(8_700), 24), Timing::SIM);
+        // 64 KB messages in 128 KiB slots (1.1 ms a slot), 8 learners: 35 ms.
+        let t = Timing::for_load(Nanos(1_100_000), 8);
+        assert_eq!(t.suspect, Nanos(35_200_000));
+        assert!(t.heartbeat < t.suspect && t.retry > t.suspect, "{t:?}");
+    }
+
+    #[test]
     fn impossible_configurations_say_what_to_change() {
         let bad = |f: fn(&mut Config)| {
             let mut c = Config::new(2, 3, 1);
@@ -308,7 +386,9 @@ mod tests {
             c.validate().unwrap_err().to_string()
         };
         assert!(bad(|c| c.groups = 0).contains("groups must be"));
-        assert!(bad(|c| c.replicas = 2).contains("odd"));
+        assert!(bad(|c| c.acceptors = 2).contains("odd"));
+        assert!(bad(|c| c.acceptors = 5).contains("at most the 3 replicas"));
+        assert!(bad(|c| c.replicas = 0).contains("at least 1"));
         assert!(bad(|c| c.slot_bytes = 256).contains("bytes per slot"));
         assert!(bad(|c| c.delta = Nanos::ZERO).contains("delta"));
         assert!(bad(|c| c.timing.heartbeat = c.timing.suspect).contains("heartbeat < suspect"));

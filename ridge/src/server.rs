@@ -540,7 +540,7 @@ impl RidgeServer {
                 })
             }
             Msg::Accepted { k, rnd, value } => {
-                let majority = self.cfg.replicas / 2 + 1;
+                let majority = self.cfg.acceptors / 2 + 1;
                 if let Some(i) = self.learner_slot(e) {
                     self.learning[i].accepted(from, k, rnd, value, majority);
                 }
@@ -737,7 +737,18 @@ impl RidgeServer {
                     payload: v.payload.unwrap_or_default(),
                 });
             }
-            self.send(nic, client, &Packet::Response { id: v.id });
+            let coordinator = self.cfg.mapping().ensemble_of(v.dests).and_then(|e| {
+                let seat = self.seats.get(&e)?;
+                Some((e.0, seat.acceptors[seat.omega.expected()]))
+            });
+            self.send(
+                nic,
+                client,
+                &Packet::Response {
+                    id: v.id,
+                    coordinator,
+                },
+            );
         }
         worked
     }

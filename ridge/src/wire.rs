@@ -7,6 +7,7 @@ use crate::paxos::{Msg, Round};
 use crate::value::Value;
 use bincode::Options;
 use multicast::MsgId;
+use transport::ProcessId;
 
 /// One message between processes.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -32,6 +33,10 @@ pub enum Packet {
     Response {
         /// The message delivered.
         id: MsgId,
+        /// Where the answering server is an acceptor of the ensemble that ordered the message:
+        /// that ensemble and the coordinator it trusts, so the client sends its next request
+        /// there (and follows a takeover without a retry per message).
+        coordinator: Option<(u16, ProcessId)>,
     },
     /// Nothing but a sign of life ([`crate::failure`]).
     Heartbeat,

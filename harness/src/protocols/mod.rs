@@ -97,6 +97,16 @@ impl Shape {
     }
 }
 
+/// The clock a run's timeouts are sized for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Clock<'a> {
+    /// Simulated time on a hardware profile: the protocol's simulator defaults, which a
+    /// protocol may stretch for the profile's link (Ridge's long messages on 1 Gb/s).
+    Sim(&'a transport::runtime::sim::Profile),
+    /// Real threads sharing few cores: a descheduled thread must not look dead.
+    Wall,
+}
+
 /// One atomic multicast protocol as the harness deploys it.
 pub(crate) trait Multicast: 'static {
     /// Its name on the command line.
@@ -111,13 +121,13 @@ pub(crate) trait Multicast: 'static {
     /// The configuration `shape` asks for, checked (a message too large for its slot, a tree
     /// given to a genuine protocol, ... are errors that say what to change).
     fn configure(shape: &Shape) -> Result<Self::Config, String>;
-    /// Every process of a run; `wall` switches timeouts to wall-clock scale (real threads).
+    /// Every process of a run, its timeouts sized for `clock`.
     fn nodes(
         cfg: &Self::Config,
         load: LoadSpec,
         seed: u64,
         log: bool,
-        wall: bool,
+        clock: Clock<'_>,
     ) -> Vec<Node<Self::Server, Self::Client>>;
     /// Bytes per slot and slots per buffer.
     fn slots(cfg: &Self::Config) -> (usize, usize);
@@ -180,8 +190,11 @@ impl<P: Multicast> Deploy for Deployed<P> {
         P::regions(&self.0)
     }
     fn execute(&self, e: &Experiment) -> Measured {
-        let wall = e.runtime != crate::experiment::Where::Sim;
-        e.execute(P::nodes(&self.0, e.load(), e.seed, e.log, wall))
+        let clock = match e.runtime {
+            crate::experiment::Where::Sim => Clock::Sim(&e.profile),
+            crate::experiment::Where::Local { .. } => Clock::Wall,
+        };
+        e.execute(P::nodes(&self.0, e.load(), e.seed, e.log, clock))
     }
 }
 

@@ -5,7 +5,7 @@ pub(crate) mod check;
 pub(crate) mod figures;
 pub(crate) mod software;
 
-use super::{Multicast, Shape};
+use super::{Clock, Multicast, Shape};
 use crate::experiment::Observed;
 use multicast::{LoadSpec, Node};
 use ramcast::layout::{slot_bytes_for, Layout};
@@ -45,10 +45,10 @@ impl Multicast for Ramcast {
         load: LoadSpec,
         seed: u64,
         log: bool,
-        wall: bool,
+        clock: Clock<'_>,
     ) -> Vec<Node<RamcastServer, RamcastClient>> {
         let mut cfg = cfg.clone();
-        if wall {
+        if let Clock::Wall = clock {
             cfg.timing = Timing::WALL;
         }
         ramcast::nodes(&cfg, load, seed, log)

@@ -4,10 +4,11 @@
 pub(crate) mod check;
 pub(crate) mod figures;
 
-use super::{Multicast, Shape, Variants};
+use super::{Clock, Multicast, Shape, Variants};
 use crate::experiment::Observed;
 use multicast::{LoadSpec, Membership, Node};
 use ridge::{Config, RidgeClient, RidgeServer};
+use transport::Nanos;
 
 /// Ridge (ensembles of Paxos acceptors, rotating distributors, deterministic merge).
 pub(crate) struct Ridge;
@@ -62,14 +63,18 @@ impl Multicast for Ridge {
         load: LoadSpec,
         seed: u64,
         log: bool,
-        wall: bool,
+        clock: Clock<'_>,
     ) -> Vec<Node<RidgeServer, RidgeClient>> {
         let mut cfg = cfg.clone();
         cfg.log_optimistic = log;
-        if wall {
+        cfg.timing = match clock {
             // Delta is wall-clock sized already (1 ms); the failure timeouts are not.
-            cfg.timing = ridge::config::Timing::WALL;
-        }
+            Clock::Wall => ridge::config::Timing::WALL,
+            Clock::Sim(profile) => {
+                let slot_wire = cfg.slot_bytes as f64 * 8.0 / profile.nic.link_gbps;
+                ridge::config::Timing::for_load(Nanos(slot_wire as u64), cfg.servers())
+            }
+        };
         ridge::nodes(&cfg, load, seed, log)
     }
 

@@ -7,7 +7,7 @@ pub(crate) mod figures;
 pub(crate) mod software;
 pub(crate) mod table1;
 
-use super::{Multicast, Shape, Variants};
+use super::{Clock, Multicast, Shape, Variants};
 use crate::experiment::Observed;
 use multicast::{LoadSpec, Node, Tree};
 use tram::layout::Layout;
@@ -62,10 +62,10 @@ impl Multicast for Tram {
         load: LoadSpec,
         seed: u64,
         log: bool,
-        wall: bool,
+        clock: Clock<'_>,
     ) -> Vec<Node<TramServer, TramClient>> {
         let mut cfg = cfg.clone();
-        if wall {
+        if let Clock::Wall = clock {
             cfg.timing = Timing::WALL;
         }
         tram::nodes(&cfg, load, seed, log)
