@@ -170,6 +170,7 @@ impl Workload {
             slots: 16,
             log_slots: 64,
             delta: None,
+            acceptors: None,
             dissemination: None,
             optimistic: None,
             slot_bytes: None,

@@ -23,8 +23,9 @@ pub(crate) trait Observed {
     fn extra(&self) -> u64 {
         0
     }
-    /// Optimistic deliveries and mistakes, for protocols that deliver optimistically.
-    fn optimistic(&self) -> Option<(u64, u64)> {
+    /// Optimistic deliveries, mistakes and latencies, for protocols that deliver
+    /// optimistically.
+    fn optimistic(&self) -> Option<ridge::optimistic::Tally> {
         None
     }
     /// Its optimistic deliveries in order, where it kept them (runs with `--log`).
@@ -80,9 +81,9 @@ pub(crate) struct Measured {
     pub(crate) server_deliveries: u64,
     /// Groups whose leadership changed during the run (false suspicions included).
     pub(crate) leader_changes: usize,
-    /// Optimistic deliveries and mistakes, summed over the servers, where the protocol makes
-    /// them.
-    pub(crate) optimistic: Option<(u64, u64)>,
+    /// Optimistic deliveries, mistakes and latencies, summed over the servers, where the
+    /// protocol makes them.
+    pub(crate) optimistic: Option<ridge::optimistic::Tally>,
     /// Each server's optimistic deliveries in order, with `--log`, where the protocol makes
     /// them.
     pub(crate) optimistic_log: Vec<(ProcessId, Vec<multicast::MsgId>)>,
@@ -165,7 +166,7 @@ impl Experiment {
         let mut delivered = 0;
         let mut server_deliveries = 0;
         let mut changed = std::collections::BTreeSet::new();
-        let mut optimistic: Option<(u64, u64)> = None;
+        let mut optimistic: Option<ridge::optimistic::Tally> = None;
         let mut optimistic_log = Vec::new();
         // Node `i` is process `i`.
         for (i, n) in nodes.iter().enumerate() {
@@ -182,9 +183,8 @@ impl Experiment {
                     if let Some(log) = s.server.optimistic_log() {
                         optimistic_log.push((ProcessId(i as u32), log));
                     }
-                    if let Some((d, m)) = s.server.optimistic() {
-                        let (a, b) = optimistic.unwrap_or_default();
-                        optimistic = Some((a + d, b + m));
+                    if let Some(t) = s.server.optimistic() {
+                        optimistic.get_or_insert_with(Default::default).merge(&t);
                     }
                 }
             }

@@ -179,6 +179,11 @@ struct RunArgs {
     /// learner waits up to about this long for an idle ensemble [default: 1ms, the paper's].
     #[arg(long, value_parser = experiment::parse_duration)]
     delta: Option<Nanos>,
+    /// Ridge: acceptors per ensemble, 2f + 1, odd and at most --replicas: a group's first
+    /// servers; the others are learners only [default: every server when --replicas is odd,
+    /// all but one when it is even]. The paper's evaluation runs 3.
+    #[arg(long)]
+    acceptors: Option<usize>,
     /// Ridge: how Phase 2 disseminates: `ridge` (the paper's quorum chain and rotating
     /// distributors), `ring` (Ring Paxos: the value along the learners) or `direct` (LibPaxos:
     /// 2a to every acceptor, 2b with the value to every learner) [default: ridge].

@@ -30,6 +30,7 @@ fn deployment(a: &RunArgs) -> Result<protocols::Deployment, String> {
         slots: a.slots,
         log_slots: a.log_slots,
         delta: a.delta,
+        acceptors: a.acceptors,
         dissemination: a.dissemination,
         optimistic: a.optimistic,
         slot_bytes: a.slot_bytes,
@@ -115,10 +116,13 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
         m.leader_changes,
         m.wall.as_secs_f64()
     );
-    if let Some((delivered, mistakes)) = m.optimistic {
+    if let Some(t) = m.optimistic {
+        let (optimistic_us, atomic_us) = t.mean_us();
         println!(
-            "optimistic deliveries {delivered} (all servers), mistakes {mistakes} ({:.2}%: an optimistic delivery not in the atomic order's place)",
-            100.0 * mistakes as f64 / delivered.max(1) as f64
+            "optimistic deliveries {} (all servers), mistakes {} ({:.2}%: an optimistic delivery not in the atomic order's place); mean delivery latency at the servers (their clock minus the sender's timestamp): optimistic {optimistic_us:.1} us, atomic {atomic_us:.1} us",
+            t.delivered,
+            t.mistakes,
+            100.0 * t.mistakes as f64 / t.delivered.max(1) as f64
         );
     }
     if let Some(cpu) = m.cpu.filter(|_| e.runtime != experiment::Where::Sim) {

@@ -112,21 +112,32 @@ impl Timing {
         retry: Nanos(4_000_000),
     };
 
-    /// [`Timing::SIM`] stretched for long messages on a slow link. A distributor puts each
-    /// value on the wire once per other learner, back to back, and a peer hears nothing else
-    /// from it meanwhile (a NIC's egress is one queue); a suspicion timeout shorter than a few
-    /// such bursts suspects every busy distributor, and the replaced coordinator's successor
-    /// is suspected in turn. So the timeout is at least four bursts of `learners` full slots,
-    /// each `slot_wire` long on the wire; heartbeats and client retries keep their ratios to
-    /// it. Short messages or fast links keep [`Timing::SIM`].
-    pub fn for_load(slot_wire: Nanos, learners: usize) -> Timing {
+    /// [`Timing::SIM`] stretched for a deployment of `servers` servers on a link where one
+    /// full slot takes `slot_wire` on the wire and posting a message costs `post`. A process
+    /// sends heartbeats to each idle peer once a period; the period keeps their posting under
+    /// a twentieth of its time (with 32 servers on `lan-1g`, 100 us heartbeats would take more
+    /// than half of a coordinator's). A distributor puts each value on the wire once per other
+    /// learner, back to back, and a peer hears nothing else from it meanwhile (a NIC's egress
+    /// is one queue): a suspicion timeout shorter than a few such bursts suspects every busy
+    /// distributor, and each replaced coordinator's successor in turn. So the timeout outlasts
+    /// ten heartbeat periods and four bursts of `servers` full slots; client retries keep
+    /// their ratio to it. Small deployments with short messages keep [`Timing::SIM`].
+    pub fn for_link(slot_wire: Nanos, post: Nanos, servers: usize) -> Timing {
         let sim = Timing::SIM;
-        let burst = slot_wire.as_nanos().saturating_mul(learners as u64);
-        let suspect = Nanos(sim.suspect.as_nanos().max(burst.saturating_mul(4)));
+        let n = servers as u64;
+        let heartbeat = sim
+            .heartbeat
+            .as_nanos()
+            .max(post.as_nanos().saturating_mul(n).saturating_mul(20));
+        let suspect = sim
+            .suspect
+            .as_nanos()
+            .max(heartbeat.saturating_mul(10))
+            .max(slot_wire.as_nanos().saturating_mul(n).saturating_mul(4));
         Timing {
-            heartbeat: Nanos(sim.heartbeat.as_nanos().max(suspect.as_nanos() / 10)),
-            suspect,
-            retry: Nanos(sim.retry.as_nanos().max(suspect.as_nanos().saturating_mul(4))),
+            heartbeat: Nanos(heartbeat),
+            suspect: Nanos(suspect),
+            retry: Nanos(sim.retry.as_nanos().max(suspect.saturating_mul(4))),
         }
     }
 
@@ -359,23 +370,35 @@ mod tests {
     fn extra_servers_are_learners_only() {
         let cfg = Config::new(2, 4, 1);
         cfg.validate().unwrap();
-        assert_eq!((cfg.acceptors, cfg.f(), Membership::quorum(&cfg)), (3, 1, 2));
+        assert_eq!(
+            (cfg.acceptors, cfg.f(), Membership::quorum(&cfg)),
+            (3, 1, 2)
+        );
         let e1 = cfg.ensemble(EnsembleId(1));
         assert_eq!(e1.acceptors, vec![ProcessId(4), ProcessId(5), ProcessId(6)]);
         assert_eq!(e1.learners.len(), 4);
         let all = cfg.ensemble(cfg.mapping().all());
-        assert_eq!(all.acceptors, vec![ProcessId(0), ProcessId(4), ProcessId(1)]);
+        assert_eq!(
+            all.acceptors,
+            vec![ProcessId(0), ProcessId(4), ProcessId(1)]
+        );
         assert_eq!(all.learners.len(), 8);
     }
 
     #[test]
     fn timeouts_outlast_a_distributors_burst_and_keep_the_defaults_otherwise() {
-        // 64 B messages in 1 KiB slots on 1 Gb/s (8.7 us a slot), 24 learners: the defaults.
-        assert_eq!(Timing::for_load(Nanos(8_700), 24), Timing::SIM);
-        // 64 KB messages in 128 KiB slots (1.1 ms a slot), 8 learners: 35 ms.
-        let t = Timing::for_load(Nanos(1_100_000), 8);
+        // 64 B messages in 1 KiB slots on 1 Gb/s (8.7 us a slot), 2 us posts, 2 servers.
+        assert_eq!(Timing::for_link(Nanos(8_700), Nanos(2_000), 2), Timing::SIM);
+        // 64 KB messages in 128 KiB slots (1.1 ms a slot), 8 servers: 35 ms.
+        let t = Timing::for_link(Nanos(1_100_000), Nanos(2_000), 8);
         assert_eq!(t.suspect, Nanos(35_200_000));
         assert!(t.heartbeat < t.suspect && t.retry > t.suspect, "{t:?}");
+        // 32 servers: heartbeats every 1.28 ms, suspicion after 12.8 ms.
+        let t = Timing::for_link(Nanos(8_700), Nanos(2_000), 32);
+        assert_eq!(
+            (t.heartbeat, t.suspect),
+            (Nanos(1_280_000), Nanos(12_800_000))
+        );
     }
 
     #[test]

@@ -74,6 +74,43 @@ impl Holding {
     }
 }
 
+/// What a learner's optimistic deliveries came to, beside its atomic ones. Latencies are read
+/// on the learner's clock against the sender's timestamp (exact with synchronised clocks; off
+/// by the two clocks' difference otherwise), summed over the run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Optimistic deliveries.
+    pub delivered: u64,
+    /// Of which mistakes: the `i`-th optimistic delivery not the `i`-th atomic one.
+    pub mistakes: u64,
+    /// The optimistic deliveries' latencies, summed, in microseconds.
+    pub optimistic_us: u64,
+    /// Atomic deliveries.
+    pub atomic: u64,
+    /// Their latencies, summed, in microseconds.
+    pub atomic_us: u64,
+}
+
+impl Tally {
+    /// Adds another learner's.
+    pub fn merge(&mut self, o: &Tally) {
+        self.delivered += o.delivered;
+        self.mistakes += o.mistakes;
+        self.optimistic_us += o.optimistic_us;
+        self.atomic += o.atomic;
+        self.atomic_us += o.atomic_us;
+    }
+
+    /// The mean latency of optimistic and of atomic deliveries, in microseconds.
+    pub fn mean_us(&self) -> (f64, f64) {
+        let mean = |sum: u64, n: u64| sum as f64 / n.max(1) as f64;
+        (
+            mean(self.optimistic_us, self.delivered),
+            mean(self.atomic_us, self.atomic),
+        )
+    }
+}
+
 /// A learner's optimistic side: what it delivered optimistically, set against its atomic
 /// deliveries position by position.
 #[derive(Clone, Debug)]
@@ -82,8 +119,7 @@ pub struct Optimism {
     /// Deliveries of one kind not yet set against the other kind's.
     optimistic: VecDeque<MsgId>,
     atomic: VecDeque<MsgId>,
-    delivered: u64,
-    mistakes: u64,
+    tally: Tally,
     /// Every optimistic delivery in order, if kept ([`Optimism::keep_log`]).
     log: Option<Vec<MsgId>>,
 }
@@ -95,8 +131,7 @@ impl Optimism {
             holding: Holding::new(wait_us),
             optimistic: VecDeque::new(),
             atomic: VecDeque::new(),
-            delivered: 0,
-            mistakes: 0,
+            tally: Tally::default(),
             log: None,
         }
     }
@@ -122,7 +157,8 @@ impl Optimism {
         let due = self.holding.due(now_us);
         for v in &due {
             self.optimistic.push_back(v.id);
-            self.delivered += 1;
+            self.tally.delivered += 1;
+            self.tally.optimistic_us += now_us.saturating_sub(clock_us(v.ts));
             if let Some(log) = self.log.as_mut() {
                 log.push(v.id);
             }
@@ -131,16 +167,18 @@ impl Optimism {
         due.len()
     }
 
-    /// The learner delivered `id` atomically.
-    pub fn atomic(&mut self, id: MsgId) {
+    /// The learner delivered `id`, timestamped `ts`, atomically when its clock read `now_us`.
+    pub fn atomic(&mut self, id: MsgId, ts: Timestamp, now_us: u64) {
         self.atomic.push_back(id);
+        self.tally.atomic += 1;
+        self.tally.atomic_us += now_us.saturating_sub(clock_us(ts));
         self.compare();
     }
 
     fn compare(&mut self) {
         while let (Some(o), Some(a)) = (self.optimistic.front(), self.atomic.front()) {
             if o != a {
-                self.mistakes += 1;
+                self.tally.mistakes += 1;
             }
             self.optimistic.pop_front();
             self.atomic.pop_front();
@@ -152,9 +190,9 @@ impl Optimism {
         self.holding.deadline_us()
     }
 
-    /// Optimistic deliveries so far, and how many were mistakes.
-    pub fn counts(&self) -> (u64, u64) {
-        (self.delivered, self.mistakes)
+    /// What its deliveries came to so far.
+    pub fn tally(&self) -> Tally {
+        self.tally
     }
 }
 
@@ -195,12 +233,20 @@ mod tests {
         o.received(v(1, 10));
         o.deliver(100);
         // The atomic order is by timestamp: 1 then 2.
-        o.atomic(v(1, 10).id);
-        o.atomic(v(2, 20).id);
-        assert_eq!(o.counts(), (2, 2));
+        o.atomic(v(1, 10).id, v(1, 10).ts, 300);
+        o.atomic(v(2, 20).id, v(2, 20).ts, 300);
+        let t = o.tally();
+        assert_eq!((t.delivered, t.mistakes), (2, 2));
         o.received(v(3, 30));
         o.deliver(100);
-        o.atomic(v(3, 30).id);
-        assert_eq!(o.counts(), (3, 2));
+        o.atomic(v(3, 30).id, v(3, 30).ts, 330);
+        let t = o.tally();
+        assert_eq!((t.delivered, t.mistakes, t.atomic), (3, 2, 3));
+        // Optimistic at 100 us for timestamps 20, 10, 30; atomic at 300, 300, 330.
+        assert_eq!(
+            (t.optimistic_us, t.atomic_us),
+            (80 + 90 + 70, 290 + 280 + 300)
+        );
+        assert_eq!(t.mean_us(), (80.0, 290.0));
     }
 }

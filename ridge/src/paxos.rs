@@ -476,7 +476,10 @@ impl Acceptor {
             .collect();
         match self.dissemination {
             Dissemination::Ring => {
-                let first = learners.iter().find(|l| !quorum.contains(l)).copied();
+                let first = learners
+                    .iter()
+                    .find(|&&l| !quorum.contains(&l) && !suspected(l))
+                    .copied();
                 out.extend(first.map(|l| (l, Msg::Relay { k, value, quorum })));
             }
             _ => {
@@ -773,19 +776,23 @@ pub fn distribute(
 }
 
 /// The ring baseline for learner `me`: the value goes on to the next learner outside the
-/// quorum, in the ensemble's learner order; the last one keeps it.
+/// quorum, in the ensemble's learner order, passing over those `me` suspects (Ring Paxos
+/// rebuilds its ring around a failed process; a learner passed over fills its gap from the
+/// acceptors); the last one keeps it.
 pub fn relay(
     me: ProcessId,
     learners: &[ProcessId],
     k: Instance,
     value: Value,
     quorum: Vec<ProcessId>,
+    suspected: impl Fn(ProcessId) -> bool,
 ) -> Out {
     let next = learners
         .iter()
         .filter(|l| !quorum.contains(l))
         .skip_while(|&&l| l != me)
-        .nth(1)
+        .skip(1)
+        .find(|&&l| !suspected(l))
         .copied();
     next.map(|l| (l, Msg::Relay { k, value, quorum }))
         .into_iter()

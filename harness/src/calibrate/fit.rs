@@ -1,8 +1,11 @@
 //! Fitting a paper prototype's software profile to ONE published number of its paper: the
 //! per-message prices of a shape profile (`measured`, our code's relative costs) times one
-//! factor, found by bisection on the simulated number. Copies keep the shape's price: a byte
-//! copy is `memcpy` in Java and C++ alike, while the per-message work (objects, queues,
-//! bounds checks, the JVM) is what separates a prototype from our code.
+//! factor, found by bisection on the simulated number. Copies keep the shape's price by
+//! default: a byte copy is `memcpy` in Java and C++ alike over RDMA, while the per-message
+//! work (objects, queues, bounds checks, the JVM) is what separates a prototype from our code.
+//! A prototype whose one published number is a bandwidth of large messages (Ridge's Java over
+//! TCP) can only differ from our code per byte there, and scales its copies too
+//! ([`PaperSoftware::scales_copies`]).
 //!
 //! One factor fitted to one number: every other number of the paper stays a validation target.
 
@@ -20,6 +23,8 @@ pub(crate) struct PaperSoftware {
     pub(crate) published: f64,
     /// Its unit.
     pub(crate) unit: &'static str,
+    /// Whether the factor scales the copy price too (see the module docs).
+    pub(crate) scales_copies: bool,
     /// Simulates the target's experiment with a software profile and returns the number the
     /// paper reports; it must fall as prices rise (a throughput) or rise with them (a latency).
     pub(crate) simulate: Simulate,
@@ -35,13 +40,18 @@ const STEPS: usize = 24;
 /// A fit closer than this to the published number stops early.
 const TOLERANCE: f64 = 0.005;
 
-/// `shape`'s per-message prices times `scale` (rounded to the nanosecond), its copy price kept.
-pub(crate) fn scaled(shape: &WorkCosts, scale: f64) -> WorkCosts {
+/// `shape`'s per-message prices times `scale` (rounded to the nanosecond), its copy price kept
+/// unless `copies` (then scaled too, rounded to the picosecond).
+pub(crate) fn scaled(shape: &WorkCosts, scale: f64, copies: bool) -> WorkCosts {
     let s = |ns: u64| (ns as f64 * scale).round() as u64;
     WorkCosts {
         scan_ns: s(shape.scan_ns),
         decode_ns: s(shape.decode_ns),
-        copy_ps_per_byte: shape.copy_ps_per_byte,
+        copy_ps_per_byte: if copies {
+            s(shape.copy_ps_per_byte)
+        } else {
+            shape.copy_ps_per_byte
+        },
         order_ns: s(shape.order_ns),
         deliver_ns: s(shape.deliver_ns),
     }
@@ -111,7 +121,7 @@ pub(crate) fn fit(
             date: Some(date.to_string()),
             fit: None,
         },
-        costs: scaled(&shape.costs, scale),
+        costs: scaled(&shape.costs, scale, paper.scales_copies),
     };
     let (scale, simulated) = bisect(paper.published, |scale| {
         let v = (paper.simulate)(&priced(scale), progress)?;
@@ -129,6 +139,7 @@ pub(crate) fn fit(
         published: paper.published,
         simulated,
         unit: paper.unit.to_string(),
+        copies_scaled: paper.scales_copies,
     });
     Ok(s)
 }
@@ -164,7 +175,7 @@ mod tests {
             order_ns: 41,
             deliver_ns: 10,
         };
-        let c = scaled(&shape, 2.5);
+        let c = scaled(&shape, 2.5, false);
         assert_eq!(
             (
                 c.scan_ns,
@@ -175,5 +186,6 @@ mod tests {
             ),
             (5, 75, 90, 103, 25)
         );
+        assert_eq!(scaled(&shape, 2.5, true).copy_ps_per_byte, 225);
     }
 }

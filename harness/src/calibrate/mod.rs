@@ -24,7 +24,8 @@ pub(crate) enum CalibrateCommand {
     Software(SoftwareArgs),
     /// Fits a paper prototype's software profile to ONE published number of its paper: the
     /// shape profile's per-message prices times one factor, found by bisection on the
-    /// simulated number (copies keep the shape's price). Prints every factor tried.
+    /// simulated number (copies keep the shape's price, except for a prototype whose number is
+    /// a bandwidth of large messages: Ridge's). Prints every factor tried.
     Paper(PaperArgs),
 }
 
@@ -156,9 +157,17 @@ fn paper(a: PaperArgs, commit: &str) -> Result<ExitCode, String> {
     );
     let header = format!(
         "{}: fitted by `harness calibrate paper {}` on {date} at commit {commit}.\n\
-         One factor scales the per-message prices of `{} v{}` until the simulation gives ONE\n\
+         One factor scales the {} of `{} v{}` until the simulation gives ONE\n\
          published number (below); every other number of the paper is a validation target.",
-        p.description, p.name, shape.name, shape.version
+        p.description,
+        p.name,
+        if p.scales_copies {
+            "prices, copies included,"
+        } else {
+            "per-message prices"
+        },
+        shape.name,
+        shape.version
     );
     write_profile(&out, &s, &header)?;
     Ok(ExitCode::SUCCESS)

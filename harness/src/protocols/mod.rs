@@ -43,6 +43,8 @@ pub(crate) struct Shape {
     pub(crate) log_slots: usize,
     /// Ridge's Delta, if given.
     pub(crate) delta: Option<transport::Nanos>,
+    /// Ridge's acceptors per ensemble, if given.
+    pub(crate) acceptors: Option<usize>,
     /// Ridge's dissemination, if given.
     pub(crate) dissemination: Option<::ridge::paxos::Dissemination>,
     /// Ridge's optimistic wait, if optimistic deliveries are asked for.
@@ -55,8 +57,14 @@ pub(crate) struct Shape {
 }
 
 impl Shape {
-    /// Refuses Ridge's own flags (`--delta`, `--dissemination`) for protocol `name`.
+    /// Refuses Ridge's own flags (`--delta`, `--dissemination`, `--optimistic`,
+    /// `--acceptors`) for protocol `name`.
     pub(crate) fn no_ridge_flags(&self, name: &str) -> Result<(), String> {
+        if self.acceptors.is_some() {
+            return Err(format!(
+                "--acceptors sets Ridge's acceptors per ensemble; {name}'s replicas are all alike: leave it out"
+            ));
+        }
         if self.delta.is_some() {
             return Err(format!(
                 "--delta is Ridge's null-message period; {name} has none: leave it out"
@@ -286,6 +294,7 @@ pub(crate) struct PaperFigure {
 pub(crate) const PAPER_SOFTWARE: &[&[crate::calibrate::PaperSoftware]] = &[
     ramcast::software::PAPER_SOFTWARE,
     tram::software::PAPER_SOFTWARE,
+    ridge::software::PAPER_SOFTWARE,
 ];
 
 /// Every paper prototype's software profile, in registry order.

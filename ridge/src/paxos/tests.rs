@@ -439,10 +439,27 @@ fn the_ring_baseline_passes_the_value_along_the_learners_outside_the_quorum() {
         .collect();
     assert_eq!(relays, vec![p(3)], "to the first learner outside Q only");
     assert_eq!(out.len(), 6, "and the decision to every learner");
-    let hop = |me: u32| relay(p(me), &learners, 0, v.clone(), vec![p(1), p(2)]);
+    let hop = |me: u32| relay(p(me), &learners, 0, v.clone(), vec![p(1), p(2)], |_| false);
     assert_eq!(hop(3)[0].0, p(4));
     assert_eq!(hop(4)[0].0, p(5));
     assert!(hop(5).is_empty(), "the last learner keeps it");
+    // A suspected learner is passed over, by the last acceptor and along the ring.
+    let out = a.on_phase2(
+        &learners,
+        1,
+        rnd,
+        value(51, 1, 8),
+        vec![p(1), p(2)],
+        1,
+        |l| l == p(3),
+    );
+    assert!(out
+        .iter()
+        .any(|(to, m)| *to == p(4) && matches!(m, Msg::Relay { .. })));
+    let skip = relay(p(3), &learners, 0, v.clone(), vec![p(1), p(2)], |l| {
+        l == p(4)
+    });
+    assert_eq!(skip[0].0, p(5));
 }
 
 #[test]

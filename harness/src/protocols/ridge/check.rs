@@ -1,6 +1,7 @@
 //! `harness check --protocol ridge`: seeded runs of Ridge on the simulator under the shared
 //! fault schedule ([`crate::sweep::draw_schedule`]). Every parameter comes from the seed:
-//! groups (1-4), replicas (3 or 5), clients, destinations, sizes, Delta, clock skew (offsets
+//! groups (1-4), replicas (3 or 5; of 5, 3 acceptors in half the runs, the other two servers
+//! learners only), clients, destinations, sizes, Delta, clock skew (offsets
 //! up to 2 ms, drift up to 200 ppm in half the runs), ring (4-16 slots) and outbox (1-64
 //! packets) sizes, small, so that packets to paused peers overflow, are dropped and recovered, how many decisions learners keep, and
 //! the tie-break policy, Phase 2's dissemination (Ridge's in half the runs, the ring and
@@ -10,7 +11,8 @@
 //!
 //! In Ridge's vocabulary the schedule's crashes are: a group's rank 0, its ensemble's initial
 //! coordinator (group 0's rank 0 coordinates `e_all` too); every server, an acceptor of its
-//! group's ensemble; ranks beyond f, the learners outside the quorum, its distributors. The
+//! group's ensemble (the tally's "acceptor crash"; a learner only, where it ranks past the
+//! acceptors); ranks beyond f, the learners outside the quorum, its distributors. The
 //! phases and the verdict are the other protocols': faults, a liveness phase, convergence;
 //! halts judged, the five properties checked.
 
@@ -89,6 +91,10 @@ impl RidgeRun {
         if rng.chance(0.25) {
             cfg.optimistic = Some(Nanos(rng.below(2_000_000)));
         }
+        // Groups of 5 with 3 acceptors in half their runs: two servers learn only.
+        if replicas == 5 && rng.chance(0.5) {
+            cfg.acceptors = 3;
+        }
         let suspect = cfg.timing.suspect;
         // A correct learner may wait out a suspicion, a new round and a client's retry; after
         // the last fault a client may wait for a takeover and then a retry: two evictions'
@@ -140,7 +146,7 @@ impl SeedRun for RidgeRun {
 
     fn describe(&self) -> String {
         let mut s = format!(
-            "SEED={} dissemination={} optimistic={} groups={} replicas={} clients={} delta={} skew={}/{:.0}ppm ring_slots={} outbox={} retain={} dest={} size={} fault_phase={} load_end={} end={} tie_break={:?} faults={}",
+            "SEED={} dissemination={} optimistic={} groups={} replicas={} acceptors={} clients={} delta={} skew={}/{:.0}ppm ring_slots={} outbox={} retain={} dest={} size={} fault_phase={} load_end={} end={} tie_break={:?} faults={}",
             self.seed,
             self.cfg.dissemination.name(),
             self.cfg
@@ -148,6 +154,7 @@ impl SeedRun for RidgeRun {
                 .map_or("off".to_string(), |w| w.to_string()),
             self.cfg.groups,
             self.cfg.replicas,
+            self.cfg.acceptors,
             self.cfg.clients,
             self.cfg.delta,
             self.cfg.skew.max_offset,
@@ -253,7 +260,8 @@ mod tests {
     /// - 441 (liveness): the `Lead` heartbeats, one per ensemble every heartbeat period, were
     ///   more than two-slot rings carry, and a client's retry went to one acceptor (crashed)
     ///   at a time. Fixed: one `Lead` per peer every quarter suspicion timeout; a retry goes to
-    ///   every acceptor, and a client asks first the acceptor that answered last.
+    ///   every acceptor, and a client asks first the acceptor that answered last (since
+    ///   seed 595's change: the coordinator an answering acceptor trusts).
     /// - 887 (liveness): a coordinator whose Phase 1a was dropped (its peers suspected behind
     ///   a slow link) counted its own catching up on decisions as progress, so it never ran
     ///   another round. Fixed: only decisions of its own proposals count.
@@ -262,6 +270,13 @@ mod tests {
     ///   failed while the links crawled; each failure doubled the wait before the next round,
     ///   up to 32 suspicion timeouts, longer than the liveness phase after the links
     ///   recovered. Fixed: the wait doubles up to 4 times.
+    /// - 595 (validity, agreement; ring dissemination): once clients sent to the coordinator
+    ///   rather than to the last server that answered (a throughput fix), p1, an acceptor,
+    ///   crashed; the new round's quorum left p1 in the ring of learners, so the ring stopped
+    ///   at p1's predecessor and p4 learned only by filling its gap, one batch of six values
+    ///   per suspicion timeout: at the end of the run it was 245 instances behind. Fixed twice
+    ///   over (each alone passes): the ring passes over learners the relayer suspects, and a
+    ///   learner catching up asks for the next batch as soon as one arrives.
     #[test]
     fn formerly_failing_schedules_pass() {
         let skew = |offset_us: f64, ppm: f64| Skew {
@@ -329,6 +344,21 @@ mod tests {
                 9595.688,
                 TieBreak::Fifo,
             ),
+            {
+                let mut r = pinned(
+                    595,
+                    (1, 5, 5),
+                    301.835,
+                    Skew::NONE,
+                    (11, 52, 2352),
+                    DestPolicy::Random(1),
+                    132,
+                    9445.292,
+                    TieBreak::Random,
+                );
+                r.cfg.dissemination = Dissemination::Ring;
+                r
+            },
         ];
         for run in &runs {
             assert!(!run.faults.is_empty(), "seed {}", run.seed);

@@ -1,7 +1,8 @@
-//! Ridge's figures on the simulator. So far `ridge-model`: section 5's round model, measured on
-//! a unit-delay profile ([`ridge::model`]) beside the paper's latency formulas and its worked
-//! example. The evaluation's figures (Figs. 1-3) come with the `ridge-java` software profile.
+//! Ridge's figures on the simulator: `ridge-model`, section 5's round model measured on a
+//! unit-delay profile ([`ridge::model`]) beside the paper's latency formulas and its worked
+//! example; and the evaluation's Figs. 1-3 ([`super::evaluation`]).
 
+use super::evaluation;
 use crate::figure::{claim, claim_by_construction, panel, write, CLAIM_HEAD};
 use crate::plot::{self, Series};
 use crate::protocols::PaperFigure;
@@ -12,13 +13,36 @@ use std::path::Path;
 use transport::runtime::sim::Software;
 
 /// Ridge's figures.
-pub(crate) const FIGURES: &[PaperFigure] = &[PaperFigure {
-    name: "ridge-model",
-    about: "Ridge section 5: latency in rounds against the paper's formulas on a unit-delay profile (Ridge, ring, direct), and the worked example",
-    profile: "unit-delay",
-    software: "none",
-    make: ridge_model,
-}];
+pub(crate) const FIGURES: &[PaperFigure] = &[
+    PaperFigure {
+        name: "ridge-model",
+        about: "Ridge section 5: latency in rounds against the paper's formulas on a unit-delay profile (Ridge, ring, direct), and the worked example",
+        profile: "unit-delay",
+        software: "none",
+        make: ridge_model,
+    },
+    PaperFigure {
+        name: "ridge-fig1",
+        about: "Ridge Fig. 1: broadcast throughput and latency against destinations (200 B, 8 KB, 64 KB), Ridge beside the ring and direct baselines",
+        profile: crate::testbed::RIDGE,
+        software: "ridge-java",
+        make: evaluation::fig1,
+    },
+    PaperFigure {
+        name: "ridge-fig2",
+        about: "Ridge Fig. 2: throughput scaling with 1-8 groups of 4 servers, single-group messages, Ridge beside the ring",
+        profile: crate::testbed::RIDGE,
+        software: "ridge-java",
+        make: evaluation::fig2,
+    },
+    PaperFigure {
+        name: "ridge-fig3",
+        about: "Ridge Fig. 3: optimistic deliveries of 64 KB messages against load: latency, throughput, mistakes",
+        profile: crate::testbed::RIDGE,
+        software: "ridge-java",
+        make: evaluation::fig3,
+    },
+];
 
 /// Groups of 3 servers measured (n = 6 .. 15 learners), and the deltas.
 const GROUPS: [usize; 4] = [2, 3, 4, 5];

@@ -2,7 +2,9 @@
 //! servers, and its `check` sweep ([`check`]).
 
 pub(crate) mod check;
+pub(crate) mod evaluation;
 pub(crate) mod figures;
+pub(crate) mod software;
 
 use super::{Clock, Multicast, Shape, Variants};
 use crate::experiment::Observed;
@@ -40,15 +42,15 @@ impl Multicast for Ridge {
         if let Some(delta) = s.delta {
             cfg.delta = delta;
         }
+        if let Some(a) = s.acceptors {
+            cfg.acceptors = a;
+        }
         if let Some(d) = s.dissemination {
             cfg.dissemination = d;
         }
         cfg.optimistic = s.optimistic;
         cfg.ring_slots = s.slots as u32;
-        cfg.slot_bytes = s.slot_bytes.unwrap_or_else(|| {
-            // The smallest power of two holding the payload and a packet's own bytes.
-            (s.size + ridge::config::OVERHEAD_BYTES + 64).next_power_of_two()
-        });
+        cfg.slot_bytes = s.slot_bytes.unwrap_or_else(|| slot_bytes_for(s.size));
         cfg.validate().map_err(|e| e.to_string())?;
         s.fits(
             cfg.slot_bytes,
@@ -72,7 +74,8 @@ impl Multicast for Ridge {
             Clock::Wall => ridge::config::Timing::WALL,
             Clock::Sim(profile) => {
                 let slot_wire = cfg.slot_bytes as f64 * 8.0 / profile.nic.link_gbps;
-                ridge::config::Timing::for_load(Nanos(slot_wire as u64), cfg.servers())
+                let post = Nanos(profile.nic.post_ns);
+                ridge::config::Timing::for_link(Nanos(slot_wire as u64), post, cfg.servers())
             }
         };
         ridge::nodes(&cfg, load, seed, log)
@@ -96,6 +99,11 @@ impl Multicast for Ridge {
     }
 }
 
+/// The smallest power of two holding a `size`-byte payload and a packet's own bytes.
+pub(crate) fn slot_bytes_for(size: usize) -> usize {
+    (size + ridge::config::OVERHEAD_BYTES + 64).next_power_of_two()
+}
+
 impl Observed for RidgeServer {
     fn changed_leader(&self) -> bool {
         self.restarted()
@@ -107,7 +115,7 @@ impl Observed for RidgeServer {
     fn extra(&self) -> u64 {
         self.filled()
     }
-    fn optimistic(&self) -> Option<(u64, u64)> {
+    fn optimistic(&self) -> Option<ridge::optimistic::Tally> {
         RidgeServer::optimistic(self)
     }
     fn optimistic_log(&self) -> Option<Vec<multicast::MsgId>> {
@@ -134,6 +142,7 @@ mod tests {
             slots: 16,
             log_slots: 64,
             delta: None,
+            acceptors: None,
             dissemination: None,
             optimistic: None,
             slot_bytes: None,

@@ -17,6 +17,7 @@ pub(crate) const PAPER_SOFTWARE: &[PaperSoftware] = &[PaperSoftware {
              section 8.1: its C++ RamCast is comparable to the original paper's results)",
     published: 250_000.0,
     unit: "msg/s",
+    scales_copies: false,
     simulate: ramcast_fig4,
 }];
 

@@ -18,6 +18,10 @@ pub const SOFTWARE: &[(&str, &str)] = &[
         include_str!("../../../software/ramcast-java.toml"),
     ),
     ("tram-cpp", include_str!("../../../software/tram-cpp.toml")),
+    (
+        "ridge-java",
+        include_str!("../../../software/ridge-java.toml"),
+    ),
 ];
 
 /// The software profile used when none is named: no software cost, the model every result
@@ -64,6 +68,10 @@ pub struct SoftwareFit {
     pub simulated: f64,
     /// The unit of both.
     pub unit: String,
+    /// Whether the copy price was scaled too (a prototype whose gap to our code is per byte:
+    /// serialisation and stream copies); otherwise copies keep the shape's price.
+    #[serde(default)]
+    pub copies_scaled: bool,
 }
 
 /// The price of one unit of each kind of [`Work`].
@@ -185,14 +193,22 @@ impl Software {
         }
         if let Some(f) = &c.fit {
             t.push_str(&format!(
-                "\n# Per-message prices of `shape` times `scale`; copies keep the shape's price.\n\
+                "\n# {}\n\
                  [calibration.fit]\nshape = {}\nscale = {:?}\npublished = {:?}\nsimulated = {:?}\nunit = {}\n",
+                if f.copies_scaled {
+                    "Every price of `shape`, copies included, times `scale`."
+                } else {
+                    "Per-message prices of `shape` times `scale`; copies keep the shape's price."
+                },
                 q(&f.shape),
                 f.scale,
                 f.published,
                 f.simulated,
                 q(&f.unit)
             ));
+            if f.copies_scaled {
+                t.push_str("copies_scaled = true\n");
+            }
         }
         let k = &self.costs;
         t.push_str(&format!(
@@ -272,6 +288,7 @@ mod tests {
             published: 250_000.0,
             simulated: 249_100.0,
             unit: "msg/s".into(),
+            copies_scaled: false,
         });
         s.costs = WorkCosts {
             scan_ns: 2,
@@ -285,6 +302,10 @@ mod tests {
             text.starts_with("# made by a test\n#\n# second line\n"),
             "{text}"
         );
+        assert_eq!(Software::parse("written", &text).unwrap(), s);
+        s.calibration.fit.as_mut().unwrap().copies_scaled = true;
+        let text = s.to_toml("");
+        assert!(text.contains("copies included"), "{text}");
         assert_eq!(Software::parse("written", &text).unwrap(), s);
         assert_eq!(
             Software::parse("none", &Software::none().to_toml("")).unwrap(),
