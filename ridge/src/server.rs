@@ -293,6 +293,12 @@ impl RidgeServer {
         }
         let bytes = packet.encode();
         nic.work(Work::Copy, bytes.len() as u64);
+        self.post(nic, to, bytes);
+    }
+
+    /// Puts a packet's bytes on their way to `to` (a peer): into the mesh, or behind what
+    /// overflows towards it.
+    fn post<N: Nic>(&mut self, nic: &mut N, to: ProcessId, bytes: Vec<u8>) {
         self.detector.sent(to, nic.now());
         if let Some(q) = self.overflow.get_mut(&to) {
             q.push_back(bytes);
@@ -337,9 +343,26 @@ impl RidgeServer {
         worked
     }
 
+    /// Sends `out`. A fan-out (a DECISION to every learner, a distributor's VALUE, an
+    /// acceptor's 2b) is encoded once and its copy charged once, as a server serialises a
+    /// message once and writes the same buffer to every peer; each peer still costs a post.
     fn send_all<N: Nic>(&mut self, nic: &mut N, e: EnsembleId, out: Out) {
+        let mut encoded: Option<(Msg, Vec<u8>)> = None;
         for (to, msg) in out {
-            self.send(nic, to, &Packet::paxos(e, msg));
+            if to == self.me {
+                self.local.push_back(Packet::paxos(e, msg));
+                continue;
+            }
+            let bytes = match &encoded {
+                Some((last, bytes)) if *last == msg => bytes.clone(),
+                _ => {
+                    let bytes = Packet::paxos(e, msg.clone()).encode();
+                    nic.work(Work::Copy, bytes.len() as u64);
+                    encoded = Some((msg, bytes.clone()));
+                    bytes
+                }
+            };
+            self.post(nic, to, bytes);
         }
     }
 
