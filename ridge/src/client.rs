@@ -214,16 +214,22 @@ impl<N: Nic> Client<N> for RidgeClient {
             Err(e) => panic!("a checked request was refused: {e}"),
         }
         if self.cfg.optimistic.is_some() {
-            // Section 4.5: the copy for optimistic delivery, straight to the learners. Best
-            // effort (the paper uses reliable multicast): a learner whose ring is full misses
-            // the optimistic delivery, never the atomic one.
+            // Section 4.5: the copy for optimistic delivery, straight to the learners (encoded
+            // once). Not to the ensemble's first quorum, whose acceptors see the message in
+            // the request and in Phase 2 (acceptors are learners here; the paper's are apart).
+            // Best effort (the paper uses reliable multicast): a learner whose ring is full
+            // misses the optimistic delivery and fills its decision from the acceptors.
             let copy = Packet::Optimistic {
                 e: e.0,
                 value: value.clone(),
             }
             .encode();
-            for &l in &self.learners[e.0 as usize] {
-                nic.work(Work::Copy, copy.len() as u64);
+            nic.work(Work::Copy, copy.len() as u64);
+            let quorum = self.cfg.quorum(e);
+            for &l in self.learners[e.0 as usize]
+                .iter()
+                .filter(|l| !quorum.contains(l))
+            {
                 let _ = self.mesh.send(nic, l, &copy);
             }
         }

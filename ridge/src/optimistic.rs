@@ -1,7 +1,8 @@
 //! Section 4.5: optimistic deliveries. A multicaster also sends its message straight to the
 //! learners of the ensemble; a learner delivers it optimistically once its own clock reads the
 //! message's timestamp plus a wait ("based on the estimated latency and clock skews"), in
-//! timestamp order, and later delivers it atomically as usual. A mistake is an `i`-th
+//! timestamp order, and later delivers it atomically when its DECISION, an id only, names it
+//! ([`Optimism::copy`]). A mistake is an `i`-th
 //! optimistic delivery that is not the `i`-th atomic one; the checker judges the atomic
 //! deliveries only, the mistake rate is a reported figure.
 
@@ -120,18 +121,33 @@ pub struct Optimism {
     optimistic: VecDeque<MsgId>,
     atomic: VecDeque<MsgId>,
     tally: Tally,
+    /// Messages seen (multicasters' copies, or values of Phase 2 for a learner in the quorum)
+    /// by id until their instance is decided here, at most `keep`, the oldest going first:
+    /// with optimistic deliveries on, decisions carry ids only and a learner pairs each with
+    /// the message it saw (section 4.5).
+    copies: BTreeMap<MsgId, Value>,
+    arrivals: VecDeque<MsgId>,
+    keep: usize,
+    /// Per multicaster, the lowest sequence number not yet held: a message seen twice (its
+    /// copy and its Phase 2, or a client's retry) is delivered optimistically once.
+    fresh: BTreeMap<u32, u64>,
     /// Every optimistic delivery in order, if kept ([`Optimism::keep_log`]).
     log: Option<Vec<MsgId>>,
 }
 
 impl Optimism {
-    /// Delivers each message `wait_us` after its timestamp, by the learner's clock.
-    pub fn new(wait_us: u64) -> Optimism {
+    /// Delivers each message `wait_us` after its timestamp, by the learner's clock; keeps at
+    /// most `keep` messages for decisions to come.
+    pub fn new(wait_us: u64, keep: usize) -> Optimism {
         Optimism {
             holding: Holding::new(wait_us),
             optimistic: VecDeque::new(),
             atomic: VecDeque::new(),
             tally: Tally::default(),
+            copies: BTreeMap::new(),
+            arrivals: VecDeque::new(),
+            keep: keep.max(1),
+            fresh: BTreeMap::new(),
             log: None,
         }
     }
@@ -146,9 +162,33 @@ impl Optimism {
         self.log.as_deref()
     }
 
-    /// The multicaster's copy of a message addressed to this learner.
-    pub fn received(&mut self, value: Value) {
-        self.holding.hold(value);
+    /// A message of one of this learner's ensembles, seen before its decision: kept for the
+    /// decision, and held for optimistic delivery if `addressed` to this learner's group.
+    pub fn received(&mut self, value: Value, addressed: bool) {
+        let id = value.id;
+        if let std::collections::btree_map::Entry::Vacant(slot) = self.copies.entry(id) {
+            slot.insert(value.clone());
+            self.arrivals.push_back(id);
+            while self.arrivals.len() > self.keep {
+                let old = self.arrivals.pop_front().expect("over the bound");
+                self.copies.remove(&old);
+            }
+        }
+        let fresh = self.fresh.entry(id.client).or_insert(0);
+        if addressed && id.seq >= *fresh {
+            *fresh = id.seq + 1;
+            self.holding.hold(value);
+        }
+    }
+
+    /// The message with id `id`, if seen and not yet decided.
+    pub fn copy(&self, id: MsgId) -> Option<&Value> {
+        self.copies.get(&id)
+    }
+
+    /// Message `id` was decided here: its copy is no longer needed.
+    pub fn decided(&mut self, id: MsgId) {
+        self.copies.remove(&id);
     }
 
     /// Delivers optimistically what is due when the learner's clock reads `now_us`; returns
@@ -226,18 +266,18 @@ mod tests {
 
     #[test]
     fn a_mistake_is_a_position_where_the_two_orders_differ() {
-        let mut o = Optimism::new(0);
+        let mut o = Optimism::new(0, 16);
         // A late copy: 1 arrives after 2 was delivered optimistically.
-        o.received(v(2, 20));
+        o.received(v(2, 20), true);
         o.deliver(100);
-        o.received(v(1, 10));
+        o.received(v(1, 10), true);
         o.deliver(100);
         // The atomic order is by timestamp: 1 then 2.
         o.atomic(v(1, 10).id, v(1, 10).ts, 300);
         o.atomic(v(2, 20).id, v(2, 20).ts, 300);
         let t = o.tally();
         assert_eq!((t.delivered, t.mistakes), (2, 2));
-        o.received(v(3, 30));
+        o.received(v(3, 30), true);
         o.deliver(100);
         o.atomic(v(3, 30).id, v(3, 30).ts, 330);
         let t = o.tally();
@@ -248,5 +288,22 @@ mod tests {
             (80 + 90 + 70, 290 + 280 + 300)
         );
         assert_eq!(t.mean_us(), (80.0, 290.0));
+    }
+
+    #[test]
+    fn a_message_seen_twice_is_delivered_once_and_kept_until_decided() {
+        let mut o = Optimism::new(0, 2);
+        o.received(v(1, 10), true);
+        // Its Phase 2 after the copy, and a message for another group.
+        o.received(v(1, 10), true);
+        o.received(v(2, 20), false);
+        assert_eq!(o.deliver(100), 1);
+        assert!(o.copy(v(1, 10).id).is_some() && o.copy(v(2, 20).id).is_some());
+        o.decided(v(1, 10).id);
+        assert!(o.copy(v(1, 10).id).is_none());
+        // At most `keep` messages: the oldest goes first.
+        o.received(v(3, 30), true);
+        o.received(v(4, 40), true);
+        assert!(o.copy(v(2, 20).id).is_none() && o.copy(v(4, 40).id).is_some());
     }
 }

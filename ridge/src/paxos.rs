@@ -287,6 +287,9 @@ pub struct Acceptor {
     low: Instance,
     balancer: Balancer,
     dissemination: Dissemination,
+    /// Section 4.5: learners have the multicasters' copies, so the last acceptor sends the
+    /// decision's id only (no DISTRIBUTE).
+    ids_only: bool,
 }
 
 /// Bytes a vote adds to a Phase 1b packet besides its payload (instance, round, id,
@@ -308,7 +311,16 @@ impl Acceptor {
             low: 0,
             balancer: Balancer::default(),
             dissemination,
+            ids_only: false,
         }
+    }
+
+    /// With optimistic deliveries (section 4.5), Ridge's dissemination sends decided ids
+    /// only: learners pair them with the multicasters' copies (and fill from the acceptors
+    /// what they lack). The baselines keep carrying values.
+    pub fn ids_only(mut self) -> Acceptor {
+        self.ids_only = self.dissemination == Dissemination::Ridge;
+        self
     }
 
     /// Votes for `value` in instance `k` of round `rnd` unless a higher round was promised;
@@ -482,6 +494,7 @@ impl Acceptor {
                     .copied();
                 out.extend(first.map(|l| (l, Msg::Relay { k, value, quorum })));
             }
+            _ if self.ids_only => {}
             _ => {
                 if let Some(ld) = self.balancer.pick(learners, &quorum, &value, suspected) {
                     out.push((ld, Msg::Distribute { k, value, quorum }));
@@ -878,6 +891,12 @@ impl Learning {
     pub fn gap(&self) -> bool {
         let ahead = |k: Option<&Instance>| k.is_some_and(|&k| k > self.next);
         ahead(self.ids.keys().next_back()) || ahead(self.values.keys().next_back())
+    }
+
+    /// The undecided instance whose DECISION named `id`, if any: the one a message seen
+    /// late completes.
+    pub fn awaiting(&self, id: MsgId) -> Option<Instance> {
+        self.ids.iter().find(|(_, &i)| i == id).map(|(&k, _)| k)
     }
 
     /// Instance `k` was decided with id `id` (Msg::Decision).

@@ -32,11 +32,12 @@
 //! - **Optimistic deliveries (4.5).** With [`Config::optimistic`], a learner delivers the
 //!   multicaster's copy once its clock reads the timestamp plus the wait
 //!   ([`crate::optimistic`]), and a coordinator holds requests as long, proposing them in
-//!   timestamp order. Departures: the copy is best effort (the paper's is a reliable
-//!   multicast), so a learner may miss an optimistic delivery, never an atomic one; and Phase
-//!   2 still carries and distributes the value (the paper's acceptors carry ids only once the
-//!   learners have the value), so the optimistic path adds the sender's copies to the normal
-//!   case's traffic and a learner never has to fetch a value it was not sent.
+//!   timestamp order. As in the paper, Ridge's last acceptor then sends decided ids only (no
+//!   DISTRIBUTE): a learner pairs each DECISION with the message it saw (the copy, or the
+//!   request and Phase 2 for the acceptors, which the multicaster sends no copy), and fills
+//!   from the acceptors what it lacks. Departures: the copy is best effort (the paper's is a
+//!   reliable multicast), so a learner may miss an optimistic delivery and fetch the value,
+//!   never miss an atomic one; and the ring and direct baselines keep carrying values.
 //! - **Bounded memory.** Votes are trimmed [`crate::config::Config::retain`] instances behind
 //!   what the acceptor learned; learners keep as many decisions. Packets to a peer whose ring
 //!   is full wait in the mesh's outbox ([`crate::config::Config::outbox`] of them), then in
@@ -186,7 +187,11 @@ impl RidgeServer {
                 "an acceptor learns its ensemble (it answers gap fills)"
             );
             let seat = Seat {
-                acceptor: Acceptor::with(me, cfg.dissemination),
+                acceptor: if cfg.optimistic.is_some() {
+                    Acceptor::with(me, cfg.dissemination).ids_only()
+                } else {
+                    Acceptor::with(me, cfg.dissemination)
+                },
                 rank,
                 omega: Omega::new(ens.acceptors.len()),
                 leads: vec![0; ens.acceptors.len()],
@@ -233,7 +238,7 @@ impl RidgeServer {
             halted: false,
             trace: Trace::default(),
             optimism: cfg.optimistic.map(|w| {
-                let mut o = Optimism::new(w.as_nanos() / 1_000);
+                let mut o = Optimism::new(w.as_nanos() / 1_000, cfg.retain);
                 if cfg.log_optimistic {
                     o.keep_log();
                 }
@@ -383,19 +388,28 @@ impl RidgeServer {
                     self.saw_round(nic, EnsembleId(e), rnd);
                 }
             }
-            Packet::Optimistic { e, value } => {
-                let mine = Mapping::addressed(value.dests, self.group)
-                    && self.learner_slot(EnsembleId(e)).is_some();
-                if let (Some(o), true) = (self.optimism.as_mut(), mine) {
-                    o.received(value);
-                }
-            }
+            Packet::Optimistic { e, value } => self.seen(EnsembleId(e), &value),
             Packet::Response { .. } | Packet::Heartbeat => {}
+        }
+    }
+
+    /// Section 4.5: a message of ensemble `e` seen before its decision (the multicaster's
+    /// copy, a request, a Phase 2): kept for its DECISION, which completes an instance waiting
+    /// for it, and held for optimistic delivery if addressed to this server's group.
+    fn seen(&mut self, e: EnsembleId, value: &Value) {
+        let i = self.learner_slot(e);
+        let (Some(o), Some(i)) = (self.optimism.as_mut(), i) else {
+            return;
+        };
+        o.received(value.clone(), Mapping::addressed(value.dests, self.group));
+        if let Some(k) = self.learning[i].awaiting(value.id) {
+            self.learning[i].value(k, value.clone());
         }
     }
 
     /// A client's message (Algorithm 3, line 4), or one passed on by another acceptor.
     fn on_request<N: Nic>(&mut self, nic: &mut N, e: EnsembleId, value: Value, forwarded: bool) {
+        self.seen(e, &value);
         let Some(seat) = self.seats.get_mut(&e) else {
             // Only acceptors are asked: a request elsewhere is malformed.
             return;
@@ -522,6 +536,7 @@ impl RidgeServer {
                 if let Some(i) = self.learner_slot(e) {
                     self.learning[i].value(k, value.clone());
                 }
+                self.seen(e, &value);
                 self.saw_round(nic, e, rnd);
                 let detector = &self.detector;
                 self.seats.get_mut(&e).map_or(Vec::new(), |s| {
@@ -534,6 +549,10 @@ impl RidgeServer {
             Msg::Decision { k, id } => {
                 if let Some(i) = self.learner_slot(e) {
                     self.learning[i].decided(k, id);
+                    // Section 4.5: the id names a message seen before (ids only).
+                    if let Some(v) = self.optimism.as_ref().and_then(|o| o.copy(id)) {
+                        self.learning[i].value(k, v.clone());
+                    }
                 }
                 Vec::new()
             }
@@ -744,6 +763,9 @@ impl RidgeServer {
                         seat.progress_at = now;
                         seat.backoff = 0;
                     }
+                }
+                if let Some(o) = self.optimism.as_mut() {
+                    o.decided(v.id);
                 }
                 self.merge.decided(i, v);
                 worked = true;

@@ -426,6 +426,23 @@ fn the_last_acceptor_passes_over_a_suspected_distributor() {
 }
 
 #[test]
+fn with_optimistic_deliveries_the_last_acceptor_sends_ids_only() {
+    let learners: Vec<ProcessId> = (1..=5).map(p).collect();
+    let rnd = Round::above(Round::ZERO, p(0));
+    let v = value(50, 0, 8);
+    let mut a = Acceptor::with(p(2), Dissemination::Ridge).ids_only();
+    let out = a.on_phase2(&learners, 0, rnd, v.clone(), vec![p(1), p(2)], 1, |_| false);
+    assert_eq!(out.len(), 5, "{out:?}");
+    assert!(out
+        .iter()
+        .all(|(_, m)| matches!(m, Msg::Decision { id, .. } if *id == v.id)));
+    // The baselines keep carrying values.
+    let mut ring = Acceptor::with(p(2), Dissemination::Ring).ids_only();
+    let out = ring.on_phase2(&learners, 0, rnd, v, vec![p(1), p(2)], 1, |_| false);
+    assert!(out.iter().any(|(_, m)| matches!(m, Msg::Relay { .. })));
+}
+
+#[test]
 fn the_ring_baseline_passes_the_value_along_the_learners_outside_the_quorum() {
     let mut a = Acceptor::with(p(2), Dissemination::Ring);
     let learners: Vec<ProcessId> = (1..=5).map(p).collect();
