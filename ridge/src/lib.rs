@@ -9,11 +9,14 @@
 //! are replaced, rounds fall back around suspected acceptors, suspected distributors are
 //! passed over, learners fill gaps from acceptors, clients retry ([`server`]). Every run is
 //! checked against the five properties; `harness check --protocol ridge` sweeps seeds under
-//! crashes, pauses and clock skew. Optimistic deliveries (4.5, [`optimistic`]) and the ring
-//! and direct dissemination baselines ([`paxos::Dissemination`]) run on the same code; section
-//! 5's latency model is measured ([`model`], `harness figure ridge-model`). Not yet: acceptors
-//! as processes of their own (see [`config`]), the `ridge-java` software profile and the
-//! evaluation's figures. `harness run`, `compare` and `check` run it.
+//! crashes, pauses and clock skew. Optimistic deliveries (4.5, [`optimistic`]; decisions then
+//! carry ids only) and the ring and direct dissemination baselines
+//! ([`paxos::Dissemination`]) run on the same code; section 5's latency model is measured
+//! ([`model`], `harness figure ridge-model`) and the evaluation's Figs. 1-3 are reproduced on
+//! `lan-1g` with the `ridge-java` software profile (`harness figure ridge-fig1|2|3`).
+//! Acceptors are colocated with a group's first [`Config::acceptors`] servers, the others
+//! learning only; acceptors as processes of their own (the paper's deployment) are not yet
+//! possible (see [`config`]). `harness run`, `compare` and `check` run it.
 //!
 //! | paper | code |
 //! |---|---|
