@@ -128,6 +128,10 @@ pub struct Optimism {
     copies: BTreeMap<MsgId, Value>,
     arrivals: VecDeque<MsgId>,
     keep: usize,
+    /// Messages decided and addressed here, not yet delivered atomically: their timestamps
+    /// as multicast (the merge may raise a timestamp to keep its ensemble's order; latency is
+    /// counted from the multicaster's).
+    stamped: BTreeMap<MsgId, u64>,
     /// Per multicaster, the lowest sequence number not yet held: a message seen twice (its
     /// copy and its Phase 2, or a client's retry) is delivered optimistically once.
     fresh: BTreeMap<u32, u64>,
@@ -148,6 +152,7 @@ impl Optimism {
             arrivals: VecDeque::new(),
             keep: keep.max(1),
             fresh: BTreeMap::new(),
+            stamped: BTreeMap::new(),
             log: None,
         }
     }
@@ -186,9 +191,13 @@ impl Optimism {
         self.copies.get(&id)
     }
 
-    /// Message `id` was decided here: its copy is no longer needed.
-    pub fn decided(&mut self, id: MsgId) {
-        self.copies.remove(&id);
+    /// Message `value` was decided here: its copy is no longer needed; if `addressed` here,
+    /// its timestamp is kept for its atomic delivery's latency.
+    pub fn decided(&mut self, value: &Value, addressed: bool) {
+        self.copies.remove(&value.id);
+        if addressed {
+            self.stamped.insert(value.id, clock_us(value.ts));
+        }
     }
 
     /// Delivers optimistically what is due when the learner's clock reads `now_us`; returns
@@ -207,11 +216,13 @@ impl Optimism {
         due.len()
     }
 
-    /// The learner delivered `id`, timestamped `ts`, atomically when its clock read `now_us`.
+    /// The learner delivered `id`, timestamped `ts` by the merge, atomically when its clock
+    /// read `now_us`.
     pub fn atomic(&mut self, id: MsgId, ts: Timestamp, now_us: u64) {
         self.atomic.push_back(id);
         self.tally.atomic += 1;
-        self.tally.atomic_us += now_us.saturating_sub(clock_us(ts));
+        let stamped = self.stamped.remove(&id).unwrap_or(clock_us(ts));
+        self.tally.atomic_us += now_us.saturating_sub(stamped);
         self.compare();
     }
 
@@ -299,7 +310,7 @@ mod tests {
         o.received(v(2, 20), false);
         assert_eq!(o.deliver(100), 1);
         assert!(o.copy(v(1, 10).id).is_some() && o.copy(v(2, 20).id).is_some());
-        o.decided(v(1, 10).id);
+        o.decided(&v(1, 10), true);
         assert!(o.copy(v(1, 10).id).is_none());
         // At most `keep` messages: the oldest goes first.
         o.received(v(3, 30), true);

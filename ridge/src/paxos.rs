@@ -288,7 +288,7 @@ pub struct Acceptor {
     balancer: Balancer,
     dissemination: Dissemination,
     /// Section 4.5: learners have the multicasters' copies, so the last acceptor sends the
-    /// decision's id only (no DISTRIBUTE).
+    /// decision's id only (no DISTRIBUTE), except for null messages, which nobody multicast.
     ids_only: bool,
 }
 
@@ -494,7 +494,8 @@ impl Acceptor {
                     .copied();
                 out.extend(first.map(|l| (l, Msg::Relay { k, value, quorum })));
             }
-            _ if self.ids_only => {}
+            // A null message has no multicaster to send a copy: it is distributed.
+            _ if self.ids_only && !value.is_null() => {}
             _ => {
                 if let Some(ld) = self.balancer.pick(learners, &quorum, &value, suspected) {
                     out.push((ld, Msg::Distribute { k, value, quorum }));

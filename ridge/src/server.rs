@@ -765,7 +765,7 @@ impl RidgeServer {
                     }
                 }
                 if let Some(o) = self.optimism.as_mut() {
-                    o.decided(v.id);
+                    o.decided(&v, Mapping::addressed(v.dests, self.group));
                 }
                 self.merge.decided(i, v);
                 worked = true;

@@ -436,6 +436,10 @@ fn with_optimistic_deliveries_the_last_acceptor_sends_ids_only() {
     assert!(out
         .iter()
         .all(|(_, m)| matches!(m, Msg::Decision { id, .. } if *id == v.id)));
+    // A null message has no copy anywhere: distributed as usual.
+    let null = Value::null(MsgId { client: 0, seq: 9 }, v.ts);
+    let out = a.on_phase2(&learners, 1, rnd, null, vec![p(1), p(2)], 1, |_| false);
+    assert!(out.iter().any(|(_, m)| matches!(m, Msg::Distribute { .. })));
     // The baselines keep carrying values.
     let mut ring = Acceptor::with(p(2), Dissemination::Ring).ids_only();
     let out = ring.on_phase2(&learners, 0, rnd, v, vec![p(1), p(2)], 1, |_| false);

@@ -141,6 +141,35 @@ impl Curve {
     fn power(&self) -> &Point {
         power_point(&self.points)
     }
+
+    /// Its cells under [`CURVE_COLUMNS`].
+    fn csv_cells(&self) -> String {
+        let p = self.power();
+        format!(
+            "{:.1},{:.4},{},{},{:.1},{:.1}",
+            self.max_msgs(),
+            self.max_gbps(),
+            crate::figure::saturated(&self.points),
+            p.e.deploy.shape().2,
+            mean_us(&p.m),
+            us(&p.m.latency, 0.95)
+        )
+    }
+
+    /// Its cells in a summary's table: maximum throughput, and clients, mean and p95 latency
+    /// at maximum power.
+    fn table_cells(&self) -> String {
+        let p = self.power();
+        format!(
+            "{:.3} Gb/s ({:.0} msg/s){} | {}, {:.0} us, {:.0} us",
+            self.max_gbps(),
+            self.max_msgs(),
+            max_label(&self.points),
+            p.e.deploy.shape().2,
+            mean_us(&p.m),
+            us(&p.m.latency, 0.95)
+        )
+    }
 }
 
 fn gbps(msgs: f64, size: usize) -> f64 {
@@ -233,13 +262,12 @@ pub(crate) fn fig1(
     software: &Software,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
-    let profile = Profile::load(crate::testbed::RIDGE).map_err(|e| e.to_string())?;
     let dests: &[usize] = if quick { &[3, 8] } else { &[3, 8, 16, 32] };
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let disseminations: Vec<Dissemination> = Dissemination::ALL.iter().map(|d| d.1).collect();
     let setups: Vec<Setup> = sizes(quick)
         .iter()
         .flat_map(|&size| {
-            Dissemination::ALL.iter().flat_map(move |&(_, d)| {
+            disseminations.iter().flat_map(move |&d| {
                 dests.iter().map(move |&servers| Setup {
                     groups: 1,
                     servers,
@@ -250,43 +278,24 @@ pub(crate) fn fig1(
             })
         })
         .collect();
-    let curves = in_parallel(&setups, |s| {
-        Curve::measure(&profile, software, *s, quick, progress)
-    })?;
-    write_points(out, commit, curves.iter().flat_map(|c| &c.points))?;
-    let mut csv = String::from(
-        "commit,software,size,dissemination,destinations,max_msgs_per_s,max_gbps,saturated,power_clients,power_mean_us,power_p95_us\n",
-    );
+    let (profile, curves) = measure_all(out, commit, software, quick, &setups, progress)?;
+    let mut csv = format!("commit,software,size,dissemination,destinations,{CURVE_COLUMNS}\n");
     for c in &curves {
-        let p = c.power();
         let _ = writeln!(
             csv,
-            "{commit},{},{},{},{},{:.1},{:.4},{},{},{:.1},{:.1}",
+            "{commit},{},{},{},{},{}",
             software.name,
             c.setup.size,
             c.setup.dissemination.name(),
             c.setup.servers,
-            c.max_msgs(),
-            c.max_gbps(),
-            crate::figure::saturated(&c.points),
-            p.e.deploy.shape().2,
-            mean_us(&p.m),
-            us(&p.m.latency, 0.95)
+            c.csv_cells()
         );
     }
     write(&out.join("fig1.csv"), &csv)?;
-    let series = |size: usize, y: &dyn Fn(&Curve) -> f64| -> Vec<Series> {
-        Dissemination::ALL
-            .iter()
-            .map(|&(_, d)| Series {
-                label: label(d),
-                points: curves
-                    .iter()
-                    .filter(|c| c.setup.size == size && c.setup.dissemination == d)
-                    .map(|c| (c.setup.servers as f64, y(c)))
-                    .collect(),
-            })
-            .collect()
+    let axis = Axis {
+        x: |s| s.servers,
+        label: "destinations",
+        scale: XScale::Linear,
     };
     let caption = |what: &str| {
         format!(
@@ -294,42 +303,98 @@ pub(crate) fn fig1(
             profile.name, software.name
         )
     };
-    let tput: Vec<_> = sizes(quick)
-        .iter()
-        .map(|&size| {
-            panel(
-                &format!("{} messages", size_label(size)),
-                "destinations",
-                "max throughput (Gb/s)",
-                series(size, &|c| c.max_gbps()),
-            )
-        })
-        .collect();
     plot::draw_png(
         &out.join("throughput.png"),
         &caption("maximum throughput"),
-        &tput,
+        &panels(
+            &curves,
+            &disseminations,
+            &axis,
+            "max throughput (Gb/s)",
+            &|c| c.max_gbps(),
+        ),
     )?;
-    let lat: Vec<_> = sizes(quick)
-        .iter()
-        .map(|&size| {
-            panel(
-                &format!("{} messages", size_label(size)),
-                "destinations",
-                "mean latency at max power (us)",
-                series(size, &|c| mean_us(&c.power().m)),
-            )
-        })
-        .collect();
     plot::draw_png(
         &out.join("latency.png"),
         &caption("latency at maximum power"),
-        &lat,
+        &panels(&curves, &disseminations, &axis, LATENCY_AT_POWER, &|c| {
+            mean_us(&c.power().m)
+        }),
     )?;
     write(
         &out.join("summary.md"),
         &fig1_summary(&curves, &profile, software, commit, dests),
     )
+}
+
+/// The columns of a curve's row in a figure's CSV, after the figure's own.
+const CURVE_COLUMNS: &str =
+    "max_msgs_per_s,max_gbps,saturated,power_clients,power_mean_us,power_p95_us";
+
+/// The y label of latency panels.
+const LATENCY_AT_POWER: &str = "mean latency at max power (us)";
+
+/// Measures every curve of `setups` on all cores (profile `lan-1g`) and writes their runs to
+/// `throughput.csv` under `out`.
+fn measure_all(
+    out: &Path,
+    commit: &str,
+    software: &Software,
+    quick: bool,
+    setups: &[Setup],
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<(Profile, Vec<Curve>), String> {
+    let profile = Profile::load(crate::testbed::RIDGE).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let curves = in_parallel(setups, |s| {
+        Curve::measure(&profile, software, *s, quick, progress)
+    })?;
+    write_points(out, commit, curves.iter().flat_map(|c| &c.points))?;
+    Ok((profile, curves))
+}
+
+/// What a figure's panels put along x.
+struct Axis {
+    x: fn(&Setup) -> usize,
+    label: &'static str,
+    scale: XScale,
+}
+
+/// One panel per message size, one series per dissemination, `y` of each curve against
+/// `axis`.
+fn panels(
+    curves: &[Curve],
+    disseminations: &[Dissemination],
+    axis: &Axis,
+    y_label: &str,
+    y: &dyn Fn(&Curve) -> f64,
+) -> Vec<crate::plot::Panel> {
+    let mut sizes: Vec<usize> = curves.iter().map(|c| c.setup.size).collect();
+    sizes.dedup();
+    sizes
+        .into_iter()
+        .map(|size| {
+            let series = disseminations
+                .iter()
+                .map(|&d| Series {
+                    label: label(d),
+                    points: curves
+                        .iter()
+                        .filter(|c| c.setup.size == size && c.setup.dissemination == d)
+                        .map(|c| ((axis.x)(&c.setup) as f64, y(c)))
+                        .collect(),
+                })
+                .collect();
+            let mut p = panel(
+                &format!("{} messages", size_label(size)),
+                axis.label,
+                y_label,
+                series,
+            );
+            p.x = axis.scale;
+            p
+        })
+        .collect()
 }
 
 fn fig1_summary(
@@ -353,19 +418,13 @@ fn fig1_summary(
         "| size | dissemination | destinations | max throughput | at power: clients, mean latency, p95 |\n|---|---|---|---|---|\n",
     );
     for c in curves {
-        let p = c.power();
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {:.3} Gb/s ({:.0} msg/s){} | {}, {:.0} us, {:.0} us |",
+            "| {} | {} | {} | {} |",
             size_label(c.setup.size),
             paper_name(c.setup.dissemination),
             c.setup.servers,
-            c.max_gbps(),
-            c.max_msgs(),
-            max_label(&c.points),
-            p.e.deploy.shape().2,
-            mean_us(&p.m),
-            us(&p.m.latency, 0.95)
+            c.table_cells()
         );
     }
     let of = |size: usize, d: Dissemination| -> Vec<&Curve> {
@@ -563,14 +622,12 @@ pub(crate) fn fig2(
     software: &Software,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
-    let profile = Profile::load(crate::testbed::RIDGE).map_err(|e| e.to_string())?;
     let groups: &[usize] = if quick { &[1, 2] } else { &[1, 2, 4, 8] };
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let dissemination = [Dissemination::Ridge, Dissemination::Ring];
+    let disseminations = [Dissemination::Ridge, Dissemination::Ring];
     let setups: Vec<Setup> = sizes(quick)
         .iter()
         .flat_map(|&size| {
-            dissemination.iter().flat_map(move |&d| {
+            disseminations.iter().flat_map(move |&d| {
                 groups.iter().map(move |&g| Setup {
                     groups: g,
                     servers: 4,
@@ -581,10 +638,7 @@ pub(crate) fn fig2(
             })
         })
         .collect();
-    let curves = in_parallel(&setups, |s| {
-        Curve::measure(&profile, software, *s, quick, progress)
-    })?;
-    write_points(out, commit, curves.iter().flat_map(|c| &c.points))?;
+    let (profile, curves) = measure_all(out, commit, software, quick, &setups, progress)?;
     let base = |c: &Curve| -> f64 {
         curves
             .iter()
@@ -595,57 +649,24 @@ pub(crate) fn fig2(
             })
             .map_or(f64::NAN, Curve::max_msgs)
     };
-    let mut csv = String::from(
-        "commit,software,size,dissemination,groups,max_msgs_per_s,max_gbps,normalised,saturated,power_clients,power_mean_us,power_p95_us\n",
-    );
+    let mut csv = format!("commit,software,size,dissemination,groups,normalised,{CURVE_COLUMNS}\n");
     for c in &curves {
-        let p = c.power();
         let _ = writeln!(
             csv,
-            "{commit},{},{},{},{},{:.1},{:.4},{:.3},{},{},{:.1},{:.1}",
+            "{commit},{},{},{},{},{:.3},{}",
             software.name,
             c.setup.size,
             c.setup.dissemination.name(),
             c.setup.groups,
-            c.max_msgs(),
-            c.max_gbps(),
             c.max_msgs() / base(c),
-            crate::figure::saturated(&c.points),
-            p.e.deploy.shape().2,
-            mean_us(&p.m),
-            us(&p.m.latency, 0.95)
+            c.csv_cells()
         );
     }
     write(&out.join("fig2.csv"), &csv)?;
-    let series = |y: &dyn Fn(&Curve) -> f64, mean_lat: bool| -> Vec<crate::plot::Panel> {
-        sizes(quick)
-            .iter()
-            .map(|&size| {
-                let s = dissemination
-                    .iter()
-                    .map(|&d| Series {
-                        label: label(d),
-                        points: curves
-                            .iter()
-                            .filter(|c| c.setup.size == size && c.setup.dissemination == d)
-                            .map(|c| (c.setup.groups as f64, y(c)))
-                            .collect(),
-                    })
-                    .collect();
-                let mut p = panel(
-                    &format!("{} messages", size_label(size)),
-                    "groups",
-                    if mean_lat {
-                        "mean latency at max power (us)"
-                    } else {
-                        "throughput / one group's"
-                    },
-                    s,
-                );
-                p.x = XScale::Log2;
-                p
-            })
-            .collect()
+    let axis = Axis {
+        x: |s| s.groups,
+        label: "groups",
+        scale: XScale::Log2,
     };
     let caption = |what: &str| {
         format!(
@@ -656,12 +677,20 @@ pub(crate) fn fig2(
     plot::draw_png(
         &out.join("scaling.png"),
         &caption("maximum throughput normalised by one group's"),
-        &series(&|c| c.max_msgs() / base(c), false),
+        &panels(
+            &curves,
+            &disseminations,
+            &axis,
+            "throughput / one group's",
+            &|c| c.max_msgs() / base(c),
+        ),
     )?;
     plot::draw_png(
         &out.join("latency.png"),
         &caption("latency at maximum power"),
-        &series(&|c| mean_us(&c.power().m), true),
+        &panels(&curves, &disseminations, &axis, LATENCY_AT_POWER, &|c| {
+            mean_us(&c.power().m)
+        }),
     )?;
     write(
         &out.join("summary.md"),
@@ -689,22 +718,17 @@ fn fig2_summary(
         profile_line(profile, software)
     );
     md.push_str(
-        "| size | dissemination | groups | max throughput | normalised | at power: clients, mean latency |\n|---|---|---|---|---|---|\n",
+        "| size | dissemination | groups | normalised | max throughput | at power: clients, mean latency, p95 |\n|---|---|---|---|---|---|\n",
     );
     for c in curves {
-        let p = c.power();
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {:.3} Gb/s ({:.0} msg/s){} | {:.2} | {}, {:.0} us |",
+            "| {} | {} | {} | {:.2} | {} |",
             size_label(c.setup.size),
             paper_name(c.setup.dissemination),
             c.setup.groups,
-            c.max_gbps(),
-            c.max_msgs(),
-            max_label(&c.points),
             c.max_msgs() / base(c),
-            p.e.deploy.shape().2,
-            mean_us(&p.m)
+            c.table_cells()
         );
     }
     let most = curves.iter().map(|c| c.setup.groups).max().unwrap_or(1);
