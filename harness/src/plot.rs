@@ -114,7 +114,11 @@ fn draw_panel(
             .y_label_area_size(70)
             .build_cartesian_2d(0.0..x1 * 1.05, y0..y1)
             .map_err(|e| e.to_string())?;
-        finish(chart, panel, &series, &|x| format!("{x}"))
+        // Tick positions are sums of floats (0.30000000000000004): three decimals at most;
+        // whole numbers print as before.
+        finish(chart, panel, &series, &|x| {
+            format!("{}", (x * 1000.0).round() / 1000.0)
+        })
     }
 }
 

@@ -881,30 +881,16 @@ pub(crate) fn fig3(
         );
     }
     write(&out.join("fig3.csv"), &csv)?;
-    let x = |p: &Point| gbps(p.m.throughput, setup.size);
-    let lat = vec![
-        Series {
-            label: "ridge".into(),
-            points: points
-                .iter()
-                .map(|p| (x(p), tally(p).mean_us().1))
-                .collect(),
-        },
-        Series {
-            label: "ridge, optimistic".into(),
-            points: points
-                .iter()
-                .map(|p| (x(p), tally(p).mean_us().0))
-                .collect(),
-        },
-    ];
-    let mistakes = vec![Series {
-        label: "mistakes".into(),
-        points: points
-            .iter()
-            .map(|p| (x(p), pct(tally(p).mistakes, tally(p).delivered)))
-            .collect(),
-    }];
+    let x = |p: &Point| p.e.deploy.shape().2 as f64;
+    let series = |label: &str, y: &dyn Fn(&Point) -> f64| Series {
+        label: label.into(),
+        points: points.iter().map(|p| (x(p), y(p))).collect(),
+    };
+    let by_clients = |title: &str, y_label: &str, series: Vec<Series>| {
+        let mut p = panel(title, "clients", y_label, series);
+        p.x = XScale::Log2;
+        p
+    };
     plot::draw_png(
         &out.join("fig3.png"),
         &format!(
@@ -914,17 +900,25 @@ pub(crate) fn fig3(
             wait.as_nanos() / 1000
         ),
         &[
-            panel(
+            by_clients(
                 "mean delivery latency at the servers",
-                "throughput (Gb/s)",
                 "latency (us)",
-                lat,
+                vec![
+                    series("ridge", &|p| tally(p).mean_us().1),
+                    series("ridge, optimistic", &|p| tally(p).mean_us().0),
+                ],
             ),
-            panel(
+            by_clients(
+                "throughput",
+                "Gb/s",
+                vec![series("ridge", &|p| gbps(p.m.throughput, setup.size))],
+            ),
+            by_clients(
                 "mistakes",
-                "throughput (Gb/s)",
                 "% of optimistic deliveries",
-                mistakes,
+                vec![series("mistakes", &|p| {
+                    pct(tally(p).mistakes, tally(p).delivered)
+                })],
             ),
         ],
     )?;
@@ -964,7 +958,7 @@ pub(crate) fn fig3(
             } else {
                 ""
             },
-            x(p),
+            gbps(p.m.throughput, setup.size),
             t.mistakes,
             t.delivered,
             pct(t.mistakes, t.delivered)
@@ -980,7 +974,10 @@ pub(crate) fn fig3(
         .iter()
         .map(|p| pct(tally(p).mistakes, tally(p).delivered))
         .fold(0.0, f64::max);
-    let max_gbps = points.iter().map(x).fold(0.0, f64::max);
+    let max_gbps = points
+        .iter()
+        .map(|p| gbps(p.m.throughput, setup.size))
+        .fold(0.0, f64::max);
     md.push_str("\n## Claims\n\n");
     md.push_str(CLAIM_HEAD);
     claim(
