@@ -803,7 +803,12 @@ fn fig2_summary(
          switch limits: groups share nothing but the clients' machines, each its own process \
          here, so a group's links and CPUs are its own and aggregate throughput can scale \
          with groups as far as the clients saturate them. The paper's clients and switches \
-         were shared.\n{}",
+         were shared.\n- **The ring's `e_all`.** Every server learns `e_all` (the paper's `r_all`), whose \
+         null message every Delta travels a ring through all 4n servers, and each group's \
+         deliveries wait for its next timestamp: the ring's latency grows with the groups \
+         and its throughput stops scaling. Multi-Ring Paxos merges rings round-robin with \
+         skip messages, not by timestamp; the ring baseline shares Ridge's merge, so it \
+         stands for Multi-Ring Paxos's dissemination only.\n{}",
         profile.name,
         software_bullet(software, String::new())
     ));
