@@ -61,6 +61,12 @@ impl Detector {
             .is_some_and(|i| now.saturating_sub(self.heard_at[i]) > self.suspect)
     }
 
+    /// Whether `p` is watched (a peer): only a peer's silence says anything, since only peers
+    /// are sent heartbeats.
+    pub fn watches(&self, p: ProcessId) -> bool {
+        self.peers.contains(&p)
+    }
+
     /// The peers owed a heartbeat at `now` (sent nothing for a heartbeat period).
     pub fn due(&self, now: Nanos) -> Vec<ProcessId> {
         self.peers
@@ -105,5 +111,6 @@ mod tests {
         assert_eq!(d.due(us(10)), vec![ProcessId(2)]);
         assert_eq!(d.deadline(), Some(us(10)));
         assert_eq!(d.due(us(15)).len(), 2);
+        assert!(d.watches(ProcessId(1)) && !d.watches(ProcessId(0)));
     }
 }

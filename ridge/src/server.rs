@@ -542,7 +542,7 @@ impl RidgeServer {
                 self.seats.get_mut(&e).map_or(Vec::new(), |s| {
                     s.acceptor
                         .on_phase2(&learners, k, rnd, value, quorum, count, |l| {
-                            detector.suspects(l, now)
+                            detector.watches(l) && detector.suspects(l, now)
                         })
                 })
             }
@@ -574,8 +574,10 @@ impl RidgeServer {
                     self.learning[i].value(k, value.clone());
                 }
                 let (detector, now) = (&self.detector, nic.now());
+                // Only a watched learner (an acceptor, for a learner) can be suspected: the
+                // others never send this one heartbeats, and the ring flows away from them.
                 relay(self.me, &learners, k, value, quorum, |l| {
-                    detector.suspects(l, now)
+                    detector.watches(l) && detector.suspects(l, now)
                 })
             }
             Msg::Phase2a { k, rnd, value } => {

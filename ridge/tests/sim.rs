@@ -223,3 +223,28 @@ fn optimistic_deliveries_match_the_atomic_order_when_the_wait_covers_latency_and
         "the wait made fewer mistakes: {mistakes}/{delivered} against {short_mistakes}/{short}"
     );
 }
+
+/// The baselines reach every learner in a fault-free run: nothing is fetched from the
+/// acceptors, learners that are not acceptors included (they are never heartbeated, so their
+/// silence must not pass them over in the ring).
+#[test]
+fn fault_free_baselines_reach_every_learner_without_fetching() {
+    for d in [
+        Dissemination::Ring,
+        Dissemination::Direct,
+        Dissemination::Ridge,
+    ] {
+        let mut cfg = Config::new(2, 5, 4);
+        cfg.acceptors = 3;
+        cfg.dissemination = d;
+        let o = run_with(&cfg, DestPolicy::Random(2), "lan-1g", 3, 30, Vec::new());
+        o.assert_safe_and_live();
+        let fetched: u64 = servers(&o).iter().map(|s| s.filled()).sum();
+        assert_eq!(
+            fetched,
+            0,
+            "{}: decisions filled from the acceptors",
+            d.name()
+        );
+    }
+}
