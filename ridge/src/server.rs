@@ -257,8 +257,8 @@ impl RidgeServer {
         self.seats.values().any(|s| s.restarts > 0)
     }
 
-    /// With [`Config::optimistic`]: optimistic deliveries so far, and how many were mistakes
-    /// (the `i`-th optimistic delivery not the `i`-th atomic one).
+    /// With [`Config::optimistic`]: optimistic deliveries so far, how many were mistakes (the
+    /// `i`-th optimistic delivery not the `i`-th atomic one), and both kinds' latencies.
     pub fn optimistic(&self) -> Option<crate::optimistic::Tally> {
         self.optimism.as_ref().map(Optimism::tally)
     }
