@@ -296,6 +296,27 @@ fn ridge_run_with_optimistic_deliveries_reports_mistakes_and_logs_them_apart() {
     let r = harness(&["run", "--protocol", "ramcast", "--optimistic", "1ms"]);
     assert!(!r.status.success());
     assert!(stderr(&r).contains("--optimistic"), "{}", stderr(&r));
+    let r = harness(&["run", "--protocol", "ramcast", "--acceptors", "3"]);
+    assert!(!r.status.success());
+    assert!(stderr(&r).contains("--acceptors"), "{}", stderr(&r));
+    // Acceptors per ensemble: odd, and servers of the group.
+    for (replicas, acceptors) in [("3", "2"), ("3", "5")] {
+        let r = harness(&[
+            "run",
+            "--protocol",
+            "ridge",
+            "--replicas",
+            replicas,
+            "--acceptors",
+            acceptors,
+        ]);
+        assert!(!r.status.success());
+        assert!(
+            stderr(&r).contains("acceptors must be odd") && stderr(&r).contains("at most the 3"),
+            "{}",
+            stderr(&r)
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
