@@ -79,6 +79,7 @@ fn experiment(
     cfg.acceptors = ACCEPTORS.min(setup.servers);
     cfg.dissemination = setup.dissemination;
     cfg.slot_bytes = super::slot_bytes_for(setup.size);
+    let mut cfg = cfg.retain_within_budget();
     if let Some((wait, skew)) = optimistic {
         cfg.optimistic = Some(wait);
         cfg.skew = skew;

@@ -51,6 +51,7 @@ impl Multicast for Ridge {
         cfg.optimistic = s.optimistic;
         cfg.ring_slots = s.slots as u32;
         cfg.slot_bytes = s.slot_bytes.unwrap_or_else(|| slot_bytes_for(s.size));
+        let cfg = cfg.retain_within_budget();
         cfg.validate().map_err(|e| e.to_string())?;
         s.fits(
             cfg.slot_bytes,
