@@ -363,11 +363,21 @@ pub(crate) fn compare(
 }
 
 /// The `summary.md` of a comparison.
+/// `--max-clients` when not given: the saturation sweep's cap.
+pub(crate) const DEFAULT_MAX_CLIENTS: usize = 256;
+
 fn summary(w: &Workload, measured: &[Measured], commit: &str, contenders: &[Contender]) -> String {
     let spec: Vec<String> = contenders.iter().map(Contender::label).collect();
+    // The cap only where it is not the default, so the command replays the run and the
+    // summaries of runs with the default read as before.
+    let cap = if w.max_clients == DEFAULT_MAX_CLIENTS {
+        String::new()
+    } else {
+        format!(" --max-clients {}", w.max_clients)
+    };
     let mut md = format!(
         "# Comparison: {}\n\nCommand: `harness compare --protocols {} --groups {} --replicas {} \
-         --dest {} --size {} --duration {} --seed {} --profile {} --software {}` (commit \
+         --dest {} --size {} --duration {} --seed {} --profile {} --software {}{cap}` (commit \
          {commit}).\n\n\
          Every protocol ran the same workload: seed {}, {} groups of {} replicas, the same client \
          processes drawing the same destinations, {} B messages, profile `{}` and software \
@@ -580,6 +590,8 @@ mod tests {
             md.contains("| ramcast |") && md.contains("| tram:breadth |"),
             "{md}"
         );
+        // The command replays the run: its cap of 2 clients is in it.
+        assert!(md.contains("--software none --max-clients 2`"), "{md}");
         let runs = std::fs::read_to_string(dir.join("runs.csv")).unwrap();
         // Per contender: the 1-client run and the sweep's points (1 and 2 clients).
         assert_eq!(runs.lines().count(), 1 + 2 * 3, "{runs}");

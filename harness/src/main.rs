@@ -280,7 +280,7 @@ struct CompareArgs {
     #[arg(long, default_value = "2ms", value_parser = experiment::parse_duration)]
     duration: Nanos,
     /// The saturation sweep (clients 1, 2, 4, ...) stops here even if throughput still grows.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = compare::DEFAULT_MAX_CLIENTS)]
     max_clients: usize,
     /// Hardware profile, the same for every protocol (r320-cx3 is the testbed on which the
     /// TRAM paper compares TRAM with RamCast).
