@@ -1134,14 +1134,7 @@ pub(crate) fn ci_sweep<R: SeedRun>(
         .unwrap_or(default);
     for seed in 0..seeds {
         let run = R::derive(seed);
-        let out = run.check(model, false);
-        assert!(
-            out.violations.is_empty(),
-            "{}\n{:?}\n{}",
-            run.describe(),
-            out.violations,
-            out.states.join("\n")
-        );
+        let out = assert_passes_under(&run, model);
         assert!(out.delivered > 0, "seed {seed} delivered nothing");
         each(&run, &out);
     }
@@ -1153,15 +1146,17 @@ pub(crate) fn assert_passes_on<R: SeedRun>(run: &R, profile: &str) -> Outcome {
     assert_passes_under(run, &Model::hardware(profile))
 }
 
-/// [`assert_passes`] on `model` (hardware and software profile).
+/// [`assert_passes`] on `model` (hardware and software profile); a failure prints the run,
+/// its violations and every server's final state.
 #[cfg(test)]
 pub(crate) fn assert_passes_under<R: SeedRun>(run: &R, model: &Model) -> Outcome {
     let out = run.check(model, false);
     assert!(
         out.violations.is_empty(),
-        "{}\n{:?}",
+        "{}\n{:?}\n{}",
         run.describe(),
-        out.violations
+        out.violations,
+        out.states.join("\n")
     );
     out
 }

@@ -321,13 +321,7 @@ pub(crate) fn fig1(
             &|c| c.max_gbps(),
         ),
     )?;
-    plot::draw_png(
-        &out.join("latency.png"),
-        &caption("latency at maximum power"),
-        &panels(&curves, &disseminations, &axis, LATENCY_AT_POWER, &|c| {
-            mean_us(&c.power().m)
-        }),
-    )?;
+    draw_latency(out, &caption, &curves, &disseminations, &axis)?;
     write(
         &out.join("summary.md"),
         &fig1_summary(&curves, &profile, software, commit, dests),
@@ -338,8 +332,26 @@ pub(crate) fn fig1(
 const CURVE_COLUMNS: &str =
     "max_msgs_per_s,max_gbps,saturated,power_clients,power_mean_us,power_p95_us";
 
-/// The y label of latency panels.
-const LATENCY_AT_POWER: &str = "mean latency at max power (us)";
+/// `latency.png`: each curve's mean latency at maximum power, a panel per message size.
+fn draw_latency(
+    out: &Path,
+    caption: &dyn Fn(&str) -> String,
+    curves: &[Curve],
+    disseminations: &[Dissemination],
+    axis: &Axis,
+) -> Result<(), String> {
+    plot::draw_png(
+        &out.join("latency.png"),
+        &caption("latency at maximum power"),
+        &panels(
+            curves,
+            disseminations,
+            axis,
+            "mean latency at max power (us)",
+            &|c| mean_us(&c.power().m),
+        ),
+    )
+}
 
 /// Measures every curve of `setups` on all cores (profile `lan-1g`) and writes their runs to
 /// `throughput.csv` under `out`.
@@ -692,13 +704,7 @@ pub(crate) fn fig2(
             &|c| c.max_msgs() / base(c),
         ),
     )?;
-    plot::draw_png(
-        &out.join("latency.png"),
-        &caption("latency at maximum power"),
-        &panels(&curves, &disseminations, &axis, LATENCY_AT_POWER, &|c| {
-            mean_us(&c.power().m)
-        }),
-    )?;
+    draw_latency(out, &caption, &curves, &disseminations, &axis)?;
     write(
         &out.join("summary.md"),
         &fig2_summary(&curves, &profile, software, commit, &base),

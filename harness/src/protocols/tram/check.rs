@@ -344,16 +344,8 @@ mod tests {
                 ],
             ),
         ];
-        let profile = Model::hardware("r320-cx3");
-        for run in runs {
-            let out = run.check(&profile, false);
-            assert!(
-                out.violations.is_empty(),
-                "{}\n{:?}\n{}",
-                run.describe(),
-                out.violations,
-                out.states.join("\n")
-            );
+        for run in &runs {
+            crate::sweep::assert_passes_on(run, "r320-cx3");
         }
     }
 
