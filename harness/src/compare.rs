@@ -171,6 +171,7 @@ impl Workload {
             log_slots: 64,
             delta: None,
             acceptors: None,
+            placement: None,
             dissemination: None,
             optimistic: None,
             slot_bytes: None,

@@ -79,7 +79,8 @@ pub(crate) struct Measured {
     pub(crate) cpu: Option<Duration>,
     /// Messages delivered by all servers.
     pub(crate) server_deliveries: u64,
-    /// Groups whose leadership changed during the run (false suspicions included).
+    /// Groups whose leadership changed during the run (false suspicions included), plus one
+    /// if a leader changed among the auxiliary processes (Ridge's dedicated acceptors).
     pub(crate) leader_changes: usize,
     /// Optimistic deliveries, mistakes and latencies, summed over the servers, where the
     /// protocol makes them.
@@ -178,13 +179,20 @@ impl Experiment {
                 Node::Server(s) => {
                     server_deliveries += s.delivered;
                     if s.server.changed_leader() {
-                        changed.insert(s.server.group());
+                        changed.insert(Some(s.server.group()));
                     }
                     if let Some(log) = s.server.optimistic_log() {
                         optimistic_log.push((ProcessId(i as u32), log));
                     }
                     if let Some(t) = s.server.optimistic() {
                         optimistic.get_or_insert_with(Default::default).merge(&t);
+                    }
+                }
+                // Auxiliary processes deliver nothing; a new leader among them (Ridge's
+                // dedicated acceptors) counts as one change beside the groups'.
+                Node::Auxiliary(s) => {
+                    if s.server.changed_leader() {
+                        changed.insert(None);
                     }
                 }
             }

@@ -179,11 +179,16 @@ struct RunArgs {
     /// learner waits up to about this long for an idle ensemble [default: 1ms, the paper's].
     #[arg(long, value_parser = experiment::parse_duration)]
     delta: Option<Nanos>,
-    /// Ridge: acceptors per ensemble, 2f + 1, odd and at most --replicas: a group's first
-    /// servers; the others are learners only [default: every server when --replicas is odd,
-    /// all but one when it is even]. The paper's evaluation runs 3.
+    /// Ridge: acceptors per ensemble, 2f + 1, odd; colocated, at most --replicas: a group's
+    /// first servers, the others learners only [default: every server when --replicas is
+    /// odd, all but one when it is even]. The paper's evaluation runs 3, dedicated.
     #[arg(long)]
     acceptors: Option<usize>,
+    /// Ridge: where the acceptors run: `colocated` (on the groups' servers) or `dedicated`
+    /// (--acceptors processes of their own per ensemble, started after the clients; the
+    /// servers learn only, as in the paper's evaluation) [default: colocated].
+    #[arg(long)]
+    placement: Option<ridge::Placement>,
     /// Ridge: how Phase 2 disseminates: `ridge` (the paper's quorum chain and rotating
     /// distributors), `ring` (Ring Paxos: the value along the learners) or `direct` (LibPaxos:
     /// 2a to every acceptor, 2b with the value to every learner) [default: ridge].

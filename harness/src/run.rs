@@ -31,6 +31,7 @@ fn deployment(a: &RunArgs) -> Result<protocols::Deployment, String> {
         log_slots: a.log_slots,
         delta: a.delta,
         acceptors: a.acceptors,
+        placement: a.placement,
         dissemination: a.dissemination,
         optimistic: a.optimistic,
         slot_bytes: a.slot_bytes,

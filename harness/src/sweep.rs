@@ -116,7 +116,7 @@ fn evict_is_short(evict: Nanos) -> bool {
 /// it. A link out of `p` counts whatever its other end: to a client, `p`'s reports arrive late;
 /// to a member of its group, `p` looks silent to it (TRAM seed 4475: a leader whose heartbeats
 /// crawled to its follower was deposed, fell a log behind and halted).
-fn impairs(f: &Fault, p: ProcessId) -> bool {
+pub(crate) fn impairs(f: &Fault, p: ProcessId) -> bool {
     match *f {
         Fault::Pause { process, .. } | Fault::Slow { process, .. } => process == p,
         Fault::LinkDelay { from, to, .. } => to == p || from == p,
@@ -174,6 +174,8 @@ pub(crate) mod params_stream {
     pub(crate) const RDMC: u64 = u64::MAX - 3;
     /// `harness check --protocol ridge`.
     pub(crate) const RIDGE: u64 = u64::MAX - 4;
+    /// `harness check --protocol ridge`: faults of dedicated acceptors.
+    pub(crate) const RIDGE_ACCEPTORS: u64 = u64::MAX - 5;
 }
 
 /// Kinds of fault a run contains, for the sweep's counts.
@@ -196,6 +198,8 @@ pub(crate) struct Kinds {
     pub(crate) distributor_crash: bool,
     /// Ridge: the processes' clocks disagree.
     pub(crate) clock_skew: bool,
+    /// Ridge: the acceptors are processes of their own.
+    pub(crate) dedicated: bool,
 }
 
 /// The kinds of fault in `faults`; a pause of a group's initial leader longer than `suspect`
@@ -207,7 +211,9 @@ pub(crate) fn kinds(faults: &[Fault], m: &impl Membership, suspect: Nanos) -> Ki
         match *f {
             Fault::Crash { process, at } | Fault::CrashMidPost { process, at } => {
                 match m.group_of(process) {
-                    None => k.client_crash = true,
+                    None if m.client_index(process).is_some() => k.client_crash = true,
+                    // An auxiliary process: the protocol names its kind.
+                    None => {}
                     Some(g) if m.rank_of(process) == 0 => {
                         k.leader_crash = true;
                         leader_crashes.push((at, g));
@@ -594,6 +600,8 @@ pub(crate) struct Tally {
     distributor_crash: u64,
     #[serde(default)]
     clock_skew: u64,
+    #[serde(default)]
+    dedicated: u64,
 }
 
 impl Tally {
@@ -619,6 +627,7 @@ impl Tally {
             extra,
             distributor_crash,
             clock_skew,
+            dedicated,
         } = o;
         self.events += events;
         self.delivered += delivered;
@@ -639,6 +648,7 @@ impl Tally {
         self.extra += extra;
         self.distributor_crash += distributor_crash;
         self.clock_skew += clock_skew;
+        self.dedicated += dedicated;
     }
 
     /// The median over runs of the multicasts completed after the run's last fault, and the
@@ -674,15 +684,18 @@ impl Tally {
         self.extra += n(out.extra > 0);
         self.distributor_crash += n(k.distributor_crash);
         self.clock_skew += n(k.clock_skew);
+        self.dedicated += n(k.dedicated);
     }
 
-    /// The "runs with" line in Ridge's vocabulary: a group's rank 0 is its ensemble's initial
-    /// coordinator, every server an acceptor, ranks beyond f distributors; a leader change is
+    /// The "runs with" line in Ridge's vocabulary: an ensemble's rank 0 is its initial
+    /// coordinator; colocated, a group's rank 0 is its ensemble's, every server an acceptor,
+    /// ranks beyond f distributors; dedicated, every server a distributor; a leader change is
     /// a coordinator's round after the first.
     pub(crate) fn describe_ridge(&self) -> String {
         let (median, least) = self.post_fault();
         format!(
-            "runs with: coordinator crash {} (in several ensembles at the same instant {}), acceptor crash {} (of which a distributor {}), client crash {}, crash in the middle of posting {}, false suspicion (initial coordinator paused past the timeout) {}, pause/slow {}, link delay {} (coordinator cut off from its acceptors {}), clock skew {}; new round after the first (takeover or fallback) {}, learner filled a gap from an acceptor {}, server halted {} ({} halts); multicasts ordered after the last fault: median {median} per run (least {least})",
+            "runs with: dedicated acceptors {}, coordinator crash {} (in several ensembles at the same instant {}), acceptor crash {}, distributor crash {}, client crash {}, crash in the middle of posting {}, false suspicion (initial coordinator paused past the timeout) {}, pause/slow {}, link delay {} (coordinator cut off from its acceptors {}), clock skew {}; new round after the first (takeover or fallback) {}, learner filled a gap from an acceptor {}, server halted {} ({} halts); multicasts ordered after the last fault: median {median} per run (least {least})",
+            self.dedicated,
             self.leader_crash,
             self.leaders_at_once,
             self.follower_crash,
@@ -746,7 +759,7 @@ pub(crate) fn judge<S: Server, C>(
         .iter()
         .enumerate()
         .filter_map(|(i, n)| match n {
-            Node::Server(s) if s.server.halted() => Some(ProcessId(i as u32)),
+            Node::Server(s) | Node::Auxiliary(s) if s.server.halted() => Some(ProcessId(i as u32)),
             _ => None,
         })
         .collect();
@@ -931,7 +944,7 @@ where
     for (i, n) in sim.processes().iter().enumerate() {
         let p = ProcessId(i as u32);
         match n {
-            Node::Server(s) => {
+            Node::Server(s) | Node::Auxiliary(s) => {
                 out.states.push(format!(
                     "p{i}{} {} delivered {}",
                     if sim.crashed(p) { " (crashed)" } else { "" },

@@ -317,6 +317,43 @@ fn ridge_run_with_optimistic_deliveries_reports_mistakes_and_logs_them_apart() {
             stderr(&r)
         );
     }
+    // Dedicated acceptors: processes of their own, more than a group's servers allowed; the
+    // log names them auxiliary and checks they delivered nothing.
+    let log = dir.join("dedicated");
+    let r = harness(&[
+        "run",
+        "--protocol",
+        "ridge",
+        "--groups",
+        "2",
+        "--replicas",
+        "1",
+        "--placement",
+        "dedicated",
+        "--acceptors",
+        "5",
+        "--dest",
+        "random:2",
+        "--duration",
+        "10ms",
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    assert!(
+        stdout(&r).contains("5 acceptors per ensemble, processes of their own (p3..p17)"),
+        "{}",
+        stdout(&r)
+    );
+    assert!(stdout(&r).contains("0 violations"), "{}", stdout(&r));
+    let processes = std::fs::read_to_string(log.join("processes.csv")).unwrap();
+    assert!(processes.contains("\n17,auxiliary,true"), "{processes}");
+    let r = harness(&["run", "--protocol", "ridge", "--placement", "apart"]);
+    assert!(!r.status.success());
+    assert!(stderr(&r).contains("colocated"), "{}", stderr(&r));
+    let r = harness(&["run", "--protocol", "tram", "--placement", "dedicated"]);
+    assert!(!r.status.success());
+    assert!(stderr(&r).contains("--placement"), "{}", stderr(&r));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -1,7 +1,8 @@
 //! The delivery log of a run, and its CSV form (ARCHITECTURE.md, "Delivery logs"):
 //!
-//! - `processes.csv`: `process,group,correct` (`group` is `client` for a client; `correct` is
-//!   false for a process that crashed at any time in the run);
+//! - `processes.csv`: `process,group,correct` (`group` is `client` for a client, `auxiliary`
+//!   for a process that orders but belongs to no group; `correct` is false for a process that
+//!   crashed at any time in the run);
 //! - `multicasts.csv`: `client,msg,dst,completed` (`msg` like `c3:17`; `dst` the destination
 //!   group ids joined by `;`; `completed` whether the client got all its responses);
 //! - `deliveries.csv`: `process,group,index,msg,dst` (`index` is the 0-based position in that
@@ -12,13 +13,16 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// What a process is: a member of a group, or a client.
+/// What a process is: a member of a group, a client, or an auxiliary process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Member {
     /// A server process of this group.
     Group(GroupId),
     /// A client (multicasts, delivers nothing).
     Client,
+    /// Takes part in ordering, belongs to no group, delivers nothing (Ridge's dedicated
+    /// acceptors; see [`crate::Membership::auxiliary_count`]).
+    Auxiliary,
 }
 
 /// One multicast a client issued.
@@ -97,6 +101,7 @@ fn member_name(m: Member) -> String {
     match m {
         Member::Group(g) => g.0.to_string(),
         Member::Client => "client".to_string(),
+        Member::Auxiliary => "auxiliary".to_string(),
     }
 }
 
@@ -184,10 +189,13 @@ impl DeliveryLog {
         for (line, row) in read_rows::<ProcessRow>(&path)? {
             let member = match row.group.as_str() {
                 "client" => Member::Client,
+                "auxiliary" => Member::Auxiliary,
                 g => Member::Group(GroupId(g.parse().map_err(|_| LogError::Row {
                     path: path.display().to_string(),
                     line,
-                    message: format!("group `{g}` is neither a group id nor `client`"),
+                    message: format!(
+                        "group `{g}` is neither a group id nor `client` nor `auxiliary`"
+                    ),
                 })?)),
             };
             log.add_process(ProcessId(row.process), member, row.correct);
@@ -278,6 +286,7 @@ mod tests {
         log.add_process(ProcessId(0), Member::Group(GroupId(0)), true);
         log.add_process(ProcessId(1), Member::Group(GroupId(1)), false);
         log.add_process(ProcessId(9), Member::Client, true);
+        log.add_process(ProcessId(10), Member::Auxiliary, false);
         let m: MsgId = "c9:1".parse().unwrap();
         log.add_multicast(Multicast {
             client: ProcessId(9),
@@ -296,7 +305,7 @@ mod tests {
         );
         assert!(std::fs::read_to_string(dir.join("processes.csv"))
             .unwrap()
-            .contains("9,client,true"));
+            .contains("9,client,true\n10,auxiliary,false"));
         assert_eq!(DeliveryLog::read_csv(&dir).unwrap(), log);
     }
 

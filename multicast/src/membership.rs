@@ -1,12 +1,15 @@
 //! Who is who in a multicast deployment: servers first, `groups` groups of `replicas` each in
-//! rank order, then the clients. Every protocol of the workbench numbers its processes this way,
-//! so logs, fault schedules and the harness speak about the same ids.
+//! rank order, then the clients, then the protocol's auxiliary processes if it has any (processes
+//! that take part in ordering but belong to no group and deliver nothing: Ridge's dedicated
+//! acceptors). Every protocol of the workbench numbers its processes this way, so logs, fault
+//! schedules and the harness speak about the same ids.
 
 use crate::GroupId;
 use transport::ProcessId;
 
-/// A deployment's shape and the process ids it implies. Implementors give the three counts;
-/// everything else is derived.
+/// A deployment's shape and the process ids it implies. Implementors give the three counts (and
+/// a fourth, [`Membership::auxiliary_count`], if they have auxiliary processes); everything else
+/// is derived.
 pub trait Membership {
     /// Number of groups.
     fn group_count(&self) -> usize;
@@ -14,6 +17,12 @@ pub trait Membership {
     fn replica_count(&self) -> usize;
     /// Number of clients.
     fn client_count(&self) -> usize;
+
+    /// Number of auxiliary processes: they take part in ordering, belong to no group and
+    /// deliver nothing (Ridge's dedicated acceptors); none unless a protocol says so.
+    fn auxiliary_count(&self) -> usize {
+        0
+    }
 
     /// f: crashes each group tolerates.
     fn f(&self) -> usize {
@@ -30,9 +39,9 @@ pub trait Membership {
         self.group_count() * self.replica_count()
     }
 
-    /// Number of processes of the run: servers first, then clients.
+    /// Number of processes of the run: servers first, then clients, then auxiliaries.
     fn processes(&self) -> usize {
-        self.servers() + self.client_count()
+        self.servers() + self.client_count() + self.auxiliary_count()
     }
 
     /// The process id of replica `rank` of group `g`.
@@ -45,7 +54,12 @@ pub trait Membership {
         ProcessId((self.servers() + i) as u32)
     }
 
-    /// The group of a server, `None` for a client.
+    /// The process id of auxiliary process `i`.
+    fn auxiliary(&self, i: usize) -> ProcessId {
+        ProcessId((self.servers() + self.client_count() + i) as u32)
+    }
+
+    /// The group of a server, `None` for a client or an auxiliary process.
     fn group_of(&self, p: ProcessId) -> Option<GroupId> {
         (p.index() < self.servers()).then(|| GroupId((p.index() / self.replica_count()) as u8))
     }

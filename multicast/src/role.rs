@@ -168,40 +168,44 @@ impl<N: Nic, S: Server + Process<N>> Process<N> for ServerNode<S> {
     }
 }
 
-/// One process of a multicast run: a server or a closed-loop client of the same protocol.
+/// One process of a multicast run: a server or a closed-loop client of the same protocol, or
+/// one of the protocol's auxiliary processes ([`Membership::auxiliary_count`]).
 #[derive(Debug)]
 pub enum Node<S, C> {
     /// A server replica.
     Server(ServerNode<S>),
     /// A closed-loop client.
     Client(ClosedLoop<C>),
+    /// An auxiliary process, played by the protocol's server type: it orders, belongs to no
+    /// group and delivers nothing (the log checks that it does not).
+    Auxiliary(ServerNode<S>),
 }
 
 impl<N: Nic, S: Server + Process<N>, C: Client<N>> Process<N> for Node<S, C> {
     fn regions(&self) -> Vec<RegionSpec> {
         match self {
-            Node::Server(s) => Process::<N>::regions(s),
+            Node::Server(s) | Node::Auxiliary(s) => Process::<N>::regions(s),
             Node::Client(c) => Process::<N>::regions(c),
         }
     }
 
     fn poll(&mut self, nic: &mut N) -> Progress {
         match self {
-            Node::Server(s) => s.poll(nic),
+            Node::Server(s) | Node::Auxiliary(s) => s.poll(nic),
             Node::Client(c) => c.poll(nic),
         }
     }
 
     fn done(&self) -> bool {
         match self {
-            Node::Server(_) => false,
+            Node::Server(_) | Node::Auxiliary(_) => false,
             Node::Client(c) => Process::<N>::done(c),
         }
     }
 
     fn stopped(&self) -> bool {
         match self {
-            Node::Server(s) => Process::<N>::stopped(s),
+            Node::Server(s) | Node::Auxiliary(s) => Process::<N>::stopped(s),
             Node::Client(_) => false,
         }
     }
@@ -211,7 +215,8 @@ impl<N: Nic, S: Server + Process<N>, C: Client<N>> Process<N> for Node<S, C> {
 /// (`server(g, rank)`), then closed-loop clients (`client(i)`) running `load`. Client `i`'s
 /// workload stream derives from `seed` and its process id, so protocols deployed on the same
 /// membership draw the same destinations and sizes (what `harness compare` relies on). `log`
-/// keeps deliveries and multicasts for the delivery log.
+/// keeps deliveries and multicasts for the delivery log. For a membership with auxiliary
+/// processes, [`deploy_with_auxiliaries`].
 pub fn deploy<S, C>(
     m: &impl Membership,
     load: LoadSpec,
@@ -219,6 +224,26 @@ pub fn deploy<S, C>(
     log: bool,
     server: impl Fn(GroupId, usize) -> S,
     client: impl Fn(usize) -> C,
+) -> Vec<Node<S, C>> {
+    assert_eq!(
+        m.auxiliary_count(),
+        0,
+        "a membership with auxiliary processes deploys with deploy_with_auxiliaries"
+    );
+    deploy_with_auxiliaries(m, load, seed, log, server, client, |_| {
+        unreachable!("no auxiliary process")
+    })
+}
+
+/// [`deploy`], followed by the membership's auxiliary processes (`auxiliary(i)`).
+pub fn deploy_with_auxiliaries<S, C>(
+    m: &impl Membership,
+    load: LoadSpec,
+    seed: u64,
+    log: bool,
+    server: impl Fn(GroupId, usize) -> S,
+    client: impl Fn(usize) -> C,
+    auxiliary: impl Fn(usize) -> S,
 ) -> Vec<Node<S, C>> {
     let mut nodes = Vec::with_capacity(m.processes());
     for g in 0..m.group_count() {
@@ -239,6 +264,9 @@ pub fn deploy<S, C>(
             rng,
             log,
         )));
+    }
+    for i in 0..m.auxiliary_count() {
+        nodes.push(Node::Auxiliary(ServerNode::new(auxiliary(i), log)));
     }
     nodes
 }
@@ -268,6 +296,13 @@ pub fn collect_log<S: Server, C>(
                 log.add_process(p, Member::Client, !faulty(p));
                 for &m in c.log.iter().flatten() {
                     log.add_multicast(m);
+                }
+            }
+            Node::Auxiliary(s) => {
+                log.add_process(p, Member::Auxiliary, !faulty(p) && !s.server.halted());
+                // Whatever it delivered is an integrity violation the checker names.
+                for &m in s.log.iter().flatten() {
+                    log.deliver(p, m);
                 }
             }
         }

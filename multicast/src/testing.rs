@@ -40,7 +40,7 @@ where
         .iter()
         .map(|n| match n {
             Node::Client(c) => c.completed_in_window,
-            Node::Server(_) => 0,
+            Node::Server(_) | Node::Auxiliary(_) => 0,
         })
         .sum();
     SimRun { sim, completed }

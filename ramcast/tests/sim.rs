@@ -62,7 +62,7 @@ fn a_crashed_leader_is_replaced() {
     o.assert_safe_and_live();
     let leader = match &o.sim.processes()[1] {
         Node::Server(s) => s.server.is_leader(),
-        Node::Client(_) => false,
+        Node::Client(_) | Node::Auxiliary(_) => false,
     };
     assert!(leader, "rank 1 should lead group 0 after rank 0 crashed");
 }

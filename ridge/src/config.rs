@@ -1,20 +1,30 @@
 //! A Ridge deployment: groups of servers, the ensembles over them, clients, and the tunables.
 //!
-//! Deployment (a choice: the paper's evaluation, section 6.1, runs 3 acceptors per ensemble as
-//! processes of their own, one of them the coordinator, and servers as pure learners; the
-//! workbench's multicast vocabulary knows servers and clients only, so for now acceptors are
-//! colocated with servers, a case the algorithm provides for, section 4.3): group `g`'s
-//! ensemble `e_g` has the group's first [`Config::acceptors`] (`2f + 1`) servers as acceptors,
-//! coordinated by its rank 0, and all the group's servers as learners; `e_all` has as many
-//! acceptors, the servers `(g, r)` taken round robin over the groups (`i`-th acceptor: group
-//! `i % groups`, rank `i / groups`; [`AllAcceptors::Spread`]) or group 0's first ones
-//! ([`AllAcceptors::FirstGroup`]), coordinated by the first, and every server as learner. Every
-//! process of the run is a member of one message mesh ([`transport::mesh`]).
+//! Where the acceptors run is [`Config::placement`]:
 //!
-//! With acceptors colocated, a group needs at least `2f + 1` servers where the paper's had one
-//! (section 6.1's smallest run), and the servers of the quorum chain receive each value from
-//! the chain rather than from a distributor; every process still receives each value once, so
-//! section 5's throughput argument is unchanged.
+//! - [`Placement::Dedicated`], the paper's evaluation (section 6.1: "each Paxos group had 3
+//!   acceptors ... the servers were pure learners"): every ensemble has [`Config::acceptors`]
+//!   (`2f + 1`) processes of its own, the first its initial coordinator. They are the
+//!   membership's auxiliary processes ([`multicast::Membership::auxiliary_count`]), numbered
+//!   after the clients, ensemble by ensemble. Servers learn only. A choice where the paper is
+//!   silent: the acceptors learn their ensemble's decisions too (after the servers, in
+//!   [`crate::paxos::Ensemble::learners`]), because learners fill their gaps by asking the
+//!   acceptors (section 4.4.3) and an acceptor outside the quorum would otherwise not know
+//!   the value; the load balancer picks one as a distributor only when every server outside
+//!   the quorum is suspected ([`crate::paxos::Acceptor::sparing`]), so distributors are the
+//!   servers, as in the paper.
+//! - [`Placement::Colocated`] (the default, and what every run before dedicated acceptors
+//!   did): group `g`'s ensemble `e_g` has the group's first [`Config::acceptors`] servers as
+//!   acceptors, coordinated by its rank 0, and all the group's servers as learners; `e_all`
+//!   has as many acceptors, the servers `(g, r)` taken round robin over the groups (`i`-th
+//!   acceptor: group `i % groups`, rank `i / groups`; [`AllAcceptors::Spread`]) or group 0's
+//!   first ones ([`AllAcceptors::FirstGroup`]), coordinated by the first, and every server as
+//!   learner. A group then needs at least `2f + 1` servers where the paper's had one, and the
+//!   servers of the quorum chain receive each value from the chain rather than from a
+//!   distributor; every process still receives each value once, so section 5's throughput
+//!   argument is unchanged (section 4.3 provides for learners that are acceptors).
+//!
+//! Every process of the run is a member of one message mesh ([`transport::mesh`]).
 //!
 //! Spread acceptors share `e_all`'s load among the groups, but `e_all` then tolerates f faulty
 //! acceptors in all, not f per group: f + 1 groups each losing one member (each within its own
@@ -43,10 +53,12 @@ pub struct Config {
     pub groups: usize,
     /// Servers per group: the learners of the group's ensemble.
     pub replicas: usize,
-    /// Acceptors per ensemble, `2f + 1`: a group's first `acceptors` servers are its
-    /// ensemble's acceptors, the others learners only; `e_all` has as many (see the module
-    /// docs). The paper's evaluation runs 3 (section 6.1).
+    /// Acceptors per ensemble, `2f + 1`: processes of their own, or a group's first
+    /// `acceptors` servers, the others learners only ([`Config::placement`]); `e_all` has as
+    /// many. The paper's evaluation runs 3 (section 6.1).
     pub acceptors: usize,
+    /// Where the acceptors run (see the module docs).
+    pub placement: Placement,
     /// Closed-loop clients.
     pub clients: usize,
     /// Delta: an idle coordinator proposes a null message this long after its last proposal
@@ -85,7 +97,47 @@ pub struct Config {
     pub trace: bool,
 }
 
-/// Where `e_all`'s acceptors are (see the module docs).
+/// Where the ensembles' acceptors run (see the module docs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Placement {
+    /// On the groups' servers.
+    #[default]
+    Colocated,
+    /// On processes of their own, the servers learning only (the paper's evaluation).
+    Dedicated,
+}
+
+impl Placement {
+    /// Every placement, by name.
+    pub const ALL: [(&'static str, Placement); 2] = [
+        ("colocated", Placement::Colocated),
+        ("dedicated", Placement::Dedicated),
+    ];
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, p)| *p == self)
+            .map(|(n, _)| *n)
+            .expect("listed")
+    }
+}
+
+impl std::str::FromStr for Placement {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .iter()
+            .find(|(n, _)| *n == s)
+            .map(|(_, p)| *p)
+            .ok_or_else(|| {
+                format!("unknown acceptor placement `{s}`: colocated (on the servers) or dedicated (processes of their own)")
+            })
+    }
+}
+
+/// Where `e_all`'s acceptors are, when colocated (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AllAcceptors {
     /// Round robin over the groups: the `i`-th is rank `i / groups` of group `i % groups`.
@@ -116,7 +168,9 @@ impl Timing {
         retry: Nanos(4_000_000),
     };
 
-    /// [`Timing::SIM`] stretched for a deployment of `servers` servers on a link where one
+    /// [`Timing::SIM`] stretched for a deployment whose largest ensemble has `servers`
+    /// learners (every server, colocated; the servers and the acceptors, dedicated) on a link
+    /// where one
     /// full slot takes `slot_wire` on the wire and posting a message costs `post`. A process
     /// sends heartbeats to each idle peer once a period; the period keeps their posting under
     /// a twentieth of its time (with 32 servers on `lan-1g`, 100 us heartbeats would take more
@@ -162,8 +216,9 @@ pub enum ConfigError {
     /// A group needs a server.
     #[error("replicas must be at least 1 (got 0)")]
     Replicas,
-    /// Acceptors must be an odd number (2f + 1), at least 1, and servers of the group.
-    #[error("acceptors must be odd (2f + 1), at least 1 and at most the {replicas} replicas of a group (got {acceptors})")]
+    /// Acceptors must be an odd number (2f + 1), at least 1, and, colocated, servers of the
+    /// group.
+    #[error("acceptors must be odd (2f + 1), at least 1 and, colocated, at most the {replicas} replicas of a group (got {acceptors}; --placement dedicated runs them apart)")]
     Acceptors {
         /// Acceptors per ensemble.
         acceptors: usize,
@@ -205,6 +260,7 @@ impl Config {
             groups,
             replicas,
             acceptors: replicas.saturating_sub(1) | 1,
+            placement: Placement::Colocated,
             clients,
             delta: Nanos(1_000_000),
             ring_slots: 16,
@@ -229,7 +285,8 @@ impl Config {
         if self.replicas == 0 {
             return Err(ConfigError::Replicas);
         }
-        if self.acceptors % 2 == 0 || self.acceptors > self.replicas {
+        let colocated = self.placement == Placement::Colocated;
+        if self.acceptors % 2 == 0 || (colocated && self.acceptors > self.replicas) {
             return Err(ConfigError::Acceptors {
                 acceptors: self.acceptors,
                 replicas: self.replicas,
@@ -285,6 +342,23 @@ impl Config {
     /// Ensemble `e`'s acceptors and learners.
     pub fn ensemble(&self, e: EnsembleId) -> Ensemble {
         let e = e.0 as usize;
+        if self.placement == Placement::Dedicated {
+            let acceptors: Vec<ProcessId> = (0..self.acceptors)
+                .map(|i| self.auxiliary(e * self.acceptors + i))
+                .collect();
+            let servers: Vec<ProcessId> = if e < self.groups {
+                self.members(GroupId(e as u8)).collect()
+            } else {
+                (0..self.servers()).map(|p| ProcessId(p as u32)).collect()
+            };
+            return Ensemble {
+                learners: servers
+                    .into_iter()
+                    .chain(acceptors.iter().copied())
+                    .collect(),
+                acceptors,
+            };
+        }
         if e < self.groups {
             let members: Vec<ProcessId> = self.members(GroupId(e as u8)).collect();
             return Ensemble {
@@ -307,6 +381,11 @@ impl Config {
             acceptors,
             learners: (0..self.servers()).map(|p| ProcessId(p as u32)).collect(),
         }
+    }
+
+    /// The ensemble and rank of a dedicated acceptor (auxiliary process `i`).
+    pub fn dedicated(&self, i: usize) -> (EnsembleId, usize) {
+        (EnsembleId((i / self.acceptors) as u16), i % self.acceptors)
     }
 
     /// Ensemble `e`'s coordinator: its first acceptor.
@@ -347,9 +426,17 @@ impl Membership for Config {
         self.clients
     }
 
+    /// Dedicated acceptors, [`Config::acceptors`] per ensemble.
+    fn auxiliary_count(&self) -> usize {
+        match self.placement {
+            Placement::Colocated => 0,
+            Placement::Dedicated => self.mapping().ensembles() * self.acceptors,
+        }
+    }
+
     /// A group tolerates as many crashes as its ensemble: `f` of its `2f + 1` acceptors
     /// (learners beyond them are not counted on, so a fault drawer stays within the
-    /// acceptors' bound).
+    /// acceptors' bound; with dedicated acceptors, as many of its learners).
     fn f(&self) -> usize {
         self.acceptors / 2
     }
@@ -400,6 +487,42 @@ mod tests {
     }
 
     #[test]
+    fn dedicated_acceptors_are_processes_of_their_own_after_the_clients() {
+        let mut cfg = Config::new(2, 1, 3);
+        cfg.placement = Placement::Dedicated;
+        cfg.acceptors = 3;
+        cfg.validate().unwrap();
+        // 2 servers, 3 clients (p2..p4), then 3 ensembles of 3 acceptors: p5.. p13.
+        assert_eq!((cfg.auxiliary_count(), cfg.processes()), (9, 14));
+        let e1 = cfg.ensemble(EnsembleId(1));
+        assert_eq!(
+            e1.acceptors,
+            vec![ProcessId(8), ProcessId(9), ProcessId(10)]
+        );
+        // The server first, then the acceptors, which learn to answer gap fills.
+        assert_eq!(e1.learners[0], ProcessId(1));
+        assert_eq!(&e1.learners[1..], &e1.acceptors[..]);
+        let all = cfg.ensemble(cfg.mapping().all());
+        assert_eq!(all.acceptors[0], ProcessId(11));
+        assert_eq!(all.learners.len(), 2 + 3);
+        assert_eq!(cfg.coordinator(EnsembleId(0)), ProcessId(5));
+        assert_eq!(cfg.dedicated(4), (EnsembleId(1), 1));
+        assert_eq!(cfg.group_of(ProcessId(8)), None);
+        assert_eq!(cfg.client_index(ProcessId(8)), None);
+        assert_eq!(cfg.mesh().members.len(), 14);
+        // One group: no e_all, one ensemble's acceptors.
+        let mut one = Config::new(1, 1, 1);
+        one.placement = Placement::Dedicated;
+        one.acceptors = 3;
+        assert_eq!(one.auxiliary_count(), 3);
+        assert_eq!("dedicated".parse(), Ok(Placement::Dedicated));
+        assert!("apart"
+            .parse::<Placement>()
+            .unwrap_err()
+            .contains("colocated"));
+    }
+
+    #[test]
     fn timeouts_outlast_a_distributors_burst_and_keep_the_defaults_otherwise() {
         // 64 B messages in 1 KiB slots on 1 Gb/s (8.7 us a slot), 2 us posts, 2 servers.
         assert_eq!(Timing::for_link(Nanos(8_700), Nanos(2_000), 2), Timing::SIM);
@@ -425,6 +548,11 @@ mod tests {
         assert!(bad(|c| c.groups = 0).contains("groups must be"));
         assert!(bad(|c| c.acceptors = 2).contains("odd"));
         assert!(bad(|c| c.acceptors = 5).contains("at most the 3 replicas"));
+        assert!(bad(|c| c.acceptors = 4).contains("odd"));
+        let mut apart = Config::new(2, 1, 1);
+        apart.placement = Placement::Dedicated;
+        apart.acceptors = 5;
+        apart.validate().unwrap();
         assert!(bad(|c| c.replicas = 0).contains("at least 1"));
         assert!(bad(|c| c.slot_bytes = 256).contains("bytes per slot"));
         assert!(bad(|c| c.delta = Nanos::ZERO).contains("delta"));

@@ -14,9 +14,9 @@
 //! ([`paxos::Dissemination`]) run on the same code; section 5's latency model is measured
 //! ([`model`], `harness figure ridge-model`) and the evaluation's Figs. 1-3 are reproduced on
 //! `lan-1g` with the `ridge-java` software profile (`harness figure ridge-fig1|2|3`).
-//! Acceptors are colocated with a group's first [`Config::acceptors`] servers, the others
-//! learning only; acceptors as processes of their own (the paper's deployment) are not yet
-//! possible (see [`config`]). `harness run`, `compare` and `check` run it.
+//! Acceptors run as processes of their own, the servers learning only (the paper's
+//! evaluation), or on a group's first [`Config::acceptors`] servers ([`config::Placement`]).
+//! `harness run`, `compare` and `check` run it.
 //!
 //! | paper | code |
 //! |---|---|
@@ -76,7 +76,7 @@ pub mod value;
 pub mod wire;
 
 pub use client::RidgeClient;
-pub use config::{Config, ConfigError};
+pub use config::{Config, ConfigError, Placement};
 pub use mapping::{EnsembleId, Mapping};
 pub use merge::Merge;
 pub use server::{RidgeServer, Trace};
@@ -88,17 +88,18 @@ use std::sync::Arc;
 /// A Ridge process of a run.
 pub type RidgeNode = Node<RidgeServer, RidgeClient>;
 
-/// Every process of a run of `cfg`, servers first then closed-loop clients running `load`;
-/// clocks and client workloads derive from `seed`. `log` keeps deliveries and multicasts for
-/// the delivery log.
+/// Every process of a run of `cfg`, servers first, then closed-loop clients running `load`,
+/// then dedicated acceptors if [`Config::placement`] says so; clocks and client workloads
+/// derive from `seed`. `log` keeps deliveries and multicasts for the delivery log.
 pub fn nodes(cfg: &Config, load: LoadSpec, seed: u64, log: bool) -> Vec<RidgeNode> {
     let cfg = Arc::new(cfg.clone());
-    multicast::deploy(
+    multicast::deploy_with_auxiliaries(
         &*cfg,
         load,
         seed,
         log,
         |g, r| RidgeServer::new(cfg.clone(), g, r, seed),
         |i| RidgeClient::new(cfg.clone(), i, seed),
+        |i| RidgeServer::acceptor(cfg.clone(), i, seed),
     )
 }

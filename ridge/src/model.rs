@@ -130,7 +130,7 @@ pub fn measure(groups: usize, delta: u64, d: Dissemination) -> Point {
         .iter()
         .filter_map(|n| match n {
             Node::Server(s) => Some(s.server.trace()),
-            Node::Client(_) => None,
+            Node::Client(_) | Node::Auxiliary(_) => None,
         })
         .collect();
     let (k, at) = traces

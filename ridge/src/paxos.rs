@@ -248,10 +248,12 @@ impl Ensemble {
 /// The last acceptor's load balancer (section 4.3: "the last acceptor keeps track of how much
 /// data each learner has distributed so far"): the distributor of the next value is the
 /// learner outside `Q` that distributed the fewest bytes, the lowest id on a tie. A learner the
-/// last acceptor suspects is passed over while another is left (section 4.4.3).
+/// last acceptor suspects is passed over while another is left (section 4.4.3), and so is a
+/// learner it spares ([`Balancer::sparing`]: dedicated acceptors).
 #[derive(Clone, Debug, Default)]
 pub struct Balancer {
     bytes: BTreeMap<ProcessId, u64>,
+    spared: Vec<ProcessId>,
 }
 
 impl Balancer {
@@ -268,10 +270,26 @@ impl Balancer {
         let l = learners
             .iter()
             .filter(|l| !quorum.contains(l))
-            .min_by_key(|l| (suspected(**l), self.bytes.get(l).copied().unwrap_or(0), **l))
+            .min_by_key(|l| {
+                (
+                    suspected(**l),
+                    self.spared.contains(l),
+                    self.bytes.get(l).copied().unwrap_or(0),
+                    **l,
+                )
+            })
             .copied()?;
         *self.bytes.entry(l).or_default() += value.size() as u64;
         Some(l)
+    }
+
+    /// A balancer that picks a learner of `spared` only when every other learner outside the
+    /// quorum is suspected.
+    pub fn sparing(spared: Vec<ProcessId>) -> Balancer {
+        Balancer {
+            bytes: BTreeMap::new(),
+            spared,
+        }
     }
 }
 
@@ -320,6 +338,14 @@ impl Acceptor {
     /// what they lack). The baselines keep carrying values.
     pub fn ids_only(mut self) -> Acceptor {
         self.ids_only = self.dissemination == Dissemination::Ridge;
+        self
+    }
+
+    /// As the last acceptor, picks a learner of `spared` as distributor only when every other
+    /// learner outside the quorum is suspected: dedicated acceptors, which learn only to
+    /// answer gap fills ([`crate::config::Placement::Dedicated`]).
+    pub fn sparing(mut self, spared: Vec<ProcessId>) -> Acceptor {
+        self.balancer = Balancer::sparing(spared);
         self
     }
 

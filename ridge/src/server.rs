@@ -49,7 +49,7 @@
 //!   values by gap filling, requests and responses by the client's retry.
 
 use crate::clock::{Clock, Stamper};
-use crate::config::Config;
+use crate::config::{Config, Placement};
 use crate::ensemble::NullTimer;
 use crate::failure::Detector;
 use crate::mapping::{EnsembleId, Mapping};
@@ -118,11 +118,12 @@ pub struct Trace {
     pub learned: BTreeMap<(EnsembleId, Instance), Nanos>,
 }
 
-/// A Ridge server.
+/// A Ridge server, or a dedicated acceptor ([`RidgeServer::acceptor`]).
 #[derive(Debug)]
 pub struct RidgeServer {
     cfg: Arc<Config>,
-    group: GroupId,
+    /// The group served; `None` for a dedicated acceptor, which delivers nothing.
+    group: Option<GroupId>,
     me: ProcessId,
     mesh: Mesh,
     /// Every ensemble's learners, by ensemble index (looked up for each Phase 2 and
@@ -162,8 +163,27 @@ impl RidgeServer {
     /// Replica `rank` of group `g`; its clock is drawn from `seed` within the configured skew.
     pub fn new(cfg: Arc<Config>, g: GroupId, rank: usize, seed: u64) -> RidgeServer {
         let me = cfg.server(g, rank);
+        let subs = cfg.mapping().subscriptions(g);
+        RidgeServer::build(cfg, me, Some(g), subs, seed)
+    }
+
+    /// Dedicated acceptor `i` (auxiliary process `i`, [`crate::config::Placement::Dedicated`]):
+    /// an acceptor and candidate coordinator of one ensemble, which learns that ensemble's
+    /// decisions to answer gap fills and delivers nothing.
+    pub fn acceptor(cfg: Arc<Config>, i: usize, seed: u64) -> RidgeServer {
+        let me = cfg.auxiliary(i);
+        let (e, _) = cfg.dedicated(i);
+        RidgeServer::build(cfg, me, None, vec![e], seed)
+    }
+
+    fn build(
+        cfg: Arc<Config>,
+        me: ProcessId,
+        group: Option<GroupId>,
+        subs: Vec<EnsembleId>,
+        seed: u64,
+    ) -> RidgeServer {
         let mapping = cfg.mapping();
-        let subs = mapping.subscriptions(g);
         let streams = subs.len();
         let ensembles: Vec<EnsembleId> = (0..mapping.ensembles())
             .map(|e| EnsembleId(e as u16))
@@ -186,12 +206,15 @@ impl RidgeServer {
                 subs.contains(&e),
                 "an acceptor learns its ensemble (it answers gap fills)"
             );
+            let mut acceptor = Acceptor::with(me, cfg.dissemination);
+            if cfg.optimistic.is_some() {
+                acceptor = acceptor.ids_only();
+            }
+            if cfg.placement == Placement::Dedicated {
+                acceptor = acceptor.sparing(ens.acceptors.clone());
+            }
             let seat = Seat {
-                acceptor: if cfg.optimistic.is_some() {
-                    Acceptor::with(me, cfg.dissemination).ids_only()
-                } else {
-                    Acceptor::with(me, cfg.dissemination)
-                },
+                acceptor,
                 rank,
                 omega: Omega::new(ens.acceptors.len()),
                 leads: vec![0; ens.acceptors.len()],
@@ -215,7 +238,7 @@ impl RidgeServer {
         RidgeServer {
             mesh: Mesh::new(cfg.mesh(), me).expect("a server is a member of the mesh"),
             learners,
-            group: g,
+            group,
             me,
             subs,
             learning: vec![Learning::new(cfg.retain); streams],
@@ -371,6 +394,12 @@ impl RidgeServer {
         }
     }
 
+    /// Whether `value` is addressed to this server's group (never to a dedicated acceptor).
+    fn addressed(&self, value: &Value) -> bool {
+        self.group
+            .is_some_and(|g| Mapping::addressed(value.dests, g))
+    }
+
     fn learner_slot(&self, e: EnsembleId) -> Option<usize> {
         self.subs.iter().position(|&s| s == e)
     }
@@ -397,11 +426,11 @@ impl RidgeServer {
     /// copy, a request, a Phase 2): kept for its DECISION, which completes an instance waiting
     /// for it, and held for optimistic delivery if addressed to this server's group.
     fn seen(&mut self, e: EnsembleId, value: &Value) {
-        let i = self.learner_slot(e);
+        let (i, addressed) = (self.learner_slot(e), self.addressed(value));
         let (Some(o), Some(i)) = (self.optimism.as_mut(), i) else {
             return;
         };
-        o.received(value.clone(), Mapping::addressed(value.dests, self.group));
+        o.received(value.clone(), addressed);
         if let Some(k) = self.learning[i].awaiting(value.id) {
             self.learning[i].value(k, value.clone());
         }
@@ -766,10 +795,13 @@ impl RidgeServer {
                         seat.backoff = 0;
                     }
                 }
+                let addressed = self.addressed(&v);
                 if let Some(o) = self.optimism.as_mut() {
-                    o.decided(&v, Mapping::addressed(v.dests, self.group));
+                    o.decided(&v, addressed);
                 }
-                self.merge.decided(i, v);
+                if self.group.is_some() {
+                    self.merge.decided(i, v);
+                }
                 worked = true;
             }
             if let Some(seat) = self.seats.get_mut(&e) {
@@ -781,7 +813,7 @@ impl RidgeServer {
         }
         while let Some(v) = self.merge.next_delivery() {
             worked = true;
-            if !Mapping::addressed(v.dests, self.group) {
+            if !self.addressed(&v) {
                 continue;
             }
             let client = ProcessId(v.id.client);
@@ -966,6 +998,7 @@ impl<N: Nic> Process<N> for RidgeServer {
 impl Server for RidgeServer {
     fn group(&self) -> GroupId {
         self.group
+            .expect("a dedicated acceptor serves no group (it is an auxiliary process)")
     }
 
     fn poll_delivery(&mut self) -> Option<Delivery> {

@@ -68,7 +68,7 @@ fn followers_deliver_everything_after_the_last_multicast() {
         .iter()
         .filter_map(|n| match n {
             Node::Client(c) => c.log.as_ref().map(Vec::len),
-            Node::Server(_) => None,
+            Node::Server(_) | Node::Auxiliary(_) => None,
         })
         .sum();
     assert!(multicast > 2, "{multicast}");
@@ -83,7 +83,7 @@ fn leader_of(o: &Outcome, cfg: &Config, g: u8) -> Option<usize> {
     cfg.members(multicast::GroupId(g))
         .position(|p| match &o.sim.processes()[p.index()] {
             Node::Server(s) => s.server.is_leader() && !o.sim.crashed(p),
-            Node::Client(_) => false,
+            Node::Client(_) | Node::Auxiliary(_) => false,
         })
 }
 
@@ -192,7 +192,7 @@ fn a_full_child_buffer_pushes_back_on_the_parent() {
     let root_leader = cfg.server(multicast::GroupId(0), 0);
     let delivered_by_root = |sim: &Sim<TramNode>| match &sim.processes()[root_leader.index()] {
         Node::Server(s) => (s.delivered, s.server.unconsumed_forwards()),
-        Node::Client(_) => unreachable!(),
+        Node::Client(_) | Node::Auxiliary(_) => unreachable!(),
     };
     // In the middle of the pause: the root's leader has at most 2 messages outstanding at the
     // paused child, and it stopped ordering (every message goes to all groups).

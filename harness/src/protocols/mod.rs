@@ -45,6 +45,8 @@ pub(crate) struct Shape {
     pub(crate) delta: Option<transport::Nanos>,
     /// Ridge's acceptors per ensemble, if given.
     pub(crate) acceptors: Option<usize>,
+    /// Where Ridge's acceptors run, if given.
+    pub(crate) placement: Option<::ridge::Placement>,
     /// Ridge's dissemination, if given.
     pub(crate) dissemination: Option<::ridge::paxos::Dissemination>,
     /// Ridge's optimistic wait, if optimistic deliveries are asked for.
@@ -58,11 +60,16 @@ pub(crate) struct Shape {
 
 impl Shape {
     /// Refuses Ridge's own flags (`--delta`, `--dissemination`, `--optimistic`,
-    /// `--acceptors`) for protocol `name`.
+    /// `--acceptors`, `--placement`) for protocol `name`.
     pub(crate) fn no_ridge_flags(&self, name: &str) -> Result<(), String> {
         if self.acceptors.is_some() {
             return Err(format!(
                 "--acceptors sets Ridge's acceptors per ensemble; {name}'s replicas are all alike: leave it out"
+            ));
+        }
+        if self.placement.is_some() {
+            return Err(format!(
+                "--placement says where Ridge's acceptors run; {name} has no acceptors: leave it out"
             ));
         }
         if self.delta.is_some() {

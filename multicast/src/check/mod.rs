@@ -183,6 +183,14 @@ mod tests {
         l.add_process(ProcessId(9), Member::Client, false);
         deliver(&mut l, 0, &[1]);
         assert_eq!(props(&l), vec![Property::UniformAgreement]);
+        // Integrity: an auxiliary process (it orders, belongs to no group) delivered.
+        let mut l = log(&[(1, "0")]);
+        deliver(&mut l, 0, &[1]);
+        deliver(&mut l, 1, &[1]);
+        l.add_process(ProcessId(20), Member::Auxiliary, true);
+        assert_eq!(props(&l), vec![]);
+        deliver(&mut l, 20, &[1]);
+        assert_eq!(props(&l), vec![Property::Integrity]);
     }
 }
 

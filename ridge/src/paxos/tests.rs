@@ -426,6 +426,21 @@ fn the_last_acceptor_passes_over_a_suspected_distributor() {
 }
 
 #[test]
+fn dedicated_acceptors_distribute_only_when_every_server_is_suspected() {
+    // Servers p1, p2; acceptors p5, p6, p7 (learners after the servers); Q = {p5, p6}.
+    let mut b = Balancer::sparing(vec![p(5), p(6), p(7)]);
+    let learners = [p(1), p(2), p(5), p(6), p(7)];
+    let q = [p(5), p(6)];
+    let v = value(50, 0, 8);
+    // p7 has distributed nothing, yet the servers take turns.
+    assert_eq!(b.pick(&learners, &q, &v, |_| false), Some(p(1)));
+    assert_eq!(b.pick(&learners, &q, &v, |_| false), Some(p(2)));
+    assert_eq!(b.pick(&learners, &q, &v, |_| false), Some(p(1)));
+    // Both servers suspected: the spared acceptor outside Q.
+    assert_eq!(b.pick(&learners, &q, &v, |l| l < p(5)), Some(p(7)));
+}
+
+#[test]
 fn with_optimistic_deliveries_the_last_acceptor_sends_ids_only() {
     let learners: Vec<ProcessId> = (1..=5).map(p).collect();
     let rnd = Round::above(Round::ZERO, p(0));

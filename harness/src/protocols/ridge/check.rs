@@ -5,29 +5,34 @@
 //! up to 2 ms, drift up to 200 ppm in half the runs), ring (4-16 slots) and outbox (1-64
 //! packets) sizes, small, so that packets to paused peers overflow, are dropped and recovered, how many decisions learners keep, and
 //! the tie-break policy, Phase 2's dissemination (Ridge's in half the runs, the ring and
-//! direct baselines in a quarter each), and optimistic deliveries (a quarter of the runs). `e_all`'s acceptors are group 0's servers (see
+//! direct baselines in a quarter each), optimistic deliveries (a quarter of the runs), and,
+//! in a quarter of the runs, acceptors as processes of their own (3 per ensemble, 2 or 3
+//! servers per group, pure learners). Colocated, `e_all`'s acceptors are group 0's servers (see
 //! [`ridge::config::AllAcceptors`]: the schedule keeps f faults per group, which spread
 //! acceptors do not tolerate).
 //!
-//! In Ridge's vocabulary the schedule's crashes are: a group's rank 0, its ensemble's initial
-//! coordinator (group 0's rank 0 coordinates `e_all` too); every server, an acceptor of its
-//! group's ensemble (the tally's "acceptor crash"; a learner only, where it ranks past the
-//! acceptors); ranks beyond f, the learners outside the quorum, its distributors. The
-//! phases and the verdict are the other protocols': faults, a liveness phase, convergence;
-//! halts judged, the five properties checked.
+//! In Ridge's vocabulary the schedule's crashes are, colocated: a group's rank 0, its
+//! ensemble's initial coordinator (group 0's rank 0 coordinates `e_all` too); every server, an
+//! acceptor of its group's ensemble (the tally's "acceptor crash"; a learner only, where it
+//! ranks past the acceptors); ranks beyond f, the learners outside the quorum, its
+//! distributors. With dedicated acceptors the shared schedule crashes servers, all of them
+//! distributors, and [`acceptor_faults`] adds the acceptors' own crashes and false
+//! suspicions. The phases and the verdict are the other protocols': faults, a liveness phase,
+//! convergence; halts judged, the five properties checked.
 
 use crate::sweep::{
-    check_multicast, checking_load, draw_schedule, kinds, seeded_sim, Kinds, Model, Outcome,
-    Phases, SeedRun, Tally,
+    check_multicast, checking_load, draw_schedule, impairs, kinds, params_stream, seeded_sim,
+    Kinds, Model, Outcome, Phases, SeedRun, Tally,
 };
 use multicast::{DestPolicy, Membership};
 use ridge::clock::Skew;
 use ridge::config::AllAcceptors;
 use ridge::paxos::Dissemination;
-use ridge::{Config, RidgeNode};
+use ridge::{Config, EnsembleId, Placement, RidgeNode};
 use transport::rng::{Purpose, Rng};
 use transport::runtime::sim::{Fault, Sim, TieBreak};
 use transport::Nanos;
+use transport::ProcessId;
 
 /// Everything one checking run is made of.
 #[derive(Clone, Debug)]
@@ -95,12 +100,26 @@ impl RidgeRun {
         if replicas == 5 && rng.chance(0.5) {
             cfg.acceptors = 3;
         }
+        // The paper's deployment in a quarter of the runs: 3 acceptors of their own per
+        // ensemble, groups of 2 or 3 pure learners.
+        if rng.chance(0.25) {
+            cfg.placement = Placement::Dedicated;
+            cfg.acceptors = 3;
+            cfg.replicas = 2 + rng.below(2) as usize;
+        }
         let suspect = cfg.timing.suspect;
         // A correct learner may wait out a suspicion, a new round and a client's retry; after
         // the last fault a client may wait for a takeover and then a retry: two evictions'
         // worth of liveness phase.
         let stall = Nanos(suspect.as_nanos() * 3 + cfg.timing.retry.as_nanos());
         let schedule = draw_schedule(seed, &cfg, suspect, stall, fault_phase, 2);
+        let mut faults = schedule.faults;
+        let mut phases = schedule.phases;
+        if cfg.placement == Placement::Dedicated {
+            faults.extend(acceptor_faults(seed, &cfg, fault_phase, &faults));
+            faults.sort_by_key(|f| f.at());
+            phases = Phases::of(fault_phase, &faults, schedule.evict, 2);
+        }
         RidgeRun {
             seed,
             cfg,
@@ -108,8 +127,8 @@ impl RidgeRun {
             size,
             fault_phase,
             tie_break,
-            faults: schedule.faults,
-            phases: schedule.phases,
+            faults,
+            phases,
         }
     }
 
@@ -121,16 +140,111 @@ impl RidgeRun {
     }
 
     /// Whether the schedule crashes a learner outside its group ensemble's initial quorum (a
-    /// distributor).
+    /// distributor): with dedicated acceptors, any server.
     fn distributor_crash(&self) -> bool {
         let f = self.cfg.f();
+        let dedicated = self.cfg.placement == Placement::Dedicated;
         self.faults.iter().any(|x| match *x {
             Fault::Crash { process, .. } | Fault::CrashMidPost { process, .. } => {
-                self.cfg.group_of(process).is_some() && self.cfg.rank_of(process) > f
+                self.cfg.group_of(process).is_some() && (dedicated || self.cfg.rank_of(process) > f)
             }
             _ => false,
         })
     }
+
+    /// The kinds of the dedicated acceptors' faults: the coordinators are acceptors of rank 0,
+    /// not servers (a server's crash or pause is a distributor's).
+    fn dedicated_kinds(&self, k: &mut Kinds) {
+        let cfg = &self.cfg;
+        let acceptor = |p: ProcessId| {
+            (p.index() >= cfg.servers() + cfg.clients)
+                .then(|| cfg.dedicated(p.index() - cfg.servers() - cfg.clients))
+        };
+        k.dedicated = true;
+        (k.leader_crash, k.leaders_at_once, k.follower_crash) = (false, false, false);
+        (k.false_suspicion, k.cut_off) = (false, false);
+        let mut coordinators: Vec<(Nanos, EnsembleId)> = Vec::new();
+        for f in &self.faults {
+            match *f {
+                Fault::Crash { process, at } | Fault::CrashMidPost { process, at } => {
+                    if let Some((e, rank)) = acceptor(process) {
+                        k.follower_crash = true;
+                        if rank == 0 {
+                            k.leader_crash = true;
+                            coordinators.push((at, e));
+                        }
+                    }
+                }
+                Fault::Pause {
+                    process, duration, ..
+                } if duration > cfg.timing.suspect
+                    && acceptor(process).is_some_and(|(_, rank)| rank == 0) =>
+                {
+                    k.false_suspicion = true;
+                }
+                _ => {}
+            }
+        }
+        k.leaders_at_once = coordinators
+            .iter()
+            .any(|&(t, e)| coordinators.iter().any(|&(u, d)| u == t && d != e));
+    }
+}
+
+/// The dedicated acceptors' faults, which the shared schedule (servers and clients only) does
+/// not draw, from a stream of their own. Each ensemble keeps at most f acceptors crashed or
+/// impaired, counting those the shared schedule's delayed links reach: in half the ensembles,
+/// up to f crashes (the initial coordinator a candidate, half of them in the middle of
+/// posting); in a third of the others, the coordinator paused past the suspicion timeout (a
+/// false suspicion). In a fifth of the runs with several ensembles, their coordinators all
+/// crash at one instant (if each ensemble's f allows).
+fn acceptor_faults(seed: u64, cfg: &Config, fault_phase: Nanos, shared: &[Fault]) -> Vec<Fault> {
+    let mut rng = Rng::derive(seed, Purpose::Faults, params_stream::RIDGE_ACCEPTORS);
+    let h = fault_phase.as_nanos();
+    let (n, f) = (cfg.acceptors, cfg.acceptors / 2);
+    let ensembles = cfg.auxiliary_count() / n;
+    let together = (ensembles > 1 && rng.chance(0.2)).then(|| Nanos(rng.below(h)));
+    let mut faults = Vec::new();
+    for e in 0..ensembles {
+        let members: Vec<ProcessId> = (0..n).map(|r| cfg.auxiliary(e * n + r)).collect();
+        let impaired = members
+            .iter()
+            .filter(|&&p| shared.iter().any(|x| impairs(x, p)))
+            .count();
+        let room = f.saturating_sub(impaired);
+        if room == 0 {
+            continue;
+        }
+        if let Some(at) = together {
+            faults.push(Fault::Crash {
+                at,
+                process: members[0],
+            });
+            continue;
+        }
+        if rng.chance(0.5) {
+            let crashes = 1 + rng.below(room as u64) as usize;
+            let mut ranks: Vec<usize> = (0..n).collect();
+            for i in 0..crashes {
+                let j = i + rng.below((n - i) as u64) as usize;
+                ranks.swap(i, j);
+                let (at, process) = (Nanos(rng.below(h)), members[ranks[i]]);
+                faults.push(if rng.chance(0.5) {
+                    Fault::CrashMidPost { at, process }
+                } else {
+                    Fault::Crash { at, process }
+                });
+            }
+        } else if rng.chance(1.0 / 3.0) {
+            let suspect = cfg.timing.suspect.as_nanos();
+            faults.push(Fault::Pause {
+                at: Nanos(rng.below(h)),
+                process: members[0],
+                duration: Nanos(suspect + rng.below(suspect)),
+            });
+        }
+    }
+    faults
 }
 
 impl SeedRun for RidgeRun {
@@ -146,7 +260,7 @@ impl SeedRun for RidgeRun {
 
     fn describe(&self) -> String {
         let mut s = format!(
-            "SEED={} dissemination={} optimistic={} groups={} replicas={} acceptors={} clients={} delta={} skew={}/{:.0}ppm ring_slots={} outbox={} retain={} dest={} size={} fault_phase={} load_end={} end={} tie_break={:?} faults={}",
+            "SEED={} dissemination={} optimistic={} groups={} replicas={} acceptors={}{} clients={} delta={} skew={}/{:.0}ppm ring_slots={} outbox={} retain={} dest={} size={} fault_phase={} load_end={} end={} tie_break={:?} faults={}",
             self.seed,
             self.cfg.dissemination.name(),
             self.cfg
@@ -155,6 +269,10 @@ impl SeedRun for RidgeRun {
             self.cfg.groups,
             self.cfg.replicas,
             self.cfg.acceptors,
+            match self.cfg.placement {
+                Placement::Colocated => "",
+                Placement::Dedicated => " (dedicated)",
+            },
             self.cfg.clients,
             self.cfg.delta,
             self.cfg.skew.max_offset,
@@ -178,6 +296,9 @@ impl SeedRun for RidgeRun {
 
     fn kinds(&self) -> Kinds {
         let mut k = kinds(&self.faults, &self.cfg, self.cfg.timing.suspect);
+        if self.cfg.placement == Placement::Dedicated {
+            self.dedicated_kinds(&mut k);
+        }
         k.distributor_crash = self.distributor_crash();
         k.clock_skew = self.cfg.skew != Skew::NONE;
         k

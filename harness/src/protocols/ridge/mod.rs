@@ -42,8 +42,14 @@ impl Multicast for Ridge {
         if let Some(delta) = s.delta {
             cfg.delta = delta;
         }
+        if let Some(p) = s.placement {
+            cfg.placement = p;
+        }
         if let Some(a) = s.acceptors {
             cfg.acceptors = a;
+        } else if cfg.placement == ridge::Placement::Dedicated {
+            // The paper's evaluation (section 6.1).
+            cfg.acceptors = 3;
         }
         if let Some(d) = s.dissemination {
             cfg.dissemination = d;
@@ -76,7 +82,12 @@ impl Multicast for Ridge {
             Clock::Sim(profile) => {
                 let slot_wire = cfg.slot_bytes as f64 * 8.0 / profile.nic.link_gbps;
                 let post = Nanos(profile.nic.post_ns);
-                ridge::config::Timing::for_link(Nanos(slot_wire as u64), post, cfg.servers())
+                // The widest fan-out: the learners of the largest ensemble.
+                let learners = (0..cfg.mapping().ensembles())
+                    .map(|e| cfg.ensemble(ridge::EnsembleId(e as u16)).learners.len())
+                    .max()
+                    .unwrap_or(1);
+                ridge::config::Timing::for_link(Nanos(slot_wire as u64), post, learners)
             }
         };
         ridge::nodes(&cfg, load, seed, log)
@@ -89,8 +100,19 @@ impl Multicast for Ridge {
     fn regions(cfg: &Config) -> String {
         let mesh = cfg.mesh();
         let [inbox, credits] = mesh.regions();
+        let acceptors = match cfg.placement {
+            ridge::Placement::Colocated => {
+                format!("{} acceptors per ensemble on the servers", cfg.acceptors)
+            }
+            ridge::Placement::Dedicated => format!(
+                "{} acceptors per ensemble, processes of their own ({}..{}), the servers learning only",
+                cfg.acceptors,
+                cfg.auxiliary(0),
+                cfg.auxiliary(cfg.auxiliary_count() - 1)
+            ),
+        };
         format!(
-            "per process a mesh inbox of {} B ({} rings of {} slots of {} B, one per process) and {} B of credits",
+            "per process a mesh inbox of {} B ({} rings of {} slots of {} B, one per process) and {} B of credits; {acceptors}",
             inbox.len,
             cfg.processes(),
             cfg.ring_slots,
@@ -144,6 +166,7 @@ mod tests {
             log_slots: 64,
             delta: None,
             acceptors: None,
+            placement: None,
             dissemination: None,
             optimistic: None,
             slot_bytes: None,

@@ -436,6 +436,7 @@ fn measure(
                     .map(|d| (d.sent_at.as_us_f64(), d.latency.as_us_f64())),
             ),
             Node::Server(s) => reigns.push(s.server.reigns()),
+            Node::Auxiliary(_) => unreachable!("TRAM has no auxiliary process"),
         }
     }
     done.sort_by(|a, b| a.0.total_cmp(&b.0));
