@@ -54,6 +54,8 @@
 //!   moved past the sender's last one when its clock has not advanced ([`clock::Stamper`]);
 //! - each process reads true time through an offset and a drift drawn from the seed, so clock
 //!   skew is part of an experiment and replays ([`clock`]);
+//! - dedicated acceptors learn their ensemble's decisions (to answer gap fills) and distribute
+//!   only when every server outside the quorum is suspected ([`config`]);
 //! - failures: the coordinator oracle, the fallback's quorum chain (a departure from the
 //!   paper's classic Phase 2), gap filling, duplicate requests, bounded memory and what a
 //!   dropped packet costs are in [`server`]'s docs.

@@ -1,7 +1,9 @@
 //! A Ridge server: a learner of its group's ensemble and of `e_all` (Algorithm 3, Task 4 and
 //! Algorithm 4, Task 2), and, where the deployment says so ([`crate::config`]), an acceptor
 //! (Algorithm 2, Tasks 2 and 4) and a candidate coordinator (Algorithm 2, Tasks 1 and 3;
-//! Algorithm 3, Task 2) of them, with section 4.4's failure handling.
+//! Algorithm 3, Task 2) of them, with section 4.4's failure handling. The same type plays a
+//! dedicated acceptor ([`RidgeServer::acceptor`]): acceptor, candidate coordinator and learner
+//! of one ensemble, serving no group, delivering nothing.
 //!
 //! # Failures (section 4.4), and the choices where the paper is silent
 //! - **Coordinator (4.4.1).** The acceptors of an ensemble run [`multicast::Omega`] over their
@@ -20,8 +22,8 @@
 //! - **Distributor (4.4.3).** The last acceptor passes over learners it suspects
 //!   ([`crate::paxos::Balancer`]); learners missing decisions (a gap, or an ensemble silent
 //!   for longer than Delta and a suspicion timeout) ask the ensemble's acceptors, one at a
-//!   time in turn, what was decided ([`Msg::Fetch`]); acceptors are learners here, and answer
-//!   from the decisions they keep ([`crate::config::Config::retain`]). A learner told that the
+//!   time in turn, what was decided ([`Msg::Fetch`]); acceptors are learners here (dedicated
+//!   ones too), and answer from the decisions they keep ([`crate::config::Config::retain`]). A learner told that the
 //!   decisions it lacks are no longer kept halts (it fell further behind than any peer keeps).
 //! - **Clients.** A client that gets no answer asks the ensemble's acceptors in turn; an
 //!   acceptor passes a request on to the coordinator it trusts. A request may therefore be
