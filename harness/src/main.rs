@@ -3,7 +3,7 @@
 //! protocols, their sweeps and their figures come from the registries of [`protocols`], so
 //! adding a protocol changes nothing here (see `harness/README.md`).
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![allow(
     clippy::disallowed_methods,
     reason = "the CLI measures and reports the wall-clock time of runs, sweeps and figures"
@@ -27,6 +27,41 @@ mod sweep;
 mod testbed;
 
 use bench::transport::MAX_BYTES;
+
+/// Pins glibc's mmap threshold at its initial 128 KiB. glibc raises the threshold once a large
+/// block is freed, so the regions of later simulated runs came from its heap and stayed
+/// resident after their run ended: `harness reproduce ridge-fig2` (two 8-group runs side by
+/// side, about 3 GB each) passed 22 GB and was killed on a 24 GB machine. Quick Fig. 2 peaks
+/// at 3.26 GB without this, 1.15 GB with it (`MALLOC_MMAP_THRESHOLD_=131072` has the same
+/// effect from outside; mimalloc, tried instead, kept 10.4 GB).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
+fn pin_mmap_threshold() {
+    // SAFETY: mallopt only sets an allocator parameter; called first thing in main, before
+    // any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn pin_mmap_threshold() {}
+
+/// Hands the memory glibc keeps free in its arenas back to the system: a finished simulated
+/// run leaves its many mid-sized blocks (64 KB payloads and the like, under the mmap threshold)
+/// free but resident, and the next run on another thread allocates from another arena.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
+pub(crate) fn release_free_memory() {
+    // SAFETY: malloc_trim only returns free memory to the system; it is thread-safe.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// Nothing to do beyond glibc.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub(crate) fn release_free_memory() {}
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -468,6 +503,7 @@ fn parse_size(s: &str) -> Result<usize, String> {
 }
 
 fn main() -> ExitCode {
+    pin_mmap_threshold();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(BenchCommand::Transport(a)) => bench::run_transport(a),
