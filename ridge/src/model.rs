@@ -159,6 +159,98 @@ pub fn measure(groups: usize, delta: u64, d: Dissemination) -> Point {
     }
 }
 
+/// One measurement of [`throughput`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rate {
+    /// The dissemination measured.
+    pub dissemination: Dissemination,
+    /// Learners (every server of the one group).
+    pub n: u64,
+    /// Rounds from sending to receiving.
+    pub delta: u64,
+    /// Closed-loop clients of the best run.
+    pub clients: usize,
+    /// Values decided per round at the slowest learner, in the best run.
+    pub per_round: f64,
+}
+
+/// Section 5.2's throughput: one group of `n` servers, all learners, its first 3 the
+/// acceptors (`#Q = 2`, the coordinator first), on [`unit_delay`]`(delta)`; closed-loop clients
+/// multicast values of [`PAYLOAD`] bytes, doubled from 4 while the rate grows by 5% or more (up
+/// to 128). The rate is the values the slowest learner learns per round over 400 rounds after
+/// 200 of warm-up; the best run is kept. One group, so no idle ensemble waits on null messages.
+pub fn throughput(n: usize, delta: u64, d: Dissemination) -> Rate {
+    let mut best: Option<Rate> = None;
+    let mut clients = 4;
+    while clients <= 128 {
+        let per_round = rate(n, delta, d, clients);
+        let grew = best.is_none_or(|b| per_round >= b.per_round * 1.05);
+        if best.is_none_or(|b| per_round > b.per_round) {
+            best = Some(Rate {
+                dissemination: d,
+                n: n as u64,
+                delta,
+                clients,
+                per_round,
+            });
+        }
+        if !grew {
+            break;
+        }
+        clients *= 2;
+    }
+    best.expect("measured at least once")
+}
+
+/// Values learned per round by the slowest learner with `clients` closed-loop clients.
+fn rate(n: usize, delta: u64, d: Dissemination, clients: usize) -> f64 {
+    const WARMUP: u64 = 200;
+    const WINDOW: u64 = 400;
+    let mut cfg = Config::new(1, n, clients);
+    cfg.acceptors = 3;
+    cfg.dissemination = d;
+    cfg.trace = true;
+    cfg.slot_bytes = 8192;
+    cfg.ring_slots = 64;
+    // No null message, no suspicion: only the values travel.
+    let far = Nanos(1_000_000 * ROUND.as_nanos());
+    cfg.delta = far;
+    cfg.timing.heartbeat = far;
+    cfg.timing.suspect = Nanos(far.as_nanos() * 2);
+    cfg.timing.retry = Nanos(far.as_nanos() * 2);
+    let rounds = |r: u64| Nanos(r * ROUND.as_nanos());
+    let load = LoadSpec {
+        dest: DestPolicy::Single,
+        groups: 1,
+        tree: None,
+        size: PAYLOAD,
+        warmup_end: rounds(WARMUP),
+        stop_at: rounds(WARMUP + WINDOW),
+    };
+    let mut sim = Sim::new(
+        SimConfig::new(1, unit_delay(delta)),
+        crate::nodes(&cfg, load, 1, false),
+    );
+    sim.run(Some(rounds(WARMUP + WINDOW)));
+    let window = rounds(WARMUP)..rounds(WARMUP + WINDOW);
+    sim.processes()
+        .iter()
+        .filter_map(|node| match node {
+            Node::Server(s) => Some(
+                s.server
+                    .trace()
+                    .learned
+                    .values()
+                    .filter(|at| window.contains(at))
+                    .count(),
+            ),
+            Node::Client(_) | Node::Auxiliary(_) => None,
+        })
+        .min()
+        .expect("servers") as f64
+        / WINDOW as f64
+}
+
 /// Section 5.3's worked example: 100 processes on a wide-area network, 1 MB/s each way,
 /// 100 ms latency, 1 KB messages: a round is 1 ms and `delta` 100 rounds. Returns `(n, delta,
 /// distributors, ring)` in rounds as the paper computes them (`delta + n - 2` when every
@@ -174,6 +266,23 @@ pub fn worked_example() -> (u64, u64, u64, u64, u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Section 5.2: Ridge decides about one value per round (the model's 1, less what the
+    /// packets' own bytes, ids and the clients' requests and responses take of a round), as
+    /// many as a ring.
+    #[test]
+    fn ridge_decides_about_one_value_per_round_as_a_ring_does() {
+        let ridge = throughput(9, 2, Dissemination::Ridge);
+        let ring = throughput(9, 2, Dissemination::Ring);
+        assert!(
+            ridge.per_round >= 0.9 && ridge.per_round <= 1.0,
+            "{ridge:?}"
+        );
+        assert!(
+            (ridge.per_round / ring.per_round - 1.0).abs() <= 0.1,
+            "{ridge:?} {ring:?}"
+        );
+    }
 
     #[test]
     fn the_worked_example_is_the_papers() {
