@@ -16,7 +16,7 @@ use transport::runtime::sim::Software;
 pub(crate) const FIGURES: &[PaperFigure] = &[
     PaperFigure {
         name: "ridge-model",
-        about: "Ridge section 5: latency in rounds against the paper's formulas on a unit-delay profile (Ridge, ring, direct), and the worked example",
+        about: "Ridge section 5: latency in rounds against the paper's formulas and throughput in values per round on a unit-delay profile (Ridge, ring, direct), and the worked example",
         profile: "unit-delay",
         software: "none",
         make: ridge_model,
