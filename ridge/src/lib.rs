@@ -2,7 +2,7 @@
 //! ensembles of Paxos acceptors whose learners take turns distributing decided values, merged
 //! deterministically by timestamp.
 //!
-//! **Status (issue 14, in progress):** the normal case and section 4.4's failures run, on the
+//! **Status (issue 14, complete):** the normal case and section 4.4's failures run, on the
 //! simulator and on threads ([`nodes`]; tests in `tests/`): clients send to ensemble
 //! coordinators, ensembles decide with Ridge's Phase 2 over a message mesh
 //! ([`transport::mesh`], [`wire`]), servers merge their ensembles and deliver; coordinators
@@ -11,8 +11,8 @@
 //! checked against the five properties; `harness check --protocol ridge` sweeps seeds under
 //! crashes, pauses and clock skew. Optimistic deliveries (4.5, [`optimistic`]; decisions then
 //! carry ids only) and the ring and direct dissemination baselines
-//! ([`paxos::Dissemination`]) run on the same code; section 5's latency model is measured
-//! ([`model`], `harness figure ridge-model`) and the evaluation's Figs. 1-3 are reproduced on
+//! ([`paxos::Dissemination`]) run on the same code; section 5's latency and throughput are
+//! measured on its round model ([`model`], `harness figure ridge-model`) and the evaluation's Figs. 1-3 are reproduced on
 //! `lan-1g` with the `ridge-java` software profile (`harness figure ridge-fig1|2|3`).
 //! Acceptors run as processes of their own, the servers learning only (the paper's
 //! evaluation), or on a group's first [`Config::acceptors`] servers ([`config::Placement`]).
@@ -35,7 +35,7 @@
 //! | 4.4.3 learner failure (another distributor; gaps filled from acceptors) | [`paxos::Balancer`], [`paxos::Learning::answer`], [`paxos::Msg::Fetch`] |
 //! | failure suspicion | [`failure`] |
 //! | 4.5 optimistic deliveries | [`optimistic`] ([`optimistic::Optimism`], [`optimistic::Holding`]) |
-//! | section 5: the round model, its latency formulas and the worked example | [`model`] |
+//! | section 5: the round model, its throughput (5.2), latency formulas (5.3) and the worked example | [`model`] |
 //!
 //! # Choices where the paper is silent
 //! Each is explained where it is made:

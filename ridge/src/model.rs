@@ -3,11 +3,13 @@
 //! `k + delta`. [`unit_delay`] makes that a hardware profile: a value message serialises for one
 //! round on the sender's egress and on the receiver's ingress, and travels `delta - 1` rounds
 //! between; posting, polling and the few bytes of ids (which the paper neglects, its footnote
-//! 2) cost a few percent of a round. [`measure`] multicasts one value to every group, so
+//! 2) cost a few percent of a round each (a last acceptor's DECISION to each of `n` learners
+//! adds up: [`throughput`]). [`measure`] multicasts one value to every group, so
 //! `e_all` decides it and every server learns it (`L` is all `n` servers, `e_all`'s quorum 2
 //! servers of group 0), and counts the rounds from the coordinator's proposal to the last
 //! learner's decision, to set beside [`formula`]: Ridge `(|Q| + 1) delta + |L \ Q| - 2`, a ring
-//! `delta (n - 1)`.
+//! `delta (n - 1)`. [`throughput`] counts the values a learner learns per round under load,
+//! to set beside section 5.2's one per round.
 
 use crate::config::{AllAcceptors, Config};
 use crate::paxos::Dissemination;
