@@ -95,22 +95,33 @@ impl Point {
     }
 }
 
-/// Measures one value's rounds with `groups` groups of [`REPLICAS`] servers on
-/// [`unit_delay`]`(delta)`.
-pub fn measure(groups: usize, delta: u64, d: Dissemination) -> Point {
-    let mut cfg = Config::new(groups, REPLICAS, 1);
-    cfg.all_acceptors = AllAcceptors::FirstGroup;
+/// `r` rounds of simulated time.
+fn rounds(r: u64) -> Nanos {
+    Nanos(r * ROUND.as_nanos())
+}
+
+/// `cfg` as the model runs it: dissemination `d`, learning traced, slots that hold a value, and
+/// only the values travelling (no null message, no heartbeat, failure timeouts far beyond the
+/// run).
+fn in_the_model(mut cfg: Config, d: Dissemination) -> Config {
     cfg.dissemination = d;
     cfg.trace = true;
     cfg.slot_bytes = 8192;
     cfg.ring_slots = 64;
-    // No null message while the value travels; failure timeouts far beyond the run.
     let far = Nanos(1_000_000 * ROUND.as_nanos());
     cfg.delta = far;
     cfg.timing.heartbeat = far;
     cfg.timing.suspect = Nanos(far.as_nanos() * 2);
     cfg.timing.retry = Nanos(far.as_nanos() * 2);
-    let rounds = |r: u64| Nanos(r * ROUND.as_nanos());
+    cfg
+}
+
+/// Measures one value's rounds with `groups` groups of [`REPLICAS`] servers on
+/// [`unit_delay`]`(delta)`.
+pub fn measure(groups: usize, delta: u64, d: Dissemination) -> Point {
+    let mut cfg = Config::new(groups, REPLICAS, 1);
+    cfg.all_acceptors = AllAcceptors::FirstGroup;
+    let cfg = in_the_model(cfg, d);
     let load = LoadSpec {
         dest: DestPolicy::All,
         groups,
@@ -210,17 +221,7 @@ fn rate(n: usize, delta: u64, d: Dissemination, clients: usize) -> f64 {
     const WINDOW: u64 = 400;
     let mut cfg = Config::new(1, n, clients);
     cfg.acceptors = 3;
-    cfg.dissemination = d;
-    cfg.trace = true;
-    cfg.slot_bytes = 8192;
-    cfg.ring_slots = 64;
-    // No null message, no suspicion: only the values travel.
-    let far = Nanos(1_000_000 * ROUND.as_nanos());
-    cfg.delta = far;
-    cfg.timing.heartbeat = far;
-    cfg.timing.suspect = Nanos(far.as_nanos() * 2);
-    cfg.timing.retry = Nanos(far.as_nanos() * 2);
-    let rounds = |r: u64| Nanos(r * ROUND.as_nanos());
+    let cfg = in_the_model(cfg, d);
     let load = LoadSpec {
         dest: DestPolicy::Single,
         groups: 1,
