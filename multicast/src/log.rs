@@ -5,8 +5,9 @@
 //!   crashed at any time in the run);
 //! - `multicasts.csv`: `client,msg,dst,completed` (`msg` like `c3:17`; `dst` the destination
 //!   group ids joined by `;`; `completed` whether the client got all its responses);
-//! - `deliveries.csv`: `process,group,index,msg,dst` (`index` is the 0-based position in that
-//!   process's delivery sequence).
+//! - `deliveries.csv`: `process,group,index,msg,dst,order` (`index` is the 0-based position in
+//!   that process's delivery sequence; `order` the protocol's order timestamp, empty where it
+//!   has none; logs written before the column read as having none).
 
 use crate::{DestSet, GroupId, MsgId, ProcessId};
 use serde::{Deserialize, Serialize};
@@ -48,6 +49,9 @@ pub struct DeliveryLog {
     pub multicasts: BTreeMap<MsgId, Multicast>,
     /// Each process's deliveries, in order.
     pub deliveries: BTreeMap<ProcessId, Vec<MsgId>>,
+    /// The order timestamp a process delivered a message with, where the protocol has one
+    /// ([`crate::Delivery::order`]).
+    pub orders: BTreeMap<(ProcessId, MsgId), u64>,
 }
 
 /// Errors reading or writing a delivery log.
@@ -95,6 +99,8 @@ struct DeliveryRow {
     index: u64,
     msg: String,
     dst: String,
+    #[serde(default)]
+    order: Option<u64>,
 }
 
 fn member_name(m: Member) -> String {
@@ -119,6 +125,11 @@ impl DeliveryLog {
     /// Records that `p` delivered `msg` next.
     pub fn deliver(&mut self, p: ProcessId, msg: MsgId) {
         self.deliveries.entry(p).or_default().push(msg);
+    }
+
+    /// Records the order timestamp `p` delivered `msg` with.
+    pub fn stamp(&mut self, p: ProcessId, msg: MsgId, order: u64) {
+        self.orders.insert((p, msg), order);
     }
 
     /// The group of `p`, if it is a server.
@@ -176,6 +187,7 @@ impl DeliveryLog {
                         .multicasts
                         .get(msg)
                         .map_or(String::new(), |m| m.dst.to_string()),
+                    order: self.orders.get(&(*p, *msg)).copied(),
                 });
             }
         }
@@ -232,6 +244,9 @@ impl DeliveryLog {
                 )));
             }
             seq.push(msg);
+            if let Some(t) = row.order {
+                log.stamp(ProcessId(row.process), msg, t);
+            }
         }
         Ok(log)
     }
@@ -296,17 +311,45 @@ mod tests {
         });
         log.deliver(ProcessId(0), m);
         log.deliver(ProcessId(1), m);
+        log.stamp(ProcessId(1), m, 42);
         let dir = std::env::temp_dir().join(format!("mlog-{}", std::process::id()));
         log.write_csv(&dir).unwrap();
         let header = std::fs::read_to_string(dir.join("deliveries.csv")).unwrap();
         assert!(
-            header.starts_with("process,group,index,msg,dst\n"),
+            header.starts_with("process,group,index,msg,dst,order\n")
+                && header.contains("\n0,0,0,c9:1,0;1,\n1,1,0,c9:1,0;1,42\n"),
             "{header}"
         );
         assert!(std::fs::read_to_string(dir.join("processes.csv"))
             .unwrap()
             .contains("9,client,true\n10,auxiliary,false"));
         assert_eq!(DeliveryLog::read_csv(&dir).unwrap(), log);
+    }
+
+    /// Logs written before the `order` column read as having no order timestamps.
+    #[test]
+    fn logs_without_the_order_column_still_read() {
+        let dir = std::env::temp_dir().join(format!("mlog-old-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("processes.csv"),
+            "process,group,correct\n0,0,true\n9,client,true\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("multicasts.csv"),
+            "client,msg,dst,completed\n9,c9:1,0,true\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("deliveries.csv"),
+            "process,group,index,msg,dst\n0,0,0,c9:1,0\n",
+        )
+        .unwrap();
+        let log = DeliveryLog::read_csv(&dir).unwrap();
+        assert_eq!(log.deliveries[&ProcessId(0)], vec!["c9:1".parse().unwrap()]);
+        assert!(log.orders.is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

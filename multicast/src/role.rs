@@ -20,6 +20,12 @@ pub struct Delivery {
     pub dst: DestSet,
     /// Its bytes.
     pub payload: Bytes,
+    /// The protocol's order timestamp, where it has one: the same for the message at every
+    /// server that delivers it, and increasing along every server's deliveries, so that two
+    /// messages compare in the order any server delivering both delivered them (what Heron's
+    /// request timestamps need). RamCast's final timestamp, Ridge's merged one; `None` for a
+    /// protocol that orders without one (TRAM). The delivery log checks it.
+    pub order: Option<u64>,
 }
 
 /// A multicast whose client has the responses it waits for.
@@ -123,8 +129,8 @@ pub struct ServerNode<S> {
     pub server: S,
     /// Messages delivered so far.
     pub delivered: u64,
-    /// Delivered ids in order, when logging.
-    pub log: Option<Vec<MsgId>>,
+    /// Delivered ids in order, with their order timestamps, when logging.
+    pub log: Option<Vec<(MsgId, Option<u64>)>>,
     /// The latest deliveries' payloads are dropped; this keeps the last one for inspection.
     pub last: Option<Delivery>,
     drained: VecDeque<Delivery>,
@@ -160,7 +166,7 @@ impl<N: Nic, S: Server + Process<N>> Process<N> for ServerNode<S> {
         while let Some(d) = self.drained.pop_front() {
             self.delivered += 1;
             if let Some(log) = &mut self.log {
-                log.push(d.msg);
+                log.push((d.msg, d.order));
             }
             self.last = Some(d);
         }
@@ -288,8 +294,11 @@ pub fn collect_log<S: Server, C>(
                     Member::Group(s.server.group()),
                     !faulty(p) && !s.server.halted(),
                 );
-                for &m in s.log.iter().flatten() {
+                for &(m, order) in s.log.iter().flatten() {
                     log.deliver(p, m);
+                    if let Some(t) = order {
+                        log.stamp(p, m, t);
+                    }
                 }
             }
             Node::Client(c) => {
@@ -301,8 +310,11 @@ pub fn collect_log<S: Server, C>(
             Node::Auxiliary(s) => {
                 log.add_process(p, Member::Auxiliary, !faulty(p) && !s.server.halted());
                 // Whatever it delivered is an integrity violation the checker names.
-                for &m in s.log.iter().flatten() {
+                for &(m, order) in s.log.iter().flatten() {
                     log.deliver(p, m);
+                    if let Some(t) = order {
+                        log.stamp(p, m, t);
+                    }
                 }
             }
         }

@@ -482,6 +482,8 @@ impl RamcastServer {
                 msg: MsgId::new(client, entry.id),
                 dst: entry.dst,
                 payload: entry.message(),
+                // The final timestamp, the key of the delivery order (Task 6).
+                order: Some(ts.0),
             });
             let mut resp = [0u8; 16];
             resp[..8].copy_from_slice(&(entry.id + 1).to_le_bytes());

@@ -827,10 +827,14 @@ impl RidgeServer {
                     o.atomic(v.id, v.ts, self.stamper.clock().local_us(nic.now()));
                 }
                 nic.work(Work::Deliver, 1);
+                // The merge's key: the timestamp, then the group's own ensemble before
+                // `e_all` (Task 4's tie-break; a message two groups deliver is `e_all`'s).
+                let all = self.cfg.mapping().ensemble_of(v.dests) == Some(self.cfg.mapping().all());
                 self.deliveries.push_back(Delivery {
                     msg: v.id,
                     dst: v.dests,
                     payload: v.payload.unwrap_or_default(),
+                    order: Some(v.ts.0 << 1 | u64::from(all)),
                 });
             }
             let coordinator = self.cfg.mapping().ensemble_of(v.dests).and_then(|e| {

@@ -340,6 +340,8 @@ impl TramServer {
                 msg: MsgId::new(client, m.seq),
                 dst: m.dst,
                 payload: Bytes::copy_from_slice(m.val),
+                // TRAM orders along its tree, with no timestamp.
+                order: None,
             });
             let at = remote(client, RESP, Layout::response(self.me));
             let _ = nic.post_write(at, &(m.seq + 1).to_le_bytes(), WriteFlags::NONE.inline());

@@ -140,6 +140,7 @@ fn deliver_probe<'a>() -> Unit<'a> {
             msg: MsgId::new(ProcessId(0), i as u64),
             dst: DestSet::from_bits(1),
             payload: payload.clone(),
+            order: None,
         });
         black_box(handed.pop_front());
     })

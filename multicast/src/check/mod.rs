@@ -1,9 +1,11 @@
 //! The checker: one module per property of atomic multicast, each returning the smallest witness
-//! of a violation it finds in a [`DeliveryLog`].
+//! of a violation it finds in a [`DeliveryLog`], and one for the order timestamps of the
+//! protocols that have them ([`order_timestamps`]).
 
 pub mod acyclic_order;
 pub mod agreement;
 pub mod integrity;
+pub mod order_timestamps;
 pub mod prefix_order;
 pub mod validity;
 
@@ -11,7 +13,7 @@ use crate::{DeliveryLog, MsgId, ProcessId};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-/// The five properties (RamCast section 2.2).
+/// The five properties (RamCast section 2.2), and the consistency of order timestamps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Property {
     /// A correct client's multicast is delivered by every correct destination process.
@@ -25,6 +27,9 @@ pub enum Property {
     UniformPrefixOrder,
     /// The relation "some process delivers m before m'" has no cycle.
     UniformAcyclicOrder,
+    /// A message's order timestamp is the same everywhere and timestamps increase along every
+    /// process's deliveries (protocols that have them; [`crate::Delivery::order`]).
+    OrderTimestamps,
 }
 
 impl fmt::Display for Property {
@@ -35,6 +40,7 @@ impl fmt::Display for Property {
             Property::UniformAgreement => "uniform agreement",
             Property::UniformPrefixOrder => "uniform prefix order",
             Property::UniformAcyclicOrder => "uniform acyclic order",
+            Property::OrderTimestamps => "order timestamps",
         })
     }
 }
@@ -66,6 +72,7 @@ pub fn check(log: &DeliveryLog) -> Vec<Violation> {
         agreement::check(log),
         prefix_order::check(log),
         acyclic_order::check(log),
+        order_timestamps::check(log),
     ]
     .into_iter()
     .flatten()
