@@ -12,8 +12,9 @@
 //! crashes, pauses and clock skew. Optimistic deliveries (4.5, [`optimistic`]; decisions then
 //! carry ids only) and the ring and direct dissemination baselines
 //! ([`paxos::Dissemination`]) run on the same code; section 5's latency and throughput are
-//! measured on its round model ([`model`], `harness figure ridge-model`) and the evaluation's Figs. 1-3 are reproduced on
-//! `lan-1g` with the `ridge-java` software profile (`harness figure ridge-fig1|2|3`).
+//! measured on its round model ([`model`], `harness figure ridge-model`) and the
+//! evaluation's Figs. 1-3 are reproduced on `lan-1g` with the `ridge-java` software profile
+//! (`harness figure ridge-fig1|2|3`).
 //! Acceptors run as processes of their own, the servers learning only (the paper's
 //! evaluation), or on a group's first [`Config::acceptors`] servers ([`config::Placement`]).
 //! `harness run`, `compare` and `check` run it.

@@ -23,8 +23,9 @@
 //!   ([`crate::paxos::Balancer`]); learners missing decisions (a gap, or an ensemble silent
 //!   for longer than Delta and a suspicion timeout) ask the ensemble's acceptors, one at a
 //!   time in turn, what was decided ([`Msg::Fetch`]); acceptors are learners here (dedicated
-//!   ones too), and answer from the decisions they keep ([`crate::config::Config::retain`]). A learner told that the
-//!   decisions it lacks are no longer kept halts (it fell further behind than any peer keeps).
+//!   ones too), and answer from the decisions they keep ([`crate::config::Config::retain`]).
+//!   A learner told that the decisions it lacks are no longer kept halts (it fell further
+//!   behind than any peer keeps).
 //! - **Clients.** A client that gets no answer asks the ensemble's acceptors in turn; an
 //!   acceptor passes a request on to the coordinator it trusts. A request may therefore be
 //!   decided twice: learners deliver a client's message once, by sequence number, and answer

@@ -1,15 +1,15 @@
 //! `harness check --protocol ridge`: seeded runs of Ridge on the simulator under the shared
 //! fault schedule ([`crate::sweep::draw_schedule`]). Every parameter comes from the seed:
 //! groups (1-4), replicas (3 or 5; of 5, 3 acceptors in half the runs, the other two servers
-//! learners only), clients, destinations, sizes, Delta, clock skew (offsets
-//! up to 2 ms, drift up to 200 ppm in half the runs), ring (4-16 slots) and outbox (1-64
-//! packets) sizes, small, so that packets to paused peers overflow, are dropped and recovered, how many decisions learners keep, and
-//! the tie-break policy, Phase 2's dissemination (Ridge's in half the runs, the ring and
-//! direct baselines in a quarter each), optimistic deliveries (a quarter of the runs), and,
-//! in a quarter of the runs, acceptors as processes of their own (3 per ensemble, 2 or 3
-//! servers per group, pure learners). Colocated, `e_all`'s acceptors are group 0's servers (see
-//! [`ridge::config::AllAcceptors`]: the schedule keeps f faults per group, which spread
-//! acceptors do not tolerate).
+//! learners only), clients, destinations, sizes, Delta, clock skew (offsets up to 2 ms, drift
+//! up to 200 ppm in half the runs), ring (4-16 slots) and outbox (1-64 packets) sizes, small,
+//! so that packets to paused peers overflow, are dropped and recovered, how many decisions
+//! learners keep, the tie-break policy, Phase 2's dissemination (Ridge's in half the runs,
+//! the ring and direct baselines in a quarter each), optimistic deliveries (a quarter of the
+//! runs), and, in a quarter of the runs, acceptors as processes of their own (3 per ensemble,
+//! 2 or 3 servers per group, pure learners). Colocated, `e_all`'s acceptors are group 0's
+//! servers (see [`ridge::config::AllAcceptors`]: the schedule keeps f faults per group, which
+//! spread acceptors do not tolerate).
 //!
 //! In Ridge's vocabulary the schedule's crashes are, colocated: a group's rank 0, its
 //! ensemble's initial coordinator (group 0's rank 0 coordinates `e_all` too); every server, an
