@@ -70,7 +70,11 @@ pub struct Config {
     pub slot_bytes: usize,
     /// How far the processes' clocks may disagree.
     pub skew: Skew,
-    /// Failure-detector and retry timing (section 4.4).
+    /// Failure-detector and retry timing (section 4.4). [`Config::new`] sets [`Timing::SIM`],
+    /// which suits short messages; with slots of tens of kilobytes on a 1 Gb/s link a
+    /// distributor's burst outlasts its suspicion timeout and coordinators depose each other
+    /// without end (64 KB on `lan-1g`: 3 values decided in 200 ms). Size it with
+    /// [`Timing::for_link`], as the harness does.
     pub timing: Timing,
     /// Decisions a learner keeps per ensemble to fill other learners' gaps (section 4.4.3);
     /// an acceptor forgets its votes this far behind what it learned. A learner that falls
