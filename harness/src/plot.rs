@@ -184,8 +184,9 @@ where
 }
 
 /// The fixed colour of a protocol as `harness compare` labels it (`ramcast`, `tram:breadth`,
-/// ...), the same in every panel and every comparison; `None` for other labels, which are
-/// coloured by position. A TRAM tree that is not a preset gets a colour drawn from its label.
+/// `ridge:ring`, ...), the same in every panel and every comparison; `None` for other labels,
+/// which are coloured by position. A variant that is not listed (a TRAM tree that is not a
+/// preset) gets a colour drawn from its label, darkened if it is too pale to read on white.
 pub(crate) fn protocol_colour(label: &str) -> Option<RGBColor> {
     const FIXED: &[(&str, RGBColor)] = &[
         ("ramcast", RGBColor(214, 39, 40)),
@@ -194,8 +195,15 @@ pub(crate) fn protocol_colour(label: &str) -> Option<RGBColor> {
         ("tram:depth", RGBColor(255, 127, 14)),
         ("tram:simple", RGBColor(148, 103, 189)),
         ("ridge", RGBColor(140, 86, 75)),
+        ("ridge:ring", RGBColor(188, 189, 34)),
+        ("ridge:direct", RGBColor(23, 190, 207)),
         ("heron", RGBColor(227, 119, 194)),
     ];
+    // A protocol's default variant named explicitly (`ridge:ridge`) is the protocol.
+    let label = match label.split_once(':') {
+        Some((name, variant)) if name == variant => name,
+        _ => label,
+    };
     if let Some((_, c)) = FIXED.iter().find(|(name, _)| *name == label) {
         return Some(*c);
     }
@@ -208,7 +216,37 @@ pub(crate) fn protocol_colour(label: &str) -> Option<RGBColor> {
         (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
     });
     let (r, g, b) = Palette99::pick(h as usize % 99).rgb();
-    Some(RGBColor(r, g, b))
+    let pale = u32::from(r) + u32::from(g) + u32::from(b) > 600;
+    let darken = |x: u8| {
+        if pale {
+            (u32::from(x) * 3 / 5) as u8
+        } else {
+            x
+        }
+    };
+    Some(RGBColor(darken(r), darken(g), darken(b)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocols_keep_their_colours_and_drawn_ones_are_readable() {
+        assert_eq!(protocol_colour("ridge:ridge"), protocol_colour("ridge"));
+        assert_ne!(
+            protocol_colour("ridge:ring"),
+            protocol_colour("ridge:direct")
+        );
+        assert_eq!(protocol_colour("latency, measured"), None);
+        for label in ["tram:1-2-3", "tram:0-0", "tram:4;5", "tram:x"] {
+            let c = protocol_colour(label).expect("a TRAM variant");
+            assert!(
+                u32::from(c.0) + u32::from(c.1) + u32::from(c.2) <= 600,
+                "{label}: {c:?}"
+            );
+        }
+    }
 }
 
 /// `4096` -> `4K`, `1048576` -> `1M`.
