@@ -227,6 +227,16 @@ pub(crate) fn protocol_colour(label: &str) -> Option<RGBColor> {
     Some(RGBColor(darken(r), darken(g), darken(b)))
 }
 
+/// `4096` -> `4K`, `1048576` -> `1M`.
+pub(crate) fn human_bytes(x: f64) -> String {
+    let x = x.round() as u64;
+    match x {
+        x if x >= 1 << 20 && x % (1 << 20) == 0 => format!("{}M", x >> 20),
+        x if x >= 1 << 10 && x % (1 << 10) == 0 => format!("{}K", x >> 10),
+        x => x.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,15 +256,5 @@ mod tests {
                 "{label}: {c:?}"
             );
         }
-    }
-}
-
-/// `4096` -> `4K`, `1048576` -> `1M`.
-pub(crate) fn human_bytes(x: f64) -> String {
-    let x = x.round() as u64;
-    match x {
-        x if x >= 1 << 20 && x % (1 << 20) == 0 => format!("{}M", x >> 20),
-        x if x >= 1 << 10 && x % (1 << 10) == 0 => format!("{}K", x >> 10),
-        x => x.to_string(),
     }
 }
