@@ -120,22 +120,14 @@ impl Placement {
 
     /// Its name.
     pub fn name(self) -> &'static str {
-        Self::ALL
-            .iter()
-            .find(|(_, p)| *p == self)
-            .map(|(n, _)| *n)
-            .expect("listed")
+        crate::named::name_of(&Self::ALL, self)
     }
 }
 
 impl std::str::FromStr for Placement {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Self::ALL
-            .iter()
-            .find(|(n, _)| *n == s)
-            .map(|(_, p)| *p)
-            .ok_or_else(|| {
+        crate::named::by_name(&Self::ALL, s).ok_or_else(|| {
                 format!("unknown acceptor placement `{s}`: colocated (on the servers) or dedicated (processes of their own)")
             })
     }

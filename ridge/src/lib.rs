@@ -72,6 +72,7 @@ pub mod failure;
 pub mod mapping;
 pub mod merge;
 pub mod model;
+mod named;
 pub mod optimistic;
 pub mod paxos;
 pub mod server;

@@ -198,21 +198,14 @@ impl Dissemination {
 
     /// Its name.
     pub fn name(self) -> &'static str {
-        Self::ALL
-            .iter()
-            .find(|(_, d)| *d == self)
-            .map(|(n, _)| *n)
-            .expect("listed")
+        crate::named::name_of(&Self::ALL, self)
     }
 }
 
 impl std::str::FromStr for Dissemination {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Self::ALL
-            .iter()
-            .find(|(n, _)| *n == s)
-            .map(|(_, d)| *d)
+        crate::named::by_name(&Self::ALL, s)
             .ok_or_else(|| format!("unknown dissemination `{s}`: ridge, ring or direct"))
     }
 }

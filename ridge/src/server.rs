@@ -820,6 +820,8 @@ impl RidgeServer {
                 continue;
             }
             let client = ProcessId(v.id.client);
+            let mapping = self.cfg.mapping();
+            let ensemble = mapping.ensemble_of(v.dests);
             let seen = self.delivered.entry(v.id.client).or_insert(0);
             let duplicate = *seen > v.id.seq;
             if !duplicate {
@@ -830,7 +832,7 @@ impl RidgeServer {
                 nic.work(Work::Deliver, 1);
                 // The merge's key: the timestamp, then the group's own ensemble before
                 // `e_all` (Task 4's tie-break; a message two groups deliver is `e_all`'s).
-                let all = self.cfg.mapping().ensemble_of(v.dests) == Some(self.cfg.mapping().all());
+                let all = ensemble == Some(mapping.all());
                 self.deliveries.push_back(Delivery {
                     msg: v.id,
                     dst: v.dests,
@@ -838,7 +840,7 @@ impl RidgeServer {
                     order: Some(v.ts.0 << 1 | u64::from(all)),
                 });
             }
-            let coordinator = self.cfg.mapping().ensemble_of(v.dests).and_then(|e| {
+            let coordinator = ensemble.and_then(|e| {
                 let seat = self.seats.get(&e)?;
                 Some((e.0, seat.acceptors[seat.omega.expected()]))
             });

@@ -260,7 +260,7 @@ impl SeedRun for RidgeRun {
 
     fn describe(&self) -> String {
         let mut s = format!(
-            "SEED={} dissemination={} optimistic={} groups={} replicas={} acceptors={}{} clients={} delta={} skew={}/{:.0}ppm ring_slots={} outbox={} retain={} dest={} size={} fault_phase={} load_end={} end={} tie_break={:?} faults={}",
+            "SEED={} dissemination={} optimistic={} groups={} replicas={} acceptors={} placement={} clients={} delta={} skew={}/{:.0}ppm ring_slots={} outbox={} retain={} dest={} size={} fault_phase={} load_end={} end={} tie_break={:?} faults={}",
             self.seed,
             self.cfg.dissemination.name(),
             self.cfg
@@ -269,10 +269,7 @@ impl SeedRun for RidgeRun {
             self.cfg.groups,
             self.cfg.replicas,
             self.cfg.acceptors,
-            match self.cfg.placement {
-                Placement::Colocated => "",
-                Placement::Dedicated => " (dedicated)",
-            },
+            self.cfg.placement.name(),
             self.cfg.clients,
             self.cfg.delta,
             self.cfg.skew.max_offset,
