@@ -73,7 +73,8 @@ pub mod work;
 
 pub use changes::{Changes, Extent, Tracked};
 pub use nic::{
-    Completion, Data, Nic, NicLimits, Op, OpError, OpKind, Qp, Recv, Status, WrId, WriteFlags,
+    Completion, Data, Inline, Nic, NicLimits, Op, OpError, OpKind, Qp, Recv, Status, WrId,
+    WriteFlags,
 };
 pub use payload::Synthetic;
 pub use process::{Process, ProcessId, Progress};

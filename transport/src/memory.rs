@@ -205,7 +205,7 @@ impl Memory {
         match &mut self.regions[at.region.index()].store {
             Store::Dense(bytes) => bytes[at.offset..at.offset + data.len()].copy_from_slice(data),
             Store::Sparse(_) => {
-                let data = Data::Bytes(bytes::Bytes::copy_from_slice(data));
+                let data = Data::copied(data);
                 self.regions[at.region.index()].write(at.offset, &data);
             }
         }

@@ -19,6 +19,10 @@ pub struct WrId(pub u64);
 pub enum Data {
     /// Real bytes.
     Bytes(Bytes),
+    /// A few bytes held in place (acknowledgements, timestamps, heartbeats): most ops of the
+    /// ordering protocols are this small, and a copy into a heap buffer per op cost the
+    /// simulator more than the op itself.
+    Inline(Inline),
     /// Bytes regenerated from a seed; see [`crate::payload`].
     Synthetic(Synthetic),
 }
@@ -28,6 +32,7 @@ impl Data {
     pub fn len(&self) -> usize {
         match self {
             Data::Bytes(b) => b.len(),
+            Data::Inline(i) => i.len(),
             Data::Synthetic(s) => s.len as usize,
         }
     }
@@ -41,6 +46,7 @@ impl Data {
     pub fn copy_to(&self, offset: usize, out: &mut [u8]) {
         match self {
             Data::Bytes(b) => out.copy_from_slice(&b[offset..offset + out.len()]),
+            Data::Inline(i) => out.copy_from_slice(&i[offset..offset + out.len()]),
             Data::Synthetic(s) => s.fill(offset as u64, out),
         }
     }
@@ -50,6 +56,7 @@ impl Data {
     pub fn window(&self, offset: usize, len: usize) -> Data {
         match self {
             Data::Bytes(b) => Data::Bytes(b.slice(offset..offset + len)),
+            Data::Inline(i) => Data::copied(&i[offset..offset + len]),
             Data::Synthetic(s) => Data::Synthetic(s.window(offset as u64, len as u64)),
         }
     }
@@ -58,8 +65,54 @@ impl Data {
     pub fn to_bytes(&self) -> Bytes {
         match self {
             Data::Bytes(b) => b.clone(),
+            Data::Inline(i) => Bytes::copy_from_slice(i),
             Data::Synthetic(s) => Bytes::from(s.to_vec()),
         }
+    }
+
+    /// A copy of `data`: held in place if it fits [`Inline::CAPACITY`], else in a buffer of
+    /// its own.
+    pub fn copied(data: &[u8]) -> Data {
+        match Inline::new(data) {
+            Some(i) => Data::Inline(i),
+            None => Data::Bytes(Bytes::copy_from_slice(data)),
+        }
+    }
+}
+
+/// Up to [`Inline::CAPACITY`] bytes stored in the value itself, without an allocation.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Inline {
+    len: u8,
+    bytes: [u8; Inline::CAPACITY],
+}
+
+impl Inline {
+    /// The most bytes held in place: a slot-codec entry of 16 payload bytes (RamCast's `T`
+    /// entries), and every single word.
+    pub const CAPACITY: usize = 32;
+
+    /// `data` held in place, or `None` if it is longer than [`Inline::CAPACITY`].
+    pub fn new(data: &[u8]) -> Option<Inline> {
+        let mut bytes = [0; Inline::CAPACITY];
+        bytes.get_mut(..data.len())?.copy_from_slice(data);
+        Some(Inline {
+            len: data.len() as u8,
+            bytes,
+        })
+    }
+}
+
+impl std::ops::Deref for Inline {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+}
+
+impl fmt::Debug for Inline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Inline").field(&&self[..]).finish()
     }
 }
 
@@ -613,7 +666,7 @@ pub trait Nic {
     ) -> Result<WrId, OpError> {
         self.post(Op::Write {
             dst,
-            data: Data::Bytes(Bytes::copy_from_slice(data)),
+            data: Data::copied(data),
             imm: None,
             flags,
         })
@@ -644,7 +697,7 @@ pub trait Nic {
     ) -> Result<WrId, OpError> {
         self.post(Op::Write {
             dst,
-            data: Data::Bytes(Bytes::copy_from_slice(data)),
+            data: Data::copied(data),
             imm: Some(imm),
             flags,
         })
@@ -738,5 +791,30 @@ impl fmt::Display for Op {
             } => write!(f, "set_access {region} {peer} {access:?}"),
             Op::Reconnect { peer } => write!(f, "reconnect {peer}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_payloads_are_held_in_place_and_read_like_bytes() {
+        let word = 7u64.to_le_bytes();
+        let small = Data::copied(&word);
+        assert!(matches!(small, Data::Inline(_)));
+        let full = [9u8; Inline::CAPACITY];
+        assert!(matches!(Data::copied(&full), Data::Inline(_)));
+        let large = [3u8; Inline::CAPACITY + 1];
+        assert!(matches!(Data::copied(&large), Data::Bytes(_)));
+        for (data, raw) in [(small, &word[..]), (Data::copied(&large), &large[..])] {
+            assert_eq!(data.len(), raw.len());
+            assert_eq!(&data.to_bytes()[..], raw);
+            let mut out = vec![0; raw.len() - 2];
+            data.copy_to(1, &mut out);
+            assert_eq!(out, raw[1..raw.len() - 1]);
+            assert_eq!(&data.window(2, 3).to_bytes()[..], &raw[2..5]);
+        }
+        assert_eq!(Data::copied(&[]).len(), 0);
     }
 }

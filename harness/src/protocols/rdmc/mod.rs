@@ -244,6 +244,7 @@ fn intact(data: &Data, want: &Synthetic) -> bool {
     match data {
         Data::Synthetic(s) => s == want,
         Data::Bytes(b) => b.len() as u64 == want.len && want.verify(0, b),
+        Data::Inline(i) => i.len() as u64 == want.len && want.verify(0, i),
     }
 }
 

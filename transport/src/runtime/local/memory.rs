@@ -70,6 +70,7 @@ impl SharedRegion {
     pub(crate) fn write_data(&self, offset: usize, data: &Data) {
         match data {
             Data::Bytes(b) => self.write(offset, b),
+            Data::Inline(i) => self.write(offset, i),
             Data::Synthetic(s) => {
                 let mut buf = [0u8; 4096];
                 let mut done = 0usize;
