@@ -1,0 +1,223 @@
+//! A Heron client (Algorithm 9, lines 1-3): multicasts each request to the partitions it
+//! involves and waits for its response, one request at a time (closed loop).
+//!
+//! Replicas answer in the client's response region, one slot per server of the run, so a
+//! replica's answer never overwrites another's; the client takes the first answer for its
+//! current request. It keeps its history (invocations and responses, with times) for the
+//! linearizability checks.
+
+use crate::app::Application;
+use crate::config::Config;
+use crate::wire;
+use multicast::{Client, DestSet, Membership};
+use std::sync::Arc;
+use transport::slot::SlotCodec;
+use transport::{LocalAddr, Nanos, Nic, Process, Progress, Purpose, RegionId, RegionSpec, Rng};
+
+/// The codec of a response slot.
+pub(crate) fn response_codec(cfg: &Config) -> SlotCodec {
+    SlotCodec::new(SlotCodec::encoded_len(cfg.max_response)).expect("a valid slot size")
+}
+
+/// The client's response region.
+pub(crate) fn responses(cfg: &Config) -> RegionId {
+    RegionId(cfg.client_region_base)
+}
+
+/// How long a client waits before retrying a multicast the layer refused (buffers full).
+const RETRY: Nanos = Nanos(1_000);
+
+/// One request of a client's history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Call {
+    /// The client's sequence number for it.
+    pub seq: u32,
+    /// The request.
+    pub request: Vec<u8>,
+    /// When the client issued it.
+    pub invoked: Nanos,
+    /// The response and when it came, if it did.
+    pub returned: Option<(Nanos, Vec<u8>)>,
+}
+
+/// When a client issues requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// Requests completed before this time are not counted in [`HeronClient::completed`].
+    pub warmup_end: Nanos,
+    /// No request is issued from this time on.
+    pub stop_at: Nanos,
+}
+
+/// A closed-loop Heron client over multicast client `C`.
+#[derive(Debug)]
+pub struct HeronClient<C, A> {
+    mcast: C,
+    app: Arc<A>,
+    cfg: Arc<Config>,
+    index: usize,
+    rng: Rng,
+    window: Window,
+    codec: SlotCodec,
+    seq: u32,
+    /// The request in flight: its history entry, whether the multicast went out and whether
+    /// the multicast layer completed it (its client takes one multicast at a time).
+    current: Option<(Call, bool, bool)>,
+    retry_at: Option<Nanos>,
+    history: Vec<Call>,
+    completed: u64,
+    latency_sum: Nanos,
+    idle: bool,
+}
+
+impl<C, A: Application> HeronClient<C, A> {
+    /// Client `index` of `cfg`; its requests are drawn from a stream derived from `seed`.
+    pub fn new(
+        mcast: C,
+        app: Arc<A>,
+        cfg: Arc<Config>,
+        index: usize,
+        seed: u64,
+        window: Window,
+    ) -> HeronClient<C, A> {
+        let id = cfg.client(index);
+        HeronClient {
+            mcast,
+            app,
+            codec: response_codec(&cfg),
+            cfg,
+            index,
+            rng: Rng::derive(seed, Purpose::Workload, id.0 as u64),
+            window,
+            seq: 0,
+            current: None,
+            retry_at: None,
+            history: Vec::new(),
+            completed: 0,
+            latency_sum: Nanos::ZERO,
+            idle: false,
+        }
+    }
+
+    /// Every request issued, in order, with its response if it came; the request in flight
+    /// at the end is the last entry if its multicast went out (it may or may not take effect).
+    pub fn history(&self) -> Vec<Call> {
+        let mut h = self.history.clone();
+        if let Some((call, true, _)) = &self.current {
+            h.push(call.clone());
+        }
+        h
+    }
+
+    /// Requests that completed after the warm-up, and their mean latency.
+    pub fn completed(&self) -> (u64, Nanos) {
+        let mean = match self.completed {
+            0 => Nanos::ZERO,
+            n => Nanos(self.latency_sum.0 / n),
+        };
+        (self.completed, mean)
+    }
+
+    /// The multicast client underneath.
+    pub fn multicast(&self) -> &C {
+        &self.mcast
+    }
+
+    /// Looks for an answer to the request in flight in every server's slot.
+    fn read_responses<N: Nic>(&mut self, nic: &mut N) -> bool {
+        let Some((call, _, _)) = &mut self.current else {
+            return false;
+        };
+        if call.returned.is_some() {
+            return false;
+        }
+        let mut buf = Vec::new();
+        for s in 0..self.cfg.servers() {
+            let at = LocalAddr::new(responses(&self.cfg), s * self.codec.slot_bytes());
+            if let Ok(Ok(range)) = self.codec.read(nic, at, call.seq, &mut buf) {
+                call.returned = Some((nic.now(), buf[range].to_vec()));
+                return true;
+            }
+        }
+        false
+    }
+}
+
+impl<N: Nic, C: Client<N>, A: Application> Process<N> for HeronClient<C, A> {
+    fn regions(&self) -> Vec<RegionSpec> {
+        let mut r = self.mcast.regions();
+        debug_assert_eq!(r.len(), self.cfg.client_region_base as usize);
+        r.push(
+            RegionSpec::new(self.cfg.servers() * self.codec.slot_bytes())
+                .with_default(transport::Access::Write),
+        );
+        r
+    }
+
+    fn poll(&mut self, nic: &mut N) -> Progress {
+        let below = self.mcast.poll(nic);
+        let mut worked = false;
+        while self.mcast.poll_completed().is_some() {
+            if let Some(c) = &mut self.current {
+                c.2 = true;
+            }
+            worked = true;
+        }
+        worked |= self.read_responses(nic);
+        let now = nic.now();
+        if let Some((call, _, true)) = &self.current {
+            if let Some((at, _)) = &call.returned {
+                if *at >= self.window.warmup_end {
+                    self.completed += 1;
+                    self.latency_sum += *at - call.invoked;
+                }
+                let (call, _, _) = self.current.take().expect("checked");
+                self.history.push(call);
+                worked = true;
+            }
+        }
+        if self.current.is_none() && now < self.window.stop_at {
+            self.seq += 1;
+            let request = self.app.generate(&mut self.rng);
+            let call = Call {
+                seq: self.seq,
+                request,
+                invoked: now,
+                returned: None,
+            };
+            self.current = Some((call, false, false));
+            worked = true;
+        }
+        if let Some((call, sent @ false, _)) = &mut self.current {
+            if self.retry_at.is_none_or(|t| now >= t) {
+                let dst = DestSet::of(self.app.destinations(&call.request))
+                    .expect("partitions are groups");
+                let payload = wire::encode(self.index as u32, call.seq, &call.request);
+                match self.mcast.try_multicast(nic, dst, &payload) {
+                    Ok(_) => {
+                        *sent = true;
+                        self.retry_at = None;
+                        worked = true;
+                    }
+                    Err(
+                        multicast::MulticastError::Full { .. }
+                        | multicast::MulticastError::InFlight,
+                    ) => {
+                        self.retry_at = Some(now + RETRY);
+                    }
+                    Err(e) => panic!("request {} of client {} refused: {e}", call.seq, self.index),
+                }
+            }
+        }
+        self.idle = self.current.is_none() && now >= self.window.stop_at;
+        let wake = match (self.retry_at, self.mcast.deadline()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        below.merge(Progress::worked(worked).wake_at(wake))
+    }
+
+    fn done(&self) -> bool {
+        self.idle
+    }
+}

@@ -1,0 +1,64 @@
+//! A Heron deployment: partitions, replicas, clients, and the choices the thesis leaves open.
+
+use multicast::Membership;
+use transport::Nanos;
+
+/// The shape of a Heron run and its tunables.
+///
+/// Process ids follow the multicast layer's convention ([`Membership`]): servers first,
+/// partition by partition and rank by rank, then clients. Partition `g` is multicast group `g`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Partitions (multicast groups).
+    pub partitions: usize,
+    /// Replicas per partition (2f+1).
+    pub replicas: usize,
+    /// Closed-loop clients.
+    pub clients: usize,
+    /// How long a replica keeps waiting, once a majority of every involved partition has
+    /// coordinated (phases 2 and 4 of Algorithm 9), for the replicas not in it yet: the thesis's
+    /// heuristic against laggards (section 5.1.1, Table 5.2). Zero waits for a majority only.
+    pub extra_wait: Nanos,
+    /// The largest response an application returns, in bytes (sizes the clients' response
+    /// slots).
+    pub max_response: usize,
+    /// The index of Heron's first region at a server: the multicast server's regions come first
+    /// (set by [`crate::deploy`] from the multicast server's own list).
+    pub server_region_base: u16,
+    /// The index of Heron's first region at a client, after the multicast client's.
+    pub client_region_base: u16,
+}
+
+impl Config {
+    /// `partitions` x `replicas` servers and `clients` clients, with the defaults: an extra wait
+    /// of 2 us (a small fraction of a multi-partition request, as the thesis suggests) and
+    /// responses of up to 256 bytes.
+    pub fn new(partitions: usize, replicas: usize, clients: usize) -> Config {
+        Config {
+            partitions,
+            replicas,
+            clients,
+            extra_wait: Nanos(2_000),
+            max_response: 256,
+            server_region_base: 0,
+            client_region_base: 0,
+        }
+    }
+
+    /// A majority of a partition.
+    pub fn majority(&self) -> usize {
+        self.replicas / 2 + 1
+    }
+}
+
+impl Membership for Config {
+    fn group_count(&self) -> usize {
+        self.partitions
+    }
+    fn replica_count(&self) -> usize {
+        self.replicas
+    }
+    fn client_count(&self) -> usize {
+        self.clients
+    }
+}

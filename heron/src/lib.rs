@@ -1,0 +1,165 @@
+//! Heron (Long Hoang Le, PhD thesis, USI 2022, chapter 5): linearizable partitioned state
+//! machine replication over RDMA. Clients atomically multicast requests to the partitions they
+//! involve; every replica of an involved partition executes the whole request, reading its own
+//! partition's objects from memory and other partitions' by one-sided RDMA reads, and writes its
+//! own objects only, in the older of two versions. Multi-partition requests execute between two
+//! rounds of coordination with a majority of every involved partition.
+//!
+//! Sans-IO like the rest of the workspace: a [`HeronServer`] wraps any multicast server that
+//! gives order timestamps (RamCast, Ridge) and polls it through the same NIC; a [`HeronClient`]
+//! wraps the matching multicast client.
+//!
+//! | thesis | code |
+//! |---|---|
+//! | Algorithm 9, coordination | [`coordination`] |
+//! | Algorithm 10, execution | [`execution`] |
+//! | dual versions, objects in registered memory | [`store`] |
+//! | Algorithm 11, state transfer | not yet (see "Status") |
+//! | the application (read set, write set, execute, partitioning) | [`app`]; [`kv`] |
+//! | linearizability argument (5.1.3) | checked by [`oracle`] |
+//!
+//! # Choices the thesis leaves open, and departures
+//! - **Object addresses.** The store's layout is a function of the application's schema (each
+//!   table has a fixed number of rows per partition and a fixed value size), the same at every
+//!   replica of a partition, so a replica knows the address of an object at every replica of its
+//!   partition: the `query_obj_addr` exchange of Algorithm 10 (lines 4-10), needed in the
+//!   prototype because the JVM places objects where it likes, is a lookup here. The rows are
+//!   registered up front, so a row exists (empty) before its first insert.
+//! - **Phase 2 counts replicas past the request** (see [`coordination`]).
+//! - **Remote reads of one request go out together** (see [`execution`]).
+//! - **Every Heron work request is signaled**, so its completion comes back to Heron and never
+//!   reaches the multicast layer polling the same completion queue ([`layered`]).
+//! - **The extra wait** ([`Config::extra_wait`]) applies to both coordination phases once a
+//!   majority of every involved partition is in.
+//!
+//! # Status
+//! State transfer (Algorithm 11) is the next increment: until it lands, a replica that finds it
+//! lags (every version it reads is at or after its request) stops itself, and the runtime
+//! treats it as crashed ([`Counters::lagged`]); its partition goes on as long as no more than f
+//! replicas stop. TPC-C, the harness commands and the figures follow.
+
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod app;
+pub mod client;
+pub mod config;
+pub mod coordination;
+pub mod execution;
+pub mod kv;
+pub mod layered;
+pub mod oracle;
+pub mod server;
+pub mod store;
+pub mod wire;
+
+pub use app::{Application, Execution, ObjectId, Reads, Table};
+pub use client::{Call, HeronClient, Window};
+pub use config::Config;
+pub use kv::KeyValue;
+pub use server::{Counters, Executed, HeronServer};
+
+use multicast::{Client, GroupId, Membership, Server};
+use std::sync::Arc;
+use transport::{Nic, Process, Progress, RegionSpec};
+
+/// A process of a Heron run: a replica or a client.
+// A run holds a handful of these, each polled in place: boxing the larger variant would add an
+// indirection to every poll for no memory worth saving.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum HeronNode<S, C, A> {
+    /// A replica.
+    Server(HeronServer<S, A>),
+    /// A client.
+    Client(HeronClient<C, A>),
+}
+
+impl<N: Nic, S, C: Client<N>, A: Application> Process<N> for HeronNode<S, C, A>
+where
+    S: Server + for<'a> Process<layered::Layered<'a, N>>,
+{
+    fn regions(&self) -> Vec<RegionSpec> {
+        match self {
+            HeronNode::Server(s) => Process::<N>::regions(s),
+            HeronNode::Client(c) => Process::<N>::regions(c),
+        }
+    }
+
+    fn poll(&mut self, nic: &mut N) -> Progress {
+        match self {
+            HeronNode::Server(s) => s.poll(nic),
+            HeronNode::Client(c) => c.poll(nic),
+        }
+    }
+
+    fn done(&self) -> bool {
+        match self {
+            HeronNode::Server(_) => false,
+            HeronNode::Client(c) => Process::<N>::done(c),
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        match self {
+            HeronNode::Server(s) => Process::<N>::stopped(s),
+            HeronNode::Client(_) => false,
+        }
+    }
+}
+
+/// Every process of a Heron run on runtime NIC `N`: `cfg.partitions` x `cfg.replicas` replicas
+/// over the multicast servers `server(g, rank)` builds, then `cfg.clients` clients over
+/// `client(i)`, issuing requests of `app` during `window` from streams derived from `seed`.
+/// `record` keeps what replicas executed for the [`oracle`]. Sets `cfg`'s region bases from
+/// the multicast processes' own region lists.
+#[allow(clippy::too_many_arguments)]
+pub fn deploy<N: Nic, S, C, A>(
+    mut cfg: Config,
+    app: Arc<A>,
+    seed: u64,
+    window: Window,
+    record: bool,
+    server: impl Fn(GroupId, usize) -> S,
+    client: impl Fn(usize) -> C,
+) -> Vec<HeronNode<S, C, A>>
+where
+    S: Server + Process<N>,
+    C: Client<N>,
+    A: Application,
+{
+    let servers: Vec<S> = (0..cfg.partitions * cfg.replicas)
+        .map(|i| server(GroupId((i / cfg.replicas) as u8), i % cfg.replicas))
+        .collect();
+    let clients: Vec<C> = (0..cfg.clients).map(client).collect();
+    if let Some(s) = servers.first() {
+        cfg.server_region_base = Process::<N>::regions(s).len() as u16;
+    }
+    if let Some(c) = clients.first() {
+        cfg.client_region_base = Process::<N>::regions(c).len() as u16;
+    }
+    let cfg = Arc::new(cfg);
+    let mut nodes = Vec::with_capacity(cfg.processes());
+    for (i, s) in servers.into_iter().enumerate() {
+        let g = GroupId((i / cfg.replicas) as u8);
+        nodes.push(HeronNode::Server(HeronServer::new(
+            s,
+            app.clone(),
+            cfg.clone(),
+            g,
+            i % cfg.replicas,
+            record,
+        )));
+    }
+    for (i, c) in clients.into_iter().enumerate() {
+        nodes.push(HeronNode::Client(HeronClient::new(
+            c,
+            app.clone(),
+            cfg.clone(),
+            i,
+            seed,
+            window,
+        )));
+    }
+    nodes
+}

@@ -1,0 +1,311 @@
+//! A Heron replica: the multicast server it runs on, the request it is executing, and the
+//! memory other replicas read and write (coordination entries and objects).
+
+use crate::app::{Application, ObjectId, Reads};
+use crate::config::Config;
+use crate::layered::Layered;
+use crate::store::Layout;
+use crate::wire::Request;
+use multicast::{GroupId, Membership, MsgId, Server};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+use transport::{
+    Access, Completion, LocalAddr, Nanos, Nic, Process, ProcessId, Progress, RegionId, RegionSpec,
+    RemoteAddr, WrId, WriteFlags,
+};
+
+/// Bytes of a coordination entry: `[state u64 | tmp u64]`. The state word
+/// comes first: a reader that sees a new state beside an old timestamp (words land in ascending
+/// order) sees a state the entry really passed through for that timestamp or an earlier one, so
+/// a torn read can only delay a wait, never end one early.
+pub(crate) const ENTRY: usize = 16;
+
+/// Remote reads one request keeps in flight at most (the read buffer's slots).
+pub(crate) const READ_SLOTS: usize = 32;
+
+/// Heron's regions at a server, after the multicast server's.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Regions {
+    /// `coord_mem`: one entry per server of the run, written by that server (Algorithm 9).
+    pub(crate) coord: RegionId,
+    /// The object store ([`crate::store`]).
+    pub(crate) objects: RegionId,
+    /// Where remote reads land.
+    pub(crate) reads: RegionId,
+}
+
+impl Regions {
+    pub(crate) fn at(base: u16) -> Regions {
+        Regions {
+            coord: RegionId(base),
+            objects: RegionId(base + 1),
+            reads: RegionId(base + 2),
+        }
+    }
+}
+
+/// Where the request being executed stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// Phase 2: waiting for a majority of every involved partition to have delivered it.
+    Coordinate,
+    /// Phase 3: reading (locally and remotely), then executing.
+    Execute,
+    /// Phase 4: waiting for a majority of every involved partition to have executed it.
+    Finish,
+}
+
+/// The request being executed and what it has gathered.
+#[derive(Debug)]
+pub(crate) struct Running {
+    pub(crate) req: Request,
+    /// Its read set, as the application declared it.
+    pub(crate) read_set: Vec<ObjectId>,
+    pub(crate) phase: Phase,
+    /// When a majority of every involved partition first coordinated in the current phase.
+    pub(crate) majority_at: Option<Nanos>,
+    pub(crate) reads: Reads,
+    /// Remote reads in flight: object, process read from, read buffer slot.
+    pub(crate) inflight: BTreeMap<WrId, (ObjectId, ProcessId, usize)>,
+    /// Processes whose read failed during this request (crashed): not read from again.
+    pub(crate) failed: BTreeSet<ProcessId>,
+    pub(crate) response: Option<Vec<u8>>,
+}
+
+/// A request this replica executed, as the oracle checks it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Executed {
+    /// Its timestamp.
+    pub tmp: u64,
+    /// The issuing client's index.
+    pub client: u32,
+    /// The client's sequence number.
+    pub seq: u32,
+    /// The request.
+    pub body: Vec<u8>,
+    /// The response this replica computed.
+    pub response: Vec<u8>,
+}
+
+/// What a replica did, for reports and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Requests executed.
+    pub executed: u64,
+    /// Multi-partition requests among them.
+    pub multi: u64,
+    /// Requests skipped (covered by a state transfer, line 6).
+    pub skipped: u64,
+    /// Remote reads issued.
+    pub remote_reads: u64,
+    /// Remote reads that failed (the process read from had crashed).
+    pub failed_reads: u64,
+    /// Multi-partition requests whose phase 2 or 4 ended on the extra wait's timeout rather
+    /// than with every replica in.
+    pub waited_out: u64,
+    /// Whether the replica found that it lags (Algorithm 10, line 29) and stopped itself.
+    pub lagged: bool,
+}
+
+/// A Heron replica of partition `group`, running on multicast server `S`.
+#[derive(Debug)]
+pub struct HeronServer<S, A> {
+    pub(crate) mcast: S,
+    pub(crate) app: Arc<A>,
+    pub(crate) cfg: Arc<Config>,
+    pub(crate) layout: Layout,
+    pub(crate) regions: Regions,
+    pub(crate) me: ProcessId,
+    pub(crate) group: GroupId,
+    pub(crate) started: bool,
+    /// Requests delivered and not yet taken, in delivery (timestamp) order.
+    pub(crate) queue: VecDeque<Request>,
+    pub(crate) running: Option<Running>,
+    /// `last_req` of Algorithm 9: the timestamp of the last request taken.
+    pub(crate) last_req: u64,
+    /// The timestamp up to which this replica's objects reflect every request: that of the
+    /// last request whose writes it applied.
+    pub(crate) applied: u64,
+    /// Work requests Heron posted and whose completions it waits for.
+    pub(crate) upper: BTreeSet<WrId>,
+    pub(crate) completions: VecDeque<Completion>,
+    pub(crate) counters: Counters,
+    pub(crate) record: Option<Vec<Executed>>,
+    pub(crate) delivered: Vec<(MsgId, Option<u64>)>,
+}
+
+impl<S, A: Application> HeronServer<S, A> {
+    /// Replica `rank` of partition `g`, over multicast server `mcast`. `record` keeps every
+    /// executed request and its response for the oracle.
+    pub fn new(
+        mcast: S,
+        app: Arc<A>,
+        cfg: Arc<Config>,
+        g: GroupId,
+        rank: usize,
+        record: bool,
+    ) -> HeronServer<S, A> {
+        let layout = Layout::new(app.tables());
+        HeronServer {
+            mcast,
+            layout,
+            regions: Regions::at(cfg.server_region_base),
+            me: cfg.server(g, rank),
+            group: g,
+            app,
+            cfg,
+            started: false,
+            queue: VecDeque::new(),
+            running: None,
+            last_req: 0,
+            applied: 0,
+            upper: BTreeSet::new(),
+            completions: VecDeque::new(),
+            counters: Counters::default(),
+            record: record.then(Vec::new),
+            delivered: Vec::new(),
+        }
+    }
+
+    /// The multicast server underneath.
+    pub fn multicast(&self) -> &S {
+        &self.mcast
+    }
+
+    /// The partition.
+    pub fn group(&self) -> GroupId {
+        self.group
+    }
+
+    /// What this replica did.
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// The requests it executed with their responses, if recording.
+    pub fn executed(&self) -> Option<&[Executed]> {
+        self.record.as_deref()
+    }
+
+    /// The timestamp its objects are current to (see the field's docs).
+    pub fn applied(&self) -> u64 {
+        self.applied
+    }
+
+    /// The multicast messages it delivered, with their order timestamps, for the delivery log.
+    pub fn delivered(&self) -> &[(MsgId, Option<u64>)] {
+        &self.delivered
+    }
+
+    /// The current value of every object of its partition, read from its memory through `nic`
+    /// (after a run: the runtime's view of this process's NIC).
+    pub fn state(&self, nic: &impl Nic) -> BTreeMap<ObjectId, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        self.app.populate(self.group, &mut |oid, _| {
+            let (at, len) = self.layout.slot(oid, self.app.row_of(oid));
+            let mut slot = vec![0; len];
+            nic.read_local(LocalAddr::new(self.regions.objects, at), &mut slot)
+                .expect("own region");
+            let v = self.layout.versions(oid, &slot);
+            let newest = if v[0].tmp >= v[1].tmp { v[0] } else { v[1] };
+            out.insert(oid, newest.value.to_vec());
+        });
+        out
+    }
+
+    /// Heron's regions, as listed after the multicast server's.
+    pub(crate) fn own_regions(&self) -> Vec<RegionSpec> {
+        let servers = self.cfg.servers();
+        vec![
+            RegionSpec::new(servers * ENTRY).with_default(Access::Write),
+            RegionSpec::new(self.layout.len().max(8)).with_default(Access::Read),
+            RegionSpec::new(READ_SLOTS * self.layout.max_slot().max(8)),
+        ]
+    }
+
+    /// Writes the initial value of every object, in both versions with timestamp 0.
+    pub(crate) fn populate<N: Nic>(&mut self, nic: &mut N) {
+        let (app, layout, objects) = (self.app.clone(), self.layout.clone(), self.regions.objects);
+        app.populate(self.group, &mut |oid, value| {
+            let (at, len) = layout.slot(oid, app.row_of(oid));
+            let mut slot = vec![0u8; len];
+            for half in [0, len / 2] {
+                slot[half + 8..half + 8 + value.len()].copy_from_slice(&value);
+            }
+            nic.write_local(LocalAddr::new(objects, at), &slot)
+                .expect("own region");
+        });
+    }
+
+    /// Posts a signaled write of `data` to `dst` for Heron (its completion comes back to
+    /// Heron, not to the multicast layer), or writes locally when `dst` is this process.
+    pub(crate) fn write<N: Nic>(&mut self, nic: &mut N, dst: RemoteAddr, data: &[u8]) {
+        if dst.process == self.me {
+            nic.write_local(LocalAddr::new(dst.region, dst.offset), data)
+                .expect("own region");
+            return;
+        }
+        if let Ok(wr) = nic.post_write(dst, data, WriteFlags::SIGNALED) {
+            self.upper.insert(wr);
+        }
+    }
+}
+
+impl<N: Nic, S, A: Application> Process<N> for HeronServer<S, A>
+where
+    S: Server + for<'a> Process<Layered<'a, N>>,
+{
+    fn regions(&self) -> Vec<RegionSpec> {
+        let mut r = Process::<Layered<'_, N>>::regions(&self.mcast);
+        debug_assert_eq!(r.len(), self.cfg.server_region_base as usize);
+        r.extend(self.own_regions());
+        r
+    }
+
+    fn stopped(&self) -> bool {
+        self.mcast.halted() || self.counters.lagged
+    }
+
+    fn poll(&mut self, nic: &mut N) -> Progress {
+        if !self.started {
+            self.started = true;
+            self.populate(nic);
+        }
+        // Heron's completions come back through the multicast layer's polling, which drains
+        // the completion queue: the layered view sets them aside.
+        let below = {
+            let mut layered = Layered {
+                nic: &mut *nic,
+                upper: &mut self.upper,
+                stash: &mut self.completions,
+            };
+            self.mcast.poll(&mut layered)
+        };
+        let mut worked = false;
+        while let Some(d) = self.mcast.poll_delivery() {
+            self.delivered.push((d.msg, d.order));
+            if let Some(r) = Request::from_delivery(&d) {
+                self.queue.push_back(r);
+            }
+            worked = true;
+        }
+        let mut wake = None;
+        loop {
+            let (stepped, w) = self.step(nic);
+            wake = earliest(wake, w);
+            if !stepped {
+                break;
+            }
+            worked = true;
+        }
+        below.merge(Progress::worked(worked).wake_at(wake))
+    }
+}
+
+/// The earlier of two optional deadlines.
+pub(crate) fn earliest(a: Option<Nanos>, b: Option<Nanos>) -> Option<Nanos> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
