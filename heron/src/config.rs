@@ -19,6 +19,9 @@ pub struct Config {
     /// coordinated (phases 2 and 4 of Algorithm 9), for the replicas not in it yet: the thesis's
     /// heuristic against laggards (section 5.1.1, Table 5.2). Zero waits for a majority only.
     pub extra_wait: Nanos,
+    /// How long a lagging replica waits for the replica it named to serve its state transfer
+    /// before it names the next one (Algorithm 11, lines 18-19).
+    pub transfer_timeout: Nanos,
     /// The largest response an application returns, in bytes (sizes the clients' response
     /// slots).
     pub max_response: usize,
@@ -31,14 +34,15 @@ pub struct Config {
 
 impl Config {
     /// `partitions` x `replicas` servers and `clients` clients, with the defaults: an extra wait
-    /// of 2 us (a small fraction of a multi-partition request, as the thesis suggests) and
-    /// responses of up to 256 bytes.
+    /// of 2 us (a small fraction of a multi-partition request, as the thesis suggests), a state
+    /// transfer timeout of 100 us and responses of up to 256 bytes.
     pub fn new(partitions: usize, replicas: usize, clients: usize) -> Config {
         Config {
             partitions,
             replicas,
             clients,
             extra_wait: Nanos(2_000),
+            transfer_timeout: Nanos(100_000),
             max_response: 256,
             server_region_base: 0,
             client_region_base: 0,

@@ -37,9 +37,6 @@ impl<S, A: Application> HeronServer<S, A> {
     /// Moves the current request as far as it can go now; returns whether anything happened
     /// and when to look again if it waits on a clock.
     pub(crate) fn step<N: Nic>(&mut self, nic: &mut N) -> (bool, Option<Nanos>) {
-        if self.counters.lagged {
-            return (false, None);
-        }
         let Some(run) = &self.running else {
             return (self.take(nic), None);
         };
@@ -52,6 +49,7 @@ impl<S, A: Application> HeronServer<S, A> {
                 Err(wake) => (false, wake),
             },
             Phase::Execute => (self.execute(nic), None),
+            Phase::Transfer => self.await_transfer(nic),
             Phase::Finish => match self.coordinated(nic, Stage::Executed) {
                 Ok(()) => {
                     self.respond(nic);
@@ -89,25 +87,36 @@ impl<S, A: Application> HeronServer<S, A> {
             },
             majority_at: None,
             reads: BTreeMap::new(),
-            inflight: BTreeMap::new(),
             failed: BTreeSet::new(),
             response: None,
+            asked: None,
         });
         true
     }
 
     /// `write_coord(q, p, <r.tmp, stage>)` for every replica `q` of every involved partition.
     pub(crate) fn write_coord<N: Nic>(&mut self, nic: &mut N, req: &Request, stage: Stage) {
-        let mut entry = [0u8; ENTRY];
-        entry[..8].copy_from_slice(&(stage as u64).to_le_bytes());
-        entry[8..].copy_from_slice(&req.tmp.to_le_bytes());
-        let at = self.me.index() * ENTRY;
         let cfg = self.cfg.clone();
         for h in req.dst.groups() {
             for q in cfg.members(h) {
-                self.write(nic, RemoteAddr::new(q, self.regions.coord, at), &entry);
+                self.write_coord_into(nic, q, req.tmp, stage);
             }
         }
+    }
+
+    /// `write_coord(q, p, <tmp, stage>)`.
+    pub(crate) fn write_coord_into<N: Nic>(
+        &mut self,
+        nic: &mut N,
+        q: transport::ProcessId,
+        tmp: u64,
+        stage: Stage,
+    ) {
+        let mut entry = [0u8; ENTRY];
+        entry[..8].copy_from_slice(&(stage as u64).to_le_bytes());
+        entry[8..].copy_from_slice(&tmp.to_le_bytes());
+        let at = self.me.index() * ENTRY;
+        self.write(nic, RemoteAddr::new(q, self.regions.coord, at), &entry);
     }
 
     /// `coord_mem[q]` as this replica sees it now: `(stage, tmp)`.
@@ -175,14 +184,5 @@ impl<S, A: Application> HeronServer<S, A> {
         let at = self.me.index() * codec.slot_bytes();
         let region = crate::client::responses(&self.cfg);
         self.write(nic, RemoteAddr::new(client, region, at), &slot);
-        if let Some(log) = &mut self.record {
-            log.push(crate::server::Executed {
-                tmp: run.req.tmp,
-                client: run.req.client,
-                seq: run.req.seq,
-                body: run.req.body,
-                response,
-            });
-        }
     }
 }

@@ -10,8 +10,12 @@
 //! | 12-14, local values | `HeronServer::read_local` |
 //! | 16-23, remote reads, another process on failure | `HeronServer::read_remote`, `HeronServer::take_reads` |
 //! | 24-28, the valid version | [`crate::store::valid`] |
-//! | 29-30, state loss | `HeronServer::lag` |
+//! | 29-30, state loss | `HeronServer::lag`, then [`crate::state_transfer`] |
 //! | 33-35, writes | `HeronServer::write_objects` |
+//!
+//! A replica remembers the processes a read failed at (they crashed) and reads from others
+//! while any coordinated; line 17 draws among all of them, and each draw of a crashed one costs
+//! a transport timeout.
 //!
 //! The remote reads of a request are issued together rather than one after another (line 2's
 //! loop): each still goes to a replica that coordinated, and the request executes only once
@@ -19,7 +23,7 @@
 
 use crate::app::{Application, ObjectId};
 use crate::coordination::Stage;
-use crate::server::{HeronServer, Phase, READ_SLOTS};
+use crate::server::{HeronServer, Inflight, Phase, READ_SLOTS};
 use crate::store::valid;
 use multicast::Membership;
 use transport::{LocalAddr, Nic, RemoteAddr, Status, Work};
@@ -29,15 +33,19 @@ impl<S, A: Application> HeronServer<S, A> {
     /// happened.
     pub(crate) fn execute<N: Nic>(&mut self, nic: &mut N) -> bool {
         let mut worked = self.take_reads(nic);
-        if self.counters.lagged {
-            return worked;
+        if self.lagging() {
+            return true;
         }
         let run = self.running.as_ref().expect("running");
+        let tmp = run.req.tmp;
         let missing: Vec<ObjectId> = run
             .read_set
             .iter()
             .copied()
-            .filter(|o| !run.reads.contains_key(o) && !run.inflight.values().any(|x| x.0 == *o))
+            .filter(|o| {
+                !run.reads.contains_key(o)
+                    && !self.inflight.values().any(|x| x.tmp == tmp && x.oid == *o)
+            })
             .collect();
         for oid in missing {
             if self.app.partition_of(oid) == self.group {
@@ -45,7 +53,7 @@ impl<S, A: Application> HeronServer<S, A> {
             } else {
                 worked |= self.read_remote(nic, oid);
             }
-            if self.counters.lagged {
+            if self.lagging() {
                 return true;
             }
         }
@@ -55,6 +63,18 @@ impl<S, A: Application> HeronServer<S, A> {
         }
         let execution = self.app.execute(&run.req.body, &run.reads);
         self.write_objects(nic, &execution.writes);
+        // Recorded as soon as it is executed: its writes are in the state from now on, whether
+        // or not phase 4 ever ends.
+        let run = self.running.as_ref().expect("running");
+        if let Some(log) = &mut self.record {
+            log.push(crate::server::Executed {
+                tmp: run.req.tmp,
+                client: run.req.client,
+                seq: run.req.seq,
+                body: run.req.body.clone(),
+                response: execution.response.clone(),
+            });
+        }
         let run = self.running.as_mut().expect("running");
         run.response = Some(execution.response);
         self.counters.executed += 1;
@@ -86,7 +106,8 @@ impl<S, A: Application> HeronServer<S, A> {
     fn read_remote<N: Nic>(&mut self, nic: &mut N, oid: ObjectId) -> bool {
         let run = self.running.as_ref().expect("running");
         let tmp = run.req.tmp;
-        let Some(buffer) = (0..READ_SLOTS).find(|b| !run.inflight.values().any(|x| x.2 == *b))
+        let Some(buffer) =
+            (0..READ_SLOTS).find(|b| !self.inflight.values().any(|x| x.buffer == *b))
         else {
             return false;
         };
@@ -96,6 +117,16 @@ impl<S, A: Application> HeronServer<S, A> {
             .members(h)
             .filter(|&q| !run.failed.contains(&q) && self.coord_entry(nic, q).1 >= tmp)
             .collect();
+        // A process a read already failed at has crashed (objects are readable by every
+        // server, so a read fails only at a crashed peer): ask it again only if no one else
+        // coordinated. An RDMA read to a crashed peer fails after the transport's retry
+        // timeout (milliseconds), so each one costs that much.
+        let alive: Vec<_> = candidates
+            .iter()
+            .copied()
+            .filter(|q| !self.unreachable.contains(q))
+            .collect();
+        let candidates = if alive.is_empty() { candidates } else { alive };
         if candidates.is_empty() {
             return false;
         }
@@ -112,40 +143,56 @@ impl<S, A: Application> HeronServer<S, A> {
         };
         self.upper.insert(wr);
         self.counters.remote_reads += 1;
-        let run = self.running.as_mut().expect("running");
-        run.inflight.insert(wr, (oid, q, buffer));
+        self.inflight.insert(
+            wr,
+            Inflight {
+                tmp,
+                oid,
+                from: q,
+                buffer,
+            },
+        );
         true
     }
 
-    /// Lines 21-23: the completions of remote reads; a failed one marks its process (it
-    /// crashed) and the object is read again elsewhere.
-    fn take_reads<N: Nic>(&mut self, nic: &mut N) -> bool {
+    /// Lines 21-23: the remote reads that returned; a failed one marks its process if it
+    /// crashed, and the object is read again (elsewhere, if it crashed). A read of a request
+    /// this replica no longer runs (it was covered by a state transfer) is dropped.
+    pub(crate) fn take_reads<N: Nic>(&mut self, nic: &mut N) -> bool {
         let mut worked = false;
-        while let Some(c) = self.completions.pop_front() {
-            let Some(run) = self.running.as_mut() else {
-                continue;
-            };
-            let Some((oid, q, buffer)) = run.inflight.remove(&c.wr) else {
-                // A coordination or response write: a failure means its target crashed, which
-                // the majority rule already tolerates.
+        while let Some((c, read)) = self.returned.pop_front() {
+            let Some(run) = self.running.as_mut().filter(|r| r.req.tmp == read.tmp) else {
                 continue;
             };
             worked = true;
-            if c.status != Status::Success {
-                run.failed.insert(q);
-                self.counters.failed_reads += 1;
+            match c.status {
+                Status::Success => {}
+                Status::PeerUnreachable => {
+                    run.failed.insert(read.from);
+                    self.unreachable.insert(read.from);
+                    self.counters.failed_reads += 1;
+                    continue;
+                }
+                // The queue pair was reset under it: read again.
+                _ => continue,
+            }
+            if run.phase != Phase::Execute {
                 continue;
             }
-            let (_, len) = self.layout.slot(oid, self.app.row_of(oid));
+            let (_, len) = self.layout.slot(read.oid, self.app.row_of(read.oid));
             let mut slot = vec![0; len];
-            let at = LocalAddr::new(self.regions.reads, buffer * self.layout.max_slot());
+            let at = LocalAddr::new(self.regions.reads, read.buffer * self.layout.max_slot());
             nic.read_local(at, &mut slot).expect("own region");
-            self.accept(oid, &slot);
-            if self.counters.lagged {
-                break;
-            }
+            self.accept(read.oid, &slot);
         }
         worked
+    }
+
+    /// Whether the running request found that this replica lags.
+    fn lagging(&self) -> bool {
+        self.running
+            .as_ref()
+            .is_some_and(|r| r.phase == Phase::Transfer)
     }
 
     /// Lines 24-32: keeps the valid version of `oid` from the bytes of its slot, or finds that
@@ -162,11 +209,11 @@ impl<S, A: Application> HeronServer<S, A> {
     }
 
     /// Line 30: every version read is at or after the request, so the replicas read from have
-    /// moved past what this replica must see. State transfer (Algorithm 11) is not in yet:
-    /// until it is, the replica stops itself, and the runtime treats it as crashed (its
-    /// partition keeps a majority as long as no more than f replicas stop).
+    /// moved past what this replica must see: it asks its partition for a state transfer
+    /// ([`crate::state_transfer`]).
     fn lag(&mut self) {
-        self.counters.lagged = true;
+        let run = self.running.as_mut().expect("running");
+        run.phase = Phase::Transfer;
     }
 
     /// Lines 33-35: writes the new version of each of this partition's objects the request
@@ -179,6 +226,7 @@ impl<S, A: Application> HeronServer<S, A> {
         let run = self.running.as_ref().expect("running");
         let tmp = run.req.tmp;
         let declared = self.app.write_set(&run.req.body);
+        let group = self.group;
         for (oid, value) in writes {
             assert!(
                 declared.contains(oid),
@@ -190,9 +238,10 @@ impl<S, A: Application> HeronServer<S, A> {
                 value.len(),
                 self.layout.value_bytes(*oid)
             );
-            if self.app.partition_of(*oid) != self.group {
+            if self.app.partition_of(*oid) != group {
                 continue;
             }
+            self.updates.push((tmp, *oid));
             let (at, len) = self.layout.slot(*oid, self.app.row_of(*oid));
             let mut slot = vec![0; len];
             let base = LocalAddr::new(self.regions.objects, at);

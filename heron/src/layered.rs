@@ -1,12 +1,14 @@
 //! One NIC, two layers: the multicast protocol underneath and Heron above post on the same
 //! queue pairs and share one completion queue, as an RDMA application and its ordering library
 //! do in one process. [`Layered`] is the view the multicast layer polls through: completions of
-//! Heron's work requests are set aside for Heron, everything else passes through unchanged.
+//! Heron's work requests are set aside for Heron, everything else passes through unchanged,
+//! except that the lower layer also sees Heron's flushed ones: they say a queue pair both layers
+//! use is in error, and the multicast protocols repair their queue pairs when they see that.
 
 use std::collections::{BTreeSet, VecDeque};
 use transport::{
     Changes, Completion, Data, LocalAddr, Nanos, Nic, NicLimits, Op, OpError, ProcessId, Recv,
-    RegionTable, Rng, WrId,
+    RegionTable, Rng, Status, WrId,
 };
 
 /// A NIC seen by the lower layer: completions of the work requests Heron posted are set aside
@@ -65,9 +67,13 @@ impl<N: Nic> Nic for Layered<'_, N> {
     fn poll_completion(&mut self) -> Option<Completion> {
         loop {
             let c = self.nic.poll_completion()?;
-            if self.upper.remove(&c.wr) {
-                self.stash.push_back(c);
-            } else {
+            if !self.upper.remove(&c.wr) {
+                return Some(c);
+            }
+            self.stash.push_back(c);
+            // A flushed work request of Heron's says the queue pair it shares with the lower
+            // layer is in error: the lower layer sees it too, so it reconnects the pair.
+            if c.status == Status::Flushed {
                 return Some(c);
             }
         }

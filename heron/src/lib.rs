@@ -14,7 +14,7 @@
 //! | Algorithm 9, coordination | [`coordination`] |
 //! | Algorithm 10, execution | [`execution`] |
 //! | dual versions, objects in registered memory | [`store`] |
-//! | Algorithm 11, state transfer | not yet (see "Status") |
+//! | Algorithm 11, state transfer | [`state_transfer`] |
 //! | the application (read set, write set, execute, partitioning) | [`app`]; [`kv`] |
 //! | linearizability argument (5.1.3) | checked by [`oracle`] |
 //!
@@ -28,15 +28,29 @@
 //! - **Phase 2 counts replicas past the request** (see [`coordination`]).
 //! - **Remote reads of one request go out together** (see [`execution`]).
 //! - **Every Heron work request is signaled**, so its completion comes back to Heron and never
-//!   reaches the multicast layer polling the same completion queue ([`layered`]).
+//!   reaches the multicast layer polling the same completion queue, except a flushed one,
+//!   which both see: the multicast layer reconnects the queue pair they share, and Heron writes
+//!   the flushed address's latest value again ([`layered`], `HeronServer::write`).
+//! - **A replica remembers where a read failed** (the process crashed) and reads elsewhere while
+//!   anyone else coordinated (see [`execution`]).
+//! - **A laggard that installed a transfer up to `rid` writes `<rid, 2>` into every server's
+//!   coordination memory**: replicas waiting in phase 4 of a request it skipped may count it
+//!   (see [`state_transfer`]).
+//! - **State transfers are staged** in an area of the laggard only their responder writes,
+//!   and each attempt names one responder (see [`state_transfer`]).
 //! - **The extra wait** ([`Config::extra_wait`]) applies to both coordination phases once a
 //!   majority of every involved partition is in.
 //!
+//! # Testing
+//! `tests/sim.rs` runs Heron over RamCast on the simulator and judges every run with the
+//! [`oracle`]; a sweep draws replica crashes (RamCast leaders among them), pauses long enough to
+//! make laggards, and client crashes per seed (`HERON_SEEDS`, default 30; `HERON_FIRST_SEED`),
+//! and also requires every surviving replica to finish its work. Failing seeds are kept as
+//! regression tests with their postmortems.
+//!
 //! # Status
-//! State transfer (Algorithm 11) is the next increment: until it lands, a replica that finds it
-//! lags (every version it reads is at or after its request) stops itself, and the runtime
-//! treats it as crashed ([`Counters::lagged`]); its partition goes on as long as no more than f
-//! replicas stop. TPC-C, the harness commands and the figures follow.
+//! TPC-C, the harness commands (`run`, `check`, `compare`, `reproduce`) and the figures are the
+//! next increments of issue 15.
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -50,6 +64,7 @@ pub mod kv;
 pub mod layered;
 pub mod oracle;
 pub mod server;
+pub mod state_transfer;
 pub mod store;
 pub mod wire;
 

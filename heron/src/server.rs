@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use transport::{
     Access, Completion, LocalAddr, Nanos, Nic, Process, ProcessId, Progress, RegionId, RegionSpec,
-    RemoteAddr, WrId, WriteFlags,
+    RemoteAddr, Status, WrId, WriteFlags,
 };
 
 /// Bytes of a coordination entry: `[state u64 | tmp u64]`. The state word
@@ -28,18 +28,25 @@ pub(crate) const READ_SLOTS: usize = 32;
 pub(crate) struct Regions {
     /// `coord_mem`: one entry per server of the run, written by that server (Algorithm 9).
     pub(crate) coord: RegionId,
+    /// `state_sync_mem`: one transfer entry per replica of the partition (Algorithm 11).
+    pub(crate) state: RegionId,
     /// The object store ([`crate::store`]).
     pub(crate) objects: RegionId,
     /// Where remote reads land.
     pub(crate) reads: RegionId,
+    /// Where state transfers land: one area per replica of the partition, written only by
+    /// that replica (see [`crate::state_transfer`]).
+    pub(crate) stage: RegionId,
 }
 
 impl Regions {
     pub(crate) fn at(base: u16) -> Regions {
         Regions {
             coord: RegionId(base),
-            objects: RegionId(base + 1),
-            reads: RegionId(base + 2),
+            state: RegionId(base + 1),
+            objects: RegionId(base + 2),
+            reads: RegionId(base + 3),
+            stage: RegionId(base + 4),
         }
     }
 }
@@ -53,6 +60,8 @@ pub(crate) enum Phase {
     Execute,
     /// Phase 4: waiting for a majority of every involved partition to have executed it.
     Finish,
+    /// The replica found it lags (Algorithm 10, line 30) and waits for a state transfer.
+    Transfer,
 }
 
 /// The request being executed and what it has gathered.
@@ -65,11 +74,23 @@ pub(crate) struct Running {
     /// When a majority of every involved partition first coordinated in the current phase.
     pub(crate) majority_at: Option<Nanos>,
     pub(crate) reads: Reads,
-    /// Remote reads in flight: object, process read from, read buffer slot.
-    pub(crate) inflight: BTreeMap<WrId, (ObjectId, ProcessId, usize)>,
     /// Processes whose read failed during this request (crashed): not read from again.
     pub(crate) failed: BTreeSet<ProcessId>,
     pub(crate) response: Option<Vec<u8>>,
+    /// The state transfer asked for, once in [`Phase::Transfer`]: its attempt and when.
+    pub(crate) asked: Option<(u64, Nanos)>,
+}
+
+/// A remote read in flight.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Inflight {
+    /// The request it reads for (a read of an abandoned request is dropped when it returns).
+    pub(crate) tmp: u64,
+    pub(crate) oid: ObjectId,
+    /// The process read from.
+    pub(crate) from: ProcessId,
+    /// The read buffer slot it lands in (taken until it returns).
+    pub(crate) buffer: usize,
 }
 
 /// A request this replica executed, as the oracle checks it.
@@ -103,8 +124,18 @@ pub struct Counters {
     /// Multi-partition requests whose phase 2 or 4 ended on the extra wait's timeout rather
     /// than with every replica in.
     pub waited_out: u64,
-    /// Whether the replica found that it lags (Algorithm 10, line 29) and stopped itself.
-    pub lagged: bool,
+    /// State transfers this replica asked for (it lagged, Algorithm 10 line 30), counting
+    /// each attempt.
+    pub transfers_asked: u64,
+    /// State transfers it received and installed.
+    pub transfers_received: u64,
+    /// State transfers it served.
+    pub transfers_served: u64,
+    /// Objects it sent while serving them.
+    pub objects_sent: u64,
+    /// Writes it made again after the queue pair under them was reset (see
+    /// `HeronServer::write`).
+    pub rewrites: u64,
 }
 
 /// A Heron replica of partition `group`, running on multicast server `S`.
@@ -129,6 +160,25 @@ pub struct HeronServer<S, A> {
     /// Work requests Heron posted and whose completions it waits for.
     pub(crate) upper: BTreeSet<WrId>,
     pub(crate) completions: VecDeque<Completion>,
+    /// The latest value Heron wrote at each remote address.
+    pub(crate) latest: BTreeMap<RemoteAddr, Vec<u8>>,
+    /// Heron's writes in flight, by work request.
+    pub(crate) written: BTreeMap<WrId, RemoteAddr>,
+    /// Addresses to write again (their write was flushed), and when.
+    pub(crate) retries: BTreeMap<RemoteAddr, Nanos>,
+    /// Remote reads that returned, with their completions, for the running request.
+    pub(crate) returned: VecDeque<(Completion, Inflight)>,
+    /// Processes a remote read failed at (crashed).
+    pub(crate) unreachable: BTreeSet<ProcessId>,
+    /// Remote reads in flight, by work request.
+    pub(crate) inflight: BTreeMap<WrId, Inflight>,
+    /// The log of Algorithm 11: `(tmp, object)` for every local write, in timestamp order.
+    pub(crate) updates: Vec<(u64, ObjectId)>,
+    /// The log holds every update after this timestamp (a state transfer installs objects
+    /// without an account of which requests wrote them, so the log restarts after it).
+    pub(crate) log_from: u64,
+    /// State transfer attempts this replica made (names the responder of each).
+    pub(crate) attempts: u64,
     pub(crate) counters: Counters,
     pub(crate) record: Option<Vec<Executed>>,
     pub(crate) delivered: Vec<(MsgId, Option<u64>)>,
@@ -161,6 +211,15 @@ impl<S, A: Application> HeronServer<S, A> {
             applied: 0,
             upper: BTreeSet::new(),
             completions: VecDeque::new(),
+            latest: BTreeMap::new(),
+            written: BTreeMap::new(),
+            retries: BTreeMap::new(),
+            returned: VecDeque::new(),
+            unreachable: BTreeSet::new(),
+            inflight: BTreeMap::new(),
+            updates: Vec::new(),
+            log_from: 0,
+            attempts: 0,
             counters: Counters::default(),
             record: record.then(Vec::new),
             delivered: Vec::new(),
@@ -192,6 +251,11 @@ impl<S, A: Application> HeronServer<S, A> {
         self.applied
     }
 
+    /// Whether it has nothing left to do: no request running or delivered and not taken.
+    pub fn idle(&self) -> bool {
+        self.running.is_none() && self.queue.is_empty()
+    }
+
     /// The multicast messages it delivered, with their order timestamps, for the delivery log.
     pub fn delivered(&self) -> &[(MsgId, Option<u64>)] {
         &self.delivered
@@ -216,10 +280,14 @@ impl<S, A: Application> HeronServer<S, A> {
     /// Heron's regions, as listed after the multicast server's.
     pub(crate) fn own_regions(&self) -> Vec<RegionSpec> {
         let servers = self.cfg.servers();
+        let replicas = self.cfg.replicas;
         vec![
             RegionSpec::new(servers * ENTRY).with_default(Access::Write),
+            RegionSpec::new(replicas * crate::state_transfer::ENTRY).with_default(Access::Write),
             RegionSpec::new(self.layout.len().max(8)).with_default(Access::Read),
             RegionSpec::new(READ_SLOTS * self.layout.max_slot().max(8)),
+            RegionSpec::new(replicas * crate::state_transfer::area(&self.layout))
+                .with_default(Access::Write),
         ]
     }
 
@@ -239,17 +307,72 @@ impl<S, A: Application> HeronServer<S, A> {
 
     /// Posts a signaled write of `data` to `dst` for Heron (its completion comes back to
     /// Heron, not to the multicast layer), or writes locally when `dst` is this process.
+    ///
+    /// Heron shares its queue pairs with the multicast layer, which may put one in error (a
+    /// write of its own refused after a leader change): Heron's writes queued behind are then
+    /// flushed. Every address Heron writes holds a value that only moves forward (its own
+    /// coordination entry, its response slot at a client, its transfer area and entries), so a
+    /// flushed write is repaired by writing the address's latest value again once the queue
+    /// pair is back ([`HeronServer::retry_writes`]).
     pub(crate) fn write<N: Nic>(&mut self, nic: &mut N, dst: RemoteAddr, data: &[u8]) {
         if dst.process == self.me {
             nic.write_local(LocalAddr::new(dst.region, dst.offset), data)
                 .expect("own region");
             return;
         }
+        self.latest.insert(dst, data.to_vec());
+        self.post(nic, dst);
+    }
+
+    /// Posts the latest value of `dst`.
+    fn post<N: Nic>(&mut self, nic: &mut N, dst: RemoteAddr) {
+        let data = &self.latest[&dst];
         if let Ok(wr) = nic.post_write(dst, data, WriteFlags::SIGNALED) {
             self.upper.insert(wr);
+            self.written.insert(wr, dst);
         }
     }
+
+    /// Takes the completions of Heron's work requests: a read's goes to the running request,
+    /// a flushed write's address is written again after [`RETRY`].
+    pub(crate) fn take_completions<N: Nic>(&mut self, nic: &mut N) {
+        while let Some(c) = self.completions.pop_front() {
+            if let Some(dst) = self.written.remove(&c.wr) {
+                if c.status == Status::Flushed {
+                    let due = nic.now() + RETRY;
+                    self.retries.entry(dst).or_insert(due);
+                }
+                continue;
+            }
+            if let Some(read) = self.inflight.remove(&c.wr) {
+                self.returned.push_back((c, read));
+            }
+        }
+    }
+
+    /// Writes again every address whose write was flushed and whose retry is due; returns when
+    /// the next one is.
+    pub(crate) fn retry_writes<N: Nic>(&mut self, nic: &mut N) -> (bool, Option<Nanos>) {
+        let now = nic.now();
+        let due: Vec<RemoteAddr> = self
+            .retries
+            .iter()
+            .filter(|&(_, &t)| t <= now)
+            .map(|(&a, _)| a)
+            .collect();
+        for dst in &due {
+            self.retries.remove(dst);
+            self.post(nic, *dst);
+            self.counters.rewrites += 1;
+        }
+        (!due.is_empty(), self.retries.values().min().copied())
+    }
 }
+
+/// How long Heron waits before writing again an address whose write was flushed: the multicast
+/// layer reconnects the queue pair when it sees the flush, and a retry without a pause could
+/// meet the same broken queue pair again and again at one instant.
+pub(crate) const RETRY: Nanos = Nanos(2_000);
 
 impl<N: Nic, S, A: Application> Process<N> for HeronServer<S, A>
 where
@@ -263,7 +386,7 @@ where
     }
 
     fn stopped(&self) -> bool {
-        self.mcast.halted() || self.counters.lagged
+        self.mcast.halted()
     }
 
     fn poll(&mut self, nic: &mut N) -> Progress {
@@ -289,7 +412,12 @@ where
             }
             worked = true;
         }
-        let mut wake = None;
+        self.take_completions(nic);
+        let (retried, mut wake) = self.retry_writes(nic);
+        worked |= retried;
+        let (served, w) = self.serve_transfers(nic);
+        worked |= served;
+        wake = earliest(wake, w);
         loop {
             let (stepped, w) = self.step(nic);
             wake = earliest(wake, w);

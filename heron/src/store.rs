@@ -27,6 +27,7 @@ pub struct Layout {
     /// Per table: first byte, bytes per slot, bytes per value.
     tables: Vec<(usize, usize, usize)>,
     len: usize,
+    rows: usize,
 }
 
 /// One version of an object: the timestamp of the request that wrote it and its value.
@@ -41,6 +42,7 @@ pub struct Version<'a> {
 impl Layout {
     /// The layout of `tables`.
     pub fn new(tables: &[Table]) -> Layout {
+        let tables_rows = tables.iter().map(|t| t.rows as usize).sum();
         let mut at = 0;
         let tables = tables
             .iter()
@@ -51,12 +53,21 @@ impl Layout {
                 (base, slot, t.value_bytes)
             })
             .collect();
-        Layout { tables, len: at }
+        Layout {
+            tables,
+            len: at,
+            rows: tables_rows,
+        }
     }
 
     /// Bytes of the object region.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Rows of every table together.
+    pub fn rows(&self) -> usize {
+        self.rows
     }
 
     /// Whether the schema has no rows at all.
