@@ -45,7 +45,10 @@
 //! `tests/sim.rs` runs Heron over RamCast on the simulator and judges every run with the
 //! [`oracle`]; a sweep draws replica crashes (RamCast leaders among them), pauses long enough to
 //! make laggards, and client crashes per seed (`HERON_SEEDS`, default 30; `HERON_FIRST_SEED`),
-//! and also requires every surviving replica to finish its work. Failing seeds are kept as
+//! and also requires every surviving replica to finish its work. The clients' histories also go
+//! through a linearizability checker nobody here wrote, `consistency_model`'s
+//! `LinearizabilityTester` (by the author of Stateright), against the key-value store's
+//! sequential specification written again in the test. Failing seeds are kept as
 //! regression tests with their postmortems.
 //!
 //! # Status
