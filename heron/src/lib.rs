@@ -42,7 +42,8 @@
 //!   majority of every involved partition is in.
 //!
 //! # Testing
-//! `tests/sim.rs` runs Heron over RamCast on the simulator and judges every run with the
+//! `tests/sim.rs` runs Heron over RamCast on the simulator ([`testing`], the `testing`
+//! feature, which the harness shares) and judges every run with the
 //! [`oracle`]; a sweep draws replica crashes (RamCast leaders among them), pauses long enough to
 //! make laggards, and client crashes per seed (`HERON_SEEDS`, default 30; `HERON_FIRST_SEED`),
 //! and also requires every surviving replica to finish its work. The clients' histories also go
@@ -69,6 +70,8 @@ pub mod oracle;
 pub mod server;
 pub mod state_transfer;
 pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod wire;
 
 pub use app::{Application, Execution, ObjectId, Reads, Table};

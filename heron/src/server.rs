@@ -138,6 +138,36 @@ pub struct Counters {
     pub rewrites: u64,
 }
 
+impl Counters {
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &Counters) {
+        let Counters {
+            executed,
+            multi,
+            skipped,
+            remote_reads,
+            failed_reads,
+            waited_out,
+            transfers_asked,
+            transfers_received,
+            transfers_served,
+            objects_sent,
+            rewrites,
+        } = *other;
+        self.executed += executed;
+        self.multi += multi;
+        self.skipped += skipped;
+        self.remote_reads += remote_reads;
+        self.failed_reads += failed_reads;
+        self.waited_out += waited_out;
+        self.transfers_asked += transfers_asked;
+        self.transfers_received += transfers_received;
+        self.transfers_served += transfers_served;
+        self.objects_sent += objects_sent;
+        self.rewrites += rewrites;
+    }
+}
+
 /// A Heron replica of partition `group`, running on multicast server `S`.
 #[derive(Debug)]
 pub struct HeronServer<S, A> {

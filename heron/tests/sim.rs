@@ -1,21 +1,18 @@
-//! Heron over RamCast on the simulator, judged by the sequential oracle.
+//! Heron over RamCast on the simulator, judged by the sequential oracle, an external
+//! linearizability checker, and whether every surviving replica finished its work.
 
-use heron::oracle::{self, ClientView, ReplicaView};
-use heron::{Config, HeronNode, KeyValue, Window};
+use heron::testing::{self, chaos, key_value_linearizable};
+use heron::{Config, HeronNode, KeyValue};
 use multicast::Membership;
 use ramcast::{RamcastClient, RamcastServer};
 use std::sync::Arc;
-use transport::runtime::sim::{Fault, Profile, Sim, SimConfig, SimNic};
+use transport::runtime::sim::{Fault, Profile};
 use transport::{Nanos, ProcessId};
 
-type Node = HeronNode<RamcastServer, RamcastClient, KeyValue>;
+type Run = testing::SimRun<RamcastServer, RamcastClient, KeyValue>;
 
-struct Run {
-    sim: Sim<Node>,
-    cfg: Config,
-    app: Arc<KeyValue>,
-}
-
+/// `cfg` over RamCast (`xl170-cx4`, the thesis's testbed) with a key-value store of 48 keys
+/// whose requests span two partitions with probability `multi`; clients stop at `stop_us`.
 fn run(cfg: Config, multi: f64, seed: u64, faults: Vec<Fault>, stop_us: u64) -> Run {
     let mut rc = ramcast::Config::new(cfg.partitions, cfg.replicas, cfg.clients);
     // Enough slots that no client waits for a crashed replica's eviction (RamCast recycles a
@@ -23,200 +20,35 @@ fn run(cfg: Config, multi: f64, seed: u64, faults: Vec<Fault>, stop_us: u64) -> 
     rc.slots = 128;
     let rc = Arc::new(rc);
     let app = Arc::new(KeyValue::new(cfg.partitions, 48, multi));
-    let window = Window {
-        warmup_end: Nanos::ZERO,
-        stop_at: Nanos(stop_us * 1_000),
-    };
-    let nodes = heron::deploy::<SimNic, _, _, _>(
-        cfg.clone(),
-        app.clone(),
+    testing::run_sim(
+        cfg,
+        app,
+        Profile::load("xl170-cx4").expect("built in"),
         seed,
-        window,
-        true,
+        faults,
+        Nanos(stop_us * 1_000),
+        // A few RDMA retry timeouts (10 ms on xl170-cx4: a read of a crashed replica fails
+        // only then).
+        Nanos(40_000_000),
         |g, r| RamcastServer::new(rc.clone(), g, r),
         |i| RamcastClient::new(rc.clone(), i),
-    );
-    let mut sc = SimConfig::new(seed, Profile::load("xl170-cx4").expect("built in"));
-    sc.faults = faults;
-    let mut sim = Sim::new(sc, nodes);
-    // The convergence phase outlasts a few RDMA retry timeouts (10 ms on xl170-cx4: a read
-    // of a crashed replica fails only then).
-    sim.run(Some(window.stop_at + Nanos(40_000_000)));
-    Run { sim, cfg, app }
+    )
 }
 
-/// The key-value store's sequential specification, written again here from its definition
-/// (each request reads its keys and adds its delta to each) for the external linearizability
-/// checker: `consistency_model`'s `LinearizabilityTester` (by the author of Stateright), which
-/// searches for a linearization of the clients' histories on its own.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-struct Counters(std::collections::BTreeMap<u64, i64>);
-
-impl consistency_model::SequentialSpec for Counters {
-    /// `(keys, delta)`.
-    type Op = (Vec<u64>, i64);
-    /// The values read.
-    type Ret = Vec<i64>;
-    fn invoke(&mut self, (keys, delta): &Self::Op) -> Vec<i64> {
-        keys.iter()
-            .map(|k| {
-                let v = self.0.entry(*k).or_insert(0);
-                let before = *v;
-                *v = v.wrapping_add(*delta);
-                before
-            })
-            .collect()
-    }
-}
-
-/// The clients' histories fed to the external checker in real-time order; requests without a
-/// response stay in flight. At equal times invocations go first (precedence is strict), but a
-/// client's invocation after its own return at that instant (a closed-loop client issues its
-/// next request in the poll that saw the response) goes after the returns.
-fn externally_linearizable(clients: &[(u32, Vec<heron::Call>)]) -> bool {
-    use consistency_model::{ConsistencyTester, LinearizabilityTester};
-    let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes"));
-    let mut events = Vec::new();
-    for (client, calls) in clients {
-        for call in calls {
-            let op = (
-                call.request[8..].chunks(8).map(word).collect::<Vec<_>>(),
-                word(&call.request[..8]) as i64,
-            );
-            let after_own_return = calls.iter().any(|c| {
-                c.returned
-                    .as_ref()
-                    .is_some_and(|(at, _)| *at == call.invoked)
-            });
-            events.push((
-                call.invoked,
-                2 * after_own_return as u8,
-                *client,
-                Some(op),
-                None,
-            ));
-            if let Some((at, response)) = &call.returned {
-                let ret: Vec<i64> = response.chunks(8).map(|c| word(c) as i64).collect();
-                events.push((*at, 1, *client, None, Some(ret)));
-            }
-        }
-    }
-    events.sort_by_key(|e| (e.0, e.1, e.2));
-    let mut tester = LinearizabilityTester::new(Counters::default());
-    for (_, _, client, op, ret) in events {
-        let step = match (op, ret) {
-            (Some(op), _) => tester.on_invoke(client, op).map(|_| ()),
-            (None, Some(ret)) => tester.on_return(client, ret).map(|_| ()),
-            (None, None) => unreachable!("an event is one or the other"),
-        };
-        if step.is_err() {
-            return false;
-        }
-    }
-    tester.is_consistent()
-}
-
-impl Run {
-    /// The clients' histories.
-    fn histories(&self) -> Vec<(u32, Vec<heron::Call>)> {
-        self.sim
-            .processes()
-            .iter()
-            .enumerate()
-            .filter_map(|(i, n)| match n {
-                HeronNode::Client(c) => Some((
-                    self.cfg
-                        .client_index(ProcessId(i as u32))
-                        .expect("a client") as u32,
-                    c.history(),
-                )),
-                HeronNode::Server(_) => None,
-            })
-            .collect()
-    }
-
-    /// The oracle's verdict over every replica (the state of those that did not crash or stop)
-    /// and every client.
-    fn check(&self) -> oracle::Report {
-        self.verdict().unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    /// The oracle's verdict, its violations summarised.
-    fn verdict(&self) -> Result<oracle::Report, String> {
-        let mut replicas = Vec::new();
-        let mut clients = Vec::new();
-        for (i, node) in self.sim.processes().iter().enumerate() {
-            let p = ProcessId(i as u32);
-            match node {
-                HeronNode::Server(s) => replicas.push(ReplicaView {
-                    process: p,
-                    group: s.group(),
-                    executed: s.executed().expect("recording"),
-                    applied: s.applied(),
-                    state: (!self.sim.crashed(p)).then(|| s.state(self.sim.nic(p))),
-                }),
-                HeronNode::Client(c) => clients.push(ClientView {
-                    client: self.cfg.client_index(p).expect("a client") as u32,
-                    calls: c.history(),
-                }),
-            }
-        }
-        oracle::check(&*self.app, self.cfg.partitions, &replicas, &clients).map_err(|v| {
-            let first: Vec<String> = v.iter().take(5).map(|v| v.to_string()).collect();
-            format!("{} violations, first: {}", v.len(), first.join("; "))
-        })
-    }
-
-    /// The correct replicas that still have a request to finish (none should, after the
-    /// convergence phase).
-    fn stuck(&self) -> Vec<ProcessId> {
-        (0..self.sim.processes().len())
-            .map(|i| ProcessId(i as u32))
-            .filter(|&p| !self.sim.crashed(p))
-            .filter(
-                |p| matches!(&self.sim.processes()[p.index()], HeronNode::Server(s) if !s.idle()),
-            )
-            .collect()
-    }
-
-    fn counters(&self) -> heron::Counters {
-        let mut total = heron::Counters::default();
-        for node in self.sim.processes() {
-            if let HeronNode::Server(s) = node {
-                let c = s.counters();
-                total.executed += c.executed;
-                total.multi += c.multi;
-                total.remote_reads += c.remote_reads;
-                total.failed_reads += c.failed_reads;
-                total.waited_out += c.waited_out;
-                total.transfers_asked += c.transfers_asked;
-                total.transfers_received += c.transfers_received;
-                total.transfers_served += c.transfers_served;
-                total.objects_sent += c.objects_sent;
-                total.rewrites += c.rewrites;
-            }
-        }
-        total
-    }
-
-    fn completed(&self) -> u64 {
-        self.sim
-            .processes()
-            .iter()
-            .map(|n| match n {
-                HeronNode::Client(c) => c.completed().0,
-                HeronNode::Server(_) => 0,
-            })
-            .sum()
-    }
+/// The oracle's verdict, or a panic naming the first violations.
+fn check(r: &Run) -> heron::oracle::Report {
+    r.verdict().unwrap_or_else(|v| {
+        let first: Vec<String> = v.iter().take(5).map(|v| v.to_string()).collect();
+        panic!("{} violations, first: {}", v.len(), first.join("; "))
+    })
 }
 
 #[test]
 fn single_and_multi_partition_requests_are_linearizable() {
     let r = run(Config::new(3, 3, 6), 0.5, 1, vec![], 1_000);
-    let report = r.check();
+    let report = check(&r);
     let histories = r.histories();
-    assert!(externally_linearizable(&histories));
+    assert!(key_value_linearizable(&histories));
     // The external checker rejects the same history with one response changed.
     let mut broken = histories.clone();
     let call = broken[0]
@@ -226,7 +58,7 @@ fn single_and_multi_partition_requests_are_linearizable() {
         .expect("a response");
     let (_, response) = call.returned.as_mut().expect("checked");
     response[0] ^= 1;
-    assert!(!externally_linearizable(&broken));
+    assert!(!key_value_linearizable(&broken));
     let c = r.counters();
     assert!(r.completed() > 100, "completed {}", r.completed());
     assert!(c.multi > 100 && c.remote_reads > 100, "{c:?}");
@@ -246,7 +78,7 @@ fn a_crashed_replica_in_each_partition_does_not_stop_the_others() {
         })
         .collect();
     let r = run(cfg, 0.5, 2, faults, 1_000);
-    let report = r.check();
+    let report = check(&r);
     assert_eq!(report.states, 4, "the four surviving replicas are compared");
     // Requests kept completing after the crashes (multi-partition ones waited out the extra
     // wait for the crashed replicas).
@@ -272,7 +104,7 @@ fn a_crashed_replica_in_each_partition_does_not_stop_the_others() {
 #[test]
 fn a_single_partition_deployment_executes_without_coordination() {
     let r = run(Config::new(1, 3, 3), 0.5, 3, vec![], 500);
-    r.check();
+    check(&r);
     let c = r.counters();
     assert_eq!((c.multi, c.remote_reads), (0, 0), "{c:?}");
     assert!(c.executed > 100, "{c:?}");
@@ -289,7 +121,7 @@ fn a_replica_paused_past_its_partition_catches_up_by_state_transfer() {
         duration: Nanos(300_000),
     }];
     let r = run(cfg, 0.8, 4, faults, 1_500);
-    let report = r.check();
+    let report = check(&r);
     assert_eq!(
         report.states, 6,
         "every replica is compared, the laggard too"
@@ -351,7 +183,7 @@ fn a_laggard_that_skipped_a_request_lets_phase_4_of_it_end() {
         },
     ];
     let r = run(cfg, 0.6, 219, faults, 1_500);
-    r.check();
+    check(&r);
     assert!(r.stuck().is_empty(), "{:?}", r.stuck());
     assert!(r.counters().transfers_received >= 1, "{:?}", r.counters());
 }
@@ -366,9 +198,9 @@ fn a_laggard_that_skipped_a_request_lets_phase_4_of_it_end() {
 /// writes each flushed address's latest value again.
 #[test]
 fn coordination_writes_flushed_by_a_leader_change_are_made_again() {
-    let (cfg, faults, _) = sweep_case(363);
-    let r = run(cfg, 0.6, 363, faults, 1_500);
-    r.check();
+    let c = chaos(363);
+    let r = run(c.cfg, 0.6, 363, c.faults, 1_500);
+    check(&r);
     assert!(r.stuck().is_empty(), "{:?}", r.stuck());
     assert!(r.counters().rewrites > 0, "{:?}", r.counters());
 }
@@ -381,47 +213,6 @@ fn seeds() -> u64 {
         .unwrap_or(30)
 }
 
-/// What happens in seed `seed` of the sweep: the deployment and its faults, with a tally of
-/// replica crashes, leader crashes, pauses and client crashes.
-fn sweep_case(seed: u64) -> (Config, Vec<Fault>, [u64; 4]) {
-    use transport::{Purpose, Rng};
-    let mut tally = [0u64; 4];
-    let mut rng = Rng::derive(seed, Purpose::Faults, 0);
-    let partitions = 2 + rng.below(2) as usize;
-    let mut cfg = Config::new(partitions, 3, 4);
-    cfg.extra_wait = Nanos(rng.below(3) * 1_000);
-    let mut faults = Vec::new();
-    for g in 0..partitions {
-        let g = multicast::GroupId(g as u8);
-        let crashed = rng.below(3) as usize;
-        if rng.chance(0.5) {
-            // Rank 0 is RamCast's initial leader: its crash changes the leader underneath.
-            tally[0] += 1;
-            tally[1] += (crashed == 0) as u64;
-            faults.push(Fault::Crash {
-                at: Nanos(100_000 + rng.below(800_000)),
-                process: cfg.server(g, crashed),
-            });
-        }
-        if rng.chance(0.5) {
-            tally[2] += 1;
-            faults.push(Fault::Pause {
-                at: Nanos(100_000 + rng.below(800_000)),
-                process: cfg.server(g, (crashed + 1 + rng.below(2) as usize) % 3),
-                duration: Nanos(50_000 + rng.below(400_000)),
-            });
-        }
-    }
-    if rng.chance(0.3) {
-        tally[3] += 1;
-        faults.push(Fault::Crash {
-            at: Nanos(100_000 + rng.below(800_000)),
-            process: cfg.client(rng.below(4) as usize),
-        });
-    }
-    (cfg, faults, tally)
-}
-
 /// Every seed is judged by the oracle, by the external checker, and by whether every surviving
 /// replica finished.
 #[test]
@@ -432,13 +223,18 @@ fn random_crashes_pauses_and_client_crashes_stay_linearizable() {
         .unwrap_or(0);
     let mut tally = [0u64; 7];
     for seed in first..first + seeds() {
-        let (cfg, faults, t) = sweep_case(seed);
-        for (a, b) in tally.iter_mut().zip(t) {
+        let c = chaos(seed);
+        for (a, b) in
+            tally
+                .iter_mut()
+                .zip([c.crashes, c.leader_crashes, c.pauses, c.client_crashes])
+        {
             *a += b;
         }
-        let r = run(cfg, 0.6, seed, faults.clone(), 1_500);
-        if let Err(e) = r.verdict() {
-            panic!("seed {seed}, faults {faults:?}: {e}");
+        let faults = c.faults.clone();
+        let r = run(c.cfg, 0.6, seed, c.faults, 1_500);
+        if let Err(v) = r.verdict() {
+            panic!("seed {seed}, faults {faults:?}: {}", v[0]);
         }
         let stuck = r.stuck();
         assert!(
@@ -478,9 +274,9 @@ fn the_external_checker_rejects_a_stale_read() {
             (1, vec![call(&[3], 0, 6, 9, read)]),
         ]
     };
-    assert!(externally_linearizable(&history(1)));
+    assert!(key_value_linearizable(&history(1)));
     assert!(
-        !externally_linearizable(&history(0)),
+        !key_value_linearizable(&history(0)),
         "the read began after the write ended"
     );
 }
