@@ -42,14 +42,14 @@
 //!   majority of every involved partition is in.
 //!
 //! # Testing
-//! `tests/sim.rs` runs Heron over RamCast on the simulator ([`testing`], the `testing`
-//! feature, which the harness shares) and judges every run with the
+//! `tests/sim.rs` runs Heron over RamCast on the simulator (module `testing`, behind the
+//! `testing` feature, which the harness shares) and judges every run with the
 //! [`oracle`]; a sweep draws replica crashes (RamCast leaders among them), pauses long enough to
 //! make laggards, and client crashes per seed (`HERON_SEEDS`, default 30; `HERON_FIRST_SEED`),
 //! and also requires every surviving replica to finish its work. The clients' histories also go
 //! through a linearizability checker nobody here wrote, `consistency_model`'s
 //! `LinearizabilityTester` (by the author of Stateright), against the key-value store's
-//! sequential specification written again in the test. Failing seeds are kept as
+//! sequential specification written again in `testing`. Failing seeds are kept as
 //! regression tests with their postmortems.
 //!
 //! # Status
