@@ -14,8 +14,9 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct WrId(pub u64);
 
-/// The bytes a write or send carries.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The bytes a write or send carries. Two payloads are equal when they carry the same bytes,
+/// held in place or in a buffer alike (a synthetic payload equals only the same descriptor).
+#[derive(Clone, Debug, Eq)]
 pub enum Data {
     /// Real bytes.
     Bytes(Bytes),
@@ -113,6 +114,27 @@ impl std::ops::Deref for Inline {
 impl fmt::Debug for Inline {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("Inline").field(&&self[..]).finish()
+    }
+}
+
+impl PartialEq for Data {
+    fn eq(&self, other: &Data) -> bool {
+        match (self, other) {
+            (Data::Synthetic(a), Data::Synthetic(b)) => a == b,
+            (Data::Synthetic(_), _) | (_, Data::Synthetic(_)) => false,
+            (a, b) => a.held() == b.held(),
+        }
+    }
+}
+
+impl Data {
+    /// The bytes of a payload held in memory (`None` for a synthetic one).
+    fn held(&self) -> Option<&[u8]> {
+        match self {
+            Data::Bytes(b) => Some(b),
+            Data::Inline(i) => Some(i),
+            Data::Synthetic(_) => None,
+        }
     }
 }
 
@@ -816,5 +838,11 @@ mod tests {
             assert_eq!(&data.window(2, 3).to_bytes()[..], &raw[2..5]);
         }
         assert_eq!(Data::copied(&[]).len(), 0);
+        // Equal bytes are equal payloads, however they are held.
+        assert_eq!(
+            Data::copied(&word),
+            Data::Bytes(Bytes::copy_from_slice(&word))
+        );
+        assert_ne!(Data::copied(&word), Data::copied(&[0; 8]));
     }
 }
