@@ -714,6 +714,21 @@ impl Tally {
         )
     }
 
+    /// Heron's "runs with" line: the faults in the vocabulary of Heron over RamCast.
+    pub(crate) fn describe_heron(&self) -> String {
+        let (median, least) = self.post_fault();
+        format!(
+            "runs with: RamCast leader crash {}, other replica crash {}, client crash {}, false suspicion (RamCast leader paused past the timeout) {}, pause (laggard) {}; RamCast leader change happened {}, state transfers installed {}; requests completed that were issued after the last fault: median {median} per run (least {least})",
+            self.leader_crash,
+            self.follower_crash,
+            self.client_crash,
+            self.false_suspicion,
+            self.slow,
+            self.leader_change,
+            self.extra,
+        )
+    }
+
     /// The "runs with" line of a sweep's report; `extra` names the protocol-specific event.
     pub(crate) fn describe(&self, extra: Option<&str>) -> String {
         let mut s = format!(

@@ -12,3 +12,5 @@ pub(crate) const TRAM: &str = "r320-cx3";
 pub(crate) const RDMC: &str = "fractus-100g";
 /// Ridge's testbed: a 1 Gb/s switched LAN with 133 us ping round trips (Ridge section 6.1).
 pub(crate) const RIDGE: &str = "lan-1g";
+/// Heron's testbed: CloudLab XL170 nodes, ConnectX-4 (the Heron thesis, section 5.3).
+pub(crate) const HERON: &str = "xl170-cx4";

@@ -8,7 +8,7 @@ use crate::oracle::{self, ClientView, ReplicaView};
 use crate::{Application, Config, Counters, HeronNode, Window};
 use multicast::{Client, GroupId, Membership, Server};
 use std::sync::Arc;
-use transport::runtime::sim::{Fault, Profile, Sim, SimConfig, SimNic};
+use transport::runtime::sim::{Fault, Sim, SimConfig, SimNic};
 use transport::{Nanos, Process, ProcessId, Purpose, Rng};
 
 /// A finished simulation of a Heron deployment.
@@ -22,17 +22,15 @@ pub struct SimRun<S, C, A> {
     pub app: Arc<A>,
 }
 
-/// Runs `cfg` of `app` on `profile` with `seed` and `faults`: clients issue requests until
-/// `stop`, then the run goes on for `converge` (long enough for a few RDMA retry timeouts: a
-/// read of a crashed replica fails only after one). `server` and `client` build the multicast
-/// processes underneath.
-#[allow(clippy::too_many_arguments)]
+/// Runs `cfg` of `app` on the simulator `sc` describes (profiles, seed, faults; the clients'
+/// request streams derive from its seed too): clients issue requests until `stop`, then the run
+/// goes on for `converge` (long enough for a few RDMA retry timeouts: a read of a crashed
+/// replica fails only after one). `server` and `client` build the multicast processes
+/// underneath.
 pub fn run_sim<S, C, A>(
     cfg: Config,
     app: Arc<A>,
-    profile: Profile,
-    seed: u64,
-    faults: Vec<Fault>,
+    sc: SimConfig,
     stop: Nanos,
     converge: Nanos,
     server: impl Fn(GroupId, usize) -> S,
@@ -50,14 +48,12 @@ where
     let nodes = crate::deploy::<SimNic, _, _, _>(
         cfg.clone(),
         app.clone(),
-        seed,
+        sc.seed,
         window,
         true,
         server,
         client,
     );
-    let mut sc = SimConfig::new(seed, profile);
-    sc.faults = faults;
     let mut sim = Sim::new(sc, nodes);
     sim.run(Some(stop + converge));
     SimRun { sim, cfg, app }

@@ -6,7 +6,7 @@ use heron::{Config, HeronNode, KeyValue};
 use multicast::Membership;
 use ramcast::{RamcastClient, RamcastServer};
 use std::sync::Arc;
-use transport::runtime::sim::{Fault, Profile};
+use transport::runtime::sim::{Fault, Profile, SimConfig};
 use transport::{Nanos, ProcessId};
 
 type Run = testing::SimRun<RamcastServer, RamcastClient, KeyValue>;
@@ -20,12 +20,12 @@ fn run(cfg: Config, multi: f64, seed: u64, faults: Vec<Fault>, stop_us: u64) -> 
     rc.slots = 128;
     let rc = Arc::new(rc);
     let app = Arc::new(KeyValue::new(cfg.partitions, 48, multi));
+    let mut sc = SimConfig::new(seed, Profile::load("xl170-cx4").expect("built in"));
+    sc.faults = faults;
     testing::run_sim(
         cfg,
         app,
-        Profile::load("xl170-cx4").expect("built in"),
-        seed,
-        faults,
+        sc,
         Nanos(stop_us * 1_000),
         // A few RDMA retry timeouts (10 ms on xl170-cx4: a read of a crashed replica fails
         // only then).
@@ -156,7 +156,9 @@ fn a_replica_paused_past_its_partition_catches_up_by_state_transfer() {
 /// responded, so a request executed but stuck in phase 4 was in the responder's state and in the
 /// laggard's after the transfer, yet in no log. Fixed: a replica records a request as soon as
 /// it executes it, and one that installs a transfer up to `rid` writes `<rid, 2>` into every
-/// server's coordination memory.
+/// server's coordination memory. Since clients wait for an answer from every partition a
+/// request involves (as the thesis's do), the timing of seed 219 changed and its run installs no
+/// transfer any more; the same faults under seed 34 do (one transfer, 22 requests skipped).
 #[test]
 fn a_laggard_that_skipped_a_request_lets_phase_4_of_it_end() {
     let cfg = Config {
@@ -182,7 +184,7 @@ fn a_laggard_that_skipped_a_request_lets_phase_4_of_it_end() {
             process: ProcessId(6),
         },
     ];
-    let r = run(cfg, 0.6, 219, faults, 1_500);
+    let r = run(cfg, 0.6, 34, faults, 1_500);
     check(&r);
     assert!(r.stuck().is_empty(), "{:?}", r.stuck());
     assert!(r.counters().transfers_received >= 1, "{:?}", r.counters());
@@ -195,11 +197,15 @@ fn a_laggard_that_skipped_a_request_lets_phase_4_of_it_end() {
 /// so that replica never saw the old leader finish a request, and with one replica of the
 /// partition crashed, it waited in phase 4 forever (and every replica after it). Fixed: the
 /// multicast layer also sees Heron's flushed completions (it reconnects the pair), and Heron
-/// writes each flushed address's latest value again.
+/// writes each flushed address's latest value again. Since clients wait for an answer from
+/// every partition a request involves, seed 363's timing changed and no write of it is flushed
+/// any more; seed 119 flushes two and writes them again (it would not stall without: its
+/// flushed writes are not ones a partition down to a bare majority waits for), so this test
+/// keeps the repair path exercised, and the sweep keeps looking for the stall.
 #[test]
 fn coordination_writes_flushed_by_a_leader_change_are_made_again() {
-    let c = chaos(363);
-    let r = run(c.cfg, 0.6, 363, c.faults, 1_500);
+    let c = chaos(119);
+    let r = run(c.cfg, 0.6, 119, c.faults, 1_500);
     check(&r);
     assert!(r.stuck().is_empty(), "{:?}", r.stuck());
     assert!(r.counters().rewrites > 0, "{:?}", r.counters());

@@ -8,6 +8,7 @@
 //! `SeedRun` and its paper's figures; one line each in [`REGISTRY`], [`CHECKED`] and
 //! [`FIGURES`].
 
+pub(crate) mod heron;
 pub(crate) mod ramcast;
 pub(crate) mod rdmc;
 pub(crate) mod ridge;
@@ -362,6 +363,7 @@ pub(crate) const CHECKED: &[Checked] = &[
     Checked::of::<tram::check::TramRun>(),
     Checked::of::<rdmc::check::RdmcRun>(),
     Checked::of::<ridge::check::RidgeRun>(),
+    Checked::of::<heron::check::HeronRun>(),
 ];
 
 /// The registered protocol called `name`.
