@@ -10,7 +10,7 @@
 
 use crate::experiment::Observed;
 use crate::sweep::{kinds, Kinds, Model, Outcome, SeedRun, Tally};
-use heron::testing::{self, chaos, key_value_linearizable, Chaos};
+use heron::testing::{self, chaos, Chaos};
 use heron::{HeronNode, KeyValue};
 use ramcast::{RamcastClient, RamcastServer};
 use std::sync::Arc;
@@ -128,7 +128,7 @@ impl SeedRun for HeronRun {
             .flat_map(|(_, calls)| calls)
             .filter(|c| c.invoked >= quiet && c.returned.is_some())
             .count() as u64;
-        if !key_value_linearizable(&histories) {
+        if !r.externally_linearizable() {
             out.violations.push(
                 "the external checker finds no linearization of the clients' histories".into(),
             );
