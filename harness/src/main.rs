@@ -190,7 +190,8 @@ struct RunArgs {
     #[arg(long, value_enum, default_value = "sim")]
     runtime: RuntimeKind,
     /// Hardware profile (sim; on local only its NIC limits are used) [default: each paper's
-    /// testbed: xl170-cx4 for ramcast, r320-cx3 for tram, fractus-100g for rdmc].
+    /// testbed: xl170-cx4 for ramcast, r320-cx3 for tram, fractus-100g for rdmc, lan-1g for
+    /// ridge].
     #[arg(long)]
     profile: Option<String>,
     /// Software profile (sim): what the protocol's work costs beyond posts, completions and
@@ -447,7 +448,7 @@ struct CheckArgs {
     #[arg(long)]
     check_determinism: bool,
     /// Hardware profile [default: the protocol's testbed, as `harness run` uses: xl170-cx4 for
-    /// ramcast, r320-cx3 for tram and chaos, fractus-100g for rdmc].
+    /// ramcast and heron, r320-cx3 for tram and chaos, fractus-100g for rdmc, lan-1g for ridge].
     #[arg(long)]
     profile: Option<String>,
     /// Software profile: what the protocol's work costs (protocols only) - a built-in name

@@ -22,6 +22,12 @@ pub struct Config {
     /// How long a lagging replica waits for the replica it named to serve its state transfer
     /// before it names the next one (Algorithm 11, lines 18-19).
     pub transfer_timeout: Nanos,
+    /// How long a replica waits for a remote read (Algorithm 10, line 21) before it also reads
+    /// the object from another replica that coordinated. The thesis moves on when the read
+    /// fails, which for a crashed replica takes the NIC's retry timeout (10 ms in the
+    /// profiles, about 0.5 s on the thesis's ConnectX NICs), and every later request of the
+    /// partition waits behind it.
+    pub read_timeout: Nanos,
     /// The largest response an application returns, in bytes (sizes the clients' response
     /// slots).
     pub max_response: usize,
@@ -35,7 +41,8 @@ pub struct Config {
 impl Config {
     /// `partitions` x `replicas` servers and `clients` clients, with the defaults: an extra wait
     /// of 2 us (a small fraction of a multi-partition request, as the thesis suggests), a state
-    /// transfer timeout of 100 us and responses of up to 256 bytes.
+    /// transfer timeout of 100 us, a read timeout of 50 us (a loaded remote read takes a few
+    /// microseconds) and responses of up to 256 bytes.
     pub fn new(partitions: usize, replicas: usize, clients: usize) -> Config {
         Config {
             partitions,
@@ -43,6 +50,7 @@ impl Config {
             clients,
             extra_wait: Nanos(2_000),
             transfer_timeout: Nanos(100_000),
+            read_timeout: Nanos(50_000),
             max_response: 256,
             server_region_base: 0,
             client_region_base: 0,

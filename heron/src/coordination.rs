@@ -48,7 +48,7 @@ impl<S, A: Application> HeronServer<S, A> {
                 }
                 Err(wake) => (false, wake),
             },
-            Phase::Execute => (self.execute(nic), None),
+            Phase::Execute => self.execute(nic),
             Phase::Transfer => self.await_transfer(nic),
             Phase::Finish => match self.coordinated(nic, Stage::Executed) {
                 Ok(()) => {

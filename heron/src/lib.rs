@@ -33,6 +33,8 @@
 //!   the flushed address's latest value again ([`layered`], `HeronServer::write`).
 //! - **A replica remembers where a read failed** (the process crashed) and reads elsewhere while
 //!   anyone else coordinated (see [`execution`]).
+//! - **A read not back within [`Config::read_timeout`] is made again elsewhere**: the thesis
+//!   waits for the RDMA exception, which takes the NIC's retry timeout (see [`execution`]).
 //! - **A laggard that installed a transfer up to `rid` writes `<rid, 2>` into every server's
 //!   coordination memory**: replicas waiting in phase 4 of a request it skipped may count it
 //!   (see [`state_transfer`]).
@@ -47,9 +49,9 @@
 //! [`oracle`]; a sweep draws replica crashes (RamCast leaders among them), pauses long enough to
 //! make laggards, and client crashes per seed (`HERON_SEEDS`, default 30; `HERON_FIRST_SEED`),
 //! and also requires every surviving replica to finish its work. The clients' histories also go
-//! through a linearizability checker nobody here wrote, `consistency_model`'s
-//! `LinearizabilityTester` (by the author of Stateright), against the key-value store's
-//! sequential specification written again in `testing`. Failing seeds are kept as
+//! through a linearizability checker nobody here wrote, `todc-utils`'s `WGLChecker` (the
+//! Wing-Gong-Lowe search with memoization), against the key-value store's sequential
+//! specification written again in `testing`. Failing seeds are kept as
 //! regression tests with their postmortems.
 //!
 //! # Status

@@ -91,6 +91,8 @@ pub(crate) struct Inflight {
     pub(crate) from: ProcessId,
     /// The read buffer slot it lands in (taken until it returns).
     pub(crate) buffer: usize,
+    /// When it was posted.
+    pub(crate) posted: Nanos,
 }
 
 /// A request this replica executed, as the oracle checks it.
@@ -121,6 +123,9 @@ pub struct Counters {
     pub remote_reads: u64,
     /// Remote reads that failed (the process read from had crashed).
     pub failed_reads: u64,
+    /// Remote reads issued to another replica because an earlier one had not returned within
+    /// [`Config::read_timeout`](crate::Config::read_timeout).
+    pub late_reads: u64,
     /// Multi-partition requests whose phase 2 or 4 ended on the extra wait's timeout rather
     /// than with every replica in.
     pub waited_out: u64,
@@ -147,6 +152,7 @@ impl Counters {
             skipped,
             remote_reads,
             failed_reads,
+            late_reads,
             waited_out,
             transfers_asked,
             transfers_received,
@@ -159,6 +165,7 @@ impl Counters {
         self.skipped += skipped;
         self.remote_reads += remote_reads;
         self.failed_reads += failed_reads;
+        self.late_reads += late_reads;
         self.waited_out += waited_out;
         self.transfers_asked += transfers_asked;
         self.transfers_received += transfers_received;

@@ -14,11 +14,8 @@ use heron::testing::{self, chaos, Chaos};
 use heron::{HeronNode, KeyValue};
 use ramcast::{RamcastClient, RamcastServer};
 use std::sync::Arc;
-use transport::runtime::sim::Fault;
 use transport::{Nanos, ProcessId};
 
-/// When clients stop issuing requests.
-const STOP: Nanos = Nanos(1_500_000);
 /// How long the run goes on after that: a few RDMA retry timeouts (10 ms on `xl170-cx4`; a
 /// read of a crashed replica fails only then).
 const CONVERGE: Nanos = Nanos(40_000_000);
@@ -47,7 +44,7 @@ impl HeronRun {
             cfg.clone(),
             Arc::new(KeyValue::new(cfg.partitions, 48, MULTI)),
             sc,
-            STOP,
+            self.chaos.stop,
             CONVERGE,
             |g, r| RamcastServer::new(rc.clone(), g, r),
             |i| RamcastClient::new(rc.clone(), i),
@@ -112,22 +109,19 @@ impl SeedRun for HeronRun {
             ));
         }
         // Liveness: requests issued once every fault stopped acting, and answered.
-        let quiet = self
-            .chaos
-            .faults
-            .iter()
-            .map(|f| match *f {
-                Fault::Pause { at, duration, .. } => at + duration,
-                _ => f.at(),
-            })
-            .max()
-            .unwrap_or(Nanos::ZERO);
-        let histories = r.histories();
-        out.post_fault = histories
+        let quiet = self.chaos.quiet;
+        out.post_fault = r
+            .histories()
             .iter()
             .flat_map(|(_, calls)| calls)
             .filter(|c| c.invoked >= quiet && c.returned.is_some())
             .count() as u64;
+        for p in r.idle_clients(quiet) {
+            out.violations.push(format!(
+                "liveness after faults: correct client {p} left a request unanswered or had none answered that it issued after the last fault ended at {quiet} (it issued requests until {})",
+                self.chaos.stop
+            ));
+        }
         if !r.externally_linearizable() {
             out.violations.push(
                 "the external checker finds no linearization of the clients' histories".into(),
