@@ -1,13 +1,17 @@
 //! The application interface: what Heron needs to know about a replicated service to partition
 //! it, read what a request reads, and execute it deterministically.
 //!
-//! A request declares its read set and write set before it runs (Heron's execution has a
-//! reading phase, then a writing phase, section 5.1.1); the partitions those sets touch are the
-//! request's destinations. Every replica of every involved partition executes the whole request
-//! with the same values read, so all of them compute the same writes and the same response, and
-//! each applies the writes to its own objects only.
+//! A request declares the objects it reads first before it runs (Heron's execution has a
+//! reading phase, then a writing phase, section 5.1.1); the partitions they live in are the
+//! request's destinations, and the request writes objects of those partitions only. Reads may
+//! depend on values read ([`Application::more_reads`]: a TPC-C New Order's order rows are named
+//! by its district's next order id), within the same partitions. Every replica of every
+//! involved partition executes the whole request with the same values read, so all of them
+//! compute the same writes and the same response, and each applies the writes to its own
+//! objects only. A table may be replicated: every partition holds all of it, reads it locally,
+//! and nobody writes it (TPC-C's Item table, section 5.2.1).
 
-use multicast::GroupId;
+use multicast::{DestSet, GroupId};
 use std::collections::BTreeMap;
 use std::fmt;
 use transport::Rng;
@@ -31,6 +35,8 @@ pub struct Table {
     pub rows: u64,
     /// Bytes of one value.
     pub value_bytes: usize,
+    /// Every partition holds all rows (read locally, never written); `rows` counts them all.
+    pub replicated: bool,
 }
 
 /// The values a request read, by object.
@@ -52,37 +58,72 @@ pub trait Application: fmt::Debug {
     /// The tables, in the order the object store lays them out.
     fn tables(&self) -> &[Table];
 
-    /// The partition storing `oid`.
+    /// The partition storing `oid` (of a table that is not replicated).
     fn partition_of(&self, oid: ObjectId) -> GroupId;
 
     /// The row of `oid` within its partition's table (below the table's `rows`).
     fn row_of(&self, oid: ObjectId) -> u64;
 
-    /// Every object of partition `g`, with its initial value.
+    /// Every object partition `g` holds (replicated tables' too), with its initial value.
     fn populate(&self, g: GroupId, put: &mut dyn FnMut(ObjectId, Vec<u8>));
 
-    /// The objects `request` reads.
+    /// The objects `request` reads first; their partitions are its destinations.
     fn read_set(&self, request: &[u8]) -> Vec<ObjectId>;
 
-    /// The objects `request` may write.
-    fn write_set(&self, request: &[u8]) -> Vec<ObjectId>;
+    /// The objects `request` reads next, given what it has read so far (every object of the
+    /// read set and of the earlier rounds); empty once it has read everything. They must live
+    /// in the request's destinations or in replicated tables.
+    fn more_reads(&self, _request: &[u8], _reads: &Reads) -> Vec<ObjectId> {
+        Vec::new()
+    }
 
-    /// Executes `request` on the values it read (every object of its read set).
+    /// Executes `request` on the values it read. It writes objects of its destinations only,
+    /// never of a replicated table.
     fn execute(&self, request: &[u8], reads: &Reads) -> Execution;
 
     /// A client's next request, drawn from `rng`.
     fn generate(&self, rng: &mut Rng) -> Vec<u8>;
 
-    /// The partitions `request` involves: those of its read and write sets.
+    /// Whether every partition holds `oid` (its table is replicated).
+    fn replicated(&self, oid: ObjectId) -> bool {
+        self.tables()[oid.table as usize].replicated
+    }
+
+    /// The partitions `request` involves: those of its read set, replicated tables aside.
     fn destinations(&self, request: &[u8]) -> Vec<GroupId> {
         let mut dst: Vec<GroupId> = self
             .read_set(request)
             .into_iter()
-            .chain(self.write_set(request))
+            .filter(|&o| !self.replicated(o))
             .map(|o| self.partition_of(o))
             .collect();
         dst.sort_unstable();
         dst.dedup();
         dst
     }
+}
+
+/// The objects a request bound for `dst` reads next ([`Application::more_reads`]), less those
+/// it read already.
+///
+/// # Panics
+/// If the application asks for an object outside `dst` that is not replicated: the request
+/// was not multicast to its partition.
+pub(crate) fn next_reads<A: Application + ?Sized>(
+    app: &A,
+    request: &[u8],
+    dst: DestSet,
+    reads: &Reads,
+) -> Vec<ObjectId> {
+    let mut more = app.more_reads(request, reads);
+    more.retain(|o| !reads.contains_key(o));
+    more.sort_unstable();
+    more.dedup();
+    for &o in &more {
+        assert!(
+            app.replicated(o) || dst.contains(app.partition_of(o)),
+            "the application reads {o:?} after its first reads, outside the request's destinations"
+        );
+    }
+    more
 }

@@ -41,44 +41,54 @@ impl<S, A: Application> HeronServer<S, A> {
         if self.lagging() {
             return (true, None);
         }
-        let run = self.running.as_ref().expect("running");
-        let tmp = run.req.tmp;
+        let tmp = self.running.as_ref().expect("running").req.tmp;
         let now = nic.now();
         let timeout = self.cfg.read_timeout;
-        // An object is missing until read, or while every read of it is overdue.
-        let missing: Vec<ObjectId> = run
-            .read_set
-            .iter()
-            .copied()
-            .filter(|o| {
-                !run.reads.contains_key(o)
-                    && !self
-                        .inflight
-                        .values()
-                        .any(|x| x.tmp == tmp && x.oid == *o && now < x.posted + timeout)
-            })
-            .collect();
-        for oid in missing {
-            if self.app.partition_of(oid) == self.group {
-                worked |= self.read_local(nic, oid);
-            } else {
-                worked |= self.read_remote(nic, oid);
+        // Round after round of reads, as long as the application asks for more.
+        loop {
+            let run = self.running.as_ref().expect("running");
+            // An object is missing until read, or while every read of it is overdue.
+            let missing: Vec<ObjectId> = run
+                .read_set
+                .iter()
+                .copied()
+                .filter(|o| {
+                    !run.reads.contains_key(o)
+                        && !self
+                            .inflight
+                            .values()
+                            .any(|x| x.tmp == tmp && x.oid == *o && now < x.posted + timeout)
+                })
+                .collect();
+            for oid in missing {
+                if self.app.replicated(oid) || self.app.partition_of(oid) == self.group {
+                    worked |= self.read_local(nic, oid);
+                } else {
+                    worked |= self.read_remote(nic, oid);
+                }
+                if self.lagging() {
+                    return (true, None);
+                }
             }
-            if self.lagging() {
-                return (true, None);
+            let run = self.running.as_mut().expect("running");
+            if run.read_set.iter().any(|o| !run.reads.contains_key(o)) {
+                let due = self
+                    .inflight
+                    .values()
+                    .filter(|x| x.tmp == tmp && !run.reads.contains_key(&x.oid))
+                    .map(|x| x.posted + timeout)
+                    .filter(|&at| at > now)
+                    .min();
+                return (worked, due);
             }
+            let more = crate::app::next_reads(&*self.app, &run.req.body, run.req.dst, &run.reads);
+            if more.is_empty() {
+                break;
+            }
+            run.read_set.extend(more);
+            worked = true;
         }
         let run = self.running.as_ref().expect("running");
-        if run.read_set.iter().any(|o| !run.reads.contains_key(o)) {
-            let due = self
-                .inflight
-                .values()
-                .filter(|x| x.tmp == tmp && !run.reads.contains_key(&x.oid))
-                .map(|x| x.posted + timeout)
-                .filter(|&at| at > now)
-                .min();
-            return (worked, due);
-        }
         let execution = self.app.execute(&run.req.body, &run.reads);
         self.write_objects(nic, &execution.writes);
         // Recorded as soon as it is executed: its writes are in the state from now on, whether
@@ -249,17 +259,16 @@ impl<S, A: Application> HeronServer<S, A> {
     /// wrote, over the older version: tag first, then value (see [`crate::store`]).
     ///
     /// # Panics
-    /// If the application writes an object outside the request's declared write set, or a
-    /// value longer than its table's.
+    /// If the application writes an object of a replicated table or outside the request's
+    /// destinations, or a value longer than its table's.
     fn write_objects<N: Nic>(&mut self, nic: &mut N, writes: &[(ObjectId, Vec<u8>)]) {
         let run = self.running.as_ref().expect("running");
         let tmp = run.req.tmp;
-        let declared = self.app.write_set(&run.req.body);
         let group = self.group;
         for (oid, value) in writes {
             assert!(
-                declared.contains(oid),
-                "the application wrote {oid:?}, outside the request's write set {declared:?}"
+                !self.app.replicated(*oid) && run.req.dst.contains(self.app.partition_of(*oid)),
+                "the application wrote {oid:?}, of a replicated table or outside the request's destinations"
             );
             assert!(
                 value.len() <= self.layout.value_bytes(*oid),

@@ -31,6 +31,7 @@ impl KeyValue {
                 name: "counter",
                 rows: keys.div_ceil(partitions as u64),
                 value_bytes: 8,
+                replicated: false,
             }],
         }
     }
@@ -81,13 +82,6 @@ impl Application for KeyValue {
 
     fn read_set(&self, request: &[u8]) -> Vec<ObjectId> {
         Self::parse(request).1.into_iter().map(Self::oid).collect()
-    }
-
-    fn write_set(&self, request: &[u8]) -> Vec<ObjectId> {
-        match Self::parse(request) {
-            (0, _) => Vec::new(),
-            (_, keys) => keys.into_iter().map(Self::oid).collect(),
-        }
     }
 
     fn execute(&self, request: &[u8], reads: &Reads) -> Execution {

@@ -18,7 +18,7 @@
 use crate::app::{Application, ObjectId, Reads};
 use crate::client::Call;
 use crate::server::Executed;
-use multicast::GroupId;
+use multicast::{DestSet, GroupId};
 use std::collections::BTreeMap;
 use std::fmt;
 use transport::{Nanos, ProcessId};
@@ -196,11 +196,19 @@ pub fn check<A: Application>(
     compare(&state, 0, &mut at_point, &mut report, &mut bad);
     let mut expected: BTreeMap<RequestId, Vec<u8>> = BTreeMap::new();
     for (&tmp, &(id, body)) in &order {
-        let reads: Reads = app
+        let dst = DestSet::of(app.destinations(body)).expect("requests have destinations");
+        let mut reads: Reads = app
             .read_set(body)
             .into_iter()
             .map(|o| (o, state[&o].clone()))
             .collect();
+        loop {
+            let more = crate::app::next_reads(app, body, dst, &reads);
+            if more.is_empty() {
+                break;
+            }
+            reads.extend(more.into_iter().map(|o| (o, state[&o].clone())));
+        }
         let execution = app.execute(body, &reads);
         for (o, v) in execution.writes {
             let slot = state.get_mut(&o).expect("writes name existing objects");

@@ -138,11 +138,13 @@ mod tests {
                 name: "a",
                 rows: 3,
                 value_bytes: 8,
+                replicated: false,
             },
             Table {
                 name: "b",
                 rows: 2,
                 value_bytes: 13,
+                replicated: false,
             },
         ])
     }
