@@ -45,7 +45,8 @@ pub type Reads = BTreeMap<ObjectId, Vec<u8>>;
 /// What executing a request produced.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Execution {
-    /// New values, each for an object of the request's write set.
+    /// New values, each for an object of the request's destinations; an object written twice
+    /// takes the last value.
     pub writes: Vec<(ObjectId, Vec<u8>)>,
     /// The response returned to the client.
     pub response: Vec<u8>,
@@ -126,4 +127,35 @@ pub(crate) fn next_reads<A: Application + ?Sized>(
         );
     }
     more
+}
+
+/// Executes `request` on `state` (every object, as [`Application::populate`] lays them out)
+/// the way a lone replica holding everything would: reads round after round, executes, and
+/// applies the writes. The sequential specification the oracle replays.
+pub fn execute_on<A: Application + ?Sized>(
+    app: &A,
+    state: &mut BTreeMap<ObjectId, Vec<u8>>,
+    request: &[u8],
+) -> Execution {
+    let dst = DestSet::of(app.destinations(request)).expect("requests have destinations");
+    let mut reads: Reads = app
+        .read_set(request)
+        .into_iter()
+        .map(|o| (o, state[&o].clone()))
+        .collect();
+    loop {
+        let more = next_reads(app, request, dst, &reads);
+        if more.is_empty() {
+            break;
+        }
+        reads.extend(more.into_iter().map(|o| (o, state[&o].clone())));
+    }
+    let execution = app.execute(request, &reads);
+    for (o, v) in &execution.writes {
+        let slot = state.get_mut(o).expect("writes name existing objects");
+        let mut padded = vec![0; slot.len()];
+        padded[..v.len()].copy_from_slice(v);
+        *slot = padded;
+    }
+    execution
 }

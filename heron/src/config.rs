@@ -20,7 +20,8 @@ pub struct Config {
     /// heuristic against laggards (section 5.1.1, Table 5.2). Zero waits for a majority only.
     pub extra_wait: Nanos,
     /// How long a lagging replica waits for the replica it named to serve its state transfer
-    /// before it names the next one (Algorithm 11, lines 18-19).
+    /// before it names the next one (Algorithm 11, lines 18-19); doubled at each further
+    /// attempt of one lag.
     pub transfer_timeout: Nanos,
     /// How long a replica waits for a remote read (Algorithm 10, line 21) before it also reads
     /// the object from another replica that coordinated. The thesis moves on when the read

@@ -265,7 +265,12 @@ impl<S, A: Application> HeronServer<S, A> {
         let run = self.running.as_ref().expect("running");
         let tmp = run.req.tmp;
         let group = self.group;
-        for (oid, value) in writes {
+        for (k, (oid, value)) in writes.iter().enumerate() {
+            // An object written twice takes the last value: one version per request, or a
+            // second write would leave both versions tagged with this request.
+            if writes[k + 1..].iter().any(|(o, _)| o == oid) {
+                continue;
+            }
             assert!(
                 !self.app.replicated(*oid) && run.req.dst.contains(self.app.partition_of(*oid)),
                 "the application wrote {oid:?}, of a replicated table or outside the request's destinations"

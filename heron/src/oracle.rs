@@ -15,10 +15,10 @@
 //! - every replica's objects equal the replay's state of its partition at the point the replica
 //!   reached (its last applied request).
 
-use crate::app::{Application, ObjectId, Reads};
+use crate::app::{Application, ObjectId};
 use crate::client::Call;
 use crate::server::Executed;
-use multicast::{DestSet, GroupId};
+use multicast::GroupId;
 use std::collections::BTreeMap;
 use std::fmt;
 use transport::{Nanos, ProcessId};
@@ -196,26 +196,7 @@ pub fn check<A: Application>(
     compare(&state, 0, &mut at_point, &mut report, &mut bad);
     let mut expected: BTreeMap<RequestId, Vec<u8>> = BTreeMap::new();
     for (&tmp, &(id, body)) in &order {
-        let dst = DestSet::of(app.destinations(body)).expect("requests have destinations");
-        let mut reads: Reads = app
-            .read_set(body)
-            .into_iter()
-            .map(|o| (o, state[&o].clone()))
-            .collect();
-        loop {
-            let more = crate::app::next_reads(app, body, dst, &reads);
-            if more.is_empty() {
-                break;
-            }
-            reads.extend(more.into_iter().map(|o| (o, state[&o].clone())));
-        }
-        let execution = app.execute(body, &reads);
-        for (o, v) in execution.writes {
-            let slot = state.get_mut(&o).expect("writes name existing objects");
-            let mut padded = vec![0; slot.len()];
-            padded[..v.len()].copy_from_slice(&v);
-            *slot = padded;
-        }
+        let execution = crate::app::execute_on(app, &mut state, body);
         expected.insert(id, execution.response);
         report.requests += 1;
         compare(&state, tmp, &mut at_point, &mut report, &mut bad);

@@ -77,8 +77,9 @@ pub(crate) struct Running {
     /// Processes whose read failed during this request (crashed): not read from again.
     pub(crate) failed: BTreeSet<ProcessId>,
     pub(crate) response: Option<Vec<u8>>,
-    /// The state transfer asked for, once in [`Phase::Transfer`]: its attempt and when.
-    pub(crate) asked: Option<(u64, Nanos)>,
+    /// The state transfer asked for, once in [`Phase::Transfer`]: its attempt, when the
+    /// laggard gives up on it, and how many attempts this lag made.
+    pub(crate) asked: Option<(u64, Nanos, u32)>,
 }
 
 /// A remote read in flight.

@@ -187,6 +187,21 @@ where
         idle
     }
 
+    /// Every object, as the replicas that did not crash hold it at the end (the oracle checks
+    /// that replicas of a partition agree).
+    pub fn database(&self) -> std::collections::BTreeMap<crate::ObjectId, Vec<u8>> {
+        let mut db = std::collections::BTreeMap::new();
+        for (i, n) in self.sim.processes().iter().enumerate() {
+            let p = ProcessId(i as u32);
+            if let HeronNode::Server(s) = n {
+                if !self.sim.crashed(p) {
+                    db.extend(s.state(self.sim.nic(p)));
+                }
+            }
+        }
+        db
+    }
+
     /// Requests the clients completed.
     pub fn completed(&self) -> u64 {
         self.sim
