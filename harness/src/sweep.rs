@@ -200,6 +200,8 @@ pub(crate) struct Kinds {
     pub(crate) clock_skew: bool,
     /// Ridge: the acceptors are processes of their own.
     pub(crate) dedicated: bool,
+    /// Heron: the run is TPC-C (else the key-value store).
+    pub(crate) tpcc: bool,
 }
 
 /// The kinds of fault in `faults`; a pause of a group's initial leader longer than `suspect`
@@ -602,6 +604,8 @@ pub(crate) struct Tally {
     clock_skew: u64,
     #[serde(default)]
     dedicated: u64,
+    #[serde(default)]
+    tpcc: u64,
 }
 
 impl Tally {
@@ -628,6 +632,7 @@ impl Tally {
             distributor_crash,
             clock_skew,
             dedicated,
+            tpcc,
         } = o;
         self.events += events;
         self.delivered += delivered;
@@ -649,6 +654,7 @@ impl Tally {
         self.distributor_crash += distributor_crash;
         self.clock_skew += clock_skew;
         self.dedicated += dedicated;
+        self.tpcc += tpcc;
     }
 
     /// The median over runs of the multicasts completed after the run's last fault, and the
@@ -685,6 +691,7 @@ impl Tally {
         self.distributor_crash += n(k.distributor_crash);
         self.clock_skew += n(k.clock_skew);
         self.dedicated += n(k.dedicated);
+        self.tpcc += n(k.tpcc);
     }
 
     /// The "runs with" line in Ridge's vocabulary: an ensemble's rank 0 is its initial
@@ -718,7 +725,8 @@ impl Tally {
     pub(crate) fn describe_heron(&self) -> String {
         let (median, least) = self.post_fault();
         format!(
-            "runs with: RamCast leader crash {}, other replica crash {}, client crash {}, false suspicion (RamCast leader paused past the timeout) {}, pause (laggard) {}; RamCast leader change happened {}, state transfers installed {}; requests completed that were issued after the last fault: median {median} per run (least {least})",
+            "runs with: TPC-C {} (the others the key-value store), RamCast leader crash {}, other replica crash {}, client crash {}, false suspicion (RamCast leader paused past the timeout) {}, pause (laggard) {}; RamCast leader change happened {}, state transfers installed {}; requests completed that were issued after the last fault: median {median} per run (least {least})",
+            self.tpcc,
             self.leader_crash,
             self.follower_crash,
             self.client_crash,

@@ -18,8 +18,6 @@ fn run(mut cfg: Config, app: Tpcc, seed: u64, faults: Vec<Fault>, stop: Nanos) -
     cfg.max_response = heron::tpcc::MAX_RESPONSE;
     let mut rc = ramcast::Config::new(cfg.partitions, cfg.replicas, cfg.clients);
     rc.slots = 128;
-    // New-Order requests carry up to 15 lines: 3 words each.
-    rc.slot_bytes = 1024;
     let rc = Arc::new(rc);
     let mut sc = SimConfig::new(seed, Profile::load("xl170-cx4").expect("built in"));
     sc.faults = faults;
