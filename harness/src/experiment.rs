@@ -286,8 +286,22 @@ pub(crate) fn write_summary(path: &Path, rows: &[String]) -> Result<(), String> 
     Ok(())
 }
 
+/// Writes `rows` to the CSV file `path`, a header first.
+pub(crate) fn write_rows<R: serde::Serialize>(
+    path: &std::path::Path,
+    rows: &[R],
+) -> Result<(), String> {
+    let err = |e: csv::Error| format!("cannot write {}: {e}", path.display());
+    let mut w = csv::Writer::from_path(path).map_err(err)?;
+    for r in rows {
+        w.serialize(r).map_err(err)?;
+    }
+    w.flush()
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
 /// CPU time this process used so far (user + system), from /proc; `None` where unavailable.
-fn process_cpu() -> Option<Duration> {
+pub(crate) fn process_cpu() -> Option<Duration> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     let rest = stat.rsplit_once(')')?.1;
     let fields: Vec<&str> = rest.split_whitespace().collect();

@@ -116,6 +116,8 @@ enum Command {
 
 /// The bulk multicast protocol `run` also takes (not an atomic multicast: no registry entry).
 const RDMC: &str = "rdmc";
+/// The replicated service `run` also takes (over RamCast; not an atomic multicast).
+const HERON: &str = "heron";
 
 /// `run --protocol`: every registered atomic multicast protocol, and rdmc.
 fn run_protocols() -> clap::builder::PossibleValuesParser {
@@ -126,6 +128,10 @@ fn run_protocols() -> clap::builder::PossibleValuesParser {
     names.push(clap::builder::PossibleValue::new(RDMC).help(
         "RDMC (Behrens et al., 2016): bulk multicast of large messages; takes --algorithm, \
          --nodes, --block-size, --senders, --racks, --messages",
+    ));
+    names.push(clap::builder::PossibleValue::new(HERON).help(
+        "Heron (Le, thesis, 2022, chapter 5): partitioned state machine replication over \
+         RamCast, one warehouse per partition (--groups); takes --app, --scale, --capacity",
     ));
     clap::builder::PossibleValuesParser::new(names)
 }
@@ -237,6 +243,18 @@ struct RunArgs {
     #[arg(long, value_parser = experiment::parse_duration)]
     optimistic: Option<Nanos>,
     /// OS threads for the local runtime [default: available cores].
+    /// Heron: the replicated application.
+    #[arg(long, value_enum)]
+    app: Option<protocols::heron::App>,
+    /// Heron's TPC-C: the specification's cardinalities divided by this (items, customers,
+    /// new orders; 10 districts kept) [default: 100].
+    #[arg(long)]
+    scale: Option<u64>,
+    /// Heron's TPC-C: order rows (and history rows) per district, the initial ones included;
+    /// a New-Order or Payment finding its district full changes nothing and the run says so
+    /// [default: 2000].
+    #[arg(long)]
+    capacity: Option<u64>,
     #[arg(long)]
     threads: Option<usize>,
     /// Local runtime: remote ops complete on a NIC thread, asynchronously and in a random order

@@ -1,7 +1,7 @@
 //! `harness run`: one experiment of a registered atomic multicast protocol, or an RDMC bulk
 //! transfer, on the simulator or on threads.
 
-use crate::{experiment, protocols, testbed, RunArgs, RuntimeKind, COMMIT, RDMC};
+use crate::{experiment, protocols, testbed, RunArgs, RuntimeKind, COMMIT, HERON, RDMC};
 use std::process::ExitCode;
 use transport::runtime::sim::{Profile, Software};
 use transport::Nanos;
@@ -58,6 +58,17 @@ fn runtime(a: &RunArgs) -> Result<experiment::Where, String> {
 pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
     if a.protocol == RDMC {
         return run_bulk(a);
+    }
+    if a.protocol == HERON {
+        return protocols::heron::run::run(&a, runtime(&a)?);
+    }
+    let heron_only = [
+        ("--app", a.app.is_some()),
+        ("--scale", a.scale.is_some()),
+        ("--capacity", a.capacity.is_some()),
+    ];
+    if let Some((flag, _)) = heron_only.iter().find(|f| f.1) {
+        return Err(format!("{flag} is for --protocol heron"));
     }
     let deploy = deployment(&a)?;
     let profile_name = a.profile.clone().unwrap_or_else(|| {
@@ -268,7 +279,7 @@ fn run_bulk(a: RunArgs) -> Result<ExitCode, String> {
     );
     if let Some(dir) = &a.out {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        protocols::rdmc::write_rows(&dir.join("summary.csv"), &[row])?;
+        experiment::write_rows(&dir.join("summary.csv"), &[row])?;
         println!("wrote {}/summary.csv", dir.display());
     }
     Ok(if r.clean() {

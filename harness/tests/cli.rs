@@ -550,3 +550,77 @@ fn calibrate_refuses_an_output_directory_that_does_not_exist_before_timing_anyth
         stderr(&o)
     );
 }
+
+#[test]
+fn heron_tpcc_run_reports_every_transaction_and_its_consistency() {
+    let dir = std::env::temp_dir().join(format!("harness-heron-{}", std::process::id()));
+    let o = harness(&[
+        "run",
+        "--protocol",
+        "heron",
+        "--groups",
+        "2",
+        "--clients",
+        "4",
+        "--duration",
+        "3ms",
+        "--capacity",
+        "200",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(
+        out.contains("TPC-C consistency conditions 3.3.2.1-3.3.2.4: hold"),
+        "{out}"
+    );
+    let csv = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
+    let header = csv.lines().next().unwrap();
+    for column in [
+        "app",
+        "partitions",
+        "capacity",
+        "kind",
+        "span",
+        "p99_us",
+        "commit",
+    ] {
+        assert!(header.split(',').any(|c| c == column), "{header}");
+    }
+    for kind in [
+        "new-order",
+        "payment",
+        "order-status",
+        "delivery",
+        "stock-level",
+    ] {
+        assert!(csv.contains(&format!(",{kind},single,")), "{csv}");
+    }
+    assert!(csv.contains(",new-order,multi,"), "{csv}");
+}
+
+#[test]
+fn heron_run_refuses_flags_that_do_not_apply() {
+    for (args, says) in [
+        (vec!["--size", "64"], "--size is not for --protocol heron"),
+        (vec!["--replicas", "4"], "2f+1"),
+        (
+            vec!["--app", "kv", "--scale", "10"],
+            "use them with --app tpcc",
+        ),
+        (vec!["--scale", "0"], "--scale 1"),
+    ] {
+        let mut a = vec!["run", "--protocol", "heron", "--duration", "1ms"];
+        a.extend(args);
+        let o = harness(&a);
+        assert!(!o.status.success(), "{a:?} accepted");
+        assert!(stderr(&o).contains(says), "{a:?}: {}", stderr(&o));
+    }
+    let o = harness(&["run", "--app", "tpcc"]);
+    assert!(
+        stderr(&o).contains("--app is for --protocol heron"),
+        "{}",
+        stderr(&o)
+    );
+}

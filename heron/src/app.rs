@@ -85,6 +85,17 @@ pub trait Application: fmt::Debug {
     /// A client's next request, drawn from `rng`.
     fn generate(&self, rng: &mut Rng) -> Vec<u8>;
 
+    /// The names of the kinds of request, for latencies reported per kind (TPC-C's
+    /// transactions).
+    fn kinds(&self) -> &[&'static str] {
+        &["request"]
+    }
+
+    /// The kind of `request`: an index into [`Application::kinds`].
+    fn kind_of(&self, _request: &[u8]) -> usize {
+        0
+    }
+
     /// Whether every partition holds `oid` (its table is replicated).
     fn replicated(&self, oid: ObjectId) -> bool {
         self.tables()[oid.table as usize].replicated

@@ -9,6 +9,7 @@
 use crate::app::Application;
 use crate::config::Config;
 use crate::wire;
+use hdrhistogram::Histogram;
 use multicast::{Client, DestSet, GroupId, Membership};
 use std::sync::Arc;
 use transport::slot::SlotCodec;
@@ -64,14 +65,18 @@ pub struct HeronClient<C, A> {
     /// the multicast layer completed it (its client takes one multicast at a time).
     current: Option<(Call, bool, bool)>,
     retry_at: Option<Nanos>,
-    history: Vec<Call>,
+    /// Every request issued, kept when recording (tests, checks).
+    history: Option<Vec<Call>>,
     completed: u64,
     latency_sum: Nanos,
+    /// Latencies after the warm-up, per kind of request and single or multi-partition.
+    latency: Vec<[Histogram<u64>; 2]>,
     idle: bool,
 }
 
 impl<C, A: Application> HeronClient<C, A> {
     /// Client `index` of `cfg`; its requests are drawn from a stream derived from `seed`.
+    /// `record` keeps its history ([`HeronClient::history`]).
     pub fn new(
         mcast: C,
         app: Arc<A>,
@@ -79,8 +84,13 @@ impl<C, A: Application> HeronClient<C, A> {
         index: usize,
         seed: u64,
         window: Window,
+        record: bool,
     ) -> HeronClient<C, A> {
         let id = cfg.client(index);
+        let histogram = || Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("bounds");
+        let latency = (0..app.kinds().len())
+            .map(|_| [histogram(), histogram()])
+            .collect();
         HeronClient {
             mcast,
             app,
@@ -92,17 +102,24 @@ impl<C, A: Application> HeronClient<C, A> {
             seq: 0,
             current: None,
             retry_at: None,
-            history: Vec::new(),
+            history: record.then(Vec::new),
             completed: 0,
             latency_sum: Nanos::ZERO,
+            latency,
             idle: false,
         }
     }
 
     /// Every request issued, in order, with its response if it came; the request in flight
     /// at the end is the last entry if its multicast went out (it may or may not take effect).
+    ///
+    /// # Panics
+    /// If the client was built without recording.
     pub fn history(&self) -> Vec<Call> {
-        let mut h = self.history.clone();
+        let mut h = self
+            .history
+            .clone()
+            .expect("a client built with record keeps its history");
         if let Some((call, true, _)) = &self.current {
             h.push(call.clone());
         }
@@ -116,6 +133,12 @@ impl<C, A: Application> HeronClient<C, A> {
             n => Nanos(self.latency_sum.0 / n),
         };
         (self.completed, mean)
+    }
+
+    /// Latencies of the requests completed after the warm-up, in nanoseconds: per kind of
+    /// request ([`Application::kinds`]), single-partition then multi-partition.
+    pub fn latencies(&self) -> &[[Histogram<u64>; 2]] {
+        &self.latency
     }
 
     /// The multicast client underneath.
@@ -180,10 +203,18 @@ impl<N: Nic, C: Client<N>, A: Application> Process<N> for HeronClient<C, A> {
             if let Some((at, _)) = &call.returned {
                 if *at >= self.window.warmup_end {
                     self.completed += 1;
-                    self.latency_sum += *at - call.invoked;
+                    let took = *at - call.invoked;
+                    self.latency_sum += took;
+                    let kind = self.app.kind_of(&call.request);
+                    let multi = self.app.destinations(&call.request).len() > 1;
+                    self.latency[kind][multi as usize]
+                        .record(took.as_nanos().max(1))
+                        .expect("within the bounds");
                 }
                 let (call, _, _) = self.current.take().expect("checked");
-                self.history.push(call);
+                if let Some(h) = &mut self.history {
+                    h.push(call);
+                }
                 worked = true;
             }
         }

@@ -59,9 +59,10 @@
 //! postmortems.
 //!
 //! # Status
-//! The harness runs `check --protocol heron` (key-value store). TPC-C in the harness
-//! (`run`, `check`, `compare`, `reproduce`), software costs per row, and the figures are the
-//! next increments of issue 15.
+//! The harness runs `check --protocol heron` (key-value store and TPC-C under faults) and
+//! `run --protocol heron` (TPC-C or the key-value store, on the simulator or on threads).
+//! `compare` (Heron over each multicast protocol), software costs per row, and the figures are
+//! the next increments of issue 15.
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -141,7 +142,7 @@ where
 /// Every process of a Heron run on runtime NIC `N`: `cfg.partitions` x `cfg.replicas` replicas
 /// over the multicast servers `server(g, rank)` builds, then `cfg.clients` clients over
 /// `client(i)`, issuing requests of `app` during `window` from streams derived from `seed`.
-/// `record` keeps what replicas executed for the [`oracle`]. Sets `cfg`'s region bases from
+/// `record` keeps what replicas executed and what clients issued, for the [`oracle`]. Sets `cfg`'s region bases from
 /// the multicast processes' own region lists.
 #[allow(clippy::too_many_arguments)]
 pub fn deploy<N: Nic, S, C, A>(
@@ -189,6 +190,7 @@ where
             i,
             seed,
             window,
+            record,
         )));
     }
     nodes

@@ -71,3 +71,15 @@ pub fn check(app: &Tpcc, state: &BTreeMap<ObjectId, Vec<u8>>) -> Vec<String> {
     }
     bad
 }
+
+/// Districts whose order or history rows are all used ([`Scale::capacity`](super::Scale)):
+/// their New-Orders or Payments answered [`Status::Full`](super::Status) and changed nothing.
+pub fn full_districts(app: &Tpcc, state: &BTreeMap<ObjectId, Vec<u8>>) -> usize {
+    let k = &app.keys;
+    let cap = app.scale.capacity as i64;
+    (0..app.warehouses)
+        .flat_map(|w| (0..app.scale.districts).map(move |d| (w, d)))
+        .filter_map(|(w, d)| state.get(&k.district(w, d)))
+        .filter(|r| get(r, f::D_NEXT_O_ID) > cap || get(r, f::D_NEXT_H) >= cap)
+        .count()
+}

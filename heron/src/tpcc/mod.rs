@@ -31,6 +31,8 @@
 //!   like any other).
 
 pub mod consistency;
+
+pub use consistency::full_districts;
 pub mod populate;
 pub mod schema;
 pub mod transactions;
@@ -317,6 +319,20 @@ impl Application for Tpcc {
 
     fn execute(&self, request: &[u8], reads: &Reads) -> Execution {
         transactions::execute(self, request, reads)
+    }
+
+    fn kinds(&self) -> &[&'static str] {
+        &[
+            "new-order",
+            "payment",
+            "order-status",
+            "delivery",
+            "stock-level",
+        ]
+    }
+
+    fn kind_of(&self, request: &[u8]) -> usize {
+        Kind::of(request) as usize
     }
 
     /// Clause 2's input generation; the mix is drawn per request.

@@ -1,5 +1,17 @@
-//! Heron (the Heron thesis, chapter 5) in the harness: so far `check` only (Heron over RamCast
-//! with the key-value store); `run`, `compare`, TPC-C and the figures are the next steps of
-//! issue 15. Heron is not an atomic multicast protocol, so it has no line in [`super::REGISTRY`].
+//! Heron (the Heron thesis, chapter 5) in the harness: `check` (Heron over RamCast with the
+//! key-value store and TPC-C under faults) and `run` (one experiment, on the simulator or on
+//! threads); `compare` and the figures are the next steps of issue 15. Heron is not an atomic
+//! multicast protocol, so it has no line in [`super::REGISTRY`].
 
 pub(crate) mod check;
+pub(crate) mod run;
+
+/// The application Heron replicates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum App {
+    /// TPC-C, one warehouse per partition (section 5.2.1).
+    Tpcc,
+    /// The key-value store of counters (1 or 2 keys per request, 60% spanning two
+    /// partitions).
+    Kv,
+}

@@ -3,10 +3,11 @@
 //! clusters (Sierra, Stampede, 100 Gb/s Fractus). Each figure writes `runs.csv` (one row per
 //! run, every parameter), PNG charts and `summary.md` with the published claims beside ours.
 
+use crate::experiment::write_rows;
 use crate::experiment::Where;
 use crate::figure::{claim, claim_by_construction, panel, write, CLAIM_HEAD, NO_CLAIMS};
 use crate::plot::{self, Series, XScale};
-use crate::protocols::rdmc::{show_bytes, write_rows, BulkResult, BulkSpec, Row};
+use crate::protocols::rdmc::{show_bytes, BulkResult, BulkSpec, Row};
 use crate::protocols::PaperFigure;
 use rdmc::Algorithm;
 use std::fmt::Write as _;

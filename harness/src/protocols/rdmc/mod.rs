@@ -190,17 +190,6 @@ pub(crate) struct Row {
     pub(crate) sim_events: u64,
 }
 
-/// Writes `rows` to a CSV file with a header.
-pub(crate) fn write_rows(path: &std::path::Path, rows: &[Row]) -> Result<(), String> {
-    let err = |e: csv::Error| format!("cannot write {}: {e}", path.display());
-    let mut w = csv::Writer::from_path(path).map_err(err)?;
-    for r in rows {
-        w.serialize(r).map_err(err)?;
-    }
-    w.flush()
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
 /// Group `root` over `nodes` nodes: node `root` first, then the others in order after it;
 /// with `racks` > 1 (hybrid algorithms) the nodes are split into that many contiguous racks.
 pub(crate) fn rooted_group(

@@ -426,6 +426,8 @@ pub enum LocalStop {
 pub struct LocalRun<P> {
     /// The processes, in id order, as the run left them.
     pub processes: Vec<P>,
+    /// Their NICs, in id order: what each process's memory holds at the end.
+    pub nics: Vec<LocalNic>,
     /// Wall-clock duration.
     pub elapsed: Duration,
     /// Why it ended.
@@ -530,7 +532,7 @@ impl<P: Process<LocalNic> + Send> LocalRuntime<P> {
         }
         let started = Instant::now();
         let deadline = started + limit;
-        let mut finished: Vec<(usize, P)> = std::thread::scope(|scope| {
+        let mut finished: Vec<(usize, P, LocalNic)> = std::thread::scope(|scope| {
             if cfg.nic_thread {
                 let shared = shared.clone();
                 let rng = Rng::derive(cfg.seed, Purpose::Scheduler, 0);
@@ -549,7 +551,7 @@ impl<P: Process<LocalNic> + Send> LocalRuntime<P> {
                 .flat_map(|h| h.join().expect("a local runtime thread panicked"))
                 .collect()
         });
-        finished.sort_by_key(|(i, _)| *i);
+        finished.sort_by_key(|(i, _, _)| *i);
         let stop = if shared.not_done.load(Ordering::SeqCst) == 0 {
             LocalStop::AllDone
         } else if Instant::now() >= deadline {
@@ -557,8 +559,10 @@ impl<P: Process<LocalNic> + Send> LocalRuntime<P> {
         } else {
             LocalStop::Stopped
         };
+        let (processes, nics) = finished.into_iter().map(|(_, p, nic)| (p, nic)).unzip();
         LocalRun {
-            processes: finished.into_iter().map(|(_, p)| p).collect(),
+            processes,
+            nics,
             elapsed: started.elapsed(),
             stop,
         }
@@ -571,7 +575,7 @@ fn thread_main<P: Process<LocalNic>>(
     shared: &Shared,
     spin_polls: u32,
     deadline: Instant,
-) -> Vec<(usize, P)> {
+) -> Vec<(usize, P, LocalNic)> {
     let me = &shared.threads[t];
     let _ = me.handle.set(std::thread::current());
     let mut done = vec![false; group.len()];
@@ -643,5 +647,5 @@ fn thread_main<P: Process<LocalNic>>(
         me.sleeping.store(false, Ordering::SeqCst);
         idle_rounds = spin_polls / 2;
     }
-    group.into_iter().map(|(i, p, _)| (i, p)).collect()
+    group
 }
