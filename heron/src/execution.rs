@@ -22,6 +22,10 @@
 //! `harness check --protocol heron` found clients with no request answered between a
 //! replica's crash and the end of their load.
 //!
+//! Every row read (locally or remotely) and every row written is reported as
+//! [`transport::Work::Row`], beside the bytes copied, so a software profile prices the
+//! application's work per row (issue 15: execution cost through the profile, not wall time).
+//!
 //! The remote reads of a request are issued together rather than one after another (line 2's
 //! loop): each still goes to a replica that coordinated, and the request executes only once
 //! every value is in.
@@ -124,6 +128,7 @@ impl<S, A: Application> HeronServer<S, A> {
         nic.read_local(LocalAddr::new(self.regions.objects, at), &mut slot)
             .expect("own region");
         nic.work(Work::Copy, len as u64);
+        nic.work(Work::Row, 1);
         self.accept(oid, &slot);
         true
     }
@@ -222,6 +227,7 @@ impl<S, A: Application> HeronServer<S, A> {
             let mut slot = vec![0; len];
             let at = LocalAddr::new(self.regions.reads, read.buffer * self.layout.max_slot());
             nic.read_local(at, &mut slot).expect("own region");
+            nic.work(Work::Row, 1);
             self.accept(read.oid, &slot);
         }
         worked
@@ -296,6 +302,7 @@ impl<S, A: Application> HeronServer<S, A> {
                 .expect("own region");
             nic.write_local(base.add(val), &padded).expect("own region");
             nic.work(Work::Copy, padded.len() as u64);
+            nic.work(Work::Row, 1);
         }
         self.applied = tmp;
     }

@@ -25,15 +25,19 @@ pub enum Work {
     Order,
     /// A message handed to the application (one unit per message).
     Deliver,
+    /// A row of a replicated application's state read or written (one unit per row): the
+    /// application's own work, beyond the bytes copied (Heron's objects, TPC-C's rows).
+    Row,
 }
 
 impl Work {
     /// Every kind, in the order software profiles list them.
-    pub const ALL: [Work; 5] = [
+    pub const ALL: [Work; 6] = [
         Work::Scan,
         Work::Decode,
         Work::Copy,
         Work::Order,
         Work::Deliver,
+        Work::Row,
     ];
 }

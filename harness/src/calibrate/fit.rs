@@ -54,6 +54,7 @@ pub(crate) fn scaled(shape: &WorkCosts, scale: f64, copies: bool) -> WorkCosts {
         },
         order_ns: s(shape.order_ns),
         deliver_ns: s(shape.deliver_ns),
+        row_ns: s(shape.row_ns),
     }
 }
 
@@ -174,6 +175,7 @@ mod tests {
             copy_ps_per_byte: 90,
             order_ns: 41,
             deliver_ns: 10,
+            row_ns: 0,
         };
         let c = scaled(&shape, 2.5, false);
         assert_eq!(

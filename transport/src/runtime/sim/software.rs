@@ -88,6 +88,9 @@ pub struct WorkCosts {
     pub order_ns: u64,
     /// [`Work::Deliver`], per message.
     pub deliver_ns: u64,
+    /// [`Work::Row`], per row (absent from profiles written before it: free).
+    #[serde(default)]
+    pub row_ns: u64,
 }
 
 impl WorkCosts {
@@ -101,6 +104,7 @@ impl WorkCosts {
             Work::Copy => per_unit(self.copy_ps_per_byte).saturating_add(500) / 1_000,
             Work::Order => per_unit(self.order_ns),
             Work::Deliver => per_unit(self.deliver_ns),
+            Work::Row => per_unit(self.row_ns),
         })
     }
 
@@ -221,13 +225,20 @@ impl Software {
              # Per message handed to the application.\ndeliver_ns = {}\n",
             k.scan_ns, k.decode_ns, k.copy_ps_per_byte, k.order_ns, k.deliver_ns
         ));
+        // Written only when priced, so profiles from before rows existed read the same.
+        if k.row_ns > 0 {
+            t.push_str(&format!(
+                "# Per application row read or written.\nrow_ns = {}\n",
+                k.row_ns
+            ));
+        }
         t
     }
 
     /// A one-line summary, printed at the start of a run.
     pub fn describe(&self) -> String {
         let c = &self.costs;
-        format!(
+        let mut d = format!(
             "software={} v{} scan={}ns decode={}ns copy={}ps/B order={}ns deliver={}ns",
             self.name,
             self.version,
@@ -236,7 +247,12 @@ impl Software {
             c.copy_ps_per_byte,
             c.order_ns,
             c.deliver_ns
-        )
+        );
+        // Named only when priced: the multicast protocols' reports stay as they were.
+        if c.row_ns > 0 {
+            d.push_str(&format!(" row={}ns", c.row_ns));
+        }
+        d
     }
 }
 
@@ -296,7 +312,13 @@ mod tests {
             copy_ps_per_byte: 95,
             order_ns: 40,
             deliver_ns: 9,
+            row_ns: 0,
         };
+        let text = s.to_toml("");
+        assert!(!text.contains("row_ns"), "{text}");
+        assert_eq!(Software::parse("written", &text).unwrap(), s);
+        s.costs.row_ns = 120;
+        assert!(s.describe().ends_with(" row=120ns"), "{}", s.describe());
         let text = s.to_toml("made by a test\n\nsecond line");
         assert!(
             text.starts_with("# made by a test\n#\n# second line\n"),
@@ -321,8 +343,10 @@ mod tests {
             copy_ps_per_byte: 250,
             order_ns: 300,
             deliver_ns: 50,
+            row_ns: 80,
         };
         assert_eq!(c.of(Work::Scan, 3), Nanos(21));
+        assert_eq!(c.of(Work::Row, 4), Nanos(320));
         assert_eq!(c.of(Work::Copy, 64), Nanos(16));
         assert_eq!(c.of(Work::Copy, 3), Nanos(1));
         assert_eq!(c.of(Work::Deliver, 0), Nanos::ZERO);
