@@ -6,9 +6,9 @@ use std::process::ExitCode;
 use transport::runtime::sim::{Profile, Software};
 use transport::Nanos;
 
-/// The deployment `harness run` asks for, checked.
-fn deployment(a: &RunArgs) -> Result<protocols::Deployment, String> {
-    let rdmc_only = [
+/// RDMC's own flags, and whether each is given.
+pub(crate) fn rdmc_flags(a: &RunArgs) -> [(&'static str, bool); 7] {
+    [
         ("--algorithm", a.algorithm.is_some()),
         ("--nodes", a.nodes.is_some()),
         ("--block-size", a.block_size.is_some()),
@@ -16,8 +16,12 @@ fn deployment(a: &RunArgs) -> Result<protocols::Deployment, String> {
         ("--racks", a.racks.is_some()),
         ("--messages", a.messages.is_some()),
         ("--timeout", a.timeout.is_some()),
-    ];
-    if let Some((flag, _)) = rdmc_only.iter().find(|f| f.1) {
+    ]
+}
+
+/// The deployment `harness run` asks for, checked.
+fn deployment(a: &RunArgs) -> Result<protocols::Deployment, String> {
+    if let Some((flag, _)) = rdmc_flags(a).iter().find(|f| f.1) {
         return Err(format!("{flag} is for --protocol rdmc"));
     }
     let shape = protocols::Shape {

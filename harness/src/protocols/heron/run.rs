@@ -58,23 +58,17 @@ struct Row {
 
 /// Refuses the flags of the multicast protocols and of rdmc.
 fn refuse_others(a: &RunArgs) -> Result<(), String> {
-    let others = [
+    let mut others = crate::run::rdmc_flags(a).to_vec();
+    others.extend([
         ("--tree", a.tree.is_some()),
         ("--size", a.size.is_some()),
-        ("--algorithm", a.algorithm.is_some()),
-        ("--nodes", a.nodes.is_some()),
-        ("--block-size", a.block_size.is_some()),
-        ("--senders", a.senders.is_some()),
-        ("--racks", a.racks.is_some()),
-        ("--messages", a.messages.is_some()),
-        ("--timeout", a.timeout.is_some()),
         ("--delta", a.delta.is_some()),
         ("--acceptors", a.acceptors.is_some()),
         ("--placement", a.placement.is_some()),
         ("--dissemination", a.dissemination.is_some()),
         ("--optimistic", a.optimistic.is_some()),
         ("--log", a.log.is_some()),
-    ];
+    ]);
     match others.iter().find(|f| f.1) {
         Some((flag, _)) => Err(format!(
             "{flag} is not for --protocol heron: the application decides what requests carry and where they go; heron takes --app, --groups (partitions), --replicas, --clients, --scale, --capacity, --slots"
@@ -257,6 +251,25 @@ pub(crate) fn run(a: &RunArgs, runtime: Where) -> Result<ExitCode, String> {
 
 type Node<A> = HeronNode<RamcastServer, RamcastClient, A>;
 
+/// Heron over RamCast on runtime NIC `N`, histories not kept.
+fn deploy<N: transport::Nic, A: Application>(
+    cfg: heron::Config,
+    app: Arc<A>,
+    rc: &Arc<ramcast::Config>,
+    seed: u64,
+    window: Window,
+) -> Vec<Node<A>> {
+    heron::deploy::<N, _, _, _>(
+        cfg,
+        app,
+        seed,
+        window,
+        false,
+        |g, r| RamcastServer::new(rc.clone(), g, r),
+        |i| RamcastClient::new(rc.clone(), i),
+    )
+}
+
 /// Deploys Heron over RamCast with `app` and runs it where `runtime` says.
 fn execute<A: Application + Send + Sync + 'static>(
     cfg: heron::Config,
@@ -272,15 +285,7 @@ fn execute<A: Application + Send + Sync + 'static>(
     let end = window.stop_at.saturating_add(Nanos(5_000_000));
     let (nodes, database, events): (Vec<Node<A>>, _, _) = match runtime {
         Where::Sim => {
-            let nodes = heron::deploy::<transport::runtime::sim::SimNic, _, _, _>(
-                cfg,
-                app,
-                a.seed,
-                window,
-                false,
-                |g, r| RamcastServer::new(rc.clone(), g, r),
-                |i| RamcastClient::new(rc.clone(), i),
-            );
+            let nodes = deploy::<transport::runtime::sim::SimNic, A>(cfg, app, &rc, a.seed, window);
             let mut sim = Sim::new(sc, nodes);
             sim.run(Some(end));
             let mut db = BTreeMap::new();
@@ -296,15 +301,8 @@ fn execute<A: Application + Send + Sync + 'static>(
             threads,
             nic_thread,
         } => {
-            let nodes = heron::deploy::<transport::runtime::local::LocalNic, _, _, _>(
-                cfg,
-                app,
-                a.seed,
-                window,
-                false,
-                |g, r| RamcastServer::new(rc.clone(), g, r),
-                |i| RamcastClient::new(rc.clone(), i),
-            );
+            let nodes =
+                deploy::<transport::runtime::local::LocalNic, A>(cfg, app, &rc, a.seed, window);
             let lc = LocalConfig {
                 threads,
                 nic_thread,
