@@ -518,6 +518,27 @@ mod tests {
         }
     }
 
+    /// A district out of order rows answers New-Orders with `Full` and changes nothing: the
+    /// database stays consistent and the run can say how many districts filled up.
+    #[test]
+    fn a_full_district_refuses_new_orders_and_stays_consistent() {
+        let scale = Scale::scaled(100, 32);
+        let app = Tpcc::new(1, scale, 7).with_mix(Mix::only(Kind::NewOrder));
+        let mut state = database(&app);
+        let mut rng = Rng::derive(2, Purpose::Workload, 0);
+        let mut full = 0;
+        for _ in 0..200 {
+            let e = execute_on(&app, &mut state, &app.generate(&mut rng));
+            if i64::from_le_bytes(e.response[..8].try_into().unwrap()) == Status::Full as i64 {
+                assert!(e.writes.is_empty());
+                full += 1;
+            }
+        }
+        assert!(full > 0);
+        assert_eq!(consistency::check(&app, &state), Vec::<String>::new());
+        assert!(full_districts(&app, &state) > 0);
+    }
+
     #[test]
     fn the_checker_finds_a_broken_condition() {
         let app = Tpcc::new(1, Scale::scaled(100, 60), 7);
