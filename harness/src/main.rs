@@ -476,15 +476,16 @@ struct CheckArgs {
     /// Print every seed's derived parameters.
     #[arg(long)]
     verbose: bool,
-    /// Worker threads for ramcast, tram and rdmc sweeps (default: every core). The report is
-    /// the same on any number: runs are reported in seed order.
+    /// Worker threads for the protocols' sweeps, not chaos (default: every core). The report
+    /// is the same on any number: runs are reported in seed order.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
     jobs: Option<u64>,
     /// Run only shard K of N: the seeds first-seed+K, first-seed+K+N, ... (K from 0). N
     /// machines running shards 0/N .. N-1/N cover the sweep once, for a cluster scheduler.
     #[arg(long, value_parser = parse_shard, conflicts_with = "seed")]
     shard: Option<(u64, u64)>,
-    /// Also write the sweep's result to this file (TOML), for --merge (ramcast, tram, rdmc).
+    /// Also write the sweep's result to this file (TOML), for --merge (the protocols' sweeps,
+    /// not chaos).
     #[arg(long, conflicts_with = "seed")]
     report: Option<PathBuf>,
     /// Sum the --report files of a sweep's shards and print the sweep's report (every other
