@@ -610,6 +610,7 @@ fn heron_run_refuses_flags_that_do_not_apply() {
             "use them with --app tpcc",
         ),
         (vec!["--scale", "0"], "--scale 1"),
+        (vec!["--capacity", "10"], "starts with 30 orders"),
     ] {
         let mut a = vec!["run", "--protocol", "heron", "--duration", "1ms"];
         a.extend(args);

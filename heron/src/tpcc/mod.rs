@@ -69,8 +69,8 @@ impl Scale {
         capacity: 15_000,
     };
 
-    /// Everything divided by `factor` (at least 1 item, customer, order; 10 districts kept),
-    /// with `capacity` order rows per district.
+    /// Everything divided by `factor` (at least 1 customer and 15 items; 10 districts kept),
+    /// with `capacity` order rows per district, raised to the initial orders if below.
     pub fn scaled(factor: u64, capacity: u64) -> Scale {
         let s = Scale::SPEC;
         let customers = (s.customers / factor).max(1);

@@ -101,6 +101,12 @@ pub(crate) fn run(a: &RunArgs, runtime: Where) -> Result<ExitCode, String> {
         return Err("--scale 0: the specification's size is --scale 1".into());
     }
     let scale = Scale::scaled(factor, a.capacity.unwrap_or(2_000));
+    if let Some(c) = a.capacity.filter(|&c| c < scale.customers) {
+        return Err(format!(
+            "--capacity {c}: a district starts with {} orders (one per customer at --scale {factor}); give at least that many rows",
+            scale.customers
+        ));
+    }
     let profile_name = a.profile.clone().unwrap_or_else(|| testbed::HERON.into());
     let profile = Profile::load(&profile_name).map_err(|e| e.to_string())?;
     let software = Software::load(&a.software).map_err(|e| e.to_string())?;
