@@ -35,7 +35,7 @@ impl Phases {
     /// TRAM message crosses the groups of a tree path, each of whose leaders may still wait for
     /// a crashed member).
     pub(crate) fn of(fault_phase: Nanos, faults: &[Fault], evict: Nanos, stages: u64) -> Phases {
-        let last_fault = faults.iter().map(fault_end).max().unwrap_or(Nanos::ZERO);
+        let last_fault = faults.iter().map(Fault::end).max().unwrap_or(Nanos::ZERO);
         let load_end = fault_phase
             .max(last_fault)
             .saturating_add(Nanos(evict.as_nanos() * stages))
@@ -45,17 +45,6 @@ impl Phases {
             load_end,
             limit: load_end.saturating_add(CONVERGE),
         }
-    }
-}
-
-/// When a fault stops acting: a crash at once, a pause, slowdown, delay or revoke at its end.
-fn fault_end(f: &Fault) -> Nanos {
-    match *f {
-        Fault::Crash { at, .. } | Fault::CrashMidPost { at, .. } => at,
-        Fault::Pause { at, duration, .. }
-        | Fault::Slow { at, duration, .. }
-        | Fault::LinkDelay { at, duration, .. }
-        | Fault::Revoke { at, duration, .. } => at.saturating_add(duration),
     }
 }
 
@@ -806,7 +795,7 @@ fn judge_progress<S, C>(
     phases: &Phases,
     out: &mut Outcome,
 ) {
-    let ends: Vec<Nanos> = faults.iter().map(fault_end).collect();
+    let ends: Vec<Nanos> = faults.iter().map(Fault::end).collect();
     out.after_each = vec![0; faults.len()];
     for n in nodes {
         let Node::Client(c) = n else { continue };

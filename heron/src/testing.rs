@@ -298,15 +298,7 @@ pub fn chaos(seed: u64) -> Chaos {
             process: c.cfg.client(rng.below(4) as usize),
         });
     }
-    c.quiet = c
-        .faults
-        .iter()
-        .map(|f| match *f {
-            Fault::Pause { at, duration, .. } => at + duration,
-            _ => f.at(),
-        })
-        .max()
-        .unwrap_or(Nanos::ZERO);
+    c.quiet = c.faults.iter().map(Fault::end).max().unwrap_or(Nanos::ZERO);
     c.stop = (c.quiet + LIVE).max(Nanos(1_500_000));
     c
 }

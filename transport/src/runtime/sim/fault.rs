@@ -96,6 +96,18 @@ impl Fault {
             | Fault::Revoke { at, .. } => *at,
         }
     }
+
+    /// When the fault stops acting: a crash at once, a pause, slowdown, delay or revoke at
+    /// its end.
+    pub fn end(&self) -> Nanos {
+        match *self {
+            Fault::Crash { at, .. } | Fault::CrashMidPost { at, .. } => at,
+            Fault::Pause { at, duration, .. }
+            | Fault::Slow { at, duration, .. }
+            | Fault::LinkDelay { at, duration, .. }
+            | Fault::Revoke { at, duration, .. } => at.saturating_add(duration),
+        }
+    }
 }
 
 impl fmt::Display for Fault {
