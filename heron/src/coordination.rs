@@ -43,7 +43,11 @@ impl<S, A: Application> HeronServer<S, A> {
         match run.phase {
             Phase::Coordinate => match self.coordinated(nic, Stage::Delivered) {
                 Ok(()) => {
-                    self.running.as_mut().expect("running").phase = Phase::Execute;
+                    let now = nic.now();
+                    let run = self.running.as_mut().expect("running");
+                    self.counters.coordinating_ns += now.saturating_sub(run.since).as_nanos();
+                    run.since = now;
+                    run.phase = Phase::Execute;
                     (true, None)
                 }
                 Err(wake) => (false, wake),
@@ -86,6 +90,8 @@ impl<S, A: Application> HeronServer<S, A> {
                 Phase::Execute
             },
             majority_at: None,
+            since: nic.now(),
+            delay: Nanos::ZERO,
             reads: BTreeMap::new(),
             failed: BTreeSet::new(),
             response: None,
@@ -163,6 +169,7 @@ impl<S, A: Application> HeronServer<S, A> {
             if !all {
                 self.counters.waited_out += 1;
             }
+            run.delay = run.delay + now.saturating_sub(since);
             run.majority_at = None;
             Ok(())
         } else {
@@ -174,6 +181,14 @@ impl<S, A: Application> HeronServer<S, A> {
     /// the client's response region; the request is done here.
     pub(crate) fn respond<N: Nic>(&mut self, nic: &mut N) {
         let run = self.running.take().expect("running");
+        if run.phase == Phase::Finish {
+            let c = &mut self.counters;
+            c.coordinating_ns += nic.now().saturating_sub(run.since).as_nanos();
+            if run.delay > Nanos::ZERO {
+                c.delayed += 1;
+                c.delay_ns += run.delay.as_nanos();
+            }
+        }
         let response = run.response.expect("executed");
         let codec = crate::client::response_codec(&self.cfg);
         let mut slot = Vec::new();

@@ -110,6 +110,9 @@ impl<S, A: Application> HeronServer<S, A> {
         let run = self.running.as_mut().expect("running");
         run.response = Some(execution.response);
         self.counters.executed += 1;
+        let now = nic.now();
+        self.counters.executing_ns += now.saturating_sub(run.since).as_nanos();
+        run.since = now;
         if run.req.dst.len() == 1 {
             self.respond(nic);
         } else {

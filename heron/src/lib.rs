@@ -15,7 +15,7 @@
 //! | Algorithm 10, execution | [`execution`] |
 //! | dual versions, objects in registered memory | [`store`] |
 //! | Algorithm 11, state transfer | [`state_transfer`] |
-//! | the application (read set, execute, partitioning) | [`app`]; [`kv`] |
+//! | the application (read set, execute, partitioning) | [`app`]; [`kv`]; [`null`] (Table 5.1) |
 //! | TPC-C (5.2.1) | [`tpcc`] |
 //! | linearizability argument (5.1.3) | checked by [`oracle`] |
 //!
@@ -74,6 +74,7 @@ pub mod coordination;
 pub mod execution;
 pub mod kv;
 pub mod layered;
+pub mod null;
 pub mod oracle;
 pub mod server;
 pub mod state_transfer;
@@ -87,6 +88,7 @@ pub use app::{Application, Execution, ObjectId, Reads, Table};
 pub use client::{Call, HeronClient, Window};
 pub use config::Config;
 pub use kv::KeyValue;
+pub use null::NullRequests;
 pub use server::{Counters, Executed, HeronServer};
 pub use tpcc::Tpcc;
 

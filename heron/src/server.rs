@@ -73,6 +73,10 @@ pub(crate) struct Running {
     pub(crate) phase: Phase,
     /// When a majority of every involved partition first coordinated in the current phase.
     pub(crate) majority_at: Option<Nanos>,
+    /// When the current phase began (for [`Counters`]'s time per phase).
+    pub(crate) since: Nanos,
+    /// How long its coordination rounds waited past their majority so far.
+    pub(crate) delay: Nanos,
     pub(crate) reads: Reads,
     /// Processes whose read failed during this request (crashed): not read from again.
     pub(crate) failed: BTreeSet<ProcessId>,
@@ -142,6 +146,18 @@ pub struct Counters {
     /// Writes it made again after the queue pair under them was reset (see
     /// `HeronServer::write`).
     pub rewrites: u64,
+    /// Nanoseconds spent in phases 2 and 4 (waiting for the involved replicas to coordinate),
+    /// summed over the requests it executed: the coordination of the thesis's Figure 5.4.
+    pub coordinating_ns: u64,
+    /// Nanoseconds spent in phase 3 (reads, execution and writes, a state transfer it needed
+    /// included), summed over the requests it executed: Figure 5.4's execution.
+    pub executing_ns: u64,
+    /// Multi-partition requests it delayed: in phase 2 or 4, when a majority of every involved
+    /// partition had coordinated, not every replica had yet (the thesis's Table 5.2).
+    pub delayed: u64,
+    /// Nanoseconds those requests waited past the majority, for the rest or for the extra
+    /// wait to run out (Table 5.2's delay).
+    pub delay_ns: u64,
 }
 
 impl Counters {
@@ -160,6 +176,10 @@ impl Counters {
             transfers_served,
             objects_sent,
             rewrites,
+            coordinating_ns,
+            executing_ns,
+            delayed,
+            delay_ns,
         } = *other;
         self.executed += executed;
         self.multi += multi;
@@ -173,6 +193,10 @@ impl Counters {
         self.transfers_served += transfers_served;
         self.objects_sent += objects_sent;
         self.rewrites += rewrites;
+        self.coordinating_ns += coordinating_ns;
+        self.executing_ns += executing_ns;
+        self.delayed += delayed;
+        self.delay_ns += delay_ns;
     }
 }
 

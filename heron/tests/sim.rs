@@ -111,6 +111,40 @@ fn a_single_partition_deployment_executes_without_coordination() {
 }
 
 #[test]
+fn phase_times_cover_multi_partition_requests_and_delays_wait_for_every_replica() {
+    // Every request spans both partitions; the extra wait is long enough to wait for all.
+    let mut cfg = Config::new(2, 3, 1);
+    cfg.extra_wait = Nanos(1_000_000);
+    let r = run(cfg, 1.0, 5, vec![], 500);
+    check(&r);
+    let c = r.counters();
+    assert!(c.executed > 50 && c.multi == c.executed, "{c:?}");
+    let per = |ns: u64| ns as f64 / c.executed as f64;
+    let (coordinating, executing) = (per(c.coordinating_ns), per(c.executing_ns));
+    // Two coordination rounds take at least two one-way writes; execution reads remotely.
+    assert!(coordinating > 1_000.0 && executing > 1_000.0, "{c:?}");
+    let latencies: Vec<f64> = r
+        .histories()
+        .iter()
+        .flat_map(|(_, h)| h.iter())
+        .filter_map(|call| call.returned.as_ref().map(|(at, _)| *at - call.invoked))
+        .map(|d| d.as_nanos() as f64)
+        .collect();
+    let latency = latencies.iter().sum::<f64>() / latencies.len() as f64;
+    assert!(
+        coordinating + executing < latency,
+        "phases {coordinating} + {executing} ns within a request of {latency} ns"
+    );
+    // A delayed request waited for the last replica, never past the extra wait.
+    assert!(c.delay_ns <= c.delayed * 1_000_000, "{c:?}");
+    // With the extra wait at zero nothing is delayed.
+    let mut cfg = Config::new(2, 3, 1);
+    cfg.extra_wait = Nanos::ZERO;
+    let c = run(cfg, 1.0, 5, vec![], 300).counters();
+    assert_eq!((c.delayed, c.delay_ns), (0, 0), "{c:?}");
+}
+
+#[test]
 fn a_replica_paused_past_its_partition_catches_up_by_state_transfer() {
     let mut cfg = Config::new(2, 3, 4);
     cfg.extra_wait = Nanos::ZERO;

@@ -182,6 +182,9 @@ pub struct Tpcc {
     mix: Mix,
     /// Whether requests stay in their home warehouse (Table 5.1's "local TPC-C").
     local: bool,
+    /// The warehouses every New-Order touches, if fixed (Figure 5.4's "requests that target a
+    /// fixed number of partitions").
+    spanning: Option<u64>,
     seed: u64,
     keys: Keys,
     tables: Vec<Table>,
@@ -200,6 +203,7 @@ impl Tpcc {
             scale,
             mix: Mix::SPEC,
             local: false,
+            spanning: None,
             seed,
             keys: Keys::new(scale),
             tables: schema::tables(&scale),
@@ -215,6 +219,24 @@ impl Tpcc {
     /// The same with every request in its home warehouse: no remote order lines or payments.
     pub fn local_only(mut self) -> Tpcc {
         self.local = true;
+        self
+    }
+
+    /// The same with every New-Order supplied by exactly `k` warehouses, its home and the `k -
+    /// 1` after it: its first `k - 1` order lines come from those, the rest from home (the
+    /// thesis's Figure 5.4 "modifies TPC New Order transactions so that they access objects in
+    /// the specified number of partitions"). An order then has at least `k - 1` lines.
+    ///
+    /// # Panics
+    /// If `k` is 0, above the warehouses, or above an order's lines plus one.
+    pub fn spanning(mut self, k: usize) -> Tpcc {
+        let k = k as u64;
+        assert!(
+            (1..=self.warehouses).contains(&k) && k <= MAX_ITEMS_PER_ORDER + 1,
+            "a New-Order spans 1 to {} warehouses here, not {k}",
+            self.warehouses.min(MAX_ITEMS_PER_ORDER + 1)
+        );
+        self.spanning = Some(k);
         self
     }
 
@@ -356,7 +378,10 @@ impl Application for Tpcc {
         match kind {
             Kind::NewOrder => {
                 let c = nurand(rng, 1023, 1, s.customers, C_ID) - 1;
-                let lines = rng.range_inclusive(5, MAX_ITEMS_PER_ORDER);
+                let mut lines = rng.range_inclusive(5, MAX_ITEMS_PER_ORDER);
+                if let Some(k) = self.spanning {
+                    lines = lines.max(k - 1);
+                }
                 let rollback = rng.below(100) == 0;
                 let mut out = vec![Kind::NewOrder as u64, w, d, c, lines];
                 for l in 0..lines {
@@ -365,10 +390,11 @@ impl Application for Tpcc {
                     } else {
                         nurand(rng, 8191, 1, s.items, C_ITEM) - 1
                     };
-                    let supply = if rng.below(100) == 0 {
-                        self.other(rng, w)
-                    } else {
-                        w
+                    let supply = match self.spanning {
+                        Some(k) if l < k - 1 => (w + 1 + l) % self.warehouses,
+                        Some(_) => w,
+                        None if rng.below(100) == 0 => self.other(rng, w),
+                        None => w,
                     };
                     out.extend([item, supply, rng.range_inclusive(1, 10)]);
                 }
@@ -515,6 +541,23 @@ mod tests {
         let app = Tpcc::new(4, Scale::scaled(100, 60), 3).with_mix(Mix::only(Kind::StockLevel));
         for _ in 0..100 {
             assert_eq!(Kind::of(&app.generate(&mut rng)), Kind::StockLevel);
+        }
+    }
+
+    #[test]
+    fn spanning_new_orders_touch_exactly_that_many_warehouses_and_stay_consistent() {
+        let mut rng = Rng::derive(2, Purpose::Workload, 0);
+        for k in [1, 2, 4] {
+            let app = Tpcc::new(4, Scale::scaled(100, 400), 3)
+                .with_mix(Mix::only(Kind::NewOrder))
+                .spanning(k);
+            let mut db = database(&app);
+            for _ in 0..200 {
+                let r = app.generate(&mut rng);
+                assert_eq!(app.destinations(&r).len(), k);
+                crate::app::execute_on(&app, &mut db, &r);
+            }
+            assert_eq!(consistency::check(&app, &db), Vec::<String>::new());
         }
     }
 
