@@ -169,7 +169,7 @@ impl<S, A: Application> HeronServer<S, A> {
             if !all {
                 self.counters.waited_out += 1;
             }
-            run.delay = run.delay + now.saturating_sub(since);
+            run.delay += now.saturating_sub(since);
             run.majority_at = None;
             Ok(())
         } else {
