@@ -46,6 +46,16 @@ pub(crate) enum Where {
     Local { threads: usize, nic_thread: bool },
 }
 
+impl Where {
+    /// The runtime's name on the command line and in CSV files.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Where::Sim => "sim",
+            Where::Local { .. } => "local",
+        }
+    }
+}
+
 /// One experiment.
 #[derive(Clone, Debug)]
 pub(crate) struct Experiment {

@@ -5,11 +5,15 @@
 //! work (objects, queues, bounds checks, the JVM) is what separates a prototype from our code.
 //! A prototype whose one published number is a bandwidth of large messages (Ridge's Java over
 //! TCP) can only differ from our code per byte there, and scales its copies too
-//! ([`PaperSoftware::scales_copies`]).
+//! ([`Prices::WithCopies`]). An application over a multicast layer whose prices were fitted
+//! already (Heron over RamCast's Java prototype) keeps the layer's prices and fits its row price
+//! alone ([`Prices::Rows`]).
 //!
 //! One factor fitted to one number: every other number of the paper stays a validation target.
 
-use transport::runtime::sim::{Software, SoftwareCalibration, SoftwareFit, WorkCosts};
+use transport::runtime::sim::{
+    Software, SoftwareCalibration, SoftwareFit, WorkCosts, ROW_PRICE_UNIT_NS,
+};
 
 /// A paper prototype's software profile and the one published number it is fitted to.
 pub(crate) struct PaperSoftware {
@@ -23,11 +27,25 @@ pub(crate) struct PaperSoftware {
     pub(crate) published: f64,
     /// Its unit.
     pub(crate) unit: &'static str,
-    /// Whether the factor scales the copy price too (see the module docs).
-    pub(crate) scales_copies: bool,
+    /// The profile whose prices it starts from, unless `--shape` names another.
+    pub(crate) shape: &'static str,
+    /// Which prices the factor sets (see the module docs).
+    pub(crate) prices: Prices,
     /// Simulates the target's experiment with a software profile and returns the number the
     /// paper reports; it must fall as prices rise (a throughput) or rise with them (a latency).
     pub(crate) simulate: Simulate,
+}
+
+/// Which prices of the shape one factor sets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Prices {
+    /// The per-message prices, scaled; copies keep the shape's price.
+    PerMessage,
+    /// Every price, copies included, scaled.
+    WithCopies,
+    /// Only the row price, set to the factor times [`ROW_PRICE_UNIT_NS`]; every other price is
+    /// the shape's.
+    Rows,
 }
 
 /// How a [`PaperSoftware`] simulates its target: with a software profile, reporting progress.
@@ -40,9 +58,17 @@ const STEPS: usize = 24;
 /// A fit closer than this to the published number stops early.
 const TOLERANCE: f64 = 0.005;
 
-/// `shape`'s per-message prices times `scale` (rounded to the nanosecond), its copy price kept
-/// unless `copies` (then scaled too, rounded to the picosecond).
-pub(crate) fn scaled(shape: &WorkCosts, scale: f64, copies: bool) -> WorkCosts {
+/// `shape`'s prices set by `scale` as `prices` says: per-message prices times `scale` (rounded
+/// to the nanosecond), copies too for [`Prices::WithCopies`] (rounded to the picosecond); or
+/// only the row price, `scale` times [`ROW_PRICE_UNIT_NS`].
+pub(crate) fn scaled(shape: &WorkCosts, scale: f64, prices: Prices) -> WorkCosts {
+    if prices == Prices::Rows {
+        return WorkCosts {
+            row_ns: (scale * ROW_PRICE_UNIT_NS).round() as u64,
+            ..*shape
+        };
+    }
+    let copies = prices == Prices::WithCopies;
     let s = |ns: u64| (ns as f64 * scale).round() as u64;
     WorkCosts {
         scan_ns: s(shape.scan_ns),
@@ -122,7 +148,7 @@ pub(crate) fn fit(
             date: Some(date.to_string()),
             fit: None,
         },
-        costs: scaled(&shape.costs, scale, paper.scales_copies),
+        costs: scaled(&shape.costs, scale, paper.prices),
     };
     let (scale, simulated) = bisect(paper.published, |scale| {
         let v = (paper.simulate)(&priced(scale), progress)?;
@@ -140,7 +166,8 @@ pub(crate) fn fit(
         published: paper.published,
         simulated,
         unit: paper.unit.to_string(),
-        copies_scaled: paper.scales_copies,
+        copies_scaled: paper.prices == Prices::WithCopies,
+        rows_only: paper.prices == Prices::Rows,
     });
     Ok(s)
 }
@@ -177,7 +204,7 @@ mod tests {
             deliver_ns: 10,
             row_ns: 0,
         };
-        let c = scaled(&shape, 2.5, false);
+        let c = scaled(&shape, 2.5, Prices::PerMessage);
         assert_eq!(
             (
                 c.scan_ns,
@@ -188,6 +215,17 @@ mod tests {
             ),
             (5, 75, 90, 103, 25)
         );
-        assert_eq!(scaled(&shape, 2.5, true).copy_ps_per_byte, 225);
+        assert_eq!(
+            scaled(&shape, 2.5, Prices::WithCopies).copy_ps_per_byte,
+            225
+        );
+        let rows = scaled(&shape, 2.5, Prices::Rows);
+        assert_eq!(
+            rows,
+            WorkCosts {
+                row_ns: 250,
+                ..shape
+            }
+        );
     }
 }

@@ -7,7 +7,7 @@
 mod fit;
 mod probes;
 
-pub(crate) use fit::PaperSoftware;
+pub(crate) use fit::{PaperSoftware, Prices};
 
 use crate::protocols::paper_software;
 use clap::{Args, Subcommand};
@@ -25,7 +25,8 @@ pub(crate) enum CalibrateCommand {
     /// Fits a paper prototype's software profile to ONE published number of its paper: the
     /// shape profile's per-message prices times one factor, found by bisection on the
     /// simulated number (copies keep the shape's price, except for a prototype whose number is
-    /// a bandwidth of large messages: Ridge's). Prints every factor tried.
+    /// a bandwidth of large messages: Ridge's; Heron's keeps RamCast's prices and fits its
+    /// price per row alone). Prints every factor tried.
     Paper(PaperArgs),
 }
 
@@ -55,9 +56,11 @@ pub(crate) struct PaperArgs {
     /// The paper prototype's profile.
     #[arg(value_parser = paper_names())]
     name: String,
-    /// The profile whose per-message prices are scaled: a built-in name or a .toml path.
-    #[arg(long, default_value = "measured")]
-    shape: String,
+    /// The profile whose prices are scaled: a built-in name or a .toml path [default: the
+    /// prototype's own, `measured` for the multicast prototypes, `ramcast-java` for Heron's,
+    /// whose ordering layer is RamCast's prototype].
+    #[arg(long)]
+    shape: Option<String>,
     /// Where to write the profile [default: transport/software/NAME.toml].
     #[arg(long)]
     out: Option<PathBuf>,
@@ -131,7 +134,7 @@ fn paper(a: PaperArgs, commit: &str) -> Result<ExitCode, String> {
     let p = paper_software()
         .find(|p| p.name == a.name)
         .expect("clap checked the name");
-    let shape = Software::load(&a.shape).map_err(|e| e.to_string())?;
+    let shape = Software::load(a.shape.as_deref().unwrap_or(p.shape)).map_err(|e| e.to_string())?;
     let out = a
         .out
         .unwrap_or_else(|| PathBuf::from(format!("transport/software/{}.toml", p.name)));
@@ -159,14 +162,14 @@ fn paper(a: PaperArgs, commit: &str) -> Result<ExitCode, String> {
     );
     let header = format!(
         "{}: fitted by `harness calibrate paper {}` on {date} at commit {commit}.\n\
-         One factor scales the {} of `{} v{}` until the simulation gives ONE\n\
+         One factor {} of `{} v{}` until the simulation gives ONE\n\
          published number (below); every other number of the paper is a validation target.",
         p.description,
         p.name,
-        if p.scales_copies {
-            "prices, copies included,"
-        } else {
-            "per-message prices"
+        match p.prices {
+            Prices::WithCopies => "scales the prices, copies included,",
+            Prices::PerMessage => "scales the per-message prices",
+            Prices::Rows => "sets the row price (factor x 100 ns) beside the other prices",
         },
         shape.name,
         shape.version

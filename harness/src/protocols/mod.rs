@@ -303,6 +303,7 @@ pub(crate) const PAPER_SOFTWARE: &[&[crate::calibrate::PaperSoftware]] = &[
     ramcast::software::PAPER_SOFTWARE,
     tram::software::PAPER_SOFTWARE,
     ridge::software::PAPER_SOFTWARE,
+    heron::software::PAPER_SOFTWARE,
 ];
 
 /// Every paper prototype's software profile, in registry order.
@@ -315,6 +316,7 @@ pub(crate) const FIGURES: &[&[PaperFigure]] = &[
     tram::figures::FIGURES,
     rdmc::figures::FIGURES,
     ridge::figures::FIGURES,
+    heron::figures::FIGURES,
 ];
 
 /// Every paper figure, in order.

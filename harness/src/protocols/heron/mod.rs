@@ -1,10 +1,14 @@
 //! Heron (the Heron thesis, chapter 5) in the harness: `check` (Heron over RamCast with the
-//! key-value store and TPC-C under faults) and `run` (one experiment, on the simulator or on
-//! threads); `compare` and the figures are the next steps of issue 15. Heron is not an atomic
-//! multicast protocol, so it has no line in [`super::REGISTRY`].
+//! key-value store and TPC-C under faults), `run` (one experiment, on the simulator or on
+//! threads), the thesis's figures and its prototype's software profile. Heron over the other
+//! multicast protocols (`compare`, `heron-over`) and Figure 5.6 are the next steps of issue 15.
+//! Heron is not an atomic multicast protocol, so it has no line in [`super::REGISTRY`].
 
 pub(crate) mod check;
+pub(crate) mod experiment;
+pub(crate) mod figures;
 pub(crate) mod run;
+pub(crate) mod software;
 
 /// The application Heron replicates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

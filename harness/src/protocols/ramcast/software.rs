@@ -12,7 +12,8 @@ pub(crate) const PAPER_SOFTWARE: &[PaperSoftware] = &[PaperSoftware {
              (ramcast-middleware2021.txt section 5.3: ~250 k msg/s)",
     published: 250_000.0,
     unit: "msg/s",
-    scales_copies: false,
+    shape: "measured",
+    prices: crate::calibrate::Prices::PerMessage,
     simulate: fig4,
 }];
 

@@ -14,6 +14,7 @@ pub(crate) const PAPER_SOFTWARE: &[PaperSoftware] = &[PaperSoftware {
              destinations; ridge-2015.txt section 6.2: ~0.8 Gb/s, flat as destinations grow)",
     published: 0.8,
     unit: "Gb/s",
-    scales_copies: true,
+    shape: "measured",
+    prices: crate::calibrate::Prices::WithCopies,
     simulate: super::evaluation::fig1_ridge_64kb_gbps,
 }];

@@ -17,7 +17,8 @@ pub(crate) const PAPER_SOFTWARE: &[PaperSoftware] = &[PaperSoftware {
              section 8.1: its C++ RamCast is comparable to the original paper's results)",
     published: 250_000.0,
     unit: "msg/s",
-    scales_copies: false,
+    shape: "measured",
+    prices: crate::calibrate::Prices::PerMessage,
     simulate: ramcast_fig4,
 }];
 

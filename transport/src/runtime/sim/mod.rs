@@ -84,7 +84,8 @@ pub use profile::{
     Placement, Profile, ProfileError, ReconnectRange, BUILTIN, DEFAULT_PROFILE,
 };
 pub use software::{
-    Software, SoftwareCalibration, SoftwareFit, WorkCosts, DEFAULT_SOFTWARE, SOFTWARE,
+    Software, SoftwareCalibration, SoftwareFit, WorkCosts, DEFAULT_SOFTWARE, ROW_PRICE_UNIT_NS,
+    SOFTWARE,
 };
 
 use crate::memory::Memory;

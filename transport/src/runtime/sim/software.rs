@@ -22,6 +22,10 @@ pub const SOFTWARE: &[(&str, &str)] = &[
         "ridge-java",
         include_str!("../../../software/ridge-java.toml"),
     ),
+    (
+        "heron-java",
+        include_str!("../../../software/heron-java.toml"),
+    ),
 ];
 
 /// The software profile used when none is named: no software cost, the model every result
@@ -72,7 +76,15 @@ pub struct SoftwareFit {
     /// serialisation and stream copies); otherwise copies keep the shape's price.
     #[serde(default)]
     pub copies_scaled: bool,
+    /// Whether only the row price was fitted (an application over a multicast layer whose
+    /// prices were fitted already): `scale` is then the row price in units of
+    /// [`ROW_PRICE_UNIT_NS`], and every other price is the shape's.
+    #[serde(default)]
+    pub rows_only: bool,
 }
+
+/// The unit of a rows-only fit's `scale`, in nanoseconds per row ([`SoftwareFit::rows_only`]).
+pub const ROW_PRICE_UNIT_NS: f64 = 100.0;
 
 /// The price of one unit of each kind of [`Work`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -199,7 +211,9 @@ impl Software {
             t.push_str(&format!(
                 "\n# {}\n\
                  [calibration.fit]\nshape = {}\nscale = {:?}\npublished = {:?}\nsimulated = {:?}\nunit = {}\n",
-                if f.copies_scaled {
+                if f.rows_only {
+                    "The prices of `shape`, and a row price of `scale` x 100 ns."
+                } else if f.copies_scaled {
                     "Every price of `shape`, copies included, times `scale`."
                 } else {
                     "Per-message prices of `shape` times `scale`; copies keep the shape's price."
@@ -212,6 +226,9 @@ impl Software {
             ));
             if f.copies_scaled {
                 t.push_str("copies_scaled = true\n");
+            }
+            if f.rows_only {
+                t.push_str("rows_only = true\n");
             }
         }
         let k = &self.costs;
@@ -305,6 +322,7 @@ mod tests {
             simulated: 249_100.0,
             unit: "msg/s".into(),
             copies_scaled: false,
+            rows_only: false,
         });
         s.costs = WorkCosts {
             scan_ns: 2,
@@ -328,6 +346,11 @@ mod tests {
         s.calibration.fit.as_mut().unwrap().copies_scaled = true;
         let text = s.to_toml("");
         assert!(text.contains("copies included"), "{text}");
+        assert_eq!(Software::parse("written", &text).unwrap(), s);
+        let f = s.calibration.fit.as_mut().unwrap();
+        (f.copies_scaled, f.rows_only) = (false, true);
+        let text = s.to_toml("");
+        assert!(text.contains("row price of `scale` x 100 ns"), "{text}");
         assert_eq!(Software::parse("written", &text).unwrap(), s);
         assert_eq!(
             Software::parse("none", &Software::none().to_toml("")).unwrap(),

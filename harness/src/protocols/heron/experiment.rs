@@ -1,0 +1,307 @@
+//! One Heron experiment over RamCast, as `run` and the figures make it: the deployment, the
+//! application, the window and the runtime in; per kind of request the clients' latencies,
+//! every replica's [`Counters`] and the database the replicas end with out.
+
+use crate::experiment::Where;
+use hdrhistogram::Histogram;
+use heron::tpcc::Scale;
+use heron::{Application, Counters, HeronNode, KeyValue, NullRequests, ObjectId, Tpcc, Window};
+use multicast::GroupId;
+use ramcast::{RamcastClient, RamcastServer, Timing};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use transport::runtime::local::{LocalConfig, LocalRuntime};
+use transport::runtime::sim::{Sim, SimConfig};
+use transport::{Nanos, ProcessId};
+
+/// The application of a run.
+#[derive(Clone, Debug)]
+pub(crate) enum Workload {
+    /// TPC-C.
+    Tpcc(Tpcc),
+    /// Null requests bound where this TPC-C's would go (the thesis's Table 5.1).
+    Null(Tpcc),
+    /// The key-value store.
+    Kv(KeyValue),
+}
+
+impl Workload {
+    /// The TPC-C scale, for TPC-C and its null requests.
+    fn scale(&self) -> Option<Scale> {
+        match self {
+            Workload::Tpcc(t) | Workload::Null(t) => Some(t.scale()),
+            Workload::Kv(_) => None,
+        }
+    }
+}
+
+/// One row of a Heron `summary.csv`: every parameter of the run, then one kind of request's
+/// numbers (single- and multi-partition requests apart).
+#[derive(serde::Serialize)]
+pub(crate) struct Row {
+    pub(crate) protocol: &'static str,
+    pub(crate) multicast: &'static str,
+    /// What the clients ran (`tpcc`, `null`, `kv`, or a figure's name for a variant).
+    pub(crate) workload: String,
+    pub(crate) runtime: &'static str,
+    pub(crate) profile: String,
+    pub(crate) software: String,
+    pub(crate) seed: u64,
+    pub(crate) partitions: usize,
+    pub(crate) replicas: usize,
+    pub(crate) clients: usize,
+    pub(crate) extra_wait_us: f64,
+    /// TPC-C's scale (0 for other applications).
+    pub(crate) items: u64,
+    pub(crate) customers: u64,
+    pub(crate) capacity: u64,
+    pub(crate) warmup_ms: f64,
+    pub(crate) duration_ms: f64,
+    pub(crate) kind: &'static str,
+    pub(crate) span: &'static str,
+    pub(crate) completed: u64,
+    pub(crate) per_s: f64,
+    pub(crate) mean_us: f64,
+    pub(crate) p50_us: f64,
+    pub(crate) p99_us: f64,
+    pub(crate) commit: String,
+}
+
+/// One Heron experiment over RamCast.
+#[derive(Clone, Debug)]
+pub(crate) struct Setup {
+    /// Heron's deployment and tunables.
+    pub(crate) cfg: heron::Config,
+    /// RamCast's slots per client buffer.
+    pub(crate) slots: usize,
+    /// RamCast's bytes per slot, if not its default.
+    pub(crate) slot_bytes: Option<usize>,
+    pub(crate) workload: Workload,
+    /// When the measurement starts and the clients stop.
+    pub(crate) window: Window,
+    pub(crate) runtime: Where,
+    /// The simulator's seed, hardware and software profiles (the hardware's limits and the
+    /// seed also serve the local runtime).
+    pub(crate) sim: SimConfig,
+}
+
+/// What one run left.
+pub(crate) struct Outcome {
+    /// The application's kinds of request.
+    pub(crate) kinds: Vec<&'static str>,
+    /// Per kind, the single- and multi-partition requests' latencies in the window.
+    pub(crate) latency: Vec<[Histogram<u64>; 2]>,
+    /// The database the replicas end with.
+    pub(crate) database: BTreeMap<ObjectId, Vec<u8>>,
+    /// Each replica's partition and counters, in process order.
+    pub(crate) replicas: Vec<(GroupId, Counters)>,
+    /// Wall-clock time of the run.
+    pub(crate) wall: Duration,
+    /// Simulator events, on the simulator.
+    pub(crate) events: Option<u64>,
+}
+
+impl Outcome {
+    /// Every request's latency in the window, or those of `span` (0 single-, 1 multi-partition).
+    pub(crate) fn latencies(&self, span: Option<usize>) -> Histogram<u64> {
+        let mut all = Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("bounds");
+        for k in &self.latency {
+            for (s, h) in k.iter().enumerate() {
+                if span.is_none_or(|x| x == s) {
+                    all.add(h).expect("same bounds");
+                }
+            }
+        }
+        all
+    }
+
+    /// Every replica's counters added up.
+    pub(crate) fn counters(&self) -> Counters {
+        let mut total = Counters::default();
+        for (_, c) in &self.replicas {
+            total.add(c);
+        }
+        total
+    }
+}
+
+impl Setup {
+    /// The window's length.
+    pub(crate) fn duration(&self) -> Nanos {
+        self.window.stop_at.saturating_sub(self.window.warmup_end)
+    }
+
+    /// Requests completed per second in the window.
+    pub(crate) fn throughput(&self, o: &Outcome) -> f64 {
+        o.latencies(None).len() as f64 / (self.duration().as_nanos() as f64 / 1e9)
+    }
+
+    /// One [`Row`] per kind and span of request that completed in the window.
+    pub(crate) fn rows(&self, o: &Outcome, workload: &str, commit: &str) -> Vec<Row> {
+        let secs = self.duration().as_nanos() as f64 / 1e9;
+        let us = |h: &Histogram<u64>, q: f64| h.value_at_quantile(q) as f64 / 1e3;
+        let scale = self.workload.scale();
+        let mut rows = Vec::new();
+        for (k, name) in o.kinds.iter().enumerate() {
+            for (span, h) in ["single", "multi"].iter().zip(&o.latency[k]) {
+                if h.is_empty() {
+                    continue;
+                }
+                rows.push(Row {
+                    protocol: "heron",
+                    multicast: "ramcast",
+                    workload: workload.to_string(),
+                    runtime: self.runtime.name(),
+                    profile: self.sim.profile.name.clone(),
+                    software: self.sim.software.name.clone(),
+                    seed: self.sim.seed,
+                    partitions: self.cfg.partitions,
+                    replicas: self.cfg.replicas,
+                    clients: self.cfg.clients,
+                    extra_wait_us: self.cfg.extra_wait.as_nanos() as f64 / 1e3,
+                    items: scale.map_or(0, |s| s.items),
+                    customers: scale.map_or(0, |s| s.customers),
+                    capacity: scale.map_or(0, |s| s.capacity),
+                    warmup_ms: self.window.warmup_end.as_nanos() as f64 / 1e6,
+                    duration_ms: self.duration().as_nanos() as f64 / 1e6,
+                    kind: name,
+                    span,
+                    completed: h.len(),
+                    per_s: h.len() as f64 / secs,
+                    mean_us: h.mean() / 1e3,
+                    p50_us: us(h, 0.5),
+                    p99_us: us(h, 0.99),
+                    commit: commit.to_string(),
+                });
+            }
+        }
+        rows
+    }
+
+    /// RamCast's configuration for this run.
+    pub(crate) fn ramcast(&self) -> Result<ramcast::Config, String> {
+        let c = &self.cfg;
+        let mut rc = ramcast::Config::new(c.partitions, c.replicas, c.clients);
+        rc.slots = self.slots;
+        if let Some(b) = self.slot_bytes {
+            rc.slot_bytes = b;
+        }
+        if matches!(self.runtime, Where::Local { .. }) {
+            rc.timing = Timing::WALL;
+        }
+        rc.validate().map_err(|e| e.to_string())?;
+        Ok(rc)
+    }
+
+    /// Runs it.
+    pub(crate) fn run(&self) -> Result<Outcome, String> {
+        let rc = Arc::new(self.ramcast()?);
+        let mut cfg = self.cfg.clone();
+        match &self.workload {
+            Workload::Tpcc(t) => {
+                cfg.max_response = heron::tpcc::MAX_RESPONSE;
+                execute(self, cfg, Arc::new(t.clone()), rc)
+            }
+            Workload::Null(t) => execute(self, cfg, Arc::new(NullRequests::new(t.clone())), rc),
+            Workload::Kv(k) => execute(self, cfg, Arc::new(k.clone()), rc),
+        }
+    }
+}
+
+type Node<A> = HeronNode<RamcastServer, RamcastClient, A>;
+
+/// Heron over RamCast on runtime NIC `N`, histories not kept.
+fn deploy<N: transport::Nic, A: Application>(
+    cfg: heron::Config,
+    app: Arc<A>,
+    rc: &Arc<ramcast::Config>,
+    seed: u64,
+    window: Window,
+) -> Vec<Node<A>> {
+    heron::deploy::<N, _, _, _>(
+        cfg,
+        app,
+        seed,
+        window,
+        false,
+        |g, r| RamcastServer::new(rc.clone(), g, r),
+        |i| RamcastClient::new(rc.clone(), i),
+    )
+}
+
+/// Deploys Heron over RamCast with `app` and runs it where `s` says.
+fn execute<A: Application + Send + Sync + 'static>(
+    s: &Setup,
+    cfg: heron::Config,
+    app: Arc<A>,
+    rc: Arc<ramcast::Config>,
+) -> Result<Outcome, String> {
+    let kinds = app.kinds().to_vec();
+    let started = Instant::now();
+    let (seed, window) = (s.sim.seed, s.window);
+    let end = window.stop_at.saturating_add(Nanos(5_000_000));
+    let mut replicas = Vec::new();
+    let (nodes, database, events): (Vec<Node<A>>, _, _) = match s.runtime {
+        Where::Sim => {
+            let nodes = deploy::<transport::runtime::sim::SimNic, A>(cfg, app, &rc, seed, window);
+            let mut sim = Sim::new(s.sim.clone(), nodes);
+            sim.run(Some(end));
+            let mut db = BTreeMap::new();
+            for (i, n) in sim.processes().iter().enumerate() {
+                if let HeronNode::Server(r) = n {
+                    db.extend(r.state(sim.nic(ProcessId(i as u32))));
+                    replicas.push((r.group(), r.counters()));
+                }
+            }
+            let events = sim.stats().events;
+            (sim.into_processes(), db, Some(events))
+        }
+        Where::Local {
+            threads,
+            nic_thread,
+        } => {
+            let nodes =
+                deploy::<transport::runtime::local::LocalNic, A>(cfg, app, &rc, seed, window);
+            let lc = LocalConfig {
+                threads,
+                nic_thread,
+                seed,
+                limits: s.sim.profile.limits(),
+                ..LocalConfig::default()
+            };
+            let limit = Duration::from_nanos(end.as_nanos()) + Duration::from_secs(5);
+            let run = LocalRuntime::new(lc, nodes).run(limit);
+            let mut db = BTreeMap::new();
+            for (n, nic) in run.processes.iter().zip(&run.nics) {
+                if let HeronNode::Server(r) = n {
+                    db.extend(r.state(nic));
+                    replicas.push((r.group(), r.counters()));
+                }
+            }
+            (run.processes, db, None)
+        }
+    };
+    let mut latency: Vec<[Histogram<u64>; 2]> = Vec::new();
+    for n in &nodes {
+        if let HeronNode::Client(c) = n {
+            if latency.is_empty() {
+                latency = c.latencies().to_vec();
+            } else {
+                for (sum, h) in latency.iter_mut().zip(c.latencies()) {
+                    for (s, h) in sum.iter_mut().zip(h) {
+                        s.add(h).map_err(|e| e.to_string())?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(Outcome {
+        kinds,
+        latency,
+        database,
+        replicas,
+        wall: started.elapsed(),
+        events,
+    })
+}
