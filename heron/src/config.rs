@@ -16,7 +16,7 @@ pub struct Config {
     /// Closed-loop clients.
     pub clients: usize,
     /// How long a replica keeps waiting, once a majority of every involved partition has
-    /// coordinated (phases 2 and 4 of Algorithm 9), for the replicas not in it yet: the thesis's
+    /// executed a request (phase 4 of Algorithm 9), for the replicas not in it yet: the thesis's
     /// heuristic against laggards (section 5.1.1, Table 5.2). Zero waits for a majority only.
     pub extra_wait: Nanos,
     /// How long a lagging replica waits for the replica it named to serve its state transfer

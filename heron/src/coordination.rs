@@ -134,8 +134,10 @@ impl<S, A: Application> HeronServer<S, A> {
     }
 
     /// Lines 14 and 20: whether a majority of every involved partition reached `stage` for the
-    /// current request (or went past it), and then either every replica did or the extra wait
-    /// ran out. `Err` carries the deadline of the extra wait, if it is running.
+    /// current request (or went past it), and, in phase 4, then either every replica did or the
+    /// extra wait ran out (the thesis: "only the second coordination phase needs to use this
+    /// additional delay in order to keep replicas in sync", section 5.3.5). `Err` carries the
+    /// deadline of the extra wait, if it is running.
     fn coordinated<N: Nic>(&mut self, nic: &mut N, stage: Stage) -> Result<(), Option<Nanos>> {
         let run = self.running.as_ref().expect("running");
         let tmp = run.req.tmp;
@@ -160,6 +162,9 @@ impl<S, A: Application> HeronServer<S, A> {
         nic.work(Work::Scan, scanned);
         if !majority {
             return Err(None);
+        }
+        if stage == Stage::Delivered {
+            return Ok(());
         }
         let now = nic.now();
         let run = self.running.as_mut().expect("running");

@@ -41,8 +41,11 @@
 //!   (see [`state_transfer`]).
 //! - **State transfers are staged** in an area of the laggard only their responder writes,
 //!   and each attempt names one responder (see [`state_transfer`]).
-//! - **The extra wait** ([`Config::extra_wait`]) applies to both coordination phases once a
-//!   majority of every involved partition is in.
+//! - **The extra wait** ([`Config::extra_wait`]) applies to phase 4 only, once a majority of
+//!   every involved partition is in, as section 5.3.5 says it needs to ("only the second
+//!   coordination phase needs to use this additional delay"); section 5.1.1 describes it
+//!   without naming the phase. (Until 2026-11-24 it applied to phase 2 as well, which added
+//!   up to the wait to every multi-partition request's coordination for nothing.)
 //!
 //! # Testing
 //! `tests/sim.rs` runs Heron over RamCast on the simulator (module `testing`, behind the

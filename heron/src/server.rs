@@ -131,7 +131,7 @@ pub struct Counters {
     /// Remote reads issued to another replica because an earlier one had not returned within
     /// [`Config::read_timeout`](crate::Config::read_timeout).
     pub late_reads: u64,
-    /// Multi-partition requests whose phase 2 or 4 ended on the extra wait's timeout rather
+    /// Multi-partition requests whose phase 4 ended on the extra wait's timeout rather
     /// than with every replica in.
     pub waited_out: u64,
     /// State transfers this replica asked for (it lagged, Algorithm 10 line 30), counting
@@ -152,8 +152,8 @@ pub struct Counters {
     /// Nanoseconds spent in phase 3 (reads, execution and writes, a state transfer it needed
     /// included), summed over the requests it executed: Figure 5.4's execution.
     pub executing_ns: u64,
-    /// Multi-partition requests it delayed: in phase 2 or 4, when a majority of every involved
-    /// partition had coordinated, not every replica had yet (the thesis's Table 5.2).
+    /// Multi-partition requests it delayed: in phase 4, when a majority of every involved
+    /// partition had executed the request, not every replica had yet (the thesis's Table 5.2).
     pub delayed: u64,
     /// Nanoseconds those requests waited past the majority, for the rest or for the extra
     /// wait to run out (Table 5.2's delay).
