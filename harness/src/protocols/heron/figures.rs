@@ -712,8 +712,11 @@ fn fig5_5(
     write(&out.join("summary.md"), &md)
 }
 
+/// A workload over `p` partitions.
+type MakeWorkload = fn(usize) -> Workload;
+
 /// Table 5.1's workloads: label, and the workload over `p` partitions.
-const TABLE5_1: [(&str, fn(usize) -> Workload); 3] = [
+const TABLE5_1: [(&str, MakeWorkload); 3] = [
     ("Heron (null requests)", |p| Workload::Null(tpcc(p))),
     ("TPC-C", |p| Workload::Tpcc(tpcc(p))),
     ("local TPC-C", |p| Workload::Tpcc(tpcc(p).local_only())),
@@ -869,8 +872,8 @@ fn table5_1(
     let factor = |w: usize, i: usize| max[w][i + 1] / max[w][i];
     for (w, (label, _)) in TABLE5_1.iter().enumerate() {
         let _ = write!(md, "| {label} |");
-        for i in 0..steps {
-            let _ = write!(md, " {:.2} ({:.2}) |", factor(w, i), FACTORS[w][i]);
+        for (i, published) in FACTORS[w].iter().enumerate().take(steps) {
+            let _ = write!(md, " {:.2} ({published:.2}) |", factor(w, i));
         }
         md.push('\n');
     }
