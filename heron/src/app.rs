@@ -82,8 +82,9 @@ pub trait Application: fmt::Debug {
     /// never of a replicated table.
     fn execute(&self, request: &[u8], reads: &Reads) -> Execution;
 
-    /// A client's next request, drawn from `rng`.
-    fn generate(&self, rng: &mut Rng) -> Vec<u8>;
+    /// Client `client`'s next request, drawn from `rng` (TPC-C binds a client to a home
+    /// warehouse, as the specification binds a terminal).
+    fn generate(&self, client: usize, rng: &mut Rng) -> Vec<u8>;
 
     /// The names of the kinds of request, for latencies reported per kind (TPC-C's
     /// transactions).
