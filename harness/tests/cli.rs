@@ -578,7 +578,7 @@ fn heron_tpcc_run_reports_every_transaction_and_its_consistency() {
     let csv = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
     let header = csv.lines().next().unwrap();
     for column in [
-        "app",
+        "workload",
         "partitions",
         "capacity",
         "kind",
@@ -598,6 +598,50 @@ fn heron_tpcc_run_reports_every_transaction_and_its_consistency() {
         assert!(csv.contains(&format!(",{kind},single,")), "{csv}");
     }
     assert!(csv.contains(",new-order,multi,"), "{csv}");
+}
+
+#[test]
+fn heron_figure_quick_breaks_latency_down_under_each_software_profile() {
+    let dir = std::env::temp_dir().join(format!("harness-heron-fig-{}", std::process::id()));
+    let o = harness(&[
+        "figure",
+        "heron-fig5.4",
+        "--quick",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    for lens in ["none", "measured", "heron-java"] {
+        for f in [
+            "summary.csv",
+            "breakdown.csv",
+            "latency_cdf.csv",
+            "fig5.4.png",
+            "summary.md",
+        ] {
+            assert!(dir.join(lens).join(f).exists(), "{lens}/{f} missing");
+        }
+    }
+    // The stages add up to the mean, and heron-java's execution is the number it is fitted to.
+    let csv = std::fs::read_to_string(dir.join("heron-java/breakdown.csv")).unwrap();
+    let two = csv
+        .lines()
+        .find(|l| l.starts_with("2 WH"))
+        .expect("the 2-partition row");
+    let v: Vec<f64> = two
+        .split(',')
+        .skip(3)
+        .take(4)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    assert!((v[1] + v[2] + v[3] - v[0]).abs() < 0.01, "{two}");
+    assert!((v[3] - 16.0).abs() < 1.0, "{two}");
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("holds by construction (this software profile's row price is fitted to it)"),
+        "{md}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

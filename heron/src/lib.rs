@@ -62,10 +62,12 @@
 //! postmortems.
 //!
 //! # Status
-//! The harness runs `check --protocol heron` (key-value store and TPC-C under faults) and
-//! `run --protocol heron` (TPC-C or the key-value store, on the simulator or on threads).
-//! `compare` (Heron over each multicast protocol), software costs per row, and the figures are
-//! the next increments of issue 15.
+//! The harness runs `check --protocol heron` (key-value store and TPC-C under faults),
+//! `run --protocol heron` (TPC-C or the key-value store, on the simulator or on threads) and
+//! the thesis's Table 5.1, Figures 5.4 and 5.5 and Table 5.2 (`harness figure heron-*`), with
+//! execution priced per row ([`transport::Work::Row`]) by the `heron-java` software profile.
+//! Figure 5.6 (state transfer against size) and Heron over Ridge (`compare`, `heron-over`)
+//! are the next increments of issue 15.
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
