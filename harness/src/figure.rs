@@ -150,6 +150,12 @@ pub(crate) fn row(out: &mut String, what: &str, published: f64, measured: f64, u
     );
 }
 
+/// Within 25% of a published number: the band the summaries call reproduced (and "off"
+/// outside of).
+pub(crate) fn near(measured: f64, published: f64) -> bool {
+    (measured / published - 1.0).abs() <= 0.25
+}
+
 /// The verdicts of a claims table, as written in the last column.
 pub(crate) const REPRODUCED: &str = "reproduced";
 /// See [`REPRODUCED`].

@@ -28,7 +28,7 @@
 
 use super::experiment::{Outcome, Setup, Workload};
 use crate::experiment::Where;
-use crate::figure::{claim, claim_by_construction, panel, write, CLAIM_HEAD, TABLE_HEAD};
+use crate::figure::{claim, claim_by_construction, near, panel, write, CLAIM_HEAD, TABLE_HEAD};
 use crate::plot::{self, Series};
 use crate::protocols::PaperFigure;
 use heron::tpcc::{self, Kind, Mix, Scale};
@@ -89,6 +89,17 @@ const WAIT_FOR_ALL: Nanos = Nanos(1_000_000);
 /// TPC-C over `partitions` warehouses at the figures' scale, `capacity` order rows per district.
 fn tpcc(partitions: usize, capacity: u64) -> Tpcc {
     Tpcc::new(partitions, Scale::scaled(SCALE, capacity), SEED)
+}
+
+/// The thesis's testbed profile, once `out` exists.
+fn start(out: &Path) -> Result<Profile, String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    testbed()
+}
+
+/// The thesis's testbed profile.
+fn testbed() -> Result<Profile, String> {
+    Profile::load(crate::testbed::HERON).map_err(|e| e.to_string())
 }
 
 /// A run of `workload` on the simulator: `duration` measured after a warm-up of a tenth of it.
@@ -236,11 +247,6 @@ fn fitted(software: &Software) -> bool {
         .is_some_and(|f| f.rows_only)
 }
 
-/// Within 25% of a published number: the band the summaries call reproduced.
-fn near(measured: f64, published: f64) -> bool {
-    (measured / published - 1.0).abs() <= 0.25
-}
-
 /// The head every Heron summary starts with: profile, software and the choices of the module
 /// docs.
 fn preamble(md: &mut String, title: &str, name: &str, commit: &str, software: &Software) {
@@ -327,7 +333,7 @@ pub(crate) fn new_order_execution(
     software: &Software,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<f64, String> {
-    let profile = Profile::load(crate::testbed::HERON).map_err(|e| e.to_string())?;
+    let profile = testbed()?;
     let (_, _, b) = fig5_4_point(&profile, software, (2, Some(2)), Nanos(20_000_000))?;
     progress(&format!(
         "  New-Order over 2 partitions, 1 client: execution {:.2} us of {:.2} us",
@@ -344,8 +350,7 @@ fn fig5_4(
     software: &Software,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
-    let profile = Profile::load(crate::testbed::HERON).map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let profile = start(out)?;
     let duration = Nanos(if quick { 5_000_000 } else { 20_000_000 });
     let measured = crate::figure::in_parallel(&FIG5_4, |&(label, partitions, spanning)| {
         let (s, o, b) = fig5_4_point(&profile, software, (partitions, spanning), duration)?;
@@ -589,8 +594,7 @@ fn fig5_5(
     software: &Software,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
-    let profile = Profile::load(crate::testbed::HERON).map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let profile = start(out)?;
     let duration = Nanos(if quick { 5_000_000 } else { 20_000_000 });
     let measured = crate::figure::in_parallel(&KINDS, |&kind| {
         let (s, o) = one_kind(&profile, software, kind, duration)?;
@@ -808,8 +812,7 @@ fn table5_1(
     software: &Software,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
-    let profile = Profile::load(crate::testbed::HERON).map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let profile = start(out)?;
     let partitions: &[usize] = if quick { &[1, 2, 4] } else { &[1, 2, 4, 8, 16] };
     let duration = Nanos(if quick { 2_000_000 } else { 5_000_000 });
     let items: Vec<(usize, usize)> = (0..TABLE5_1.len())
@@ -1066,8 +1069,7 @@ fn table5_2(
     software: &Software,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<(), String> {
-    let profile = Profile::load(crate::testbed::HERON).map_err(|e| e.to_string())?;
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let profile = start(out)?;
     let duration = Nanos(if quick { 2_000_000 } else { 5_000_000 });
     let sweeps = crate::figure::in_parallel(&TABLE5_2, |&(p, r, ..)| {
         saturate(

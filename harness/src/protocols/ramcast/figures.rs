@@ -4,7 +4,7 @@
 
 use crate::experiment::{Experiment, Where};
 use crate::figure::{
-    cdf_points, claim, in_parallel, max_label, max_throughput, measure, panel, row, saturate,
+    cdf_points, claim, in_parallel, max_label, max_throughput, measure, near, panel, row, saturate,
     size_label, software_bullet, us, write, CLAIM_HEAD, TABLE_HEAD,
 };
 use crate::plot::{self, Series};
@@ -288,11 +288,6 @@ pub(crate) fn fig4(
     md.push_str(&fig4_discussion(&profile, software, &sat));
     write(&out.join("summary.md"), &md)?;
     Ok(())
-}
-
-/// Within 25% of a published number: the band the summaries call "off" outside of.
-fn near(measured: f64, published: f64) -> bool {
-    (measured / published - 1.0).abs() <= 0.25
 }
 
 /// Fig. 4's claims: the paper's statements about it, each judged on the measured maxima `sat`
