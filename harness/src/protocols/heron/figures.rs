@@ -273,13 +273,13 @@ fn mean_us(o: &Outcome, span: Option<usize>) -> f64 {
     o.latencies(span).mean() / 1e3
 }
 
-/// Figure 5.4's four workloads: label, partitions, partitions every New-Order spans (`None`:
-/// TPC-C's own 1% remote order lines).
+/// Figure 5.4's four workloads: label (no commas: it is a CSV field), partitions, partitions
+/// every New-Order spans (`None`: TPC-C's own 1% remote order lines).
 const FIG5_4: [(&str, usize, Option<usize>); 4] = [
     ("1 WH", 1, Some(1)),
-    ("2 WH, New-Orders over 2", 2, Some(2)),
-    ("4 WH, New-Orders over 4", 4, Some(4)),
-    ("TPC-C New-Order, 4 WH", 4, None),
+    ("2 WH (New-Orders over 2)", 2, Some(2)),
+    ("4 WH (New-Orders over 4)", 4, Some(4)),
+    ("TPC-C New-Order (4 WH)", 4, None),
 ];
 
 /// Average latency broken into ordering, coordination and execution (us).
