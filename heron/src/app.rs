@@ -82,9 +82,10 @@ pub trait Application: fmt::Debug {
     /// never of a replicated table.
     fn execute(&self, request: &[u8], reads: &Reads) -> Execution;
 
-    /// Client `client`'s next request, drawn from `rng` (TPC-C binds a client to a home
-    /// warehouse, as the specification binds a terminal).
-    fn generate(&self, client: usize, rng: &mut Rng) -> Vec<u8>;
+    /// Client `client`'s request number `seq` (0, 1, ...), drawn from `rng` (TPC-C binds a
+    /// client to a home warehouse, as the specification binds a terminal, and deals its
+    /// transaction types from a deck, which needs the request's place in the sequence).
+    fn generate(&self, client: usize, seq: u64, rng: &mut Rng) -> Vec<u8>;
 
     /// The names of the kinds of request, for latencies reported per kind (TPC-C's
     /// transactions).

@@ -220,7 +220,9 @@ impl<N: Nic, C: Client<N>, A: Application> Process<N> for HeronClient<C, A> {
         }
         if self.current.is_none() && now < self.window.stop_at {
             self.seq += 1;
-            let request = self.app.generate(self.index, &mut self.rng);
+            let request = self
+                .app
+                .generate(self.index, u64::from(self.seq - 1), &mut self.rng);
             let call = Call {
                 seq: self.seq,
                 request,

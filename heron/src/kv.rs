@@ -98,7 +98,7 @@ impl Application for KeyValue {
         Execution { writes, response }
     }
 
-    fn generate(&self, _client: usize, rng: &mut Rng) -> Vec<u8> {
+    fn generate(&self, _client: usize, _seq: u64, rng: &mut Rng) -> Vec<u8> {
         let first = rng.below(self.keys);
         let delta = rng.below(3) as i64 - 1;
         if rng.unit_f64() >= self.multi {

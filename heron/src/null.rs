@@ -44,8 +44,8 @@ impl<A: Application> Application for NullRequests<A> {
     }
 
     /// The destinations of the wrapped application's next request, as a bit set.
-    fn generate(&self, client: usize, rng: &mut Rng) -> Vec<u8> {
-        let request = self.inner.generate(client, rng);
+    fn generate(&self, client: usize, seq: u64, rng: &mut Rng) -> Vec<u8> {
+        let request = self.inner.generate(client, seq, rng);
         let bits = self
             .inner
             .destinations(&request)
@@ -75,9 +75,12 @@ mod tests {
         let (mut a, mut b) = (Rng::from_seed(3), Rng::from_seed(3));
         let mut multi = 0;
         for i in 0..2_000 {
-            let r = null.generate(i % 7, &mut a);
+            let r = null.generate(i % 7, i as u64, &mut a);
             let dst = null.destinations(&r);
-            assert_eq!(dst, tpcc.destinations(&tpcc.generate(i % 7, &mut b)));
+            assert_eq!(
+                dst,
+                tpcc.destinations(&tpcc.generate(i % 7, i as u64, &mut b))
+            );
             multi += usize::from(dst.len() > 1);
             assert!(null.read_set(&r).is_empty());
             assert_eq!(null.execute(&r, &Reads::new()), Execution::default());
