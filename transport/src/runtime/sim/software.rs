@@ -162,6 +162,7 @@ impl Software {
             ("costs.copy_ps_per_byte", c.copy_ps_per_byte),
             ("costs.order_ns", c.order_ns),
             ("costs.deliver_ns", c.deliver_ns),
+            ("costs.row_ns", c.row_ns),
         ] {
             if value > MAX_PRICE {
                 return Err(ProfileError::Invalid {
@@ -171,6 +172,22 @@ impl Software {
                     why: "a price per unit of work must be at most 1 s (10^9 ns or ps)",
                 });
             }
+        }
+        if let Some(f) = s
+            .calibration
+            .fit
+            .as_ref()
+            .filter(|f| f.rows_only && f.copies_scaled)
+        {
+            return Err(ProfileError::Invalid {
+                source_name: source_name.to_string(),
+                field: "calibration.fit",
+                value: format!(
+                    "rows_only = {}, copies_scaled = {}",
+                    f.rows_only, f.copies_scaled
+                ),
+                why: "a fit sets either the row price alone or scales the shape's prices, not both",
+            });
         }
         Ok(s)
     }
@@ -305,6 +322,14 @@ mod tests {
             e.contains("costs.order_ns") && e.contains("at most 1 s"),
             "{e}"
         );
+        let text = format!("{}row_ns = 5000000000\n", SOFTWARE[0].1);
+        let e = Software::parse("huge-row.toml", &text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("costs.row_ns") && e.contains("at most 1 s"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -352,6 +377,12 @@ mod tests {
         let text = s.to_toml("");
         assert!(text.contains("row price of `scale` x 100 ns"), "{text}");
         assert_eq!(Software::parse("written", &text).unwrap(), s);
+        let both = text.replace("rows_only = true", "rows_only = true\ncopies_scaled = true");
+        let e = Software::parse("both", &both).unwrap_err().to_string();
+        assert!(
+            e.contains("calibration.fit") && e.contains("not both"),
+            "{e}"
+        );
         assert_eq!(
             Software::parse("none", &Software::none().to_toml("")).unwrap(),
             Software::none()
