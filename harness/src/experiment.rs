@@ -102,10 +102,7 @@ pub(crate) struct Measured {
 
 impl Experiment {
     pub(crate) fn runtime_name(&self) -> &'static str {
-        match self.runtime {
-            Where::Sim => "sim",
-            Where::Local { .. } => "local",
-        }
+        self.runtime.name()
     }
 
     /// The clients' load.

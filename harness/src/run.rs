@@ -225,10 +225,7 @@ fn run_bulk(a: RunArgs) -> Result<ExitCode, String> {
     spec.validate()?;
     println!(
         "harness run: protocol=rdmc runtime={} profile={} seed={} commit={COMMIT}\n  algorithm={} nodes={} size={} block={} ({} blocks) senders={} racks={} messages={}",
-        match spec.runtime {
-            experiment::Where::Sim => "sim",
-            experiment::Where::Local { .. } => "local",
-        },
+        spec.runtime.name(),
         spec.profile.name,
         spec.seed,
         spec.algorithm,

@@ -348,10 +348,7 @@ impl BulkSpec {
         let us = |t: Nanos| t.as_nanos() as f64 / 1e3;
         let (gbps_mean, gbps_sd) = r.gbps_mean_sd(self.size);
         Row {
-            runtime: match self.runtime {
-                Where::Sim => "sim",
-                Where::Local { .. } => "local",
-            },
+            runtime: self.runtime.name(),
             profile: self.profile.name.clone(),
             profile_version: self.profile.version,
             fabric: self
