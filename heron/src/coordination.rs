@@ -91,7 +91,6 @@ impl<S, A: Application> HeronServer<S, A> {
             },
             majority_at: None,
             since: nic.now(),
-            delay: Nanos::ZERO,
             reads: BTreeMap::new(),
             failed: BTreeSet::new(),
             response: None,
@@ -174,7 +173,11 @@ impl<S, A: Application> HeronServer<S, A> {
             if !all {
                 self.counters.waited_out += 1;
             }
-            run.delay += now.saturating_sub(since);
+            let waited = now.saturating_sub(since);
+            if waited > Nanos::ZERO {
+                self.counters.delayed += 1;
+                self.counters.delay_ns += waited.as_nanos();
+            }
             run.majority_at = None;
             Ok(())
         } else {
@@ -187,12 +190,7 @@ impl<S, A: Application> HeronServer<S, A> {
     pub(crate) fn respond<N: Nic>(&mut self, nic: &mut N) {
         let run = self.running.take().expect("running");
         if run.phase == Phase::Finish {
-            let c = &mut self.counters;
-            c.coordinating_ns += nic.now().saturating_sub(run.since).as_nanos();
-            if run.delay > Nanos::ZERO {
-                c.delayed += 1;
-                c.delay_ns += run.delay.as_nanos();
-            }
+            self.counters.coordinating_ns += nic.now().saturating_sub(run.since).as_nanos();
         }
         let response = run.response.expect("executed");
         let codec = crate::client::response_codec(&self.cfg);

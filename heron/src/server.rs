@@ -75,8 +75,6 @@ pub(crate) struct Running {
     pub(crate) majority_at: Option<Nanos>,
     /// When the current phase began (for [`Counters`]'s time per phase).
     pub(crate) since: Nanos,
-    /// How long its coordination rounds waited past their majority so far.
-    pub(crate) delay: Nanos,
     pub(crate) reads: Reads,
     /// Processes whose read failed during this request (crashed): not read from again.
     pub(crate) failed: BTreeSet<ProcessId>,
