@@ -131,7 +131,8 @@ fn run_protocols() -> clap::builder::PossibleValuesParser {
     ));
     names.push(clap::builder::PossibleValue::new(HERON).help(
         "Heron (Le, thesis, 2022, chapter 5): partitioned state machine replication over \
-         RamCast, one warehouse per partition (--groups); takes --app, --scale, --capacity",
+         RamCast (or --over ridge), one warehouse per partition (--groups); takes --app, \
+         --scale, --capacity, --over",
     ));
     clap::builder::PossibleValuesParser::new(names)
 }
@@ -246,6 +247,10 @@ struct RunArgs {
     /// Heron: the replicated application.
     #[arg(long, value_enum)]
     app: Option<protocols::heron::App>,
+    /// Heron: the atomic multicast underneath, one with order timestamps (TRAM has none)
+    /// [default: ramcast, the thesis's].
+    #[arg(long, value_enum)]
+    over: Option<protocols::heron::Over>,
     /// Heron's TPC-C: the specification's cardinalities divided by this (items, customers,
     /// new orders; 10 districts kept) [default: 100].
     #[arg(long)]

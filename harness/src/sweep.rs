@@ -191,6 +191,8 @@ pub(crate) struct Kinds {
     pub(crate) dedicated: bool,
     /// Heron: the run is TPC-C (else the key-value store).
     pub(crate) tpcc: bool,
+    /// Heron: the run is over Ridge (else over RamCast).
+    pub(crate) over_ridge: bool,
 }
 
 /// The kinds of fault in `faults`; a pause of a group's initial leader longer than `suspect`
@@ -595,6 +597,8 @@ pub(crate) struct Tally {
     dedicated: u64,
     #[serde(default)]
     tpcc: u64,
+    #[serde(default)]
+    over_ridge: u64,
 }
 
 impl Tally {
@@ -622,6 +626,7 @@ impl Tally {
             clock_skew,
             dedicated,
             tpcc,
+            over_ridge,
         } = o;
         self.events += events;
         self.delivered += delivered;
@@ -644,6 +649,7 @@ impl Tally {
         self.clock_skew += clock_skew;
         self.dedicated += dedicated;
         self.tpcc += tpcc;
+        self.over_ridge += over_ridge;
     }
 
     /// The median over runs of the multicasts completed after the run's last fault, and the
@@ -681,6 +687,7 @@ impl Tally {
         self.clock_skew += n(k.clock_skew);
         self.dedicated += n(k.dedicated);
         self.tpcc += n(k.tpcc);
+        self.over_ridge += n(k.over_ridge);
     }
 
     /// The "runs with" line in Ridge's vocabulary: an ensemble's rank 0 is its initial
@@ -714,7 +721,8 @@ impl Tally {
     pub(crate) fn describe_heron(&self) -> String {
         let (median, least) = self.post_fault();
         format!(
-            "runs with: TPC-C {} (the others the key-value store), RamCast leader crash {}, other replica crash {}, client crash {}, false suspicion (RamCast leader paused past the timeout) {}, pause (laggard) {}; RamCast leader change happened {}, state transfers installed {}; requests completed that were issued after the last fault: median {median} per run (least {least})",
+            "runs with: over Ridge {} (the others over RamCast), TPC-C {} (the others the key-value store), multicast leader crash (RamCast leader, Ridge coordinator) {}, other replica crash {}, client crash {}, false suspicion (leader paused past the timeout) {}, pause (laggard) {}; leader change happened {}, state transfers installed {}; requests completed that were issued after the last fault: median {median} per run (least {least})",
+            self.over_ridge,
             self.tpcc,
             self.leader_crash,
             self.follower_crash,

@@ -1,9 +1,12 @@
-//! `harness check --protocol heron`: Heron over RamCast, seeded runs on the simulator, half of
-//! them with the key-value store and half with TPC-C (drawn from the seed). The deployment and
+//! `harness check --protocol heron`: seeded runs on the simulator, half of them over RamCast
+//! and half over Ridge, half with the key-value store and half with TPC-C (each drawn from the
+//! seed). The deployment and
 //! faults come from [`heron::testing::chaos`], the sweep the crate's own tests run (2 or 3
 //! partitions of 3 replicas, 4 clients; per partition a replica crashed, RamCast's initial
 //! leader among them, and another paused long enough to lag, each with probability 1/2; a
-//! client crashed in 30% of the runs; clients issue requests until 3 ms after the last fault).
+//! client crashed in 30% of the runs; clients issue requests until 3 ms after the last fault,
+//! over Ridge 4 ms more: a Ridge client whose request died with a coordinator asks again only
+//! after its retry timeout).
 //! Every run is judged by the sequential oracle (every response a replica computed or a client
 //! received, every surviving replica's state, real-time order against the multicast order), by
 //! whether every surviving replica finished its work, and by whether every surviving client
@@ -11,15 +14,19 @@
 //! external linearizability checker; TPC-C runs through the specification's consistency
 //! conditions on the database the replicas end with.
 
+use super::experiment::ridge_config;
+use super::Over;
 use crate::experiment::Observed;
 use crate::sweep::{kinds, Kinds, Model, Outcome, SeedRun, Tally};
 use heron::testing::{self, chaos, Chaos};
 use heron::tpcc::{self, Scale};
 use heron::{Application, HeronNode, KeyValue, Tpcc};
+use multicast::{Client, GroupId, Server};
 use ramcast::{RamcastClient, RamcastServer};
+use ridge::{RidgeClient, RidgeServer};
 use std::sync::Arc;
-use transport::runtime::sim::Digest;
-use transport::{Nanos, ProcessId, Purpose, Rng};
+use transport::runtime::sim::{Digest, SimNic};
+use transport::{Nanos, Process, ProcessId, Purpose, Rng};
 
 /// How long the run goes on after the clients stop: a few RDMA retry timeouts (10 ms on
 /// `xl170-cx4`; a read of a crashed replica fails only then).
@@ -38,20 +45,34 @@ pub(crate) struct HeronRun {
     chaos: Chaos,
     /// TPC-C, or the key-value store.
     tpcc: bool,
+    /// The atomic multicast underneath.
+    over: Over,
 }
 
-type Run<A> = testing::SimRun<RamcastServer, RamcastClient, A>;
+/// A multicast server a checking run puts under Heron.
+trait Under:
+    Server + Observed + Process<SimNic> + for<'a> Process<heron::layered::Layered<'a, SimNic>>
+{
+}
+impl<S> Under for S where
+    S: Server + Observed + Process<SimNic> + for<'a> Process<heron::layered::Layered<'a, SimNic>>
+{
+}
+
+type Run<S, C, A> = testing::SimRun<S, C, A>;
 
 impl HeronRun {
-    fn run<A: Application>(&self, model: &Model, app: A) -> Run<A> {
+    fn run<S: Under, C: Client<SimNic>, A: Application>(
+        &self,
+        model: &Model,
+        app: A,
+        server: impl Fn(GroupId, usize) -> S,
+        client: impl Fn(usize) -> C,
+    ) -> Run<S, C, A> {
         let mut cfg = self.chaos.cfg.clone();
         if self.tpcc {
             cfg.max_response = tpcc::MAX_RESPONSE;
         }
-        let mut rc = ramcast::Config::new(cfg.partitions, cfg.replicas, cfg.clients);
-        // Enough slots that no client waits for a crashed replica's eviction.
-        rc.slots = 128;
-        let rc = Arc::new(rc);
         let mut sc = model.config(self.seed);
         sc.faults = self.chaos.faults.clone();
         testing::run_sim(
@@ -60,18 +81,50 @@ impl HeronRun {
             sc,
             self.chaos.stop,
             CONVERGE,
-            |g, r| RamcastServer::new(rc.clone(), g, r),
-            |i| RamcastClient::new(rc.clone(), i),
+            server,
+            client,
         )
     }
 
-    /// Runs the seed's application and judges the run; returns the outcome and the run's
-    /// digest.
+    /// Runs the seed's application over its multicast and judges the run; returns the
+    /// outcome and the run's digest.
     fn run_and_judge(&self, model: &Model) -> (Outcome, Digest) {
+        let cfg = &self.chaos.cfg;
+        match self.over {
+            Over::Ramcast => {
+                let mut rc = ramcast::Config::new(cfg.partitions, cfg.replicas, cfg.clients);
+                // Enough slots that no client waits for a crashed replica's eviction.
+                rc.slots = 128;
+                let rc = Arc::new(rc);
+                self.judged(
+                    model,
+                    |g, r| RamcastServer::new(rc.clone(), g, r),
+                    |i| RamcastClient::new(rc.clone(), i),
+                )
+            }
+            Over::Ridge => {
+                let rc = Arc::new(ridge_config(cfg));
+                self.judged(
+                    model,
+                    |g, r| RidgeServer::new(rc.clone(), g, r, self.seed),
+                    |i| RidgeClient::new(rc.clone(), i, self.seed),
+                )
+            }
+        }
+    }
+
+    /// Runs the seed's application over the multicast processes `server` and `client` build
+    /// and judges the run.
+    fn judged<S: Under, C: Client<SimNic>>(
+        &self,
+        model: &Model,
+        server: impl Fn(GroupId, usize) -> S,
+        client: impl Fn(usize) -> C,
+    ) -> (Outcome, Digest) {
         let partitions = self.chaos.cfg.partitions;
         if self.tpcc {
             let app = Tpcc::new(partitions, tpcc_scale(), self.seed);
-            let r = self.run(model, app.clone());
+            let r = self.run(model, app.clone(), server, client);
             let mut out = self.judge(&r);
             out.violations.extend(
                 tpcc::consistency::check(&app, &r.database())
@@ -80,7 +133,7 @@ impl HeronRun {
             );
             (out, r.sim.digest())
         } else {
-            let r = self.run(model, KeyValue::new(partitions, 48, MULTI));
+            let r = self.run(model, KeyValue::new(partitions, 48, MULTI), server, client);
             let mut out = self.judge(&r);
             if !r.externally_linearizable() {
                 out.violations.push(
@@ -92,7 +145,7 @@ impl HeronRun {
     }
 
     /// The verdicts every run gets, whatever the application.
-    fn judge<A: Application>(&self, r: &Run<A>) -> Outcome {
+    fn judge<S: Under, C: Client<SimNic>, A: Application>(&self, r: &Run<S, C, A>) -> Outcome {
         let counters = r.counters();
         let mut out = Outcome {
             events: r.sim.stats().events,
@@ -141,15 +194,27 @@ impl HeronRun {
 impl SeedRun for HeronRun {
     const PROTOCOL: &'static str = "heron";
     const ABOUT: &'static str =
-        "Heron over RamCast, key-value store and TPC-C: replica crashes (leaders too), laggards, client crashes; the sequential oracle, an external linearizability checker, TPC-C's consistency conditions, progress after the faults";
+        "Heron over RamCast and over Ridge, key-value store and TPC-C: replica crashes (leaders too), laggards, client crashes; the sequential oracle, an external linearizability checker, TPC-C's consistency conditions, progress after the faults";
     const TESTBED: &'static str = crate::testbed::HERON;
     const EXTRA: Option<&'static str> = Some("state transfers installed");
 
     fn derive(seed: u64) -> HeronRun {
+        let over = if Rng::derive(seed, Purpose::Workload, 2).chance(0.5) {
+            Over::Ridge
+        } else {
+            Over::Ramcast
+        };
+        let mut chaos = chaos(seed);
+        if over == Over::Ridge {
+            chaos.stop = chaos
+                .stop
+                .max(chaos.quiet + ridge::config::Timing::SIM.retry + testing::LIVE);
+        }
         HeronRun {
             seed,
-            chaos: chaos(seed),
+            chaos,
             tpcc: Rng::derive(seed, Purpose::Workload, 1).chance(0.5),
+            over,
         }
     }
 
@@ -165,8 +230,9 @@ impl SeedRun for HeronRun {
             format!("key-value keys=48 multi={MULTI}")
         };
         let mut s = format!(
-            "SEED={} app={app} partitions={} replicas={} clients={} extra_wait={} stop={} faults={}",
+            "SEED={} over={} app={app} partitions={} replicas={} clients={} extra_wait={} stop={} faults={}",
             self.seed,
+            self.over.name(),
             c.partitions,
             c.replicas,
             c.clients,
@@ -181,12 +247,13 @@ impl SeedRun for HeronRun {
     }
 
     fn kinds(&self) -> Kinds {
-        let mut k = kinds(
-            &self.chaos.faults,
-            &self.chaos.cfg,
-            ramcast::Timing::SIM.suspect,
-        );
+        let suspect = match self.over {
+            Over::Ramcast => ramcast::Timing::SIM.suspect,
+            Over::Ridge => ridge::config::Timing::SIM.suspect,
+        };
+        let mut k = kinds(&self.chaos.faults, &self.chaos.cfg, suspect);
         k.tpcc = self.tpcc;
+        k.over_ridge = self.over == Over::Ridge;
         k
     }
 

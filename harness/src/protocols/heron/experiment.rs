@@ -1,18 +1,21 @@
-//! One Heron experiment over RamCast, as `run` and the figures make it: the deployment, the
-//! application, the window and the runtime in; per kind of request the clients' latencies,
-//! every replica's [`Counters`] and the database the replicas end with out.
+//! One Heron experiment over RamCast or Ridge, as `run` and the figures make it: the
+//! deployment, the application, the window and the runtime in; per kind of request the
+//! clients' latencies, every replica's [`Counters`] and the database the replicas end with out.
 
+use super::Over;
 use crate::experiment::Where;
 use hdrhistogram::Histogram;
 use heron::tpcc::Scale;
 use heron::{Application, Counters, HeronNode, KeyValue, NullRequests, ObjectId, Tpcc, Window};
 use multicast::GroupId;
+use multicast::{Client, Server};
 use ramcast::{RamcastClient, RamcastServer, Timing};
+use ridge::{RidgeClient, RidgeServer};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use transport::runtime::local::{LocalConfig, LocalRuntime};
-use transport::runtime::sim::{Sim, SimConfig};
+use transport::runtime::local::{LocalConfig, LocalNic, LocalRuntime};
+use transport::runtime::sim::{Sim, SimConfig, SimNic};
 use transport::{Nanos, ProcessId};
 
 /// The application of a run.
@@ -41,6 +44,7 @@ impl Workload {
 #[derive(serde::Serialize)]
 pub(crate) struct Row {
     pub(crate) protocol: &'static str,
+    /// The atomic multicast underneath.
     pub(crate) multicast: &'static str,
     /// What the clients ran (`tpcc`, `null`, `kv`, or a figure's name for a variant).
     pub(crate) workload: String,
@@ -68,14 +72,16 @@ pub(crate) struct Row {
     pub(crate) commit: String,
 }
 
-/// One Heron experiment over RamCast.
+/// One Heron experiment.
 #[derive(Clone, Debug)]
 pub(crate) struct Setup {
     /// Heron's deployment and tunables.
     pub(crate) cfg: heron::Config,
-    /// RamCast's slots per client buffer.
+    /// The atomic multicast underneath.
+    pub(crate) over: Over,
+    /// Slots per client buffer (RamCast) or per ring (Ridge).
     pub(crate) slots: usize,
-    /// RamCast's bytes per slot, if not its default.
+    /// The multicast's bytes per slot, if not its default.
     pub(crate) slot_bytes: Option<usize>,
     pub(crate) workload: Workload,
     /// When the measurement starts and the clients stop.
@@ -150,7 +156,7 @@ impl Setup {
                 }
                 rows.push(Row {
                     protocol: "heron",
-                    multicast: "ramcast",
+                    multicast: self.over.name(),
                     workload: workload.to_string(),
                     runtime: self.runtime.name(),
                     profile: self.sim.profile.name.clone(),
@@ -194,57 +200,126 @@ impl Setup {
         Ok(rc)
     }
 
+    /// Ridge's configuration for this run (see [`ridge_config`]).
+    pub(crate) fn ridge(&self) -> Result<ridge::Config, String> {
+        let mut rc = ridge_config(&self.cfg);
+        rc.ring_slots = self.slots as u32;
+        if let Some(b) = self.slot_bytes {
+            rc.slot_bytes = b;
+        }
+        if matches!(self.runtime, Where::Local { .. }) {
+            rc.timing = ridge::config::Timing::WALL;
+        }
+        rc.validate().map_err(|e| e.to_string())?;
+        Ok(rc)
+    }
+
+    /// Checks the multicast layer's configuration.
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        match self.over {
+            Over::Ramcast => self.ramcast().map(|_| ()),
+            Over::Ridge => self.ridge().map(|_| ()),
+        }
+    }
+
     /// Runs it.
     pub(crate) fn run(&self) -> Result<Outcome, String> {
-        let rc = Arc::new(self.ramcast()?);
+        match self.over {
+            Over::Ramcast => {
+                let rc = Arc::new(self.ramcast()?);
+                self.with_app(
+                    |g, i| RamcastServer::new(rc.clone(), g, i),
+                    |i| RamcastClient::new(rc.clone(), i),
+                )
+            }
+            Over::Ridge => {
+                let rc = Arc::new(self.ridge()?);
+                let seed = self.sim.seed;
+                self.with_app(
+                    |g, i| RidgeServer::new(rc.clone(), g, i, seed),
+                    |i| RidgeClient::new(rc.clone(), i, seed),
+                )
+            }
+        }
+    }
+
+    /// Runs it over the multicast processes `server` and `client` build.
+    fn with_app<S: Multicast, C: MulticastClient>(
+        &self,
+        server: impl Fn(GroupId, usize) -> S + Copy,
+        client: impl Fn(usize) -> C + Copy,
+    ) -> Result<Outcome, String> {
         let mut cfg = self.cfg.clone();
         match &self.workload {
             Workload::Tpcc(t) => {
                 cfg.max_response = heron::tpcc::MAX_RESPONSE;
-                execute(self, cfg, Arc::new(t.clone()), rc)
+                execute(self, cfg, Arc::new(t.clone()), server, client)
             }
-            Workload::Null(t) => execute(self, cfg, Arc::new(NullRequests::new(t.clone())), rc),
-            Workload::Kv(k) => execute(self, cfg, Arc::new(k.clone()), rc),
+            Workload::Null(t) => execute(
+                self,
+                cfg,
+                Arc::new(NullRequests::new(t.clone())),
+                server,
+                client,
+            ),
+            Workload::Kv(k) => execute(self, cfg, Arc::new(k.clone()), server, client),
         }
     }
 }
 
-type Node<A> = HeronNode<RamcastServer, RamcastClient, A>;
-
-/// Heron over RamCast on runtime NIC `N`, histories not kept.
-fn deploy<N: transport::Nic, A: Application>(
-    cfg: heron::Config,
-    app: Arc<A>,
-    rc: &Arc<ramcast::Config>,
-    seed: u64,
-    window: Window,
-) -> Vec<Node<A>> {
-    heron::deploy::<N, _, _, _>(
-        cfg,
-        app,
-        seed,
-        window,
-        false,
-        |g, r| RamcastServer::new(rc.clone(), g, r),
-        |i| RamcastClient::new(rc.clone(), i),
-    )
+/// Ridge under Heron: `cfg`'s partitions, replicas and clients, colocated (Heron's replicas
+/// are the processes), with `e_all`'s acceptors in partition 0 rather than spread over the
+/// partitions (Ridge's default). Heron survives a minority of every partition failing;
+/// spread, `e_all` loses its majority when one replica of each of two partitions crashes, and
+/// every partition stops delivering (Heron's chaos seed 38 over Ridge). The simulator's timing.
+pub(crate) fn ridge_config(cfg: &heron::Config) -> ridge::Config {
+    let mut rc = ridge::Config::new(cfg.partitions, cfg.replicas, cfg.clients);
+    rc.all_acceptors = ridge::config::AllAcceptors::FirstGroup;
+    rc
 }
 
-/// Deploys Heron over RamCast with `app` and runs it where `s` says.
-fn execute<A: Application + Send + Sync + 'static>(
+/// A multicast server Heron runs over, on either runtime.
+pub(crate) trait Multicast:
+    Server
+    + Send
+    + transport::Process<SimNic>
+    + transport::Process<LocalNic>
+    + for<'a> transport::Process<heron::layered::Layered<'a, SimNic>>
+    + for<'a> transport::Process<heron::layered::Layered<'a, LocalNic>>
+{
+}
+impl<S> Multicast for S where
+    S: Server
+        + Send
+        + transport::Process<SimNic>
+        + transport::Process<LocalNic>
+        + for<'a> transport::Process<heron::layered::Layered<'a, SimNic>>
+        + for<'a> transport::Process<heron::layered::Layered<'a, LocalNic>>
+{
+}
+
+/// A multicast client Heron's clients run over, on either runtime.
+pub(crate) trait MulticastClient: Client<SimNic> + Client<LocalNic> + Send {}
+impl<C> MulticastClient for C where C: Client<SimNic> + Client<LocalNic> + Send {}
+
+/// Deploys Heron with `app` over the multicast processes `server` and `client` build, and
+/// runs it where `s` says.
+fn execute<S: Multicast, C: MulticastClient, A: Application + Send + Sync + 'static>(
     s: &Setup,
     cfg: heron::Config,
     app: Arc<A>,
-    rc: Arc<ramcast::Config>,
+    server: impl Fn(GroupId, usize) -> S + Copy,
+    client: impl Fn(usize) -> C + Copy,
 ) -> Result<Outcome, String> {
     let kinds = app.kinds().to_vec();
     let started = Instant::now();
     let (seed, window) = (s.sim.seed, s.window);
     let end = window.stop_at.saturating_add(Nanos(5_000_000));
     let mut replicas = Vec::new();
-    let (nodes, database, events): (Vec<Node<A>>, _, _) = match s.runtime {
+    let (nodes, database, events): (Vec<HeronNode<S, C, A>>, _, _) = match s.runtime {
         Where::Sim => {
-            let nodes = deploy::<transport::runtime::sim::SimNic, A>(cfg, app, &rc, seed, window);
+            let nodes =
+                heron::deploy::<SimNic, _, _, _>(cfg, app, seed, window, false, server, client);
             let mut sim = Sim::new(s.sim.clone(), nodes);
             sim.run(Some(end));
             let mut db = BTreeMap::new();
@@ -262,7 +337,7 @@ fn execute<A: Application + Send + Sync + 'static>(
             nic_thread,
         } => {
             let nodes =
-                deploy::<transport::runtime::local::LocalNic, A>(cfg, app, &rc, seed, window);
+                heron::deploy::<LocalNic, _, _, _>(cfg, app, seed, window, false, server, client);
             let lc = LocalConfig {
                 threads,
                 nic_thread,

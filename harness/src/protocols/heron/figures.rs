@@ -27,6 +27,7 @@
 //!   clients for a last 4% and queued them all).
 
 use super::experiment::{Outcome, Setup, Workload};
+use super::Over;
 use crate::experiment::Where;
 use crate::figure::{claim, claim_by_construction, near, panel, write, CLAIM_HEAD, TABLE_HEAD};
 use crate::plot::{self, Series};
@@ -115,6 +116,7 @@ fn setup(
     let warmup = Nanos(duration.as_nanos() / 10);
     Setup {
         cfg,
+        over: Over::Ramcast,
         slots: SLOTS,
         slot_bytes: None,
         workload,

@@ -1,11 +1,11 @@
-//! `harness run --protocol heron`: one Heron experiment over RamCast, on the simulator or on
+//! `harness run --protocol heron`: one Heron experiment over RamCast or Ridge, on the simulator or on
 //! threads: closed-loop clients issue the application's requests for `--duration` after a
 //! warm-up; reported are the throughput, the latency per kind of request (single- and
 //! multi-partition apart, as the thesis's Figure 5.5), and, for TPC-C, the specification's
 //! consistency conditions on the database the replicas end with.
 
 use super::experiment::{Setup, Workload};
-use super::App;
+use super::{App, Over};
 use crate::experiment::{process_cpu, write_rows, Where};
 use crate::{testbed, RunArgs, COMMIT};
 use heron::tpcc::{self, Scale};
@@ -29,7 +29,7 @@ fn refuse_others(a: &RunArgs) -> Result<(), String> {
     ]);
     match others.iter().find(|f| f.1) {
         Some((flag, _)) => Err(format!(
-            "{flag} is not for --protocol heron: the application decides what requests carry and where they go; heron takes --app, --groups (partitions), --replicas, --clients, --scale, --capacity, --slots"
+            "{flag} is not for --protocol heron: the application decides what requests carry and where they go; heron takes --app, --over, --groups (partitions), --replicas, --clients, --scale, --capacity, --slots"
         )),
         None => Ok(()),
     }
@@ -78,6 +78,7 @@ pub(crate) fn run(a: &RunArgs, runtime: Where) -> Result<ExitCode, String> {
     sc.software = software;
     let setup = Setup {
         cfg: heron::Config::new(partitions, a.replicas, a.clients),
+        over: a.over.unwrap_or(Over::Ramcast),
         slots: a.slots,
         slot_bytes: a.slot_bytes,
         workload: match app {
@@ -88,9 +89,10 @@ pub(crate) fn run(a: &RunArgs, runtime: Where) -> Result<ExitCode, String> {
         runtime,
         sim: sc,
     };
-    setup.ramcast()?;
+    setup.validate()?;
     println!(
-        "harness run: protocol=heron multicast=ramcast app={} runtime={runtime_name} profile={profile_name} software={} seed={} commit={COMMIT}\n  partitions={partitions} replicas={} clients={} warmup={warmup} duration={}{}",
+        "harness run: protocol=heron multicast={} app={} runtime={runtime_name} profile={profile_name} software={} seed={} commit={COMMIT}\n  partitions={partitions} replicas={} clients={} warmup={warmup} duration={}{}",
+        setup.over.name(),
         match app {
             App::Tpcc => "tpcc",
             App::Kv => "kv",
