@@ -459,19 +459,43 @@ pub(crate) fn command(a: crate::CompareArgs) -> Result<std::process::ExitCode, S
     if a.max_clients == 0 {
         return Err("--max-clients must be at least 1".into());
     }
+    let heron = a
+        .protocols
+        .iter()
+        .filter(|p| p.split(':').next() == Some("heron"));
+    if heron.clone().count() > 0 {
+        if heron.clone().count() < a.protocols.len() {
+            return Err(
+                "heron is a replicated service, not an atomic multicast: compare it with Heron \
+                 over another multicast (--protocols heron:ramcast,heron:ridge), and the \
+                 multicasts with each other in another run"
+                    .into(),
+            );
+        }
+        let overs = heron
+            .map(|p| crate::protocols::heron::over::parse(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        return crate::protocols::heron::over::command(&a, &overs, COMMIT);
+    }
+    let protocols = a
+        .protocols
+        .iter()
+        .map(|p| p.parse::<Contender>())
+        .collect::<Result<Vec<_>, _>>()?;
     let w = Workload {
         groups: a.groups,
         replicas: a.replicas,
         dest: a.dest,
         size: a.size,
-        duration: a.duration,
+        duration: a.duration.unwrap_or(Nanos(2_000_000)),
         seed: a.seed,
         max_clients: a.max_clients,
-        profile: Profile::load(&a.profile).map_err(|e| e.to_string())?,
+        profile: Profile::load(a.profile.as_deref().unwrap_or(crate::testbed::TRAM))
+            .map_err(|e| e.to_string())?,
         software: Software::load(&a.software).map_err(|e| e.to_string())?,
     };
     let out = a.out.join(a.name.unwrap_or_else(|| w.default_name()));
-    let labels: Vec<String> = a.protocols.iter().map(|c| c.label()).collect();
+    let labels: Vec<String> = protocols.iter().map(|c| c.label()).collect();
     println!(
         "harness compare: protocols={} groups={} replicas={} dest={} size={} duration={} runtime=sim profile={} software={} seed={} commit={COMMIT} out={}",
         labels.join(","),
@@ -485,7 +509,7 @@ pub(crate) fn command(a: crate::CompareArgs) -> Result<std::process::ExitCode, S
         w.seed,
         out.display()
     );
-    let md = compare(&w, &a.protocols, &out, COMMIT, &|line: &str| {
+    let md = compare(&w, &protocols, &out, COMMIT, &|line: &str| {
         println!("{line}")
     })?;
     print!("{md}");

@@ -323,9 +323,11 @@ struct ReproduceArgs {
 struct CompareArgs {
     /// The protocols, comma-separated: ramcast, tram (the base tree) or tram:TREE (base,
     /// breadth, depth, simple, or a parent array such as [-1,0,0,1]), ridge or
-    /// ridge:DISSEMINATION (ridge, ring, direct).
+    /// ridge:DISSEMINATION (ridge, ring, direct); or Heron over several multicasts,
+    /// heron:ramcast,heron:ridge (TPC-C; --groups are its partitions, --dest and --size do not
+    /// apply).
     #[arg(long, value_delimiter = ',', required = true)]
-    protocols: Vec<compare::Contender>,
+    protocols: Vec<String>,
     /// Groups; TRAM contenders' trees must have this many [default: 8, the TRAM trees'].
     #[arg(long, default_value_t = 8)]
     groups: usize,
@@ -340,16 +342,16 @@ struct CompareArgs {
     #[arg(long, default_value = "64", value_parser = experiment::parse_bytes)]
     size: usize,
     /// Simulated time per throughput point, after a 10% warm-up (the 1-client latency run
-    /// gets twice as long).
-    #[arg(long, default_value = "2ms", value_parser = experiment::parse_duration)]
-    duration: Nanos,
+    /// gets twice as long) [default: 2ms; 20ms for heron, twenty of Ridge's Delta].
+    #[arg(long, value_parser = experiment::parse_duration)]
+    duration: Option<Nanos>,
     /// The saturation sweep (clients 1, 2, 4, ...) stops here even if throughput still grows.
     #[arg(long, default_value_t = compare::DEFAULT_MAX_CLIENTS)]
     max_clients: usize,
-    /// Hardware profile, the same for every protocol (r320-cx3 is the testbed on which the
-    /// TRAM paper compares TRAM with RamCast).
-    #[arg(long, default_value = testbed::TRAM)]
-    profile: String,
+    /// Hardware profile, the same for every protocol [default: r320-cx3, the testbed on which
+    /// the TRAM paper compares TRAM with RamCast; xl170-cx4 for heron, the thesis's].
+    #[arg(long)]
+    profile: Option<String>,
     /// Software profile, the same for every protocol: a built-in name (none, measured, ramcast-java, tram-cpp; `harness profiles`) or a .toml path.
     #[arg(long, default_value = DEFAULT_SOFTWARE)]
     software: String,

@@ -669,3 +669,65 @@ fn heron_run_refuses_flags_that_do_not_apply() {
         stderr(&o)
     );
 }
+
+#[test]
+fn compare_runs_heron_over_ramcast_and_ridge_and_refuses_tram_and_mixes() {
+    let dir = std::env::temp_dir().join(format!("harness-heron-over-{}", std::process::id()));
+    let o = harness(&[
+        "compare",
+        "--protocols",
+        "heron:ramcast,heron:ridge",
+        "--groups",
+        "2",
+        "--duration",
+        "3ms",
+        "--max-clients",
+        "2",
+        "--name",
+        "t",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let out = dir.join("t");
+    for f in ["runs.csv", "latency_cdf.csv", "compare.png", "summary.md"] {
+        assert!(out.join(f).exists(), "{f} missing");
+    }
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert!(runs.contains(",ramcast,tpcc,sim,xl170-cx4,"), "{runs}");
+    assert!(runs.contains(",ridge,tpcc,sim,xl170-cx4,"), "{runs}");
+    // One client over Ridge waits for the idle ensembles' null messages (Delta, 1 ms); over
+    // RamCast it takes tens of microseconds.
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    let one = |m: &str| -> f64 {
+        let row = md
+            .lines()
+            .find(|l| l.starts_with(&format!("| {m} |")))
+            .unwrap_or_else(|| panic!("no {m} row: {md}"));
+        row.split('|')
+            .nth(2)
+            .unwrap()
+            .split('/')
+            .next()
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    assert!(one("ramcast") < 100.0 && one("ridge") > 500.0, "{md}");
+    let _ = std::fs::remove_dir_all(&dir);
+    let tram = harness(&["compare", "--protocols", "heron:tram"]);
+    assert!(!tram.status.success());
+    assert!(
+        stderr(&tram).contains("TRAM orders along its tree without one"),
+        "{}",
+        stderr(&tram)
+    );
+    let mixed = harness(&["compare", "--protocols", "heron,ramcast"]);
+    assert!(!mixed.status.success());
+    assert!(
+        stderr(&mixed).contains("not an atomic multicast"),
+        "{}",
+        stderr(&mixed)
+    );
+}

@@ -69,6 +69,13 @@ pub(crate) const FIGURES: &[PaperFigure] = &[
         software: "heron-java",
         make: table5_2,
     },
+    PaperFigure {
+        name: "heron-over",
+        about: "Heron's TPC-C over RamCast and over Ridge, side by side (4 partitions x 3): 1-client latency, throughput to saturation, latency CDFs; no published numbers",
+        profile: crate::testbed::HERON,
+        software: "heron-java",
+        make: super::over::figure,
+    },
 ];
 
 /// The seed of every point.
@@ -134,7 +141,7 @@ fn setup(
 /// New-Orders answered `Status::Full`, cheaper than real ones) runs again with twice the rows,
 /// so the rows a run needs are paid for only where it needs them; the setup returned says
 /// which capacity counted.
-fn measure(mut s: Setup) -> Result<(Setup, Outcome), String> {
+pub(super) fn measure(mut s: Setup) -> Result<(Setup, Outcome), String> {
     loop {
         let o = s.run()?;
         let what = || {
@@ -173,21 +180,21 @@ fn measure(mut s: Setup) -> Result<(Setup, Outcome), String> {
 }
 
 /// A measured point.
-struct Point {
-    s: Setup,
-    o: Outcome,
+pub(super) struct Point {
+    pub(super) s: Setup,
+    pub(super) o: Outcome,
 }
 
 /// A sweep's points, and whether it saturated (rather than stopping at its client cap).
-struct Sweep {
-    points: Vec<Point>,
-    saturated: bool,
+pub(super) struct Sweep {
+    pub(super) points: Vec<Point>,
+    pub(super) saturated: bool,
 }
 
 /// Doubles the clients from `first` until two doublings in a row raise the best throughput by
 /// less than 5% (a single one can sit on a plateau that more clients leave: RamCast handles
 /// more messages per poll under more load), or until `cap`; returns every point.
-fn saturate(
+pub(super) fn saturate(
     mk: impl Fn(usize) -> Setup,
     first: usize,
     cap: usize,

@@ -6,6 +6,7 @@
 pub(crate) mod check;
 pub(crate) mod experiment;
 pub(crate) mod figures;
+pub(crate) mod over;
 pub(crate) mod run;
 pub(crate) mod software;
 
