@@ -731,3 +731,40 @@ fn compare_runs_heron_over_ramcast_and_ridge_and_refuses_tram_and_mixes() {
         stderr(&mixed)
     );
 }
+
+#[test]
+fn heron_fig5_6_quick_transfers_exactly_the_lagged_objects_and_grows_with_them() {
+    let dir = std::env::temp_dir().join(format!("harness-heron-fig56-{}", std::process::id()));
+    let o = harness(&[
+        "figure",
+        "heron-fig5.6",
+        "--quick",
+        "--software",
+        "none",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let csv = std::fs::read_to_string(dir.join("none/summary.csv")).unwrap();
+    // size,blobs,bytes,seed,transfer_us,...: every point installed its objects' slots exactly
+    // (the figure refuses a point that did not), and more bytes take longer.
+    let rows: Vec<(u64, f64)> = csv
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[2].parse().unwrap(), f[4].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+        vec![0, 64 * 1024, 640 * 1024],
+        "{csv}"
+    );
+    assert!(
+        rows[0].1 > 0.0 && rows[0].1 < rows[1].1 && rows[1].1 < rows[2].1,
+        "{csv}"
+    );
+    assert!(dir.join("none/fig5.6.png").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

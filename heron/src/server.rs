@@ -79,9 +79,21 @@ pub(crate) struct Running {
     /// Processes whose read failed during this request (crashed): not read from again.
     pub(crate) failed: BTreeSet<ProcessId>,
     pub(crate) response: Option<Vec<u8>>,
-    /// The state transfer asked for, once in [`Phase::Transfer`]: its attempt, when the
-    /// laggard gives up on it, and how many attempts this lag made.
-    pub(crate) asked: Option<(u64, Nanos, u32)>,
+    /// The state transfer asked for, once in [`Phase::Transfer`].
+    pub(crate) asked: Option<Asked>,
+}
+
+/// A state transfer a laggard asked for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Asked {
+    /// The attempt waited for.
+    pub(crate) attempt: u64,
+    /// When the laggard gives up on it and asks the next responder.
+    pub(crate) deadline: Nanos,
+    /// Attempts this lag made.
+    pub(crate) tries: u32,
+    /// When this lag's first attempt was asked for (for [`Counters::transfer_ns`]).
+    pub(crate) since: Nanos,
 }
 
 /// A remote read in flight.
@@ -156,6 +168,11 @@ pub struct Counters {
     /// Nanoseconds those requests waited past the majority, for the rest or for the extra
     /// wait to run out (Table 5.2's delay).
     pub delay_ns: u64,
+    /// Nanoseconds from a lag's first request for a state transfer to the transfer's
+    /// install, summed over the transfers it installed (the thesis's Figure 5.6).
+    pub transfer_ns: u64,
+    /// Bytes of object slots those transfers installed (both versions of each object).
+    pub transfer_bytes: u64,
 }
 
 impl Counters {
@@ -178,6 +195,8 @@ impl Counters {
             executing_ns,
             delayed,
             delay_ns,
+            transfer_ns,
+            transfer_bytes,
         } = *other;
         self.executed += executed;
         self.multi += multi;
@@ -195,6 +214,8 @@ impl Counters {
         self.executing_ns += executing_ns;
         self.delayed += delayed;
         self.delay_ns += delay_ns;
+        self.transfer_ns += transfer_ns;
+        self.transfer_bytes += transfer_bytes;
     }
 }
 

@@ -47,7 +47,7 @@ impl Layout {
         let tables = tables
             .iter()
             .map(|t| {
-                let slot = 2 * (TAG + t.value_bytes.next_multiple_of(8));
+                let slot = Layout::slot_bytes(t);
                 let base = at;
                 at += slot * t.rows as usize;
                 (base, slot, t.value_bytes)
@@ -58,6 +58,11 @@ impl Layout {
             len: at,
             rows: tables_rows,
         }
+    }
+
+    /// Bytes of a slot of table `t`: two versions, each a tag and the value padded to 8 bytes.
+    pub fn slot_bytes(t: &Table) -> usize {
+        2 * (TAG + t.value_bytes.next_multiple_of(8))
     }
 
     /// Bytes of the object region.

@@ -6,7 +6,9 @@ use super::Over;
 use crate::experiment::Where;
 use hdrhistogram::Histogram;
 use heron::tpcc::Scale;
-use heron::{Application, Counters, HeronNode, KeyValue, NullRequests, ObjectId, Tpcc, Window};
+use heron::{
+    Application, Catchup, Counters, HeronNode, KeyValue, NullRequests, ObjectId, Tpcc, Window,
+};
 use multicast::GroupId;
 use multicast::{Client, Server};
 use ramcast::{RamcastClient, RamcastServer, Timing};
@@ -27,6 +29,8 @@ pub(crate) enum Workload {
     Null(Tpcc),
     /// The key-value store.
     Kv(KeyValue),
+    /// Figure 5.6's scripted laggard.
+    Catchup(Catchup),
 }
 
 impl Workload {
@@ -34,7 +38,7 @@ impl Workload {
     fn scale(&self) -> Option<Scale> {
         match self {
             Workload::Tpcc(t) | Workload::Null(t) => Some(t.scale()),
-            Workload::Kv(_) => None,
+            Workload::Kv(_) | Workload::Catchup(_) => None,
         }
     }
 }
@@ -263,6 +267,7 @@ impl Setup {
                 client,
             ),
             Workload::Kv(k) => execute(self, cfg, Arc::new(k.clone()), server, client),
+            Workload::Catchup(c) => execute(self, cfg, Arc::new(c.clone()), server, client),
         }
     }
 }

@@ -70,6 +70,13 @@ pub(crate) const FIGURES: &[PaperFigure] = &[
         make: table5_2,
     },
     PaperFigure {
+        name: "heron-fig5.6",
+        about: "Heron Fig. 5.6: state transfer latency against size, from the protocol alone (no data) to a warehouse's serialized data (105.3 MB)",
+        profile: crate::testbed::HERON,
+        software: "heron-java",
+        make: super::transfer::fig5_6,
+    },
+    PaperFigure {
         name: "heron-over",
         about: "Heron's TPC-C over RamCast and over Ridge, side by side (4 partitions x 3): 1-client latency, throughput to saturation, latency CDFs; no published numbers",
         profile: crate::testbed::HERON,

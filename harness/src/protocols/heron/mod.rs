@@ -9,6 +9,7 @@ pub(crate) mod figures;
 pub(crate) mod over;
 pub(crate) mod run;
 pub(crate) mod software;
+pub(crate) mod transfer;
 
 /// The application Heron replicates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

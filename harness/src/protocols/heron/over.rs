@@ -14,7 +14,7 @@ use super::experiment::{Setup, Workload};
 use super::figures::{measure, saturate, Point};
 use super::Over;
 use crate::experiment::{write_rows, Where};
-use crate::figure::{cdf_points, panel, write};
+use crate::figure::{cdf_points, panel, write, NO_CLAIMS};
 use crate::plot::{self, Series};
 use hdrhistogram::Histogram;
 use heron::tpcc::Scale;
@@ -411,9 +411,9 @@ pub(crate) fn figure(
          Command: `harness figure heron-over` (commit {commit}); the same as `harness compare \
          --protocols heron:ramcast,heron:ridge --groups {} --software {}`.\n\n{}\n{table}\n{NOTES}\n\
          ## Claims\n\n\
-         None to judge: nobody has published Heron over another multicast (the thesis runs it \
-         over RamCast only). The RamCast row is the thesis's setup; `heron-table5.1` holds it \
-         against the thesis's throughput.\n\n\
+         {NO_CLAIMS}: there is no such figure at all, nobody has published Heron over another \
+         multicast (the thesis runs it over RamCast only). The RamCast row is the thesis's \
+         setup; `heron-table5.1` holds it against the thesis's throughput.\n\n\
          ## Discussion\n\n\
          - **Why Ridge pays Delta at low load.** A Ridge learner delivers a message once every \
          ensemble it merges (its partition's and `e_all`) has shown a later timestamp; an idle \
