@@ -32,6 +32,11 @@ pub struct Config {
     /// The largest response an application returns, in bytes (sizes the clients' response
     /// slots).
     pub max_response: usize,
+    /// Ordering only, a measurement mode: a replica answers every request (with an empty
+    /// response) as soon as it takes it, and neither coordinates nor executes anything. The
+    /// thesis's Table 5.1 measures "RamCast, without coordination and execution" under
+    /// TPC-C's destinations this way; such a run replicates nothing and is not linearizable.
+    pub order_only: bool,
     /// The index of Heron's first region at a server: the multicast server's regions come first
     /// (set by [`crate::deploy`] from the multicast server's own list).
     pub server_region_base: u16,
@@ -53,6 +58,7 @@ impl Config {
             transfer_timeout: Nanos(100_000),
             read_timeout: Nanos(50_000),
             max_response: 256,
+            order_only: false,
             server_region_base: 0,
             client_region_base: 0,
         }

@@ -77,7 +77,7 @@ impl<S, A: Application> HeronServer<S, A> {
             return true;
         }
         self.last_req = req.tmp;
-        let multi = req.dst.len() > 1;
+        let multi = req.dst.len() > 1 && !self.cfg.order_only;
         if multi {
             self.write_coord(nic, &req, Stage::Delivered);
         }
@@ -96,6 +96,10 @@ impl<S, A: Application> HeronServer<S, A> {
             response: None,
             asked: None,
         });
+        if self.cfg.order_only {
+            self.running.as_mut().expect("just taken").response = Some(Vec::new());
+            self.respond(nic);
+        }
         true
     }
 

@@ -83,8 +83,8 @@
 //! the thesis's Table 5.1, Figures 5.4, 5.5 and 5.6 and Table 5.2 (`harness figure heron-*`),
 //! with execution priced per row ([`transport::Work::Row`]) by the `heron-java` software
 //! profile, and Heron's TPC-C over RamCast and over Ridge side by side (`harness compare
-//! --protocols heron:ramcast,heron:ridge`, `harness figure heron-over`). RamCast alone in Table
-//! 5.1 is the one piece of the evaluation left.
+//! --protocols heron:ramcast,heron:ridge`, `harness figure heron-over`). Table 5.1's RamCast row runs Heron
+//! ordering only ([`Config::order_only`]).
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]

@@ -392,3 +392,24 @@ fn a_scripted_laggard_receives_exactly_the_objects_updated_since_its_request() {
         assert!(c.transfer_ns > 0, "{c:?}");
     }
 }
+
+/// Ordering only (Table 5.1's RamCast bars): every request answered on delivery, nothing
+/// coordinated or executed, multi-partition requests included.
+#[test]
+fn ordering_only_answers_every_request_without_coordinating_or_executing() {
+    let cfg = Config {
+        order_only: true,
+        ..Config::new(2, 3, 4)
+    };
+    let r = run(cfg, 0.6, 3, Vec::new(), 1_000);
+    let c = r.counters();
+    assert_eq!((c.executed, c.multi, c.coordinating_ns), (0, 0, 0), "{c:?}");
+    assert!(r.completed() > 100, "{}", r.completed());
+    assert!(r.stuck().is_empty());
+    for (_, calls) in r.histories() {
+        assert!(calls
+            .iter()
+            .filter_map(|c| c.returned.as_ref())
+            .all(|(_, response)| response.is_empty()));
+    }
+}

@@ -69,7 +69,9 @@ pub(crate) struct Row {
     pub(crate) kind: &'static str,
     pub(crate) span: &'static str,
     pub(crate) completed: u64,
+    #[serde(serialize_with = "crate::stats::precision::rate")]
     pub(crate) per_s: f64,
+    #[serde(serialize_with = "crate::stats::precision::us")]
     pub(crate) mean_us: f64,
     pub(crate) p50_us: f64,
     pub(crate) p99_us: f64,

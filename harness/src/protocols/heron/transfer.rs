@@ -90,6 +90,7 @@ struct Row {
     blobs: u64,
     bytes: u64,
     seed: u64,
+    #[serde(serialize_with = "crate::stats::precision::us")]
     transfer_us: f64,
     profile: String,
     software: String,
