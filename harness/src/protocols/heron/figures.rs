@@ -1053,9 +1053,20 @@ fn table5_1(
         "- **RamCast alone** keeps {:.0}% per partition at {} partitions: ordering without \
          coordination or execution, the bound Heron's null requests approach. A replica \
          answers on delivery, so a multi-partition request costs its destination leaders' \
-         timestamp exchange and nothing more.\n",
+         timestamp exchange and nothing more.{}\n",
         100.0 * per_partition(0),
-        partitions[last]
+        partitions[last],
+        if software.costs.scan_ns > 0 {
+            format!(
+                " Every poll of a RamCast server looks at every client's buffer, at {} ns \
+                 each under this profile: the clients a sweep adds to load more partitions \
+                 make every server's poll longer, which caps ordering alone where the \
+                 free-scanning `none` lens keeps scaling (`none/summary.md`).",
+                software.costs.scan_ns
+            )
+        } else {
+            String::new()
+        }
     );
     md.push_str(&crate::figure::software_bullet(
         software,
