@@ -221,6 +221,15 @@ where
     }
 }
 
+/// The number in environment variable `var` (a sweep's seed count or first seed), or
+/// `default` when it is unset or not a number.
+pub fn env_u64(var: &str, default: u64) -> u64 {
+    std::env::var(var)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
 /// The faults of seed `seed` of the chaos sweep, and what they are.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Chaos {

@@ -95,10 +95,7 @@ fn seeds_that_failed_over_ridge_pass() {
 /// `HERON_SEEDS` seeds (default 30) of crashes, pauses and client crashes, as over RamCast.
 #[test]
 fn random_crashes_pauses_and_client_crashes_stay_linearizable_over_ridge() {
-    let seeds: u64 = std::env::var("HERON_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(30);
+    let seeds: u64 = testing::env_u64("HERON_SEEDS", 30);
     for seed in 0..seeds {
         sweep_seed(seed);
     }

@@ -266,10 +266,7 @@ fn a_crashed_replica_does_not_hold_reads_for_the_retry_timeout() {
 
 /// Seeds of the fault-injected sweep: `HERON_SEEDS` (default 30, kept small for CI).
 fn seeds() -> u64 {
-    std::env::var("HERON_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(30)
+    testing::env_u64("HERON_SEEDS", 30)
 }
 
 /// Every seed is judged by the oracle, by the external checker, by whether every surviving
@@ -277,10 +274,7 @@ fn seeds() -> u64 {
 /// last fault answered (and none left unanswered).
 #[test]
 fn random_crashes_pauses_and_client_crashes_stay_linearizable() {
-    let first: u64 = std::env::var("HERON_FIRST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
+    let first: u64 = testing::env_u64("HERON_FIRST_SEED", 0);
     let mut tally = [0u64; 8];
     for seed in first..first + seeds() {
         let c = chaos(seed);

@@ -79,10 +79,7 @@ fn tpcc_over_three_warehouses_is_linearizable_and_consistent() {
 /// need state transfers, client crashes) under TPC-C: `TPCC_SEEDS` seeds (default 4).
 #[test]
 fn tpcc_under_faults_stays_linearizable_and_consistent() {
-    let seeds: u64 = std::env::var("TPCC_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(4);
+    let seeds: u64 = testing::env_u64("TPCC_SEEDS", 4);
     let mut transfers = 0;
     for seed in 0..seeds {
         let c = chaos(seed);
