@@ -472,6 +472,13 @@ pub(crate) fn command(a: crate::CompareArgs) -> Result<std::process::ExitCode, S
                     .into(),
             );
         }
+        if a.dest.is_some() || a.size.is_some() {
+            return Err(
+                "--dest and --size are not for heron: TPC-C decides where its requests go \
+                 and what they carry"
+                    .into(),
+            );
+        }
         let overs = heron
             .map(|p| crate::protocols::heron::over::parse(p))
             .collect::<Result<Vec<_>, _>>()?;
@@ -485,8 +492,8 @@ pub(crate) fn command(a: crate::CompareArgs) -> Result<std::process::ExitCode, S
     let w = Workload {
         groups: a.groups,
         replicas: a.replicas,
-        dest: a.dest,
-        size: a.size,
+        dest: a.dest.unwrap_or(DestPolicy::Random(2)),
+        size: a.size.unwrap_or(64),
         duration: a.duration.unwrap_or(Nanos(2_000_000)),
         seed: a.seed,
         max_clients: a.max_clients,

@@ -336,11 +336,13 @@ struct CompareArgs {
     replicas: usize,
     /// Destinations per message: single, all, random:K, group:G, or adjacent:K (K groups
     /// adjacent in the tree; RamCast draws them from the first TRAM contender's tree).
-    #[arg(long, default_value = "random:2")]
-    dest: multicast::DestPolicy,
-    /// Message size: bytes, or with a unit KB, MB (powers of 1024).
-    #[arg(long, default_value = "64", value_parser = experiment::parse_bytes)]
-    size: usize,
+    /// [default: random:2; not for heron, whose application decides].
+    #[arg(long)]
+    dest: Option<multicast::DestPolicy>,
+    /// Message size: bytes, or with a unit KB, MB (powers of 1024) [default: 64; not for
+    /// heron].
+    #[arg(long, value_parser = experiment::parse_bytes)]
+    size: Option<usize>,
     /// Simulated time per throughput point, after a 10% warm-up (the 1-client latency run
     /// gets twice as long) [default: 2ms; 20ms for heron, twenty of Ridge's Delta].
     #[arg(long, value_parser = experiment::parse_duration)]

@@ -60,9 +60,6 @@ fn runtime(a: &RunArgs) -> Result<experiment::Where, String> {
 
 /// `harness run`.
 pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
-    if a.protocol == RDMC {
-        return run_bulk(a);
-    }
     if a.protocol == HERON {
         return protocols::heron::run::run(&a, runtime(&a)?);
     }
@@ -70,9 +67,13 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
         ("--app", a.app.is_some()),
         ("--scale", a.scale.is_some()),
         ("--capacity", a.capacity.is_some()),
+        ("--over", a.over.is_some()),
     ];
     if let Some((flag, _)) = heron_only.iter().find(|f| f.1) {
         return Err(format!("{flag} is for --protocol heron"));
+    }
+    if a.protocol == RDMC {
+        return run_bulk(a);
     }
     let deploy = deployment(&a)?;
     let profile_name = a.profile.clone().unwrap_or_else(|| {

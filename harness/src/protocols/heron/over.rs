@@ -14,7 +14,7 @@ use super::experiment::{Setup, Workload};
 use super::figures::{measure, saturate, Point};
 use super::Over;
 use crate::experiment::{write_rows, Where};
-use crate::figure::{cdf_points, panel, write, NO_CLAIMS};
+use crate::figure::{cdf_points, panel, us, write, NO_CLAIMS};
 use crate::plot::{self, Series};
 use hdrhistogram::Histogram;
 use heron::tpcc::Scale;
@@ -71,11 +71,6 @@ impl Measured {
 /// Every request's latency of a point.
 fn all(p: &Point) -> Histogram<u64> {
     p.o.latencies(None)
-}
-
-/// A quantile of `h` in microseconds.
-fn us(h: &Histogram<u64>, q: f64) -> f64 {
-    h.value_at_quantile(q) as f64 / 1e3
 }
 
 /// TPC-C at 1/`SCALE` of the specification's cardinalities, as in the thesis's figures here.
