@@ -1,5 +1,5 @@
-//! One suite of RDMA-model guarantees, run against every runtime (sim, local, and local with its
-//! NIC thread): per-pair
+//! One suite of RDMA-model guarantees, run against every runtime (sim, local, local with its
+//! NIC thread, and tcp): per-pair
 //! ordering, access checks and revoke, queue-pair errors and reconnect, atomics, two-sided
 //! messages, crash reporting, and rejection of bad ops without side effects.
 //!
@@ -9,19 +9,20 @@
 use std::time::Duration;
 use transport::runtime::local::{LocalConfig, LocalNic, LocalRuntime};
 use transport::runtime::sim::{Fault, Profile, Sim, SimConfig, SimNic};
+use transport::runtime::tcp::{TcpConfig, TcpNic, TcpRuntime};
 use transport::*;
 
 trait Runner {
     fn run<P>(procs: Vec<P>, crash: Option<(ProcessId, Nanos)>) -> Vec<P>
     where
-        P: Process<SimNic> + Process<LocalNic> + Send;
+        P: Process<SimNic> + Process<LocalNic> + Process<TcpNic> + Send;
 }
 
 struct OnSim;
 impl Runner for OnSim {
     fn run<P>(procs: Vec<P>, crash: Option<(ProcessId, Nanos)>) -> Vec<P>
     where
-        P: Process<SimNic> + Process<LocalNic> + Send,
+        P: Process<SimNic> + Process<LocalNic> + Process<TcpNic> + Send,
     {
         let mut cfg = SimConfig::new(11, Profile::load("r320-cx3").unwrap());
         if let Some((process, at)) = crash {
@@ -48,7 +49,7 @@ struct OnLocal;
 impl Runner for OnLocal {
     fn run<P>(procs: Vec<P>, crash: Option<(ProcessId, Nanos)>) -> Vec<P>
     where
-        P: Process<SimNic> + Process<LocalNic> + Send,
+        P: Process<SimNic> + Process<LocalNic> + Process<TcpNic> + Send,
     {
         run_local(LocalConfig::default(), procs, crash)
     }
@@ -58,7 +59,7 @@ struct OnNicThread;
 impl Runner for OnNicThread {
     fn run<P>(procs: Vec<P>, crash: Option<(ProcessId, Nanos)>) -> Vec<P>
     where
-        P: Process<SimNic> + Process<LocalNic> + Send,
+        P: Process<SimNic> + Process<LocalNic> + Process<TcpNic> + Send,
     {
         let cfg = LocalConfig {
             nic_thread: true,
@@ -68,11 +69,27 @@ impl Runner for OnNicThread {
     }
 }
 
+/// Every node its own sockets, over loopback: the code a cluster of OS processes runs.
+struct OnTcp;
+impl Runner for OnTcp {
+    fn run<P>(procs: Vec<P>, crash: Option<(ProcessId, Nanos)>) -> Vec<P>
+    where
+        P: Process<SimNic> + Process<LocalNic> + Process<TcpNic> + Send,
+    {
+        let rt = TcpRuntime::new(TcpConfig::default(), procs).expect("loopback sockets");
+        if let Some((p, _)) = crash {
+            rt.control().crash(p);
+        }
+        rt.run(Duration::from_secs(20)).processes
+    }
+}
+
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {
         mod sim { $( #[test] fn $name() { super::$name::<super::OnSim>(); } )* }
         mod local { $( #[test] fn $name() { super::$name::<super::OnLocal>(); } )* }
         mod nic_thread { $( #[test] fn $name() { super::$name::<super::OnNicThread>(); } )* }
+        mod tcp { $( #[test] fn $name() { super::$name::<super::OnTcp>(); } )* }
     };
 }
 

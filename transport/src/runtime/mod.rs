@@ -1,7 +1,12 @@
-//! The runtimes that drive processes: `sim` (discrete-event, deterministic) and `local` (threads
-//! and real shared memory). Later: `tcp` and `verbs`.
+//! The runtimes that drive processes: `sim` (discrete-event, deterministic), `local` (threads and
+//! real shared memory in one OS process) and `tcp` (one OS process per node, RDMA semantics over
+//! TCP). Later: `verbs`.
 
 #[cfg(feature = "local")]
 pub mod local;
+#[cfg(any(feature = "local", feature = "tcp"))]
+mod shared_memory;
 #[cfg(feature = "sim")]
 pub mod sim;
+#[cfg(feature = "tcp")]
+pub mod tcp;

@@ -22,15 +22,14 @@
     reason = "the local runtime is where real time and threads enter: it gives processes `now()`"
 )]
 
-mod memory;
 pub mod nic_thread;
 
+use super::shared_memory::SharedRegion;
 use crate::nic::{validate, Completion, Nic, NicLimits, Op, OpError, Qp, Recv, Status, WrId};
 use crate::process::{Process, ProcessId};
 use crate::region::{Access, LocalAddr, RegionTable};
 use crate::rng::{Purpose, Rng};
 use crate::time::Nanos;
-use memory::SharedRegion;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -1,0 +1,1031 @@
+//! The NIC thread of a tcp node: one event loop (mio) that owns every socket of the node.
+//!
+//! It plays both halves of an RDMA NIC. As initiator it takes the ops its process posted,
+//! numbers them per connection, sends them, and turns the responses into completions: for every
+//! signaled op, for every failed one, and `PeerUnreachable` for everything outstanding when a
+//! connection to a peer breaks (its process died). As target it applies peers' requests to the
+//! node's registered regions, after checking bounds and the peer's access under the same lock
+//! `set_access` takes, and answers each in order. A request outside the regions, a frame that
+//! does not decode, or anything out of turn closes that connection with a logged reason; no byte
+//! outside a grant is ever touched.
+//!
+//! One connection per (initiator, target, queue pair): a connection is a queue pair's FIFO, and
+//! the control queue pair's heartbeats never wait behind bulk data in a TCP stream. After an
+//! access error the target answers `Flushed` to everything on that connection until the
+//! initiator's reconnect request arrives, as an RDMA queue pair in error flushes its work
+//! requests; the initiator also flushes ops posted after it learnt of the error without sending
+//! them.
+
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the NIC thread is where real time enters the tcp runtime (connect retries)"
+)]
+
+use super::auth;
+use super::wire::{self, Frame, Hello, Mac, Welcome, WireOp, WireStatus, CHUNK, PREAMBLE_LEN};
+use super::NodeShared;
+use crate::nic::{Completion, Data, Op, OpKind, Qp, Status, WrId};
+use crate::process::ProcessId;
+use crate::region::{Access, LocalAddr};
+use crate::runtime::shared_memory::SharedRegion;
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const LISTENER: Token = Token(0);
+pub(super) const WAKER: Token = Token(1);
+const FIRST_CONN: usize = 2;
+/// Pause between two connection attempts to a peer that is not listening yet.
+const RETRY: Duration = Duration::from_millis(20);
+
+/// An op sent and not yet answered.
+#[derive(Clone, Copy, Debug)]
+struct Outstanding {
+    seq: u64,
+    wr: WrId,
+    kind: OpKind,
+    signaled: bool,
+    /// The op's last chunk: its success is the op's.
+    last: bool,
+    /// For a read chunk: where its bytes go, and how many.
+    read_into: Option<(LocalAddr, usize)>,
+    /// The link's epoch when it was sent.
+    epoch: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LinkState {
+    Connecting,
+    Ready,
+    Down,
+}
+
+/// This node's side of one queue pair towards one peer: the connection it initiated.
+#[derive(Debug)]
+struct Link {
+    peer: ProcessId,
+    qp: usize,
+    state: LinkState,
+    conn: Option<usize>,
+    retry_at: Option<Instant>,
+    /// Ops posted before the link was ready, in post order.
+    waiting: VecDeque<(WrId, Op)>,
+    next_seq: u64,
+    outstanding: VecDeque<Outstanding>,
+    /// The queue pair is in error (an access error came back): ops are flushed until a
+    /// reconnect.
+    error: bool,
+    /// The op whose failure was reported last (its later chunks fail too; one report).
+    failed: Option<WrId>,
+    /// Reconnects so far: a failure answered to a request sent before the last reconnect
+    /// does not put the re-established queue pair back in error.
+    epoch: u64,
+    /// The hello this node sent on the current connection (the auth transcript).
+    hello: Option<Hello>,
+}
+
+#[derive(Debug)]
+enum Phase {
+    /// Waiting for the peer's preamble.
+    Preamble,
+    /// Initiator: waiting for the welcome. Acceptor: waiting for the hello.
+    Greeting,
+    /// Acceptor: waiting for the initiator's proof.
+    Proof {
+        hello: Hello,
+        welcome: Welcome,
+    },
+    Ready,
+}
+
+#[derive(Debug)]
+struct Conn {
+    stream: TcpStream,
+    /// `Some(link)` for a connection this node initiated.
+    link: Option<usize>,
+    /// The initiator, once its hello is accepted (acceptor side).
+    peer: Option<ProcessId>,
+    phase: Phase,
+    rbuf: Vec<u8>,
+    wbuf: Vec<u8>,
+    /// The target end of the queue pair is in error (acceptor side).
+    error: bool,
+    /// Whether the connection attempt has completed (initiator side).
+    connected: bool,
+}
+
+pub(super) struct Engine {
+    shared: Arc<NodeShared>,
+    poll: Poll,
+    listener: TcpListener,
+    addrs: Vec<SocketAddr>,
+    conns: Vec<Option<Conn>>,
+    links: Vec<Link>,
+    /// Reconnects waiting for their queue pairs' answers: op -> answers still due.
+    reconnects: BTreeMap<WrId, usize>,
+    connect_by: Instant,
+    secret: Option<Vec<u8>>,
+    chunk: Vec<u8>,
+}
+
+impl Engine {
+    pub(super) fn new(
+        shared: Arc<NodeShared>,
+        poll: Poll,
+        listener: std::net::TcpListener,
+        addrs: Vec<SocketAddr>,
+        down: &[bool],
+        connect_timeout: Duration,
+        secret: Option<Vec<u8>>,
+    ) -> io::Result<Engine> {
+        listener.set_nonblocking(true)?;
+        let mut listener = TcpListener::from_std(listener);
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)?;
+        let now = Instant::now();
+        let links = (0..addrs.len())
+            .flat_map(|p| (0..Qp::COUNT).map(move |qp| (p, qp)))
+            .map(|(p, qp)| Link {
+                peer: ProcessId(p as u32),
+                qp,
+                state: if down[p] {
+                    LinkState::Down
+                } else {
+                    LinkState::Connecting
+                },
+                conn: None,
+                retry_at: Some(now),
+                waiting: VecDeque::new(),
+                next_seq: 0,
+                outstanding: VecDeque::new(),
+                error: false,
+                failed: None,
+                epoch: 0,
+                hello: None,
+            })
+            .collect();
+        Ok(Engine {
+            shared,
+            poll,
+            listener,
+            addrs,
+            conns: Vec::new(),
+            links,
+            reconnects: BTreeMap::new(),
+            connect_by: now + connect_timeout,
+            secret,
+            chunk: Vec::new(),
+        })
+    }
+
+    fn me(&self) -> ProcessId {
+        self.shared.me
+    }
+
+    /// Runs until the node stops; then closes every connection (peers see the node gone).
+    pub(super) fn run(mut self) {
+        let mut events = Events::with_capacity(256);
+        loop {
+            if self.shared.stop.load(Ordering::SeqCst) {
+                return;
+            }
+            self.connect_due();
+            self.take_posts();
+            self.flush_all();
+            self.check_ready();
+            // Sleep until a socket, the process or a retry needs us. The process checks
+            // `nic_sleeping` after queueing a post, so one of the two sees the other.
+            self.shared.nic_sleeping.store(true, Ordering::SeqCst);
+            let timeout =
+                if !self.shared.outbox_is_empty() || self.shared.stop.load(Ordering::SeqCst) {
+                    Some(Duration::ZERO)
+                } else {
+                    self.links
+                        .iter()
+                        .filter(|l| l.state == LinkState::Connecting && l.conn.is_none())
+                        .filter_map(|l| l.retry_at)
+                        .min()
+                        .map(|t| t.saturating_duration_since(Instant::now()))
+                };
+            let polled = self.poll.poll(&mut events, timeout);
+            self.shared.nic_sleeping.store(false, Ordering::SeqCst);
+            if let Err(e) = polled {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    self.shared
+                        .log(format!("event loop failed: {e}; the node stops"));
+                    self.shared.stop.store(true, Ordering::SeqCst);
+                    return;
+                }
+            }
+            for ev in events.iter() {
+                match ev.token() {
+                    LISTENER => self.accept(),
+                    WAKER => {}
+                    Token(t) => self.service(t - FIRST_CONN),
+                }
+            }
+        }
+    }
+
+    /// Marks the node ready once every link is connected or given up on.
+    fn check_ready(&mut self) {
+        if !self.shared.ready.load(Ordering::SeqCst)
+            && self.links.iter().all(|l| l.state != LinkState::Connecting)
+        {
+            self.shared.set_ready();
+        }
+    }
+
+    fn connect_due(&mut self) {
+        let now = Instant::now();
+        for l in 0..self.links.len() {
+            let link = &self.links[l];
+            if link.state != LinkState::Connecting
+                || link.conn.is_some()
+                || link.retry_at.is_some_and(|t| t > now)
+            {
+                continue;
+            }
+            if now >= self.connect_by {
+                let reason = format!(
+                    "{} did not answer at {} within the connect timeout",
+                    link.peer,
+                    self.addrs[link.peer.index()]
+                );
+                self.link_down(l, &reason);
+                continue;
+            }
+            match TcpStream::connect(self.addrs[link.peer.index()]) {
+                Ok(stream) => {
+                    let c = self.add_conn(stream, Some(l));
+                    self.links[l].conn = c;
+                }
+                Err(_) => self.links[l].retry_at = Some(now + RETRY),
+            }
+        }
+    }
+
+    fn add_conn(&mut self, mut stream: TcpStream, link: Option<usize>) -> Option<usize> {
+        let i = self
+            .conns
+            .iter()
+            .position(Option::is_none)
+            .unwrap_or_else(|| {
+                self.conns.push(None);
+                self.conns.len() - 1
+            });
+        if let Err(e) = self.poll.registry().register(
+            &mut stream,
+            Token(FIRST_CONN + i),
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            self.shared.log(format!("cannot watch a socket: {e}"));
+            return None;
+        }
+        let _ = stream.set_nodelay(true);
+        let mut wbuf = Vec::new();
+        wbuf.extend_from_slice(&wire::preamble());
+        self.conns[i] = Some(Conn {
+            stream,
+            link,
+            peer: None,
+            phase: Phase::Preamble,
+            rbuf: Vec::new(),
+            wbuf,
+            error: false,
+            connected: link.is_none(),
+        });
+        Some(i)
+    }
+
+    fn accept(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    self.add_conn(stream, None);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    self.shared.log(format!("accept failed: {e}"));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Handles readiness of connection `c`.
+    fn service(&mut self, c: usize) {
+        let Some(conn) = self.conns.get_mut(c).and_then(Option::as_mut) else {
+            return;
+        };
+        if !conn.connected {
+            match conn.stream.take_error() {
+                Ok(None) if conn.stream.peer_addr().is_ok() => {
+                    conn.connected = true;
+                    let l = conn.link.expect("initiated");
+                    self.send_hello(c, l);
+                }
+                Ok(None) => return, // still connecting
+                _ => {
+                    // Refused or unreachable: try again until the connect timeout.
+                    let l = conn.link.expect("initiated");
+                    self.drop_conn(c);
+                    self.links[l].conn = None;
+                    self.links[l].retry_at = Some(Instant::now() + RETRY);
+                    return;
+                }
+            }
+        }
+        if let Err(reason) = self.read_from(c) {
+            self.close(c, &reason);
+            return;
+        }
+        self.flush(c);
+    }
+
+    fn send_hello(&mut self, c: usize, l: usize) {
+        let peer = self.links[l].peer;
+        let hello = Hello {
+            from: self.me(),
+            to: peer,
+            qp: self.links[l].qp as u8,
+            regions: self.shared.own_region_lens(),
+            table: self.shared.table_digest,
+            nonce: auth::nonce(),
+        };
+        let conn = self.conns[c].as_mut().expect("live");
+        wire::encode(&Frame::Hello(hello.clone()), &mut conn.wbuf);
+        self.links[l].hello = Some(hello);
+    }
+
+    /// Reads what the socket has and handles every whole frame; `Err` closes the connection.
+    fn read_from(&mut self, c: usize) -> Result<(), String> {
+        let mut buf = [0u8; 64 * 1024];
+        loop {
+            let conn = self.conns[c].as_mut().expect("live");
+            match conn.stream.read(&mut buf) {
+                Ok(0) => return Err("the peer closed the connection".into()),
+                Ok(n) => conn.rbuf.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(format!("connection failed: {e}")),
+            }
+        }
+        let mut rbuf = std::mem::take(&mut self.conns[c].as_mut().expect("live").rbuf);
+        let mut at = 0;
+        let result = loop {
+            if matches!(self.conns[c].as_ref().expect("live").phase, Phase::Preamble) {
+                let Some(p) = rbuf.get(at..at + PREAMBLE_LEN) else {
+                    break Ok(());
+                };
+                if let Err(e) = wire::check_preamble(p.try_into().expect("8 bytes")) {
+                    break Err(e.to_string());
+                }
+                at += PREAMBLE_LEN;
+                self.conns[c].as_mut().expect("live").phase = Phase::Greeting;
+                continue;
+            }
+            match wire::decode(&rbuf[at..]) {
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e.to_string()),
+                Ok(Some((frame, used))) => {
+                    at += used;
+                    if let Err(e) = self.handle(c, frame) {
+                        break Err(e);
+                    }
+                    if self.conns[c].is_none() {
+                        return Ok(());
+                    }
+                }
+            }
+        };
+        rbuf.drain(..at);
+        if let Some(conn) = self.conns[c].as_mut() {
+            conn.rbuf = rbuf;
+        }
+        result
+    }
+
+    fn handle(&mut self, c: usize, frame: Frame<'_>) -> Result<(), String> {
+        let conn = self.conns[c].as_mut().expect("live");
+        let phase = std::mem::replace(&mut conn.phase, Phase::Ready);
+        match (conn.link, phase, frame) {
+            (Some(l), Phase::Greeting, Frame::Welcome(w)) => self.welcomed(c, l, w),
+            (None, Phase::Greeting, Frame::Hello(h)) => self.greet(c, h),
+            (None, Phase::Proof { hello, welcome }, Frame::Proof(mac)) => {
+                self.check_proof(&hello, &welcome, &mac)?;
+                let conn = self.conns[c].as_mut().expect("live");
+                conn.peer = Some(hello.from);
+                Ok(())
+            }
+            (
+                Some(l),
+                Phase::Ready,
+                Frame::Response {
+                    seq,
+                    status,
+                    value,
+                    data,
+                },
+            ) => self.answered(l, seq, status, value, data),
+            (None, Phase::Ready, Frame::Request { seq, op }) => {
+                let peer = self.conns[c].as_ref().and_then(|c| c.peer).expect("ready");
+                self.apply(c, peer, seq, op)
+            }
+            (_, phase, frame) => Err(format!("unexpected {frame} while {phase:?}")),
+        }
+    }
+
+    /// Acceptor: checks a hello and answers with a welcome.
+    fn greet(&mut self, c: usize, hello: Hello) -> Result<(), String> {
+        let n = self.addrs.len();
+        if hello.to != self.me() {
+            return Err(format!(
+                "hello meant for {}, but this node is {}: the cluster files differ",
+                hello.to,
+                self.me()
+            ));
+        }
+        if hello.from.index() >= n || hello.qp as usize >= Qp::COUNT {
+            return Err(format!(
+                "hello from {} on queue pair {}: the run has {n} nodes and {} queue pairs per peer",
+                hello.from,
+                hello.qp,
+                Qp::COUNT
+            ));
+        }
+        if hello.table != self.shared.table_digest {
+            return Err(format!(
+                "{} runs another deployment (region table digest {:#x}, here {:#x}): start every node from the same configuration",
+                hello.from, hello.table, self.shared.table_digest
+            ));
+        }
+        let expected = self.shared.region_lens(hello.from);
+        if hello.regions != expected {
+            return Err(format!(
+                "{} declares regions {:?}, this node expects {:?}",
+                hello.from, hello.regions, expected
+            ));
+        }
+        let mut welcome = Welcome {
+            from: self.me(),
+            regions: self.shared.own_region_lens(),
+            nonce: auth::nonce(),
+            mac: None,
+        };
+        welcome.mac = self
+            .secret
+            .as_ref()
+            .map(|s| auth::welcome_tag(s, &hello, &welcome));
+        let conn = self.conns[c].as_mut().expect("live");
+        wire::encode(&Frame::Welcome(welcome.clone()), &mut conn.wbuf);
+        conn.phase = Phase::Proof { hello, welcome };
+        Ok(())
+    }
+
+    fn check_proof(&self, hello: &Hello, welcome: &Welcome, mac: &Mac) -> Result<(), String> {
+        match &self.secret {
+            Some(s) if auth::same(mac, &auth::proof_tag(s, hello, welcome)) => Ok(()),
+            Some(_) => Err(format!(
+                "{} does not hold the cluster secret: refused",
+                hello.from
+            )),
+            None if *mac == [0; 32] => Ok(()),
+            None => Err(format!(
+                "{} uses a cluster secret and this node none: give every node the same secret",
+                hello.from
+            )),
+        }
+    }
+
+    /// Initiator: checks the welcome, proves itself, and sends what waited.
+    fn welcomed(&mut self, c: usize, l: usize, w: Welcome) -> Result<(), String> {
+        let link = &self.links[l];
+        let hello = link.hello.clone().expect("hello sent first");
+        if w.from != link.peer {
+            return Err(format!(
+                "{} answered at {}'s address: the cluster files differ",
+                w.from, link.peer
+            ));
+        }
+        let expected = self.shared.region_lens(link.peer);
+        if w.regions != expected {
+            return Err(format!(
+                "{} declares regions {:?}, this node expects {:?}",
+                w.from, w.regions, expected
+            ));
+        }
+        let proof = match (&self.secret, &w.mac) {
+            (Some(s), Some(mac)) if auth::same(mac, &auth::welcome_tag(s, &hello, &w)) => {
+                auth::proof_tag(s, &hello, &w)
+            }
+            (Some(_), _) => {
+                return Err(format!(
+                    "{} does not hold the cluster secret: refused",
+                    w.from
+                ))
+            }
+            (None, None) => [0; 32],
+            (None, Some(_)) => {
+                return Err(format!(
+                    "{} uses a cluster secret and this node none: give every node the same secret",
+                    w.from
+                ))
+            }
+        };
+        let conn = self.conns[c].as_mut().expect("live");
+        wire::encode(&Frame::Proof(proof), &mut conn.wbuf);
+        let link = &mut self.links[l];
+        link.state = LinkState::Ready;
+        let waiting = std::mem::take(&mut link.waiting);
+        for (wr, op) in waiting {
+            self.dispatch(wr, op);
+        }
+        Ok(())
+    }
+
+    /// Target: applies request `seq` of `peer` and queues its response.
+    fn apply(&mut self, c: usize, peer: ProcessId, seq: u64, op: WireOp<'_>) -> Result<(), String> {
+        let shared = self.shared.clone();
+        let conn = self.conns[c].as_mut().expect("live");
+        let respond = |conn: &mut Conn, status, value, data: &[u8]| {
+            let f = Frame::Response {
+                seq,
+                status,
+                value,
+                data,
+            };
+            wire::encode(&f, &mut conn.wbuf);
+        };
+        if matches!(op, WireOp::Reconnect) {
+            conn.error = false;
+            respond(conn, WireStatus::Success, None, &[]);
+            return Ok(());
+        }
+        if conn.error {
+            respond(conn, WireStatus::Flushed, None, &[]);
+            return Ok(());
+        }
+        let p = peer.index();
+        let mut read = Vec::new();
+        let (allowed, value) = match op {
+            WireOp::Write {
+                region,
+                offset,
+                data,
+                imm,
+            } => {
+                let r = shared.checked(peer, region, offset, data.len(), false)?;
+                let off = offset as usize;
+                let ok = r.guarded(p, Access::can_write, |r| r.write(off, data));
+                if ok.is_some() {
+                    if let Some(imm) = imm {
+                        shared.deliver(crate::nic::Recv::Immediate {
+                            from: peer,
+                            imm,
+                            at: LocalAddr::new(crate::RegionId(region), off),
+                            len: data.len(),
+                        });
+                    }
+                    shared.notify();
+                }
+                (ok.is_some(), None)
+            }
+            WireOp::Read {
+                region,
+                offset,
+                len,
+            } => {
+                let len = len as usize;
+                if len > CHUNK {
+                    return Err(format!("read of {len} bytes exceeds a chunk of {CHUNK}"));
+                }
+                let r = shared.checked(peer, region, offset, len, false)?;
+                read.resize(len, 0);
+                let ok = r.guarded(p, Access::can_read, |r| r.read(offset as usize, &mut read));
+                (ok.is_some(), None)
+            }
+            WireOp::CompareSwap {
+                region,
+                offset,
+                expect,
+                swap,
+            } => {
+                let r = shared.checked(peer, region, offset, 8, true)?;
+                let cas = |r: &SharedRegion| match r.word(offset as usize).compare_exchange(
+                    expect,
+                    swap,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    Ok(v) | Err(v) => v,
+                };
+                let old = r.guarded(p, Access::can_atomic, cas);
+                if old.is_some() {
+                    shared.notify();
+                }
+                (old.is_some(), old)
+            }
+            WireOp::FetchAdd {
+                region,
+                offset,
+                add,
+            } => {
+                let r = shared.checked(peer, region, offset, 8, true)?;
+                let faa =
+                    |r: &SharedRegion| r.word(offset as usize).fetch_add(add, Ordering::AcqRel);
+                let old = r.guarded(p, Access::can_atomic, faa);
+                if old.is_some() {
+                    shared.notify();
+                }
+                (old.is_some(), old)
+            }
+            WireOp::Send { data } => {
+                if data.len() > shared.limits.send_max {
+                    return Err(format!(
+                        "send of {} bytes exceeds the largest message of {}",
+                        data.len(),
+                        shared.limits.send_max
+                    ));
+                }
+                shared.deliver(crate::nic::Recv::Message {
+                    from: peer,
+                    data: bytes::Bytes::copy_from_slice(data),
+                });
+                shared.notify();
+                (true, None)
+            }
+            WireOp::Reconnect => unreachable!("handled above"),
+        };
+        if allowed {
+            respond(conn, WireStatus::Success, value, &read);
+        } else {
+            conn.error = true;
+            respond(conn, WireStatus::AccessDenied, None, &[]);
+        }
+        Ok(())
+    }
+
+    /// Initiator: the answer to the oldest outstanding request of link `l`.
+    fn answered(
+        &mut self,
+        l: usize,
+        seq: u64,
+        status: WireStatus,
+        value: Option<u64>,
+        data: &[u8],
+    ) -> Result<(), String> {
+        let link = &mut self.links[l];
+        let Some(o) = link.outstanding.pop_front().filter(|o| o.seq == seq) else {
+            return Err(format!("response {seq} answers no request in order"));
+        };
+        let peer = link.peer;
+        if o.kind == OpKind::Reconnect {
+            let due = self.reconnects.get_mut(&o.wr).expect("reconnect tracked");
+            *due -= 1;
+            if *due == 0 {
+                self.reconnects.remove(&o.wr);
+                self.shared.complete(Completion {
+                    wr: o.wr,
+                    kind: OpKind::Reconnect,
+                    peer,
+                    status: Status::Success,
+                    value: None,
+                });
+            }
+            return Ok(());
+        }
+        let status = match status {
+            WireStatus::Success => Status::Success,
+            WireStatus::AccessDenied => Status::AccessDenied,
+            WireStatus::Flushed => Status::Flushed,
+        };
+        if status == Status::Success {
+            if let Some((into, len)) = o.read_into {
+                if data.len() != len {
+                    return Err(format!(
+                        "read response of {} bytes for a read of {len}",
+                        data.len()
+                    ));
+                }
+                self.shared.regions[into.region.index()].write(into.offset, data);
+                self.shared.notify();
+            }
+            if o.last && o.signaled {
+                self.shared.complete(Completion {
+                    wr: o.wr,
+                    kind: o.kind,
+                    peer,
+                    status,
+                    value,
+                });
+            }
+        } else {
+            let link = &mut self.links[l];
+            link.error |= o.epoch == link.epoch;
+            if link.failed != Some(o.wr) {
+                link.failed = Some(o.wr);
+                self.shared.complete(Completion {
+                    wr: o.wr,
+                    kind: o.kind,
+                    peer,
+                    status,
+                    value: None,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn take_posts(&mut self) {
+        for (wr, op) in self.shared.take_outbox() {
+            self.dispatch(wr, op);
+        }
+    }
+
+    /// Routes a posted op to its link: sent, held until the link is up, or failed at once.
+    fn dispatch(&mut self, wr: WrId, op: Op) {
+        let peer = op.peer();
+        if let Op::Reconnect { .. } = op {
+            let mut due = 0;
+            for qp in 0..Qp::COUNT {
+                let l = peer.index() * Qp::COUNT + qp;
+                self.links[l].error = false;
+                self.links[l].epoch += 1;
+                match self.links[l].state {
+                    LinkState::Ready => {
+                        self.send_request(
+                            l,
+                            wr,
+                            OpKind::Reconnect,
+                            false,
+                            true,
+                            None,
+                            WireOp::Reconnect,
+                        );
+                        due += 1;
+                    }
+                    LinkState::Connecting | LinkState::Down => {}
+                }
+            }
+            if due == 0 {
+                self.shared.complete(Completion {
+                    wr,
+                    kind: OpKind::Reconnect,
+                    peer,
+                    status: Status::Success,
+                    value: None,
+                });
+            } else {
+                self.reconnects.insert(wr, due);
+            }
+            return;
+        }
+        let l = peer.index() * Qp::COUNT + op.qp().index();
+        let link = &mut self.links[l];
+        let fail = match link.state {
+            LinkState::Down => Some(Status::PeerUnreachable),
+            LinkState::Connecting => {
+                link.waiting.push_back((wr, op));
+                return;
+            }
+            LinkState::Ready if link.error => Some(Status::Flushed),
+            LinkState::Ready => None,
+        };
+        if let Some(status) = fail {
+            self.shared.complete(Completion {
+                wr,
+                kind: op.kind(),
+                peer,
+                status,
+                value: None,
+            });
+            return;
+        }
+        let kind = op.kind();
+        let signaled = op.signaled();
+        match op {
+            Op::Write { dst, data, imm, .. } => {
+                let len = data.len();
+                let mut at = 0;
+                loop {
+                    let n = CHUNK.min(len - at);
+                    let last = at + n == len;
+                    let mut chunk = std::mem::take(&mut self.chunk);
+                    let bytes: &[u8] = match &data {
+                        Data::Bytes(b) => &b[at..at + n],
+                        Data::Inline(i) => &i[at..at + n],
+                        Data::Synthetic(_) => {
+                            chunk.resize(n, 0);
+                            data.copy_to(at, &mut chunk);
+                            &chunk
+                        }
+                    };
+                    let op = WireOp::Write {
+                        region: dst.region.0,
+                        offset: (dst.offset + at) as u64,
+                        data: bytes,
+                        imm: if last { imm } else { None },
+                    };
+                    self.send_request(l, wr, kind, signaled, last, None, op);
+                    self.chunk = chunk;
+                    at += n;
+                    if last {
+                        break;
+                    }
+                }
+            }
+            Op::Read { src, len, into, .. } => {
+                let mut at = 0;
+                loop {
+                    let n = CHUNK.min(len - at);
+                    let last = at + n == len;
+                    let op = WireOp::Read {
+                        region: src.region.0,
+                        offset: (src.offset + at) as u64,
+                        len: n as u32,
+                    };
+                    self.send_request(l, wr, kind, signaled, last, Some((into.add(at), n)), op);
+                    at += n;
+                    if last {
+                        break;
+                    }
+                }
+            }
+            Op::CompareSwap { dst, expect, swap } => {
+                let op = WireOp::CompareSwap {
+                    region: dst.region.0,
+                    offset: dst.offset as u64,
+                    expect,
+                    swap,
+                };
+                self.send_request(l, wr, kind, signaled, true, None, op);
+            }
+            Op::FetchAdd { dst, add } => {
+                let op = WireOp::FetchAdd {
+                    region: dst.region.0,
+                    offset: dst.offset as u64,
+                    add,
+                };
+                self.send_request(l, wr, kind, signaled, true, None, op);
+            }
+            Op::Send { data, .. } => {
+                self.send_request(
+                    l,
+                    wr,
+                    kind,
+                    signaled,
+                    true,
+                    None,
+                    WireOp::Send { data: &data },
+                );
+            }
+            Op::SetAccess { .. } | Op::Reconnect { .. } => unreachable!("handled by the caller"),
+        }
+    }
+
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one request's bookkeeping, named at its callers"
+    )]
+    fn send_request(
+        &mut self,
+        l: usize,
+        wr: WrId,
+        kind: OpKind,
+        signaled: bool,
+        last: bool,
+        read_into: Option<(LocalAddr, usize)>,
+        op: WireOp<'_>,
+    ) {
+        let link = &mut self.links[l];
+        let seq = link.next_seq;
+        link.next_seq += 1;
+        link.outstanding.push_back(Outstanding {
+            seq,
+            wr,
+            kind,
+            signaled,
+            last,
+            read_into,
+            epoch: link.epoch,
+        });
+        let c = link.conn.expect("a ready link has its connection");
+        let conn = self.conns[c].as_mut().expect("live");
+        wire::encode(&Frame::Request { seq, op }, &mut conn.wbuf);
+    }
+
+    fn flush_all(&mut self) {
+        for c in 0..self.conns.len() {
+            if self.conns[c]
+                .as_ref()
+                .is_some_and(|c| !c.wbuf.is_empty() && c.connected)
+            {
+                self.flush(c);
+            }
+        }
+    }
+
+    /// Writes what the socket takes now; the rest waits for the next writable event.
+    fn flush(&mut self, c: usize) {
+        let Some(conn) = self.conns[c].as_mut() else {
+            return;
+        };
+        if !conn.connected {
+            return;
+        }
+        let mut sent = 0;
+        let result = loop {
+            if sent == conn.wbuf.len() {
+                break Ok(());
+            }
+            match conn.stream.write(&conn.wbuf[sent..]) {
+                Ok(0) => break Err("the connection accepts no more bytes".to_string()),
+                Ok(n) => sent += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Err(format!("connection failed: {e}")),
+            }
+        };
+        conn.wbuf.drain(..sent);
+        if let Err(reason) = result {
+            self.close(c, &reason);
+        }
+    }
+
+    fn drop_conn(&mut self, c: usize) {
+        if let Some(mut conn) = self.conns[c].take() {
+            let _ = self.poll.registry().deregister(&mut conn.stream);
+        }
+    }
+
+    /// Closes connection `c` for `reason`; if this node initiated it, the peer is gone for good.
+    fn close(&mut self, c: usize, reason: &str) {
+        let Some(conn) = self.conns[c].as_ref() else {
+            return;
+        };
+        let (link, peer) = (conn.link, conn.peer);
+        match link {
+            Some(l) => {
+                let p = self.links[l].peer;
+                self.shared
+                    .log(format!("{}: link to {p} closed: {reason}", self.me()));
+                self.drop_conn(c);
+                self.link_down(l, reason);
+            }
+            None => {
+                let who = peer.map_or("an unidentified peer".to_string(), |p| p.to_string());
+                self.shared.log(format!(
+                    "{}: connection from {who} closed: {reason}",
+                    self.me()
+                ));
+                self.drop_conn(c);
+            }
+        }
+    }
+
+    /// The peer of link `l` is gone: everything outstanding or waiting fails, and so will
+    /// everything posted to it later.
+    fn link_down(&mut self, l: usize, _reason: &str) {
+        let link = &mut self.links[l];
+        link.state = LinkState::Down;
+        link.conn = None;
+        let peer = link.peer;
+        let mut failed: Vec<(WrId, OpKind)> = Vec::new();
+        for o in link.outstanding.drain(..) {
+            if failed.last().map(|f| f.0) != Some(o.wr) && link.failed != Some(o.wr) {
+                failed.push((o.wr, o.kind));
+            }
+        }
+        for (wr, op) in link.waiting.drain(..) {
+            failed.push((wr, op.kind()));
+        }
+        for (wr, kind) in failed {
+            if kind == OpKind::Reconnect {
+                let due = self.reconnects.get_mut(&wr).expect("reconnect tracked");
+                *due -= 1;
+                if *due > 0 {
+                    continue;
+                }
+                self.reconnects.remove(&wr);
+            }
+            let status = if kind == OpKind::Reconnect {
+                Status::Success
+            } else {
+                Status::PeerUnreachable
+            };
+            self.shared.complete(Completion {
+                wr,
+                kind,
+                peer,
+                status,
+                value: None,
+            });
+        }
+    }
+}

@@ -1,0 +1,771 @@
+//! The `tcp` runtime: every process a node of its own, RDMA semantics carried over TCP.
+//!
+//! A node is one process with its registered regions, a protocol thread that busy-polls it (as on
+//! `local`), and a NIC thread ([`engine`]) that owns the node's sockets: it sends the ops the
+//! process posts and applies the ops peers send to the node's memory, with the bounds and access
+//! checks, completions, per-queue-pair FIFO and queue-pair errors of the model. The same node
+//! runs in its own OS process ([`run_node`], what `harness node` calls, one per host or per core)
+//! or as threads of one test process ([`TcpRuntime`], every node still talking TCP over
+//! loopback), so the conformance suite checks the very code a cluster runs.
+//!
+//! Why plain threads and mio rather than tokio: the protocol side must busy-poll memory without
+//! an executor in the way, and the NIC side is one readiness loop over a few dozen sockets; an
+//! async runtime would add a scheduler between the two and buy nothing.
+//!
+//! # Bootstrap
+//! Every node knows the cluster (each node's address, in process-id order) and the run's region
+//! table (every node builds the same deployment). Each node connects to every node, itself
+//! included, once per queue pair; the handshake ([`wire`]) checks magic and version, that both
+//! ends run the same deployment (a digest of the region table, and each side's own region
+//! lengths: the region exchange), and, with a cluster secret, that both hold it ([`auth`]). A
+//! node starts its process once every connection it initiates is up, or its peer was given up
+//! on after [`TcpConfig::connect_timeout`] (then ops to that peer fail `PeerUnreachable`, as
+//! to a crashed one).
+//!
+//! # Crashes
+//! A node that dies (`kill -9`, or [`TcpControl::crash`] in one process) closes its sockets with
+//! it; its peers complete everything outstanding towards it, and everything posted later, with
+//! `PeerUnreachable`. A stopped process (`SIGSTOP`) keeps its connections: its peers' ops wait in
+//! the socket buffers and land when it resumes, which is how a false suspicion looks on real
+//! hardware too.
+//!
+//! # Departures from RDMA, by necessity
+//! - Time is each node's own monotonic clock from the moment its bootstrap finished; nodes do
+//!   not share a clock (protocols only compare their own times).
+//! - [`Nic::take_changes`] says "anything may have changed" (the default): the NIC thread writes
+//!   memory behind the process's back, exactly as a NIC does.
+//! - A node's queue towards a peer that stopped reading grows without bound (RDMA would fail
+//!   the post with a full send queue; the model has no such error).
+
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the tcp runtime is where real time, sockets and threads enter"
+)]
+
+mod auth;
+mod engine;
+pub mod wire;
+
+use crate::nic::{validate, Completion, Nic, NicLimits, Op, OpError, Recv, WrId};
+use crate::process::{Process, ProcessId};
+use crate::region::{LocalAddr, RegionSpec, RegionTable};
+use crate::rng::{Purpose, Rng};
+use crate::runtime::shared_memory::SharedRegion;
+use crate::time::Nanos;
+use std::collections::VecDeque;
+use std::fmt;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+/// Configuration of a tcp node (the same on every node of a run).
+#[derive(Clone, Debug)]
+pub struct TcpConfig {
+    /// Seeds the processes' random streams.
+    pub seed: u64,
+    /// NIC limits reported to processes (`send_max` at most [`wire::CHUNK`]).
+    pub limits: NicLimits,
+    /// How long a node tries to reach a peer before it treats it as crashed.
+    pub connect_timeout: Duration,
+    /// Consecutive idle polls before the protocol thread parks.
+    pub spin_polls: u32,
+    /// A shared secret: only nodes that hold it may connect ([`auth`]).
+    pub secret: Option<Vec<u8>>,
+    /// Print connection events (closed connections and why) to stderr as they happen.
+    pub verbose: bool,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            seed: 0,
+            limits: NicLimits::default(),
+            connect_timeout: Duration::from_secs(10),
+            spin_polls: 20_000,
+            secret: None,
+            verbose: false,
+        }
+    }
+}
+
+/// What a node's two threads share.
+#[derive(Debug)]
+struct NodeShared {
+    me: ProcessId,
+    regions: Vec<SharedRegion>,
+    table: RegionTable,
+    table_digest: u64,
+    limits: NicLimits,
+    outbox: Mutex<Vec<(WrId, Op)>>,
+    cq: Mutex<VecDeque<Completion>>,
+    rq: Mutex<VecDeque<Recv>>,
+    /// Set by the NIC thread when it gives the process something; read before it parks.
+    pending: AtomicBool,
+    proc_sleeping: AtomicBool,
+    proc_thread: OnceLock<Thread>,
+    nic_sleeping: AtomicBool,
+    waker: OnceLock<mio::Waker>,
+    /// The node stops (crash, or the end of the run).
+    stop: AtomicBool,
+    /// The node crashed (or its process stopped itself): its posts fail.
+    crashed: AtomicBool,
+    /// Every link is up or given up on: the process may start.
+    ready: AtomicBool,
+    ready_signal: (Mutex<bool>, Condvar),
+    events: Mutex<Vec<String>>,
+    verbose: bool,
+}
+
+impl NodeShared {
+    fn own_region_lens(&self) -> Vec<u64> {
+        self.region_lens(self.me)
+    }
+
+    fn region_lens(&self, p: ProcessId) -> Vec<u64> {
+        (0..)
+            .map_while(|r| self.table.len_of(p, crate::RegionId(r)))
+            .map(|l| l as u64)
+            .collect()
+    }
+
+    /// Own region `region` if `len` bytes at `offset` lie inside it (and, for atomics, the
+    /// offset is aligned); a peer that asks for anything else is hostile or broken.
+    fn checked(
+        &self,
+        peer: ProcessId,
+        region: u16,
+        offset: u64,
+        len: usize,
+        atomic: bool,
+    ) -> Result<&SharedRegion, String> {
+        let id = crate::RegionId(region);
+        let Some(size) = self.table.len_of(self.me, id) else {
+            return Err(format!(
+                "{peer} named region {id}, which this node does not have"
+            ));
+        };
+        let inside = usize::try_from(offset)
+            .ok()
+            .and_then(|o| o.checked_add(len))
+            .is_some_and(|end| end <= size);
+        if !inside {
+            return Err(format!(
+                "{peer} asked for bytes {offset}..+{len} of {id}, a region of {size} bytes"
+            ));
+        }
+        if atomic && offset % 8 != 0 {
+            return Err(format!(
+                "{peer} sent an atomic at unaligned offset {offset}"
+            ));
+        }
+        Ok(&self.regions[id.index()])
+    }
+
+    fn outbox_is_empty(&self) -> bool {
+        self.outbox.lock().expect("outbox lock").is_empty()
+    }
+
+    fn take_outbox(&self) -> Vec<(WrId, Op)> {
+        std::mem::take(&mut *self.outbox.lock().expect("outbox lock"))
+    }
+
+    fn complete(&self, c: Completion) {
+        self.cq.lock().expect("cq lock").push_back(c);
+        self.notify();
+    }
+
+    fn deliver(&self, r: Recv) {
+        self.rq.lock().expect("rq lock").push_back(r);
+    }
+
+    /// Tells the protocol thread there is something new.
+    fn notify(&self) {
+        self.pending.store(true, Ordering::SeqCst);
+        if self.proc_sleeping.load(Ordering::SeqCst) {
+            if let Some(t) = self.proc_thread.get() {
+                t.unpark();
+            }
+        }
+    }
+
+    fn wake_nic(&self) {
+        if self.nic_sleeping.load(Ordering::SeqCst) {
+            if let Some(w) = self.waker.get() {
+                let _ = w.wake();
+            }
+        }
+    }
+
+    fn set_ready(&self) {
+        self.ready.store(true, Ordering::SeqCst);
+        let (m, cv) = &self.ready_signal;
+        *m.lock().expect("ready lock") = true;
+        cv.notify_all();
+    }
+
+    fn log(&self, event: String) {
+        if self.verbose {
+            eprintln!("tcp: {event}");
+        }
+        self.events.lock().expect("events lock").push(event);
+    }
+
+    /// The node crashes: its posts fail from now on, and it stops.
+    fn crash(&self) {
+        self.crashed.store(true, Ordering::SeqCst);
+        self.stop();
+    }
+
+    fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(w) = self.waker.get() {
+            let _ = w.wake();
+        }
+        self.set_ready();
+        if let Some(t) = self.proc_thread.get() {
+            t.unpark();
+        }
+    }
+}
+
+/// A digest of a region table: two nodes agree on the deployment iff their digests match.
+fn digest(table: &RegionTable) -> u64 {
+    let mut h = crate::rng::mix64(table.processes() as u64);
+    for p in 0..table.processes() {
+        let mut r = 0;
+        while let Some(len) = table.len_of(ProcessId(p as u32), crate::RegionId(r)) {
+            h = crate::rng::mix64(h ^ len as u64 ^ (r as u64) << 48 ^ (p as u64) << 32);
+            r += 1;
+        }
+        h = crate::rng::mix64(h ^ 0xE0D);
+    }
+    h
+}
+
+/// The NIC a process of the tcp runtime polls with.
+pub struct TcpNic {
+    shared: Arc<NodeShared>,
+    rng: Rng,
+    next_wr: u64,
+    start: Instant,
+}
+
+impl fmt::Debug for TcpNic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TcpNic")
+            .field("id", &self.shared.me)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TcpNic {
+    fn check_local(&self, at: LocalAddr, len: usize) -> Result<&SharedRegion, OpError> {
+        let me = self.shared.me;
+        crate::nic::check_bounds(&self.shared.table, me, at.region, at.offset, len)?;
+        Ok(&self.shared.regions[at.region.index()])
+    }
+}
+
+impl Nic for TcpNic {
+    fn id(&self) -> ProcessId {
+        self.shared.me
+    }
+
+    fn regions(&self) -> &RegionTable {
+        &self.shared.table
+    }
+
+    fn now(&self) -> Nanos {
+        Nanos(self.start.elapsed().as_nanos() as u64)
+    }
+
+    fn rng(&mut self) -> &mut Rng {
+        &mut self.rng
+    }
+
+    fn limits(&self) -> NicLimits {
+        self.shared.limits
+    }
+
+    fn read_local(&self, at: LocalAddr, buf: &mut [u8]) -> Result<(), OpError> {
+        self.check_local(at, buf.len())?.read(at.offset, buf);
+        Ok(())
+    }
+
+    fn write_local(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
+        self.check_local(at, data.len())?.write(at.offset, data);
+        Ok(())
+    }
+
+    fn load_u64(&self, at: LocalAddr) -> Result<u64, OpError> {
+        if at.offset % 8 != 0 {
+            return Err(OpError::Misaligned { offset: at.offset });
+        }
+        Ok(self
+            .check_local(at, 8)?
+            .word(at.offset)
+            .load(Ordering::Acquire))
+    }
+
+    fn store_u64(&mut self, at: LocalAddr, value: u64) -> Result<(), OpError> {
+        if at.offset % 8 != 0 {
+            return Err(OpError::Misaligned { offset: at.offset });
+        }
+        self.check_local(at, 8)?
+            .word(at.offset)
+            .store(value, Ordering::Release);
+        Ok(())
+    }
+
+    fn post(&mut self, op: Op) -> Result<WrId, OpError> {
+        validate(&op, self.shared.me, &self.shared.table, &self.shared.limits)?;
+        if self.shared.crashed.load(Ordering::Relaxed) {
+            return Err(OpError::Crashed);
+        }
+        let wr = WrId(self.next_wr);
+        self.next_wr += 1;
+        if let Op::SetAccess {
+            region,
+            peer,
+            access,
+        } = op
+        {
+            // Takes the lock the NIC thread holds while it applies a peer's op: once this
+            // returns, no later op of `peer` sees the old access.
+            let r = &self.shared.regions[region.index()];
+            *r.access[peer.index()].lock().expect("access lock") = access;
+            return Ok(wr);
+        }
+        self.shared
+            .outbox
+            .lock()
+            .expect("outbox lock")
+            .push((wr, op));
+        self.shared.wake_nic();
+        Ok(wr)
+    }
+
+    fn poll_completion(&mut self) -> Option<Completion> {
+        self.shared.cq.lock().expect("cq lock").pop_front()
+    }
+
+    fn poll_recv(&mut self) -> Option<Recv> {
+        self.shared.rq.lock().expect("rq lock").pop_front()
+    }
+}
+
+/// Why a node's run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcpStop {
+    /// Every live process of the run reported `done` (in-process runs only).
+    AllDone,
+    /// The time limit passed.
+    TimeLimit,
+    /// The node was stopped or crashed ([`TcpControl`]), or its process stopped itself.
+    Stopped,
+}
+
+/// What one node's run leaves.
+#[derive(Debug)]
+pub struct NodeRun<P> {
+    /// The process as the run left it.
+    pub process: P,
+    /// Why the run ended.
+    pub stop: TcpStop,
+    /// Connection events: every closed connection and its reason.
+    pub events: Vec<String>,
+    /// Time from the end of the bootstrap to the end of the run.
+    pub elapsed: Duration,
+}
+
+/// Binds the listening socket of a node (use port 0 for any free port).
+pub fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    TcpListener::bind(addr)
+}
+
+/// The parts of a node's run that the in-process runtime shares between nodes.
+#[derive(Clone, Debug, Default)]
+struct Together {
+    not_done: Option<Arc<AtomicUsize>>,
+    all: Vec<Arc<NodeShared>>,
+}
+
+struct NodeSpec<'a> {
+    cfg: &'a TcpConfig,
+    id: ProcessId,
+    specs: &'a [Vec<RegionSpec>],
+    addrs: Vec<SocketAddr>,
+    down: Vec<bool>,
+}
+
+fn node_shared(s: &NodeSpec<'_>) -> Arc<NodeShared> {
+    let n = s.specs.len();
+    let table = RegionTable::new(s.specs);
+    assert!(
+        s.cfg.limits.send_max <= wire::CHUNK,
+        "send_max {} exceeds the tcp runtime's largest message {}",
+        s.cfg.limits.send_max,
+        wire::CHUNK
+    );
+    Arc::new(NodeShared {
+        me: s.id,
+        regions: s.specs[s.id.index()]
+            .iter()
+            .map(|r| SharedRegion::new(r.len, r.access_table(n)))
+            .collect(),
+        table_digest: digest(&table),
+        table,
+        limits: s.cfg.limits,
+        outbox: Mutex::new(Vec::new()),
+        cq: Mutex::new(VecDeque::new()),
+        rq: Mutex::new(VecDeque::new()),
+        pending: AtomicBool::new(true),
+        proc_sleeping: AtomicBool::new(false),
+        proc_thread: OnceLock::new(),
+        nic_sleeping: AtomicBool::new(false),
+        waker: OnceLock::new(),
+        stop: AtomicBool::new(false),
+        crashed: AtomicBool::new(false),
+        ready: AtomicBool::new(false),
+        ready_signal: (Mutex::new(false), Condvar::new()),
+        events: Mutex::new(Vec::new()),
+        verbose: s.cfg.verbose,
+    })
+}
+
+/// Runs one node: its NIC thread and its process, until `limit` after the bootstrap, until the
+/// node is stopped, or (in-process) until every process is done.
+fn drive<P: Process<TcpNic>>(
+    spec: NodeSpec<'_>,
+    shared: Arc<NodeShared>,
+    listener: TcpListener,
+    mut process: P,
+    limit: Duration,
+    together: &Together,
+) -> std::io::Result<NodeRun<P>> {
+    let poll = mio::Poll::new()?;
+    let waker = mio::Waker::new(poll.registry(), engine::WAKER)?;
+    let _ = shared.waker.set(waker);
+    let _ = shared.proc_thread.set(std::thread::current());
+    let engine = engine::Engine::new(
+        shared.clone(),
+        poll,
+        listener,
+        spec.addrs,
+        &spec.down,
+        spec.cfg.connect_timeout,
+        spec.cfg.secret.clone(),
+    )?;
+    let id = spec.id;
+    let spin_polls = spec.cfg.spin_polls;
+    let seed = spec.cfg.seed;
+    std::thread::scope(|scope| {
+        let nic_thread = std::thread::Builder::new()
+            .name(format!("tcp-nic-{id}"))
+            .spawn_scoped(scope, move || engine.run())?;
+        {
+            let (m, cv) = &shared.ready_signal;
+            let mut ready = m.lock().expect("ready lock");
+            while !*ready {
+                ready = cv.wait(ready).expect("ready lock");
+            }
+        }
+        let mut nic = TcpNic {
+            shared: shared.clone(),
+            rng: Rng::derive(seed, Purpose::Protocol, id.0 as u64),
+            next_wr: 0,
+            start: Instant::now(),
+        };
+        let stop = run_process(&mut process, &mut nic, spin_polls, limit, together);
+        shared.stop();
+        let _ = nic_thread.join();
+        Ok(NodeRun {
+            process,
+            stop,
+            events: shared.events.lock().expect("events lock").clone(),
+            elapsed: nic.start.elapsed(),
+        })
+    })
+}
+
+/// The protocol thread: polls, spins while idle, then parks until the NIC thread or a timer
+/// wakes it.
+fn run_process<P: Process<TcpNic>>(
+    process: &mut P,
+    nic: &mut TcpNic,
+    spin_polls: u32,
+    limit: Duration,
+    together: &Together,
+) -> TcpStop {
+    let shared = nic.shared.clone();
+    let deadline = nic.start + limit;
+    let mut idle = 0u32;
+    let mut counted = false;
+    let mut rounds = 0u64;
+    loop {
+        if shared.stop.load(Ordering::Relaxed) {
+            // A crashed node counts as done, as on the other runtimes.
+            count_done(together, &mut counted);
+            break if together
+                .not_done
+                .as_ref()
+                .is_some_and(|n| n.load(Ordering::SeqCst) == 0)
+            {
+                TcpStop::AllDone
+            } else {
+                TcpStop::Stopped
+            };
+        }
+        rounds += 1;
+        if rounds % 1024 == 0 && Instant::now() >= deadline {
+            break TcpStop::TimeLimit;
+        }
+        shared.pending.store(false, Ordering::Relaxed);
+        let progress = process.poll(nic);
+        if process.stopped() {
+            shared.crash();
+            count_done(together, &mut counted);
+            break TcpStop::Stopped;
+        }
+        if process.done() {
+            count_done(together, &mut counted);
+        }
+        if progress.did_work {
+            idle = 0;
+            continue;
+        }
+        idle = idle.saturating_add(1);
+        if idle < spin_polls {
+            std::hint::spin_loop();
+            continue;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            break TcpStop::TimeLimit;
+        }
+        let now_ns = nic.now();
+        if progress.wake_at.is_some_and(|w| w <= now_ns) {
+            continue;
+        }
+        shared.proc_sleeping.store(true, Ordering::SeqCst);
+        if !shared.pending.load(Ordering::SeqCst) && !shared.stop.load(Ordering::SeqCst) {
+            let mut timeout = deadline.saturating_duration_since(now);
+            if let Some(w) = progress.wake_at {
+                timeout = timeout.min(Duration::from_nanos(w.0 - now_ns.0));
+            }
+            std::thread::park_timeout(timeout);
+        }
+        shared.proc_sleeping.store(false, Ordering::SeqCst);
+        idle = spin_polls / 2;
+    }
+}
+
+fn count_done(together: &Together, counted: &mut bool) {
+    if std::mem::replace(counted, true) {
+        return;
+    }
+    if let Some(n) = &together.not_done {
+        if n.fetch_sub(1, Ordering::SeqCst) == 1 {
+            for s in &together.all {
+                s.stop();
+            }
+        }
+    }
+}
+
+/// Runs node `id` of a cluster in this OS process: `addrs[i]` is node `i`'s address, `specs[i]`
+/// its regions (every node computes the same list from the same deployment), `listener` this
+/// node's bound socket. Returns after `limit` of running (counted from the end of the bootstrap),
+/// or when the process stops itself.
+pub fn run_node<P: Process<TcpNic>>(
+    cfg: &TcpConfig,
+    id: ProcessId,
+    specs: &[Vec<RegionSpec>],
+    addrs: Vec<SocketAddr>,
+    listener: TcpListener,
+    process: P,
+    limit: Duration,
+) -> std::io::Result<NodeRun<P>> {
+    assert_eq!(specs.len(), addrs.len(), "one address per node");
+    let spec = NodeSpec {
+        cfg,
+        id,
+        specs,
+        down: vec![false; addrs.len()],
+        addrs,
+    };
+    let shared = node_shared(&spec);
+    drive(spec, shared, listener, process, limit, &Together::default())
+}
+
+/// A handle to an in-process tcp run, usable from any thread.
+#[derive(Clone, Debug)]
+pub struct TcpControl {
+    nodes: Arc<Vec<Arc<NodeShared>>>,
+    crashed_early: Arc<Mutex<Vec<bool>>>,
+}
+
+impl TcpControl {
+    /// Crashes node `p`: it stops polling and closes its sockets, so peers see it gone. Before
+    /// the run starts, the node never starts.
+    pub fn crash(&self, p: ProcessId) {
+        if let Some(n) = self.nodes.get(p.index()) {
+            self.crashed_early.lock().expect("crash lock")[p.index()] = true;
+            n.crash();
+        }
+    }
+
+    /// Stops every node.
+    pub fn stop(&self) {
+        for n in self.nodes.iter() {
+            n.stop();
+        }
+    }
+}
+
+/// The result of an in-process tcp run.
+#[derive(Debug)]
+pub struct TcpRun<P> {
+    /// The processes, in id order, as the run left them.
+    pub processes: Vec<P>,
+    /// Why each node's run ended.
+    pub stops: Vec<TcpStop>,
+    /// Every node's connection events, in id order.
+    pub events: Vec<Vec<String>>,
+}
+
+/// Every node of a run as threads of this OS process, each with its own sockets on loopback:
+/// the tcp runtime's code paths, without spawning processes (tests, the conformance suite).
+pub struct TcpRuntime<P> {
+    cfg: TcpConfig,
+    processes: Vec<P>,
+    specs: Vec<Vec<RegionSpec>>,
+    listeners: Vec<TcpListener>,
+    addrs: Vec<SocketAddr>,
+    control: TcpControl,
+}
+
+impl<P> fmt::Debug for TcpRuntime<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TcpRuntime")
+            .field("cfg", &self.cfg)
+            .field("addrs", &self.addrs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<P: Process<TcpNic> + Send> TcpRuntime<P> {
+    /// Sets up one node per process (process `i` is `ProcessId(i)`), listening on free loopback
+    /// ports.
+    pub fn new(cfg: TcpConfig, processes: Vec<P>) -> std::io::Result<TcpRuntime<P>> {
+        let specs: Vec<_> = processes.iter().map(|p| p.regions()).collect();
+        let listeners = (0..processes.len())
+            .map(|_| listen(SocketAddr::from(([127, 0, 0, 1], 0))))
+            .collect::<std::io::Result<Vec<_>>>()?;
+        let addrs = listeners
+            .iter()
+            .map(TcpListener::local_addr)
+            .collect::<std::io::Result<Vec<_>>>()?;
+        let n = processes.len();
+        let nodes = (0..n)
+            .map(|i| {
+                node_shared(&NodeSpec {
+                    cfg: &cfg,
+                    id: ProcessId(i as u32),
+                    specs: &specs,
+                    addrs: addrs.clone(),
+                    down: vec![false; n],
+                })
+            })
+            .collect();
+        Ok(TcpRuntime {
+            cfg,
+            processes,
+            specs,
+            listeners,
+            addrs,
+            control: TcpControl {
+                nodes: Arc::new(nodes),
+                crashed_early: Arc::new(Mutex::new(vec![false; n])),
+            },
+        })
+    }
+
+    /// The nodes' addresses, in id order.
+    pub fn addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    /// A handle to crash nodes or stop the run.
+    pub fn control(&self) -> TcpControl {
+        self.control.clone()
+    }
+
+    /// Runs every node until all processes are done, `limit` passes, or the run is stopped.
+    pub fn run(self, limit: Duration) -> TcpRun<P> {
+        let TcpRuntime {
+            cfg,
+            processes,
+            specs,
+            listeners,
+            addrs,
+            control,
+        } = self;
+        let n = processes.len();
+        let early = control.crashed_early.lock().expect("crash lock").clone();
+        let together = Together {
+            not_done: Some(Arc::new(AtomicUsize::new(
+                early.iter().filter(|&&c| !c).count(),
+            ))),
+            all: control.nodes.to_vec(),
+        };
+        let results: Vec<(P, TcpStop, Vec<String>)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = processes
+                .into_iter()
+                .zip(listeners)
+                .enumerate()
+                .map(|(i, (p, listener))| {
+                    let (cfg, specs, addrs) = (&cfg, &specs, addrs.clone());
+                    let (together, shared) = (&together, control.nodes[i].clone());
+                    let down = early.clone();
+                    scope.spawn(move || {
+                        if down[i] {
+                            drop(listener);
+                            return (p, TcpStop::Stopped, Vec::new());
+                        }
+                        let spec = NodeSpec {
+                            cfg,
+                            id: ProcessId(i as u32),
+                            specs,
+                            addrs,
+                            down,
+                        };
+                        let run = drive(spec, shared, listener, p, limit, together)
+                            .expect("a node of an in-process run failed to start");
+                        (run.process, run.stop, run.events)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a tcp node thread panicked"))
+                .collect()
+        });
+        let mut run = TcpRun {
+            processes: Vec::with_capacity(n),
+            stops: Vec::with_capacity(n),
+            events: Vec::with_capacity(n),
+        };
+        for (p, stop, events) in results {
+            run.processes.push(p);
+            run.stops.push(stop);
+            run.events.push(events);
+        }
+        run
+    }
+}
+
+#[cfg(test)]
+mod tests;
