@@ -9,7 +9,7 @@
 //! |---|---|---|
 //! | [`runtime::sim`] | virtual ns, deterministic from a seed | paper figures at any scale, fault injection, replay |
 //! | [`runtime::local`] | wall clock, real threads and shared memory | memory-ordering bugs, software cost |
-| [`runtime::tcp`] | each node's wall clock, one OS process per node, TCP between them | clusters without RDMA, real crashes (`kill -9`) |
+//! | [`runtime::tcp`] | each node's wall clock, one OS process per node, TCP between them | clusters without RDMA, real crashes (`kill -9`) |
 //!
 //! # Writing a process
 //!
