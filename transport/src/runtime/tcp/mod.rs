@@ -1,7 +1,7 @@
 //! The `tcp` runtime: every process a node of its own, RDMA semantics carried over TCP.
 //!
 //! A node is one process with its registered regions, a protocol thread that busy-polls it (as on
-//! `local`), and a NIC thread ([`engine`]) that owns the node's sockets: it sends the ops the
+//! `local`), and a NIC thread (`engine.rs`) that owns the node's sockets: it sends the ops the
 //! process posts and applies the ops peers send to the node's memory, with the bounds and access
 //! checks, completions, per-queue-pair FIFO and queue-pair errors of the model. The same node
 //! runs in its own OS process ([`run_node`], what `harness node` calls, one per host or per core)
@@ -17,7 +17,7 @@
 //! table (every node builds the same deployment). Each node connects to every node, itself
 //! included, once per queue pair; the handshake ([`wire`]) checks magic and version, that both
 //! ends run the same deployment (a digest of the region table, and each side's own region
-//! lengths: the region exchange), and, with a cluster secret, that both hold it ([`auth`]). A
+//! lengths: the region exchange), and, with a cluster secret, that both hold it (`auth.rs`: HMAC-SHA256 both ways). A
 //! node starts its process once every connection it initiates is up, or its peer was given up
 //! on after [`TcpConfig::connect_timeout`] (then ops to that peer fail `PeerUnreachable`, as
 //! to a crashed one).
@@ -71,7 +71,7 @@ pub struct TcpConfig {
     pub connect_timeout: Duration,
     /// Consecutive idle polls before the protocol thread parks.
     pub spin_polls: u32,
-    /// A shared secret: only nodes that hold it may connect ([`auth`]).
+    /// A shared secret: only nodes that hold it may connect (HMAC-SHA256 challenge-response both ways).
     pub secret: Option<Vec<u8>>,
     /// Print connection events (closed connections and why) to stderr as they happen.
     pub verbose: bool,
