@@ -44,6 +44,8 @@ pub(crate) enum Where {
     /// Real threads; `threads` OS threads (0: one per core); with `nic_thread`, remote ops
     /// complete on a NIC thread ([`transport::runtime::local::nic_thread`]).
     Local { threads: usize, nic_thread: bool },
+    /// One OS process per node, RDMA semantics over TCP ([`crate::cluster`]).
+    Tcp,
 }
 
 impl Where {
@@ -52,6 +54,7 @@ impl Where {
         match self {
             Where::Sim => "sim",
             Where::Local { .. } => "local",
+            Where::Tcp => "tcp",
         }
     }
 }
@@ -167,6 +170,7 @@ impl Experiment {
                 let run = LocalRuntime::new(lc, nodes).run(limit);
                 (run.processes, vec![false; n])
             }
+            Where::Tcp => unreachable!("tcp runs are launched by cluster::launch"),
         };
         let wall = started.elapsed();
         let cpu = cpu0.and_then(|a| process_cpu().map(|b| b.saturating_sub(a)));

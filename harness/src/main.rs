@@ -13,6 +13,7 @@ mod bench;
 mod calibrate;
 mod check;
 mod check_chaos;
+mod cluster;
 mod compare;
 mod experiment;
 mod figure;
@@ -109,6 +110,9 @@ enum Command {
     Calibrate(calibrate::CalibrateCommand),
     /// Lists the simulator's built-in hardware and software profiles.
     Profiles,
+    /// Runs one node of a tcp cluster (`--runtime tcp`): the process the cluster file gives
+    /// this id, until the run's warm-up and window are over; writes its report.
+    Node(NodeArgs),
     /// Checks a delivery log (processes.csv, multicasts.csv, deliveries.csv in one directory)
     /// against the five atomic multicast properties; exits non-zero on a violation.
     Verify(VerifyArgs),
@@ -243,7 +247,6 @@ struct RunArgs {
     /// delivery out of the atomic order). Coordinators wait as long before proposing.
     #[arg(long, value_parser = experiment::parse_duration)]
     optimistic: Option<Nanos>,
-    /// OS threads for the local runtime [default: available cores].
     /// Heron: the replicated application.
     #[arg(long, value_enum)]
     app: Option<protocols::heron::App>,
@@ -260,6 +263,7 @@ struct RunArgs {
     /// [default: 2000].
     #[arg(long)]
     capacity: Option<u64>,
+    /// OS threads for the local runtime [default: available cores].
     #[arg(long)]
     threads: Option<usize>,
     /// Local runtime: remote ops complete on a NIC thread, asynchronously and in a random order
@@ -274,6 +278,25 @@ struct RunArgs {
     /// directory and check it against the five properties.
     #[arg(long)]
     log: Option<PathBuf>,
+    /// tcp runtime: a fault on a node process, repeatable: kill:NODE@TIME (SIGKILL) or
+    /// pause:NODE@TIME+DURATION (SIGSTOP, then SIGCONT), times from the nodes' start. Node
+    /// ids as the run's header lists them (servers first, group by group, then clients).
+    #[arg(long)]
+    fault: Vec<cluster::ProcessFault>,
+}
+
+#[derive(Args, Debug)]
+struct NodeArgs {
+    /// The cluster file: every node's address and role, and the run they all execute.
+    #[arg(long)]
+    cluster: PathBuf,
+    /// This node's id (its entry in the cluster file, from 0).
+    #[arg(long)]
+    id: usize,
+    /// Where to write this node's report (and its part of the delivery log, beside it)
+    /// [default: node-ID.report].
+    #[arg(long)]
+    report: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -390,6 +413,9 @@ enum RuntimeKind {
     Sim,
     /// Real threads and shared memory in this process.
     Local,
+    /// One OS process per node, RDMA semantics over TCP (on loopback unless `harness node`
+    /// runs the nodes of a cluster file on several hosts).
+    Tcp,
 }
 
 #[derive(Args, Debug)]
@@ -538,6 +564,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Transport(a)) => bench::run_transport(a),
         Command::Bench(BenchCommand::Sim(a)) => bench::run_sim(a),
         Command::Run(a) => run::run(*a),
+        Command::Node(a) => run::node(a),
         Command::Figure(a) => reproduce::figure_command(a),
         Command::Reproduce(a) => reproduce::reproduce_command(a),
         Command::Compare(a) => compare::command(a),

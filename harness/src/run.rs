@@ -55,11 +55,49 @@ fn runtime(a: &RunArgs) -> Result<experiment::Where, String> {
             threads: a.threads.unwrap_or(0),
             nic_thread: a.nic_thread,
         }),
+        RuntimeKind::Tcp if a.nic_thread || a.threads.is_some() => Err(
+            "--nic-thread and --threads are for --runtime local (on tcp every node is a process with its own NIC thread)".into(),
+        ),
+        RuntimeKind::Tcp => Ok(experiment::Where::Tcp),
     }
+}
+
+/// The experiment `harness run` arguments describe (an atomic multicast protocol's).
+fn experiment(a: &RunArgs) -> Result<experiment::Experiment, String> {
+    let profile_name = a.profile.clone().unwrap_or_else(|| {
+        protocols::find(&a.protocol)
+            .map_or("", |p| p.testbed)
+            .into()
+    });
+    let profile = Profile::load(&profile_name).map_err(|e| e.to_string())?;
+    let runtime = runtime(a)?;
+    Ok(experiment::Experiment {
+        deploy: deployment(a)?,
+        dest: a.dest,
+        size: a.size.unwrap_or(64),
+        warmup: a.warmup.unwrap_or(Nanos(a.duration.as_nanos() / 10)),
+        duration: a.duration,
+        runtime,
+        profile,
+        software: Software::load(&a.software).map_err(|e| e.to_string())?,
+        seed: a.seed,
+        log: a.log.is_some(),
+        dest_tree: None,
+    })
 }
 
 /// `harness run`.
 pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
+    if !a.fault.is_empty() && a.runtime != RuntimeKind::Tcp {
+        return Err("--fault injects faults into node processes of --runtime tcp; the simulator's faults are harness check's".into());
+    }
+    if a.runtime == RuntimeKind::Tcp && (a.protocol == HERON || a.protocol == RDMC) {
+        return Err(format!(
+            "--runtime tcp runs the atomic multicast protocols ({}) so far; {} runs on sim and local",
+            protocols::REGISTRY.iter().map(|e| e.name).collect::<Vec<_>>().join(", "),
+            a.protocol
+        ));
+    }
     if a.protocol == HERON {
         return protocols::heron::run::run(&a, runtime(&a)?);
     }
@@ -75,27 +113,7 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
     if a.protocol == RDMC {
         return run_bulk(a);
     }
-    let deploy = deployment(&a)?;
-    let profile_name = a.profile.clone().unwrap_or_else(|| {
-        protocols::find(&a.protocol)
-            .map_or("", |p| p.testbed)
-            .into()
-    });
-    let profile = Profile::load(&profile_name).map_err(|e| e.to_string())?;
-    let runtime = runtime(&a)?;
-    let e = experiment::Experiment {
-        deploy,
-        dest: a.dest,
-        size: a.size.unwrap_or(64),
-        warmup: a.warmup.unwrap_or(Nanos(a.duration.as_nanos() / 10)),
-        duration: a.duration,
-        runtime,
-        profile,
-        software: Software::load(&a.software).map_err(|e| e.to_string())?,
-        seed: a.seed,
-        log: a.log.is_some(),
-        dest_tree: None,
-    };
+    let e = experiment(&a)?;
     let (groups, replicas, clients) = e.deploy.shape();
     let (slot_bytes, slots) = e.deploy.slots();
     let tree = e
@@ -120,7 +138,16 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
     if e.runtime == experiment::Where::Sim {
         println!("{}", e.software.describe());
     }
-    let m = e.run();
+    let m = if e.runtime == experiment::Where::Tcp {
+        // Every node re-parses the same arguments: the run is described once.
+        let args: Vec<String> = std::env::args()
+            .skip_while(|x| x != "run")
+            .skip(1)
+            .collect();
+        crate::cluster::launch(&e, args, e.deploy.roles(&e), &a.fault)?
+    } else {
+        e.run()
+    };
     let q = |x: f64| m.latency.value_at_quantile(x) as f64 / 1000.0;
     println!(
         "delivered {} multicasts in the window: {:.0} msg/s; latency p50 {:.2} us, p95 {:.2} us, p99 {:.2} us; server deliveries {}; groups that changed leader {}; wall {:.2} s",
@@ -191,6 +218,42 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
             return Ok(ExitCode::FAILURE);
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `harness node`: one node of a tcp cluster.
+pub(crate) fn node(a: crate::NodeArgs) -> Result<ExitCode, String> {
+    use clap::Parser;
+    let cluster = crate::cluster::ClusterFile::load(&a.cluster)?;
+    let argv = ["harness", "run"]
+        .into_iter()
+        .map(String::from)
+        .chain(cluster.run.iter().cloned());
+    let run = match crate::Cli::try_parse_from(argv) {
+        Ok(crate::Cli {
+            command: crate::Command::Run(r),
+        }) => r,
+        Ok(_) => unreachable!("parsed as run"),
+        Err(e) => {
+            return Err(format!(
+                "{}: its `run` arguments do not parse: {e}",
+                a.cluster.display()
+            ))
+        }
+    };
+    if run.protocol == HERON || run.protocol == RDMC {
+        return Err(format!(
+            "{}: tcp nodes run the atomic multicast protocols so far, not {}",
+            a.cluster.display(),
+            run.protocol
+        ));
+    }
+    let mut e = experiment(&run)?;
+    e.runtime = experiment::Where::Tcp;
+    let report = a
+        .report
+        .unwrap_or_else(|| std::path::PathBuf::from(format!("node-{}.report", a.id)));
+    e.deploy.serve(&e, &cluster, a.id, &report)?;
     Ok(ExitCode::SUCCESS)
 }
 

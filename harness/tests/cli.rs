@@ -768,3 +768,107 @@ fn heron_fig5_6_quick_transfers_exactly_the_lagged_objects_and_grows_with_them()
     assert!(dir.join("none/fig5.6.png").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every atomic multicast protocol on the tcp runtime: each node a child process on loopback,
+/// the delivery log merged from the nodes' reports and checked.
+#[test]
+fn tcp_runs_of_every_multicast_protocol_check_their_logs() {
+    for protocol in ["ramcast", "tram", "ridge"] {
+        let log =
+            std::env::temp_dir().join(format!("harness-tcp-{protocol}-{}", std::process::id()));
+        let mut args = vec![
+            "run",
+            "--protocol",
+            protocol,
+            "--runtime",
+            "tcp",
+            "--clients",
+            "2",
+        ];
+        args.extend_from_slice(if protocol == "tram" {
+            &["--tree", "[-1,0]", "--dest", "all"][..]
+        } else {
+            &["--groups", "2", "--dest", "random:2"][..]
+        });
+        args.extend_from_slice(&["--duration", "300ms", "--log", log.to_str().unwrap()]);
+        let o = harness(&args);
+        assert!(
+            o.status.success(),
+            "{protocol}: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+        let out = stdout(&o);
+        assert!(out.contains("runtime=tcp"), "{out}");
+        assert!(out.contains("; 0 violations"), "{protocol}: {out}");
+        assert!(!out.contains("delivered 0 multicasts"), "{protocol}: {out}");
+        let _ = std::fs::remove_dir_all(&log);
+    }
+}
+
+/// A leader killed with SIGKILL and a follower stopped with SIGSTOP mid-run: the survivors'
+/// log still satisfies every property.
+#[test]
+fn tcp_run_survives_a_killed_leader_and_a_paused_follower() {
+    let log = std::env::temp_dir().join(format!("harness-tcp-faults-{}", std::process::id()));
+    let o = harness(&[
+        "run",
+        "--protocol",
+        "ramcast",
+        "--runtime",
+        "tcp",
+        "--groups",
+        "2",
+        "--clients",
+        "2",
+        "--dest",
+        "random:2",
+        "--duration",
+        "1s",
+        "--fault",
+        "kill:0@400ms",
+        "--fault",
+        "pause:4@300ms+300ms",
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(out.contains("SIGKILL node 0 (server g0)"), "{out}");
+    assert!(out.contains("SIGSTOP node 4 (server g1)"), "{out}");
+    assert!(out.contains("; 0 violations"), "{out}");
+    let _ = std::fs::remove_dir_all(&log);
+}
+
+#[test]
+fn tcp_flags_are_refused_where_they_do_not_apply() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["run", "--fault", "kill:0@1s"], "--runtime tcp"),
+        (&["run", "--protocol", "rdmc", "--runtime", "tcp"], "so far"),
+        (
+            &["run", "--runtime", "tcp", "--nic-thread"],
+            "--runtime local",
+        ),
+        (
+            &["run", "--runtime", "tcp", "--fault", "kill:99@1s"],
+            "the run has nodes 0..",
+        ),
+        (
+            &["run", "--runtime", "tcp", "--fault", "kill:0"],
+            "kill:NODE@TIME",
+        ),
+    ];
+    for (args, want) in cases {
+        let o = harness(args);
+        assert!(!o.status.success(), "{args:?} accepted");
+        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+    }
+    let missing = std::env::temp_dir().join("no-such-cluster.toml");
+    let o = harness(&["node", "--cluster", missing.to_str().unwrap(), "--id", "0"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("no-such-cluster.toml"),
+        "{}",
+        stderr(&o)
+    );
+}

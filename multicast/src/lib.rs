@@ -36,8 +36,8 @@ pub use log::{DeliveryLog, LogError, Member, Multicast};
 pub use membership::Membership;
 pub use omega::Omega;
 pub use role::{
-    collect_log, deploy, deploy_with_auxiliaries, Client, Completed, Delivery, MulticastError,
-    Node, Server, ServerNode,
+    collect_log, deploy, deploy_with_auxiliaries, log_node, Client, Completed, Delivery,
+    MulticastError, Node, Server, ServerNode,
 };
 pub use transport::ProcessId;
 pub use tree::{Tree, TreeError};

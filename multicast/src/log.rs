@@ -112,6 +112,17 @@ fn member_name(m: Member) -> String {
 }
 
 impl DeliveryLog {
+    /// Adds the processes, multicasts and deliveries of `other`, a log of other processes of
+    /// the same run (a node's part, written where it ran).
+    pub fn merge(&mut self, other: DeliveryLog) {
+        self.processes.extend(other.processes);
+        self.multicasts.extend(other.multicasts);
+        for (p, ds) in other.deliveries {
+            self.deliveries.entry(p).or_default().extend(ds);
+        }
+        self.orders.extend(other.orders);
+    }
+
     /// Declares process `p`.
     pub fn add_process(&mut self, p: ProcessId, member: Member, correct: bool) {
         self.processes.insert(p, (member, correct));

@@ -283,41 +283,45 @@ pub fn collect_log<S: Server, C>(
     nodes: &[Node<S, C>],
     faulty: impl Fn(transport::ProcessId) -> bool,
 ) -> crate::DeliveryLog {
-    use crate::log::Member;
     let mut log = crate::DeliveryLog::default();
     for (i, node) in nodes.iter().enumerate() {
         let p = transport::ProcessId(i as u32);
-        match node {
-            Node::Server(s) => {
-                log.add_process(
-                    p,
-                    Member::Group(s.server.group()),
-                    !faulty(p) && !s.server.halted(),
-                );
-                for &(m, order) in s.log.iter().flatten() {
-                    log.deliver(p, m);
-                    if let Some(t) = order {
-                        log.stamp(p, m, t);
-                    }
-                }
-            }
-            Node::Client(c) => {
-                log.add_process(p, Member::Client, !faulty(p));
-                for &m in c.log.iter().flatten() {
-                    log.add_multicast(m);
-                }
-            }
-            Node::Auxiliary(s) => {
-                log.add_process(p, Member::Auxiliary, !faulty(p) && !s.server.halted());
-                // Whatever it delivered is an integrity violation the checker names.
-                for &(m, order) in s.log.iter().flatten() {
-                    log.deliver(p, m);
-                    if let Some(t) = order {
-                        log.stamp(p, m, t);
-                    }
+        log_node(&mut log, p, node, faulty(p));
+    }
+    log
+}
+
+/// Adds process `p`, played by `node`, to `log`: its role, whether it stayed correct (not
+/// `faulty` and not halted), what it delivered or multicast. A run whose nodes live in
+/// different OS processes builds each node's part where it ran and merges them
+/// ([`crate::DeliveryLog::merge`]).
+pub fn log_node<S: Server, C>(
+    log: &mut crate::DeliveryLog,
+    p: transport::ProcessId,
+    node: &Node<S, C>,
+    faulty: bool,
+) {
+    use crate::log::Member;
+    match node {
+        Node::Server(s) | Node::Auxiliary(s) => {
+            let member = match node {
+                Node::Server(_) => Member::Group(s.server.group()),
+                _ => Member::Auxiliary,
+            };
+            // An auxiliary process's deliveries are integrity violations the checker names.
+            log.add_process(p, member, !faulty && !s.server.halted());
+            for &(m, order) in s.log.iter().flatten() {
+                log.deliver(p, m);
+                if let Some(t) = order {
+                    log.stamp(p, m, t);
                 }
             }
         }
+        Node::Client(c) => {
+            log.add_process(p, Member::Client, !faulty);
+            for &m in c.log.iter().flatten() {
+                log.add_multicast(m);
+            }
+        }
     }
-    log
 }

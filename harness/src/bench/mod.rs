@@ -38,10 +38,18 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
                 },
             }
         }
+        RuntimeKind::Tcp => Runtime::Tcp {
+            cfg: Box::new(::transport::runtime::tcp::TcpConfig {
+                seed: a.seed,
+                ..Default::default()
+            }),
+        },
     };
     let threads = match &runtime {
         Runtime::Local { cfg } => thread_count(cfg, 2),
         Runtime::Sim { .. } => 1,
+        // Per node: the protocol thread and the NIC thread.
+        Runtime::Tcp { .. } => 4,
     };
     println!(
         "harness bench transport: runtime={} seed={} commit={} iterations={} warmup={} tx_depth={} cq_mod={} threads={}",

@@ -10,6 +10,7 @@ use crate::stats::LatencySummary;
 use bytes::Bytes;
 use transport::runtime::local::{LocalConfig, LocalNic, LocalRuntime};
 use transport::runtime::sim::{Profile, Sim, SimConfig, SimNic};
+use transport::runtime::tcp::{TcpConfig, TcpRuntime};
 use transport::*;
 
 /// The largest message perftest's `-a` covers (8 MiB); also the largest size accepted.
@@ -233,8 +234,18 @@ impl<N: Nic> Process<N> for Perf {
 /// Where a pair runs.
 #[derive(Clone, Debug)]
 pub(crate) enum Runtime {
-    Sim { profile: Box<Profile>, seed: u64 },
-    Local { cfg: LocalConfig },
+    Sim {
+        profile: Box<Profile>,
+        seed: u64,
+    },
+    Local {
+        cfg: LocalConfig,
+    },
+    /// The two nodes as threads of this process, each with its own sockets and NIC thread,
+    /// over loopback TCP.
+    Tcp {
+        cfg: Box<TcpConfig>,
+    },
 }
 
 impl Runtime {
@@ -242,13 +253,14 @@ impl Runtime {
         match self {
             Runtime::Sim { .. } => "sim",
             Runtime::Local { .. } => "local",
+            Runtime::Tcp { .. } => "tcp",
         }
     }
 
     pub(crate) fn profile_name(&self) -> String {
         match self {
             Runtime::Sim { profile, .. } => profile.name.clone(),
-            Runtime::Local { .. } => "-".to_string(),
+            Runtime::Local { .. } | Runtime::Tcp { .. } => "-".to_string(),
         }
     }
 
@@ -257,6 +269,7 @@ impl Runtime {
         match self {
             Runtime::Sim { profile, .. } => profile.nic.inline_max_bytes,
             Runtime::Local { cfg } => cfg.limits.inline_max,
+            Runtime::Tcp { cfg } => cfg.limits.inline_max,
         }
     }
 
@@ -273,6 +286,11 @@ impl Runtime {
             Runtime::Local { cfg } => {
                 let run = LocalRuntime::new(*cfg, procs).run(std::time::Duration::from_secs(300));
                 run.processes
+            }
+            Runtime::Tcp { cfg } => {
+                let rt = TcpRuntime::new((**cfg).clone(), procs)
+                    .map_err(|e| format!("no loopback sockets: {e}"))?;
+                rt.run(std::time::Duration::from_secs(300)).processes
             }
         };
         let initiator = out.swap_remove(0);
@@ -421,5 +439,25 @@ mod tests {
         let (lat, bw, _, rate) = measure(&rt, p).unwrap();
         assert!(lat.min > 0.0 && lat.min <= lat.typical && lat.typical <= lat.max);
         assert!(bw > 0.0 && rate > 0.0);
+    }
+
+    /// The same over the tcp runtime, reads and large writes included.
+    #[test]
+    fn tcp_ping_pong_and_stream_complete() {
+        let rt = Runtime::Tcp {
+            cfg: Box::default(),
+        };
+        for bytes in [64, 3 << 20] {
+            let p = Params {
+                bytes,
+                warmup: 5,
+                iterations: 50,
+                tx_depth: 16,
+                cq_mod: 4,
+            };
+            let (lat, bw, _, rate) = measure(&rt, p).unwrap();
+            assert!(lat.min > 0.0 && lat.min <= lat.typical && lat.typical <= lat.max);
+            assert!(bw > 0.0 && rate > 0.0);
+        }
     }
 }

@@ -21,6 +21,7 @@ use std::path::Path;
 use std::sync::Arc;
 use transport::runtime::local::LocalNic;
 use transport::runtime::sim::{SimNic, Software};
+use transport::runtime::tcp::TcpNic;
 use transport::Process;
 
 /// What every atomic multicast protocol takes from the command line.
@@ -130,9 +131,9 @@ pub(crate) trait Multicast: 'static {
     /// Its configuration: a deployment.
     type Config: Membership + Clone + fmt::Debug + Send + Sync;
     /// Its server, on every runtime.
-    type Server: Server + Observed + Process<SimNic> + Process<LocalNic> + Send;
+    type Server: Server + Observed + Process<SimNic> + Process<LocalNic> + Process<TcpNic> + Send;
     /// Its client, on every runtime.
-    type Client: Client<SimNic> + Client<LocalNic> + Send;
+    type Client: Client<SimNic> + Client<LocalNic> + Client<TcpNic> + Send;
 
     /// The configuration `shape` asks for, checked (a message too large for its slot, a tree
     /// given to a genuine protocol, ... are errors that say what to change).
@@ -167,8 +168,20 @@ pub(crate) trait Deploy: fmt::Debug + Send + Sync {
     fn tree(&self) -> Option<Tree>;
     /// The registered memory of a run, in one line.
     fn regions(&self) -> String;
-    /// Runs experiment `e` on this deployment.
+    /// Runs experiment `e` on this deployment (`sim` or `local`; a tcp run is launched by
+    /// [`crate::cluster::launch`] and served by [`Deploy::serve`]).
     fn execute(&self, e: &Experiment) -> Measured;
+    /// Each process's role in experiment `e` ([`crate::cluster::role_of`]), in id order.
+    fn roles(&self, e: &Experiment) -> Vec<String>;
+    /// Runs node `id` of experiment `e` on the tcp runtime as `cluster` says, and writes its
+    /// report to `report`.
+    fn serve(
+        &self,
+        e: &Experiment,
+        cluster: &crate::cluster::ClusterFile,
+        id: usize,
+        report: &Path,
+    ) -> Result<(), String>;
 }
 
 /// An experiment's protocol and its configuration.
@@ -206,11 +219,30 @@ impl<P: Multicast> Deploy for Deployed<P> {
         P::regions(&self.0)
     }
     fn execute(&self, e: &Experiment) -> Measured {
+        e.execute(self.nodes(e))
+    }
+    fn roles(&self, e: &Experiment) -> Vec<String> {
+        self.nodes(e).iter().map(crate::cluster::role_of).collect()
+    }
+    fn serve(
+        &self,
+        e: &Experiment,
+        cluster: &crate::cluster::ClusterFile,
+        id: usize,
+        report: &Path,
+    ) -> Result<(), String> {
+        crate::cluster::serve(e, self.nodes(e), cluster, id, report)
+    }
+}
+
+impl<P: Multicast> Deployed<P> {
+    /// Every process of experiment `e`, timeouts sized for its runtime's clock.
+    fn nodes(&self, e: &Experiment) -> Vec<Node<P::Server, P::Client>> {
         let clock = match e.runtime {
             crate::experiment::Where::Sim => Clock::Sim(&e.profile),
-            crate::experiment::Where::Local { .. } => Clock::Wall,
+            crate::experiment::Where::Local { .. } | crate::experiment::Where::Tcp => Clock::Wall,
         };
-        e.execute(P::nodes(&self.0, e.load(), e.seed, e.log, clock))
+        P::nodes(&self.0, e.load(), e.seed, e.log, clock)
     }
 }
 

@@ -339,6 +339,7 @@ fn execute<S: Multicast, C: MulticastClient, A: Application + Send + Sync + 'sta
             let events = sim.stats().events;
             (sim.into_processes(), db, Some(events))
         }
+        Where::Tcp => unreachable!("run refuses heron on tcp"),
         Where::Local {
             threads,
             nic_thread,

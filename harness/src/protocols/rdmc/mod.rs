@@ -397,6 +397,7 @@ impl BulkSpec {
                 let events = sim.stats().events;
                 (sim.into_processes(), Some(events))
             }
+            Where::Tcp => unreachable!("run refuses rdmc on tcp"),
             Where::Local {
                 threads,
                 nic_thread,

@@ -130,7 +130,9 @@ pub(super) struct Engine {
     reconnects: BTreeMap<WrId, usize>,
     connect_by: Instant,
     secret: Option<Vec<u8>>,
+    /// Reused buffers: a synthetic payload's chunk, and socket reads.
     chunk: Vec<u8>,
+    input: Vec<u8>,
 }
 
 impl Engine {
@@ -180,6 +182,7 @@ impl Engine {
             connect_by: now + connect_timeout,
             secret,
             chunk: Vec::new(),
+            input: vec![0; 64 * 1024],
         })
     }
 
@@ -365,10 +368,10 @@ impl Engine {
 
     /// Reads what the socket has and handles every whole frame; `Err` closes the connection.
     fn read_from(&mut self, c: usize) -> Result<(), String> {
-        let mut buf = [0u8; 64 * 1024];
+        let buf = &mut self.input;
         loop {
             let conn = self.conns[c].as_mut().expect("live");
-            match conn.stream.read(&mut buf) {
+            match conn.stream.read(buf) {
                 Ok(0) => return Err("the peer closed the connection".into()),
                 Ok(n) => conn.rbuf.extend_from_slice(&buf[..n]),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,

@@ -1,0 +1,536 @@
+//! `--runtime tcp`: a run whose every process is an OS process of its own, talking RDMA
+//! semantics over TCP ([`transport::runtime::tcp`]).
+//!
+//! A **cluster file** (TOML) says where each node listens and what they all run:
+//!
+//! ```toml
+//! run = ["--protocol", "ramcast", "--groups", "3", "--clients", "3", "--duration", "10s"]
+//! secret = "8f2c..."            # optional: only nodes that hold it may connect
+//!
+//! [[node]]                      # node 0 = process 0, and so on
+//! addr = "10.0.0.1:7000"
+//! role = "server g0"            # what the deployment makes of it; checked at start
+//! ```
+//!
+//! `harness node --cluster FILE --id N` runs node N (on any host: the addresses are the
+//! hosts'), and writes its report (counts, latencies, its part of the delivery log) where
+//! `--report` says. `harness run --runtime tcp` is the embedded default: it writes a cluster
+//! file of free loopback ports, starts every node as a child process, injects the faults asked
+//! for (`--kill`: SIGKILL; `--pause`: SIGSTOP, then SIGCONT), collects the reports, and
+//! prints and checks the run as on the other runtimes.
+
+use crate::experiment::{Experiment, Measured, Observed};
+use hdrhistogram::Histogram;
+use multicast::{DeliveryLog, Member, Node, Server};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+use transport::runtime::tcp::{self, TcpConfig, TcpNic};
+use transport::{Nanos, Process, ProcessId};
+
+/// A cluster file.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ClusterFile {
+    /// The arguments of `harness run` every node executes (without `run` itself).
+    pub(crate) run: Vec<String>,
+    /// The cluster secret, if any.
+    #[serde(default)]
+    pub(crate) secret: Option<String>,
+    /// One entry per node, in process-id order.
+    #[serde(rename = "node")]
+    pub(crate) nodes: Vec<NodeEntry>,
+}
+
+/// One node of a cluster file.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct NodeEntry {
+    /// `host:port` it listens on.
+    pub(crate) addr: String,
+    /// Its role in the deployment ([`role_of`]).
+    pub(crate) role: String,
+}
+
+impl ClusterFile {
+    /// Reads and checks a cluster file.
+    pub(crate) fn load(path: &Path) -> Result<ClusterFile, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let c: ClusterFile =
+            toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        if c.nodes.is_empty() {
+            return Err(format!("{}: no [[node]] entries", path.display()));
+        }
+        Ok(c)
+    }
+
+    /// Every node's address, resolved.
+    pub(crate) fn addrs(&self) -> Result<Vec<SocketAddr>, String> {
+        self.nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                n.addr
+                    .to_socket_addrs()
+                    .map_err(|e| format!("node {i}: address `{}`: {e}", n.addr))?
+                    .next()
+                    .ok_or_else(|| format!("node {i}: address `{}` resolves to nothing", n.addr))
+            })
+            .collect()
+    }
+
+    /// The configuration every node of this cluster runs with.
+    pub(crate) fn config(&self, seed: u64) -> TcpConfig {
+        TcpConfig {
+            seed,
+            secret: self.secret.as_ref().map(|s| s.as_bytes().to_vec()),
+            // Many nodes may share few cores: an idle one parks soon instead of spinning
+            // (12 RamCast nodes on 2 cores: 902 msg/s spinning 10 polls, 480 at 200, 153 at
+            // 1000).
+            spin_polls: 10,
+            ..TcpConfig::default()
+        }
+    }
+}
+
+/// What one node of a multicast run reports to whoever collects the run.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct NodeReport {
+    /// Its role.
+    pub(crate) role: String,
+    /// A client's multicasts completed that started in the window.
+    pub(crate) completed_in_window: u64,
+    /// A client's latencies: (nanoseconds, count).
+    pub(crate) latency: Vec<(u64, u64)>,
+    /// A server's deliveries.
+    pub(crate) delivered: u64,
+    /// A server through which its group's leadership moved.
+    pub(crate) changed_leader: bool,
+    /// A server that halted itself.
+    pub(crate) halted: bool,
+    /// How the node's run ended, and its connection events.
+    pub(crate) stop: String,
+    /// Connections that closed during the run, and why (the last ones).
+    pub(crate) events: Vec<String>,
+}
+
+/// A node's role as the cluster file names it: `server gG`, `client`, `auxiliary`.
+pub(crate) fn role_of<S: Server, C>(node: &Node<S, C>) -> String {
+    match node {
+        Node::Server(s) => format!("server g{}", s.server.group().0),
+        Node::Client(_) => "client".into(),
+        Node::Auxiliary(_) => "auxiliary".into(),
+    }
+}
+
+fn member_of(role: &str) -> Option<Member> {
+    match role {
+        "client" => Some(Member::Client),
+        "auxiliary" => Some(Member::Auxiliary),
+        _ => role
+            .strip_prefix("server g")?
+            .parse()
+            .ok()
+            .map(|g| Member::Group(multicast::GroupId(g))),
+    }
+}
+
+/// Where the log part of a node's report lives.
+fn log_dir(report: &Path) -> PathBuf {
+    report.with_extension("log")
+}
+
+/// Runs node `id` of the deployment `nodes` as the cluster file says, then writes its report
+/// (and, with `log`, its part of the delivery log beside it).
+pub(crate) fn serve<S, C>(
+    e: &Experiment,
+    nodes: Vec<Node<S, C>>,
+    cluster: &ClusterFile,
+    id: usize,
+    report: &Path,
+) -> Result<(), String>
+where
+    S: Server + Observed,
+    Node<S, C>: Process<TcpNic> + Send,
+{
+    let addrs = cluster.addrs()?;
+    if addrs.len() != nodes.len() {
+        return Err(format!(
+            "the cluster file lists {} nodes, the run it names deploys {}",
+            addrs.len(),
+            nodes.len()
+        ));
+    }
+    let Some(entry) = cluster.nodes.get(id) else {
+        return Err(format!(
+            "--id {id}: the cluster has nodes 0..{}",
+            addrs.len()
+        ));
+    };
+    let specs: Vec<_> = nodes.iter().map(Process::<TcpNic>::regions).collect();
+    let node = nodes.into_iter().nth(id).expect("checked");
+    let role = role_of(&node);
+    if role != entry.role {
+        return Err(format!(
+            "node {id} is a {role} in this deployment, the cluster file says `{}`: regenerate the file from the same run",
+            entry.role
+        ));
+    }
+    // Listen on every interface at the node's port: behind NAT or in a namespace the
+    // advertised address need not be a local one.
+    let bind = SocketAddr::new(
+        if addrs[id].is_ipv4() {
+            std::net::Ipv4Addr::UNSPECIFIED.into()
+        } else {
+            std::net::Ipv6Addr::UNSPECIFIED.into()
+        },
+        addrs[id].port(),
+    );
+    let listener =
+        tcp::listen(bind).map_err(|err| format!("node {id}: listen on {bind}: {err}"))?;
+    let limit = e
+        .warmup
+        .saturating_add(e.duration)
+        .saturating_add(Nanos::from_secs(1));
+    let run = tcp::run_node(
+        &cluster.config(e.seed),
+        ProcessId(id as u32),
+        &specs,
+        addrs,
+        listener,
+        node,
+        Duration::from_nanos(limit.as_nanos()),
+    )
+    .map_err(|err| format!("node {id}: {err}"))?;
+    let mut r = NodeReport {
+        role,
+        stop: format!("{:?}", run.stop),
+        events: run.events.iter().rev().take(20).rev().cloned().collect(),
+        ..NodeReport::default()
+    };
+    match &run.process {
+        Node::Client(c) => {
+            r.completed_in_window = c.completed_in_window;
+            r.latency = c
+                .latency
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect();
+        }
+        Node::Server(s) | Node::Auxiliary(s) => {
+            r.delivered = s.delivered;
+            r.changed_leader = s.server.changed_leader();
+            r.halted = s.server.halted();
+        }
+    }
+    if e.log {
+        let mut log = DeliveryLog::default();
+        multicast::log_node(&mut log, ProcessId(id as u32), &run.process, false);
+        let dir = log_dir(report);
+        std::fs::create_dir_all(&dir).map_err(|err| format!("{}: {err}", dir.display()))?;
+        log.write_csv(&dir).map_err(|err| err.to_string())?;
+    }
+    let bytes = bincode::serialize(&r).expect("a report serialises");
+    std::fs::write(report, bytes).map_err(|err| format!("{}: {err}", report.display()))
+}
+
+/// A fault the launcher injects into a node process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ProcessFault {
+    /// SIGKILL node `node` at `at` after start.
+    Kill { node: u32, at: Nanos },
+    /// SIGSTOP node `node` at `at`, SIGCONT `span` later.
+    Pause { node: u32, at: Nanos, span: Nanos },
+}
+
+impl FromStr for ProcessFault {
+    type Err = String;
+    /// `kill:N@T` or `pause:N@T+D` (times like 3s, 500ms).
+    fn from_str(s: &str) -> Result<ProcessFault, String> {
+        let usage = || {
+            format!("`{s}`: a fault is kill:NODE@TIME or pause:NODE@TIME+DURATION, e.g. kill:0@3s or pause:4@2s+500ms")
+        };
+        let (kind, rest) = s.split_once(':').ok_or_else(usage)?;
+        let (node, when) = rest.split_once('@').ok_or_else(usage)?;
+        let node: u32 = node.parse().map_err(|_| usage())?;
+        match kind {
+            "kill" => Ok(ProcessFault::Kill {
+                node,
+                at: crate::experiment::parse_duration(when)?,
+            }),
+            "pause" => {
+                let (at, span) = when.split_once('+').ok_or_else(usage)?;
+                Ok(ProcessFault::Pause {
+                    node,
+                    at: crate::experiment::parse_duration(at)?,
+                    span: crate::experiment::parse_duration(span)?,
+                })
+            }
+            _ => Err(usage()),
+        }
+    }
+}
+
+impl fmt::Display for ProcessFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProcessFault::Kill { node, at } => write!(f, "kill:{node}@{at}"),
+            ProcessFault::Pause { node, at, span } => write!(f, "pause:{node}@{at}+{span}"),
+        }
+    }
+}
+
+impl ProcessFault {
+    fn node(self) -> u32 {
+        match self {
+            ProcessFault::Kill { node, .. } | ProcessFault::Pause { node, .. } => node,
+        }
+    }
+}
+
+#[allow(unsafe_code)]
+fn signal(child: &Child, sig: libc::c_int) {
+    // SAFETY: kill(2) on our own child's pid; no memory is touched.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, sig);
+    }
+}
+
+/// A scratch directory for one launched run, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `harness run --runtime tcp` on this host: every node a child process on loopback.
+/// `run_args` are the run's own arguments, which every node re-parses; `roles` the
+/// deployment's node roles.
+pub(crate) fn launch(
+    e: &Experiment,
+    run_args: Vec<String>,
+    roles: Vec<String>,
+    faults: &[ProcessFault],
+) -> Result<Measured, String> {
+    let n = roles.len();
+    if let Some(f) = faults.iter().find(|f| f.node() as usize >= n) {
+        return Err(format!("{f}: the run has nodes 0..{n}"));
+    }
+    // Free ports: bound, read, released; the children bind them again at once.
+    let ports: Vec<u16> = (0..n)
+        .map(|_| {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .map(|a| a.port())
+                .map_err(|err| format!("no free loopback port: {err}"))
+        })
+        .collect::<Result<_, _>>()?;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let dir = std::env::temp_dir().join(format!("harness-tcp-{}-{stamp}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|err| format!("{}: {err}", dir.display()))?;
+    let scratch = Scratch(dir.clone());
+    let cluster = ClusterFile {
+        run: run_args,
+        secret: Some(format!(
+            "{:016x}{:016x}",
+            transport::rng::mix64(stamp as u64),
+            std::process::id()
+        )),
+        nodes: ports
+            .iter()
+            .zip(&roles)
+            .map(|(p, role)| NodeEntry {
+                addr: format!("127.0.0.1:{p}"),
+                role: role.clone(),
+            })
+            .collect(),
+    };
+    let cluster_path = dir.join("cluster.toml");
+    std::fs::write(
+        &cluster_path,
+        toml::to_string(&cluster).expect("a cluster file serialises"),
+    )
+    .map_err(|err| format!("{}: {err}", cluster_path.display()))?;
+    let exe = std::env::current_exe().map_err(|err| format!("cannot find this program: {err}"))?;
+    let started = Instant::now();
+    let mut children: Vec<Child> = Vec::with_capacity(n);
+    for i in 0..n {
+        let stderr = std::fs::File::create(dir.join(format!("node-{i}.err")))
+            .map_err(|err| err.to_string())?;
+        let child = Command::new(&exe)
+            .arg("node")
+            .arg("--cluster")
+            .arg(&cluster_path)
+            .arg("--id")
+            .arg(i.to_string())
+            .arg("--report")
+            .arg(dir.join(format!("node-{i}.report")))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .map_err(|err| format!("cannot start node {i}: {err}"))?;
+        children.push(child);
+    }
+    // Faults, in time order, while the nodes run.
+    let mut plan: Vec<(Nanos, usize, libc::c_int)> = Vec::new();
+    for f in faults {
+        match *f {
+            ProcessFault::Kill { node, at } => plan.push((at, node as usize, libc::SIGKILL)),
+            ProcessFault::Pause { node, at, span } => {
+                plan.push((at, node as usize, libc::SIGSTOP));
+                plan.push((at.saturating_add(span), node as usize, libc::SIGCONT));
+            }
+        }
+    }
+    plan.sort();
+    let mut killed = vec![false; n];
+    for (at, node, sig) in plan {
+        let due = started + Duration::from_nanos(at.as_nanos());
+        std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        signal(&children[node], sig);
+        killed[node] |= sig == libc::SIGKILL;
+        println!(
+            "  t={:.3} s: {} node {node} ({})",
+            started.elapsed().as_secs_f64(),
+            match sig {
+                libc::SIGKILL => "SIGKILL",
+                libc::SIGSTOP => "SIGSTOP",
+                _ => "SIGCONT",
+            },
+            roles[node]
+        );
+    }
+    // Every node runs warm-up + window + 1 s after its bootstrap (which may take the connect
+    // timeout); past that it is stuck.
+    let limit = Duration::from_nanos(e.warmup.saturating_add(e.duration).as_nanos())
+        + Duration::from_secs(1)
+        + TcpConfig::default().connect_timeout
+        + Duration::from_secs(10);
+    let mut failures = Vec::new();
+    for (i, child) in children.iter_mut().enumerate() {
+        let status = loop {
+            match child.try_wait().map_err(|err| err.to_string())? {
+                Some(s) => break Some(s),
+                None if started.elapsed() > limit => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break None;
+                }
+                None => std::thread::sleep(Duration::from_millis(20)),
+            }
+        };
+        if killed[i] {
+            continue;
+        }
+        match status {
+            Some(s) if s.success() => {}
+            other => {
+                let err =
+                    std::fs::read_to_string(dir.join(format!("node-{i}.err"))).unwrap_or_default();
+                let tail: Vec<&str> = err.lines().rev().take(5).collect();
+                failures.push(format!(
+                    "node {i} ({}) {}: {}",
+                    roles[i],
+                    other.map_or("did not finish in time".to_string(), |s| s.to_string()),
+                    tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+                ));
+            }
+        }
+    }
+    if !failures.is_empty() {
+        return Err(format!("the tcp run failed:\n  {}", failures.join("\n  ")));
+    }
+    let wall = started.elapsed();
+    let mut m = Measured {
+        delivered: 0,
+        throughput: 0.0,
+        latency: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("bounds"),
+        log: e.log.then(DeliveryLog::default),
+        wall,
+        cpu: children_cpu(),
+        server_deliveries: 0,
+        leader_changes: 0,
+        optimistic: None,
+        optimistic_log: Vec::new(),
+    };
+    let mut changed = std::collections::BTreeSet::new();
+    for i in 0..n {
+        let p = ProcessId(i as u32);
+        if killed[i] {
+            if let Some(log) = m.log.as_mut() {
+                let member = member_of(&roles[i]).expect("roles come from role_of");
+                log.add_process(p, member, false);
+            }
+            continue;
+        }
+        let path = dir.join(format!("node-{i}.report"));
+        let bytes = std::fs::read(&path).map_err(|err| format!("{}: {err}", path.display()))?;
+        let r: NodeReport = bincode::deserialize(&bytes)
+            .map_err(|err| format!("{}: not a node report: {err}", path.display()))?;
+        m.delivered += r.completed_in_window;
+        for (v, c) in r.latency {
+            m.latency.record_n(v, c).map_err(|err| err.to_string())?;
+        }
+        m.server_deliveries += r.delivered;
+        if r.changed_leader {
+            changed.insert(member_of(&r.role));
+        }
+        if let Some(log) = m.log.as_mut() {
+            let part = DeliveryLog::read_csv(&log_dir(&path)).map_err(|err| err.to_string())?;
+            log.merge(part);
+        }
+    }
+    m.leader_changes = changed.len();
+    m.throughput = m.delivered as f64 / e.duration.as_secs_f64();
+    drop(scratch);
+    Ok(m)
+}
+
+/// CPU time of the finished child processes (every node of a launched run).
+#[allow(unsafe_code)]
+fn children_cpu() -> Option<Duration> {
+    // SAFETY: getrusage fills the struct we pass; it is plain data.
+    let usage = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        (libc::getrusage(libc::RUSAGE_CHILDREN, &mut u) == 0).then_some(u)
+    }?;
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    Some(tv(usage.ru_utime) + tv(usage.ru_stime))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn faults_parse_and_print_back() {
+        for s in ["kill:0@3s", "pause:4@2s+500ms"] {
+            let f: ProcessFault = s.parse().unwrap();
+            assert_eq!(f.to_string().parse::<ProcessFault>().unwrap(), f);
+        }
+        for bad in ["kill:x@3s", "pause:1@2s", "stop:1@1s", "kill:1"] {
+            let err = bad.parse::<ProcessFault>().unwrap_err();
+            assert!(err.contains("kill:NODE@TIME"), "{err}");
+        }
+    }
+
+    #[test]
+    fn roles_name_their_member() {
+        assert_eq!(member_of("client"), Some(Member::Client));
+        assert_eq!(
+            member_of("server g3"),
+            Some(Member::Group(multicast::GroupId(3)))
+        );
+        assert_eq!(member_of("auxiliary"), Some(Member::Auxiliary));
+        assert_eq!(member_of("leader"), None);
+    }
+}
