@@ -16,8 +16,11 @@
 //! hosts'), and writes its report (counts, latencies, its part of the delivery log) where
 //! `--report` says. `harness run --runtime tcp` is the embedded default: it writes a cluster
 //! file of free loopback ports, starts every node as a child process, injects the faults asked
-//! for (`--kill`: SIGKILL; `--pause`: SIGSTOP, then SIGCONT), collects the reports, and
-//! prints and checks the run as on the other runtimes.
+//! for (`--fault kill:N@T`: SIGKILL; `--fault pause:N@T+D`: SIGSTOP, then SIGCONT), collects
+//! the reports, and prints and checks the run as on the other runtimes. With `--cluster
+//! HOSTS`, a cluster file without `run`, the nodes listen at the hosts' addresses and start
+//! through each entry's `exec` prefix (a network namespace, an ssh login); the reports must
+//! come back to this host's filesystem (a shared directory), as they do in the namespace test.
 
 use crate::experiment::{Experiment, Measured, Observed};
 use hdrhistogram::Histogram;
@@ -36,7 +39,9 @@ use transport::{Nanos, Process, ProcessId};
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ClusterFile {
-    /// The arguments of `harness run` every node executes (without `run` itself).
+    /// The arguments of `harness run` every node executes (without `run` itself). Left out in
+    /// a hosts file given to `harness run --cluster`, whose own arguments are the run.
+    #[serde(default)]
     pub(crate) run: Vec<String>,
     /// The cluster secret, if any.
     #[serde(default)]
@@ -52,8 +57,14 @@ pub(crate) struct ClusterFile {
 pub(crate) struct NodeEntry {
     /// `host:port` it listens on.
     pub(crate) addr: String,
-    /// Its role in the deployment ([`role_of`]).
+    /// Its role in the deployment ([`role_of`]); `harness run --cluster` fills it in.
+    #[serde(default)]
     pub(crate) role: String,
+    /// How `harness run --cluster` starts this node: a command prefix such as
+    /// `["ip", "netns", "exec", "ns3"]` or `["ssh", "host3"]` (the node's own command line
+    /// follows it) [default: none, a child process here].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) exec: Vec<String>,
 }
 
 impl ClusterFile {
@@ -309,28 +320,57 @@ impl Drop for Scratch {
     }
 }
 
-/// `harness run --runtime tcp` on this host: every node a child process on loopback.
-/// `run_args` are the run's own arguments, which every node re-parses; `roles` the
+/// `harness run --runtime tcp`: every node a child process, on loopback or, with `hosts` (a
+/// cluster file without a run), at the hosts' addresses, each started through its `exec`
+/// prefix. `run_args` are the run's own arguments, which every node re-parses; `roles` the
 /// deployment's node roles.
 pub(crate) fn launch(
     e: &Experiment,
     run_args: Vec<String>,
     roles: Vec<String>,
     faults: &[ProcessFault],
+    hosts: Option<&ClusterFile>,
 ) -> Result<Measured, String> {
     let n = roles.len();
     if let Some(f) = faults.iter().find(|f| f.node() as usize >= n) {
         return Err(format!("{f}: the run has nodes 0..{n}"));
     }
-    // Free ports: bound, read, released; the children bind them again at once.
-    let ports: Vec<u16> = (0..n)
-        .map(|_| {
-            std::net::TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .map(|a| a.port())
-                .map_err(|err| format!("no free loopback port: {err}"))
-        })
-        .collect::<Result<_, _>>()?;
+    let places: Vec<(String, Vec<String>)> = match hosts {
+        Some(h) => {
+            if h.nodes.len() != n {
+                return Err(format!(
+                    "the cluster file lists {} nodes, this run deploys {n} ({})",
+                    h.nodes.len(),
+                    summarize(&roles)
+                ));
+            }
+            if !h.run.is_empty() {
+                return Err("the cluster file given to harness run names a run of its own (`run = [...]`); the command line describes the run: remove it".into());
+            }
+            for (i, (node, role)) in h.nodes.iter().zip(&roles).enumerate() {
+                if !node.role.is_empty() && node.role != *role {
+                    return Err(format!(
+                        "node {i} is a {role} in this run, the cluster file says `{}`",
+                        node.role
+                    ));
+                }
+            }
+            h.addrs()?;
+            h.nodes
+                .iter()
+                .map(|node| (node.addr.clone(), node.exec.clone()))
+                .collect()
+        }
+        // Free ports: bound, read, released; the children bind them again at once.
+        None => (0..n)
+            .map(|_| {
+                std::net::TcpListener::bind("127.0.0.1:0")
+                    .and_then(|l| l.local_addr())
+                    .map(|a| (a.to_string(), Vec::new()))
+                    .map_err(|err| format!("no free loopback port: {err}"))
+            })
+            .collect::<Result<_, _>>()?,
+    };
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
@@ -344,12 +384,13 @@ pub(crate) fn launch(
             transport::rng::mix64(stamp as u64),
             std::process::id()
         )),
-        nodes: ports
+        nodes: places
             .iter()
             .zip(&roles)
-            .map(|(p, role)| NodeEntry {
-                addr: format!("127.0.0.1:{p}"),
+            .map(|((addr, _), role)| NodeEntry {
+                addr: addr.clone(),
                 role: role.clone(),
+                exec: Vec::new(),
             })
             .collect(),
     };
@@ -362,10 +403,18 @@ pub(crate) fn launch(
     let exe = std::env::current_exe().map_err(|err| format!("cannot find this program: {err}"))?;
     let started = Instant::now();
     let mut children: Vec<Child> = Vec::with_capacity(n);
-    for i in 0..n {
+    for (i, (_, prefix)) in places.iter().enumerate() {
         let stderr = std::fs::File::create(dir.join(format!("node-{i}.err")))
             .map_err(|err| err.to_string())?;
-        let child = Command::new(&exe)
+        let mut cmd = match prefix.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(&exe);
+                c
+            }
+            None => Command::new(&exe),
+        };
+        let child = cmd
             .arg("node")
             .arg("--cluster")
             .arg(&cluster_path)
@@ -493,6 +542,22 @@ pub(crate) fn launch(
     m.throughput = m.delivered as f64 / e.duration.as_secs_f64();
     drop(scratch);
     Ok(m)
+}
+
+/// `3 x server g0, 3 x client`: a deployment's roles, counted.
+fn summarize(roles: &[String]) -> String {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for r in roles {
+        match counts.iter_mut().find(|c| c.0 == r) {
+            Some(c) => c.1 += 1,
+            None => counts.push((r, 1)),
+        }
+    }
+    counts
+        .iter()
+        .map(|(r, k)| format!("{k} x {r}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// CPU time of the finished child processes (every node of a launched run).

@@ -283,6 +283,12 @@ struct RunArgs {
     /// ids as the run's header lists them (servers first, group by group, then clients).
     #[arg(long)]
     fault: Vec<cluster::ProcessFault>,
+    /// tcp runtime: where the nodes run, a cluster file of `[[node]]` entries in process-id
+    /// order, each with `addr = "host:port"` and optionally `exec = [...]`, the command prefix
+    /// that starts it there (`["ip", "netns", "exec", "ns3"]`, `["ssh", "host3"]`) [default:
+    /// every node a child process on a free loopback port].
+    #[arg(long)]
+    cluster: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

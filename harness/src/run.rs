@@ -88,6 +88,9 @@ fn experiment(a: &RunArgs) -> Result<experiment::Experiment, String> {
 
 /// `harness run`.
 pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
+    if a.cluster.is_some() && a.runtime != RuntimeKind::Tcp {
+        return Err("--cluster places the nodes of --runtime tcp".into());
+    }
     if !a.fault.is_empty() && a.runtime != RuntimeKind::Tcp {
         return Err("--fault injects faults into node processes of --runtime tcp; the simulator's faults are harness check's".into());
     }
@@ -144,7 +147,12 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
             .skip_while(|x| x != "run")
             .skip(1)
             .collect();
-        crate::cluster::launch(&e, args, e.deploy.roles(&e), &a.fault)?
+        let hosts = a
+            .cluster
+            .as_deref()
+            .map(crate::cluster::ClusterFile::load)
+            .transpose()?;
+        crate::cluster::launch(&e, args, e.deploy.roles(&e), &a.fault, hosts.as_ref())?
     } else {
         e.run()
     };
