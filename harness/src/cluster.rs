@@ -46,6 +46,10 @@ pub(crate) struct ClusterFile {
     /// The cluster secret, if any.
     #[serde(default)]
     pub(crate) secret: Option<String>,
+    /// Time zero of every node's clock, nanoseconds since the Unix epoch: the nodes start
+    /// together then ([`TcpConfig::start_at`]) [default: each when its bootstrap ends].
+    #[serde(default)]
+    pub(crate) start_at_unix_ns: Option<u64>,
     /// One entry per node, in process-id order.
     #[serde(rename = "node")]
     pub(crate) nodes: Vec<NodeEntry>,
@@ -103,6 +107,9 @@ impl ClusterFile {
             // (12 RamCast nodes on 2 cores: 902 msg/s spinning 10 polls, 480 at 200, 153 at
             // 1000).
             spin_polls: 10,
+            start_at: self
+                .start_at_unix_ns
+                .map(|ns| std::time::UNIX_EPOCH + Duration::from_nanos(ns)),
             ..TcpConfig::default()
         }
     }
@@ -245,8 +252,7 @@ where
         std::fs::create_dir_all(&dir).map_err(|err| format!("{}: {err}", dir.display()))?;
         log.write_csv(&dir).map_err(|err| err.to_string())?;
     }
-    let bytes = bincode::serialize(&r).expect("a report serialises");
-    std::fs::write(report, bytes).map_err(|err| format!("{}: {err}", report.display()))
+    write_report(report, &r)
 }
 
 /// A fault the launcher injects into a node process.
@@ -320,17 +326,49 @@ impl Drop for Scratch {
     }
 }
 
-/// `harness run --runtime tcp`: every node a child process, on loopback or, with `hosts` (a
-/// cluster file without a run), at the hosts' addresses, each started through its `exec`
-/// prefix. `run_args` are the run's own arguments, which every node re-parses; `roles` the
-/// deployment's node roles.
-pub(crate) fn launch(
-    e: &Experiment,
+/// The nodes of a finished tcp run: their reports (in a scratch directory, removed when this
+/// is dropped) and which nodes were killed.
+pub(crate) struct Launched {
+    dir: Scratch,
+    /// Nodes killed by a fault: they wrote no report.
+    pub(crate) killed: Vec<bool>,
+    /// From the start of the first node to the end of the last.
+    pub(crate) wall: Duration,
+}
+
+impl Launched {
+    /// Node `i`'s report.
+    pub(crate) fn report<T: serde::de::DeserializeOwned>(&self, i: usize) -> Result<T, String> {
+        let path = self.dir.0.join(format!("node-{i}.report"));
+        let bytes = std::fs::read(&path).map_err(|err| format!("{}: {err}", path.display()))?;
+        bincode::deserialize(&bytes)
+            .map_err(|err| format!("{}: not a node report of this build: {err}", path.display()))
+    }
+
+    /// Node `i`'s part of the delivery log (runs with `--log`).
+    fn log(&self, i: usize) -> Result<DeliveryLog, String> {
+        DeliveryLog::read_csv(&log_dir(&self.dir.0.join(format!("node-{i}.report"))))
+            .map_err(|err| err.to_string())
+    }
+}
+
+/// Writes `report` as node reports are written (bincode).
+pub(crate) fn write_report<T: Serialize>(report: &Path, value: &T) -> Result<(), String> {
+    let bytes = bincode::serialize(value).expect("a report serialises");
+    std::fs::write(report, bytes).map_err(|err| format!("{}: {err}", report.display()))
+}
+
+/// Runs a tcp run's nodes as child processes, on loopback or, with `hosts` (a cluster file
+/// without a run), at the hosts' addresses, each started through its `exec` prefix; injects
+/// `faults`; waits for every node. `run_args` are the run's own arguments, which every node
+/// re-parses; `roles` the deployment's node roles; `runs_for` how long a node's clock runs.
+pub(crate) fn spawn_nodes(
     run_args: Vec<String>,
-    roles: Vec<String>,
+    roles: &[String],
     faults: &[ProcessFault],
     hosts: Option<&ClusterFile>,
-) -> Result<Measured, String> {
+    runs_for: Duration,
+) -> Result<Launched, String> {
     let n = roles.len();
     if let Some(f) = faults.iter().find(|f| f.node() as usize >= n) {
         return Err(format!("{f}: the run has nodes 0..{n}"));
@@ -347,7 +385,7 @@ pub(crate) fn launch(
             if !h.run.is_empty() {
                 return Err("the cluster file given to harness run names a run of its own (`run = [...]`); the command line describes the run: remove it".into());
             }
-            for (i, (node, role)) in h.nodes.iter().zip(&roles).enumerate() {
+            for (i, (node, role)) in h.nodes.iter().zip(roles).enumerate() {
                 if !node.role.is_empty() && node.role != *role {
                     return Err(format!(
                         "node {i} is a {role} in this run, the cluster file says `{}`",
@@ -377,8 +415,11 @@ pub(crate) fn launch(
     let dir = std::env::temp_dir().join(format!("harness-tcp-{}-{stamp}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|err| format!("{}: {err}", dir.display()))?;
     let scratch = Scratch(dir.clone());
+    // Time zero a little ahead, so every node has bootstrapped by then and they start together.
+    let start_at = stamp as u64 + 1_500_000_000 + 50_000_000 * n as u64;
     let cluster = ClusterFile {
         run: run_args,
+        start_at_unix_ns: Some(start_at),
         secret: Some(format!(
             "{:016x}{:016x}",
             transport::rng::mix64(stamp as u64),
@@ -386,7 +427,7 @@ pub(crate) fn launch(
         )),
         nodes: places
             .iter()
-            .zip(&roles)
+            .zip(roles)
             .map(|((addr, _), role)| NodeEntry {
                 addr: addr.clone(),
                 role: role.clone(),
@@ -402,6 +443,10 @@ pub(crate) fn launch(
     .map_err(|err| format!("{}: {err}", cluster_path.display()))?;
     let exe = std::env::current_exe().map_err(|err| format!("cannot find this program: {err}"))?;
     let started = Instant::now();
+    // Fault times count from the nodes' time zero.
+    let zero = started
+        + Duration::from_nanos(start_at)
+            .saturating_sub(std::time::UNIX_EPOCH.elapsed().unwrap_or_default());
     let mut children: Vec<Child> = Vec::with_capacity(n);
     for (i, (_, prefix)) in places.iter().enumerate() {
         let stderr = std::fs::File::create(dir.join(format!("node-{i}.err")))
@@ -443,13 +488,13 @@ pub(crate) fn launch(
     plan.sort();
     let mut killed = vec![false; n];
     for (at, node, sig) in plan {
-        let due = started + Duration::from_nanos(at.as_nanos());
+        let due = zero + Duration::from_nanos(at.as_nanos());
         std::thread::sleep(due.saturating_duration_since(Instant::now()));
         signal(&children[node], sig);
         killed[node] |= sig == libc::SIGKILL;
         println!(
             "  t={:.3} s: {} node {node} ({})",
-            started.elapsed().as_secs_f64(),
+            Instant::now().saturating_duration_since(zero).as_secs_f64(),
             match sig {
                 libc::SIGKILL => "SIGKILL",
                 libc::SIGSTOP => "SIGSTOP",
@@ -458,10 +503,10 @@ pub(crate) fn launch(
             roles[node]
         );
     }
-    // Every node runs warm-up + window + 1 s after its bootstrap (which may take the connect
-    // timeout); past that it is stuck.
-    let limit = Duration::from_nanos(e.warmup.saturating_add(e.duration).as_nanos())
-        + Duration::from_secs(1)
+    // Every node runs `runs_for` from time zero (its bootstrap may take the connect timeout);
+    // past that it is stuck.
+    let limit = zero.saturating_duration_since(started)
+        + runs_for
         + TcpConfig::default().connect_timeout
         + Duration::from_secs(10);
     let mut failures = Vec::new();
@@ -498,7 +543,26 @@ pub(crate) fn launch(
     if !failures.is_empty() {
         return Err(format!("the tcp run failed:\n  {}", failures.join("\n  ")));
     }
-    let wall = started.elapsed();
+    Ok(Launched {
+        dir: scratch,
+        killed,
+        wall: started.elapsed(),
+    })
+}
+
+/// `harness run --runtime tcp` for an atomic multicast protocol: the nodes run
+/// ([`spawn_nodes`]), then their reports and log parts are merged into what `run` prints.
+pub(crate) fn launch(
+    e: &Experiment,
+    run_args: Vec<String>,
+    roles: Vec<String>,
+    faults: &[ProcessFault],
+    hosts: Option<&ClusterFile>,
+) -> Result<Measured, String> {
+    let runs_for = Duration::from_nanos(e.warmup.saturating_add(e.duration).as_nanos())
+        + Duration::from_secs(1);
+    let launched = spawn_nodes(run_args, &roles, faults, hosts, runs_for)?;
+    let (n, killed, wall) = (roles.len(), &launched.killed, launched.wall);
     let mut m = Measured {
         delivered: 0,
         throughput: 0.0,
@@ -521,10 +585,7 @@ pub(crate) fn launch(
             }
             continue;
         }
-        let path = dir.join(format!("node-{i}.report"));
-        let bytes = std::fs::read(&path).map_err(|err| format!("{}: {err}", path.display()))?;
-        let r: NodeReport = bincode::deserialize(&bytes)
-            .map_err(|err| format!("{}: not a node report: {err}", path.display()))?;
+        let r: NodeReport = launched.report(i)?;
         m.delivered += r.completed_in_window;
         for (v, c) in r.latency {
             m.latency.record_n(v, c).map_err(|err| err.to_string())?;
@@ -534,13 +595,11 @@ pub(crate) fn launch(
             changed.insert(member_of(&r.role));
         }
         if let Some(log) = m.log.as_mut() {
-            let part = DeliveryLog::read_csv(&log_dir(&path)).map_err(|err| err.to_string())?;
-            log.merge(part);
+            log.merge(launched.log(i)?);
         }
     }
     m.leader_changes = changed.len();
     m.throughput = m.delivered as f64 / e.duration.as_secs_f64();
-    drop(scratch);
     Ok(m)
 }
 

@@ -459,6 +459,10 @@ struct TransportArgs {
     /// Write one CSV row per size to this file.
     #[arg(long)]
     csv: Option<PathBuf>,
+    /// tcp runtime: also measure a raw TCP request-response and stream of each size with
+    /// qperf (Debian's package) on loopback in the same run, and print both side by side.
+    #[arg(long)]
+    qperf: bool,
     /// Plot latency and bandwidth against size into this PNG.
     #[arg(long)]
     png: Option<PathBuf>,

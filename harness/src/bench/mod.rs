@@ -1,5 +1,6 @@
 //! Benchmarks: `bench transport` (perftest-style) and `bench sim` (simulator speed).
 
+pub(crate) mod qperf;
 pub(crate) mod sim_speed;
 pub(crate) mod transport;
 
@@ -65,6 +66,11 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
     if let Runtime::Sim { profile, .. } = &runtime {
         println!("{}", profile.describe());
     }
+    if a.qperf && a.runtime != RuntimeKind::Tcp {
+        return Err("--qperf compares the tcp runtime with raw TCP: add --runtime tcp".into());
+    }
+    let qperf = a.qperf.then(qperf::Server::start).transpose()?;
+    let mut baseline = Vec::new();
     let bar = crate::progress::bar(sizes.len() as u64);
     let mut rows = Vec::new();
     for &bytes in &sizes {
@@ -77,6 +83,10 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
             cq_mod: a.cq_mod,
         };
         let (lat, bw_avg, bw_peak, rate) = perf::measure(&runtime, params)?;
+        if let Some(q) = &qperf {
+            let (q_lat, q_bw) = q.measure(bytes, 2)?;
+            baseline.push((bytes, lat.typical, q_lat, bw_avg, q_bw));
+        }
         rows.push(Row {
             runtime: runtime.name().to_string(),
             profile: runtime.profile_name(),
@@ -104,6 +114,28 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
     }
     bar.finish_and_clear();
     print_tables(&rows);
+    if !baseline.is_empty() {
+        println!(
+            "tcp runtime (RDMA write semantics, NIC threads) vs qperf (raw TCP), loopback, one run"
+        );
+        println!(
+            " {:<9} {:>18} {:>18} {:>7} {:>18} {:>18} {:>7}",
+            "#bytes",
+            "tcp t_typical[us]",
+            "qperf tcp_lat[us]",
+            "ratio",
+            "tcp BW avg[Gb/s]",
+            "qperf tcp_bw[Gb/s]",
+            "ratio"
+        );
+        for (bytes, lat, q_lat, bw, q_bw) in &baseline {
+            println!(
+                " {bytes:<9} {lat:>18.2} {q_lat:>18.2} {:>7.2} {bw:>18.3} {q_bw:>18.3} {:>7.2}",
+                lat / q_lat,
+                bw / q_bw
+            );
+        }
+    }
     if let Some(path) = &a.csv {
         write_csv(path, &rows)?;
         println!("wrote {}", path.display());

@@ -75,6 +75,11 @@ pub struct TcpConfig {
     pub secret: Option<Vec<u8>>,
     /// Print connection events (closed connections and why) to stderr as they happen.
     pub verbose: bool,
+    /// Start the process at this wall-clock time (after the bootstrap) and count its clock
+    /// from it, so the nodes of a run on one host (or on NTP-synchronised hosts) share time
+    /// zero and start together. A node whose bootstrap ends later starts at once, its clock
+    /// already past zero. `None`: each node's clock starts when its bootstrap ends.
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 impl Default for TcpConfig {
@@ -86,6 +91,7 @@ impl Default for TcpConfig {
             spin_polls: 20_000,
             secret: None,
             verbose: false,
+            start_at: None,
         }
     }
 }
@@ -376,7 +382,8 @@ pub struct NodeRun<P> {
     pub stop: TcpStop,
     /// Connection events: every closed connection and its reason.
     pub events: Vec<String>,
-    /// Time from the end of the bootstrap to the end of the run.
+    /// The node's clock at the end of the run (from the end of the bootstrap, or from
+    /// [`TcpConfig::start_at`]).
     pub elapsed: Duration,
 }
 
@@ -461,6 +468,7 @@ fn drive<P: Process<TcpNic>>(
     let id = spec.id;
     let spin_polls = spec.cfg.spin_polls;
     let seed = spec.cfg.seed;
+    let start_at = spec.cfg.start_at;
     std::thread::scope(|scope| {
         let nic_thread = std::thread::Builder::new()
             .name(format!("tcp-nic-{id}"))
@@ -472,11 +480,24 @@ fn drive<P: Process<TcpNic>>(
                 ready = cv.wait(ready).expect("ready lock");
             }
         }
+        let start = match start_at {
+            None => Instant::now(),
+            Some(t) => {
+                if let Ok(ahead) = t.duration_since(std::time::SystemTime::now()) {
+                    std::thread::sleep(ahead);
+                }
+                let behind = std::time::SystemTime::now()
+                    .duration_since(t)
+                    .unwrap_or_default();
+                let now = Instant::now();
+                now.checked_sub(behind).unwrap_or(now)
+            }
+        };
         let mut nic = TcpNic {
             shared: shared.clone(),
             rng: Rng::derive(seed, Purpose::Protocol, id.0 as u64),
             next_wr: 0,
-            start: Instant::now(),
+            start,
         };
         let stop = run_process(&mut process, &mut nic, spin_polls, limit, together);
         shared.stop();
@@ -577,8 +598,8 @@ fn count_done(together: &Together, counted: &mut bool) {
 
 /// Runs node `id` of a cluster in this OS process: `addrs[i]` is node `i`'s address, `specs[i]`
 /// its regions (every node computes the same list from the same deployment), `listener` this
-/// node's bound socket. Returns after `limit` of running (counted from the end of the bootstrap),
-/// or when the process stops itself.
+/// node's bound socket. Returns when its clock reads `limit`, or when the process stops
+/// itself.
 pub fn run_node<P: Process<TcpNic>>(
     cfg: &TcpConfig,
     id: ProcessId,
