@@ -379,7 +379,7 @@ pub(crate) fn spawn_nodes(
                 return Err(format!(
                     "the cluster file lists {} nodes, this run deploys {n} ({})",
                     h.nodes.len(),
-                    summarize(&roles)
+                    summarize(roles)
                 ));
             }
             if !h.run.is_empty() {
