@@ -198,16 +198,7 @@ where
             entry.role
         ));
     }
-    // Listen on every interface at the node's port: behind NAT or in a namespace the
-    // advertised address need not be a local one.
-    let bind = SocketAddr::new(
-        if addrs[id].is_ipv4() {
-            std::net::Ipv4Addr::UNSPECIFIED.into()
-        } else {
-            std::net::Ipv6Addr::UNSPECIFIED.into()
-        },
-        addrs[id].port(),
-    );
+    let bind = bind_addr(addrs[id]);
     let listener =
         tcp::listen(bind).map_err(|err| format!("node {id}: listen on {bind}: {err}"))?;
     let limit = e
@@ -222,6 +213,7 @@ where
         listener,
         node,
         Duration::from_nanos(limit.as_nanos()),
+        None,
     )
     .map_err(|err| format!("node {id}: {err}"))?;
     let mut r = NodeReport {
@@ -253,6 +245,73 @@ where
         log.write_csv(&dir).map_err(|err| err.to_string())?;
     }
     write_report(report, &r)
+}
+
+/// Runs `process` as node `id` of `cluster` (`specs`: every node's regions) until its clock
+/// reads `limit` or the launcher says every node is done: it marks this node done
+/// (`REPORT.done` beside its report) once the process is, and stops when the launcher's
+/// `stop` file appears in the report's directory. A node that left as soon as it was done
+/// would look crashed to the others while they still need it.
+pub(crate) fn serve_until_all_done<P: Process<TcpNic> + Send>(
+    cluster: &ClusterFile,
+    id: usize,
+    specs: &[Vec<transport::RegionSpec>],
+    process: P,
+    limit: Duration,
+    report: &Path,
+) -> Result<P, String> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let addrs = cluster.addrs()?;
+    if addrs.len() != specs.len() {
+        return Err(format!(
+            "the cluster file lists {} nodes, the run it names has {}",
+            addrs.len(),
+            specs.len()
+        ));
+    }
+    let listener = tcp::listen(bind_addr(addrs[id]))
+        .map_err(|err| format!("node {id}: listen on {}: {err}", addrs[id]))?;
+    let signals = std::sync::Arc::new(tcp::NodeSignals::default());
+    let finished = AtomicBool::new(false);
+    let (done_file, stop_file) = (report.with_extension("done"), report.with_file_name("stop"));
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut marked = false;
+            while !finished.load(Ordering::Relaxed) {
+                if !marked && signals.done.load(Ordering::Relaxed) {
+                    marked = std::fs::write(&done_file, b"").is_ok();
+                }
+                if stop_file.exists() {
+                    signals.stop.store(true, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        });
+        let run = tcp::run_node(
+            &cluster.config(0),
+            ProcessId(id as u32),
+            specs,
+            addrs,
+            listener,
+            process,
+            limit,
+            Some(signals.clone()),
+        );
+        finished.store(true, Ordering::Relaxed);
+        run.map(|r| r.process)
+            .map_err(|err| format!("node {id}: {err}"))
+    })
+}
+
+/// Where a node listens: every interface, at its advertised port (behind NAT or in a
+/// namespace the advertised address need not be a local one).
+fn bind_addr(advertised: SocketAddr) -> SocketAddr {
+    let any: std::net::IpAddr = if advertised.is_ipv4() {
+        std::net::Ipv4Addr::UNSPECIFIED.into()
+    } else {
+        std::net::Ipv6Addr::UNSPECIFIED.into()
+    };
+    SocketAddr::new(any, advertised.port())
 }
 
 /// A fault the launcher injects into a node process.
@@ -362,12 +421,15 @@ pub(crate) fn write_report<T: Serialize>(report: &Path, value: &T) -> Result<(),
 /// without a run), at the hosts' addresses, each started through its `exec` prefix; injects
 /// `faults`; waits for every node. `run_args` are the run's own arguments, which every node
 /// re-parses; `roles` the deployment's node roles; `runs_for` how long a node's clock runs.
+/// With `until_all_done`, the nodes are told to stop once every one not killed is done
+/// ([`serve_until_all_done`]).
 pub(crate) fn spawn_nodes(
     run_args: Vec<String>,
     roles: &[String],
     faults: &[ProcessFault],
     hosts: Option<&ClusterFile>,
     runs_for: Duration,
+    until_all_done: bool,
 ) -> Result<Launched, String> {
     let n = roles.len();
     if let Some(f) = faults.iter().find(|f| f.node() as usize >= n) {
@@ -509,6 +571,17 @@ pub(crate) fn spawn_nodes(
         + runs_for
         + TcpConfig::default().connect_timeout
         + Duration::from_secs(10);
+    if until_all_done {
+        // Every node not killed marks itself done; then all are told to stop.
+        while started.elapsed() < limit {
+            let all = (0..n).all(|i| killed[i] || dir.join(format!("node-{i}.done")).exists());
+            if all {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::fs::write(dir.join("stop"), b"").map_err(|err| err.to_string())?;
+    }
     let mut failures = Vec::new();
     for (i, child) in children.iter_mut().enumerate() {
         let status = loop {
@@ -561,7 +634,7 @@ pub(crate) fn launch(
 ) -> Result<Measured, String> {
     let runs_for = Duration::from_nanos(e.warmup.saturating_add(e.duration).as_nanos())
         + Duration::from_secs(1);
-    let launched = spawn_nodes(run_args, &roles, faults, hosts, runs_for)?;
+    let launched = spawn_nodes(run_args, &roles, faults, hosts, runs_for, false)?;
     let (n, killed, wall) = (roles.len(), &launched.killed, launched.wall);
     let mut m = Measured {
         delivered: 0,

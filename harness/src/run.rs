@@ -94,11 +94,10 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
     if !a.fault.is_empty() && a.runtime != RuntimeKind::Tcp {
         return Err("--fault injects faults into node processes of --runtime tcp; the simulator's faults are harness check's".into());
     }
-    if a.runtime == RuntimeKind::Tcp && (a.protocol == HERON || a.protocol == RDMC) {
+    if a.runtime == RuntimeKind::Tcp && a.protocol == HERON {
         return Err(format!(
-            "--runtime tcp runs the atomic multicast protocols ({}) so far; {} runs on sim and local",
-            protocols::REGISTRY.iter().map(|e| e.name).collect::<Vec<_>>().join(", "),
-            a.protocol
+            "--runtime tcp runs the atomic multicast protocols ({}) and rdmc so far; heron runs on sim and local",
+            protocols::REGISTRY.iter().map(|e| e.name).collect::<Vec<_>>().join(", ")
         ));
     }
     if a.protocol == HERON {
@@ -249,24 +248,29 @@ pub(crate) fn node(a: crate::NodeArgs) -> Result<ExitCode, String> {
             ))
         }
     };
-    if run.protocol == HERON || run.protocol == RDMC {
+    if run.protocol == HERON {
         return Err(format!(
-            "{}: tcp nodes run the atomic multicast protocols so far, not {}",
-            a.cluster.display(),
-            run.protocol
+            "{}: tcp nodes run the atomic multicast protocols and rdmc so far, not heron",
+            a.cluster.display()
         ));
     }
-    let mut e = experiment(&run)?;
-    e.runtime = experiment::Where::Tcp;
     let report = a
         .report
         .unwrap_or_else(|| std::path::PathBuf::from(format!("node-{}.report", a.id)));
+    if run.protocol == RDMC {
+        let mut spec = bulk_spec(&run)?;
+        spec.runtime = experiment::Where::Tcp;
+        spec.serve(&cluster, a.id, &report)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut e = experiment(&run)?;
+    e.runtime = experiment::Where::Tcp;
     e.deploy.serve(&e, &cluster, a.id, &report)?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// `harness run --protocol rdmc`.
-fn run_bulk(a: RunArgs) -> Result<ExitCode, String> {
+/// The RDMC experiment `harness run --protocol rdmc` arguments describe.
+fn bulk_spec(a: &RunArgs) -> Result<protocols::rdmc::BulkSpec, String> {
     let multicast_only = [
         ("--groups", a.groups.is_some()),
         ("--tree", a.tree.is_some()),
@@ -280,7 +284,7 @@ fn run_bulk(a: RunArgs) -> Result<ExitCode, String> {
         ));
     }
     let profile_name = a.profile.clone().unwrap_or_else(|| testbed::RDMC.into());
-    let spec = protocols::rdmc::BulkSpec {
+    Ok(protocols::rdmc::BulkSpec {
         algorithm: a.algorithm.unwrap_or(rdmc::Algorithm::BinomialPipeline),
         nodes: a.nodes.unwrap_or(4),
         size: a.size.unwrap_or(256 << 20),
@@ -288,12 +292,17 @@ fn run_bulk(a: RunArgs) -> Result<ExitCode, String> {
         senders: a.senders.unwrap_or(1),
         racks: a.racks.unwrap_or(1),
         messages: a.messages.unwrap_or(1),
-        runtime: runtime(&a)?,
+        runtime: runtime(a)?,
         profile: Profile::load(&profile_name).map_err(|e| e.to_string())?,
         software: Software::load(&a.software).map_err(|e| e.to_string())?,
         seed: a.seed,
         timeout: a.timeout.unwrap_or(Nanos(600_000_000_000)),
-    };
+    })
+}
+
+/// `harness run --protocol rdmc`.
+fn run_bulk(a: RunArgs) -> Result<ExitCode, String> {
+    let spec = bulk_spec(&a)?;
     spec.validate()?;
     println!(
         "harness run: protocol=rdmc runtime={} profile={} seed={} commit={COMMIT}\n  algorithm={} nodes={} size={} block={} ({} blocks) senders={} racks={} messages={}",
@@ -309,7 +318,20 @@ fn run_bulk(a: RunArgs) -> Result<ExitCode, String> {
         spec.racks,
         spec.messages
     );
-    let r = spec.run()?;
+    let r = if spec.runtime == experiment::Where::Tcp {
+        let args: Vec<String> = std::env::args()
+            .skip_while(|x| x != "run")
+            .skip(1)
+            .collect();
+        let hosts = a
+            .cluster
+            .as_deref()
+            .map(crate::cluster::ClusterFile::load)
+            .transpose()?;
+        spec.launch_tcp(args, &a.fault, hosts.as_ref())?
+    } else {
+        spec.run()?
+    };
     let ms = |t: Nanos| t.as_nanos() as f64 / 1e6;
     for t in r.transfers.iter().take(8) {
         println!(

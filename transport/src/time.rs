@@ -8,7 +8,19 @@ use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
 
 /// A point in time or a duration, in nanoseconds since the runtime started.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct Nanos(pub u64);
 
 impl Nanos {

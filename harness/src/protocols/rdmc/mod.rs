@@ -80,7 +80,7 @@ impl Transfer {
 }
 
 /// One member's view of one message.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct MemberTime {
     pub(crate) process: ProcessId,
     pub(crate) group: u32,
@@ -305,11 +305,12 @@ impl BulkSpec {
                 schedule_bytes >> 20
             ));
         }
-        if let Where::Local { .. } = self.runtime {
+        if matches!(self.runtime, Where::Local { .. } | Where::Tcp) {
             let buffers = self.nodes * self.senders * self.size;
             if buffers > 4 << 30 {
                 return Err(format!(
-                    "the local runtime allocates every receive buffer: {} nodes x {} groups x {} bytes = {} MiB; use --runtime sim (synthetic payloads), fewer nodes or a smaller --size",
+                    "the {} runtime allocates every receive buffer: {} nodes x {} groups x {} bytes = {} MiB; use --runtime sim (synthetic payloads), fewer nodes or a smaller --size",
+                    self.runtime.name(),
                     self.nodes,
                     self.senders,
                     self.size,
@@ -388,7 +389,7 @@ impl BulkSpec {
         self.validate()?;
         let members = self.members()?;
         let start = Instant::now();
-        let (members, events) = match self.runtime {
+        let (outcomes, events) = match self.runtime {
             Where::Sim => {
                 let mut sc = SimConfig::new(self.seed, self.profile.clone());
                 sc.software = self.software.clone();
@@ -397,7 +398,7 @@ impl BulkSpec {
                 let events = sim.stats().events;
                 (sim.into_processes(), Some(events))
             }
-            Where::Tcp => unreachable!("run refuses rdmc on tcp"),
+            Where::Tcp => unreachable!("a tcp run is launched by launch_tcp"),
             Where::Local {
                 threads,
                 nic_thread,
@@ -413,12 +414,22 @@ impl BulkSpec {
                 (LocalRuntime::new(cfg, members).run(limit).processes, None)
             }
         };
-        let wall = start.elapsed();
+        let outcomes: Vec<_> = outcomes.iter().map(Member::outcome).collect();
+        Ok(self.result(&outcomes, start.elapsed(), events))
+    }
+
+    /// What the members' outcomes add up to.
+    fn result(
+        &self,
+        outcomes: &[MemberOutcome],
+        wall: Duration,
+        events: Option<u64>,
+    ) -> BulkResult {
         let mut times = Vec::new();
         let (mut corrupt, mut failures) = (0, 0);
-        for m in &members {
-            corrupt += m.corrupt + m.out_of_order + m.after_failure;
-            failures += m.failed.len();
+        for m in outcomes {
+            corrupt += m.corrupt;
+            failures += m.failures;
             times.extend(m.done.iter().copied());
         }
         let mut by_msg: BTreeMap<(u32, u64), Vec<(Nanos, Nanos)>> = BTreeMap::new();
@@ -458,7 +469,7 @@ impl BulkSpec {
                 }
             }
         }
-        Ok(BulkResult {
+        BulkResult {
             transfers,
             times,
             corrupt,
@@ -466,7 +477,59 @@ impl BulkSpec {
             missing,
             wall,
             events,
-        })
+        }
+    }
+
+    /// The run on the tcp runtime: every member a node process ([`crate::cluster`]); the run
+    /// ends once every surviving member is done (or at the timeout). `run_args` are the run's
+    /// own arguments, which each node re-parses.
+    pub(crate) fn launch_tcp(
+        &self,
+        run_args: Vec<String>,
+        faults: &[crate::cluster::ProcessFault],
+        hosts: Option<&crate::cluster::ClusterFile>,
+    ) -> Result<BulkResult, String> {
+        self.validate()?;
+        let roles = vec!["member".to_string(); self.nodes];
+        let runs_for = Duration::from_nanos(self.timeout.as_nanos());
+        let launched =
+            crate::cluster::spawn_nodes(run_args, &roles, faults, hosts, runs_for, true)?;
+        let mut outcomes = Vec::new();
+        for (i, killed) in launched.killed.iter().enumerate() {
+            if !killed {
+                outcomes.push(launched.report::<MemberOutcome>(i)?);
+            }
+        }
+        Ok(self.result(&outcomes, launched.wall, None))
+    }
+
+    /// Runs member `id` as node `id` of `cluster`, and writes its outcome to `report`.
+    pub(crate) fn serve(
+        &self,
+        cluster: &crate::cluster::ClusterFile,
+        id: usize,
+        report: &std::path::Path,
+    ) -> Result<(), String> {
+        let members = self.members()?;
+        let specs: Vec<_> = members
+            .iter()
+            .map(Process::<transport::runtime::tcp::TcpNic>::regions)
+            .collect();
+        let Some(member) = members.into_iter().nth(id) else {
+            return Err(format!(
+                "--id {id}: the group has members 0..{}",
+                specs.len()
+            ));
+        };
+        let run = crate::cluster::serve_until_all_done(
+            cluster,
+            id,
+            &specs,
+            member,
+            Duration::from_nanos(self.timeout.as_nanos()),
+            report,
+        )?;
+        crate::cluster::write_report(report, &run.outcome())
     }
 }
 
@@ -560,6 +623,28 @@ impl Member {
             last_block: blocks.1,
             at,
         });
+    }
+}
+
+/// What a member's run adds to the experiment's result (what a tcp node reports).
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct MemberOutcome {
+    /// Its completions corrupt, out of sequence, or after a failure upcall.
+    pub(crate) corrupt: usize,
+    /// Its failure upcalls.
+    pub(crate) failures: usize,
+    /// Its completions.
+    pub(crate) done: Vec<MemberTime>,
+}
+
+impl Member {
+    /// This member's share of the result.
+    pub(crate) fn outcome(&self) -> MemberOutcome {
+        MemberOutcome {
+            corrupt: self.corrupt + self.out_of_order + self.after_failure,
+            failures: self.failed.len(),
+            done: self.done.clone(),
+        }
     }
 }
 

@@ -397,6 +397,18 @@ pub fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
 struct Together {
     not_done: Option<Arc<AtomicUsize>>,
     all: Vec<Arc<NodeShared>>,
+    signals: Option<Arc<NodeSignals>>,
+}
+
+/// Flags between a node and whoever runs it: when the nodes of a run live in different OS
+/// processes, only their launcher knows that all are done, and a node that left early would
+/// look crashed to the others.
+#[derive(Debug, Default)]
+pub struct NodeSignals {
+    /// Set by the node once its process reports [`Process::done`].
+    pub done: AtomicBool,
+    /// Set by the runner: the node ends its run now.
+    pub stop: AtomicBool,
 }
 
 struct NodeSpec<'a> {
@@ -525,7 +537,14 @@ fn run_process<P: Process<TcpNic>>(
     let mut idle = 0u32;
     let mut counted = false;
     let mut rounds = 0u64;
+    let signals = together.signals.clone();
     loop {
+        if signals
+            .as_ref()
+            .is_some_and(|s| s.stop.load(Ordering::Relaxed))
+        {
+            break TcpStop::Stopped;
+        }
         if shared.stop.load(Ordering::Relaxed) {
             // A crashed node counts as done, as on the other runtimes.
             count_done(together, &mut counted);
@@ -552,6 +571,9 @@ fn run_process<P: Process<TcpNic>>(
         }
         if process.done() {
             count_done(together, &mut counted);
+            if let Some(s) = &signals {
+                s.done.store(true, Ordering::Relaxed);
+            }
         }
         if progress.did_work {
             idle = 0;
@@ -567,6 +589,12 @@ fn run_process<P: Process<TcpNic>>(
             break TcpStop::TimeLimit;
         }
         let now_ns = nic.now();
+        // An idle node still looks at its runner's flags now and then.
+        let progress = if signals.is_some() {
+            progress.wake_at(Some(now_ns + Nanos(10_000_000)))
+        } else {
+            progress
+        };
         if progress.wake_at.is_some_and(|w| w <= now_ns) {
             continue;
         }
@@ -598,8 +626,12 @@ fn count_done(together: &Together, counted: &mut bool) {
 
 /// Runs node `id` of a cluster in this OS process: `addrs[i]` is node `i`'s address, `specs[i]`
 /// its regions (every node computes the same list from the same deployment), `listener` this
-/// node's bound socket. Returns when its clock reads `limit`, or when the process stops
-/// itself.
+/// node's bound socket. Returns when its clock reads `limit`, when the process stops itself,
+/// or when `signals` say stop.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "a node's whole setup, each named at the call"
+)]
 pub fn run_node<P: Process<TcpNic>>(
     cfg: &TcpConfig,
     id: ProcessId,
@@ -608,6 +640,7 @@ pub fn run_node<P: Process<TcpNic>>(
     listener: TcpListener,
     process: P,
     limit: Duration,
+    signals: Option<Arc<NodeSignals>>,
 ) -> std::io::Result<NodeRun<P>> {
     assert_eq!(specs.len(), addrs.len(), "one address per node");
     let spec = NodeSpec {
@@ -618,7 +651,11 @@ pub fn run_node<P: Process<TcpNic>>(
         addrs,
     };
     let shared = node_shared(&spec);
-    drive(spec, shared, listener, process, limit, &Together::default())
+    let together = Together {
+        signals,
+        ..Together::default()
+    };
+    drive(spec, shared, listener, process, limit, &together)
 }
 
 /// A handle to an in-process tcp run, usable from any thread.
@@ -741,6 +778,7 @@ impl<P: Process<TcpNic> + Send> TcpRuntime<P> {
                 early.iter().filter(|&&c| !c).count(),
             ))),
             all: control.nodes.to_vec(),
+            signals: None,
         };
         let results: Vec<(P, TcpStop, Vec<String>)> = std::thread::scope(|scope| {
             let handles: Vec<_> = processes
