@@ -411,6 +411,34 @@ enum BenchCommand {
     Transport(TransportArgs),
     /// Simulator speed: simulated events per second on an all-to-all ping workload.
     Sim(SimSpeedArgs),
+    /// RDMC over the tcp runtime beside Open MPI's MPI_Bcast over TCP, same sizes and
+    /// process counts, on this host, in one run (needs openmpi-bin and libopenmpi-dev).
+    Bcast(BcastArgs),
+}
+
+#[derive(Args, Debug)]
+struct BcastArgs {
+    /// Process counts (root included), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "4,8,16")]
+    nodes: Vec<usize>,
+    /// Message sizes, comma-separated, with units (KB, MB, GB).
+    #[arg(long, value_delimiter = ',', value_parser = experiment::parse_bytes, default_value = "1MB,16MB,256MB")]
+    sizes: Vec<usize>,
+    /// Broadcasts per point, for each system (RDMC: one run each).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
+    repeat: u64,
+    /// RDMC's algorithm.
+    #[arg(long, default_value = "pipeline")]
+    algorithm: rdmc::Algorithm,
+    /// RDMC's block size.
+    #[arg(long, value_parser = experiment::parse_bytes, default_value = "1MB")]
+    block_size: usize,
+    /// Skip points whose receive buffers (nodes x size, each system) exceed this.
+    #[arg(long, value_parser = experiment::parse_bytes, default_value = "2GB")]
+    max_total: usize,
+    /// Write one CSV row per point to this file.
+    #[arg(long)]
+    csv: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -573,6 +601,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench(BenchCommand::Transport(a)) => bench::run_transport(a),
         Command::Bench(BenchCommand::Sim(a)) => bench::run_sim(a),
+        Command::Bench(BenchCommand::Bcast(a)) => bench::bcast::run(&a),
         Command::Run(a) => run::run(*a),
         Command::Node(a) => run::node(a),
         Command::Figure(a) => reproduce::figure_command(a),

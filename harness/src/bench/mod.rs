@@ -1,5 +1,6 @@
 //! Benchmarks: `bench transport` (perftest-style) and `bench sim` (simulator speed).
 
+pub(crate) mod bcast;
 pub(crate) mod qperf;
 pub(crate) mod sim_speed;
 pub(crate) mod transport;

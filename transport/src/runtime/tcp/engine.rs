@@ -113,6 +113,9 @@ struct Conn {
     phase: Phase,
     rbuf: Vec<u8>,
     wbuf: Vec<u8>,
+    /// Bytes of `wbuf` already written: the rest moves to the front only once the written part
+    /// is large, so a queue of megabytes is not shifted after every partial write.
+    wpos: usize,
     /// The target end of the queue pair is in error (acceptor side).
     error: bool,
     /// Whether the connection attempt has completed (initiator side).
@@ -300,6 +303,7 @@ impl Engine {
             phase: Phase::Preamble,
             rbuf: Vec::new(),
             wbuf,
+            wpos: 0,
             error: false,
             connected: link.is_none(),
         });
@@ -942,20 +946,25 @@ impl Engine {
         if !conn.connected {
             return;
         }
-        let mut sent = 0;
         let result = loop {
-            if sent == conn.wbuf.len() {
+            if conn.wpos == conn.wbuf.len() {
                 break Ok(());
             }
-            match conn.stream.write(&conn.wbuf[sent..]) {
+            match conn.stream.write(&conn.wbuf[conn.wpos..]) {
                 Ok(0) => break Err("the connection accepts no more bytes".to_string()),
-                Ok(n) => sent += n,
+                Ok(n) => conn.wpos += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => break Err(format!("connection failed: {e}")),
             }
         };
-        conn.wbuf.drain(..sent);
+        if conn.wpos == conn.wbuf.len() {
+            conn.wbuf.clear();
+            conn.wpos = 0;
+        } else if conn.wpos > (1 << 20) && 2 * conn.wpos > conn.wbuf.len() {
+            conn.wbuf.drain(..conn.wpos);
+            conn.wpos = 0;
+        }
         if let Err(reason) = result {
             self.close(c, &reason);
         }

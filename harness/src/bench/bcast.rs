@@ -1,0 +1,205 @@
+//! `harness bench bcast`: RDMC over the tcp runtime held against Open MPI's `MPI_Bcast` over
+//! TCP, the same sizes and process counts, on this host, in one run.
+//!
+//! Both count a broadcast from its start until every receiver has the bytes. RDMC runs one
+//! message per run (its members are node processes, so each run pays their start, outside the
+//! timed part). MPI runs `scripts/mpi_bcast.c` (compiled here with `mpicc`), forced onto its
+//! TCP transport over loopback (`--mca btl tcp,self`): left alone it would use shared memory,
+//! which is not what RDMC's tcp runtime competes with.
+
+use crate::experiment::Where;
+use crate::protocols::rdmc::BulkSpec;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use transport::runtime::sim::{Profile, Software};
+use transport::Nanos;
+
+/// The MPI program, embedded so the bench runs from any directory.
+const MPI_BCAST_C: &str = include_str!("../../../scripts/mpi_bcast.c");
+
+/// Compiles the MPI program into `dir`.
+fn build_mpi(dir: &Path) -> Result<PathBuf, String> {
+    let src = dir.join("mpi_bcast.c");
+    let exe = dir.join("mpi_bcast");
+    std::fs::write(&src, MPI_BCAST_C).map_err(|e| format!("{}: {e}", src.display()))?;
+    let o = Command::new("mpicc")
+        .args(["-O2", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .map_err(|e| format!("cannot run mpicc ({e}): install Open MPI (Debian: apt-get install openmpi-bin libopenmpi-dev)"))?;
+    if !o.status.success() {
+        return Err(format!(
+            "mpicc failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        ));
+    }
+    Ok(exe)
+}
+
+/// `MPI_Bcast` of `bytes` among `ranks` processes, `repeat` times: mean Gb/s.
+fn mpi_gbps(exe: &Path, ranks: usize, bytes: usize, repeat: usize) -> Result<f64, String> {
+    let o = Command::new("mpirun")
+        .args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "--bind-to",
+            "none",
+        ])
+        .args([
+            "--mca",
+            "btl",
+            "tcp,self",
+            "--mca",
+            "btl_tcp_if_include",
+            "lo",
+        ])
+        .args(["-np", &ranks.to_string()])
+        .arg(exe)
+        .args([bytes.to_string(), repeat.to_string()])
+        .output()
+        .map_err(|e| format!("cannot run mpirun ({e}): install openmpi-bin"))?;
+    let out = String::from_utf8_lossy(&o.stdout);
+    if !o.status.success() {
+        return Err(format!(
+            "mpirun -np {ranks} mpi_bcast {bytes} failed: {out}{}",
+            String::from_utf8_lossy(&o.stderr)
+        ));
+    }
+    out.split_whitespace()
+        .find_map(|w| w.strip_prefix("gbps="))
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| format!("no gbps= in mpi_bcast's output: {out}"))
+}
+
+/// One point of the comparison.
+#[derive(Clone, Debug, serde::Serialize)]
+pub(crate) struct BcastRow {
+    pub(crate) nodes: usize,
+    pub(crate) bytes: usize,
+    pub(crate) repeat: usize,
+    pub(crate) algorithm: String,
+    pub(crate) block_bytes: usize,
+    #[serde(serialize_with = "crate::stats::precision::rate")]
+    pub(crate) rdmc_tcp_gbps: f64,
+    #[serde(serialize_with = "crate::stats::precision::rate")]
+    pub(crate) mpi_bcast_gbps: f64,
+    #[serde(serialize_with = "crate::stats::precision::rate")]
+    pub(crate) ratio: f64,
+    pub(crate) commit: String,
+}
+
+/// RDMC over tcp: one message of `bytes` among `nodes` members, `repeat` runs: mean Gb/s.
+fn rdmc_gbps(
+    nodes: usize,
+    bytes: usize,
+    block: usize,
+    algorithm: rdmc::Algorithm,
+    repeat: usize,
+) -> Result<f64, String> {
+    let spec = BulkSpec {
+        algorithm,
+        nodes,
+        size: bytes,
+        block_size: block,
+        senders: 1,
+        racks: 1,
+        messages: 1,
+        runtime: Where::Tcp,
+        profile: Profile::load(crate::testbed::RDMC).map_err(|e| e.to_string())?,
+        software: Software::load("none").map_err(|e| e.to_string())?,
+        seed: 1,
+        timeout: Nanos::from_secs(300),
+    };
+    let args: Vec<String> = [
+        "--protocol",
+        "rdmc",
+        "--runtime",
+        "tcp",
+        "--nodes",
+        &nodes.to_string(),
+        "--size",
+        &bytes.to_string(),
+        "--block-size",
+        &block.to_string(),
+        "--algorithm",
+        &algorithm.to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut sum = 0.0;
+    for _ in 0..repeat {
+        let r = spec.launch_tcp(args.clone(), &[], None)?;
+        if !r.clean() {
+            return Err(format!(
+                "RDMC over tcp, {nodes} nodes, {bytes} B: {} corrupt, {} missing, {} failures",
+                r.corrupt, r.missing, r.failures
+            ));
+        }
+        sum += r.gbps_mean_sd(bytes).0;
+    }
+    Ok(sum / repeat as f64)
+}
+
+/// `harness bench bcast`.
+pub(crate) fn run(a: &crate::BcastArgs) -> Result<std::process::ExitCode, String> {
+    let dir = std::env::temp_dir().join(format!("harness-bcast-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let exe = build_mpi(&dir);
+    let result = exe.and_then(|exe| compare(a, &exe));
+    let _ = std::fs::remove_dir_all(&dir);
+    let rows = result?;
+    if let Some(path) = &a.csv {
+        crate::experiment::write_rows(path, &rows)?;
+        println!("wrote {}", path.display());
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+fn compare(a: &crate::BcastArgs, exe: &Path) -> Result<Vec<BcastRow>, String> {
+    println!(
+        "harness bench bcast: RDMC ({}, {} blocks) over the tcp runtime vs Open MPI MPI_Bcast (btl tcp over lo), this host, commit={}; mean of {} broadcasts per point",
+        a.algorithm,
+        crate::protocols::rdmc::show_bytes(a.block_size),
+        crate::COMMIT,
+        a.repeat
+    );
+    let repeat = a.repeat as usize;
+    println!(
+        " {:>5} {:>10} {:>16} {:>16} {:>7}",
+        "nodes", "size", "RDMC tcp[Gb/s]", "MPI_Bcast[Gb/s]", "ratio"
+    );
+    let mut rows = Vec::new();
+    for &nodes in &a.nodes {
+        for &bytes in &a.sizes {
+            if nodes * bytes > a.max_total {
+                println!(
+                    " {nodes:>5} {:>10}  skipped: {} of receive buffers on this host exceed --max-total",
+                    crate::protocols::rdmc::show_bytes(bytes),
+                    crate::protocols::rdmc::show_bytes(nodes * bytes)
+                );
+                continue;
+            }
+            let r = rdmc_gbps(nodes, bytes, a.block_size.min(bytes), a.algorithm, repeat)?;
+            let m = mpi_gbps(exe, nodes, bytes, repeat)?;
+            println!(
+                " {nodes:>5} {:>10} {r:>16.3} {m:>16.3} {:>7.2}",
+                crate::protocols::rdmc::show_bytes(bytes),
+                r / m
+            );
+            rows.push(BcastRow {
+                nodes,
+                bytes,
+                repeat,
+                algorithm: a.algorithm.to_string(),
+                block_bytes: a.block_size.min(bytes),
+                rdmc_tcp_gbps: r,
+                mpi_bcast_gbps: m,
+                ratio: r / m,
+                commit: crate::COMMIT.to_string(),
+            });
+        }
+    }
+    Ok(rows)
+}
