@@ -141,16 +141,7 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
         println!("{}", e.software.describe());
     }
     let m = if e.runtime == experiment::Where::Tcp {
-        // Every node re-parses the same arguments: the run is described once.
-        let args: Vec<String> = std::env::args()
-            .skip_while(|x| x != "run")
-            .skip(1)
-            .collect();
-        let hosts = a
-            .cluster
-            .as_deref()
-            .map(crate::cluster::ClusterFile::load)
-            .transpose()?;
+        let (args, hosts) = tcp_launch(&a)?;
         crate::cluster::launch(&e, args, e.deploy.roles(&e), &a.fault, hosts.as_ref())?
     } else {
         e.run()
@@ -226,6 +217,21 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a tcp launch needs beyond the run: this command's own `run` arguments, which every
+/// node re-parses (the run is described once), and the hosts file, if one is given.
+fn tcp_launch(a: &RunArgs) -> Result<(Vec<String>, Option<crate::cluster::ClusterFile>), String> {
+    let args = std::env::args()
+        .skip_while(|x| x != "run")
+        .skip(1)
+        .collect();
+    let hosts = a
+        .cluster
+        .as_deref()
+        .map(crate::cluster::ClusterFile::load)
+        .transpose()?;
+    Ok((args, hosts))
 }
 
 /// `harness node`: one node of a tcp cluster.
@@ -319,15 +325,7 @@ fn run_bulk(a: RunArgs) -> Result<ExitCode, String> {
         spec.messages
     );
     let r = if spec.runtime == experiment::Where::Tcp {
-        let args: Vec<String> = std::env::args()
-            .skip_while(|x| x != "run")
-            .skip(1)
-            .collect();
-        let hosts = a
-            .cluster
-            .as_deref()
-            .map(crate::cluster::ClusterFile::load)
-            .transpose()?;
+        let (args, hosts) = tcp_launch(&a)?;
         spec.launch_tcp(args, &a.fault, hosts.as_ref())?
     } else {
         spec.run()?

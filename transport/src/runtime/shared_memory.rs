@@ -1,8 +1,8 @@
 //! Word-atomic shared memory: a region is a slice of `AtomicU64`, so a write becomes visible word
 //! by word (8-byte words never tear) and never atomically as a whole.
 
-use crate::nic::Data;
-use crate::region::Access;
+use crate::nic::{Data, OpError};
+use crate::region::{Access, LocalAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -102,6 +102,40 @@ impl SharedRegion {
     /// The aligned word at `offset`.
     pub(crate) fn word(&self, offset: usize) -> &AtomicU64 {
         &self.words[offset / 8]
+    }
+}
+
+/// The local-memory half of a [`crate::Nic`] over shared regions, for the runtimes whose
+/// process memory is [`SharedRegion`]s (`local`, `tcp`): `check` bounds-checks an access and
+/// returns the region.
+pub(crate) trait SharedMemory {
+    fn check(&self, at: LocalAddr, len: usize) -> Result<&SharedRegion, OpError>;
+
+    fn read_shared(&self, at: LocalAddr, buf: &mut [u8]) -> Result<(), OpError> {
+        self.check(at, buf.len())?.read(at.offset, buf);
+        Ok(())
+    }
+
+    fn write_shared(&self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
+        self.check(at, data.len())?.write(at.offset, data);
+        Ok(())
+    }
+
+    fn load_shared(&self, at: LocalAddr) -> Result<u64, OpError> {
+        if at.offset % 8 != 0 {
+            return Err(OpError::Misaligned { offset: at.offset });
+        }
+        Ok(self.check(at, 8)?.word(at.offset).load(Ordering::Acquire))
+    }
+
+    fn store_shared(&self, at: LocalAddr, value: u64) -> Result<(), OpError> {
+        if at.offset % 8 != 0 {
+            return Err(OpError::Misaligned { offset: at.offset });
+        }
+        self.check(at, 8)?
+            .word(at.offset)
+            .store(value, Ordering::Release);
+        Ok(())
     }
 }
 

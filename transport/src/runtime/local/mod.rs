@@ -24,7 +24,7 @@
 
 pub mod nic_thread;
 
-use super::shared_memory::SharedRegion;
+use super::shared_memory::{SharedMemory, SharedRegion};
 use crate::nic::{validate, Completion, Nic, NicLimits, Op, OpError, Qp, Recv, Status, WrId};
 use crate::process::{Process, ProcessId};
 use crate::region::{Access, LocalAddr, RegionTable};
@@ -178,8 +178,10 @@ impl LocalNic {
     fn region(&self, p: ProcessId, at: LocalAddr) -> &SharedRegion {
         &self.shared.procs[p.index()].regions[at.region.index()]
     }
+}
 
-    fn check_local(&self, at: LocalAddr, len: usize) -> Result<&SharedRegion, OpError> {
+impl SharedMemory for LocalNic {
+    fn check(&self, at: LocalAddr, len: usize) -> Result<&SharedRegion, OpError> {
         crate::nic::check_bounds(&self.shared.table, self.id, at.region, at.offset, len)?;
         Ok(self.region(self.id, at))
     }
@@ -207,33 +209,19 @@ impl Nic for LocalNic {
     }
 
     fn read_local(&self, at: LocalAddr, buf: &mut [u8]) -> Result<(), OpError> {
-        self.check_local(at, buf.len())?.read(at.offset, buf);
-        Ok(())
+        self.read_shared(at, buf)
     }
 
     fn write_local(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
-        self.check_local(at, data.len())?.write(at.offset, data);
-        Ok(())
+        self.write_shared(at, data)
     }
 
     fn load_u64(&self, at: LocalAddr) -> Result<u64, OpError> {
-        if at.offset % 8 != 0 {
-            return Err(OpError::Misaligned { offset: at.offset });
-        }
-        Ok(self
-            .check_local(at, 8)?
-            .word(at.offset)
-            .load(Ordering::Acquire))
+        self.load_shared(at)
     }
 
     fn store_u64(&mut self, at: LocalAddr, value: u64) -> Result<(), OpError> {
-        if at.offset % 8 != 0 {
-            return Err(OpError::Misaligned { offset: at.offset });
-        }
-        self.check_local(at, 8)?
-            .word(at.offset)
-            .store(value, Ordering::Release);
-        Ok(())
+        self.store_shared(at, value)
     }
 
     fn post(&mut self, op: Op) -> Result<WrId, OpError> {

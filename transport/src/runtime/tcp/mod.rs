@@ -50,7 +50,7 @@ use crate::nic::{validate, Completion, Nic, NicLimits, Op, OpError, Recv, WrId};
 use crate::process::{Process, ProcessId};
 use crate::region::{LocalAddr, RegionSpec, RegionTable};
 use crate::rng::{Purpose, Rng};
-use crate::runtime::shared_memory::SharedRegion;
+use crate::runtime::shared_memory::{SharedMemory, SharedRegion};
 use crate::time::Nanos;
 use std::collections::VecDeque;
 use std::fmt;
@@ -266,8 +266,8 @@ impl fmt::Debug for TcpNic {
     }
 }
 
-impl TcpNic {
-    fn check_local(&self, at: LocalAddr, len: usize) -> Result<&SharedRegion, OpError> {
+impl SharedMemory for TcpNic {
+    fn check(&self, at: LocalAddr, len: usize) -> Result<&SharedRegion, OpError> {
         let me = self.shared.me;
         crate::nic::check_bounds(&self.shared.table, me, at.region, at.offset, len)?;
         Ok(&self.shared.regions[at.region.index()])
@@ -296,33 +296,19 @@ impl Nic for TcpNic {
     }
 
     fn read_local(&self, at: LocalAddr, buf: &mut [u8]) -> Result<(), OpError> {
-        self.check_local(at, buf.len())?.read(at.offset, buf);
-        Ok(())
+        self.read_shared(at, buf)
     }
 
     fn write_local(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
-        self.check_local(at, data.len())?.write(at.offset, data);
-        Ok(())
+        self.write_shared(at, data)
     }
 
     fn load_u64(&self, at: LocalAddr) -> Result<u64, OpError> {
-        if at.offset % 8 != 0 {
-            return Err(OpError::Misaligned { offset: at.offset });
-        }
-        Ok(self
-            .check_local(at, 8)?
-            .word(at.offset)
-            .load(Ordering::Acquire))
+        self.load_shared(at)
     }
 
     fn store_u64(&mut self, at: LocalAddr, value: u64) -> Result<(), OpError> {
-        if at.offset % 8 != 0 {
-            return Err(OpError::Misaligned { offset: at.offset });
-        }
-        self.check_local(at, 8)?
-            .word(at.offset)
-            .store(value, Ordering::Release);
-        Ok(())
+        self.store_shared(at, value)
     }
 
     fn post(&mut self, op: Op) -> Result<WrId, OpError> {
