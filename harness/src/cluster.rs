@@ -249,9 +249,10 @@ where
 
 /// Runs `process` as node `id` of `cluster` (`specs`: every node's regions) until its clock
 /// reads `limit` or the launcher says every node is done: it marks this node done
-/// (`REPORT.done` beside its report) once the process is, and stops when the launcher's
-/// `stop` file appears in the report's directory. A node that left as soon as it was done
-/// would look crashed to the others while they still need it.
+/// (`REPORT.done` beside its report) once the process is, stops polling when the launcher's
+/// `stop` file appears in the report's directory (and says so: `REPORT.stopped`), and exits
+/// when the `exit` file appears. A node that left as soon as it was done would look crashed
+/// to the others while they still need it.
 pub(crate) fn serve_until_all_done<P: Process<TcpNic> + Send>(
     cluster: &ClusterFile,
     id: usize,
@@ -273,18 +274,25 @@ pub(crate) fn serve_until_all_done<P: Process<TcpNic> + Send>(
         .map_err(|err| format!("node {id}: listen on {}: {err}", addrs[id]))?;
     let signals = std::sync::Arc::new(tcp::NodeSignals::default());
     let finished = AtomicBool::new(false);
-    let (done_file, stop_file) = (report.with_extension("done"), report.with_file_name("stop"));
+    let marker = |step: &str| report.with_extension(step);
+    let step = |name: &str| report.with_file_name(name);
     std::thread::scope(|s| {
         s.spawn(|| {
-            let mut marked = false;
+            let (mut done, mut stopped) = (false, false);
             while !finished.load(Ordering::Relaxed) {
-                if !marked && signals.done.load(Ordering::Relaxed) {
-                    marked = std::fs::write(&done_file, b"").is_ok();
+                if !done && signals.done.load(Ordering::Relaxed) {
+                    done = std::fs::write(marker("done"), b"").is_ok();
                 }
-                if stop_file.exists() {
+                if step("stop").exists() {
                     signals.stop.store(true, Ordering::Relaxed);
                 }
-                std::thread::sleep(Duration::from_millis(10));
+                if !stopped && signals.stopped.load(Ordering::Relaxed) {
+                    stopped = std::fs::write(marker("stopped"), b"").is_ok();
+                }
+                if step("exit").exists() {
+                    signals.exit.store(true, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(5));
             }
         });
         let run = tcp::run_node(
@@ -572,15 +580,17 @@ pub(crate) fn spawn_nodes(
         + TcpConfig::default().connect_timeout
         + Duration::from_secs(10);
     if until_all_done {
-        // Every node not killed marks itself done; then all are told to stop.
-        while started.elapsed() < limit {
-            let all = (0..n).all(|i| killed[i] || dir.join(format!("node-{i}.done")).exists());
-            if all {
-                break;
+        // Every node not killed marks itself done; then all are told to stop polling; once
+        // all have, they are told to exit (see `tcp::NodeSignals::exit`).
+        let all = |marker: &str| {
+            (0..n).all(|i| killed[i] || dir.join(format!("node-{i}.{marker}")).exists())
+        };
+        for (marker, next) in [("done", "stop"), ("stopped", "exit")] {
+            while started.elapsed() < limit && !all(marker) {
+                std::thread::sleep(Duration::from_millis(5));
             }
-            std::thread::sleep(Duration::from_millis(10));
+            std::fs::write(dir.join(next), b"").map_err(|err| err.to_string())?;
         }
-        std::fs::write(dir.join("stop"), b"").map_err(|err| err.to_string())?;
     }
     let mut failures = Vec::new();
     for (i, child) in children.iter_mut().enumerate() {

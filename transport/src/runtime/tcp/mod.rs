@@ -393,8 +393,14 @@ struct Together {
 pub struct NodeSignals {
     /// Set by the node once its process reports [`Process::done`].
     pub done: AtomicBool,
-    /// Set by the runner: the node ends its run now.
+    /// Set by the runner: the node's process stops now (its NIC keeps serving peers).
     pub stop: AtomicBool,
+    /// Set by the node once its process has stopped for `stop`.
+    pub stopped: AtomicBool,
+    /// Set by the runner once every node has stopped: the node closes its connections and
+    /// ends. Without this second step a node that ended first would make its peers, still
+    /// polling, see it gone and report a failure that never was.
+    pub exit: AtomicBool,
 }
 
 struct NodeSpec<'a> {
@@ -498,6 +504,17 @@ fn drive<P: Process<TcpNic>>(
             start,
         };
         let stop = run_process(&mut process, &mut nic, spin_polls, limit, together);
+        if let Some(s) = together
+            .signals
+            .as_ref()
+            .filter(|s| s.stop.load(Ordering::SeqCst))
+        {
+            s.stopped.store(true, Ordering::SeqCst);
+            let waited = Instant::now();
+            while !s.exit.load(Ordering::SeqCst) && waited.elapsed() < Duration::from_secs(30) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
         shared.stop();
         let _ = nic_thread.join();
         Ok(NodeRun {
