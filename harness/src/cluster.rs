@@ -35,6 +35,13 @@ use std::time::{Duration, Instant};
 use transport::runtime::tcp::{self, TcpConfig, TcpNic};
 use transport::{Nanos, Process, ProcessId};
 
+/// How long a multicast run's nodes go on after the clients stop issuing, so what is in
+/// flight completes: longer than a lost request takes to be recovered under the protocols'
+/// wall-clock timing (a Ridge client retries after 1 s; a suspicion takes 200 ms). With 1 s,
+/// a Ridge run whose coordinator was killed ended with its last requests undelivered, which
+/// the checker rightly calls a validity violation of the log as it stood.
+const DRAIN: Nanos = Nanos(3_000_000_000);
+
 /// A cluster file.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -201,10 +208,7 @@ where
     let bind = bind_addr(addrs[id]);
     let listener =
         tcp::listen(bind).map_err(|err| format!("node {id}: listen on {bind}: {err}"))?;
-    let limit = e
-        .warmup
-        .saturating_add(e.duration)
-        .saturating_add(Nanos::from_secs(1));
+    let limit = e.warmup.saturating_add(e.duration).saturating_add(DRAIN);
     let run = tcp::run_node(
         &cluster.config(e.seed),
         ProcessId(id as u32),
@@ -469,15 +473,10 @@ pub(crate) fn spawn_nodes(
                 .map(|node| (node.addr.clone(), node.exec.clone()))
                 .collect()
         }
-        // Free ports: bound, read, released; the children bind them again at once.
-        None => (0..n)
-            .map(|_| {
-                std::net::TcpListener::bind("127.0.0.1:0")
-                    .and_then(|l| l.local_addr())
-                    .map(|a| (a.to_string(), Vec::new()))
-                    .map_err(|err| format!("no free loopback port: {err}"))
-            })
-            .collect::<Result<_, _>>()?,
+        None => free_ports(n)?
+            .into_iter()
+            .map(|p| (format!("127.0.0.1:{p}"), Vec::new()))
+            .collect(),
     };
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -642,8 +641,12 @@ pub(crate) fn launch(
     faults: &[ProcessFault],
     hosts: Option<&ClusterFile>,
 ) -> Result<Measured, String> {
-    let runs_for = Duration::from_nanos(e.warmup.saturating_add(e.duration).as_nanos())
-        + Duration::from_secs(1);
+    let runs_for = Duration::from_nanos(
+        e.warmup
+            .saturating_add(e.duration)
+            .saturating_add(DRAIN)
+            .as_nanos(),
+    );
     let launched = spawn_nodes(run_args, &roles, faults, hosts, runs_for, false)?;
     let (n, killed, wall) = (roles.len(), &launched.killed, launched.wall);
     let mut m = Measured {
@@ -684,6 +687,36 @@ pub(crate) fn launch(
     m.leader_changes = changed.len();
     m.throughput = m.delivered as f64 / e.duration.as_secs_f64();
     Ok(m)
+}
+
+/// `n` ports free now, below the kernel's ephemeral range: the nodes' own outgoing connections
+/// take their source ports from that range, and one of them took a port chosen there
+/// (bound, read, released) before the node meant to listen on it had started.
+fn free_ports(n: usize) -> Result<Vec<u16>, String> {
+    let low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    let first = 10_000u16;
+    if low <= first + n as u16 {
+        return Err(format!(
+            "the ephemeral port range starts at {low}: no room below it for {n} listening ports"
+        ));
+    }
+    // Concurrent launches start at different places.
+    let span = (low - first) as u32;
+    let start = first as u32 + (std::process::id().wrapping_mul(7919) % span);
+    let mut ports = Vec::with_capacity(n);
+    for k in 0..span {
+        let p = (first as u32 + (start - first as u32 + k) % span) as u16;
+        if std::net::TcpListener::bind(("0.0.0.0", p)).is_ok() {
+            ports.push(p);
+            if ports.len() == n {
+                return Ok(ports);
+            }
+        }
+    }
+    Err(format!("fewer than {n} free ports below {low}"))
 }
 
 /// `3 x server g0, 3 x client`: a deployment's roles, counted.
