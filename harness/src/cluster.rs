@@ -511,6 +511,7 @@ pub(crate) fn spawn_nodes(
     )
     .map_err(|err| format!("{}: {err}", cluster_path.display()))?;
     let exe = std::env::current_exe().map_err(|err| format!("cannot find this program: {err}"))?;
+    println!("  nodes (one OS process each): {}", node_map(roles));
     let started = Instant::now();
     // Fault times count from the nodes' time zero.
     let zero = started
@@ -719,6 +720,27 @@ fn free_ports(n: usize) -> Result<Vec<u16>, String> {
     Err(format!("fewer than {n} free ports below {low}"))
 }
 
+/// `0-2 server g0, 3-5 server g1, 6-8 client`: which node ids play which role.
+fn node_map(roles: &[String]) -> String {
+    let mut runs: Vec<(usize, usize, &str)> = Vec::new();
+    for (i, r) in roles.iter().enumerate() {
+        match runs.last_mut() {
+            Some(last) if last.2 == r => last.1 = i,
+            _ => runs.push((i, i, r)),
+        }
+    }
+    runs.iter()
+        .map(|&(a, b, r)| {
+            if a == b {
+                format!("{a} {r}")
+            } else {
+                format!("{a}-{b} {r}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// `3 x server g0, 3 x client`: a deployment's roles, counted.
 fn summarize(roles: &[String]) -> String {
     let mut counts: Vec<(&str, usize)> = Vec::new();
@@ -761,6 +783,14 @@ mod tests {
             let err = bad.parse::<ProcessFault>().unwrap_err();
             assert!(err.contains("kill:NODE@TIME"), "{err}");
         }
+    }
+
+    #[test]
+    fn the_node_map_names_runs_of_roles() {
+        let roles: Vec<String> = ["server g0", "server g0", "server g1", "client"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(node_map(&roles), "0-1 server g0, 2 server g1, 3 client");
     }
 
     #[test]

@@ -280,7 +280,7 @@ struct RunArgs {
     log: Option<PathBuf>,
     /// tcp runtime: a fault on a node process, repeatable: kill:NODE@TIME (SIGKILL) or
     /// pause:NODE@TIME+DURATION (SIGSTOP, then SIGCONT), times from the nodes' start. Node
-    /// ids as the run's header lists them (servers first, group by group, then clients).
+    /// ids as the run's `nodes:` line lists them (servers first, group by group, then clients).
     #[arg(long)]
     fault: Vec<cluster::ProcessFault>,
     /// tcp runtime: where the nodes run, a cluster file of `[[node]]` entries in process-id
