@@ -182,18 +182,17 @@ where
     S: Server + Observed,
     Node<S, C>: Process<TcpNic> + Send,
 {
-    let addrs = cluster.addrs()?;
-    if addrs.len() != nodes.len() {
+    if cluster.nodes.len() != nodes.len() {
         return Err(format!(
             "the cluster file lists {} nodes, the run it names deploys {}",
-            addrs.len(),
+            cluster.nodes.len(),
             nodes.len()
         ));
     }
     let Some(entry) = cluster.nodes.get(id) else {
         return Err(format!(
             "--id {id}: the cluster has nodes 0..{}",
-            addrs.len()
+            nodes.len()
         ));
     };
     let specs: Vec<_> = nodes.iter().map(Process::<TcpNic>::regions).collect();
@@ -205,21 +204,16 @@ where
             entry.role
         ));
     }
-    let bind = bind_addr(addrs[id]);
-    let listener =
-        tcp::listen(bind).map_err(|err| format!("node {id}: listen on {bind}: {err}"))?;
     let limit = e.warmup.saturating_add(e.duration).saturating_add(DRAIN);
-    let run = tcp::run_node(
-        &cluster.config(e.seed),
-        ProcessId(id as u32),
+    let run = run_as_node(
+        cluster,
+        id,
         &specs,
-        addrs,
-        listener,
         node,
+        e.seed,
         Duration::from_nanos(limit.as_nanos()),
         None,
-    )
-    .map_err(|err| format!("node {id}: {err}"))?;
+    )?;
     let mut r = NodeReport {
         role,
         stop: format!("{:?}", run.stop),
@@ -251,67 +245,77 @@ where
     write_report(report, &r)
 }
 
-/// Runs `process` as node `id` of `cluster` (`specs`: every node's regions) until its clock
-/// reads `limit` or the launcher says every node is done: it marks this node done
-/// (`REPORT.done` beside its report) once the process is, stops polling when the launcher's
-/// `stop` file appears in the report's directory (and says so: `REPORT.stopped`), and exits
-/// when the `exit` file appears. A node that left as soon as it was done would look crashed
-/// to the others while they still need it.
-pub(crate) fn serve_until_all_done<P: Process<TcpNic> + Send>(
+/// Runs `process` as node `id` of `cluster` (`specs`: every node's regions, `seed` the run's)
+/// until its clock reads `limit`. With `barrier` (this node's report path), the run also ends
+/// when the launcher says every node is done: the node marks itself done (`REPORT.done`) once
+/// its process is, stops polling when the launcher's `stop` file appears beside the report (and
+/// says so: `REPORT.stopped`), and exits when the `exit` file appears. A node that left as soon
+/// as it was done would look crashed to the others while they still need it.
+pub(crate) fn run_as_node<P: Process<TcpNic> + Send>(
     cluster: &ClusterFile,
     id: usize,
     specs: &[Vec<transport::RegionSpec>],
     process: P,
+    seed: u64,
     limit: Duration,
-    report: &Path,
-) -> Result<P, String> {
+    barrier: Option<&Path>,
+) -> Result<tcp::NodeRun<P>, String> {
     use std::sync::atomic::{AtomicBool, Ordering};
     let addrs = cluster.addrs()?;
     if addrs.len() != specs.len() {
         return Err(format!(
-            "the cluster file lists {} nodes, the run it names has {}",
+            "the cluster file lists {} nodes, the run it names deploys {}",
             addrs.len(),
             specs.len()
         ));
     }
-    let listener = tcp::listen(bind_addr(addrs[id]))
-        .map_err(|err| format!("node {id}: listen on {}: {err}", addrs[id]))?;
-    let signals = std::sync::Arc::new(tcp::NodeSignals::default());
+    let Some(&addr) = addrs.get(id) else {
+        return Err(format!(
+            "--id {id}: the cluster has nodes 0..{}",
+            addrs.len()
+        ));
+    };
+    let bind = bind_addr(addr);
+    let listener =
+        tcp::listen(bind).map_err(|err| format!("node {id}: listen on {bind}: {err}"))?;
+    let signals = barrier.map(|_| std::sync::Arc::new(tcp::NodeSignals::default()));
     let finished = AtomicBool::new(false);
-    let marker = |step: &str| report.with_extension(step);
-    let step = |name: &str| report.with_file_name(name);
     std::thread::scope(|s| {
-        s.spawn(|| {
-            let (mut done, mut stopped) = (false, false);
-            while !finished.load(Ordering::Relaxed) {
-                if !done && signals.done.load(Ordering::Relaxed) {
-                    done = std::fs::write(marker("done"), b"").is_ok();
+        if let (Some(report), Some(signals)) = (barrier, &signals) {
+            let marker = |step: &str| report.with_extension(step);
+            let step = |name: &str| report.with_file_name(name);
+            let finished = &finished;
+            s.spawn(move || {
+                let (mut done, mut stopped) = (false, false);
+                while !finished.load(Ordering::Relaxed) {
+                    if !done && signals.done.load(Ordering::Relaxed) {
+                        done = std::fs::write(marker("done"), b"").is_ok();
+                    }
+                    if step("stop").exists() {
+                        signals.stop.store(true, Ordering::Relaxed);
+                    }
+                    if !stopped && signals.stopped.load(Ordering::Relaxed) {
+                        stopped = std::fs::write(marker("stopped"), b"").is_ok();
+                    }
+                    if step("exit").exists() {
+                        signals.exit.store(true, Ordering::Relaxed);
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
                 }
-                if step("stop").exists() {
-                    signals.stop.store(true, Ordering::Relaxed);
-                }
-                if !stopped && signals.stopped.load(Ordering::Relaxed) {
-                    stopped = std::fs::write(marker("stopped"), b"").is_ok();
-                }
-                if step("exit").exists() {
-                    signals.exit.store(true, Ordering::Relaxed);
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        });
+            });
+        }
         let run = tcp::run_node(
-            &cluster.config(0),
+            &cluster.config(seed),
             ProcessId(id as u32),
             specs,
             addrs,
             listener,
             process,
             limit,
-            Some(signals.clone()),
+            signals.clone(),
         );
         finished.store(true, Ordering::Relaxed);
-        run.map(|r| r.process)
-            .map_err(|err| format!("node {id}: {err}"))
+        run.map_err(|err| format!("node {id}: {err}"))
     })
 }
 
@@ -434,7 +438,7 @@ pub(crate) fn write_report<T: Serialize>(report: &Path, value: &T) -> Result<(),
 /// `faults`; waits for every node. `run_args` are the run's own arguments, which every node
 /// re-parses; `roles` the deployment's node roles; `runs_for` how long a node's clock runs.
 /// With `until_all_done`, the nodes are told to stop once every one not killed is done
-/// ([`serve_until_all_done`]).
+/// ([`run_as_node`] with a barrier).
 pub(crate) fn spawn_nodes(
     run_args: Vec<String>,
     roles: &[String],

@@ -521,15 +521,16 @@ impl BulkSpec {
                 specs.len()
             ));
         };
-        let run = crate::cluster::serve_until_all_done(
+        let run = crate::cluster::run_as_node(
             cluster,
             id,
             &specs,
             member,
+            self.seed,
             Duration::from_nanos(self.timeout.as_nanos()),
-            report,
+            Some(report),
         )?;
-        crate::cluster::write_report(report, &run.outcome())
+        crate::cluster::write_report(report, &run.process.outcome())
     }
 }
 
