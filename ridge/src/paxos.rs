@@ -913,6 +913,26 @@ impl Learning {
         ahead(self.ids.keys().next_back()) || ahead(self.values.keys().next_back())
     }
 
+    /// The first instance from `from` (or from the next one to hand out, if later) whose
+    /// decision this learner cannot hand out yet although it knows of a later instance: where
+    /// a gap starts. `None` when nothing is missing before the last instance it knows of.
+    pub fn first_gap_from(&self, from: Instance) -> Option<Instance> {
+        let last = self
+            .ids
+            .keys()
+            .next_back()
+            .max(self.values.keys().next_back())
+            .copied()?;
+        (from.max(self.next)..last).find(|k| {
+            let Some(id) = self.ids.get(k) else {
+                return true;
+            };
+            self.values
+                .get(k)
+                .is_none_or(|vs| vs.iter().all(|v| v.id != *id))
+        })
+    }
+
     /// The undecided instance whose DECISION named `id`, if any: the one a message seen
     /// late completes.
     pub fn awaiting(&self, id: MsgId) -> Option<Instance> {

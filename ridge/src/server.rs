@@ -637,23 +637,28 @@ impl RidgeServer {
                 let Some(i) = self.learner_slot(e) else {
                     break 'decided Vec::new();
                 };
-                let before = self.learning[i].next();
+                let end = k + values.len() as Instance;
+                let filled_any = end > self.learning[i].next();
                 for (k, value) in (k..).zip(values) {
                     if k >= self.learning[i].next() {
                         self.filled += 1;
                     }
                     self.learning[i].fill(k, value);
                 }
-                // Catching up: while a gap remains, ask the acceptor that answered for the
-                // next batch at once rather than after another suspicion timeout (seed 595: a
-                // learner the ring passed by caught up one batch a millisecond, too slowly to
-                // finish before the run ended).
-                let next = self.learning[i].next();
-                if next > before && self.learning[i].gap() {
-                    self.filling[i].asked_at = nic.now();
-                    vec![(from, Msg::Fetch { from: next })]
-                } else {
-                    Vec::new()
+                // Catching up: while a gap remains past this batch, ask the acceptor that
+                // answered for the next batch at once rather than after another suspicion
+                // timeout (seed 595: a learner the ring passed by caught up one batch a
+                // millisecond, too slowly to finish before the run ended). The batch is not
+                // handed out yet (that happens in `deliver`), so the gap is looked for past
+                // its end: comparing `next` before and after never saw progress, and a learner
+                // paused 1 s caught up one batch a suspicion timeout until its peers trimmed
+                // past it (the tcp runtime's pause-then-kill run).
+                match self.learning[i].first_gap_from(end) {
+                    Some(missing) if filled_any => {
+                        self.filling[i].asked_at = nic.now();
+                        vec![(from, Msg::Fetch { from: missing })]
+                    }
+                    _ => Vec::new(),
                 }
             }
             Msg::Trimmed { low } => {

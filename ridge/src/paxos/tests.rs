@@ -411,6 +411,31 @@ fn learners_pick_the_decided_value_among_rounds_and_answer_gaps_from_what_they_k
 }
 
 #[test]
+fn a_learner_finds_where_its_gap_starts_past_a_batch_not_yet_handed_out() {
+    let mut l = Learning::new(8);
+    // The live stream reached instance 9; instances 0..9 are missing.
+    l.fill(9, value(50, 9, 8));
+    assert_eq!(l.first_gap_from(0), Some(0));
+    // A batch fills 0..4: nothing is handed out yet, and the gap starts at 4.
+    for k in 0..4 {
+        l.fill(k, value(50, k, 8));
+    }
+    assert_eq!(l.next(), 0, "filled, not handed out");
+    assert_eq!(l.first_gap_from(4), Some(4));
+    // A value without its decision is still missing; one with it is not.
+    l.value(4, value(50, 4, 8));
+    assert_eq!(l.first_gap_from(4), Some(4));
+    l.decided(4, value(50, 4, 8).id);
+    assert_eq!(l.first_gap_from(4), Some(5));
+    for k in 5..9 {
+        l.fill(k, value(50, k, 8));
+    }
+    assert_eq!(l.first_gap_from(5), None, "0..=9 all known");
+    while l.next_decided().is_some() {}
+    assert_eq!((l.next(), l.first_gap_from(0)), (10, None));
+}
+
+#[test]
 fn the_last_acceptor_passes_over_a_suspected_distributor() {
     let mut b = Balancer::default();
     let learners = [p(1), p(2), p(3), p(4)];
