@@ -40,7 +40,7 @@ use transport::{Nanos, Process, ProcessId};
 /// wall-clock timing (a Ridge client retries after 1 s; a suspicion takes 200 ms). With 1 s,
 /// a Ridge run whose coordinator was killed ended with its last requests undelivered, which
 /// the checker rightly calls a validity violation of the log as it stood.
-const DRAIN: Nanos = Nanos(3_000_000_000);
+pub(crate) const DRAIN: Nanos = Nanos(3_000_000_000);
 
 /// A cluster file.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -164,6 +164,21 @@ fn member_of(role: &str) -> Option<Member> {
     }
 }
 
+/// A histogram as a node report carries it: (value, count) of every recorded value.
+pub(crate) fn histogram_counts(h: &Histogram<u64>) -> Vec<(u64, u64)> {
+    h.iter_recorded()
+        .map(|v| (v.value_iterated_to(), v.count_at_value()))
+        .collect()
+}
+
+/// Adds a report's [`histogram_counts`] to `h`.
+pub(crate) fn record_counts(h: &mut Histogram<u64>, counts: &[(u64, u64)]) -> Result<(), String> {
+    for &(v, c) in counts {
+        h.record_n(v, c).map_err(|err| err.to_string())?;
+    }
+    Ok(())
+}
+
 /// Where the log part of a node's report lives.
 fn log_dir(report: &Path) -> PathBuf {
     report.with_extension("log")
@@ -223,11 +238,7 @@ where
     match &run.process {
         Node::Client(c) => {
             r.completed_in_window = c.completed_in_window;
-            r.latency = c
-                .latency
-                .iter_recorded()
-                .map(|v| (v.value_iterated_to(), v.count_at_value()))
-                .collect();
+            r.latency = histogram_counts(&c.latency);
         }
         Node::Server(s) | Node::Auxiliary(s) => {
             r.delivered = s.delivered;
@@ -377,6 +388,14 @@ impl fmt::Display for ProcessFault {
 }
 
 impl ProcessFault {
+    /// When it stops acting: a kill when it strikes, a pause when the process resumes.
+    pub(crate) fn ends_at(&self) -> Nanos {
+        match *self {
+            ProcessFault::Kill { at, .. } => at,
+            ProcessFault::Pause { at, span, .. } => at.saturating_add(span),
+        }
+    }
+
     fn node(self) -> u32 {
         match self {
             ProcessFault::Kill { node, .. } | ProcessFault::Pause { node, .. } => node,
@@ -678,9 +697,7 @@ pub(crate) fn launch(
         }
         let r: NodeReport = launched.report(i)?;
         m.delivered += r.completed_in_window;
-        for (v, c) in r.latency {
-            m.latency.record_n(v, c).map_err(|err| err.to_string())?;
-        }
+        record_counts(&mut m.latency, &r.latency)?;
         m.server_deliveries += r.delivered;
         if r.changed_leader {
             changed.insert(member_of(&r.role));
@@ -763,7 +780,7 @@ fn summarize(roles: &[String]) -> String {
 
 /// CPU time of the finished child processes (every node of a launched run).
 #[allow(unsafe_code)]
-fn children_cpu() -> Option<Duration> {
+pub(crate) fn children_cpu() -> Option<Duration> {
     // SAFETY: getrusage fills the struct we pass; it is plain data.
     let usage = unsafe {
         let mut u: libc::rusage = std::mem::zeroed();

@@ -94,12 +94,6 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
     if !a.fault.is_empty() && a.runtime != RuntimeKind::Tcp {
         return Err("--fault injects faults into node processes of --runtime tcp; the simulator's faults are harness check's".into());
     }
-    if a.runtime == RuntimeKind::Tcp && a.protocol == HERON {
-        return Err(format!(
-            "--runtime tcp runs the atomic multicast protocols ({}) and rdmc so far; heron runs on sim and local",
-            protocols::REGISTRY.iter().map(|e| e.name).collect::<Vec<_>>().join(", ")
-        ));
-    }
     if a.protocol == HERON {
         return protocols::heron::run::run(&a, runtime(&a)?);
     }
@@ -221,7 +215,9 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
 
 /// What a tcp launch needs beyond the run: this command's own `run` arguments, which every
 /// node re-parses (the run is described once), and the hosts file, if one is given.
-fn tcp_launch(a: &RunArgs) -> Result<(Vec<String>, Option<crate::cluster::ClusterFile>), String> {
+pub(crate) fn tcp_launch(
+    a: &RunArgs,
+) -> Result<(Vec<String>, Option<crate::cluster::ClusterFile>), String> {
     let args = std::env::args()
         .skip_while(|x| x != "run")
         .skip(1)
@@ -254,15 +250,14 @@ pub(crate) fn node(a: crate::NodeArgs) -> Result<ExitCode, String> {
             ))
         }
     };
-    if run.protocol == HERON {
-        return Err(format!(
-            "{}: tcp nodes run the atomic multicast protocols and rdmc so far, not heron",
-            a.cluster.display()
-        ));
-    }
     let report = a
         .report
         .unwrap_or_else(|| std::path::PathBuf::from(format!("node-{}.report", a.id)));
+    if run.protocol == HERON {
+        let setup = protocols::heron::run::setup(&run, experiment::Where::Tcp)?;
+        setup.serve(&cluster, a.id, &report)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if run.protocol == RDMC {
         let mut spec = bulk_spec(&run)?;
         spec.runtime = experiment::Where::Tcp;

@@ -867,13 +867,59 @@ fn tcp_rdmc_delivers_every_message_intact() {
     );
 }
 
+/// Heron with every replica and client an OS process: the key-value store over RamCast, a
+/// replica of partition 0 (RamCast's leader) killed and one of partition 1 stopped past the
+/// suspicion timeout, the run judged by the sequential oracle and by progress after the faults.
+/// The clients go on past RamCast's wall-clock eviction: a client whose buffer slots at the
+/// killed replica filled up waits 5 s without news from it (`Timing::WALL.evict`) before it
+/// recycles them. With the clients stopping sooner (850 ms, then 2.5 s after the last fault)
+/// none had a request issued after the last fault answered, and the run was rightly failed.
+#[test]
+fn tcp_heron_run_is_judged_by_the_oracle_after_a_kill_and_a_pause() {
+    let o = harness(&[
+        "run",
+        "--protocol",
+        "heron",
+        "--app",
+        "kv",
+        "--runtime",
+        "tcp",
+        "--groups",
+        "2",
+        "--clients",
+        "2",
+        "--duration",
+        "7s",
+        "--fault",
+        "kill:0@500ms",
+        "--fault",
+        "pause:3@400ms+400ms",
+    ]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(out.contains("SIGKILL node 0 (server g0)"), "{out}");
+    assert!(out.contains("SIGSTOP node 3 (server g1)"), "{out}");
+    assert!(out.contains("the sequential oracle replayed"), "{out}");
+    assert!(out.contains("killed p0; 0 violations"), "{out}");
+}
+
 #[test]
 fn tcp_flags_are_refused_where_they_do_not_apply() {
     let cases: [(&[&str], &str); 5] = [
         (&["run", "--fault", "kill:0@1s"], "--runtime tcp"),
         (
-            &["run", "--protocol", "heron", "--runtime", "tcp"],
-            "so far",
+            &[
+                "run",
+                "--protocol",
+                "heron",
+                "--runtime",
+                "tcp",
+                "--duration",
+                "1s",
+                "--fault",
+                "kill:0@2s",
+            ],
+            "lengthen --duration so the run shows it recovered",
         ),
         (
             &["run", "--runtime", "tcp", "--nic-thread"],

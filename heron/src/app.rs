@@ -17,7 +17,9 @@ use std::fmt;
 use transport::Rng;
 
 /// An object: a row of a table, named by a key the application interprets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct ObjectId {
     /// The table.
     pub table: u16,

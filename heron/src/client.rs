@@ -28,8 +28,8 @@ pub(crate) fn responses(cfg: &Config) -> RegionId {
 /// How long a client waits before retrying a multicast the layer refused (buffers full).
 const RETRY: Nanos = Nanos(1_000);
 
-/// One request of a client's history.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One request of a client's history (serde: a tcp node reports it).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Call {
     /// The client's sequence number for it.
     pub seq: u32,

@@ -110,8 +110,8 @@ pub(crate) struct Inflight {
     pub(crate) posted: Nanos,
 }
 
-/// A request this replica executed, as the oracle checks it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A request this replica executed, as the oracle checks it (serde: a tcp node reports it).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Executed {
     /// Its timestamp.
     pub tmp: u64,
@@ -126,7 +126,7 @@ pub struct Executed {
 }
 
 /// What a replica did, for reports and tests.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Counters {
     /// Requests executed.
     pub executed: u64,

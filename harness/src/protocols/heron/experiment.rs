@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use transport::runtime::local::{LocalConfig, LocalNic, LocalRuntime};
 use transport::runtime::sim::{Sim, SimConfig, SimNic};
+use transport::runtime::tcp::TcpNic;
 use transport::{Nanos, ProcessId};
 
 /// The application of a run.
@@ -199,7 +200,7 @@ impl Setup {
         if let Some(b) = self.slot_bytes {
             rc.slot_bytes = b;
         }
-        if matches!(self.runtime, Where::Local { .. }) {
+        if self.runtime != Where::Sim {
             rc.timing = Timing::WALL;
         }
         rc.validate().map_err(|e| e.to_string())?;
@@ -213,7 +214,7 @@ impl Setup {
         if let Some(b) = self.slot_bytes {
             rc.slot_bytes = b;
         }
-        if matches!(self.runtime, Where::Local { .. }) {
+        if self.runtime != Where::Sim {
             rc.timing = ridge::config::Timing::WALL;
         }
         rc.validate().map_err(|e| e.to_string())?;
@@ -228,12 +229,42 @@ impl Setup {
         }
     }
 
-    /// Runs it.
+    /// Runs it (on the simulator or on threads; a tcp run is launched by
+    /// [`super::tcp::launch`], whose nodes each run [`Setup::serve`]).
     pub(crate) fn run(&self) -> Result<Outcome, String> {
+        self.dispatch(&Whole)
+    }
+
+    /// Launches it on the tcp runtime ([`super::tcp::Launch`]).
+    pub(crate) fn launch(
+        &self,
+        launch: &super::tcp::Launch<'_>,
+    ) -> Result<(Outcome, super::tcp::Judged), String> {
+        self.dispatch(launch)
+    }
+
+    /// Runs node `id` of a tcp cluster of this experiment and writes its report to `report`.
+    pub(crate) fn serve(
+        &self,
+        cluster: &crate::cluster::ClusterFile,
+        id: usize,
+        report: &std::path::Path,
+    ) -> Result<(), String> {
+        self.dispatch(&super::tcp::Node {
+            cluster,
+            id,
+            report,
+        })
+    }
+
+    /// Deploys Heron with this experiment's application over its multicast, and hands the
+    /// deployment to `exec`.
+    fn dispatch<E: Exec>(&self, exec: &E) -> Result<E::Out, String> {
         match self.over {
             Over::Ramcast => {
                 let rc = Arc::new(self.ramcast()?);
                 self.with_app(
+                    exec,
                     |g, i| RamcastServer::new(rc.clone(), g, i),
                     |i| RamcastClient::new(rc.clone(), i),
                 )
@@ -242,6 +273,7 @@ impl Setup {
                 let rc = Arc::new(self.ridge()?);
                 let seed = self.sim.seed;
                 self.with_app(
+                    exec,
                     |g, i| RidgeServer::new(rc.clone(), g, i, seed),
                     |i| RidgeClient::new(rc.clone(), i, seed),
                 )
@@ -249,28 +281,63 @@ impl Setup {
         }
     }
 
-    /// Runs it over the multicast processes `server` and `client` build.
-    fn with_app<S: Multicast, C: MulticastClient>(
+    /// Hands the deployment over the multicast processes `server` and `client` build to `exec`.
+    fn with_app<E: Exec, S: Multicast, C: MulticastClient>(
         &self,
+        exec: &E,
         server: impl Fn(GroupId, usize) -> S + Copy,
         client: impl Fn(usize) -> C + Copy,
-    ) -> Result<Outcome, String> {
+    ) -> Result<E::Out, String> {
         let mut cfg = self.cfg.clone();
         match &self.workload {
             Workload::Tpcc(t) => {
                 cfg.max_response = heron::tpcc::MAX_RESPONSE;
-                execute(self, cfg, Arc::new(t.clone()), server, client)
+                exec.exec(self, cfg, Arc::new(t.clone()), server, client)
             }
-            Workload::Null(t) => execute(
+            Workload::Null(t) => exec.exec(
                 self,
                 cfg,
                 Arc::new(NullRequests::new(t.clone())),
                 server,
                 client,
             ),
-            Workload::Kv(k) => execute(self, cfg, Arc::new(k.clone()), server, client),
-            Workload::Catchup(c) => execute(self, cfg, Arc::new(c.clone()), server, client),
+            Workload::Kv(k) => exec.exec(self, cfg, Arc::new(k.clone()), server, client),
+            Workload::Catchup(c) => exec.exec(self, cfg, Arc::new(c.clone()), server, client),
         }
+    }
+}
+
+/// What is done with a deployed Heron: run whole here ([`Whole`]: the simulator, threads) or
+/// one node of a tcp cluster ([`super::tcp::Node`]).
+pub(crate) trait Exec {
+    /// What it leaves.
+    type Out;
+    /// Deploys `cfg` of `app` over the multicast processes `server` and `client` build, as
+    /// experiment `s` says, and runs it.
+    fn exec<S: Multicast, C: MulticastClient, A: Application + Send + Sync + 'static>(
+        &self,
+        s: &Setup,
+        cfg: heron::Config,
+        app: Arc<A>,
+        server: impl Fn(GroupId, usize) -> S + Copy,
+        client: impl Fn(usize) -> C + Copy,
+    ) -> Result<Self::Out, String>;
+}
+
+/// The whole deployment, run in this process.
+struct Whole;
+
+impl Exec for Whole {
+    type Out = Outcome;
+    fn exec<S: Multicast, C: MulticastClient, A: Application + Send + Sync + 'static>(
+        &self,
+        s: &Setup,
+        cfg: heron::Config,
+        app: Arc<A>,
+        server: impl Fn(GroupId, usize) -> S + Copy,
+        client: impl Fn(usize) -> C + Copy,
+    ) -> Result<Outcome, String> {
+        execute(s, cfg, app, server, client)
     }
 }
 
@@ -285,29 +352,38 @@ pub(crate) fn ridge_config(cfg: &heron::Config) -> ridge::Config {
     rc
 }
 
-/// A multicast server Heron runs over, on either runtime.
+/// A multicast server Heron runs over, on any runtime.
 pub(crate) trait Multicast:
     Server
+    + crate::experiment::Observed
     + Send
     + transport::Process<SimNic>
     + transport::Process<LocalNic>
+    + transport::Process<TcpNic>
     + for<'a> transport::Process<heron::layered::Layered<'a, SimNic>>
     + for<'a> transport::Process<heron::layered::Layered<'a, LocalNic>>
+    + for<'a> transport::Process<heron::layered::Layered<'a, TcpNic>>
 {
 }
 impl<S> Multicast for S where
     S: Server
+        + crate::experiment::Observed
         + Send
         + transport::Process<SimNic>
         + transport::Process<LocalNic>
+        + transport::Process<TcpNic>
         + for<'a> transport::Process<heron::layered::Layered<'a, SimNic>>
         + for<'a> transport::Process<heron::layered::Layered<'a, LocalNic>>
+        + for<'a> transport::Process<heron::layered::Layered<'a, TcpNic>>
 {
 }
 
-/// A multicast client Heron's clients run over, on either runtime.
-pub(crate) trait MulticastClient: Client<SimNic> + Client<LocalNic> + Send {}
-impl<C> MulticastClient for C where C: Client<SimNic> + Client<LocalNic> + Send {}
+/// A multicast client Heron's clients run over, on any runtime.
+pub(crate) trait MulticastClient:
+    Client<SimNic> + Client<LocalNic> + Client<TcpNic> + Send
+{
+}
+impl<C> MulticastClient for C where C: Client<SimNic> + Client<LocalNic> + Client<TcpNic> + Send {}
 
 /// Deploys Heron with `app` over the multicast processes `server` and `client` build, and
 /// runs it where `s` says.
@@ -339,7 +415,7 @@ fn execute<S: Multicast, C: MulticastClient, A: Application + Send + Sync + 'sta
             let events = sim.stats().events;
             (sim.into_processes(), db, Some(events))
         }
-        Where::Tcp => unreachable!("run refuses heron on tcp"),
+        Where::Tcp => unreachable!("tcp runs are launched by heron::tcp::launch"),
         Where::Local {
             threads,
             nic_thread,

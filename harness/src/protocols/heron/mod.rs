@@ -9,6 +9,7 @@ pub(crate) mod figures;
 pub(crate) mod over;
 pub(crate) mod run;
 pub(crate) mod software;
+pub(crate) mod tcp;
 pub(crate) mod transfer;
 
 /// The application Heron replicates.

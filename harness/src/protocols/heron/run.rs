@@ -35,8 +35,9 @@ fn refuse_others(a: &RunArgs) -> Result<(), String> {
     }
 }
 
-/// `harness run --protocol heron`.
-pub(crate) fn run(a: &RunArgs, runtime: Where) -> Result<ExitCode, String> {
+/// The experiment `harness run --protocol heron` arguments describe (also each node's of a
+/// tcp run).
+pub(crate) fn setup(a: &RunArgs, runtime: Where) -> Result<Setup, String> {
     refuse_others(a)?;
     let partitions = a.groups.unwrap_or(4);
     if !(1..=64).contains(&partitions) {
@@ -73,8 +74,7 @@ pub(crate) fn run(a: &RunArgs, runtime: Where) -> Result<ExitCode, String> {
         warmup_end: warmup,
         stop_at: warmup.saturating_add(a.duration),
     };
-    let runtime_name = runtime.name();
-    let mut sc = SimConfig::new(a.seed, profile.clone());
+    let mut sc = SimConfig::new(a.seed, profile);
     sc.software = software;
     let setup = Setup {
         cfg: heron::Config::new(partitions, a.replicas, a.clients),
@@ -90,33 +90,60 @@ pub(crate) fn run(a: &RunArgs, runtime: Where) -> Result<ExitCode, String> {
         sim: sc,
     };
     setup.validate()?;
+    Ok(setup)
+}
+
+/// `harness run --protocol heron`.
+pub(crate) fn run(a: &RunArgs, runtime: Where) -> Result<ExitCode, String> {
+    let setup = setup(a, runtime)?;
+    let app = a.app.unwrap_or(App::Tpcc);
+    let tpcc_scale = match &setup.workload {
+        Workload::Tpcc(t) => Some(t.scale()),
+        _ => None,
+    };
     println!(
-        "harness run: protocol=heron multicast={} app={} runtime={runtime_name} profile={profile_name} software={} seed={} commit={COMMIT}\n  partitions={partitions} replicas={} clients={} warmup={warmup} duration={}{}",
+        "harness run: protocol=heron multicast={} app={} runtime={} profile={} software={} seed={} commit={COMMIT}\n  partitions={} replicas={} clients={} warmup={} duration={}{}",
         setup.over.name(),
         match app {
             App::Tpcc => "tpcc",
             App::Kv => "kv",
         },
+        runtime.name(),
+        setup.sim.profile.name,
         a.software,
         a.seed,
+        setup.cfg.partitions,
         a.replicas,
         a.clients,
+        setup.window.warmup_end,
         a.duration,
-        match app {
-            App::Tpcc => format!(
-                " items={} customers/district={} capacity/district={}",
-                scale.items, scale.customers, scale.capacity
-            ),
-            App::Kv => String::new(),
-        }
+        tpcc_scale.map_or(String::new(), |scale| format!(
+            " items={} customers/district={} capacity/district={}",
+            scale.items, scale.customers, scale.capacity
+        ))
     );
     let cpu0 = process_cpu();
-    let outcome = setup.run()?;
+    let (outcome, judged) = if runtime == Where::Tcp {
+        let (args, hosts) = crate::run::tcp_launch(a)?;
+        let (o, j) = setup.launch(&super::tcp::Launch {
+            args,
+            faults: &a.fault,
+            hosts: hosts.as_ref(),
+        })?;
+        (o, Some(j))
+    } else {
+        (setup.run()?, None)
+    };
     let tpcc_app = match &setup.workload {
         Workload::Tpcc(t) => Some(t.clone()),
         _ => None,
     };
-    let cpu = cpu0.and_then(|c| process_cpu().map(|d| d.saturating_sub(c)));
+    let cpu = if runtime == Where::Tcp {
+        // The nodes' CPU: the launcher only waits.
+        crate::cluster::children_cpu()
+    } else {
+        cpu0.and_then(|c| process_cpu().map(|d| d.saturating_sub(c)))
+    };
     let secs = a.duration.as_nanos() as f64 / 1e9;
     let label = match app {
         App::Tpcc => "tpcc",
@@ -162,6 +189,13 @@ pub(crate) fn run(a: &RunArgs, runtime: Where) -> Result<ExitCode, String> {
             }
         );
         clean &= bad.is_empty();
+    }
+    if let Some(j) = &judged {
+        println!("{}; {} violations", j.checked, j.violations.len());
+        for v in j.violations.iter().take(10) {
+            println!("  violation: {v}");
+        }
+        clean &= j.violations.is_empty();
     }
     if let Some(dir) = &a.out {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;

@@ -371,6 +371,9 @@ pub struct NodeRun<P> {
     /// The node's clock at the end of the run (from the end of the bootstrap, or from
     /// [`TcpConfig::start_at`]).
     pub elapsed: Duration,
+    /// The node's NIC as the run left it: its registered memory stays readable
+    /// ([`Nic::read_local`]), so a process's state can be read after the run.
+    pub nic: TcpNic,
 }
 
 /// Binds the listening socket of a node (use port 0 for any free port).
@@ -522,6 +525,7 @@ fn drive<P: Process<TcpNic>>(
             stop,
             events: shared.events.lock().expect("events lock").clone(),
             elapsed: nic.start.elapsed(),
+            nic,
         })
     })
 }

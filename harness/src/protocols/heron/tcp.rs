@@ -1,0 +1,399 @@
+//! Heron on the tcp runtime: every replica and client an OS process of its own
+//! ([`crate::cluster`]), killed with SIGKILL or stopped with SIGSTOP by `--fault`.
+//!
+//! Each node runs its part of the deployment and reports what judging the run needs: a
+//! replica what it executed (every response it computed), the timestamp its objects reached,
+//! the objects themselves and its counters; a client its history and latencies. The launcher
+//! merges the reports and judges the run as `harness check` judges a simulated one: the
+//! sequential oracle (every response, every surviving replica's state, real-time order), every
+//! surviving replica idle at the end (no request left running), every surviving client with
+//! no request left unanswered and one answered that it issued after the last fault; `run`
+//! adds TPC-C's consistency conditions on the database. A killed node reports nothing: the
+//! oracle judges the others, as it judges a crashed replica on the simulator by the responses
+//! it computed, here lost with it.
+
+use super::experiment::{Exec, Multicast, MulticastClient, Outcome, Setup};
+use crate::cluster::{self, ClusterFile, ProcessFault};
+use hdrhistogram::Histogram;
+use heron::oracle::{self, ClientView, ReplicaView};
+use heron::{Application, Call, Counters, Executed, HeronNode, ObjectId};
+use multicast::{GroupId, Membership};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use transport::runtime::tcp::TcpNic;
+use transport::{Nanos, Process, ProcessId};
+
+/// How far two nodes' clocks may disagree. Every node's clock starts at the cluster's time
+/// zero (read from the host's wall clock), so on one host they agree to microseconds and
+/// across hosts to their clock synchronisation. The oracle's real-time order compares one
+/// client's response with another's invocation, so each call is widened by this much on both
+/// sides: a precedence the clocks cannot establish is not asserted (sound, slightly weaker).
+const CLOCK_UNCERTAINTY: Nanos = Nanos(1_000_000);
+
+/// What one node of a Heron run reports.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum Report {
+    /// A replica.
+    Replica {
+        /// Its partition.
+        group: u8,
+        counters: Counters,
+        /// What it executed, with the responses it computed.
+        executed: Vec<Executed>,
+        /// The timestamp its objects are current to.
+        applied: u64,
+        /// Its objects at the end.
+        state: BTreeMap<ObjectId, Vec<u8>>,
+        /// Whether it had finished its work (no request running or queued).
+        idle: bool,
+        /// Whether its multicast server saw its group's leadership move.
+        changed_leader: bool,
+        /// Whether its multicast server halted itself.
+        halted: bool,
+    },
+    /// A client.
+    Client {
+        /// Its client index.
+        index: u32,
+        /// Per kind of request, single- and multi-partition latencies: (nanoseconds, count).
+        latency: Vec<[Vec<(u64, u64)>; 2]>,
+        /// Every request it issued.
+        history: Vec<Call>,
+    },
+}
+
+/// The node roles of a Heron deployment, in process order: `server gP` per replica of
+/// partition P, then `client`.
+fn roles(cfg: &heron::Config) -> Vec<String> {
+    (0..cfg.partitions * cfg.replicas)
+        .map(|i| format!("server g{}", i / cfg.replicas))
+        .chain((0..cfg.clients).map(|_| "client".to_string()))
+        .collect()
+}
+
+/// How long a node's clock runs: the clients stop at the window's end, then what is in
+/// flight completes.
+fn runs_for(s: &Setup) -> Duration {
+    Duration::from_nanos(s.window.stop_at.saturating_add(cluster::DRAIN).as_nanos())
+}
+
+/// One node of a tcp cluster: runs its part of the deployment, then writes its [`Report`].
+pub(crate) struct Node<'a> {
+    pub(crate) cluster: &'a ClusterFile,
+    pub(crate) id: usize,
+    pub(crate) report: &'a Path,
+}
+
+impl Exec for Node<'_> {
+    type Out = ();
+    fn exec<S: Multicast, C: MulticastClient, A: Application + Send + Sync + 'static>(
+        &self,
+        s: &Setup,
+        cfg: heron::Config,
+        app: Arc<A>,
+        server: impl Fn(GroupId, usize) -> S + Copy,
+        client: impl Fn(usize) -> C + Copy,
+    ) -> Result<(), String> {
+        let roles = roles(&cfg);
+        // `record`: the oracle needs every response a replica computed.
+        let nodes = heron::deploy::<TcpNic, _, _, _>(
+            cfg.clone(),
+            app,
+            s.sim.seed,
+            s.window,
+            true,
+            server,
+            client,
+        );
+        let specs: Vec<_> = nodes.iter().map(Process::<TcpNic>::regions).collect();
+        let Some(role) = roles.get(self.id) else {
+            return Err(format!(
+                "--id {}: the deployment has nodes 0..{}",
+                self.id,
+                roles.len()
+            ));
+        };
+        if let Some(entry) = self.cluster.nodes.get(self.id) {
+            if entry.role != *role {
+                return Err(format!(
+                    "node {} is a {role} in this deployment, the cluster file says `{}`: regenerate the file from the same run",
+                    self.id, entry.role
+                ));
+            }
+        }
+        let node = nodes
+            .into_iter()
+            .nth(self.id)
+            .expect("as many nodes as roles");
+        let run = cluster::run_as_node(
+            self.cluster,
+            self.id,
+            &specs,
+            node,
+            s.sim.seed,
+            runs_for(s),
+            None,
+        )?;
+        let report = match &run.process {
+            HeronNode::Server(r) => Report::Replica {
+                group: r.group().0,
+                counters: r.counters(),
+                executed: r.executed().unwrap_or_default().to_vec(),
+                applied: r.applied(),
+                state: r.state(&run.nic),
+                idle: r.idle(),
+                changed_leader: r.multicast().changed_leader(),
+                halted: r.multicast().halted(),
+            },
+            HeronNode::Client(c) => Report::Client {
+                index: cfg
+                    .client_index(ProcessId(self.id as u32))
+                    .expect("a client node") as u32,
+                latency: c
+                    .latencies()
+                    .iter()
+                    .map(|[single, multi]| {
+                        [
+                            cluster::histogram_counts(single),
+                            cluster::histogram_counts(multi),
+                        ]
+                    })
+                    .collect(),
+                history: c.history(),
+            },
+        };
+        cluster::write_report(self.report, &report)
+    }
+}
+
+/// A run's verdict beyond TPC-C's conditions.
+#[derive(Debug, Default)]
+pub(crate) struct Judged {
+    /// What was checked, for the report.
+    pub(crate) checked: String,
+    /// Every violation found.
+    pub(crate) violations: Vec<String>,
+}
+
+/// Launches a tcp run of `s` (every node a `harness node` child process, or one on each host
+/// of `hosts`), injects `faults`, merges the reports and judges the run.
+pub(crate) struct Launch<'a> {
+    /// The run's own arguments, which every node re-parses.
+    pub(crate) args: Vec<String>,
+    pub(crate) faults: &'a [ProcessFault],
+    pub(crate) hosts: Option<&'a ClusterFile>,
+}
+
+impl Exec for Launch<'_> {
+    type Out = (Outcome, Judged);
+    fn exec<S: Multicast, C: MulticastClient, A: Application + Send + Sync + 'static>(
+        &self,
+        s: &Setup,
+        cfg: heron::Config,
+        app: Arc<A>,
+        _server: impl Fn(GroupId, usize) -> S + Copy,
+        _client: impl Fn(usize) -> C + Copy,
+    ) -> Result<(Outcome, Judged), String> {
+        // Requests issued after the last fault show the run recovered from it.
+        let quiet = self
+            .faults
+            .iter()
+            .map(ProcessFault::ends_at)
+            .max()
+            .unwrap_or(Nanos::ZERO);
+        if quiet >= s.window.stop_at {
+            return Err(format!(
+                "the last fault ends at {quiet}, once the clients have stopped (at {}): lengthen --duration so the run shows it recovered",
+                s.window.stop_at
+            ));
+        }
+        let roles = roles(&cfg);
+        let launched = cluster::spawn_nodes(
+            self.args.clone(),
+            &roles,
+            self.faults,
+            self.hosts,
+            runs_for(s),
+            false,
+        )?;
+        let mut reports = Vec::new();
+        for (i, killed) in launched.killed.iter().enumerate() {
+            if !killed {
+                reports.push((ProcessId(i as u32), launched.report::<Report>(i)?));
+            }
+        }
+        let bounds = || Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("bounds");
+        let kinds = app.kinds().to_vec();
+        let mut latency: Vec<[Histogram<u64>; 2]> =
+            kinds.iter().map(|_| [bounds(), bounds()]).collect();
+        let (mut database, mut replicas, mut views, mut clients) =
+            (BTreeMap::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut judged = Judged::default();
+        let mut changed = std::collections::BTreeSet::new();
+        for (p, r) in &reports {
+            match r {
+                Report::Replica {
+                    group,
+                    counters,
+                    executed,
+                    applied,
+                    state,
+                    idle,
+                    changed_leader,
+                    halted,
+                } => {
+                    database.extend(state.iter().map(|(k, v)| (*k, v.clone())));
+                    replicas.push((GroupId(*group), *counters));
+                    views.push(ReplicaView {
+                        process: *p,
+                        group: GroupId(*group),
+                        executed,
+                        applied: *applied,
+                        state: Some(state.clone()),
+                    });
+                    if *changed_leader {
+                        changed.insert(*group);
+                    }
+                    if !idle {
+                        judged.violations.push(format!(
+                            "{p} never finished its work (a request still running)"
+                        ));
+                    }
+                    if *halted {
+                        judged
+                            .violations
+                            .push(format!("{p}'s multicast server halted itself"));
+                    }
+                }
+                Report::Client {
+                    index,
+                    latency: l,
+                    history,
+                } => {
+                    for (sum, pair) in latency.iter_mut().zip(l) {
+                        for (h, counts) in sum.iter_mut().zip(pair) {
+                            cluster::record_counts(h, counts)?;
+                        }
+                    }
+                    let unanswered = history.iter().filter(|c| c.returned.is_none()).count();
+                    let after = history
+                        .iter()
+                        .any(|c| c.invoked >= quiet && c.returned.is_some());
+                    if unanswered > 0 || !after {
+                        judged.violations.push(format!(
+                            "liveness after faults: correct client {p} left {unanswered} requests unanswered{}",
+                            if after {
+                                String::new()
+                            } else {
+                                format!(" and had none answered that it issued after the last fault ended at {quiet}")
+                            }
+                        ));
+                    }
+                    clients.push(ClientView {
+                        client: *index,
+                        calls: history.iter().map(widened).collect(),
+                    });
+                }
+            }
+        }
+        match oracle::check(&*app, cfg.partitions, &views, &clients) {
+            Ok(r) => {
+                judged.checked = format!(
+                    "the sequential oracle replayed {} requests: {} replica responses, {} client responses, {} replica states as the replay gives them",
+                    r.requests, r.replica_responses, r.client_responses, r.states
+                );
+            }
+            Err(v) => {
+                judged.checked = "the sequential oracle".into();
+                judged
+                    .violations
+                    .extend(v.iter().map(|v| format!("oracle: {v}")));
+            }
+        }
+        let killed: Vec<String> = launched
+            .killed
+            .iter()
+            .enumerate()
+            .filter(|k| *k.1)
+            .map(|(i, _)| format!("p{i}"))
+            .collect();
+        judged.checked.push_str(&format!(
+            "; partitions whose leader changed {}; killed {}",
+            changed.len(),
+            if killed.is_empty() {
+                "none".into()
+            } else {
+                killed.join(", ")
+            }
+        ));
+        Ok((
+            Outcome {
+                kinds,
+                latency,
+                database,
+                replicas,
+                wall: launched.wall,
+                events: None,
+            },
+            judged,
+        ))
+    }
+}
+
+/// A call as the oracle's real-time order may trust it across nodes' clocks
+/// ([`CLOCK_UNCERTAINTY`]).
+fn widened(c: &Call) -> Call {
+    Call {
+        invoked: c.invoked.saturating_sub(CLOCK_UNCERTAINTY),
+        returned: c
+            .returned
+            .as_ref()
+            .map(|(t, r)| (t.saturating_add(CLOCK_UNCERTAINTY), r.clone())),
+        ..c.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_list_replicas_partition_by_partition_then_clients() {
+        let cfg = heron::Config::new(2, 3, 2);
+        assert_eq!(
+            roles(&cfg),
+            [
+                "server g0",
+                "server g0",
+                "server g0",
+                "server g1",
+                "server g1",
+                "server g1",
+                "client",
+                "client"
+            ]
+        );
+    }
+
+    #[test]
+    fn widened_calls_assert_no_precedence_the_clocks_cannot_establish() {
+        let call = |invoked: u64, returned: u64| Call {
+            seq: 0,
+            request: Vec::new(),
+            invoked: Nanos(invoked),
+            returned: Some((Nanos(returned), Vec::new())),
+        };
+        // Answered 0.5 ms before the other was issued, by two clocks: not trusted.
+        let (a, b) = (
+            widened(&call(0, 5_000_000)),
+            widened(&call(5_500_000, 9_000_000)),
+        );
+        assert!(a.returned.as_ref().unwrap().0 > b.invoked);
+        // 3 ms apart: the precedence stands.
+        let c = widened(&call(8_000_000, 9_000_000));
+        assert!(a.returned.as_ref().unwrap().0 < c.invoked);
+    }
+}
