@@ -32,6 +32,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
+use transport::runtime::tcp::faults::{LinkEffect, LinkFault};
 use transport::runtime::tcp::{self, TcpConfig, TcpNic};
 use transport::{Nanos, Process, ProcessId};
 
@@ -57,6 +58,10 @@ pub(crate) struct ClusterFile {
     /// together then ([`TcpConfig::start_at`]) [default: each when its bootstrap ends].
     #[serde(default)]
     pub(crate) start_at_unix_ns: Option<u64>,
+    /// Network faults the nodes inject between themselves, in `harness run --fault` syntax
+    /// (`delay:`, `loss:`, `partition:`), timed from time zero.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) faults: Vec<String>,
     /// One entry per node, in process-id order.
     #[serde(rename = "node")]
     pub(crate) nodes: Vec<NodeEntry>,
@@ -106,8 +111,22 @@ impl ClusterFile {
     }
 
     /// The configuration every node of this cluster runs with.
-    pub(crate) fn config(&self, seed: u64) -> TcpConfig {
-        TcpConfig {
+    pub(crate) fn config(&self, seed: u64) -> Result<TcpConfig, String> {
+        let n = self.nodes.len();
+        let mut faults = Vec::new();
+        for text in &self.faults {
+            let f: ProcessFault = text.parse()?;
+            if !matches!(f, ProcessFault::Net { .. }) {
+                return Err(format!(
+                    "`{f}` in the cluster file's faults: only network faults (delay, loss, partition) go there; the launcher sends kills and pauses"
+                ));
+            }
+            if let Some(i) = f.nodes().into_iter().find(|&i| i as usize >= n) {
+                return Err(format!("`{f}`: node {i}, but the cluster has nodes 0..{n}"));
+            }
+            faults.extend(f.link_faults(n));
+        }
+        Ok(TcpConfig {
             seed,
             secret: self.secret.as_ref().map(|s| s.as_bytes().to_vec()),
             // Many nodes may share few cores: an idle one parks soon instead of spinning
@@ -117,8 +136,9 @@ impl ClusterFile {
             start_at: self
                 .start_at_unix_ns
                 .map(|ns| std::time::UNIX_EPOCH + Duration::from_nanos(ns)),
+            faults,
             ..TcpConfig::default()
-        }
+        })
     }
 }
 
@@ -316,7 +336,7 @@ pub(crate) fn run_as_node<P: Process<TcpNic> + Send>(
             });
         }
         let run = tcp::run_node(
-            &cluster.config(seed),
+            &cluster.config(seed)?,
             ProcessId(id as u32),
             specs,
             addrs,
@@ -341,39 +361,120 @@ fn bind_addr(advertised: SocketAddr) -> SocketAddr {
     SocketAddr::new(any, advertised.port())
 }
 
-/// A fault the launcher injects into a node process.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// A fault of a tcp run: on a node process (the launcher sends it signals) or on the network
+/// between nodes (the nodes' fault layer, [`transport::runtime::tcp::faults`]).
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum ProcessFault {
     /// SIGKILL node `node` at `at` after start.
     Kill { node: u32, at: Nanos },
     /// SIGSTOP node `node` at `at`, SIGCONT `span` later.
     Pause { node: u32, at: Nanos, span: Nanos },
+    /// What the nodes `from` send to the nodes `to` during `[at, at + span)` suffers
+    /// `effect`; a partition cuts both ways.
+    Net {
+        at: Nanos,
+        span: Nanos,
+        from: Nodes,
+        to: Nodes,
+        effect: NetEffect,
+    },
 }
+
+/// Some nodes of a run: a list of ids, or `*`, every node (in a partition, every node not on
+/// the other side).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Nodes {
+    All,
+    Some(Vec<u32>),
+}
+
+/// What a [`ProcessFault::Net`] does.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum NetEffect {
+    Delay(Nanos),
+    Loss(f64),
+    Partition,
+}
+
+const FAULT_USAGE: &str = "a fault is kill:NODE@TIME, pause:NODE@TIME+DURATION, delay:FROM>TO@TIME+DURATION=DELAY, loss:FROM>TO@TIME+DURATION=PROBABILITY or partition:SIDE|SIDE@TIME+DURATION (nodes: ids separated by commas, or * for all), e.g. kill:0@3s, pause:4@2s+500ms, delay:0>3,4@1s+2s=5ms, loss:*>0@1s+1s=0.1, partition:0,1|*@2s+1s";
 
 impl FromStr for ProcessFault {
     type Err = String;
-    /// `kill:N@T` or `pause:N@T+D` (times like 3s, 500ms).
     fn from_str(s: &str) -> Result<ProcessFault, String> {
-        let usage = || {
-            format!("`{s}`: a fault is kill:NODE@TIME or pause:NODE@TIME+DURATION, e.g. kill:0@3s or pause:4@2s+500ms")
+        let usage = || format!("`{s}`: {FAULT_USAGE}");
+        let time = crate::experiment::parse_duration;
+        let window = |w: &str| -> Result<(Nanos, Nanos), String> {
+            let (at, span) = w.split_once('+').ok_or_else(usage)?;
+            Ok((time(at)?, time(span)?))
+        };
+        let nodes = |n: &str| -> Result<Nodes, String> {
+            if n == "*" {
+                return Ok(Nodes::All);
+            }
+            n.split(',')
+                .map(|x| x.parse::<u32>().map_err(|_| usage()))
+                .collect::<Result<_, _>>()
+                .map(Nodes::Some)
         };
         let (kind, rest) = s.split_once(':').ok_or_else(usage)?;
-        let (node, when) = rest.split_once('@').ok_or_else(usage)?;
-        let node: u32 = node.parse().map_err(|_| usage())?;
+        let (who, when) = rest.split_once('@').ok_or_else(usage)?;
         match kind {
             "kill" => Ok(ProcessFault::Kill {
-                node,
-                at: crate::experiment::parse_duration(when)?,
+                node: who.parse().map_err(|_| usage())?,
+                at: time(when)?,
             }),
             "pause" => {
-                let (at, span) = when.split_once('+').ok_or_else(usage)?;
+                let (at, span) = window(when)?;
                 Ok(ProcessFault::Pause {
-                    node,
-                    at: crate::experiment::parse_duration(at)?,
-                    span: crate::experiment::parse_duration(span)?,
+                    node: who.parse().map_err(|_| usage())?,
+                    at,
+                    span,
+                })
+            }
+            "delay" | "loss" | "partition" => {
+                let sides = if kind == "partition" { '|' } else { '>' };
+                let (from, to) = who.split_once(sides).ok_or_else(usage)?;
+                let (from, to) = (nodes(from)?, nodes(to)?);
+                if kind == "partition" && from == Nodes::All && to == Nodes::All {
+                    return Err(format!("`{s}`: a partition needs one side named"));
+                }
+                let (w, value) = match kind {
+                    "partition" => (when, None),
+                    _ => {
+                        let (w, v) = when.split_once('=').ok_or_else(usage)?;
+                        (w, Some(v))
+                    }
+                };
+                let (at, span) = window(w)?;
+                let effect = match (kind, value) {
+                    ("delay", Some(v)) => NetEffect::Delay(time(v)?),
+                    ("loss", Some(v)) => match v.parse::<f64>() {
+                        Ok(p) if (0.0..=1.0).contains(&p) => NetEffect::Loss(p),
+                        _ => return Err(format!("`{s}`: a loss probability is 0 to 1, got `{v}`")),
+                    },
+                    _ => NetEffect::Partition,
+                };
+                Ok(ProcessFault::Net {
+                    at,
+                    span,
+                    from,
+                    to,
+                    effect,
                 })
             }
             _ => Err(usage()),
+        }
+    }
+}
+
+impl fmt::Display for Nodes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Nodes::All => write!(f, "*"),
+            Nodes::Some(ids) => {
+                let ids: Vec<String> = ids.iter().map(u32::to_string).collect();
+                write!(f, "{}", ids.join(","))
+            }
         }
     }
 }
@@ -383,22 +484,89 @@ impl fmt::Display for ProcessFault {
         match self {
             ProcessFault::Kill { node, at } => write!(f, "kill:{node}@{at}"),
             ProcessFault::Pause { node, at, span } => write!(f, "pause:{node}@{at}+{span}"),
+            ProcessFault::Net {
+                at,
+                span,
+                from,
+                to,
+                effect,
+            } => match effect {
+                NetEffect::Delay(d) => write!(f, "delay:{from}>{to}@{at}+{span}={d}"),
+                NetEffect::Loss(p) => write!(f, "loss:{from}>{to}@{at}+{span}={p}"),
+                NetEffect::Partition => write!(f, "partition:{from}|{to}@{at}+{span}"),
+            },
         }
     }
 }
 
 impl ProcessFault {
-    /// When it stops acting: a kill when it strikes, a pause when the process resumes.
+    /// When it stops acting: a kill when it strikes, a pause or a network fault at its end.
     pub(crate) fn ends_at(&self) -> Nanos {
         match *self {
             ProcessFault::Kill { at, .. } => at,
-            ProcessFault::Pause { at, span, .. } => at.saturating_add(span),
+            ProcessFault::Pause { at, span, .. } | ProcessFault::Net { at, span, .. } => {
+                at.saturating_add(span)
+            }
         }
     }
 
-    fn node(self) -> u32 {
+    /// The node ids it names.
+    fn nodes(&self) -> Vec<u32> {
         match self {
-            ProcessFault::Kill { node, .. } | ProcessFault::Pause { node, .. } => node,
+            ProcessFault::Kill { node, .. } | ProcessFault::Pause { node, .. } => vec![*node],
+            ProcessFault::Net { from, to, .. } => [from, to]
+                .into_iter()
+                .flat_map(|n| match n {
+                    Nodes::All => Vec::new(),
+                    Nodes::Some(ids) => ids.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The fault layer's directed link faults for a run of `n` nodes (none for a process
+    /// fault).
+    fn link_faults(&self, n: usize) -> Vec<LinkFault> {
+        let ProcessFault::Net {
+            at,
+            span,
+            from,
+            to,
+            effect,
+        } = self
+        else {
+            return Vec::new();
+        };
+        let expand = |side: &Nodes, other: &Nodes| -> Vec<ProcessId> {
+            match (side, other) {
+                (Nodes::Some(ids), _) => ids.iter().map(|&i| ProcessId(i)).collect(),
+                // A partition's `*` side: everyone not on the other side.
+                (Nodes::All, Nodes::Some(ids)) if *effect == NetEffect::Partition => (0..n as u32)
+                    .filter(|i| !ids.contains(i))
+                    .map(ProcessId)
+                    .collect(),
+                (Nodes::All, _) => (0..n as u32).map(ProcessId).collect(),
+            }
+        };
+        let (a, b) = (expand(from, to), expand(to, from));
+        let fault = |from: Vec<ProcessId>, to: Vec<ProcessId>, effect| LinkFault {
+            at: Duration::from_nanos(at.as_nanos()),
+            span: Duration::from_nanos(span.as_nanos()),
+            from,
+            to,
+            effect,
+        };
+        match *effect {
+            NetEffect::Delay(d) => vec![fault(
+                a,
+                b,
+                LinkEffect::Delay(Duration::from_nanos(d.as_nanos())),
+            )],
+            NetEffect::Loss(p) => vec![fault(a, b, LinkEffect::Loss(p))],
+            NetEffect::Partition => vec![
+                fault(a.clone(), b.clone(), LinkEffect::Partition),
+                fault(b, a, LinkEffect::Partition),
+            ],
         }
     }
 }
@@ -467,7 +635,10 @@ pub(crate) fn spawn_nodes(
     until_all_done: bool,
 ) -> Result<Launched, String> {
     let n = roles.len();
-    if let Some(f) = faults.iter().find(|f| f.node() as usize >= n) {
+    if let Some(f) = faults
+        .iter()
+        .find(|f| f.nodes().iter().any(|&i| i as usize >= n))
+    {
         return Err(format!("{f}: the run has nodes 0..{n}"));
     }
     let places: Vec<(String, Vec<String>)> = match hosts {
@@ -511,6 +682,11 @@ pub(crate) fn spawn_nodes(
     let start_at = stamp as u64 + 1_500_000_000 + 50_000_000 * n as u64;
     let cluster = ClusterFile {
         run: run_args,
+        faults: faults
+            .iter()
+            .filter(|f| matches!(f, ProcessFault::Net { .. }))
+            .map(ProcessFault::to_string)
+            .collect(),
         start_at_unix_ns: Some(start_at),
         secret: Some(format!(
             "{:016x}{:016x}",
@@ -535,6 +711,12 @@ pub(crate) fn spawn_nodes(
     .map_err(|err| format!("{}: {err}", cluster_path.display()))?;
     let exe = std::env::current_exe().map_err(|err| format!("cannot find this program: {err}"))?;
     println!("  nodes (one OS process each): {}", node_map(roles));
+    if !cluster.faults.is_empty() {
+        println!(
+            "  network faults (each node's fault layer holds back its sends): {}",
+            cluster.faults.join(", ")
+        );
+    }
     let started = Instant::now();
     // Fault times count from the nodes' time zero.
     let zero = started
@@ -576,6 +758,8 @@ pub(crate) fn spawn_nodes(
                 plan.push((at, node as usize, libc::SIGSTOP));
                 plan.push((at.saturating_add(span), node as usize, libc::SIGCONT));
             }
+            // The nodes inject these themselves (the cluster file lists them).
+            ProcessFault::Net { .. } => {}
         }
     }
     plan.sort();
@@ -796,14 +980,79 @@ mod tests {
 
     #[test]
     fn faults_parse_and_print_back() {
-        for s in ["kill:0@3s", "pause:4@2s+500ms"] {
+        for s in [
+            "kill:0@3s",
+            "pause:4@2s+500ms",
+            "delay:0>3,4@1s+2s=5ms",
+            "loss:*>0@1s+1s=0.1",
+            "partition:0,1|*@2s+1s",
+        ] {
             let f: ProcessFault = s.parse().unwrap();
             assert_eq!(f.to_string().parse::<ProcessFault>().unwrap(), f);
         }
-        for bad in ["kill:x@3s", "pause:1@2s", "stop:1@1s", "kill:1"] {
+        for bad in [
+            "kill:x@3s",
+            "pause:1@2s",
+            "stop:1@1s",
+            "kill:1",
+            "delay:0@1s+1s=1ms",
+            "delay:0>1@1s+1s",
+            "partition:0>1@1s+1s",
+        ] {
             let err = bad.parse::<ProcessFault>().unwrap_err();
-            assert!(err.contains("kill:NODE@TIME"), "{err}");
+            assert!(err.contains("kill:NODE@TIME"), "{bad}: {err}");
         }
+        let err = "loss:0>1@1s+1s=2".parse::<ProcessFault>().unwrap_err();
+        assert!(err.contains("0 to 1"), "{err}");
+        let err = "partition:*|*@1s+1s".parse::<ProcessFault>().unwrap_err();
+        assert!(err.contains("one side named"), "{err}");
+    }
+
+    #[test]
+    fn network_faults_become_the_fault_layer_s_directed_link_faults() {
+        let p = |ids: &[u32]| ids.iter().map(|&i| ProcessId(i)).collect::<Vec<_>>();
+        let cut: ProcessFault = "partition:0,1|*@2s+1s".parse().unwrap();
+        let links = cut.link_faults(4);
+        assert_eq!(links.len(), 2, "both ways");
+        assert_eq!(
+            (links[0].from.clone(), links[0].to.clone()),
+            (p(&[0, 1]), p(&[2, 3]))
+        );
+        assert_eq!(
+            (links[1].from.clone(), links[1].to.clone()),
+            (p(&[2, 3]), p(&[0, 1]))
+        );
+        assert_eq!(links[0].at, Duration::from_secs(2));
+        assert_eq!(links[0].span, Duration::from_secs(1));
+        let slow: ProcessFault = "delay:*>2@1ms+1s=5ms".parse().unwrap();
+        let links = slow.link_faults(3);
+        assert_eq!(links.len(), 1, "one way");
+        assert_eq!(links[0].from, p(&[0, 1, 2]));
+        assert_eq!(links[0].effect, LinkEffect::Delay(Duration::from_millis(5)));
+        assert!("kill:1@1s"
+            .parse::<ProcessFault>()
+            .unwrap()
+            .link_faults(3)
+            .is_empty());
+        // A cluster file carries them to the nodes, checked against its nodes.
+        let mut c = ClusterFile {
+            run: Vec::new(),
+            secret: None,
+            start_at_unix_ns: None,
+            faults: vec!["partition:0|*@1s+1s".into()],
+            nodes: (0..3)
+                .map(|i| NodeEntry {
+                    addr: format!("127.0.0.1:{}", 7000 + i),
+                    role: String::new(),
+                    exec: Vec::new(),
+                })
+                .collect(),
+        };
+        assert_eq!(c.config(1).unwrap().faults.len(), 2);
+        c.faults = vec!["delay:0>5@1s+1s=1ms".into()];
+        assert!(c.config(1).unwrap_err().contains("nodes 0..3"));
+        c.faults = vec!["kill:0@1s".into()];
+        assert!(c.config(1).unwrap_err().contains("only network faults"));
     }
 
     #[test]

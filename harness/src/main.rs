@@ -278,9 +278,14 @@ struct RunArgs {
     /// directory and check it against the five properties.
     #[arg(long)]
     log: Option<PathBuf>,
-    /// tcp runtime: a fault on a node process, repeatable: kill:NODE@TIME (SIGKILL) or
-    /// pause:NODE@TIME+DURATION (SIGSTOP, then SIGCONT), times from the nodes' start. Node
-    /// ids as the run's `nodes:` line lists them (servers first, group by group, then clients).
+    /// tcp runtime: a fault, repeatable, times from the nodes' start. On a node process:
+    /// kill:NODE@TIME (SIGKILL), pause:NODE@TIME+DURATION (SIGSTOP, then SIGCONT). On the
+    /// network, injected by the nodes' fault layer (sends held back in order, as a reliable
+    /// connection retransmits; nothing is lost): delay:FROM>TO@TIME+DURATION=DELAY,
+    /// loss:FROM>TO@TIME+DURATION=PROBABILITY (a lost send arrives 1 ms late),
+    /// partition:SIDE|SIDE@TIME+DURATION (both ways; nothing passes until it heals). Nodes:
+    /// ids separated by commas, or * for all (in a partition, all not on the other side), as
+    /// the run's `nodes:` line lists them (servers first, group by group, then clients).
     #[arg(long)]
     fault: Vec<cluster::ProcessFault>,
     /// tcp runtime: where the nodes run, a cluster file of `[[node]]` entries in process-id

@@ -867,6 +867,43 @@ fn tcp_rdmc_delivers_every_message_intact() {
     );
 }
 
+/// The network fault layer: group 0's leader cut off from every other node for 500 ms (2.5
+/// suspicion timeouts), then healed; other links delayed and lossy meanwhile. The group
+/// elects another leader, and the log checks.
+#[test]
+fn tcp_run_survives_a_partitioned_leader_and_slow_lossy_links() {
+    let log = std::env::temp_dir().join(format!("harness-tcp-net-{}", std::process::id()));
+    let o = harness(&[
+        "run",
+        "--protocol",
+        "ramcast",
+        "--runtime",
+        "tcp",
+        "--groups",
+        "2",
+        "--clients",
+        "2",
+        "--dest",
+        "random:2",
+        "--duration",
+        "2s",
+        "--fault",
+        "partition:0|*@300ms+500ms",
+        "--fault",
+        "delay:*>3@200ms+1s=2ms",
+        "--fault",
+        "loss:4>*@200ms+1s=0.2",
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(out.contains("network faults"), "{out}");
+    assert!(!out.contains("groups that changed leader 0"), "{out}");
+    assert!(out.contains("; 0 violations"), "{out}");
+    let _ = std::fs::remove_dir_all(&log);
+}
+
 /// Heron with every replica and client an OS process: the key-value store over RamCast, a
 /// replica of partition 0 (RamCast's leader) killed and one of partition 1 stopped past the
 /// suspicion timeout, the run judged by the sequential oracle and by progress after the faults.

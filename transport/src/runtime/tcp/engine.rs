@@ -22,6 +22,7 @@
 )]
 
 use super::auth;
+use super::faults::{Held, LinkFault};
 use super::wire::{self, Frame, Hello, Mac, Welcome, WireOp, WireStatus, CHUNK, PREAMBLE_LEN};
 use super::NodeShared;
 use crate::nic::{Completion, Data, Op, OpKind, Qp, Status, WrId};
@@ -120,6 +121,10 @@ struct Conn {
     error: bool,
     /// Whether the connection attempt has completed (initiator side).
     connected: bool,
+    /// Bytes written or dropped from the front of `wbuf` since the connection opened.
+    base: u64,
+    /// What the fault layer holds back ([`super::faults`]).
+    held: Held,
 }
 
 pub(super) struct Engine {
@@ -136,6 +141,9 @@ pub(super) struct Engine {
     /// Reused buffers: a synthetic payload's chunk, and socket reads.
     chunk: Vec<u8>,
     input: Vec<u8>,
+    /// The network faults this node's sends suffer, and the draws they make.
+    faults: Vec<LinkFault>,
+    rng: crate::Rng,
 }
 
 impl Engine {
@@ -145,8 +153,7 @@ impl Engine {
         listener: std::net::TcpListener,
         addrs: Vec<SocketAddr>,
         down: &[bool],
-        connect_timeout: Duration,
-        secret: Option<Vec<u8>>,
+        cfg: &super::TcpConfig,
     ) -> io::Result<Engine> {
         listener.set_nonblocking(true)?;
         let mut listener = TcpListener::from_std(listener);
@@ -175,17 +182,19 @@ impl Engine {
             })
             .collect();
         Ok(Engine {
-            shared,
             poll,
             listener,
             addrs,
             conns: Vec::new(),
             links,
             reconnects: BTreeMap::new(),
-            connect_by: now + connect_timeout,
-            secret,
+            connect_by: now + cfg.connect_timeout,
+            secret: cfg.secret.clone(),
             chunk: Vec::new(),
             input: vec![0; 64 * 1024],
+            rng: crate::Rng::derive(cfg.seed, crate::Purpose::Faults, u64::from(shared.me.0)),
+            faults: cfg.faults.clone(),
+            shared,
         })
     }
 
@@ -211,10 +220,16 @@ impl Engine {
                 if !self.shared.outbox_is_empty() || self.shared.stop.load(Ordering::SeqCst) {
                     Some(Duration::ZERO)
                 } else {
+                    let held = self
+                        .conns
+                        .iter()
+                        .flatten()
+                        .filter_map(|c| c.held.next_release());
                     self.links
                         .iter()
                         .filter(|l| l.state == LinkState::Connecting && l.conn.is_none())
                         .filter_map(|l| l.retry_at)
+                        .chain(held)
                         .min()
                         .map(|t| t.saturating_duration_since(Instant::now()))
                 };
@@ -306,6 +321,8 @@ impl Engine {
             wpos: 0,
             error: false,
             connected: link.is_none(),
+            base: 0,
+            held: Held::default(),
         });
         Some(i)
     }
@@ -938,19 +955,37 @@ impl Engine {
         }
     }
 
-    /// Writes what the socket takes now; the rest waits for the next writable event.
+    /// Writes what the socket takes now, of what the fault layer lets go; the rest waits for
+    /// the next writable event or release.
     fn flush(&mut self, c: usize) {
+        let me = self.shared.me;
         let Some(conn) = self.conns[c].as_mut() else {
             return;
         };
         if !conn.connected {
             return;
         }
+        let end = if self.faults.is_empty() {
+            conn.wbuf.len()
+        } else {
+            let peer = conn.link.map(|l| self.links[l].peer).or(conn.peer);
+            let now = Instant::now();
+            let t = self
+                .shared
+                .zero
+                .get()
+                .map(|z| now.saturating_duration_since(*z));
+            let queued = conn.base + conn.wbuf.len() as u64;
+            let free = conn
+                .held
+                .releasable(queued, &self.faults, me, peer, now, t, &mut self.rng);
+            (free - conn.base) as usize
+        };
         let result = loop {
-            if conn.wpos == conn.wbuf.len() {
+            if conn.wpos >= end {
                 break Ok(());
             }
-            match conn.stream.write(&conn.wbuf[conn.wpos..]) {
+            match conn.stream.write(&conn.wbuf[conn.wpos..end]) {
                 Ok(0) => break Err("the connection accepts no more bytes".to_string()),
                 Ok(n) => conn.wpos += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Ok(()),
@@ -959,9 +994,11 @@ impl Engine {
             }
         };
         if conn.wpos == conn.wbuf.len() {
+            conn.base += conn.wbuf.len() as u64;
             conn.wbuf.clear();
             conn.wpos = 0;
         } else if conn.wpos > (1 << 20) && 2 * conn.wpos > conn.wbuf.len() {
+            conn.base += conn.wpos as u64;
             conn.wbuf.drain(..conn.wpos);
             conn.wpos = 0;
         }

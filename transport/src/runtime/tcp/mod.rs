@@ -27,7 +27,9 @@
 //! it; its peers complete everything outstanding towards it, and everything posted later, with
 //! `PeerUnreachable`. A stopped process (`SIGSTOP`) keeps its connections: its peers' ops wait in
 //! the socket buffers and land when it resumes, which is how a false suspicion looks on real
-//! hardware too.
+//! hardware too. Delays, losses and partitions between nodes come from a userspace fault layer
+//! in the NIC thread ([`faults`], [`TcpConfig::faults`]): it holds sends back, in order, as a
+//! reliable connection's retransmissions would.
 //!
 //! # Departures from RDMA, by necessity
 //! - Time is each node's own monotonic clock from the moment its bootstrap finished; nodes do
@@ -44,6 +46,7 @@
 
 mod auth;
 mod engine;
+pub mod faults;
 pub mod wire;
 
 use crate::nic::{validate, Completion, Nic, NicLimits, Op, OpError, Recv, WrId};
@@ -80,6 +83,8 @@ pub struct TcpConfig {
     /// zero and start together. A node whose bootstrap ends later starts at once, its clock
     /// already past zero. `None`: each node's clock starts when its bootstrap ends.
     pub start_at: Option<std::time::SystemTime>,
+    /// Network faults between the nodes ([`faults`]), timed from the node's time zero.
+    pub faults: Vec<faults::LinkFault>,
 }
 
 impl Default for TcpConfig {
@@ -92,6 +97,7 @@ impl Default for TcpConfig {
             secret: None,
             verbose: false,
             start_at: None,
+            faults: Vec::new(),
         }
     }
 }
@@ -120,6 +126,8 @@ struct NodeShared {
     /// Every link is up or given up on: the process may start.
     ready: AtomicBool,
     ready_signal: (Mutex<bool>, Condvar),
+    /// The node's time zero, once its process starts (the fault layer times faults from it).
+    zero: OnceLock<Instant>,
     events: Mutex<Vec<String>>,
     verbose: bool,
 }
@@ -444,6 +452,7 @@ fn node_shared(s: &NodeSpec<'_>) -> Arc<NodeShared> {
         crashed: AtomicBool::new(false),
         ready: AtomicBool::new(false),
         ready_signal: (Mutex::new(false), Condvar::new()),
+        zero: OnceLock::new(),
         events: Mutex::new(Vec::new()),
         verbose: s.cfg.verbose,
     })
@@ -469,8 +478,7 @@ fn drive<P: Process<TcpNic>>(
         listener,
         spec.addrs,
         &spec.down,
-        spec.cfg.connect_timeout,
-        spec.cfg.secret.clone(),
+        spec.cfg,
     )?;
     let id = spec.id;
     let spin_polls = spec.cfg.spin_polls;
@@ -500,6 +508,7 @@ fn drive<P: Process<TcpNic>>(
                 now.checked_sub(behind).unwrap_or(now)
             }
         };
+        let _ = shared.zero.set(start);
         let mut nic = TcpNic {
             shared: shared.clone(),
             rng: Rng::derive(seed, Purpose::Protocol, id.0 as u64),
