@@ -358,6 +358,11 @@ fn run_bulk(a: RunArgs) -> Result<ExitCode, String> {
         r.missing,
         r.failures
     );
+    if let Some(u) = r.unresolved {
+        println!(
+            "members were killed, so the group fails and what was in flight may reach some receivers only (RDMC's promise under failures); surviving members that neither completed every message of a group nor were told it failed: {u}"
+        );
+    }
     println!(
         "wall {:.2} s{}; peak memory {}",
         r.wall.as_secs_f64(),

@@ -842,6 +842,32 @@ fn tcp_run_survives_a_killed_leader_and_a_paused_follower() {
 
 /// RDMC on the tcp runtime: every member a node process; the run ends once all are done, and
 /// every receiver's copy is checked against what the root sent.
+/// RDMC with a member killed mid-run: the group fails, every survivor is told so, and nothing
+/// corrupt, out of sequence or after the failure is delivered (RDMC's promise under failures).
+#[test]
+fn tcp_rdmc_with_a_killed_member_tells_every_survivor() {
+    let o = harness(&[
+        "run",
+        "--protocol",
+        "rdmc",
+        "--runtime",
+        "tcp",
+        "--nodes",
+        "4",
+        "--size",
+        "4MB",
+        "--messages",
+        "400",
+        "--fault",
+        "kill:2@700ms",
+    ]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(out.contains("0 corrupt"), "{out}");
+    assert!(out.contains("3 failure upcalls"), "{out}");
+    assert!(out.contains("nor were told it failed: 0"), "{out}");
+}
+
 #[test]
 fn tcp_rdmc_delivers_every_message_intact() {
     let o = harness(&[

@@ -106,6 +106,11 @@ pub(crate) struct BulkResult {
     pub(crate) failures: usize,
     /// Receiver completions that never came.
     pub(crate) missing: usize,
+    /// In a run where members were killed: the (surviving member, group) pairs where the
+    /// member neither completed every message nor was told the group failed. RDMC promises
+    /// no more under failures (a failed group stops; what was in flight may reach some
+    /// receivers only), so such a run is judged by this and `corrupt`, not by `missing`.
+    pub(crate) unresolved: Option<usize>,
     pub(crate) wall: Duration,
     /// Simulator events, on sim.
     pub(crate) events: Option<u64>,
@@ -142,9 +147,14 @@ impl BulkResult {
         self.transfers.len() as f64 * 1e9 / end.as_nanos().max(1) as f64
     }
 
-    /// Whether every message reached every receiver intact.
+    /// Whether every message reached every receiver intact or, in a run where members were
+    /// killed, whether RDMC kept its promises under failure (see [`BulkResult::unresolved`]).
     pub(crate) fn clean(&self) -> bool {
-        self.corrupt == 0 && self.failures == 0 && self.missing == 0
+        self.corrupt == 0
+            && match self.unresolved {
+                None => self.failures == 0 && self.missing == 0,
+                Some(u) => u == 0,
+            }
     }
 }
 
@@ -475,6 +485,7 @@ impl BulkSpec {
             corrupt,
             failures,
             missing,
+            unresolved: None,
             wall,
             events,
         }
@@ -500,7 +511,19 @@ impl BulkSpec {
                 outcomes.push(launched.report::<MemberOutcome>(i)?);
             }
         }
-        Ok(self.result(&outcomes, launched.wall, None))
+        let mut r = self.result(&outcomes, launched.wall, None);
+        if launched.killed.contains(&true) {
+            let unresolved = outcomes
+                .iter()
+                .flat_map(|m| (0..self.senders as u32).map(move |g| (m, g)))
+                .filter(|(m, g)| {
+                    let completed = m.done.iter().filter(|t| t.group == *g).count();
+                    completed < self.messages && !m.failed_groups.contains(g)
+                })
+                .count();
+            r.unresolved = Some(unresolved);
+        }
+        Ok(r)
     }
 
     /// Runs member `id` as node `id` of `cluster`, and writes its outcome to `report`.
@@ -634,6 +657,8 @@ pub(crate) struct MemberOutcome {
     pub(crate) corrupt: usize,
     /// Its failure upcalls.
     pub(crate) failures: usize,
+    /// The groups whose failure upcall it got.
+    pub(crate) failed_groups: Vec<u32>,
     /// Its completions.
     pub(crate) done: Vec<MemberTime>,
 }
@@ -644,6 +669,7 @@ impl Member {
         MemberOutcome {
             corrupt: self.corrupt + self.out_of_order + self.after_failure,
             failures: self.failed.len(),
+            failed_groups: self.failed.iter().map(|&(g, _)| g).collect(),
             done: self.done.clone(),
         }
     }
