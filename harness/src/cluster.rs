@@ -110,6 +110,31 @@ impl ClusterFile {
             .collect()
     }
 
+    /// Checks that this file describes a deployment of `roles` (every node's, in process
+    /// order), and that node `id` is one of them.
+    pub(crate) fn check_node(&self, id: usize, roles: &[String]) -> Result<(), String> {
+        if self.nodes.len() != roles.len() {
+            return Err(format!(
+                "the cluster file lists {} nodes, the run it names deploys {}",
+                self.nodes.len(),
+                roles.len()
+            ));
+        }
+        let Some(role) = roles.get(id) else {
+            return Err(format!(
+                "--id {id}: the cluster has nodes 0..{}",
+                roles.len()
+            ));
+        };
+        if self.nodes[id].role != *role {
+            return Err(format!(
+                "node {id} is a {role} in this deployment, the cluster file says `{}`: regenerate the file from the same run",
+                self.nodes[id].role
+            ));
+        }
+        Ok(())
+    }
+
     /// The configuration every node of this cluster runs with.
     pub(crate) fn config(&self, seed: u64) -> Result<TcpConfig, String> {
         let n = self.nodes.len();
@@ -217,28 +242,11 @@ where
     S: Server + Observed,
     Node<S, C>: Process<TcpNic> + Send,
 {
-    if cluster.nodes.len() != nodes.len() {
-        return Err(format!(
-            "the cluster file lists {} nodes, the run it names deploys {}",
-            cluster.nodes.len(),
-            nodes.len()
-        ));
-    }
-    let Some(entry) = cluster.nodes.get(id) else {
-        return Err(format!(
-            "--id {id}: the cluster has nodes 0..{}",
-            nodes.len()
-        ));
-    };
+    let mut roles: Vec<String> = nodes.iter().map(role_of).collect();
+    cluster.check_node(id, &roles)?;
     let specs: Vec<_> = nodes.iter().map(Process::<TcpNic>::regions).collect();
     let node = nodes.into_iter().nth(id).expect("checked");
-    let role = role_of(&node);
-    if role != entry.role {
-        return Err(format!(
-            "node {id} is a {role} in this deployment, the cluster file says `{}`: regenerate the file from the same run",
-            entry.role
-        ));
-    }
+    let role = roles.swap_remove(id);
     let limit = e.warmup.saturating_add(e.duration).saturating_add(DRAIN);
     let run = run_as_node(
         cluster,
@@ -1053,6 +1061,16 @@ mod tests {
         assert!(c.config(1).unwrap_err().contains("nodes 0..3"));
         c.faults = vec!["kill:0@1s".into()];
         assert!(c.config(1).unwrap_err().contains("only network faults"));
+        // Node ids and roles are checked against the deployment a node builds.
+        let roles = vec![String::new(); 3];
+        assert!(c.check_node(2, &roles).is_ok());
+        assert!(c.check_node(3, &roles).unwrap_err().contains("--id 3"));
+        assert!(c
+            .check_node(0, &roles[..2])
+            .unwrap_err()
+            .contains("lists 3 nodes"));
+        let client = vec!["client".to_string(); 3];
+        assert!(c.check_node(1, &client).unwrap_err().contains("regenerate"));
     }
 
     #[test]

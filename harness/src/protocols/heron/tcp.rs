@@ -109,21 +109,7 @@ impl Exec for Node<'_> {
             client,
         );
         let specs: Vec<_> = nodes.iter().map(Process::<TcpNic>::regions).collect();
-        let Some(role) = roles.get(self.id) else {
-            return Err(format!(
-                "--id {}: the deployment has nodes 0..{}",
-                self.id,
-                roles.len()
-            ));
-        };
-        if let Some(entry) = self.cluster.nodes.get(self.id) {
-            if entry.role != *role {
-                return Err(format!(
-                    "node {} is a {role} in this deployment, the cluster file says `{}`: regenerate the file from the same run",
-                    self.id, entry.role
-                ));
-            }
-        }
+        self.cluster.check_node(self.id, &roles)?;
         let node = nodes
             .into_iter()
             .nth(self.id)
