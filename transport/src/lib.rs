@@ -58,6 +58,8 @@
 
 pub mod changes;
 pub mod chaos;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 pub mod memory;
 pub mod mesh;
 pub mod nic;
