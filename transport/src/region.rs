@@ -197,4 +197,17 @@ impl RegionTable {
     pub fn len_of(&self, process: ProcessId, region: RegionId) -> Option<usize> {
         self.lens.get(process.index())?.get(region.index()).copied()
     }
+
+    /// A digest of the table: two nodes of a run agree on the deployment iff their digests
+    /// match (the tcp and verbs runtimes check it at connect).
+    pub fn digest(&self) -> u64 {
+        let mut h = crate::rng::mix64(self.processes() as u64);
+        for (p, lens) in self.lens.iter().enumerate() {
+            for (r, &len) in lens.iter().enumerate() {
+                h = crate::rng::mix64(h ^ len as u64 ^ (r as u64) << 48 ^ (p as u64) << 32);
+            }
+            h = crate::rng::mix64(h ^ 0xE0D);
+        }
+        h
+    }
 }

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 /// One region of one process, shared by every thread.
 #[derive(Debug)]
 pub(crate) struct SharedRegion {
-    words: Box<[AtomicU64]>,
+    words: Words,
     /// Per-peer access. A remote op holds its peer's lock while it checks and copies, so once
     /// `set_access` (which takes the same lock) returns, no later word of that peer lands.
     pub(crate) access: Box<[Mutex<Access>]>,
@@ -18,7 +18,7 @@ pub(crate) struct SharedRegion {
 impl SharedRegion {
     pub(crate) fn new(len: usize, access: Vec<Access>) -> SharedRegion {
         SharedRegion {
-            words: (0..len.div_ceil(8)).map(|_| AtomicU64::new(0)).collect(),
+            words: Words::new(len),
             access: access.into_iter().map(Mutex::new).collect(),
         }
     }
@@ -35,10 +35,46 @@ impl SharedRegion {
         let access = self.access[peer].lock().expect("access lock poisoned");
         allowed(*access).then(|| op(self))
     }
+}
+
+impl std::ops::Deref for SharedRegion {
+    type Target = Words;
+    fn deref(&self) -> &Words {
+        &self.words
+    }
+}
+
+/// A region's bytes as 8-byte atomic words: what a process and its NIC (a thread of the
+/// runtime, or real hardware writing by DMA) share. Every word access is atomic, so no word
+/// tears; a longer write lands word by word in ascending address order.
+#[derive(Debug)]
+pub struct Words {
+    words: Box<[AtomicU64]>,
+}
+
+impl Words {
+    /// `len` bytes of zeros (rounded up to whole words, at least one).
+    pub fn new(len: usize) -> Words {
+        Words {
+            words: (0..len.div_ceil(8).max(1))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        }
+    }
+
+    /// The address of the first byte (stable for the memory's lifetime), for a NIC to register.
+    pub fn addr(&self) -> usize {
+        self.words.as_ptr() as usize
+    }
+
+    /// Bytes held (whole words).
+    pub fn capacity(&self) -> usize {
+        self.words.len() * 8
+    }
 
     /// Stores `data` at `offset`, word by word in ascending address order. Partial words at the
     /// edges are merged with a compare-and-swap loop so neighbouring bytes are never clobbered.
-    pub(crate) fn write(&self, offset: usize, data: &[u8]) {
+    pub fn write(&self, offset: usize, data: &[u8]) {
         let mut pos = offset;
         let mut i = 0;
         while i < data.len() {
@@ -67,7 +103,7 @@ impl SharedRegion {
     }
 
     /// Stores a write op's payload at `offset` (synthetic payloads regenerated chunk by chunk).
-    pub(crate) fn write_data(&self, offset: usize, data: &Data) {
+    pub fn write_data(&self, offset: usize, data: &Data) {
         match data {
             Data::Bytes(b) => self.write(offset, b),
             Data::Inline(i) => self.write(offset, i),
@@ -85,7 +121,7 @@ impl SharedRegion {
     }
 
     /// Loads bytes at `offset` into `out`, word by word in ascending order.
-    pub(crate) fn read(&self, offset: usize, out: &mut [u8]) {
+    pub fn read(&self, offset: usize, out: &mut [u8]) {
         let mut pos = offset;
         let mut i = 0;
         while i < out.len() {
@@ -100,7 +136,7 @@ impl SharedRegion {
     }
 
     /// The aligned word at `offset`.
-    pub(crate) fn word(&self, offset: usize) -> &AtomicU64 {
+    pub fn word(&self, offset: usize) -> &AtomicU64 {
         &self.words[offset / 8]
     }
 }

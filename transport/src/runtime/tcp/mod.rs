@@ -244,20 +244,6 @@ impl NodeShared {
     }
 }
 
-/// A digest of a region table: two nodes agree on the deployment iff their digests match.
-fn digest(table: &RegionTable) -> u64 {
-    let mut h = crate::rng::mix64(table.processes() as u64);
-    for p in 0..table.processes() {
-        let mut r = 0;
-        while let Some(len) = table.len_of(ProcessId(p as u32), crate::RegionId(r)) {
-            h = crate::rng::mix64(h ^ len as u64 ^ (r as u64) << 48 ^ (p as u64) << 32);
-            r += 1;
-        }
-        h = crate::rng::mix64(h ^ 0xE0D);
-    }
-    h
-}
-
 /// The NIC a process of the tcp runtime polls with.
 pub struct TcpNic {
     shared: Arc<NodeShared>,
@@ -437,7 +423,7 @@ fn node_shared(s: &NodeSpec<'_>) -> Arc<NodeShared> {
             .iter()
             .map(|r| SharedRegion::new(r.len, r.access_table(n)))
             .collect(),
-        table_digest: digest(&table),
+        table_digest: table.digest(),
         table,
         limits: s.cfg.limits,
         outbox: Mutex::new(Vec::new()),

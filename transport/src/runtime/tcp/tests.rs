@@ -109,7 +109,7 @@ impl Raw {
             to: ProcessId(0),
             qp: 0,
             regions: vec![8],
-            table: digest(table),
+            table: table.digest(),
             nonce: [1; 16],
         }));
         let welcome = self.next().expect("a welcome");

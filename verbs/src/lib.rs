@@ -1,0 +1,70 @@
+//! The `verbs` runtime: the workbench's protocols, unchanged, on real RDMA queue pairs
+//! (InfiniBand, RoCE, SoftRoCE) through ibverbs.
+//!
+//! The protocols see the same [`transport::Nic`] as on the simulator, `local` and `tcp`; this
+//! runtime maps it onto one device:
+//!
+//! | model (`transport`) | verbs |
+//! |---|---|
+//! | a region ([`transport::RegionSpec`]) | word-atomic memory ([`transport::runtime::shared_memory::Words`]) registered once for local use and once per peer ([`access`]) |
+//! | [`transport::Qp::Data`], [`transport::Qp::Control`] to each peer | one RC queue pair each, itself included |
+//! | write, inline write, read, compare-and-swap, fetch-and-add | `IBV_WR_RDMA_WRITE` (with `IBV_SEND_INLINE` up to the queue pair's inline limit), `IBV_WR_RDMA_READ`, `IBV_WR_ATOMIC_CMP_AND_SWP`, `IBV_WR_ATOMIC_FETCH_AND_ADD` |
+//! | write-with-immediate | the write, then a header message on the same queue pair (see *Departures*) |
+//! | send and receive | `IBV_WR_SEND` into receive buffers posted per queue pair |
+//! | signalled or not | selective signalling, with a hidden signal every half send queue ([`signal`]) |
+//! | completions and their status | work completions mapped by [`completion`] |
+//! | `SetAccess` | queue-pair access flags (fast) or re-registration and reconnect (slow), [`access`] |
+//! | `Reconnect` | both ends' queue pairs reset and re-connected through the bootstrap channel ([`bootstrap`]) |
+//! | a full send queue | the op waits in the runtime's backlog (never dropped, never an error) |
+//!
+//! What is built where:
+//! - always (no native dependency, tested here): [`device`] discovery and its "no RDMA device"
+//!   report, the completion mapping, access bookkeeping, selective signalling, staging rings,
+//!   and the bootstrap messages with their TCP exchange;
+//! - with the `rdma` feature (ibverbs through `sideway`): [`rdma::VerbsRuntime`], every node of
+//!   a run as threads of one OS process, each with its own protection domain, queue pairs and
+//!   memory on one device, connected to each other through the device. The transport
+//!   conformance suite runs on it when `RDMA_DEVICE` names a device (`tests/conformance.rs`).
+//!
+//! Why `sideway`: it is maintained, MPL-2.0, and wraps everything this runtime needs (RC queue
+//! pairs, RDMA write with and without immediate, reads, both atomics, inline data, selective
+//! signalling, access-flag changes on a live queue pair). The `rdma` crate (0.3) cannot post an
+//! RDMA WRITE, and `async-rdma` is GPL-3.0 and signals every work request. Its `rdma-mummy-sys`
+//! loads rdma-core at run time, so a binary built with the feature runs (and reports no device)
+//! on a machine without rdma-core.
+//!
+//! # Departures from the model, by necessity
+//! - **Write-with-immediate** is the write followed by a header message (immediate, region,
+//!   offset, length) on the same queue pair: a real `IBV_WR_RDMA_WRITE_WITH_IMM` completion
+//!   tells the receiver the immediate and the length but not where the bytes landed, which the
+//!   model's [`transport::Recv::Immediate`] names (RDMC's receiver uses it to find the group).
+//!   RC order makes the bytes visible before the header is received, as with a real immediate.
+//! - **Reconnect** resets the queue pairs at both ends (an RC queue pair's sequence numbers
+//!   cannot be re-synchronised from one side): ops the peer had in flight towards the
+//!   reconnecting process complete `Flushed`, which the model reserves for the reconnecting
+//!   side. The peer's queue pairs are up again at once, so its own `Reconnect` then completes
+//!   at once, without a second reset.
+//! - **A slow-path access change** (one region of several, [`access`]) re-registers the region
+//!   and reconnects the peer, flushing its ops in flight, where the model lets the peer's ops to
+//!   other regions go on.
+//! - **Crashes** are noticed by the transport's retries: ops to a crashed peer complete
+//!   `PeerUnreachable` after about `retry_cnt` x the ACK timeout (the model: at once).
+//! - **Time** is each node's monotonic clock from the run's start.
+
+#![deny(missing_docs)]
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the verbs runtime is where real time, threads and devices enter"
+)]
+
+pub mod access;
+pub mod bootstrap;
+pub mod completion;
+pub mod device;
+pub mod signal;
+pub mod staging;
+
+#[cfg(feature = "rdma")]
+pub mod rdma;
+
+pub use device::{discover, DeviceChoice, DeviceInfo, NoDevice, NO_DEVICE};
