@@ -457,11 +457,25 @@ enum RuntimeKind {
     Tcp,
 }
 
+/// The runtimes `bench transport` and `calibrate hardware` measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum TransportRuntime {
+    /// Deterministic discrete-event simulator with a hardware profile.
+    Sim,
+    /// Real threads and shared memory in this process.
+    Local,
+    /// Two nodes of the tcp runtime as threads of this process, over loopback.
+    Tcp,
+    /// Two nodes on a real RDMA device (RDMA_DEVICE, RDMA_PORT, RDMA_GID_INDEX name it; a
+    /// build with `--features verbs`), as perftest measures it.
+    Verbs,
+}
+
 #[derive(Args, Debug)]
 struct TransportArgs {
     /// Runtime to measure.
     #[arg(long, value_enum, default_value = "sim")]
-    runtime: RuntimeKind,
+    runtime: TransportRuntime,
     /// Hardware profile (sim only): a built-in name (see `harness profiles`) or a .toml path.
     #[arg(long, default_value = DEFAULT_PROFILE)]
     profile: String,

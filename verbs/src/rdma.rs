@@ -231,6 +231,56 @@ fn register(
         .map_err(|e| format!("ibv_reg_mr of {} bytes failed: {e}", mem.capacity()))
 }
 
+/// An RC queue pair on `cq` with the configured depths and the largest inline limit the device
+/// grants, from `*inline` down (halving): `*inline` is left at the limit granted.
+fn create_qp(
+    pd: &Arc<ProtectionDomain>,
+    cq: &Arc<BasicCompletionQueue>,
+    cfg: &VerbsConfig,
+    inline: &mut u32,
+) -> Result<BasicQueuePair, String> {
+    loop {
+        let built = pd
+            .create_qp_builder()
+            .setup_qp_type(QueuePairType::ReliableConnection)
+            .setup_max_send_wr(cfg.send_depth as u32)
+            .setup_max_recv_wr(cfg.recv_depth as u32)
+            .setup_max_send_sge(1)
+            .setup_max_recv_sge(1)
+            .setup_max_inline_data(*inline)
+            .setup_send_cq(cq.clone())
+            .setup_recv_cq(cq.clone())
+            .build();
+        match built {
+            Ok(qp) => return Ok(qp),
+            // The device grants less inline data: ask for less.
+            Err(_) if *inline > 0 => *inline /= 2,
+            Err(e) => return Err(format!("ibv_create_qp failed: {e}")),
+        }
+    }
+}
+
+/// The limits a node of a run with `cfg` reports to its process (the inline limit is what the
+/// device grants a queue pair), found by creating one queue pair.
+pub fn probe_limits(cfg: &VerbsConfig) -> Result<NicLimits, NoDevice> {
+    let (ctx, info, _) = open_device(&cfg.device)?;
+    let refused = |what: &str, e: String| NoDevice::new(format!("{}: {what}: {e}", info.name));
+    let pd = ctx
+        .alloc_pd()
+        .map_err(|e| refused("ibv_alloc_pd", e.to_string()))?;
+    let cq = ctx
+        .create_cq_builder()
+        .setup_cqe(64)
+        .build()
+        .map_err(|e| refused("ibv_create_cq", e.to_string()))?;
+    let mut inline = cfg.inline;
+    create_qp(&pd, &cq, cfg, &mut inline).map_err(|e| refused("a queue pair", e))?;
+    Ok(NicLimits {
+        inline_max: inline as usize,
+        send_max: cfg.recv_size - HEADER,
+    })
+}
+
 /// The exchange of bootstrap messages between the node threads of one OS process, and what
 /// the run's threads share.
 #[derive(Debug)]
@@ -515,25 +565,7 @@ impl VerbsNic {
                 let stage_mr = register(&pd, &stage_mem, Rights::NONE)?;
                 let recv_mem = Words::new(cfg.recv_depth * cfg.recv_size);
                 let recv_mr = register(&pd, &recv_mem, Rights::NONE)?;
-                let qp = loop {
-                    let built = pd
-                        .create_qp_builder()
-                        .setup_qp_type(QueuePairType::ReliableConnection)
-                        .setup_max_send_wr(cfg.send_depth as u32)
-                        .setup_max_recv_wr(cfg.recv_depth as u32)
-                        .setup_max_send_sge(1)
-                        .setup_max_recv_sge(1)
-                        .setup_max_inline_data(inline)
-                        .setup_send_cq(cq.clone())
-                        .setup_recv_cq(cq.clone())
-                        .build();
-                    match built {
-                        Ok(qp) => break qp,
-                        // The device grants less inline data: ask for less.
-                        Err(_) if inline > 0 => inline /= 2,
-                        Err(e) => return Err(format!("ibv_create_qp failed: {e}")),
-                    }
-                };
+                let qp = create_qp(&pd, &cq, cfg, &mut inline)?;
                 links.push(Link {
                     qp,
                     sq: SendQueue::new(cfg.send_depth),

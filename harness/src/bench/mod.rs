@@ -6,11 +6,74 @@ pub(crate) mod sim_speed;
 pub(crate) mod transport;
 
 use self::transport::{self as perf, Row, Runtime};
-use crate::{plot, RuntimeKind, SimSpeedArgs, TransportArgs, COMMIT};
+use crate::{plot, SimSpeedArgs, TransportArgs, TransportRuntime, COMMIT};
 use ::transport::runtime::local::{thread_count, LocalConfig};
 use ::transport::runtime::sim::Profile;
 use ::transport::Nanos;
 use std::process::ExitCode;
+
+/// The runtime a transport measurement runs on (`bench transport`, `calibrate hardware`).
+pub(crate) fn runtime_of(
+    kind: TransportRuntime,
+    profile: &str,
+    seed: u64,
+    threads: Option<usize>,
+) -> Result<Runtime, String> {
+    Ok(match kind {
+        TransportRuntime::Sim => Runtime::Sim {
+            profile: Box::new(Profile::load(profile).map_err(|e| e.to_string())?),
+            seed,
+        },
+        TransportRuntime::Local => {
+            if threads == Some(0) {
+                return Err("--threads must be at least 1".into());
+            }
+            Runtime::Local {
+                cfg: LocalConfig {
+                    threads: threads.unwrap_or(0),
+                    seed,
+                    ..LocalConfig::default()
+                },
+            }
+        }
+        TransportRuntime::Tcp => Runtime::Tcp {
+            cfg: Box::new(::transport::runtime::tcp::TcpConfig {
+                seed,
+                ..Default::default()
+            }),
+        },
+        TransportRuntime::Verbs => verbs_runtime(seed)?,
+    })
+}
+
+/// Two nodes on the device the environment names (RDMA_DEVICE, RDMA_PORT, RDMA_GID_INDEX).
+#[cfg(feature = "verbs")]
+fn verbs_runtime(seed: u64) -> Result<Runtime, String> {
+    let cfg = verbs::rdma::VerbsConfig {
+        seed,
+        device: verbs::DeviceChoice::from_env()?,
+        ..Default::default()
+    };
+    let info = verbs::discover(&cfg.device).map_err(|e| e.to_string())?;
+    let limits = verbs::rdma::probe_limits(&cfg).map_err(|e| e.to_string())?;
+    println!(
+        "device: {info}; inline limit granted {} B",
+        limits.inline_max
+    );
+    Ok(Runtime::Verbs {
+        cfg: Box::new(cfg),
+        limits,
+        device: info.name,
+    })
+}
+
+#[cfg(not(feature = "verbs"))]
+fn verbs_runtime(_seed: u64) -> Result<Runtime, String> {
+    Err(format!(
+        "{}: this harness was built without the verbs runtime; build it with `cargo run --release -p harness --features verbs -- ...` (scripts/verbs-deps.sh installs what that build needs)",
+        verbs::NO_DEVICE
+    ))
+}
 
 /// `harness bench transport`.
 pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
@@ -23,35 +86,15 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
         sizes = vec![64];
     }
     let warmup = a.warmup.unwrap_or(a.iterations / 10);
-    let runtime = match a.runtime {
-        RuntimeKind::Sim => Runtime::Sim {
-            profile: Box::new(Profile::load(&a.profile).map_err(|e| e.to_string())?),
-            seed: a.seed,
-        },
-        RuntimeKind::Local => {
-            if a.threads == Some(0) {
-                return Err("--threads must be at least 1".into());
-            }
-            Runtime::Local {
-                cfg: LocalConfig {
-                    threads: a.threads.unwrap_or(0),
-                    seed: a.seed,
-                    ..LocalConfig::default()
-                },
-            }
-        }
-        RuntimeKind::Tcp => Runtime::Tcp {
-            cfg: Box::new(::transport::runtime::tcp::TcpConfig {
-                seed: a.seed,
-                ..Default::default()
-            }),
-        },
-    };
+    let runtime = runtime_of(a.runtime, &a.profile, a.seed, a.threads)?;
     let threads = match &runtime {
         Runtime::Local { cfg } => thread_count(cfg, 2),
         Runtime::Sim { .. } => 1,
         // Per node: the protocol thread and the NIC thread.
         Runtime::Tcp { .. } => 4,
+        // Per node: the protocol thread (the NIC is the device).
+        #[cfg(feature = "verbs")]
+        Runtime::Verbs { .. } => 2,
     };
     println!(
         "harness bench transport: runtime={} seed={} commit={} iterations={} warmup={} tx_depth={} cq_mod={} threads={}",
@@ -67,7 +110,7 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
     if let Runtime::Sim { profile, .. } = &runtime {
         println!("{}", profile.describe());
     }
-    if a.qperf && a.runtime != RuntimeKind::Tcp {
+    if a.qperf && a.runtime != TransportRuntime::Tcp {
         return Err("--qperf compares the tcp runtime with raw TCP: add --runtime tcp".into());
     }
     let qperf = a.qperf.then(qperf::Server::start).transpose()?;

@@ -246,6 +246,14 @@ pub(crate) enum Runtime {
     Tcp {
         cfg: Box<TcpConfig>,
     },
+    /// The two nodes as threads of this process on a real RDMA device.
+    #[cfg(feature = "verbs")]
+    Verbs {
+        cfg: Box<verbs::rdma::VerbsConfig>,
+        /// What the device grants (the inline limit).
+        limits: transport::NicLimits,
+        device: String,
+    },
 }
 
 impl Runtime {
@@ -254,6 +262,8 @@ impl Runtime {
             Runtime::Sim { .. } => "sim",
             Runtime::Local { .. } => "local",
             Runtime::Tcp { .. } => "tcp",
+            #[cfg(feature = "verbs")]
+            Runtime::Verbs { .. } => "verbs",
         }
     }
 
@@ -261,6 +271,8 @@ impl Runtime {
         match self {
             Runtime::Sim { profile, .. } => profile.name.clone(),
             Runtime::Local { .. } | Runtime::Tcp { .. } => "-".to_string(),
+            #[cfg(feature = "verbs")]
+            Runtime::Verbs { device, .. } => device.clone(),
         }
     }
 
@@ -270,6 +282,8 @@ impl Runtime {
             Runtime::Sim { profile, .. } => profile.nic.inline_max_bytes,
             Runtime::Local { cfg } => cfg.limits.inline_max,
             Runtime::Tcp { cfg } => cfg.limits.inline_max,
+            #[cfg(feature = "verbs")]
+            Runtime::Verbs { limits, .. } => limits.inline_max,
         }
     }
 
@@ -290,6 +304,12 @@ impl Runtime {
             Runtime::Tcp { cfg } => {
                 let rt = TcpRuntime::new((**cfg).clone(), procs)
                     .map_err(|e| format!("no loopback sockets: {e}"))?;
+                rt.run(std::time::Duration::from_secs(300)).processes
+            }
+            #[cfg(feature = "verbs")]
+            Runtime::Verbs { cfg, .. } => {
+                let rt = verbs::rdma::VerbsRuntime::new((**cfg).clone(), procs)
+                    .map_err(|e| e.to_string())?;
                 rt.run(std::time::Duration::from_secs(300)).processes
             }
         };

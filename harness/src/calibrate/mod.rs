@@ -1,10 +1,12 @@
 //! `harness calibrate`: produces software profiles. `calibrate software` times each kind of
 //! work of our code on this machine ([`probes`]) and writes the `measured` profile;
 //! `calibrate paper NAME` fits a paper prototype's profile to its one published number
-//! ([`fit`]). The files land where the built-ins live (`transport/software/`), stamped with the
+//! ([`fit`]); `calibrate hardware` measures a device and writes a hardware profile
+//! ([`hardware`]). The software files land where the built-ins live (`transport/software/`), stamped with the
 //! commit and the date, so a researcher can regenerate them and see the diff.
 
 mod fit;
+mod hardware;
 mod probes;
 
 pub(crate) use fit::{PaperSoftware, Prices};
@@ -28,6 +30,10 @@ pub(crate) enum CalibrateCommand {
     /// a bandwidth of large messages: Ridge's; Heron's keeps RamCast's prices and fits its
     /// price per row alone). Prints every factor tried.
     Paper(PaperArgs),
+    /// Measures RDMA writes on a runtime as perftest does (on `verbs`: a real device) and
+    /// writes a hardware profile for the simulator: latency, its distribution, bandwidth and
+    /// the inline limit measured, every other cost kept from a base profile and named as such.
+    Hardware(hardware::HardwareArgs),
 }
 
 /// `harness calibrate software`.
@@ -71,6 +77,7 @@ pub(crate) fn command(c: CalibrateCommand, commit: &str) -> Result<ExitCode, Str
     match c {
         CalibrateCommand::Software(a) => software(a, commit),
         CalibrateCommand::Paper(a) => paper(a, commit),
+        CalibrateCommand::Hardware(a) => hardware::command(a, commit),
     }
 }
 

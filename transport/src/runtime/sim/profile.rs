@@ -358,6 +358,12 @@ impl Profile {
         Profile::parse(name_or_path, &text)
     }
 
+    /// The TOML text of a built-in profile by name, or of a file by path (to derive a new
+    /// profile from, keeping its comments' sources in view).
+    pub fn text(name_or_path: &str) -> Result<String, ProfileError> {
+        load_text("profile", BUILTIN, name_or_path)
+    }
+
     /// Parses and validates a profile from TOML text; `source_name` names it in errors.
     pub fn parse(source_name: &str, text: &str) -> Result<Profile, ProfileError> {
         let p: Profile = toml::from_str(text).map_err(|e| ProfileError::Malformed {
