@@ -416,9 +416,29 @@ enum BenchCommand {
     Transport(TransportArgs),
     /// Simulator speed: simulated events per second on an all-to-all ping workload.
     Sim(SimSpeedArgs),
+    /// What an access change (fast: one region per peer; slow: a region among several) and a
+    /// reconnect after a refused write cost on a runtime: on `verbs`, queue-pair flags against
+    /// re-registration, the numbers TRAM Table 1 and RamCast's leader change depend on.
+    Access(AccessArgs),
     /// RDMC over the tcp runtime beside Open MPI's MPI_Bcast over TCP, same sizes and
     /// process counts, on this host, in one run (needs openmpi-bin and libopenmpi-dev).
     Bcast(BcastArgs),
+}
+
+#[derive(Args, Debug)]
+struct AccessArgs {
+    /// Runtime to measure.
+    #[arg(long, value_enum, default_value = "sim")]
+    runtime: TransportRuntime,
+    /// Hardware profile (sim only): a built-in name or a .toml path.
+    #[arg(long, default_value = DEFAULT_PROFILE)]
+    profile: String,
+    /// Revoke-refuse-reconnect-grant rounds per path.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    rounds: u64,
+    /// Seed of the runtime's processes.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
 }
 
 #[derive(Args, Debug)]
@@ -620,6 +640,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench(BenchCommand::Transport(a)) => bench::run_transport(a),
         Command::Bench(BenchCommand::Sim(a)) => bench::run_sim(a),
+        Command::Bench(BenchCommand::Access(a)) => bench::run_access(a),
         Command::Bench(BenchCommand::Bcast(a)) => bench::bcast::run(&a),
         Command::Run(a) => run::run(*a),
         Command::Node(a) => run::node(a),

@@ -15,9 +15,11 @@
 //!   flags, cut with the registered rights, gives every region of that peer what it should have:
 //!   revoking all of a peer's rights, or granting back what a revocation took;
 //! - **slow**: the regions whose registered rights cannot give the wanted access through any
-//!   flags are registered again with exactly that access (new rkeys), and the queue pairs to the
-//!   peer are reset and re-established, which hands the peer the new rkeys (see
-//!   [`crate::bootstrap`]). Ops the peer had in flight are flushed.
+//!   flags are registered again with exactly that access (new rkeys; the old registration is
+//!   gone before the call returns), and the peer is sent the new rkeys
+//!   ([`crate::bootstrap::Message::Rekey`]). Only the peer's ops to those regions are
+//!   affected: one still in flight with the old rkey is refused, which breaks its queue pair
+//!   until it reconnects, as a refused op does in the model.
 //!
 //! [`AccessBook`] keeps the three tables (wanted, registered, flags) and plans each change;
 //! the invariant, tested over random change sequences, is that after a plan is applied every

@@ -7,7 +7,8 @@
 //! pairs it made for that peer and its regions as that peer may address them (each region is
 //! registered once per peer, [`crate::access`]). A reconnect after a queue-pair error is the
 //! same exchange again ([`Message::Reconnect`], answered [`Message::Accepted`]), with fresh
-//! sequence numbers and, after a slow-path access change, fresh rkeys.
+//! sequence numbers; a slow-path access change sends the peer its new rkeys
+//! ([`Message::Rekey`]).
 //!
 //! Across OS processes the messages travel over TCP between the addresses of the tcp runtime's
 //! cluster file ([`exchange`]); inside one process they are handed over directly. Frames:
@@ -92,6 +93,16 @@ pub enum Message {
         /// The sender's regions as the receiver addresses them now.
         regions: Vec<RemoteRegion>,
     },
+    /// `from` registered some of its regions again for `to` (a slow-path access change,
+    /// [`crate::access`]): `to` addresses them with these rkeys from now on.
+    Rekey {
+        /// Sender.
+        from: u32,
+        /// Receiver.
+        to: u32,
+        /// The sender's regions as the receiver addresses them now.
+        regions: Vec<RemoteRegion>,
+    },
     /// `from` connected its queue pairs to `to` again, answering a [`Message::Reconnect`].
     Accepted {
         /// Sender.
@@ -111,6 +122,7 @@ impl Message {
         let (from, to) = match self {
             Message::Hello { from, to, .. }
             | Message::Reconnect { from, to, .. }
+            | Message::Rekey { from, to, .. }
             | Message::Accepted { from, to, .. } => (*from, *to),
         };
         (ProcessId(from), ProcessId(to))
@@ -120,6 +132,7 @@ impl Message {
         match self {
             Message::Hello { regions, .. }
             | Message::Reconnect { regions, .. }
+            | Message::Rekey { regions, .. }
             | Message::Accepted { regions, .. } => regions,
         }
     }
@@ -408,6 +421,11 @@ mod tests {
                 to: 1,
                 endpoint: endpoint(12),
                 regions: regions(MAX_REGIONS),
+            },
+            Message::Rekey {
+                from: 2,
+                to: 0,
+                regions: regions(2),
             },
         ]
     }

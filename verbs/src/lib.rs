@@ -13,7 +13,7 @@
 //! | send and receive | `IBV_WR_SEND` into receive buffers posted per queue pair |
 //! | signalled or not | selective signalling, with a hidden signal every half send queue ([`signal`]) |
 //! | completions and their status | work completions mapped by [`completion`] |
-//! | `SetAccess` | queue-pair access flags (fast) or re-registration and reconnect (slow), [`access`] |
+//! | `SetAccess` | queue-pair access flags (fast) or re-registration with the new rkeys sent to the peer (slow), [`access`] |
 //! | `Reconnect` | both ends' queue pairs reset and re-connected through the bootstrap channel ([`bootstrap`]) |
 //! | a full send queue | the op waits in the runtime's backlog (never dropped, never an error) |
 //!
@@ -45,8 +45,10 @@
 //!   side. The peer's queue pairs are up again at once, so its own `Reconnect` then completes
 //!   at once, without a second reset.
 //! - **A slow-path access change** (one region of several, [`access`]) re-registers the region
-//!   and reconnects the peer, flushing its ops in flight, where the model lets the peer's ops to
-//!   other regions go on.
+//!   and sends the peer the new rkey: an op of the peer to that region still in flight with the
+//!   old rkey is refused even where the change was a grant (the model refuses only ops the
+//!   access forbids). Inside one OS process the new rkey is known before any later op of the
+//!   peer is posted; across processes it travels beside, not in order with, the data path.
 //! - **Crashes** are noticed by the transport's retries: ops to a crashed peer complete
 //!   `PeerUnreachable` after about `retry_cnt` x the ACK timeout (the model: at once).
 //! - **Time** is each node's monotonic clock from the run's start.

@@ -219,6 +219,11 @@ fn flags_of(rights: Rights) -> AccessFlags {
     f
 }
 
+/// A queue pair's access flags: only the remote bits mean anything there.
+fn qp_flags_of(rights: Rights) -> AccessFlags {
+    flags_of(rights) & !AccessFlags::LocalWrite
+}
+
 /// Registers `len` bytes at `addr` (memory this node owns for the run).
 fn register(
     pd: &Arc<ProtectionDomain>,
@@ -320,14 +325,15 @@ struct Waiting {
 
 /// One queue pair towards one peer and what the runtime keeps for it.
 struct Link {
+    // Fields drop in order: the queue pair, then the registrations, then the memory they name.
     qp: BasicQueuePair,
+    stage_mr: Arc<MemoryRegion>,
+    recv_mr: Arc<MemoryRegion>,
+    stage_mem: Words,
+    recv_mem: Words,
     sq: SendQueue,
     health: Health,
     staging: Staging,
-    stage_mem: Words,
-    stage_mr: Arc<MemoryRegion>,
-    recv_mem: Words,
-    recv_mr: Arc<MemoryRegion>,
     /// Bumped at every reset: receive completions of an older incarnation are ignored.
     epoch: u64,
     backlog: VecDeque<Waiting>,
@@ -351,7 +357,7 @@ struct Peer {
 pub struct AccessTimings {
     /// Queue-pair flag changes.
     pub fast: Vec<Duration>,
-    /// Re-registrations (until the call returned; the peer's reconnect follows).
+    /// Re-registrations (until the call returned, the new rkeys sent).
     pub slow: Vec<Duration>,
 }
 
@@ -636,7 +642,7 @@ impl VerbsNic {
     /// Brings a reset queue pair to INIT with the peer's access flags and posts its receive
     /// buffers.
     fn init_link(&mut self, p: ProcessId, q: usize) -> Result<(), String> {
-        let flags = flags_of(self.book.flags(p));
+        let flags = qp_flags_of(self.book.flags(p));
         let (port, depth, size) = (
             self.cfg.device.port,
             self.cfg.recv_depth,
@@ -915,6 +921,9 @@ impl VerbsNic {
                             self.complete(wr, OpKind::Reconnect, p, Status::Success);
                         }
                     }
+                }
+                Message::Rekey { from, regions, .. } => {
+                    self.peers[from as usize].remote = regions;
                 }
                 Message::Hello { .. } => {}
             }
@@ -1290,9 +1299,12 @@ impl VerbsNic {
                 }
                 self.book.apply(region, p, access, &plan);
                 self.set_flags(p, *flags);
-                if !self.peers[p.index()].down && !self.post.crashed(p) {
-                    let waiting = self.peers[p.index()].waiting.take().flatten();
-                    self.start_reconnect(p, waiting);
+                if !self.peers[p.index()].down {
+                    self.post.send(Message::Rekey {
+                        from: self.me.0,
+                        to: p.0,
+                        regions: self.regions_for(p),
+                    });
                 }
                 self.timings.slow.push(began.elapsed());
                 return;
@@ -1304,7 +1316,7 @@ impl VerbsNic {
     fn set_flags(&mut self, p: ProcessId, flags: Rights) {
         for link in &mut self.peers[p.index()].links {
             let mut attr = QueuePairAttribute::new();
-            attr.setup_access_flags(flags_of(flags));
+            attr.setup_access_flags(qp_flags_of(flags));
             // A pair in error or reset takes the flags when it is brought up again
             // (`init_link` reads them from the book).
             if link.health == Health::Up {
@@ -1432,6 +1444,9 @@ impl Nic for VerbsNic {
             Op::SetAccess { region, access, .. } => self.set_access(region, p, access),
             Op::Reconnect { .. } => self.reconnect(p, wr),
             op => {
+                // Rkeys a peer re-registered before this op's cause reached us must be known
+                // before it is posted (the mailbox is checked here, not only between polls).
+                self.service_mail();
                 let q = op.qp().index();
                 let peer = &self.peers[p.index()];
                 let link = &peer.links[q];
@@ -1576,7 +1591,10 @@ impl<P: Process<VerbsNic> + Send> VerbsRuntime<P> {
                             if post.crashed(me) {
                                 break;
                             }
+                            // The NIC's progress, whether or not the process polls its queues:
+                            // answer reconnects, retire finished work requests, post backlogs.
                             nic.service_mail();
+                            nic.poll_device();
                             let progress = process.poll(&mut nic);
                             if !done && process.done() {
                                 done = true;

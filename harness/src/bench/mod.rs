@@ -1,12 +1,13 @@
 //! Benchmarks: `bench transport` (perftest-style) and `bench sim` (simulator speed).
 
+pub(crate) mod access;
 pub(crate) mod bcast;
 pub(crate) mod qperf;
 pub(crate) mod sim_speed;
 pub(crate) mod transport;
 
 use self::transport::{self as perf, Row, Runtime};
-use crate::{plot, SimSpeedArgs, TransportArgs, TransportRuntime, COMMIT};
+use crate::{plot, AccessArgs, SimSpeedArgs, TransportArgs, TransportRuntime, COMMIT};
 use ::transport::runtime::local::{thread_count, LocalConfig};
 use ::transport::runtime::sim::Profile;
 use ::transport::Nanos;
@@ -73,6 +74,20 @@ fn verbs_runtime(_seed: u64) -> Result<Runtime, String> {
         "{}: this harness was built without the verbs runtime; build it with `cargo run --release -p harness --features verbs -- ...` (scripts/verbs-deps.sh installs what that build needs)",
         verbs::NO_DEVICE
     ))
+}
+
+/// `harness bench access`.
+pub(crate) fn run_access(a: AccessArgs) -> Result<ExitCode, String> {
+    let runtime = runtime_of(a.runtime, &a.profile, a.seed, None)?;
+    println!(
+        "harness bench access: runtime={} rounds={} seed={} commit={COMMIT}",
+        runtime.name(),
+        a.rounds,
+        a.seed
+    );
+    let costs = access::measure(&runtime, a.rounds)?;
+    access::print(&costs, &runtime);
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `harness bench transport`.

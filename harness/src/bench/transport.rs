@@ -10,7 +10,7 @@ use crate::stats::LatencySummary;
 use bytes::Bytes;
 use transport::runtime::local::{LocalConfig, LocalNic, LocalRuntime};
 use transport::runtime::sim::{Profile, Sim, SimConfig, SimNic};
-use transport::runtime::tcp::{TcpConfig, TcpRuntime};
+use transport::runtime::tcp::{TcpConfig, TcpNic, TcpRuntime};
 use transport::*;
 
 /// The largest message perftest's `-a` covers (8 MiB); also the largest size accepted.
@@ -22,6 +22,17 @@ pub(crate) fn all_sizes() -> Vec<usize> {
 }
 
 const BUF: RegionId = RegionId(0);
+
+/// A process that also runs on the verbs runtime (every process, in a build without it).
+#[cfg(feature = "verbs")]
+pub(crate) trait OnVerbs: Process<verbs::rdma::VerbsNic> {}
+#[cfg(feature = "verbs")]
+impl<P: Process<verbs::rdma::VerbsNic>> OnVerbs for P {}
+/// A process that also runs on the verbs runtime (every process, in a build without it).
+#[cfg(not(feature = "verbs"))]
+pub(crate) trait OnVerbs {}
+#[cfg(not(feature = "verbs"))]
+impl<P> OnVerbs for P {}
 
 /// Which test a process pair runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -287,32 +298,36 @@ impl Runtime {
         }
     }
 
-    /// Runs a pair to completion and returns the initiator.
-    pub(crate) fn run_pair(&self, pair: [Perf; 2]) -> Result<Perf, String> {
-        let procs: Vec<Perf> = pair.into();
-        let mut out = match self {
+    /// Runs `procs` to completion (or a 300 s limit) and hands them back.
+    pub(crate) fn run<P>(&self, procs: Vec<P>) -> Result<Vec<P>, String>
+    where
+        P: Process<SimNic> + Process<LocalNic> + Process<TcpNic> + OnVerbs + Send,
+    {
+        let limit = std::time::Duration::from_secs(300);
+        Ok(match self {
             Runtime::Sim { profile, seed } => {
-                let mut sim: Sim<Perf> =
-                    Sim::new(SimConfig::new(*seed, (**profile).clone()), procs);
+                let mut sim: Sim<P> = Sim::new(SimConfig::new(*seed, (**profile).clone()), procs);
                 sim.run(None);
                 sim.into_processes()
             }
-            Runtime::Local { cfg } => {
-                let run = LocalRuntime::new(*cfg, procs).run(std::time::Duration::from_secs(300));
-                run.processes
-            }
+            Runtime::Local { cfg } => LocalRuntime::new(*cfg, procs).run(limit).processes,
             Runtime::Tcp { cfg } => {
                 let rt = TcpRuntime::new((**cfg).clone(), procs)
                     .map_err(|e| format!("no loopback sockets: {e}"))?;
-                rt.run(std::time::Duration::from_secs(300)).processes
+                rt.run(limit).processes
             }
             #[cfg(feature = "verbs")]
             Runtime::Verbs { cfg, .. } => {
                 let rt = verbs::rdma::VerbsRuntime::new((**cfg).clone(), procs)
                     .map_err(|e| e.to_string())?;
-                rt.run(std::time::Duration::from_secs(300)).processes
+                rt.run(limit).processes
             }
-        };
+        })
+    }
+
+    /// Runs a pair to completion and returns the initiator.
+    pub(crate) fn run_pair(&self, pair: [Perf; 2]) -> Result<Perf, String> {
+        let mut out = self.run(pair.into())?;
         let initiator = out.swap_remove(0);
         if let Some(e) = &initiator.error {
             return Err(e.clone());

@@ -10,11 +10,16 @@
 //!   `[nic.write_latency_dist]`;
 //! - a stream of writes of the largest size (`ib_write_bw`): its peak bandwidth is the
 //!   calibration's `write_bw_gbps` and `nic.link_gbps`;
-//! - the inline limit the runtime grants is `nic.inline_max_bytes`.
+//! - the inline limit the runtime grants is `nic.inline_max_bytes`;
+//! - `harness bench access`'s probe: the typical reconnect after a refused write is
+//!   `nic.reconnect_ns`, the typical access change of a region among several (the path RamCast
+//!   and TRAM take when leadership moves) is `nic.permission_change.ns`, and both ranges widen
+//!   to hold what was measured (the fast path's change is the permission range's low end when
+//!   lower).
 //!
-//! Everything else (DMA read, message rate, post and poll costs, reconnect and
-//! permission-change costs, fabric) is the `--base` profile's, and the file says so in its
-//! header: those are estimates to replace by hand where the hardware's numbers are known.
+//! Everything else (DMA read, message rate, post and completion costs, fabric, CPU) is the
+//! `--base` profile's, and the file says so in its header: those are estimates to replace by
+//! hand where the hardware's numbers are known.
 
 use crate::bench::transport::{self as perf, Params, Runtime};
 use crate::TransportRuntime;
@@ -63,6 +68,10 @@ pub(crate) struct Measured {
     pub(crate) bw_gbps: f64,
     pub(crate) bw_size: usize,
     pub(crate) inline_max: usize,
+    /// Typical access changes (fast, slow) and reconnect, nanoseconds.
+    pub(crate) change_fast_ns: u64,
+    pub(crate) change_slow_ns: u64,
+    pub(crate) reconnect_ns: u64,
     /// What ran: device and runtime, commit, date.
     pub(crate) source: String,
 }
@@ -107,6 +116,9 @@ pub(crate) fn command(a: HardwareArgs, commit: &str) -> Result<ExitCode, String>
     };
     let (lat, _, _, _) = perf::measure(&runtime, params(64))?;
     let (_, _, bw_peak, _) = perf::measure(&runtime, params(a.bw_size))?;
+    let access = crate::bench::access::measure(&runtime, 100)?;
+    crate::bench::access::print(&access, &runtime);
+    let ns = |us: f64| (us * 1000.0).round() as u64;
     let m = Measured {
         t_min_us: lat.min,
         t_typical_us: lat.typical,
@@ -115,6 +127,9 @@ pub(crate) fn command(a: HardwareArgs, commit: &str) -> Result<ExitCode, String>
         bw_gbps: bw_peak,
         bw_size: a.bw_size,
         inline_max: runtime.inline_max(),
+        change_fast_ns: ns(access.fast.typical),
+        change_slow_ns: ns(access.slow.typical),
+        reconnect_ns: ns(access.reconnect.typical),
         source: format!(
             "measured by `harness calibrate hardware --runtime {}` on {} at commit {commit}, {}",
             runtime.name(),
@@ -199,14 +214,40 @@ pub(crate) fn derive(
         Value::String(format!("{} (64 B inline write ping-pong)", m.source)),
     );
     nic.insert("write_latency_dist".into(), Value::Table(dist));
+    nic.insert("reconnect_ns".into(), Value::Integer(m.reconnect_ns as i64));
+    if let Some(range) = nic.get_mut("reconnect_range").and_then(Value::as_table_mut) {
+        widen(range, m.reconnect_ns, m.reconnect_ns);
+    }
+    let mut change = Table::new();
+    change.insert("ns".into(), Value::Integer(m.change_slow_ns as i64));
+    change.insert("low_ns".into(), Value::Integer(0));
+    change.insert("high_ns".into(), Value::Integer(0));
+    if let Some(old) = base.nic.permission_change.as_ref() {
+        change.insert("low_ns".into(), Value::Integer(old.low_ns as i64));
+        change.insert("high_ns".into(), Value::Integer(old.high_ns as i64));
+    }
+    widen(
+        &mut change,
+        m.change_fast_ns.min(m.change_slow_ns),
+        m.change_slow_ns,
+    );
+    change.insert(
+        "source".into(),
+        Value::String(format!(
+            "{}: access change of a region among several (re-registration on verbs) {} ns typical, of a peer's only region (queue-pair flags on verbs) {} ns",
+            m.source, m.change_slow_ns, m.change_fast_ns
+        )),
+    );
+    nic.insert("permission_change".into(), Value::Table(change));
     let header = format!(
         "# {name}: a hardware profile measured by `harness calibrate hardware`.\n\
          # Measured: calibration.write_lat_us and nic.write_latency_dist (64 B inline write\n\
          # ping-pong), calibration.write_bw_gbps and nic.link_gbps ({} B write stream),\n\
          # nic.inline_max_bytes, and nic.write_latency_ns = t_typical - cpu.poll_ns - nic.post_ns -\n\
-         # serialisation(64 B). NOT measured, kept from the base profile `{}`: every other cost\n\
-         # (DMA read, message rate, post and completion costs, reconnect, permission change,\n\
-         # fabric, CPU) - replace them where the hardware's numbers are known.\n",
+         # serialisation(64 B), nic.reconnect_ns and nic.permission_change (harness bench access).\n\
+         # NOT measured, kept from the base profile `{}`: every other cost (DMA read, message\n\
+         # rate, post and completion costs, fabric, CPU) - replace them where the hardware's\n\
+         # numbers are known.\n",
         m.bw_size, base.name
     );
     let text = format!(
@@ -216,6 +257,14 @@ pub(crate) fn derive(
     Profile::parse("derived profile", &text)
         .map_err(|e| format!("the derived profile is invalid: {e}"))?;
     Ok(text)
+}
+
+/// Widens a table's `low_ns`..`high_ns` to hold `low`..`high`.
+fn widen(range: &mut Table, low: u64, high: u64) {
+    let get = |t: &Table, k: &str| t.get(k).and_then(Value::as_integer).unwrap_or(0);
+    let (l, h) = (get(range, "low_ns"), get(range, "high_ns"));
+    range.insert("low_ns".into(), Value::Integer(l.min(low as i64)));
+    range.insert("high_ns".into(), Value::Integer(h.max(high as i64)));
 }
 
 /// A float at the precision perftest prints (two decimals).
@@ -236,6 +285,9 @@ mod tests {
             bw_gbps: 21.5,
             bw_size: 1 << 20,
             inline_max: 128,
+            change_fast_ns: 3_000,
+            change_slow_ns: 40_000,
+            reconnect_ns: 9_000_000,
             source: "a test".into(),
         }
     }
@@ -257,8 +309,14 @@ mod tests {
             assert_eq!(p.nic.write_latency_ns, 2500 - rest, "{base}");
             let d = p.nic.write_latency_dist.as_ref().unwrap();
             assert_eq!((d.t_min_us, d.p99_us, d.p999_us), (2.01, 3.75, 9.0));
+            assert_eq!(p.nic.reconnect_ns, 9_000_000);
+            if let Some(r) = &p.nic.reconnect_range {
+                assert!(r.low_ns <= 9_000_000 && r.high_ns >= 9_000_000, "{r:?}");
+            }
+            let c = p.nic.permission_change.as_ref().unwrap();
+            assert_eq!(c.ns, 40_000);
+            assert!(c.low_ns <= 3_000 && c.high_ns >= 40_000, "{c:?}");
             // Unmeasured costs stay the base's.
-            assert_eq!(p.nic.reconnect_ns, b.nic.reconnect_ns);
             assert_eq!(p.nic.msg_rate_mpps, b.nic.msg_rate_mpps);
             assert_eq!(p.fabric, b.fabric);
             assert!(out.starts_with("# my-nic"), "{out}");
