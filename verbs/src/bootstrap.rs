@@ -245,16 +245,12 @@ pub fn encode(message: &Message) -> Vec<u8> {
 /// bytes it used.
 pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, BootstrapError> {
     use bincode::Options;
-    let Some(head) = buf.get(..4) else {
-        return Ok(None);
+    let body = match transport::runtime::tcp::wire::frame_body(buf, MAX_FRAME) {
+        Ok(Some(body)) => body,
+        Ok(None) => return Ok(None),
+        Err(len) => return Err(BootstrapError::TooLarge { len }),
     };
-    let len = u32::from_le_bytes(head.try_into().expect("4 bytes")) as usize;
-    if len > MAX_FRAME {
-        return Err(BootstrapError::TooLarge { len });
-    }
-    let Some(body) = buf.get(4..4 + len) else {
-        return Ok(None);
-    };
+    let len = body.len();
     let message: Message = options()
         .deserialize(body)
         .map_err(|e| BootstrapError::Malformed(e.to_string()))?;

@@ -340,6 +340,30 @@ struct Link {
     psn: u32,
 }
 
+impl Link {
+    /// Posts receive buffers `ks` (each `size` bytes of the link's receive memory) on the
+    /// queue pair to `p`, tagged with the link's epoch.
+    fn post_recvs(
+        &mut self,
+        p: ProcessId,
+        q: usize,
+        ks: std::ops::Range<usize>,
+        size: usize,
+    ) -> Result<(), String> {
+        let (lkey, base, epoch) = (self.recv_mr.lkey(), self.recv_mem.addr(), self.epoch);
+        let mut guard = self.qp.start_post_recv();
+        for k in ks {
+            let h = guard.construct_wr(recv_id(p, q, epoch, k));
+            // SAFETY: buffer `k` of the link's registered receive memory, which the link owns
+            // for as long as its queue pair.
+            unsafe { h.setup_sge(lkey, (base + k * size) as u64, size as u32) };
+        }
+        guard
+            .post()
+            .map_err(|e| format!("ibv_post_recv to {p}: {e}"))
+    }
+}
+
 /// One peer: its queue pairs, its regions as this node addresses them, and a reconnect in
 /// progress.
 struct Peer {
@@ -657,21 +681,7 @@ impl VerbsNic {
         link.qp
             .modify(&attr)
             .map_err(|e| format!("queue pair to {p} to INIT: {e}"))?;
-        let mut guard = link.qp.start_post_recv();
-        for k in 0..depth {
-            let h = guard.construct_wr(recv_id(p, q, link.epoch, k));
-            // SAFETY: buffer `k` of the link's registered receive memory, which the link owns.
-            unsafe {
-                h.setup_sge(
-                    link.recv_mr.lkey(),
-                    (link.recv_mem.addr() + k * size) as u64,
-                    size as u32,
-                )
-            };
-        }
-        guard
-            .post()
-            .map_err(|e| format!("ibv_post_recv to {p}: {e}"))
+        link.post_recvs(p, q, 0..depth, size)
     }
 
     /// Moves an INIT queue pair to RTR and RTS against the peer's endpoint.
@@ -1014,21 +1024,8 @@ impl VerbsNic {
         }
         let mut buf = vec![0u8; len.min(size)];
         link.recv_mem.read(k * size, &mut buf);
-        let mut guard = link.qp.start_post_recv();
-        let h = guard.construct_wr(recv_id(p, q, link.epoch, k));
-        // SAFETY: buffer `k` of the link's registered receive memory, which the link owns.
-        unsafe {
-            h.setup_sge(
-                link.recv_mr.lkey(),
-                (link.recv_mem.addr() + k * size) as u64,
-                size as u32,
-            )
-        };
-        if let Err(e) = guard.post() {
-            eprintln!(
-                "verbs {}: reposting a receive buffer from {p}: {e}",
-                self.me
-            );
+        if let Err(e) = link.post_recvs(p, q, k..k + 1, size) {
+            eprintln!("verbs {}: {e}", self.me);
         }
         if buf.len() < HEADER {
             eprintln!(

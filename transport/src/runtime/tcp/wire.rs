@@ -250,20 +250,30 @@ pub fn encode(frame: &Frame<'_>, out: &mut Vec<u8>) {
 /// else the frame and how many bytes it used.
 pub fn decode(buf: &[u8]) -> Result<Option<(Frame<'_>, usize)>, WireError> {
     use bincode::Options;
-    let Some(head) = buf.get(..4) else {
-        return Ok(None);
-    };
-    let len = u32::from_le_bytes(head.try_into().expect("4 bytes")) as usize;
-    if len > MAX_FRAME {
-        return Err(WireError::TooLarge { len });
-    }
-    let Some(body) = buf.get(4..4 + len) else {
-        return Ok(None);
+    let body = match frame_body(buf, MAX_FRAME) {
+        Ok(Some(body)) => body,
+        Ok(None) => return Ok(None),
+        Err(len) => return Err(WireError::TooLarge { len }),
     };
     let frame = options()
         .deserialize(body)
         .map_err(|e| WireError::Malformed(e.to_string()))?;
-    Ok(Some((frame, 4 + len)))
+    Ok(Some((frame, 4 + body.len())))
+}
+
+/// The body of the `len:u32le body` frame at the front of `buf`: `Ok(None)` while bytes are
+/// missing, `Err(len)` when it announces more than `max` bytes (checked before waiting for
+/// them). Shared by every length-prefixed stream of the runtimes (this wire, the verbs
+/// bootstrap).
+pub fn frame_body(buf: &[u8], max: usize) -> Result<Option<&[u8]>, usize> {
+    let Some(head) = buf.get(..4) else {
+        return Ok(None);
+    };
+    let len = u32::from_le_bytes(head.try_into().expect("4 bytes")) as usize;
+    if len > max {
+        return Err(len);
+    }
+    Ok(buf.get(4..4 + len))
 }
 
 /// Decodes every frame of `bytes` until the first error or the end; the body of the fuzz
