@@ -18,7 +18,7 @@ use crate::bootstrap::{Endpoint, Message, RemoteRegion};
 use crate::completion::{map_status, Health};
 use crate::device::{DeviceChoice, DeviceInfo, NoDevice};
 use crate::signal::{Piece, Report, SendQueue};
-use crate::staging::Staging;
+use crate::staging::{Slice, Staging};
 use sideway::ibverbs::address::{AddressHandleAttribute, Gid, GidType};
 use sideway::ibverbs::completion::BasicCompletionQueue;
 use sideway::ibverbs::device::{DeviceInfo as _, DeviceList};
@@ -341,6 +341,67 @@ struct Link {
 }
 
 impl Link {
+    /// Room in the send queue and `len` bytes of the staging ring, filled by `fill`, as a work
+    /// request's source: `None` until earlier requests retire (the caller keeps its op).
+    fn stage(&mut self, len: usize, fill: impl FnOnce(&mut [u8])) -> Option<(Src<'static>, Slice)> {
+        if !self.sq.has_room(1) {
+            return None;
+        }
+        let slice = self.staging.alloc(len)?;
+        let mut buf = vec![0u8; len];
+        fill(&mut buf);
+        self.stage_mem.write(slice.at, &buf);
+        let src = Src::Sge {
+            lkey: self.stage_mr.lkey(),
+            addr: (self.stage_mem.addr() + slice.at) as u64,
+            len: len as u32,
+        };
+        Some((src, slice))
+    }
+
+    /// Admits `piece` to the send queue and posts `wr` for it: `Ok(false)` if the queue is
+    /// full (nothing posted).
+    fn post(&mut self, p: ProcessId, q: usize, piece: Piece, wr: Wr<'_>) -> Result<bool, String> {
+        let Some((id, signal)) = self.sq.admit(piece) else {
+            return Ok(false);
+        };
+        post_wr(&mut self.qp, send_id(p, q, id), signal, wr)?;
+        Ok(true)
+    }
+
+    /// Posts a two-sided message, `header` then `body`: inline if it fits, else staged.
+    fn send(
+        &mut self,
+        p: ProcessId,
+        q: usize,
+        piece: Piece,
+        header: &[u8; HEADER],
+        body: &[u8],
+        inline_max: usize,
+    ) -> Result<bool, String> {
+        let len = HEADER + body.len();
+        if len <= inline_max {
+            let mut bytes = Vec::with_capacity(len);
+            bytes.extend_from_slice(header);
+            bytes.extend_from_slice(body);
+            let src = Src::Inline(&bytes);
+            return self.post(p, q, piece, Wr::Send { src });
+        }
+        let fill = |buf: &mut [u8]| {
+            buf[..HEADER].copy_from_slice(header);
+            buf[HEADER..].copy_from_slice(body);
+        };
+        let Some((src, slice)) = self.stage(len, fill) else {
+            return Ok(false);
+        };
+        let piece = Piece {
+            staged: slice.charged,
+            at: slice.at,
+            ..piece
+        };
+        self.post(p, q, piece, Wr::Send { src })
+    }
+
     /// Posts receive buffers `ks` (each `size` bytes of the link's receive memory) on the
     /// queue pair to `p`, tagged with the link's epoch.
     fn post_recvs(
@@ -1122,60 +1183,30 @@ impl VerbsNic {
                     }
                     let bytes = &mut bytes[..total];
                     data.copy_to(0, bytes);
-                    let Some((id, signal)) = link.sq.admit(Piece {
+                    let piece = Piece {
                         last: imm.is_none(),
                         ..Piece::whole(w.wr, kind, wants)
-                    }) else {
-                        return Ok(false);
                     };
-                    post_wr(
-                        &mut link.qp,
-                        send_id(p, q, id),
-                        signal,
-                        Wr::Write {
-                            rkey,
-                            raddr,
-                            src: Src::Inline(bytes),
-                        },
-                    )?;
+                    let src = Src::Inline(bytes);
+                    if !link.post(p, q, piece, Wr::Write { rkey, raddr, src })? {
+                        return Ok(false);
+                    }
                     w.data_done = true;
                 }
                 while !w.data_done {
                     let n = (total - w.sent).min(chunk);
-                    if !link.sq.has_room(1) {
-                        return Ok(false);
-                    }
-                    let Some(slice) = link.staging.alloc(n) else {
+                    let from = w.sent;
+                    let Some((src, slice)) = link.stage(n, |buf| data.copy_to(from, buf)) else {
                         return Ok(false);
                     };
-                    let mut buf = vec![0u8; n];
-                    data.copy_to(w.sent, &mut buf);
-                    link.stage_mem.write(slice.at, &buf);
-                    let (id, signal) = link
-                        .sq
-                        .admit(Piece {
-                            op: w.wr,
-                            kind,
-                            last: w.sent + n == total && imm.is_none(),
-                            wants,
-                            staged: slice.charged,
-                            at: slice.at,
-                        })
-                        .expect("room was checked");
-                    post_wr(
-                        &mut link.qp,
-                        send_id(p, q, id),
-                        signal,
-                        Wr::Write {
-                            rkey,
-                            raddr: raddr + w.sent as u64,
-                            src: Src::Sge {
-                                lkey: link.stage_mr.lkey(),
-                                addr: (link.stage_mem.addr() + slice.at) as u64,
-                                len: n as u32,
-                            },
-                        },
-                    )?;
+                    let piece = Piece {
+                        last: from + n == total && imm.is_none(),
+                        staged: slice.charged,
+                        at: slice.at,
+                        ..Piece::whole(w.wr, kind, wants)
+                    };
+                    let raddr = raddr + from as u64;
+                    link.post(p, q, piece, Wr::Write { rkey, raddr, src })?;
                     w.sent += n;
                     w.data_done = w.sent == total;
                 }
@@ -1188,15 +1219,15 @@ impl VerbsNic {
                         h[8..10].copy_from_slice(&dst.region.0.to_le_bytes());
                         h[16..24].copy_from_slice(&(dst.offset as u64).to_le_bytes());
                         h[24..32].copy_from_slice(&(total as u64).to_le_bytes());
-                        send_piece(p, q, link, w.wr, kind, wants, &h, &[], inline_max)
+                        link.send(p, q, Piece::whole(w.wr, kind, wants), &h, &[], inline_max)
                     }
                 }
             }
             Op::Send { data, signaled, .. } => {
-                let link = &mut peer.links[q];
                 let mut h = [0u8; HEADER];
                 h[0] = KIND_MESSAGE;
-                send_piece(p, q, link, w.wr, kind, *signaled, &h, data, inline_max)
+                let piece = Piece::whole(w.wr, kind, *signaled);
+                peer.links[q].send(p, q, piece, &h, data, inline_max)
             }
             Op::Read {
                 src,
@@ -1205,51 +1236,25 @@ impl VerbsNic {
                 signaled,
             } => {
                 let (rkey, raddr) = remote(src.region, src.offset);
-                let (lkey, base) = (
-                    self.local_mrs[into.region.index()].lkey(),
-                    self.regions[into.region.index()].addr(),
-                );
-                let link = &mut self.peers[p.index()].links[q];
-                let Some((id, signal)) = link.sq.admit(Piece::whole(w.wr, kind, *signaled)) else {
-                    return Ok(false);
+                let dst = Src::Sge {
+                    lkey: self.local_mrs[into.region.index()].lkey(),
+                    addr: (self.regions[into.region.index()].addr() + into.offset) as u64,
+                    len: *len as u32,
                 };
-                post_wr(
-                    &mut link.qp,
-                    send_id(p, q, id),
-                    signal,
-                    Wr::Read {
-                        rkey,
-                        raddr,
-                        dst: Src::Sge {
-                            lkey,
-                            addr: (base + into.offset) as u64,
-                            len: *len as u32,
-                        },
-                    },
-                )?;
-                Ok(true)
+                let piece = Piece::whole(w.wr, kind, *signaled);
+                self.peers[p.index()].links[q].post(p, q, piece, Wr::Read { rkey, raddr, dst })
             }
             Op::CompareSwap { dst, .. } | Op::FetchAdd { dst, .. } => {
                 let (rkey, raddr) = remote(dst.region, dst.offset);
                 let link = &mut peer.links[q];
-                if !link.sq.has_room(1) {
-                    return Ok(false);
-                }
-                let Some(slice) = link.staging.alloc(8) else {
+                // The old value lands in 8 staged bytes.
+                let Some((dst, slice)) = link.stage(8, |_| {}) else {
                     return Ok(false);
                 };
-                let (id, signal) = link
-                    .sq
-                    .admit(Piece {
-                        staged: slice.charged,
-                        at: slice.at,
-                        ..Piece::whole(w.wr, kind, true)
-                    })
-                    .expect("room was checked");
-                let dst = Src::Sge {
-                    lkey: link.stage_mr.lkey(),
-                    addr: (link.stage_mem.addr() + slice.at) as u64,
-                    len: 8,
+                let piece = Piece {
+                    staged: slice.charged,
+                    at: slice.at,
+                    ..Piece::whole(w.wr, kind, true)
                 };
                 let wr = match w.op {
                     Op::CompareSwap { expect, swap, .. } => Wr::Cas {
@@ -1267,8 +1272,7 @@ impl VerbsNic {
                     },
                     _ => unreachable!("matched above"),
                 };
-                post_wr(&mut link.qp, send_id(p, q, id), signal, wr)?;
-                Ok(true)
+                link.post(p, q, piece, wr)
             }
             Op::SetAccess { .. } | Op::Reconnect { .. } => {
                 unreachable!("handled when posted")
@@ -1328,54 +1332,6 @@ impl VerbsNic {
         transport::nic::check_bounds(&self.table, self.me, at.region, at.offset, len)?;
         Ok(&self.regions[at.region.index()])
     }
-}
-
-/// Posts a two-sided message: `header` then `body`, inline if it fits, else staged.
-#[allow(clippy::too_many_arguments)]
-fn send_piece(
-    p: ProcessId,
-    q: usize,
-    link: &mut Link,
-    wr: WrId,
-    kind: OpKind,
-    wants: bool,
-    header: &[u8; HEADER],
-    body: &[u8],
-    inline_max: usize,
-) -> Result<bool, String> {
-    let mut bytes = Vec::with_capacity(HEADER + body.len());
-    bytes.extend_from_slice(header);
-    bytes.extend_from_slice(body);
-    if !link.sq.has_room(1) {
-        return Ok(false);
-    }
-    let (src, staged, at) = if bytes.len() <= inline_max {
-        (Src::Inline(&bytes), 0, 0)
-    } else {
-        let Some(slice) = link.staging.alloc(bytes.len()) else {
-            return Ok(false);
-        };
-        link.stage_mem.write(slice.at, &bytes);
-        (
-            Src::Sge {
-                lkey: link.stage_mr.lkey(),
-                addr: (link.stage_mem.addr() + slice.at) as u64,
-                len: bytes.len() as u32,
-            },
-            slice.charged,
-            slice.at,
-        )
-    };
-    let (id, signal) = link
-        .sq
-        .admit(Piece {
-            staged,
-            at,
-            ..Piece::whole(wr, kind, wants)
-        })
-        .expect("room was checked");
-    post_wr(&mut link.qp, send_id(p, q, id), signal, Wr::Send { src })?;
-    Ok(true)
 }
 
 impl Nic for VerbsNic {
