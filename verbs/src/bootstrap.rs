@@ -198,12 +198,7 @@ pub enum BootstrapError {
 }
 
 fn options() -> impl bincode::Options {
-    use bincode::Options;
-    bincode::DefaultOptions::new()
-        .with_fixint_encoding()
-        .with_little_endian()
-        .with_limit(MAX_FRAME as u64)
-        .reject_trailing_bytes()
+    transport::runtime::tcp::wire::bincode_options(MAX_FRAME)
 }
 
 /// The preamble this version sends.

@@ -225,11 +225,17 @@ impl fmt::Display for Frame<'_> {
 }
 
 fn options() -> impl bincode::Options {
+    bincode_options(MAX_FRAME)
+}
+
+/// The bincode settings of every frame body the runtimes exchange: fixed-width integers,
+/// little-endian, at most `limit` bytes, no trailing bytes.
+pub fn bincode_options(limit: usize) -> impl bincode::Options {
     use bincode::Options;
     bincode::DefaultOptions::new()
         .with_fixint_encoding()
         .with_little_endian()
-        .with_limit(MAX_FRAME as u64)
+        .with_limit(limit as u64)
         .reject_trailing_bytes()
 }
 
