@@ -64,6 +64,8 @@ pub struct Endpoint {
     pub qpn: [u32; Qp::COUNT],
     /// The first packet sequence number each queue pair sends (24 bits).
     pub psn: [u32; Qp::COUNT],
+    /// How many times the sender has reset these queue pairs ([`crate::handshake`]).
+    pub incarnation: u32,
 }
 
 /// A bootstrap or reconnect message from one node to another.
@@ -109,6 +111,9 @@ pub enum Message {
         from: u32,
         /// Receiver.
         to: u32,
+        /// The receiver's incarnation the sender connected to (an answer to an older one is
+        /// stale).
+        answers: u32,
         /// The sender's queue pairs, with fresh sequence numbers.
         endpoint: Endpoint,
         /// The sender's regions as the receiver addresses them now.
@@ -379,6 +384,7 @@ mod tests {
             gid: [seed as u8; 16],
             qpn: [seed, seed + 1],
             psn: [(seed * 7) & 0xFF_FFFF, (seed * 11) & 0xFF_FFFF],
+            incarnation: seed / 2,
         }
     }
 
@@ -410,6 +416,7 @@ mod tests {
             Message::Accepted {
                 from: 0,
                 to: 1,
+                answers: 4,
                 endpoint: endpoint(12),
                 regions: regions(MAX_REGIONS),
             },

@@ -63,6 +63,7 @@ pub mod access;
 pub mod bootstrap;
 pub mod completion;
 pub mod device;
+pub mod handshake;
 pub mod signal;
 pub mod staging;
 

@@ -17,6 +17,7 @@ use crate::access::{AccessBook, Plan, Rights};
 use crate::bootstrap::{Endpoint, Message, RemoteRegion};
 use crate::completion::{map_status, Health};
 use crate::device::{DeviceChoice, DeviceInfo, NoDevice};
+use crate::handshake::{Action, Handshake};
 use crate::signal::{Piece, Report, SendQueue};
 use crate::staging::{Slice, Staging};
 use sideway::ibverbs::address::{AddressHandleAttribute, Gid, GidType};
@@ -430,9 +431,8 @@ impl Link {
 struct Peer {
     links: Vec<Link>,
     remote: Vec<RemoteRegion>,
-    /// This node reset its queue pairs to the peer and waits for its endpoint; the process's
-    /// `Reconnect` op to complete then, if it asked.
-    waiting: Option<Option<WrId>>,
+    /// A reconnect with the peer ([`crate::handshake`]).
+    hs: Handshake,
     /// Never connected: it had crashed before the run began.
     down: bool,
 }
@@ -674,7 +674,7 @@ impl VerbsNic {
             peers.push(Peer {
                 links,
                 remote: Vec::new(),
-                waiting: None,
+                hs: Handshake::default(),
                 down: post.crashed(ProcessId(p as u32)),
             });
         }
@@ -794,6 +794,8 @@ impl VerbsNic {
             e.qpn[q] = l.qp.qp_number();
             e.psn[q] = l.psn;
         }
+        // Every reset moves both queue pairs to the peer together.
+        e.incarnation = links[Qp::Data.index()].epoch as u32;
         e
     }
 
@@ -921,91 +923,85 @@ impl VerbsNic {
         self.peers[p.index()].remote = regions;
     }
 
-    /// Starts re-establishing the queue pairs to `p` (the peer answers through the post office).
-    fn start_reconnect(&mut self, p: ProcessId, wr: Option<WrId>) {
-        self.reset_links(p);
-        self.peers[p.index()].waiting = Some(wr);
-        self.post.send(Message::Reconnect {
-            from: self.me.0,
-            to: p.0,
-            endpoint: self.endpoint(p),
-            regions: self.regions_for(p),
-        });
+    /// Performs a handshake's actions towards `p`; `theirs`: the endpoint and regions of the
+    /// message being handled.
+    fn perform(
+        &mut self,
+        p: ProcessId,
+        actions: Vec<Action>,
+        theirs: Option<(&Endpoint, &[RemoteRegion])>,
+    ) {
+        for a in actions {
+            match a {
+                Action::Reset => self.reset_links(p),
+                Action::Connect => {
+                    let (endpoint, regions) = theirs.expect("a connect answers a message");
+                    self.connect_all(p, endpoint, regions.to_vec());
+                }
+                Action::SendReconnect => self.post.send(Message::Reconnect {
+                    from: self.me.0,
+                    to: p.0,
+                    endpoint: self.endpoint(p),
+                    regions: self.regions_for(p),
+                }),
+                Action::SendAccepted => self.post.send(Message::Accepted {
+                    from: self.me.0,
+                    to: p.0,
+                    answers: theirs.expect("an answer to a message").0.incarnation,
+                    endpoint: self.endpoint(p),
+                    regions: self.regions_for(p),
+                }),
+                Action::Complete(wrs, status) => {
+                    for wr in wrs {
+                        self.complete(wr, OpKind::Reconnect, p, status);
+                    }
+                }
+            }
+        }
     }
 
     fn reconnect(&mut self, p: ProcessId, wr: WrId) {
         let peer = &mut self.peers[p.index()];
         if peer.down || self.post.crashed(p) {
             self.complete(wr, OpKind::Reconnect, p, Status::PeerUnreachable);
-        } else if let Some(w) = &mut peer.waiting {
-            // A reconnect in progress (the process's or a slow access change): this one ends
-            // with it.
-            if let Some(earlier) = w.replace(wr) {
-                self.complete(earlier, OpKind::Reconnect, p, Status::Success);
-            }
-        } else if peer.links.iter().all(|l| l.health == Health::Up) {
-            // The peer re-established the pair already (its reconnect reset both ends).
-            self.complete(wr, OpKind::Reconnect, p, Status::Success);
-        } else {
-            self.start_reconnect(p, Some(wr));
+            return;
         }
+        let up = peer.links.iter().all(|l| l.health == Health::Up);
+        let actions = peer.hs.reconnect(Some(wr), up);
+        self.perform(p, actions, None);
     }
 
     /// Answers reconnects from peers and completes this node's own.
     fn service_mail(&mut self) {
         while let Some(m) = self.post.take(self.me) {
+            let p = m.route().0;
             match m {
                 Message::Reconnect {
-                    from,
-                    endpoint,
-                    regions,
-                    ..
+                    endpoint, regions, ..
                 } => {
-                    let p = ProcessId(from);
-                    let mine = self.peers[p.index()].waiting.take();
-                    if mine.is_none() {
-                        self.reset_links(p);
-                    }
-                    self.connect_all(p, &endpoint, regions);
-                    if let Some(Some(wr)) = mine {
-                        self.complete(wr, OpKind::Reconnect, p, Status::Success);
-                    }
-                    self.post.send(Message::Accepted {
-                        from: self.me.0,
-                        to: from,
-                        endpoint: self.endpoint(p),
-                        regions: self.regions_for(p),
-                    });
+                    let actions = self.peers[p.index()].hs.on_reconnect();
+                    self.perform(p, actions, Some((&endpoint, &regions)));
                 }
                 Message::Accepted {
-                    from,
                     endpoint,
                     regions,
+                    answers,
                     ..
                 } => {
-                    let p = ProcessId(from);
-                    // Not waiting: both ends reconnected at once and the peer's Reconnect
-                    // connected this end already.
-                    if let Some(mine) = self.peers[p.index()].waiting.take() {
-                        self.connect_all(p, &endpoint, regions);
-                        if let Some(wr) = mine {
-                            self.complete(wr, OpKind::Reconnect, p, Status::Success);
-                        }
-                    }
+                    let current = answers == self.endpoint(p).incarnation;
+                    let actions = self.peers[p.index()].hs.on_accepted(current);
+                    self.perform(p, actions, Some((&endpoint, &regions)));
                 }
-                Message::Rekey { from, regions, .. } => {
-                    self.peers[from as usize].remote = regions;
-                }
+                Message::Rekey { regions, .. } => self.peers[p.index()].remote = regions,
                 Message::Hello { .. } => {}
             }
         }
         // Reconnects to peers that crashed meanwhile end unreachable.
         for i in 0..self.peers.len() {
             let p = ProcessId(i as u32);
-            if self.peers[i].waiting.is_some() && self.post.crashed(p) {
-                if let Some(Some(wr)) = self.peers[i].waiting.take() {
-                    self.complete(wr, OpKind::Reconnect, p, Status::PeerUnreachable);
-                }
+            if self.peers[i].hs.waiting() && self.post.crashed(p) {
+                let actions = self.peers[i].hs.peer_gone();
+                self.perform(p, actions, None);
             }
         }
     }
@@ -1403,7 +1399,7 @@ impl Nic for VerbsNic {
                 let q = op.qp().index();
                 let peer = &self.peers[p.index()];
                 let link = &peer.links[q];
-                if peer.down || peer.waiting.is_some() || link.health != Health::Up {
+                if peer.down || peer.hs.waiting() || link.health != Health::Up {
                     let status = if peer.down {
                         Status::PeerUnreachable
                     } else {
