@@ -10,8 +10,8 @@
 //! sequence numbers; a slow-path access change sends the peer its new rkeys
 //! ([`Message::Rekey`]).
 //!
-//! Across OS processes the messages travel over TCP between the addresses of the tcp runtime's
-//! cluster file ([`exchange`]); inside one process they are handed over directly. Frames:
+//! They travel on the control channel ([`crate::control`]): over TCP between the addresses of
+//! the tcp runtime's cluster file across OS processes, handed over directly inside one. Frames:
 //!
 //! ```text
 //! stream  = preamble frame*
@@ -25,9 +25,8 @@
 //! is wrong.
 
 use serde::{Deserialize, Serialize};
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::time::{Duration, Instant};
+use std::io::Read;
+use std::net::SocketAddr;
 use transport::{ProcessId, Qp};
 
 /// The first bytes of every bootstrap stream.
@@ -310,69 +309,6 @@ pub fn check_hello(
     }
 }
 
-/// The bootstrap across OS processes: node `me` listens on `listener` (its address in `addrs`),
-/// sends `hellos[p]` to every node `p` and returns the hello each node sent it, in process-id
-/// order (its own included, through its own listener as any other). Connections are retried
-/// until `timeout`, so nodes may start in any order.
-pub fn exchange(
-    me: ProcessId,
-    listener: &TcpListener,
-    addrs: &[SocketAddr],
-    hellos: &[Message],
-    table: u64,
-    timeout: Duration,
-) -> Result<Vec<Message>, BootstrapError> {
-    assert_eq!(hellos.len(), addrs.len(), "one hello per node");
-    let deadline = Instant::now() + timeout;
-    // Accept on a thread of its own while this one connects out: every node does both at once.
-    let expected = addrs.len();
-    let accept = {
-        let listener = listener.try_clone().map_err(|source| BootstrapError::Io {
-            peer: me,
-            addr: addrs[me.index()],
-            source,
-        })?;
-        std::thread::spawn(move || -> std::io::Result<Vec<Message>> {
-            let mut got = Vec::with_capacity(expected);
-            for _ in 0..expected {
-                let (mut s, _) = listener.accept()?;
-                s.set_read_timeout(Some(timeout))?;
-                let mut p = [0u8; 8];
-                s.read_exact(&mut p)?;
-                check_preamble(&p).map_err(invalid)?;
-                got.push(read_message(&mut s)?);
-            }
-            Ok(got)
-        })
-    };
-    for (p, (&addr, hello)) in addrs.iter().zip(hellos).enumerate() {
-        let peer = ProcessId(p as u32);
-        let io = |source| BootstrapError::Io { peer, addr, source };
-        let mut stream = loop {
-            match TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
-                Ok(s) => break s,
-                Err(e) if Instant::now() >= deadline => return Err(io(e)),
-                Err(_) => std::thread::sleep(Duration::from_millis(50)),
-            }
-        };
-        stream.write_all(&preamble()).map_err(io)?;
-        stream.write_all(&encode(hello)).map_err(io)?;
-    }
-    let mut got = accept
-        .join()
-        .expect("the accepting thread does not panic")
-        .map_err(|source| BootstrapError::Io {
-            peer: me,
-            addr: addrs[me.index()],
-            source,
-        })?;
-    got.sort_by_key(|m| m.route().0);
-    for (p, m) in got.iter().enumerate() {
-        check_hello(m, me, ProcessId(p as u32), table)?;
-    }
-    Ok(got)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -490,45 +426,6 @@ mod tests {
         assert!(matches!(e, BootstrapError::Misrouted { .. }), "{e}");
         let e = check_hello(&samples()[1], ProcessId(0), ProcessId(1), 0).unwrap_err();
         assert!(matches!(e, BootstrapError::Misrouted { .. }), "{e}");
-    }
-
-    #[test]
-    fn three_nodes_exchange_hellos_over_loopback() {
-        let listeners: Vec<TcpListener> = (0..3)
-            .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
-            .collect();
-        let addrs: Vec<SocketAddr> = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
-        let hello = |from: u32, to: u32| Message::Hello {
-            from,
-            to,
-            table: 42,
-            endpoint: endpoint(from * 10 + to),
-            regions: regions(2),
-        };
-        let threads: Vec<_> = listeners
-            .into_iter()
-            .enumerate()
-            .map(|(me, l)| {
-                let addrs = addrs.clone();
-                std::thread::spawn(move || {
-                    let hellos: Vec<Message> = (0..3).map(|to| hello(me as u32, to)).collect();
-                    exchange(
-                        ProcessId(me as u32),
-                        &l,
-                        &addrs,
-                        &hellos,
-                        42,
-                        Duration::from_secs(10),
-                    )
-                    .unwrap()
-                })
-            })
-            .collect();
-        for (me, t) in threads.into_iter().enumerate() {
-            let got = t.join().unwrap();
-            let want: Vec<Message> = (0..3).map(|from| hello(from, me as u32)).collect();
-            assert_eq!(got, want, "node {me}");
-        }
     }
 
     proptest! {

@@ -20,11 +20,15 @@
 //! What is built where:
 //! - always (no native dependency, tested here): [`device`] discovery and its "no RDMA device"
 //!   report, the completion mapping, access bookkeeping, selective signalling, staging rings,
-//!   and the bootstrap messages with their TCP exchange;
-//! - with the `rdma` feature (ibverbs through `sideway`): [`rdma::VerbsRuntime`], every node of
-//!   a run as threads of one OS process, each with its own protection domain, queue pairs and
-//!   memory on one device, connected to each other through the device. The transport
-//!   conformance suite runs on it when `RDMA_DEVICE` names a device (`tests/conformance.rs`).
+//!   the bootstrap messages, the reconnect handshake, and the control channel that carries them
+//!   (in memory, or over TCP between the hosts of a cluster file);
+//! - with the `rdma` feature (ibverbs through `sideway`): [`rdma::VerbsNic`];
+//!   [`rdma::VerbsRuntime`], every node of a run as threads of one OS process, each with its
+//!   own protection domain, queue pairs and memory on one device, connected to each other
+//!   through the device (the transport conformance suite and short RamCast and RDMC runs use it
+//!   when `RDMA_DEVICE` names a device); and [`rdma::run_node`], one node of a run across
+//!   processes or hosts, connected through the cluster file's addresses
+//!   ([`control::TcpControl`]). The harness does not launch verbs clusters yet (issue 17).
 //!
 //! Why `sideway`: it is maintained, MPL-2.0, and wraps everything this runtime needs (RC queue
 //! pairs, RDMA write with and without immediate, reads, both atomics, inline data, selective
@@ -62,6 +66,7 @@
 pub mod access;
 pub mod bootstrap;
 pub mod completion;
+pub mod control;
 pub mod device;
 pub mod handshake;
 pub mod signal;

@@ -16,6 +16,7 @@
 use crate::access::{AccessBook, Plan, Rights};
 use crate::bootstrap::{Endpoint, Message, RemoteRegion};
 use crate::completion::{map_status, Health};
+use crate::control::{Control, Mailboxes, TcpControl};
 use crate::device::{DeviceChoice, DeviceInfo, NoDevice};
 use crate::handshake::{Action, Handshake};
 use crate::signal::{Piece, Report, SendQueue};
@@ -35,7 +36,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::net::Ipv6Addr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use transport::runtime::shared_memory::Words;
 use transport::{
@@ -287,32 +288,6 @@ pub fn probe_limits(cfg: &VerbsConfig) -> Result<NicLimits, NoDevice> {
     })
 }
 
-/// The exchange of bootstrap messages between the node threads of one OS process, and what
-/// the run's threads share.
-#[derive(Debug)]
-struct PostOffice {
-    boxes: Vec<Mutex<VecDeque<Message>>>,
-    crashed: Vec<AtomicBool>,
-    /// Processes done; the run ends when every live one is.
-    done: AtomicUsize,
-    stop: AtomicBool,
-}
-
-impl PostOffice {
-    fn send(&self, m: Message) {
-        let to = m.route().1.index();
-        self.boxes[to].lock().expect("mailbox").push_back(m);
-    }
-
-    fn take(&self, me: ProcessId) -> Option<Message> {
-        self.boxes[me.index()].lock().expect("mailbox").pop_front()
-    }
-
-    fn crashed(&self, p: ProcessId) -> bool {
-        self.crashed[p.index()].load(Ordering::Acquire)
-    }
-}
-
 /// An op waiting for room in its queue pair, with how much of it is posted.
 #[derive(Debug)]
 struct Waiting {
@@ -459,7 +434,7 @@ pub struct VerbsNic {
     psns: Rng,
     start: Instant,
     next_wr: u64,
-    post: Arc<PostOffice>,
+    control: Arc<dyn Control>,
     book: AccessBook,
     cq_out: VecDeque<Completion>,
     rq_out: VecDeque<Recv>,
@@ -606,7 +581,7 @@ impl VerbsNic {
         me: ProcessId,
         cfg: &VerbsConfig,
         specs: &[Vec<RegionSpec>],
-        post: Arc<PostOffice>,
+        control: Arc<dyn Control>,
         start: Instant,
     ) -> Result<VerbsNic, String> {
         let (ctx, info, mtu) = open_device(&cfg.device).map_err(|e| e.to_string())?;
@@ -675,7 +650,7 @@ impl VerbsNic {
                 links,
                 remote: Vec::new(),
                 hs: Handshake::default(),
-                down: post.crashed(ProcessId(p as u32)),
+                down: control.crashed(ProcessId(p as u32)),
             });
         }
         let limits = NicLimits {
@@ -693,7 +668,7 @@ impl VerbsNic {
             psns,
             start,
             next_wr: 0,
-            post,
+            control,
             book,
             cq_out: VecDeque::new(),
             rq_out: VecDeque::new(),
@@ -812,35 +787,27 @@ impl VerbsNic {
             .collect()
     }
 
-    /// Sends every live node its hello, waits for theirs and connects every queue pair.
-    fn bootstrap(&mut self) -> Result<(), String> {
-        let n = self.peers.len();
+    /// The hello this node sends each node that is not down (in id order, itself included).
+    fn hellos(&self) -> Vec<Message> {
         let digest = self.table.digest();
-        for p in (0..n as u32).map(ProcessId) {
-            if !self.peers[p.index()].down {
-                self.post.send(Message::Hello {
-                    from: self.me.0,
-                    to: p.0,
-                    table: digest,
-                    endpoint: self.endpoint(p),
-                    regions: self.regions_for(p),
-                });
-            }
-        }
-        let live = self.peers.iter().filter(|p| !p.down).count();
-        let deadline = Instant::now() + self.cfg.connect_timeout;
-        let mut got = 0;
-        while got < live {
-            let Some(m) = self.post.take(self.me) else {
-                if Instant::now() > deadline {
-                    return Err(format!(
-                        "{}: {got} of {live} hellos after {:?}",
-                        self.me, self.cfg.connect_timeout
-                    ));
-                }
-                std::thread::sleep(Duration::from_millis(1));
-                continue;
-            };
+        (0..self.peers.len() as u32)
+            .map(ProcessId)
+            .filter(|p| !self.peers[p.index()].down)
+            .map(|p| Message::Hello {
+                from: self.me.0,
+                to: p.0,
+                table: digest,
+                endpoint: self.endpoint(p),
+                regions: self.regions_for(p),
+            })
+            .collect()
+    }
+
+    /// Connects every queue pair to the endpoints of the hellos received (checked), and marks
+    /// the pairs to nodes that are down unreachable.
+    fn connect_hellos(&mut self, hellos: Vec<Message>) -> Result<(), String> {
+        let digest = self.table.digest();
+        for m in hellos {
             let (from, _) = m.route();
             crate::bootstrap::check_hello(&m, self.me, from, digest).map_err(|e| e.to_string())?;
             if let Message::Hello {
@@ -851,7 +818,6 @@ impl VerbsNic {
                     self.connect_link(from, q, &endpoint)?;
                 }
                 self.peers[from.index()].remote = regions;
-                got += 1;
             }
         }
         for peer in &mut self.peers {
@@ -862,6 +828,31 @@ impl VerbsNic {
             }
         }
         Ok(())
+    }
+
+    /// The bootstrap inside one OS process: hellos through the mailboxes.
+    fn bootstrap_in_process(&mut self) -> Result<(), String> {
+        for h in self.hellos() {
+            self.control.send(h);
+        }
+        let live = self.peers.iter().filter(|p| !p.down).count();
+        let deadline = Instant::now() + self.cfg.connect_timeout;
+        let mut got = Vec::with_capacity(live);
+        while got.len() < live {
+            match self.control.take(self.me) {
+                Some(m) => got.push(m),
+                None if Instant::now() > deadline => {
+                    return Err(format!(
+                        "{}: {} of {live} hellos after {:?}",
+                        self.me,
+                        got.len(),
+                        self.cfg.connect_timeout
+                    ))
+                }
+                None => std::thread::sleep(Duration::from_millis(1)),
+            }
+        }
+        self.connect_hellos(got)
     }
 
     fn complete(&mut self, wr: WrId, kind: OpKind, peer: ProcessId, status: Status) {
@@ -938,13 +929,13 @@ impl VerbsNic {
                     let (endpoint, regions) = theirs.expect("a connect answers a message");
                     self.connect_all(p, endpoint, regions.to_vec());
                 }
-                Action::SendReconnect => self.post.send(Message::Reconnect {
+                Action::SendReconnect => self.control.send(Message::Reconnect {
                     from: self.me.0,
                     to: p.0,
                     endpoint: self.endpoint(p),
                     regions: self.regions_for(p),
                 }),
-                Action::SendAccepted => self.post.send(Message::Accepted {
+                Action::SendAccepted => self.control.send(Message::Accepted {
                     from: self.me.0,
                     to: p.0,
                     answers: theirs.expect("an answer to a message").0.incarnation,
@@ -962,7 +953,7 @@ impl VerbsNic {
 
     fn reconnect(&mut self, p: ProcessId, wr: WrId) {
         let peer = &mut self.peers[p.index()];
-        if peer.down || self.post.crashed(p) {
+        if peer.down || self.control.crashed(p) {
             self.complete(wr, OpKind::Reconnect, p, Status::PeerUnreachable);
             return;
         }
@@ -973,7 +964,7 @@ impl VerbsNic {
 
     /// Answers reconnects from peers and completes this node's own.
     fn service_mail(&mut self) {
-        while let Some(m) = self.post.take(self.me) {
+        while let Some(m) = self.control.take(self.me) {
             let p = m.route().0;
             match m {
                 Message::Reconnect {
@@ -999,7 +990,7 @@ impl VerbsNic {
         // Reconnects to peers that crashed meanwhile end unreachable.
         for i in 0..self.peers.len() {
             let p = ProcessId(i as u32);
-            if self.peers[i].hs.waiting() && self.post.crashed(p) {
+            if self.peers[i].hs.waiting() && self.control.crashed(p) {
                 let actions = self.peers[i].hs.peer_gone();
                 self.perform(p, actions, None);
             }
@@ -1297,7 +1288,7 @@ impl VerbsNic {
                 self.book.apply(region, p, access, &plan);
                 self.set_flags(p, *flags);
                 if !self.peers[p.index()].down {
-                    self.post.send(Message::Rekey {
+                    self.control.send(Message::Rekey {
                         from: self.me.0,
                         to: p.0,
                         regions: self.regions_for(p),
@@ -1383,7 +1374,7 @@ impl Nic for VerbsNic {
 
     fn post(&mut self, op: Op) -> Result<WrId, OpError> {
         validate(&op, self.me, &self.table, &self.limits)?;
-        if self.post.crashed(self.me) {
+        if self.control.crashed(self.me) {
             return Err(OpError::Crashed);
         }
         let wr = WrId(self.next_wr);
@@ -1450,7 +1441,7 @@ pub struct VerbsRun<P> {
 /// A handle to crash nodes of a run.
 #[derive(Clone, Debug)]
 pub struct VerbsControl {
-    post: Arc<PostOffice>,
+    mailboxes: Arc<Mailboxes>,
 }
 
 impl VerbsControl {
@@ -1458,7 +1449,7 @@ impl VerbsControl {
     /// ops to it fail `PeerUnreachable` once their retries run out. Before the run, it never
     /// starts.
     pub fn crash(&self, p: ProcessId) {
-        self.post.crashed[p.index()].store(true, Ordering::Release);
+        self.mailboxes.crash(p);
     }
 }
 
@@ -1466,7 +1457,7 @@ impl VerbsControl {
 pub struct VerbsRuntime<P> {
     cfg: VerbsConfig,
     processes: Vec<P>,
-    post: Arc<PostOffice>,
+    mailboxes: Arc<Mailboxes>,
     device: DeviceInfo,
 }
 
@@ -1479,6 +1470,30 @@ impl<P> fmt::Debug for VerbsRuntime<P> {
     }
 }
 
+/// Polls `process` on `nic` until `stop` says so: the NIC makes progress every round whether
+/// or not the process polls its queues (reconnects answered, finished work requests retired,
+/// backlogs posted). `stop` sees whether the process is done.
+fn drive<P: Process<VerbsNic>>(
+    nic: &mut VerbsNic,
+    process: &mut P,
+    mut stop: impl FnMut(bool) -> bool,
+) {
+    loop {
+        if nic.control.crashed(nic.me) {
+            return;
+        }
+        nic.service_mail();
+        nic.poll_device();
+        let progress = process.poll(nic);
+        if stop(process.done()) {
+            return;
+        }
+        if !progress.did_work {
+            std::thread::yield_now();
+        }
+    }
+}
+
 impl<P: Process<VerbsNic> + Send> VerbsRuntime<P> {
     /// A run of `processes` (process `i` is `ProcessId(i)`) on the configured device, or no
     /// device.
@@ -1488,12 +1503,7 @@ impl<P: Process<VerbsNic> + Send> VerbsRuntime<P> {
         Ok(VerbsRuntime {
             cfg,
             processes,
-            post: Arc::new(PostOffice {
-                boxes: (0..n).map(|_| Mutex::new(VecDeque::new())).collect(),
-                crashed: (0..n).map(|_| AtomicBool::new(false)).collect(),
-                done: AtomicUsize::new(0),
-                stop: AtomicBool::new(false),
-            }),
+            mailboxes: Arc::new(Mailboxes::new(n)),
             device,
         })
     }
@@ -1501,7 +1511,7 @@ impl<P: Process<VerbsNic> + Send> VerbsRuntime<P> {
     /// A handle to crash nodes.
     pub fn control(&self) -> VerbsControl {
         VerbsControl {
-            post: self.post.clone(),
+            mailboxes: self.mailboxes.clone(),
         }
     }
 
@@ -1512,13 +1522,14 @@ impl<P: Process<VerbsNic> + Send> VerbsRuntime<P> {
         let VerbsRuntime {
             cfg,
             processes,
-            post,
+            mailboxes,
             device,
         } = self;
         let specs: Vec<Vec<RegionSpec>> = processes.iter().map(|p| p.regions()).collect();
         let live = (0..processes.len())
-            .filter(|&i| !post.crashed(ProcessId(i as u32)))
+            .filter(|&i| !mailboxes.crashed(ProcessId(i as u32)))
             .count();
+        let (done, stop) = (AtomicUsize::new(0), AtomicBool::new(false));
         let start = Instant::now();
         let deadline = start + limit;
         let results: Vec<(P, AccessTimings)> = std::thread::scope(|scope| {
@@ -1526,38 +1537,27 @@ impl<P: Process<VerbsNic> + Send> VerbsRuntime<P> {
                 .into_iter()
                 .enumerate()
                 .map(|(i, mut process)| {
-                    let (cfg, specs, post) = (&cfg, &specs, post.clone());
+                    let (cfg, specs, done, stop) = (&cfg, &specs, &done, &stop);
+                    let control: Arc<dyn Control> = mailboxes.clone();
                     scope.spawn(move || {
                         let me = ProcessId(i as u32);
-                        if post.crashed(me) {
+                        if control.crashed(me) {
                             return (process, AccessTimings::default());
                         }
-                        let mut nic = VerbsNic::open(me, cfg, specs, post.clone(), start)
-                            .and_then(|mut nic| nic.bootstrap().map(|()| nic))
+                        let mut nic = VerbsNic::open(me, cfg, specs, control, start)
+                            .and_then(|mut nic| nic.bootstrap_in_process().map(|()| nic))
                             .unwrap_or_else(|e| panic!("verbs node {me} did not start: {e}"));
-                        let mut done = false;
-                        while !post.stop.load(Ordering::Acquire) {
-                            if post.crashed(me) {
-                                break;
+                        let mut counted = false;
+                        drive(&mut nic, &mut process, |is_done| {
+                            if is_done && !counted {
+                                counted = true;
+                                done.fetch_add(1, Ordering::AcqRel);
                             }
-                            // The NIC's progress, whether or not the process polls its queues:
-                            // answer reconnects, retire finished work requests, post backlogs.
-                            nic.service_mail();
-                            nic.poll_device();
-                            let progress = process.poll(&mut nic);
-                            if !done && process.done() {
-                                done = true;
-                                post.done.fetch_add(1, Ordering::AcqRel);
+                            if done.load(Ordering::Acquire) >= live || Instant::now() >= deadline {
+                                stop.store(true, Ordering::Release);
                             }
-                            if post.done.load(Ordering::Acquire) >= live
-                                || Instant::now() >= deadline
-                            {
-                                post.stop.store(true, Ordering::Release);
-                            }
-                            if !progress.did_work {
-                                std::thread::yield_now();
-                            }
-                        }
+                            stop.load(Ordering::Acquire)
+                        });
                         let timings = nic.access_timings().clone();
                         drop(nic);
                         (process, timings)
@@ -1576,4 +1576,46 @@ impl<P: Process<VerbsNic> + Send> VerbsRuntime<P> {
             access,
         }
     }
+}
+
+/// One node of a run across OS processes or hosts (what a cluster launcher starts on each):
+/// process `me` of a deployment whose processes declared `specs`, listening on `listener` (its
+/// address in `addrs`, the cluster file's addresses in id order). Connects its queue pairs to
+/// every node through [`TcpControl`], then polls `process` until `limit` passes (the launcher
+/// gives every node the same run length) and returns it. Every node must be started; one that
+/// does not come within `cfg.connect_timeout` fails the bootstrap.
+pub fn run_node<P: Process<VerbsNic>>(
+    cfg: &VerbsConfig,
+    me: ProcessId,
+    specs: &[Vec<RegionSpec>],
+    listener: &std::net::TcpListener,
+    addrs: &[std::net::SocketAddr],
+    mut process: P,
+    limit: Duration,
+) -> Result<P, String> {
+    if addrs.len() != specs.len() {
+        return Err(format!(
+            "{} addresses for {} processes: the cluster file must name one per process",
+            addrs.len(),
+            specs.len()
+        ));
+    }
+    let start = Instant::now();
+    // Until the control channel is up nobody is known to be down.
+    let local: Arc<dyn Control> = Arc::new(Mailboxes::new(specs.len()));
+    let mut nic = VerbsNic::open(me, cfg, specs, local, start)?;
+    let (control, hellos) = TcpControl::connect(
+        me,
+        listener,
+        addrs,
+        &nic.hellos(),
+        nic.table.digest(),
+        cfg.connect_timeout,
+    )
+    .map_err(|e| e.to_string())?;
+    nic.control = control;
+    nic.connect_hellos(hellos)?;
+    let deadline = Instant::now() + limit;
+    drive(&mut nic, &mut process, |_| Instant::now() >= deadline);
+    Ok(process)
 }
