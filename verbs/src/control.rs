@@ -2,7 +2,7 @@
 //! reconnects, new rkeys) travel, beside the RDMA data path.
 //!
 //! Two implementations of [`Control`]:
-//! - [`Mailboxes`]: the nodes of one OS process ([`crate::rdma::VerbsRuntime`]) hand messages
+//! - [`Mailboxes`]: the nodes of one OS process (`rdma::VerbsRuntime`, with the `rdma` feature) hand messages
 //!   over in memory; a node is crashed by a flag;
 //! - [`TcpControl`]: nodes in separate OS processes or hosts, at the addresses of the tcp
 //!   runtime's cluster file. Each node opens one TCP stream to every node (itself included),

@@ -22,11 +22,11 @@
 //!   report, the completion mapping, access bookkeeping, selective signalling, staging rings,
 //!   the bootstrap messages, the reconnect handshake, and the control channel that carries them
 //!   (in memory, or over TCP between the hosts of a cluster file);
-//! - with the `rdma` feature (ibverbs through `sideway`): [`rdma::VerbsNic`];
-//!   [`rdma::VerbsRuntime`], every node of a run as threads of one OS process, each with its
+//! - with the `rdma` feature (ibverbs through `sideway`): `rdma::VerbsNic`;
+//!   `rdma::VerbsRuntime`, every node of a run as threads of one OS process, each with its
 //!   own protection domain, queue pairs and memory on one device, connected to each other
 //!   through the device (the transport conformance suite and short RamCast and RDMC runs use it
-//!   when `RDMA_DEVICE` names a device); and [`rdma::run_node`], one node of a run across
+//!   when `RDMA_DEVICE` names a device); and `rdma::run_node`, one node of a run across
 //!   processes or hosts, connected through the cluster file's addresses
 //!   ([`control::TcpControl`]). The harness does not launch verbs clusters yet (issue 17).
 //!

@@ -11,7 +11,7 @@
 //!
 //! One op of the model may take several work requests (a write larger than a staging chunk, or
 //! a write-with-immediate, which is the write followed by a header message; see
-//! [`crate::rdma`]): they are posted back to back, only the last carries the op's signal, and the
+//! `rdma`): they are posted back to back, only the last carries the op's signal, and the
 //! op is reported once, with its first failure if any piece failed.
 //!
 //! A full queue never drops an op: [`SendQueue::admit`] refuses, and the caller keeps the op in
