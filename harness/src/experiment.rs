@@ -46,6 +46,67 @@ pub(crate) enum Where {
     Local { threads: usize, nic_thread: bool },
     /// One OS process per node, RDMA semantics over TCP ([`crate::cluster`]).
     Tcp,
+    /// Every node a thread of this process on the RDMA device the environment names
+    /// (`RDMA_DEVICE`; a build with `--features verbs`).
+    Verbs,
+}
+
+/// A process that also runs on the verbs runtime (every process, in a build without it).
+#[cfg(feature = "verbs")]
+pub(crate) trait OnVerbs: Process<verbs::rdma::VerbsNic> {}
+#[cfg(feature = "verbs")]
+impl<P: Process<verbs::rdma::VerbsNic>> OnVerbs for P {}
+/// A process that also runs on the verbs runtime (every process, in a build without it).
+#[cfg(not(feature = "verbs"))]
+pub(crate) trait OnVerbs {}
+#[cfg(not(feature = "verbs"))]
+impl<P> OnVerbs for P {}
+
+/// A multicast client that also runs on the verbs runtime (every client, in a build without it).
+#[cfg(feature = "verbs")]
+pub(crate) trait ClientOnVerbs: multicast::Client<verbs::rdma::VerbsNic> {}
+#[cfg(feature = "verbs")]
+impl<C: multicast::Client<verbs::rdma::VerbsNic>> ClientOnVerbs for C {}
+/// A multicast client that also runs on the verbs runtime (every client, in a build without it).
+#[cfg(not(feature = "verbs"))]
+pub(crate) trait ClientOnVerbs {}
+#[cfg(not(feature = "verbs"))]
+impl<C> ClientOnVerbs for C {}
+
+/// Runs `procs` on the verbs runtime until all are done or `limit` passes: the device named
+/// by the environment, `seed` for the processes' streams.
+#[cfg(feature = "verbs")]
+pub(crate) fn run_on_verbs<P: OnVerbs + Send>(
+    procs: Vec<P>,
+    seed: u64,
+    limit: Duration,
+) -> Result<Vec<P>, String> {
+    let cfg = verbs::rdma::VerbsConfig {
+        seed,
+        device: verbs::DeviceChoice::from_env()?,
+        ..Default::default()
+    };
+    let rt = verbs::rdma::VerbsRuntime::new(cfg, procs).map_err(|e| e.to_string())?;
+    println!("verbs: {}", rt.device());
+    Ok(rt.run(limit).processes)
+}
+
+/// Without the verbs runtime in this build, `--runtime verbs` is refused before it gets here.
+#[cfg(not(feature = "verbs"))]
+pub(crate) fn run_on_verbs<P: OnVerbs + Send>(
+    _: Vec<P>,
+    _: u64,
+    _: Duration,
+) -> Result<Vec<P>, String> {
+    Err(verbs_missing())
+}
+
+/// What `--runtime verbs` says in a build without the verbs runtime.
+pub(crate) fn verbs_missing() -> String {
+    format!(
+        "{}: this harness was built without the verbs runtime; build it with `cargo run --release -p harness --features verbs -- ...` (scripts/verbs-deps.sh installs what that build needs)",
+        verbs::NO_DEVICE
+    )
 }
 
 impl Where {
@@ -55,6 +116,7 @@ impl Where {
             Where::Sim => "sim",
             Where::Local { .. } => "local",
             Where::Tcp => "tcp",
+            Where::Verbs => "verbs",
         }
     }
 }
@@ -140,7 +202,7 @@ impl Experiment {
     pub(crate) fn execute<S, C>(&self, nodes: Vec<Node<S, C>>) -> Measured
     where
         S: Server + Observed,
-        Node<S, C>: Process<SimNic> + Process<LocalNic> + Send,
+        Node<S, C>: Process<SimNic> + Process<LocalNic> + OnVerbs + Send,
     {
         let stop_at = self.warmup.saturating_add(self.duration);
         let started = Instant::now();
@@ -169,6 +231,12 @@ impl Experiment {
                 let limit = Duration::from_nanos(stop_at.as_nanos()) + Duration::from_secs(1);
                 let run = LocalRuntime::new(lc, nodes).run(limit);
                 (run.processes, vec![false; n])
+            }
+            Where::Verbs => {
+                let limit = Duration::from_nanos(stop_at.as_nanos()) + Duration::from_secs(1);
+                let procs = run_on_verbs(nodes, self.seed, limit)
+                    .unwrap_or_else(|e| panic!("--runtime verbs: {e}"));
+                (procs, vec![false; n])
             }
             Where::Tcp => unreachable!("tcp runs are launched by cluster::launch"),
         };

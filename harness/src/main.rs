@@ -475,6 +475,9 @@ enum RuntimeKind {
     /// One OS process per node, RDMA semantics over TCP (on loopback unless `harness node`
     /// runs the nodes of a cluster file on several hosts).
     Tcp,
+    /// Every node a thread of this process on a real RDMA device (RDMA_DEVICE, RDMA_PORT,
+    /// RDMA_GID_INDEX name it; a build with `--features verbs`); RamCast, TRAM, Ridge, RDMC.
+    Verbs,
 }
 
 /// The runtimes `bench transport` and `calibrate hardware` measure.

@@ -1011,3 +1011,50 @@ fn tcp_flags_are_refused_where_they_do_not_apply() {
         stderr(&o)
     );
 }
+
+/// On a machine without an RDMA device (this project's CI), every verbs command says so, with
+/// the reason, and fails; none pretends to have measured something. Heron is refused on verbs
+/// with what to use instead.
+#[test]
+fn verbs_commands_without_a_device_say_so() {
+    for args in [
+        &[
+            "run",
+            "--protocol",
+            "ramcast",
+            "--runtime",
+            "verbs",
+            "--duration",
+            "10ms",
+        ][..],
+        &[
+            "run",
+            "--protocol",
+            "rdmc",
+            "--runtime",
+            "verbs",
+            "--size",
+            "1MB",
+        ],
+        &["bench", "transport", "--runtime", "verbs", "--sizes", "64"],
+        &["bench", "access", "--runtime", "verbs"],
+        &["calibrate", "hardware", "--runtime", "verbs"],
+    ] {
+        let o = harness(args);
+        assert!(!o.status.success(), "{args:?} succeeded without a device");
+        assert!(
+            stderr(&o).contains("no RDMA device"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    let o = harness(&["run", "--protocol", "heron", "--runtime", "verbs"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("use --runtime local or tcp"),
+        "{}",
+        stderr(&o)
+    );
+    let o = harness(&["run", "--runtime", "verbs", "--nic-thread"]);
+    assert!(stderr(&o).contains("--runtime local"), "{}", stderr(&o));
+}

@@ -1508,6 +1508,11 @@ impl<P: Process<VerbsNic> + Send> VerbsRuntime<P> {
         })
     }
 
+    /// The device the run uses.
+    pub fn device(&self) -> &DeviceInfo {
+        &self.device
+    }
+
     /// A handle to crash nodes.
     pub fn control(&self) -> VerbsControl {
         VerbsControl {

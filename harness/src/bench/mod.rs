@@ -70,10 +70,7 @@ fn verbs_runtime(seed: u64) -> Result<Runtime, String> {
 
 #[cfg(not(feature = "verbs"))]
 fn verbs_runtime(_seed: u64) -> Result<Runtime, String> {
-    Err(format!(
-        "{}: this harness was built without the verbs runtime; build it with `cargo run --release -p harness --features verbs -- ...` (scripts/verbs-deps.sh installs what that build needs)",
-        verbs::NO_DEVICE
-    ))
+    Err(crate::experiment::verbs_missing())
 }
 
 /// `harness bench access`.

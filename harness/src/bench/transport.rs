@@ -23,16 +23,7 @@ pub(crate) fn all_sizes() -> Vec<usize> {
 
 const BUF: RegionId = RegionId(0);
 
-/// A process that also runs on the verbs runtime (every process, in a build without it).
-#[cfg(feature = "verbs")]
-pub(crate) trait OnVerbs: Process<verbs::rdma::VerbsNic> {}
-#[cfg(feature = "verbs")]
-impl<P: Process<verbs::rdma::VerbsNic>> OnVerbs for P {}
-/// A process that also runs on the verbs runtime (every process, in a build without it).
-#[cfg(not(feature = "verbs"))]
-pub(crate) trait OnVerbs {}
-#[cfg(not(feature = "verbs"))]
-impl<P> OnVerbs for P {}
+use crate::experiment::OnVerbs;
 
 /// Which test a process pair runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -131,9 +131,19 @@ pub(crate) trait Multicast: 'static {
     /// Its configuration: a deployment.
     type Config: Membership + Clone + fmt::Debug + Send + Sync;
     /// Its server, on every runtime.
-    type Server: Server + Observed + Process<SimNic> + Process<LocalNic> + Process<TcpNic> + Send;
+    type Server: Server
+        + Observed
+        + Process<SimNic>
+        + Process<LocalNic>
+        + Process<TcpNic>
+        + crate::experiment::OnVerbs
+        + Send;
     /// Its client, on every runtime.
-    type Client: Client<SimNic> + Client<LocalNic> + Client<TcpNic> + Send;
+    type Client: Client<SimNic>
+        + Client<LocalNic>
+        + Client<TcpNic>
+        + crate::experiment::ClientOnVerbs
+        + Send;
 
     /// The configuration `shape` asks for, checked (a message too large for its slot, a tree
     /// given to a genuine protocol, ... are errors that say what to change).
@@ -240,7 +250,9 @@ impl<P: Multicast> Deployed<P> {
     fn nodes(&self, e: &Experiment) -> Vec<Node<P::Server, P::Client>> {
         let clock = match e.runtime {
             crate::experiment::Where::Sim => Clock::Sim(&e.profile),
-            crate::experiment::Where::Local { .. } | crate::experiment::Where::Tcp => Clock::Wall,
+            crate::experiment::Where::Local { .. }
+            | crate::experiment::Where::Tcp
+            | crate::experiment::Where::Verbs => Clock::Wall,
         };
         P::nodes(&self.0, e.load(), e.seed, e.log, clock)
     }

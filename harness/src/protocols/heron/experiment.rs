@@ -416,6 +416,7 @@ fn execute<S: Multicast, C: MulticastClient, A: Application + Send + Sync + 'sta
             (sim.into_processes(), db, Some(events))
         }
         Where::Tcp => unreachable!("tcp runs are launched by heron::tcp::launch"),
+        Where::Verbs => unreachable!("harness run refuses Heron on verbs"),
         Where::Local {
             threads,
             nic_thread,

@@ -315,7 +315,10 @@ impl BulkSpec {
                 schedule_bytes >> 20
             ));
         }
-        if matches!(self.runtime, Where::Local { .. } | Where::Tcp) {
+        if matches!(
+            self.runtime,
+            Where::Local { .. } | Where::Tcp | Where::Verbs
+        ) {
             let buffers = self.nodes * self.senders * self.size;
             if buffers > 4 << 30 {
                 return Err(format!(
@@ -409,6 +412,13 @@ impl BulkSpec {
                 (sim.into_processes(), Some(events))
             }
             Where::Tcp => unreachable!("a tcp run is launched by launch_tcp"),
+            Where::Verbs => {
+                let limit = Duration::from_nanos(self.timeout.as_nanos());
+                (
+                    crate::experiment::run_on_verbs(members, self.seed, limit)?,
+                    None,
+                )
+            }
             Where::Local {
                 threads,
                 nic_thread,
