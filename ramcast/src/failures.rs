@@ -26,6 +26,7 @@ use crate::wire::{Pend, Wire};
 use bytes::Bytes;
 use multicast::GroupId;
 use multicast::Membership;
+use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use transport::{Access, Nanos, Nic, OpError, OpKind, ProcessId, Qp, Recv, Status};
 
@@ -559,23 +560,34 @@ impl RamcastServer {
     /// client that did not write it everywhere; relay it to every destination.
     fn relay_stale<N: Nic>(&mut self, nic: &mut N, now: Nanos) -> (bool, Option<Nanos>) {
         let relay = self.cfg.timing.relay;
-        let mut next: Option<Nanos> = None;
         let mut worked = false;
-        // Only the slots already due are collected; the rest only set the next deadline.
-        let mut due_now: Vec<(u32, u64)> = Vec::new();
-        for &(_, c, s) in &self.pending {
-            let slot = self.slot(c, s).expect("pending");
-            if slot.stat != Stat::Mcast {
-                continue;
+        // The slots already due, from the deadline heap; the first live deadline not yet due
+        // is the next one.
+        let mut due_now: Vec<(Stamp, u32, u64)> = Vec::new();
+        let mut next = None;
+        while let Some(&Reverse((due, c, s))) = self.relay_due.peek() {
+            let live = self
+                .slot(c, s)
+                .filter(|x| x.stat == Stat::Mcast && x.since.saturating_add(relay) == due);
+            match live {
+                None => {}
+                Some(_) if now < due => {
+                    next = Some(due);
+                    break;
+                }
+                Some(slot) => due_now.push((slot.tmp, c, s)),
             }
-            let due = slot.since.saturating_add(relay);
-            if now < due {
-                next = Some(next.map_or(due, |n: Nanos| n.min(due)));
-            } else {
-                due_now.push((c, s));
-            }
+            self.relay_due.pop();
         }
-        for (c, s) in due_now {
+        // Relayed in `pending`'s order, as a scan of every pending slot would.
+        due_now.sort_unstable();
+        due_now.dedup();
+        debug_assert_eq!(
+            (due_now.clone(), next),
+            self.relay_scan(now),
+            "the deadline heap disagrees with a scan of every pending slot"
+        );
+        for (_, c, s) in due_now {
             let slot = self.slot(c, s).expect("pending");
             let due = slot.since.saturating_add(relay);
             if now < due {
@@ -584,6 +596,8 @@ impl RamcastServer {
             }
             let entry = slot.entry.clone().expect("pending");
             self.slot_mut(c, s).expect("pending").since = now;
+            self.relay_due
+                .push(Reverse((now.saturating_add(relay), c, s)));
             self.relayed += 1;
             next = Some(next.map_or(now.saturating_add(relay), |n| {
                 n.min(now.saturating_add(relay))
@@ -602,6 +616,27 @@ impl RamcastServer {
             worked = true;
         }
         (worked, next)
+    }
+
+    /// What `relay_stale` finds by scanning every pending slot: the due slots in `pending`'s
+    /// order and the earliest deadline not yet due (the definition the heap must agree with).
+    fn relay_scan(&self, now: Nanos) -> (Vec<(Stamp, u32, u64)>, Option<Nanos>) {
+        let relay = self.cfg.timing.relay;
+        let mut next: Option<Nanos> = None;
+        let mut due_now = Vec::new();
+        for &(key, c, s) in &self.pending {
+            let slot = self.slot(c, s).expect("pending");
+            if slot.stat != Stat::Mcast {
+                continue;
+            }
+            let due = slot.since.saturating_add(relay);
+            if now < due {
+                next = Some(next.map_or(due, |n: Nanos| n.min(due)));
+            } else {
+                due_now.push((key, c, s));
+            }
+        }
+        (due_now, next)
     }
 
     /// Task 10, receiving side: store a relayed entry as if its client had written it.

@@ -21,6 +21,7 @@ use crate::stamp::Stamp;
 use bytes::Bytes;
 use multicast::GroupId;
 use multicast::Membership;
+use std::cmp::Reverse;
 use transport::slot::Reject;
 use transport::{Nanos, Nic, Work};
 
@@ -46,9 +47,16 @@ impl RamcastServer {
         }
         let mut worked = false;
         for c in 0..self.cfg.clients as u32 {
+            // A client whose buffer is not dirty would find what it found last time. Debug
+            // builds look anyway and check that it does.
+            let dirty = std::mem::take(&mut self.rescan.dirty[c as usize]);
+            if !dirty && !cfg!(debug_assertions) {
+                continue;
+            }
             loop {
                 let s = self.buffers[c as usize].next;
                 if self.slot(c, s).is_some() {
+                    debug_assert!(dirty, "{}: client {c}'s slot {s} filled unseen", self.me);
                     self.buffers[c as usize].next += 1;
                     continue;
                 }
@@ -57,7 +65,13 @@ impl RamcastServer {
                 if self.buffers[c as usize].scanned == Some((s, mark)) {
                     break;
                 }
-                match self.read_entry(nic, c, s) {
+                let landed = self.read_entry(nic, c, s);
+                debug_assert!(
+                    dirty || matches!(landed, Landed::Nothing),
+                    "{}: client {c}'s entry {s} landed unseen",
+                    self.me
+                );
+                match landed {
                     Landed::Entry(e) => {
                         self.accept(c, s, e, nic.now());
                         self.buffers[c as usize].next += 1;
@@ -181,8 +195,10 @@ impl RamcastServer {
         slot.install = None;
         slot.fast_ok = 0;
         slot.since = now;
-        self.rescan.buffers = true;
+        self.rescan.dirty(c);
         self.pending.insert((Stamp::ZERO, c, s));
+        self.relay_due
+            .push(Reverse((now.saturating_add(self.cfg.timing.relay), c, s)));
         if self.role != Role::Follower {
             self.to_propose.insert((c, s));
         }

@@ -16,8 +16,12 @@
 //!   so there everything is looked at, as before) and when the role, round, rounds or leaders
 //!   changed.
 //!
+//! `poll_buffers` goes further and looks only at the clients whose buffers are dirty (one of
+//! their message slots changed, a slot was filled, or the epoch rose).
+//!
 //! A skipped slot is one whose scan would have read the same words and decided nothing: the
-//! run is the same event for event. Tests run seeds with and without the hint
+//! run is the same event for event. Debug builds look at the clients `poll_buffers` would skip
+//! and assert that they give nothing. Tests run seeds with and without the hint
 //! (`exact_changes`) and compare the simulator's digests.
 
 use crate::layout::{M, T, T_ENTRY};
@@ -56,8 +60,11 @@ impl Default for Seen {
 pub(crate) struct Rescan {
     changes: Changes,
     epoch: u64,
-    /// Whether `poll_buffers` may find something it did not see last time: a message slot of
-    /// `M` changed, the epoch rose, or a slot was filled (`accept`) since its last pass.
+    /// Per client, whether `poll_buffers` may find something in its buffer it did not see
+    /// last time: one of its message slots of `M` changed, the epoch rose, or one of its slots
+    /// was filled (`accept`) since its last pass.
+    pub(crate) dirty: Vec<bool>,
+    /// Whether any client is dirty.
     pub(crate) buffers: bool,
     /// `poll_pending`'s list of slots to look at (kept for its allocation).
     pub(crate) due: Vec<(Stamp, u32, u64)>,
@@ -68,10 +75,11 @@ pub(crate) struct Rescan {
 }
 
 impl Rescan {
-    pub(crate) fn new() -> Rescan {
+    pub(crate) fn new(clients: usize) -> Rescan {
         Rescan {
             changes: Changes::exact(),
             epoch: 0,
+            dirty: vec![true; clients],
             buffers: true,
             due: Vec::new(),
             role: None,
@@ -79,6 +87,20 @@ impl Rescan {
             rounds: Vec::new(),
             leader: Vec::new(),
         }
+    }
+}
+
+impl Rescan {
+    /// Marks every client's buffer for `poll_buffers` to look at.
+    fn all_dirty(&mut self) {
+        self.dirty.iter_mut().for_each(|d| *d = true);
+        self.buffers = true;
+    }
+
+    /// Marks client `c`'s buffer for `poll_buffers` to look at.
+    pub(crate) fn dirty(&mut self, c: u32) {
+        self.dirty[c as usize] = true;
+        self.buffers = true;
     }
 }
 
@@ -90,7 +112,7 @@ impl RamcastServer {
         nic.take_changes(&mut changes);
         if !changes.is_exact() {
             self.rescan.epoch += 1;
-            self.rescan.buffers = true;
+            self.rescan.all_dirty();
         } else {
             let slots = self.cfg.slots;
             let t_stride = self.cfg.groups * T_ENTRY;
@@ -102,7 +124,12 @@ impl RamcastServer {
                         let stride = self.layout.m_stride();
                         let into_slot = e.offset % stride < self.cfg.slot_bytes
                             || e.len > stride - e.offset % stride;
-                        self.rescan.buffers |= into_slot;
+                        if into_slot {
+                            for cell in e.cells(stride) {
+                                self.rescan.dirty[cell / slots] = true;
+                            }
+                            self.rescan.buffers = true;
+                        }
                         e.cells(stride)
                     }
                     T => e.cells(t_stride),
@@ -126,7 +153,7 @@ impl RamcastServer {
             r.rounds.clone_from(&self.rounds);
             r.leader.clone_from(&self.leader);
             r.epoch += 1;
-            r.buffers = true;
+            r.all_dirty();
         }
     }
 

@@ -7,7 +7,8 @@ use crate::rescan::{Mark, Rescan, Seen};
 use crate::stamp::Stamp;
 use multicast::Membership;
 use multicast::{Delivery, GroupId, MsgId, Omega, Server};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, VecDeque};
 use std::sync::Arc;
 use transport::{
     Nanos, Nic, OpError, Process, ProcessId, Progress, Qp, RegionSpec, RemoteAddr, Timer, Tracked,
@@ -134,6 +135,11 @@ pub struct RamcastServer {
     pub(crate) buffers: Vec<Buffer>,
     /// Slots with an entry that is MCAST or ORDERED, keyed by `M[c,i].tmp` (Task 6's order).
     pub(crate) pending: BTreeSet<(Stamp, u32, u64)>,
+    /// Task 10's deadlines `(since + relay, client, seq)`, earliest on top: one for each time a
+    /// slot's `since` was set. One whose slot left MCAST, or whose `since` moved, is stale and
+    /// dropped when it reaches the top, so `relay_stale` reads the earliest deadline without
+    /// scanning every pending slot on every poll.
+    pub(crate) relay_due: BinaryHeap<Reverse<(Nanos, u32, u64)>>,
     /// (Leader) slots waiting for Task 2.
     pub(crate) to_propose: BTreeSet<(u32, u64)>,
     /// Fast-path writes in flight: work request -> (client, seq, round).
@@ -211,6 +217,7 @@ impl RamcastServer {
             rounds,
             buffers,
             pending: BTreeSet::new(),
+            relay_due: BinaryHeap::new(),
             to_propose: BTreeSet::new(),
             fast: BTreeMap::new(),
             broken: BTreeMap::new(),
@@ -228,7 +235,7 @@ impl RamcastServer {
             unsent: BTreeMap::new(),
             sweep: 0,
             scratch: Vec::new(),
-            rescan: Rescan::new(),
+            rescan: Rescan::new(cfg.clients),
             layout,
             cfg,
         }
