@@ -119,6 +119,9 @@ impl<N: Nic> Process<N> for RidgeClient {
         while nic.poll_completion().is_some() {}
         let mut worked = self.mesh.flush(nic).expect("own packets fit");
         let mut buf = std::mem::take(&mut self.buf);
+        // Nothing else in this process polls memory (Heron above Ridge does not): the mesh
+        // takes the change hint whole.
+        self.mesh.observe_changes(nic);
         while let Some(from) = self.mesh.recv(nic, &mut buf).expect("ring reads") {
             worked = true;
             nic.work(Work::Decode, 1);

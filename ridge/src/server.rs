@@ -916,6 +916,9 @@ impl RidgeServer {
     /// Handles what arrived, and what this process sent itself, until neither is left.
     fn receive<N: Nic>(&mut self, nic: &mut N) -> bool {
         let mut worked = false;
+        // Nothing else in this process polls memory (Heron above Ridge does not): the mesh
+        // takes the change hint whole.
+        self.mesh.observe_changes(nic);
         let mut buf = std::mem::take(&mut self.buf);
         while !self.halted {
             if let Some(p) = self.local.pop_front() {

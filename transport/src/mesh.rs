@@ -11,7 +11,13 @@
 //! senders in turn, so no sender starves another. As with a single ring, a write that fails (a
 //! crashed peer, a revoked region) surfaces as a completion on the sender's NIC; the mesh
 //! leaves failure handling to its owner.
+//!
+//! [`Mesh::observe_changes`] hands the mesh the runtime's change hint ([`crate::changes`]):
+//! `recv` then skips the rings whose memory did not change since it last found them empty. A
+//! simulation speed-up only: reading an empty ring costs nothing in the model and decides
+//! nothing, so the run is the same event for event.
 
+use crate::changes::Changes;
 use crate::nic::{Nic, WrId};
 use crate::process::ProcessId;
 use crate::region::{Access, LocalAddr, RegionId, RegionSpec, RemoteAddr};
@@ -96,6 +102,13 @@ pub struct Mesh {
     capacity: usize,
     /// The sender [`Mesh::recv`] looks at first next time.
     next_from: usize,
+    /// Per sender, whether its ring may hold something `recv` has not seen; only cleared once
+    /// the owner gives the mesh the change hint ([`Mesh::observe_changes`]).
+    unseen: Vec<bool>,
+    /// Whether the owner calls [`Mesh::observe_changes`].
+    hinted: bool,
+    /// The last changes taken from the NIC (kept for its allocation).
+    changes: Changes,
 }
 
 impl Mesh {
@@ -117,7 +130,8 @@ impl Mesh {
                 RemoteAddr::new(peer, layout.credits, mine * RingConfig::CREDIT_BYTES),
             )?);
         }
-        let outboxes = vec![VecDeque::new(); layout.members.len()];
+        let n = layout.members.len();
+        let outboxes = vec![VecDeque::new(); n];
         let capacity = layout.ring.validate()?.capacity();
         Ok(Mesh {
             layout,
@@ -127,6 +141,9 @@ impl Mesh {
             outboxes,
             capacity,
             next_from: 0,
+            unseen: vec![true; n],
+            hinted: false,
+            changes: Changes::exact(),
         })
     }
 
@@ -197,6 +214,27 @@ impl Mesh {
         self.outboxes.iter().map(VecDeque::len).sum()
     }
 
+    /// Takes what changed in this process's memory from the NIC ([`Nic::take_changes`]) and
+    /// marks the rings it touched, so [`Mesh::recv`] skips the others. For an owner whose memory
+    /// is the mesh's alone (or whose other code does not use the hint): it consumes every
+    /// change. Call it before `recv` in each poll, once called, always.
+    pub fn observe_changes<N: Nic + ?Sized>(&mut self, nic: &mut N) {
+        self.hinted = true;
+        nic.take_changes(&mut self.changes);
+        if !self.changes.is_exact() {
+            self.unseen.iter_mut().for_each(|u| *u = true);
+            return;
+        }
+        let (ring_bytes, last) = (self.layout.ring.ring_bytes(), self.unseen.len() - 1);
+        for e in self.changes.extents() {
+            if e.region == self.layout.inbox {
+                for i in e.cells(ring_bytes) {
+                    self.unseen[i.min(last)] = true;
+                }
+            }
+        }
+    }
+
     /// The next message that has landed, with its sender, into `out`; senders take turns.
     pub fn recv<N: Nic + ?Sized>(
         &mut self,
@@ -206,10 +244,19 @@ impl Mesh {
         let n = self.receivers.len();
         for step in 0..n {
             let i = (self.next_from + step) % n;
+            if !self.unseen[i] {
+                debug_assert!(
+                    !self.receivers[i].ready(nic)?,
+                    "a message landed in the ring from {} unseen by the change hint",
+                    self.layout.members[i]
+                );
+                continue;
+            }
             if self.receivers[i].try_recv(nic, out)? {
                 self.next_from = (i + 1) % n;
                 return Ok(Some(self.layout.members[i]));
             }
+            self.unseen[i] = !self.hinted;
         }
         Ok(None)
     }

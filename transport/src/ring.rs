@@ -195,6 +195,19 @@ impl RingReceiver {
         self.received
     }
 
+    /// Whether the next message has fully landed (what [`RingReceiver::try_recv`] would take).
+    pub fn ready<N: Nic + ?Sized>(&mut self, nic: &N) -> Result<bool, RingError> {
+        let (seq, at) = self.next();
+        Ok(self.codec.read(nic, at, seq, &mut self.buf)?.is_ok())
+    }
+
+    /// The next message's sequence number and slot.
+    fn next(&self) -> (u32, LocalAddr) {
+        let slot = (self.received % self.cfg.slots as u64) as usize;
+        let at = self.ring.add(slot * self.cfg.slot_bytes);
+        ((self.received + 1) as u32, at)
+    }
+
     /// Copies the next message into `out` if it has fully landed; returns whether one did.
     /// Returns credits when a batch is complete.
     pub fn try_recv<N: Nic + ?Sized>(
@@ -202,9 +215,7 @@ impl RingReceiver {
         nic: &mut N,
         out: &mut Vec<u8>,
     ) -> Result<bool, RingError> {
-        let seq = (self.received + 1) as u32;
-        let slot = (self.received % self.cfg.slots as u64) as usize;
-        let at = self.ring.add(slot * self.cfg.slot_bytes);
+        let (seq, at) = self.next();
         match self.codec.read(nic, at, seq, &mut self.buf)? {
             Ok(range) => {
                 out.clear();

@@ -5,7 +5,9 @@
 //! if that lies within the wheel's horizon, else into an overflow heap. The bucket being drained
 //! is kept sorted, so a pop is O(1) and a push into the current instant is a short binary insert.
 //! Most events of an RDMA simulation land a few microseconds ahead, so the buckets hold tens of
-//! events and the queue beats a binary heap of thousands several times over.
+//! events and the queue beats a binary heap of thousands several times over. A bitmap of the
+//! occupied buckets lets the queue jump over empty ones: protocols that wait for timers (Ridge's
+//! rounds of a millisecond) leave tens of thousands of empty buckets between events.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -15,6 +17,8 @@ const BUCKET_SHIFT: u32 = 5;
 /// Buckets in the wheel: 2^13, a horizon of 262 us.
 const WHEEL_BITS: u32 = 13;
 const WHEEL: u64 = 1 << WHEEL_BITS;
+/// Words of the occupied-bucket bitmap.
+const WORDS: usize = (WHEEL / 64) as usize;
 
 fn bucket_of(key: u128) -> u64 {
     ((key >> 64) as u64) >> BUCKET_SHIFT
@@ -54,6 +58,8 @@ pub(crate) struct EventQueue<T> {
     /// The current bucket's events, sorted by descending key (pop from the end).
     current: Vec<(u128, T)>,
     in_wheel: usize,
+    /// Bit `i` is set iff wheel slot `i` holds events.
+    occupied: Vec<u64>,
     far: BinaryHeap<Reverse<Far<T>>>,
     /// Reused buffers for the counting sort of a bucket.
     scratch: Vec<(u128, T)>,
@@ -67,6 +73,7 @@ impl<T> EventQueue<T> {
             cur: 0,
             current: Vec::new(),
             in_wheel: 0,
+            occupied: vec![0; WORDS],
             far: BinaryHeap::new(),
             scratch: Vec::new(),
             dest: Vec::new(),
@@ -81,8 +88,7 @@ impl<T> EventQueue<T> {
             let at = self.current.partition_point(|(k, _)| *k > key);
             self.current.insert(at, (key, item));
         } else if b < self.cur + WHEEL {
-            self.wheel[(b & (WHEEL - 1)) as usize].push((key, item));
-            self.in_wheel += 1;
+            self.into_wheel(b, key, item);
         } else {
             self.far.push(Reverse(Far { key, item }));
         }
@@ -97,7 +103,7 @@ impl<T> EventQueue<T> {
                     Some(Reverse(f)) => self.cur = bucket_of(f.key),
                 }
             } else {
-                self.cur += 1;
+                self.cur += self.next_occupied();
             }
             // Overflow events now within the horizon move into the wheel.
             while let Some(Reverse(f)) = self.far.peek() {
@@ -106,15 +112,50 @@ impl<T> EventQueue<T> {
                     break;
                 }
                 let Reverse(Far { key, item }) = self.far.pop().expect("peeked");
-                self.wheel[(b & (WHEEL - 1)) as usize].push((key, item));
-                self.in_wheel += 1;
+                self.into_wheel(b, key, item);
             }
             let slot = (self.cur & (WHEEL - 1)) as usize;
             std::mem::swap(&mut self.scratch, &mut self.wheel[slot]);
+            self.occupied[slot / 64] &= !(1 << (slot % 64));
             self.in_wheel -= self.scratch.len();
             self.sort_bucket();
         }
         true
+    }
+
+    /// Puts an event of bucket `b` (within the horizon) into its wheel slot.
+    fn into_wheel(&mut self, b: u64, key: u128, item: T) {
+        let slot = (b & (WHEEL - 1)) as usize;
+        self.wheel[slot].push((key, item));
+        self.occupied[slot / 64] |= 1 << (slot % 64);
+        self.in_wheel += 1;
+    }
+
+    /// How many buckets after `cur` the next occupied one lies (1..WHEEL); the wheel holds an
+    /// event. Every occupied slot holds a bucket of `cur + 1 .. cur + WHEEL`, so the first one
+    /// after `cur`'s slot, going round, is the earliest. Overflow events are all later (they lie
+    /// beyond the horizon of the old `cur`), so jumping there skips nothing.
+    fn next_occupied(&self) -> u64 {
+        let start = ((self.cur + 1) & (WHEEL - 1)) as usize;
+        let (w0, b0) = (start / 64, start % 64);
+        // The first word from `start`'s bit on, then the other words round, then the first
+        // word's bits before `start`.
+        let first = self.occupied[w0] & (!0u64 << b0);
+        let found = if first != 0 {
+            w0 * 64 + first.trailing_zeros() as usize
+        } else {
+            (1..=WORDS)
+                .map(|k| (w0 + k) % WORDS)
+                .find_map(|w| {
+                    let mut bits = self.occupied[w];
+                    if w == w0 {
+                        bits &= !(!0u64 << b0);
+                    }
+                    (bits != 0).then(|| w * 64 + bits.trailing_zeros() as usize)
+                })
+                .expect("the wheel holds an event")
+        };
+        1 + ((found + WHEEL as usize - start) % WHEEL as usize) as u64
     }
 
     /// Moves the bucket in `scratch` into `current`, in descending key order.
