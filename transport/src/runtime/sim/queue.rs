@@ -88,7 +88,7 @@ impl<T> EventQueue<T> {
             let at = self.current.partition_point(|(k, _)| *k > key);
             self.current.insert(at, (key, item));
         } else if b < self.cur + WHEEL {
-            self.into_wheel(b, key, item);
+            self.push_wheel(b, key, item);
         } else {
             self.far.push(Reverse(Far { key, item }));
         }
@@ -112,7 +112,7 @@ impl<T> EventQueue<T> {
                     break;
                 }
                 let Reverse(Far { key, item }) = self.far.pop().expect("peeked");
-                self.into_wheel(b, key, item);
+                self.push_wheel(b, key, item);
             }
             let slot = (self.cur & (WHEEL - 1)) as usize;
             std::mem::swap(&mut self.scratch, &mut self.wheel[slot]);
@@ -124,7 +124,7 @@ impl<T> EventQueue<T> {
     }
 
     /// Puts an event of bucket `b` (within the horizon) into its wheel slot.
-    fn into_wheel(&mut self, b: u64, key: u128, item: T) {
+    fn push_wheel(&mut self, b: u64, key: u128, item: T) {
         let slot = (b & (WHEEL - 1)) as usize;
         self.wheel[slot].push((key, item));
         self.occupied[slot / 64] |= 1 << (slot % 64);
