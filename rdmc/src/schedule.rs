@@ -472,15 +472,18 @@ impl Pipeline {
         let v = self.vertex_of(me);
         let mine = self.roles(v);
         let twin = if me == v { self.twin_of(v) } else { Some(v) };
-        // Neighbour vertices' roles, for who sends to us and whom we send to.
+        // Neighbour vertices' roles, for who sends to us and whom we send to: computed once
+        // per neighbour and read by step (a copy per step made this quadratic in the blocks).
         let mut neighbours: Vec<(usize, Vec<Roles>)> = Vec::new();
-        let mut roles_of = |u: usize| -> Vec<Roles> {
-            if let Some((_, r)) = neighbours.iter().find(|(w, _)| *w == u) {
-                return r.clone();
-            }
-            let r = self.roles(u);
-            neighbours.push((u, r.clone()));
-            r
+        let mut role_at = |u: usize, t: usize| -> Roles {
+            let i = match neighbours.iter().position(|(w, _)| *w == u) {
+                Some(i) => i,
+                None => {
+                    neighbours.push((u, self.roles(u)));
+                    neighbours.len() - 1
+                }
+            };
+            neighbours[i].1[t]
         };
         let mut steps = vec![Step::default(); total];
         for (t, step) in steps.iter_mut().enumerate() {
@@ -488,7 +491,7 @@ impl Pipeline {
             if me == r.sender {
                 if let Some((to, block)) = self.vertex_outgoing(v, t) {
                     step.send = Some(Transfer {
-                        peer: roles_of(to)[t].receiver,
+                        peer: role_at(to, t).receiver,
                         block,
                     });
                 }
@@ -502,7 +505,7 @@ impl Pipeline {
             if me == r.receiver {
                 if let Some((from, block)) = self.vertex_incoming(v, t) {
                     step.recv = Some(Transfer {
-                        peer: roles_of(from)[t].sender,
+                        peer: role_at(from, t).sender,
                         block,
                     });
                 }

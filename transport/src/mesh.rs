@@ -105,7 +105,8 @@ pub struct Mesh {
     /// Per sender, whether its ring may hold something `recv` has not seen; only cleared once
     /// the owner gives the mesh the change hint ([`Mesh::observe_changes`]).
     unseen: Vec<bool>,
-    /// Whether the owner calls [`Mesh::observe_changes`].
+    /// Whether the last [`Mesh::observe_changes`] got exact changes: only then may `recv`
+    /// skip a ring.
     hinted: bool,
     /// The last changes taken from the NIC (kept for its allocation).
     changes: Changes,
@@ -219,9 +220,11 @@ impl Mesh {
     /// is the mesh's alone (or whose other code does not use the hint): it consumes every
     /// change. Call it before `recv` in each poll, once called, always.
     pub fn observe_changes<N: Nic + ?Sized>(&mut self, nic: &mut N) {
-        self.hinted = true;
         nic.take_changes(&mut self.changes);
-        if !self.changes.is_exact() {
+        // Without an exact hint (real threads, where memory changes while `recv` runs), every
+        // ring is looked at on every `recv`, as if the mesh had no hint.
+        self.hinted = self.changes.is_exact();
+        if !self.hinted {
             self.unseen.iter_mut().for_each(|u| *u = true);
             return;
         }
