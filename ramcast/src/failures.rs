@@ -595,9 +595,7 @@ impl RamcastServer {
                 continue;
             }
             let entry = slot.entry.clone().expect("pending");
-            self.slot_mut(c, s).expect("pending").since = now;
-            self.relay_due
-                .push(Reverse((now.saturating_add(relay), c, s)));
+            self.arm_relay(c, s, now);
             self.relayed += 1;
             next = Some(next.map_or(now.saturating_add(relay), |n| {
                 n.min(now.saturating_add(relay))
@@ -616,6 +614,14 @@ impl RamcastServer {
             worked = true;
         }
         (worked, next)
+    }
+
+    /// Starts Task 10's timer of client `c`'s slot `s` at `now`: its `since`, and the deadline
+    /// `relay_stale` finds on its heap (the one place either is set).
+    pub(crate) fn arm_relay(&mut self, c: u32, s: u64, now: Nanos) {
+        self.slot_mut(c, s).expect("held").since = now;
+        self.relay_due
+            .push(Reverse((now.saturating_add(self.cfg.timing.relay), c, s)));
     }
 
     /// What `relay_stale` finds by scanning every pending slot: the due slots in `pending`'s

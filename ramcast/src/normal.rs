@@ -21,7 +21,6 @@ use crate::stamp::Stamp;
 use bytes::Bytes;
 use multicast::GroupId;
 use multicast::Membership;
-use std::cmp::Reverse;
 use transport::slot::Reject;
 use transport::{Nanos, Nic, Work};
 
@@ -194,11 +193,9 @@ impl RamcastServer {
         slot.proposed = None;
         slot.install = None;
         slot.fast_ok = 0;
-        slot.since = now;
         self.rescan.dirty(c);
         self.pending.insert((Stamp::ZERO, c, s));
-        self.relay_due
-            .push(Reverse((now.saturating_add(self.cfg.timing.relay), c, s)));
+        self.arm_relay(c, s, now);
         if self.role != Role::Follower {
             self.to_propose.insert((c, s));
         }

@@ -117,26 +117,24 @@ impl RamcastServer {
             let slots = self.cfg.slots;
             let t_stride = self.cfg.groups * T_ENTRY;
             for e in changes.extents() {
-                let cells = match e.region {
+                // Whether the extent makes its clients dirty for `poll_buffers`.
+                let (cells, into_slot) = match e.region {
                     M => {
                         // Acknowledgements land in the stride too, after the message slot;
                         // only a write into a message slot can give `poll_buffers` an entry.
                         let stride = self.layout.m_stride();
                         let into_slot = e.offset % stride < self.cfg.slot_bytes
                             || e.len > stride - e.offset % stride;
-                        if into_slot {
-                            for cell in e.cells(stride) {
-                                self.rescan.dirty[cell / slots] = true;
-                            }
-                            self.rescan.buffers = true;
-                        }
-                        e.cells(stride)
+                        (e.cells(stride), into_slot)
                     }
-                    T => e.cells(t_stride),
+                    T => (e.cells(t_stride), false),
                     _ => continue,
                 };
                 for cell in cells {
                     self.buffers[cell / slots].slots[cell % slots].touch();
+                    if into_slot {
+                        self.rescan.dirty((cell / slots) as u32);
+                    }
                 }
             }
         }
