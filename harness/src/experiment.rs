@@ -279,8 +279,6 @@ impl Experiment {
         let log = self
             .log
             .then(|| collect_log(&nodes, |p: ProcessId| faulty[p.index()]));
-        drop(nodes);
-        crate::release_free_memory();
         Measured {
             delivered,
             throughput: delivered as f64 / self.duration.as_secs_f64(),

@@ -34,7 +34,10 @@ use bench::transport::MAX_BYTES;
 /// resident after their run ended: `harness reproduce ridge-fig2` (two 8-group runs side by
 /// side, about 3 GB each) passed 22 GB and was killed on a 24 GB machine. Quick Fig. 2 peaks
 /// at 3.26 GB without this, 1.15 GB with it (`MALLOC_MMAP_THRESHOLD_=131072` has the same
-/// effect from outside; mimalloc, tried instead, kept 10.4 GB).
+/// effect from outside; mimalloc, tried instead, kept 10.4 GB). Nothing calls `malloc_trim`
+/// after a run any more: handing every free page back made the next run fault it in again, a
+/// third of `figure ridge-fig1`'s wall time, and since simulated regions are paged (transport's
+/// `memory` module) and ring scratch grows on use, full Fig. 2 peaks at 4.3 GB without it.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(unsafe_code)]
 fn pin_mmap_threshold() {
@@ -48,21 +51,6 @@ fn pin_mmap_threshold() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn pin_mmap_threshold() {}
 
-/// Hands the memory glibc keeps free in its arenas back to the system: a finished simulated
-/// run leaves its many mid-sized blocks (64 KB payloads and the like, under the mmap threshold)
-/// free but resident, and the next run on another thread allocates from another arena.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-#[allow(unsafe_code)]
-pub(crate) fn release_free_memory() {
-    // SAFETY: malloc_trim only returns free memory to the system; it is thread-safe.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
-/// Nothing to do beyond glibc.
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-pub(crate) fn release_free_memory() {}
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;

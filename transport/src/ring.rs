@@ -104,6 +104,8 @@ pub struct RingSender {
     ring: RemoteAddr,
     credit: LocalAddr,
     sent: u64,
+    /// Scratch for encoding; grows on first use (a mesh holds a sender and a receiver per
+    /// ordered pair, most of which never carry a message, so none reserves a slot up front).
     buf: Vec<u8>,
 }
 
@@ -118,7 +120,7 @@ impl RingSender {
             ring,
             credit,
             sent: 0,
-            buf: Vec::with_capacity(cfg.slot_bytes),
+            buf: Vec::new(),
         })
     }
 
@@ -171,6 +173,7 @@ pub struct RingReceiver {
     credit: RemoteAddr,
     received: u64,
     returned: u64,
+    /// Scratch for reading a slot; grows on first use, as the sender's.
     buf: Vec<u8>,
 }
 
@@ -186,7 +189,7 @@ impl RingReceiver {
             credit,
             received: 0,
             returned: 0,
-            buf: Vec::with_capacity(cfg.slot_bytes),
+            buf: Vec::new(),
         })
     }
 
