@@ -346,9 +346,11 @@ impl<S, A: Application> HeronServer<S, A> {
     /// (after a run: the runtime's view of this process's NIC).
     pub fn state(&self, nic: &impl Nic) -> BTreeMap<ObjectId, Vec<u8>> {
         let mut out = BTreeMap::new();
+        let mut slot = Vec::new();
         self.app.populate(self.group, &mut |oid, _| {
             let (at, len) = self.layout.slot(oid, self.app.row_of(oid));
-            let mut slot = vec![0; len];
+            slot.clear();
+            slot.resize(len, 0);
             nic.read_local(LocalAddr::new(self.regions.objects, at), &mut slot)
                 .expect("own region");
             let v = self.layout.versions(oid, &slot);
@@ -375,9 +377,11 @@ impl<S, A: Application> HeronServer<S, A> {
     /// Writes the initial value of every object, in both versions with timestamp 0.
     pub(crate) fn populate<N: Nic>(&mut self, nic: &mut N) {
         let (app, layout, objects) = (self.app.clone(), self.layout.clone(), self.regions.objects);
+        let mut slot = Vec::new();
         app.populate(self.group, &mut |oid, value| {
             let (at, len) = layout.slot(oid, app.row_of(oid));
-            let mut slot = vec![0u8; len];
+            slot.clear();
+            slot.resize(len, 0);
             for half in [0, len / 2] {
                 slot[half + 8..half + 8 + value.len()].copy_from_slice(&value);
             }
