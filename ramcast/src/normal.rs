@@ -162,8 +162,26 @@ impl RamcastServer {
             .expect("held")
             .dst;
         let mut changed = false;
+        let (i, epoch) = ((s % self.cfg.slots as u64) as usize, self.rescan.epoch());
         for h in dst.groups() {
-            if let Some((tmp, rnd)) = self.read_t(nic, c, s, h) {
+            // An entry unchanged since it was last read would change nothing: a proposal is
+            // replaced only by a higher round, and its timestamp already raised the clock.
+            // Debug builds read it anyway and check that.
+            let unread = self.buffers[c as usize].seen[i].t_unread(h.0 as usize, epoch);
+            if !unread && !cfg!(debug_assertions) {
+                continue;
+            }
+            let read = self.read_t(nic, c, s, h);
+            self.buffers[c as usize].seen[i].t_read(h.0 as usize, epoch);
+            if let Some((tmp, rnd)) = read {
+                debug_assert!(
+                    unread
+                        || (self.clock >= tmp.time()
+                            && self.slot(c, s).expect("held").ts[h.0 as usize]
+                                .is_some_and(|p| rnd <= p.rnd)),
+                    "{}: client {c}'s slot {s}: group {h:?}'s T entry changed unseen",
+                    self.me
+                );
                 self.see(tmp);
                 let slot = self.slot_mut(c, s).expect("held");
                 let cur = &mut slot.ts[h.0 as usize];
@@ -193,6 +211,8 @@ impl RamcastServer {
         slot.proposed = None;
         slot.install = None;
         slot.fast_ok = 0;
+        // Proposals that landed in `T` before the entry count again for the new message.
+        self.buffers[c as usize].seen[(s % slots) as usize].t_changed(None);
         self.rescan.dirty(c);
         self.pending.insert((Stamp::ZERO, c, s));
         self.arm_relay(c, s, now);

@@ -43,6 +43,11 @@ pub(crate) struct Seen {
     pub(crate) pending: Mark,
     /// `sweep_delivered`.
     pub(crate) sweep: Mark,
+    /// `refresh_ts`: bit `h` set when group `h`'s `T` entry may hold what it has not read
+    /// (groups from 64 on are always read), valid in epoch `t_epoch` (in another epoch every
+    /// entry counts as unread).
+    t_unread: u64,
+    t_epoch: u64,
 }
 
 impl Default for Seen {
@@ -50,6 +55,35 @@ impl Default for Seen {
         Seen {
             pending: UNSEEN,
             sweep: UNSEEN,
+            t_unread: u64::MAX,
+            t_epoch: u64::MAX,
+        }
+    }
+}
+
+impl Seen {
+    /// Whether group `h`'s `T` entry may hold what `refresh_ts` has not read, in `epoch`.
+    pub(crate) fn t_unread(&self, h: usize, epoch: u64) -> bool {
+        self.t_epoch != epoch || h >= 64 || self.t_unread & (1 << h) != 0
+    }
+
+    /// Records that `refresh_ts` read group `h`'s `T` entry in `epoch`.
+    pub(crate) fn t_read(&mut self, h: usize, epoch: u64) {
+        if self.t_epoch != epoch {
+            self.t_epoch = epoch;
+            self.t_unread = u64::MAX;
+        }
+        if h < 64 {
+            self.t_unread &= !(1 << h);
+        }
+    }
+
+    /// Marks group `h`'s `T` entry as changed (every group's with `None`).
+    pub(crate) fn t_changed(&mut self, h: Option<usize>) {
+        match h {
+            Some(h) if h < 64 => self.t_unread |= 1 << h,
+            Some(_) => {}
+            None => self.t_unread = u64::MAX,
         }
     }
 }
@@ -97,6 +131,12 @@ impl Rescan {
         self.buffers = true;
     }
 
+    /// The epoch: it rises whenever the NIC cannot say what changed and whenever the role,
+    /// round, rounds or leaders changed.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
     /// Marks client `c`'s buffer for `poll_buffers` to look at.
     pub(crate) fn dirty(&mut self, c: u32) {
         self.dirty[c as usize] = true;
@@ -127,7 +167,10 @@ impl RamcastServer {
                             || e.len > stride - e.offset % stride;
                         (e.cells(stride), into_slot)
                     }
-                    T => (e.cells(t_stride), false),
+                    T => {
+                        self.t_written(e.offset, e.len);
+                        (e.cells(t_stride), false)
+                    }
                     _ => continue,
                 };
                 for cell in cells {
@@ -152,6 +195,17 @@ impl RamcastServer {
             r.leader.clone_from(&self.leader);
             r.epoch += 1;
             r.all_dirty();
+        }
+    }
+
+    /// Marks the `T` entries that `len` bytes at `offset` of `T` cover as changed, for
+    /// `refresh_ts`. Called for the extents the NIC reports and for this server's own writes
+    /// into `T`, which it makes in the middle of a poll.
+    pub(crate) fn t_written(&mut self, offset: usize, len: usize) {
+        let (slots, groups) = (self.cfg.slots, self.cfg.groups);
+        for k in offset / T_ENTRY..(offset + len).div_ceil(T_ENTRY) {
+            let (cell, h) = (k / groups, k % groups);
+            self.buffers[cell / slots].seen[cell % slots].t_changed(Some(h));
         }
     }
 

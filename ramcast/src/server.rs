@@ -2,7 +2,7 @@
 //! tasks of Algorithm 2 ([`crate::normal`]) and Algorithm 3 ([`crate::failures`]).
 
 use crate::config::Config;
-use crate::layout::{local, remote, Entry, Layout, RESP};
+use crate::layout::{local, remote, Entry, Layout, RESP, T};
 use crate::rescan::{Mark, Rescan, Seen};
 use crate::stamp::Stamp;
 use multicast::Membership;
@@ -379,6 +379,9 @@ impl RamcastServer {
         if dst.process == self.me {
             nic.write_local(local(dst.region, dst.offset), data)
                 .expect("own region");
+            if dst.region == T {
+                self.t_written(dst.offset, data.len());
+            }
             return None;
         }
         let k = dst.process.index() * Qp::COUNT + qp.index();

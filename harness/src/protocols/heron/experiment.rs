@@ -434,10 +434,14 @@ fn execute<S: Multicast, C: MulticastClient, A: Application + Send + Sync + 'sta
                 heron::deploy::<SimNic, _, _, _>(cfg, app, seed, window, false, server, client);
             let mut sim = Sim::new(s.sim.clone(), nodes);
             sim.run(Some(end));
-            let servers = sim.processes().iter().enumerate().filter_map(|(i, n)| match n {
-                HeronNode::Server(r) => Some((r, sim.nic(ProcessId(i as u32)))),
-                _ => None,
-            });
+            let servers = sim
+                .processes()
+                .iter()
+                .enumerate()
+                .filter_map(|(i, n)| match n {
+                    HeronNode::Server(r) => Some((r, sim.nic(ProcessId(i as u32)))),
+                    _ => None,
+                });
             let db = database(servers, &mut replicas);
             let events = sim.stats().events;
             (sim.into_processes(), db, Some(events))
@@ -459,10 +463,14 @@ fn execute<S: Multicast, C: MulticastClient, A: Application + Send + Sync + 'sta
             };
             let limit = Duration::from_nanos(end.as_nanos()) + Duration::from_secs(5);
             let run = LocalRuntime::new(lc, nodes).run(limit);
-            let servers = run.processes.iter().zip(&run.nics).filter_map(|(n, nic)| match n {
-                HeronNode::Server(r) => Some((r, nic)),
-                _ => None,
-            });
+            let servers = run
+                .processes
+                .iter()
+                .zip(&run.nics)
+                .filter_map(|(n, nic)| match n {
+                    HeronNode::Server(r) => Some((r, nic)),
+                    _ => None,
+                });
             let db = database(servers, &mut replicas);
             (run.processes, db, None)
         }
