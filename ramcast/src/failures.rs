@@ -143,6 +143,7 @@ impl RamcastServer {
 
     fn step_down(&mut self, now: Nanos) {
         self.role = Role::Follower;
+        self.rescan.new_view();
         self.to_propose.clear();
         self.fast.clear();
         self.owed.clear();
@@ -289,6 +290,7 @@ impl RamcastServer {
             completed: Stamp::ZERO,
             replies: BTreeMap::new(),
         });
+        self.rescan.new_view();
         self.beat_timer.disarm();
         let fus: Vec<u64> = (0..self.cfg.clients as u32)
             .map(|c| {
@@ -335,6 +337,7 @@ impl RamcastServer {
         }
         self.rounds[hi] = round;
         self.leader[hi] = q;
+        self.rescan.new_view();
         if h == self.group && q != self.me {
             if self.role != Role::Follower {
                 self.step_down(nic.now());
@@ -463,6 +466,7 @@ impl RamcastServer {
         let Role::Candidate(cand) = std::mem::replace(&mut self.role, Role::Leader) else {
             return;
         };
+        self.rescan.new_view();
         let g = self.group;
         let known = cand.completed.max(self.completed);
         // Per (group, client, seq in this group): the highest-round proposal and the entry.

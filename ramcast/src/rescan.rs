@@ -102,10 +102,13 @@ pub(crate) struct Rescan {
     pub(crate) buffers: bool,
     /// `poll_pending`'s list of slots to look at (kept for its allocation).
     pub(crate) due: Vec<(Stamp, u32, u64)>,
+    /// (Debug builds) the role, round, rounds and leaders as the last scan saw them, and the
+    /// epoch then: see [`Rescan::new_view`].
     role: Option<Discriminant<Role>>,
     round: Stamp,
     rounds: Vec<Stamp>,
     leader: Vec<ProcessId>,
+    view_epoch: u64,
 }
 
 impl Rescan {
@@ -120,6 +123,7 @@ impl Rescan {
             round: Stamp::ZERO,
             rounds: Vec::new(),
             leader: Vec::new(),
+            view_epoch: u64::MAX,
         }
     }
 }
@@ -135,6 +139,14 @@ impl Rescan {
     /// round, rounds or leaders changed.
     pub(crate) fn epoch(&self) -> u64 {
         self.epoch
+    }
+
+    /// Starts a new epoch: called whenever the role, the round, or a group's round or leader
+    /// changed, since what every scan decides depends on them. (Debug builds compare them at
+    /// every scan and check that no change went without this.)
+    pub(crate) fn new_view(&mut self) {
+        self.epoch += 1;
+        self.all_dirty();
     }
 
     /// Marks client `c`'s buffer for `poll_buffers` to look at.
@@ -182,19 +194,25 @@ impl RamcastServer {
             }
         }
         self.rescan.changes = changes;
-        let r = &mut self.rescan;
-        let role = Some(std::mem::discriminant(&self.role));
-        if r.role != role
-            || r.round != self.round
-            || r.rounds != self.rounds
-            || r.leader != self.leader
-        {
-            r.role = role;
-            r.round = self.round;
-            r.rounds.clone_from(&self.rounds);
-            r.leader.clone_from(&self.leader);
-            r.epoch += 1;
-            r.all_dirty();
+        if cfg!(debug_assertions) {
+            let r = &mut self.rescan;
+            let role = Some(std::mem::discriminant(&self.role));
+            if r.role != role
+                || r.round != self.round
+                || r.rounds != self.rounds
+                || r.leader != self.leader
+            {
+                assert!(
+                    r.view_epoch != r.epoch,
+                    "{}: the role, round, rounds or leaders changed without a new epoch",
+                    self.me
+                );
+                r.role = role;
+                r.round = self.round;
+                r.rounds.clone_from(&self.rounds);
+                r.leader.clone_from(&self.leader);
+                r.view_epoch = r.epoch;
+            }
         }
     }
 
