@@ -98,6 +98,8 @@ pub struct Mesh {
     senders: Vec<RingSender>,
     receivers: Vec<RingReceiver>,
     outboxes: Vec<VecDeque<Vec<u8>>>,
+    /// Messages in all outboxes (so `flush` returns at once when there are none).
+    queued: usize,
     /// The largest message a slot holds.
     capacity: usize,
     /// The sender [`Mesh::recv`] looks at first next time.
@@ -105,6 +107,8 @@ pub struct Mesh {
     /// Per sender, whether its ring may hold something `recv` has not seen; only cleared once
     /// the owner gives the mesh the change hint ([`Mesh::observe_changes`]).
     unseen: Vec<bool>,
+    /// How many entries of `unseen` are set (so `recv` returns at once when none is).
+    unseen_count: usize,
     /// Whether the last [`Mesh::observe_changes`] got exact changes: only then may `recv`
     /// skip a ring.
     hinted: bool,
@@ -140,9 +144,11 @@ impl Mesh {
             senders,
             receivers,
             outboxes,
+            queued: 0,
             capacity,
             next_from: 0,
             unseen: vec![true; n],
+            unseen_count: n,
             hinted: false,
             changes: Changes::exact(),
         })
@@ -189,17 +195,22 @@ impl Mesh {
             return Err(MeshError::Full { peer: to });
         }
         self.outboxes[i].push_back(msg.to_vec());
+        self.queued += 1;
         Ok(None)
     }
 
     /// Moves queued messages into rings that have room again; returns whether one moved.
     pub fn flush<N: Nic + ?Sized>(&mut self, nic: &mut N) -> Result<bool, MeshError> {
         let mut moved = false;
+        if self.queued == 0 {
+            return Ok(false);
+        }
         for (i, outbox) in self.outboxes.iter_mut().enumerate() {
             while let Some(msg) = outbox.front() {
                 match self.senders[i].try_send(nic, msg) {
                     Ok(_) => {
                         outbox.pop_front();
+                        self.queued -= 1;
                         moved = true;
                     }
                     Err(RingError::Full) => break,
@@ -212,7 +223,11 @@ impl Mesh {
 
     /// Messages waiting in outboxes.
     pub fn queued(&self) -> usize {
-        self.outboxes.iter().map(VecDeque::len).sum()
+        debug_assert_eq!(
+            self.queued,
+            self.outboxes.iter().map(VecDeque::len).sum::<usize>()
+        );
+        self.queued
     }
 
     /// Takes what changed in this process's memory from the NIC ([`Nic::take_changes`]) and
@@ -226,13 +241,16 @@ impl Mesh {
         self.hinted = self.changes.is_exact();
         if !self.hinted {
             self.unseen.iter_mut().for_each(|u| *u = true);
+            self.unseen_count = self.unseen.len();
             return;
         }
         let (ring_bytes, last) = (self.layout.ring.ring_bytes(), self.unseen.len() - 1);
         for e in self.changes.extents() {
             if e.region == self.layout.inbox {
                 for i in e.cells(ring_bytes) {
-                    self.unseen[i.min(last)] = true;
+                    let u = &mut self.unseen[i.min(last)];
+                    self.unseen_count += usize::from(!*u);
+                    *u = true;
                 }
             }
         }
@@ -246,6 +264,10 @@ impl Mesh {
     ) -> Result<Option<ProcessId>, MeshError> {
         let n = self.receivers.len();
         for step in 0..n {
+            // Every ring is known empty: the rest of the walk would only check that.
+            if self.hinted && self.unseen_count == 0 && !cfg!(debug_assertions) {
+                break;
+            }
             let i = (self.next_from + step) % n;
             if !self.unseen[i] {
                 debug_assert!(
@@ -259,7 +281,10 @@ impl Mesh {
                 self.next_from = (i + 1) % n;
                 return Ok(Some(self.layout.members[i]));
             }
-            self.unseen[i] = !self.hinted;
+            if self.hinted {
+                self.unseen[i] = false;
+                self.unseen_count -= 1;
+            }
         }
         Ok(None)
     }
