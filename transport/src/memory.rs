@@ -17,26 +17,37 @@ enum Store {
     Sparse(BTreeMap<usize, Data>),
 }
 
-/// A dense region's bytes in pages allocated on first write; a page never written reads as
-/// zero. Why not one zeroed `Vec`: Ridge's meshes declare a ring per ordered pair of processes
-/// (34 processes with 64 KB slots declare over a gigabyte) and touch a few of them. A zeroed
-/// allocation maps the kernel's zero page on the first read of an empty ring and copies it on
-/// the first write, a fault that shoots down the TLBs of every thread running a figure's other
-/// points: half of `figure ridge-fig1`'s wall time went to the kernel before this. A
-/// simulation speed-up only: the bytes read are the same.
+/// A dense region's bytes: one zeroed buffer up to [`Pages::FLAT_MAX`] bytes, above it pages
+/// allocated on first write (a page never written reads as zero). Why pages for large
+/// regions: Ridge's meshes declare a ring per ordered pair of processes (34 processes with
+/// 64 KB slots declare over a gigabyte) and touch a few of them. A zeroed allocation maps the
+/// kernel's zero page on the first read of an empty ring and copies it on the first write, a
+/// fault that shoots down the TLBs of every thread running a figure's other points: half of
+/// `figure ridge-fig1`'s wall time went to the kernel before pages. Why not pages for all:
+/// the extra indirection on every word made RamCast's runs (small regions, read word by word)
+/// 10% slower. A simulation speed-up only: the bytes read are the same.
 #[derive(Clone, Debug)]
-struct Pages {
-    pages: Vec<Option<Box<[u8]>>>,
+enum Pages {
+    Flat(Vec<u8>),
+    Paged(Vec<Option<Box<[u8]>>>),
 }
 
 impl Pages {
     const SHIFT: u32 = 12;
     const SIZE: usize = 1 << Self::SHIFT;
+    /// The largest region kept in one buffer.
+    const FLAT_MAX: usize = 1 << 20;
 
     fn new(len: usize) -> Pages {
-        Pages {
-            pages: vec![None; len.div_ceil(Self::SIZE)],
+        if len <= Self::FLAT_MAX {
+            Pages::Flat(vec![0; len])
+        } else {
+            Self::paged(len)
         }
+    }
+
+    fn paged(len: usize) -> Pages {
+        Pages::Paged(vec![None; len.div_ceil(Self::SIZE)])
     }
 
     /// Calls `each(page, offset in page, range of the span)` for every page `[offset, offset +
@@ -58,36 +69,50 @@ impl Pages {
     }
 
     fn read(&self, offset: usize, buf: &mut [u8]) {
-        Self::spans(offset, buf.len(), |page, within, span| {
-            let out = &mut buf[span];
-            match &self.pages[page] {
-                Some(p) => out.copy_from_slice(&p[within..within + out.len()]),
-                None => out.fill(0),
-            }
-        });
+        match self {
+            Pages::Flat(bytes) => buf.copy_from_slice(&bytes[offset..offset + buf.len()]),
+            Pages::Paged(pages) => Self::spans(offset, buf.len(), |page, within, span| {
+                let out = &mut buf[span];
+                match &pages[page] {
+                    Some(p) => out.copy_from_slice(&p[within..within + out.len()]),
+                    None => out.fill(0),
+                }
+            }),
+        }
     }
 
     /// The aligned word at `offset` (no call into memcpy).
     fn word(&self, offset: usize) -> [u8; 8] {
-        let within = offset & (Self::SIZE - 1);
-        match self.pages[offset >> Self::SHIFT].as_deref() {
-            Some(p) => p[within..within + 8].try_into().expect("an aligned word"),
-            None => [0; 8],
+        match self {
+            Pages::Flat(bytes) => bytes[offset..offset + 8].try_into().expect("a word"),
+            Pages::Paged(pages) => {
+                let within = offset & (Self::SIZE - 1);
+                match pages[offset >> Self::SHIFT].as_deref() {
+                    Some(p) => p[within..within + 8].try_into().expect("an aligned word"),
+                    None => [0; 8],
+                }
+            }
         }
     }
 
     fn write(&mut self, offset: usize, data: &Data) {
-        Self::spans(offset, data.len(), |page, within, span| {
-            let p = self.pages[page].get_or_insert_with(|| vec![0; Self::SIZE].into_boxed_slice());
-            data.copy_to(span.start, &mut p[within..within + span.len()]);
-        });
+        match self {
+            Pages::Flat(bytes) => data.copy_to(0, &mut bytes[offset..offset + data.len()]),
+            Pages::Paged(pages) => Self::spans(offset, data.len(), |page, within, span| {
+                let p = pages[page].get_or_insert_with(|| vec![0; Self::SIZE].into_boxed_slice());
+                data.copy_to(span.start, &mut p[within..within + span.len()]);
+            }),
+        }
     }
 
     fn write_bytes(&mut self, offset: usize, data: &[u8]) {
-        Self::spans(offset, data.len(), |page, within, span| {
-            let p = self.pages[page].get_or_insert_with(|| vec![0; Self::SIZE].into_boxed_slice());
-            p[within..within + span.len()].copy_from_slice(&data[span]);
-        });
+        match self {
+            Pages::Flat(bytes) => bytes[offset..offset + data.len()].copy_from_slice(data),
+            Pages::Paged(pages) => Self::spans(offset, data.len(), |page, within, span| {
+                let p = pages[page].get_or_insert_with(|| vec![0; Self::SIZE].into_boxed_slice());
+                p[within..within + span.len()].copy_from_slice(&data[span]);
+            }),
+        }
     }
 }
 
@@ -383,14 +408,16 @@ mod tests {
 
     proptest! {
         /// Pages read back exactly what a flat zeroed buffer does, across page boundaries,
-        /// whatever the order of writes (bytes and synthetic payloads) and reads.
+        /// whatever the order of writes (bytes and synthetic payloads) and reads; so does the
+        /// flat form.
         #[test]
         fn pages_read_like_one_flat_buffer(
+            paged: bool,
             len in 1usize..(5 * Pages::SIZE),
             ops in prop::collection::vec((any::<bool>(), any::<usize>(), 0usize..(2 * Pages::SIZE), any::<u64>()), 1..40),
         ) {
             let mut flat = vec![0u8; len];
-            let mut pages = Pages::new(len);
+            let mut pages = if paged { Pages::paged(len) } else { Pages::new(len) };
             for (write, at, n, seed) in ops {
                 let at = at % len;
                 let n = n.min(len - at);
