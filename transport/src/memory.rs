@@ -96,21 +96,23 @@ impl Pages {
     }
 
     fn write(&mut self, offset: usize, data: &Data) {
-        match self {
-            Pages::Flat(bytes) => data.copy_to(0, &mut bytes[offset..offset + data.len()]),
-            Pages::Paged(pages) => Self::spans(offset, data.len(), |page, within, span| {
-                let p = pages[page].get_or_insert_with(|| vec![0; Self::SIZE].into_boxed_slice());
-                data.copy_to(span.start, &mut p[within..within + span.len()]);
-            }),
-        }
+        self.write_with(offset, data.len(), |from, out| data.copy_to(from, out));
     }
 
     fn write_bytes(&mut self, offset: usize, data: &[u8]) {
+        self.write_with(offset, data.len(), |from, out| {
+            out.copy_from_slice(&data[from..from + out.len()])
+        });
+    }
+
+    /// Writes `len` bytes at `offset`, `fill(from, out)` copying the source's bytes from `from`
+    /// on into `out`.
+    fn write_with(&mut self, offset: usize, len: usize, fill: impl Fn(usize, &mut [u8])) {
         match self {
-            Pages::Flat(bytes) => bytes[offset..offset + data.len()].copy_from_slice(data),
-            Pages::Paged(pages) => Self::spans(offset, data.len(), |page, within, span| {
+            Pages::Flat(bytes) => fill(0, &mut bytes[offset..offset + len]),
+            Pages::Paged(pages) => Self::spans(offset, len, |page, within, span| {
                 let p = pages[page].get_or_insert_with(|| vec![0; Self::SIZE].into_boxed_slice());
-                p[within..within + span.len()].copy_from_slice(&data[span]);
+                fill(span.start, &mut p[within..within + span.len()]);
             }),
         }
     }
