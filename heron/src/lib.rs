@@ -99,6 +99,7 @@ pub mod kv;
 pub mod layered;
 pub mod null;
 pub mod oracle;
+mod population;
 pub mod server;
 pub mod state_transfer;
 pub mod store;
@@ -117,6 +118,7 @@ pub use server::{Counters, Executed, HeronServer};
 pub use tpcc::Tpcc;
 
 use multicast::{Client, GroupId, Membership, Server};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use transport::{Nic, Process, Progress, RegionSpec};
 
@@ -165,6 +167,25 @@ where
     }
 }
 
+/// One database from the states of several replicas ([`HeronServer::state`]), a later state
+/// winning for an object several hold (a replicated table's rows): what extending one map by
+/// each state in turn gives, built in one pass instead of an insert per object.
+pub fn merge_states(
+    states: impl IntoIterator<Item = BTreeMap<ObjectId, Vec<u8>>>,
+) -> BTreeMap<ObjectId, Vec<u8>> {
+    let mut all: Vec<(ObjectId, Vec<u8>)> = states.into_iter().flatten().collect();
+    // Stable: of equal objects, the later state's value comes last and is kept.
+    all.sort_by_key(|(oid, _)| *oid);
+    let mut merged: Vec<(ObjectId, Vec<u8>)> = Vec::with_capacity(all.len());
+    for (oid, value) in all {
+        match merged.last_mut() {
+            Some((last, kept)) if *last == oid => *kept = value,
+            _ => merged.push((oid, value)),
+        }
+    }
+    merged.into_iter().collect()
+}
+
 /// Every process of a Heron run on runtime NIC `N`: `cfg.partitions` x `cfg.replicas` replicas
 /// over the multicast servers `server(g, rank)` builds, then `cfg.clients` clients over
 /// `client(i)`, issuing requests of `app` during `window` from streams derived from `seed`.
@@ -197,15 +218,17 @@ where
     }
     let cfg = Arc::new(cfg);
     let mut nodes = Vec::with_capacity(cfg.processes());
+    let populations: Vec<population::SharedPopulation> =
+        (0..cfg.partitions).map(|_| Arc::default()).collect();
     for (i, s) in servers.into_iter().enumerate() {
         let g = GroupId((i / cfg.replicas) as u8);
         nodes.push(HeronNode::Server(HeronServer::new(
             s,
             app.clone(),
             cfg.clone(),
-            g,
-            i % cfg.replicas,
+            (g, i % cfg.replicas),
             record,
+            populations[g.0 as usize].clone(),
         )));
     }
     for (i, c) in clients.into_iter().enumerate() {

@@ -156,16 +156,21 @@ where
     /// Every object, as the replicas that did not crash hold it at the end (the oracle checks
     /// that replicas of a partition agree).
     pub fn database(&self) -> std::collections::BTreeMap<crate::ObjectId, Vec<u8>> {
-        let mut db = std::collections::BTreeMap::new();
-        for (i, n) in self.sim.processes().iter().enumerate() {
-            let p = ProcessId(i as u32);
-            if let HeronNode::Server(s) = n {
-                if !self.sim.crashed(p) {
-                    db.extend(s.state(self.sim.nic(p)));
-                }
-            }
-        }
-        db
+        crate::merge_states(
+            self.sim
+                .processes()
+                .iter()
+                .enumerate()
+                .filter_map(|(i, n)| {
+                    let p = ProcessId(i as u32);
+                    match n {
+                        HeronNode::Server(s) if !self.sim.crashed(p) => {
+                            Some(s.state(self.sim.nic(p)))
+                        }
+                        _ => None,
+                    }
+                }),
+        )
     }
 
     /// Requests the clients completed.

@@ -60,6 +60,7 @@ pub mod changes;
 pub mod chaos;
 #[cfg(feature = "conformance")]
 pub mod conformance;
+pub mod image;
 pub mod memory;
 pub mod mesh;
 pub mod nic;
@@ -75,6 +76,7 @@ pub mod time;
 pub mod work;
 
 pub use changes::{Changes, Extent, Tracked};
+pub use image::RegionImage;
 pub use nic::{
     Completion, Data, Inline, Nic, NicLimits, Op, OpError, OpKind, Qp, Recv, Status, WrId,
     WriteFlags,

@@ -4,10 +4,12 @@
 //! memory; both check bounds with the same [`crate::nic::check_bounds`] rules.
 
 use crate::changes::Changes;
+use crate::image::{RegionImage, PAGE, PAGE_SHIFT};
 use crate::nic::{Data, OpError};
 use crate::process::ProcessId;
 use crate::region::{Access, LocalAddr, RegionId, RegionSpec};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// What a region holds: its bytes, or (sparse) the payloads written into it by offset, never
 /// overlapping; bytes no extent covers read as zero.
@@ -29,12 +31,42 @@ enum Store {
 #[derive(Clone, Debug)]
 enum Pages {
     Flat(Vec<u8>),
-    Paged(Vec<Option<Box<[u8]>>>),
+    Paged(Vec<Option<Page>>),
+}
+
+/// One page of a paged region: its own, or shared with a [`RegionImage`] it was installed
+/// from until the first write into it copies it.
+#[derive(Clone, Debug)]
+enum Page {
+    Own(Box<[u8]>),
+    Shared(Arc<[u8]>),
+}
+
+impl Page {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Page::Own(b) => b,
+            Page::Shared(a) => a,
+        }
+    }
+
+    /// The page's bytes to write into: a missing page is zeroed, a shared one copied.
+    fn own(slot: &mut Option<Page>) -> &mut [u8] {
+        if !matches!(slot, Some(Page::Own(_))) {
+            let bytes = match slot {
+                Some(Page::Shared(a)) => Box::from(&a[..]),
+                _ => vec![0; PAGE].into_boxed_slice(),
+            };
+            *slot = Some(Page::Own(bytes));
+        }
+        match slot {
+            Some(Page::Own(b)) => b,
+            _ => unreachable!("made own above"),
+        }
+    }
 }
 
 impl Pages {
-    const SHIFT: u32 = 12;
-    const SIZE: usize = 1 << Self::SHIFT;
     /// The largest region kept in one buffer.
     const FLAT_MAX: usize = 1 << 20;
 
@@ -47,7 +79,7 @@ impl Pages {
     }
 
     fn paged(len: usize) -> Pages {
-        Pages::Paged(vec![None; len.div_ceil(Self::SIZE)])
+        Pages::Paged(vec![None; len.div_ceil(PAGE)])
     }
 
     /// Calls `each(page, offset in page, range of the span)` for every page `[offset, offset +
@@ -60,9 +92,9 @@ impl Pages {
         let mut at = offset;
         let end = offset + len;
         while at < end {
-            let page = at >> Self::SHIFT;
-            let within = at & (Self::SIZE - 1);
-            let take = (Self::SIZE - within).min(end - at);
+            let page = at >> PAGE_SHIFT;
+            let within = at & (PAGE - 1);
+            let take = (PAGE - within).min(end - at);
             each(page, within, at - offset..at - offset + take);
             at += take;
         }
@@ -74,7 +106,7 @@ impl Pages {
             Pages::Paged(pages) => Self::spans(offset, buf.len(), |page, within, span| {
                 let out = &mut buf[span];
                 match &pages[page] {
-                    Some(p) => out.copy_from_slice(&p[within..within + out.len()]),
+                    Some(p) => out.copy_from_slice(&p.bytes()[within..within + out.len()]),
                     None => out.fill(0),
                 }
             }),
@@ -86,9 +118,11 @@ impl Pages {
         match self {
             Pages::Flat(bytes) => bytes[offset..offset + 8].try_into().expect("a word"),
             Pages::Paged(pages) => {
-                let within = offset & (Self::SIZE - 1);
-                match pages[offset >> Self::SHIFT].as_deref() {
-                    Some(p) => p[within..within + 8].try_into().expect("an aligned word"),
+                let within = offset & (PAGE - 1);
+                match &pages[offset >> PAGE_SHIFT] {
+                    Some(p) => p.bytes()[within..within + 8]
+                        .try_into()
+                        .expect("an aligned word"),
                     None => [0; 8],
                 }
             }
@@ -111,9 +145,28 @@ impl Pages {
         match self {
             Pages::Flat(bytes) => fill(0, &mut bytes[offset..offset + len]),
             Pages::Paged(pages) => Self::spans(offset, len, |page, within, span| {
-                let p = pages[page].get_or_insert_with(|| vec![0; Self::SIZE].into_boxed_slice());
+                let p = Page::own(&mut pages[page]);
                 fill(span.start, &mut p[within..within + span.len()]);
             }),
+        }
+    }
+
+    /// Lays `image` (of this region's length) over the region: each page it holds replaces
+    /// the region's; pages it never wrote are left as they are.
+    fn install(&mut self, image: &RegionImage) {
+        match self {
+            Pages::Flat(_) => {
+                for (offset, bytes) in image.pages() {
+                    self.write_bytes(offset, bytes);
+                }
+            }
+            Pages::Paged(pages) => {
+                for (slot, shared) in pages.iter_mut().zip(image.shared()) {
+                    if let Some(p) = shared {
+                        *slot = Some(Page::Shared(p.clone()));
+                    }
+                }
+            }
         }
     }
 }
@@ -314,6 +367,34 @@ impl Memory {
         Ok(())
     }
 
+    /// Lays `image` over `region` (see [`crate::Nic::install_image`]): each page the image
+    /// holds is written, shared with the image until this memory first writes into it.
+    pub fn install(&mut self, region: RegionId, image: &RegionImage) -> Result<(), OpError> {
+        let end = self.range(region, 0, image.len())?;
+        let r = &mut self.regions[region.index()];
+        if end != r.len {
+            return Err(OpError::OutOfBounds {
+                process: self.owner,
+                region,
+                offset: 0,
+                len: image.len(),
+                region_len: r.len,
+            });
+        }
+        match &mut r.store {
+            Store::Dense(pages) => pages.install(image),
+            Store::Sparse(_) => {
+                for (offset, bytes) in image.pages() {
+                    r.write(offset, &Data::copied(bytes));
+                }
+            }
+        }
+        for (offset, bytes) in image.pages() {
+            self.changes.record(region, offset, bytes.len());
+        }
+        Ok(())
+    }
+
     /// Writes a write op's payload at `at`.
     pub fn write_data(&mut self, at: LocalAddr, data: &Data) -> Result<(), OpError> {
         self.range(at.region, at.offset, data.len())?;
@@ -410,16 +491,27 @@ mod tests {
 
     proptest! {
         /// Pages read back exactly what a flat zeroed buffer does, across page boundaries,
-        /// whatever the order of writes (bytes and synthetic payloads) and reads; so does the
-        /// flat form.
+        /// whatever the order of writes (bytes and synthetic payloads) and reads, from an
+        /// installed image or from zero; so does the flat form. Writes after an install never
+        /// reach the image.
         #[test]
         fn pages_read_like_one_flat_buffer(
             paged: bool,
-            len in 1usize..(5 * Pages::SIZE),
-            ops in prop::collection::vec((any::<bool>(), any::<usize>(), 0usize..(2 * Pages::SIZE), any::<u64>()), 1..40),
+            len in 1usize..(5 * PAGE),
+            image_writes in prop::collection::vec((any::<usize>(), 0usize..(2 * PAGE), any::<u64>()), 0..4),
+            ops in prop::collection::vec((any::<bool>(), any::<usize>(), 0usize..(2 * PAGE), any::<u64>()), 1..40),
         ) {
             let mut flat = vec![0u8; len];
             let mut pages = if paged { Pages::paged(len) } else { Pages::new(len) };
+            let mut image = RegionImage::zeroed(len);
+            for (at, n, seed) in image_writes {
+                let at = at % len;
+                let bytes = Data::Synthetic(Synthetic::new(seed, n.min(len - at) as u64)).to_bytes();
+                image.write(at, &bytes);
+                flat[at..at + bytes.len()].copy_from_slice(&bytes);
+            }
+            let imaged = flat.clone();
+            pages.install(&image);
             for (write, at, n, seed) in ops {
                 let at = at % len;
                 let n = n.min(len - at);
@@ -444,7 +536,53 @@ mod tests {
             let mut all = vec![1u8; len];
             pages.read(0, &mut all);
             prop_assert_eq!(all, flat);
+            let mut still = vec![0u8; len];
+            for (at, bytes) in image.pages() {
+                still[at..at + bytes.len()].copy_from_slice(bytes);
+            }
+            prop_assert_eq!(still, imaged);
         }
+    }
+
+    #[test]
+    fn an_installed_image_reads_back_in_every_store_and_reports_its_pages_as_changed() {
+        let len = 3 * PAGE + 10;
+        let mut image = RegionImage::zeroed(len);
+        image.write(PAGE - 3, b"abcdef");
+        image.write(3 * PAGE + 2, b"xy");
+        let specs = [
+            RegionSpec::new(len),
+            RegionSpec::new(len).sparse(),
+            RegionSpec::new(Pages::FLAT_MAX + PAGE),
+        ];
+        let mut m = Memory::new(ProcessId(0), &specs, 1);
+        for r in [RegionId(0), RegionId(1)] {
+            m.write(LocalAddr::new(r, 2 * PAGE), b"kept").unwrap();
+            m.install(r, &image).unwrap();
+            let mut got = vec![0; len];
+            m.read(LocalAddr::new(r, 0), &mut got).unwrap();
+            assert_eq!(
+                &got[2 * PAGE..2 * PAGE + 4],
+                b"kept",
+                "a page the image never wrote stays"
+            );
+            assert_eq!(&got[..4], [0; 4]);
+            assert_eq!(&got[PAGE - 3..PAGE + 3], b"abcdef");
+            assert_eq!(&got[3 * PAGE..], b"\0\0xy\0\0\0\0\0\0");
+        }
+        let mut changes = Changes::exact();
+        m.take_changes(&mut changes);
+        let imaged: Vec<_> = changes
+            .extents()
+            .iter()
+            .filter(|e| e.len > 4)
+            .map(|e| (e.offset, e.len))
+            .collect();
+        assert_eq!(imaged, [(0, PAGE), (PAGE, PAGE), (3 * PAGE, 10)].repeat(2));
+        assert!(matches!(
+            m.install(RegionId(2), &image),
+            Err(OpError::OutOfBounds { .. })
+        ));
     }
 
     #[test]

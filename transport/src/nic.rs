@@ -2,6 +2,7 @@
 //! it accepts, and the [`Completion`]s and [`Recv`]s it returns.
 
 use crate::changes::Changes;
+use crate::image::RegionImage;
 use crate::payload::Synthetic;
 use crate::process::ProcessId;
 use crate::region::{Access, LocalAddr, RegionId, RegionTable, RemoteAddr};
@@ -638,6 +639,17 @@ pub trait Nic {
 
     /// Writes bytes into one of this process's regions.
     fn write_local(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError>;
+
+    /// Lays `image` over `region` (of the image's length): every page the image holds is
+    /// written at its offset, as [`Nic::write_local`] would (this default); pages it never
+    /// wrote are left as they are. How a process starts from a state built once for many
+    /// (see [`crate::image`]); the simulator shares the image's pages instead of copying them.
+    fn install_image(&mut self, region: RegionId, image: &RegionImage) -> Result<(), OpError> {
+        for (offset, bytes) in image.pages() {
+            self.write_local(LocalAddr::new(region, offset), bytes)?;
+        }
+        Ok(())
+    }
 
     /// Loads the aligned 8-byte little-endian word at `at` (never torn).
     fn load_u64(&self, at: LocalAddr) -> Result<u64, OpError>;

@@ -400,11 +400,7 @@ where
     // In process order, as if every replica were read (the replicated ITEM rows included).
     let mut last: Vec<_> = last.into_values().collect();
     last.sort_by_key(|(i, _, _)| *i);
-    let mut db = BTreeMap::new();
-    for (_, r, nic) in last {
-        db.extend(r.state(nic));
-    }
-    db
+    heron::merge_states(last.into_iter().map(|(_, r, nic)| r.state(nic)))
 }
 
 /// A multicast client Heron's clients run over, on any runtime.

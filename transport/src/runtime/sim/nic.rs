@@ -3,10 +3,11 @@
 
 use super::software::WorkCosts;
 use crate::changes::Changes;
+use crate::image::RegionImage;
 use crate::memory::Memory;
 use crate::nic::{validate, Completion, Nic, NicLimits, Op, OpError, Recv, WrId};
 use crate::process::ProcessId;
-use crate::region::{LocalAddr, RegionTable};
+use crate::region::{LocalAddr, RegionId, RegionTable};
 use crate::rng::Rng;
 use crate::time::Nanos;
 use crate::work::Work;
@@ -114,6 +115,10 @@ impl Nic for SimNic {
 
     fn write_local(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
         self.memory.write(at, data)
+    }
+
+    fn install_image(&mut self, region: RegionId, image: &RegionImage) -> Result<(), OpError> {
+        self.memory.install(region, image)
     }
 
     fn load_u64(&self, at: LocalAddr) -> Result<u64, OpError> {
