@@ -24,6 +24,7 @@
 
 use crate::experiment::{Experiment, Measured, Observed};
 use hdrhistogram::Histogram;
+use multicast::workload::latency_histogram;
 use multicast::{DeliveryLog, Member, Node, Server};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -266,7 +267,7 @@ where
     match &run.process {
         Node::Client(c) => {
             r.completed_in_window = c.completed_in_window;
-            r.latency = histogram_counts(&c.latency);
+            r.latency = histogram_counts(&latency_histogram([c.latencies.as_slice()]));
         }
         Node::Server(s) | Node::Auxiliary(s) => {
             r.delivered = s.delivered;

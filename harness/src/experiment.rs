@@ -4,6 +4,7 @@
 
 use crate::protocols::Deployment;
 use hdrhistogram::Histogram;
+use multicast::workload::latency_histogram;
 use multicast::{collect_log, DeliveryLog, DestPolicy, LoadSpec, Node, Server};
 use std::io::Write;
 use std::path::Path;
@@ -242,7 +243,6 @@ impl Experiment {
         };
         let wall = started.elapsed();
         let cpu = cpu0.and_then(|a| process_cpu().map(|b| b.saturating_sub(a)));
-        let mut latency = Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("bounds");
         let mut delivered = 0;
         let mut server_deliveries = 0;
         let mut changed = std::collections::BTreeSet::new();
@@ -253,7 +253,6 @@ impl Experiment {
             match n {
                 Node::Client(c) => {
                     delivered += c.completed_in_window;
-                    latency.add(&c.latency).expect("same bounds");
                 }
                 Node::Server(s) => {
                     server_deliveries += s.delivered;
@@ -282,7 +281,10 @@ impl Experiment {
         Measured {
             delivered,
             throughput: delivered as f64 / self.duration.as_secs_f64(),
-            latency,
+            latency: latency_histogram(nodes.iter().filter_map(|n| match n {
+                Node::Client(c) => Some(c.latencies.as_slice()),
+                _ => None,
+            })),
             log,
             wall,
             cpu,

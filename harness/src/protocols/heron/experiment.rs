@@ -471,20 +471,18 @@ fn execute<S: Multicast, C: MulticastClient, A: Application + Send + Sync + 'sta
             (run.processes, db, None)
         }
     };
-    let mut latency: Vec<[Histogram<u64>; 2]> = Vec::new();
-    for n in &nodes {
-        if let HeronNode::Client(c) = n {
-            if latency.is_empty() {
-                latency = c.latencies().to_vec();
-            } else {
-                for (sum, h) in latency.iter_mut().zip(c.latencies()) {
-                    for (s, h) in sum.iter_mut().zip(h) {
-                        s.add(h).map_err(|e| e.to_string())?;
-                    }
-                }
-            }
-        }
-    }
+    let clients: Vec<_> = nodes
+        .iter()
+        .filter_map(|n| match n {
+            HeronNode::Client(c) => Some(c.latencies()),
+            _ => None,
+        })
+        .collect();
+    let latency = if clients.is_empty() {
+        Vec::new()
+    } else {
+        heron::client::latency_histograms(kinds.len(), clients)
+    };
     Ok(Outcome {
         kinds,
         latency,

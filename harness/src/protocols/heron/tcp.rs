@@ -138,8 +138,7 @@ impl Exec for Node<'_> {
                 index: cfg
                     .client_index(ProcessId(self.id as u32))
                     .expect("a client node") as u32,
-                latency: c
-                    .latencies()
+                latency: heron::client::latency_histograms(c.latencies().len(), [c.latencies()])
                     .iter()
                     .map(|[single, multi]| {
                         [
