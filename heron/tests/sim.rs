@@ -407,3 +407,29 @@ fn ordering_only_answers_every_request_without_coordinating_or_executing() {
             .all(|(_, response)| response.is_empty()));
     }
 }
+
+/// Null requests (Table 5.1's "Heron (null requests)"): an application without a single
+/// object, whose replicas start from an empty population in a region of the minimum size.
+#[test]
+fn null_requests_without_objects_complete() {
+    let cfg = Config::new(2, 3, 4);
+    let rc = Arc::new(ramcast::Config::new(
+        cfg.partitions,
+        cfg.replicas,
+        cfg.clients,
+    ));
+    let app = Arc::new(heron::NullRequests::new(KeyValue::new(2, 48, 0.5)));
+    let sc = SimConfig::new(3, Profile::load("xl170-cx4").expect("built in"));
+    let r = testing::run_sim(
+        cfg,
+        app,
+        sc,
+        Nanos(500_000),
+        Nanos(1_000_000),
+        |g, r| RamcastServer::new(rc.clone(), g, r),
+        |i| RamcastClient::new(rc.clone(), i),
+    );
+    assert!(r.completed() > 50, "completed {}", r.completed());
+    assert!(r.counters().multi > 0, "{:?}", r.counters());
+    assert!(r.database().is_empty());
+}

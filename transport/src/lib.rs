@@ -51,7 +51,8 @@
 //!
 //! # Building blocks
 //! [`slot`] (entries with canaries), [`ring`] (SPSC message ring with credits), [`payload`]
-//! (synthetic, seed-regenerated payloads), [`recording`] (a NIC for exact-op unit tests).
+//! (synthetic, seed-regenerated payloads), [`image`] (a region's starting bytes, built once
+//! and installed in many processes), [`recording`] (a NIC for exact-op unit tests).
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]

@@ -151,8 +151,8 @@ impl Pages {
         }
     }
 
-    /// Lays `image` (of this region's length) over the region: each page it holds replaces
-    /// the region's; pages it never wrote are left as they are.
+    /// Lays `image` (at most this region's length) over the start of the region: each page it
+    /// holds replaces the region's; pages it never wrote are left as they are.
     fn install(&mut self, image: &RegionImage) {
         match self {
             Pages::Flat(_) => {
@@ -367,20 +367,12 @@ impl Memory {
         Ok(())
     }
 
-    /// Lays `image` over `region` (see [`crate::Nic::install_image`]): each page the image
-    /// holds is written, shared with the image until this memory first writes into it.
+    /// Lays `image` over the start of `region` (see [`crate::Nic::install_image`]): each page
+    /// the image holds is written, shared with the image until this memory first writes into
+    /// it.
     pub fn install(&mut self, region: RegionId, image: &RegionImage) -> Result<(), OpError> {
-        let end = self.range(region, 0, image.len())?;
+        self.range(region, 0, image.len())?;
         let r = &mut self.regions[region.index()];
-        if end != r.len {
-            return Err(OpError::OutOfBounds {
-                process: self.owner,
-                region,
-                offset: 0,
-                len: image.len(),
-                region_len: r.len,
-            });
-        }
         match &mut r.store {
             Store::Dense(pages) => pages.install(image),
             Store::Sparse(_) => {
@@ -579,10 +571,19 @@ mod tests {
             .map(|e| (e.offset, e.len))
             .collect();
         assert_eq!(imaged, [(0, PAGE), (PAGE, PAGE), (3 * PAGE, 10)].repeat(2));
+        // A larger region takes the image at its start; a smaller one refuses it.
+        m.install(RegionId(2), &image).unwrap();
+        let mut got = [0; 6];
+        m.read(LocalAddr::new(RegionId(2), PAGE - 3), &mut got)
+            .unwrap();
+        assert_eq!(&got, b"abcdef");
+        let mut small = Memory::new(ProcessId(0), &[RegionSpec::new(len - 1)], 1);
         assert!(matches!(
-            m.install(RegionId(2), &image),
+            small.install(RegionId(0), &image),
             Err(OpError::OutOfBounds { .. })
         ));
+        // An empty image (an application without objects) fits any region.
+        small.install(RegionId(0), &RegionImage::zeroed(0)).unwrap();
     }
 
     #[test]

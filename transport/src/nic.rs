@@ -640,9 +640,9 @@ pub trait Nic {
     /// Writes bytes into one of this process's regions.
     fn write_local(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError>;
 
-    /// Lays `image` over `region` (of the image's length): every page the image holds is
-    /// written at its offset, as [`Nic::write_local`] would (this default); pages it never
-    /// wrote are left as they are. How a process starts from a state built once for many
+    /// Lays `image` over the start of `region` (at least as long as the image): every page the
+    /// image holds is written at its offset, as [`Nic::write_local`] would (this default);
+    /// pages it never wrote are left as they are. How a process starts from a state built once for many
     /// (see [`crate::image`]); the simulator shares the image's pages instead of copying them.
     fn install_image(&mut self, region: RegionId, image: &RegionImage) -> Result<(), OpError> {
         for (offset, bytes) in image.pages() {
