@@ -267,7 +267,7 @@ where
     match &run.process {
         Node::Client(c) => {
             r.completed_in_window = c.completed_in_window;
-            r.latency = histogram_counts(&latency_histogram([c.latencies.as_slice()]));
+            r.latency = histogram_counts(&latency_histogram([&c.latencies]));
         }
         Node::Server(s) | Node::Auxiliary(s) => {
             r.delivered = s.delivered;

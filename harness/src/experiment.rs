@@ -282,7 +282,7 @@ impl Experiment {
             delivered,
             throughput: delivered as f64 / self.duration.as_secs_f64(),
             latency: latency_histogram(nodes.iter().filter_map(|n| match n {
-                Node::Client(c) => Some(c.latencies.as_slice()),
+                Node::Client(c) => Some(&c.latencies),
                 _ => None,
             })),
             log,

@@ -10,7 +10,7 @@ use crate::app::Application;
 use crate::config::Config;
 use crate::wire;
 use hdrhistogram::Histogram;
-use multicast::workload::latency_histogram;
+use multicast::workload::{latency_histogram, Latencies};
 use multicast::{Client, DestSet, GroupId, Membership};
 use std::sync::Arc;
 use transport::slot::SlotCodec;
@@ -70,25 +70,20 @@ pub struct HeronClient<C, A> {
     history: Option<Vec<Call>>,
     completed: u64,
     latency_sum: Nanos,
-    /// Latencies after the warm-up in nanoseconds, per kind of request and single or
-    /// multi-partition, in completion order ([`latency_histograms`] sums them up).
-    latency: Vec<[Vec<u64>; 2]>,
+    /// Latencies after the warm-up, per kind of request and single or multi-partition.
+    latency: Vec<[Latencies; 2]>,
     idle: bool,
 }
 
 /// The latencies of `clients` ([`HeronClient::latencies`]) summed up in histograms, per kind of
-/// request (`kinds` of them) and single or multi-partition. Clients keep samples, not
-/// histograms (see [`latency_histogram`]): 1,024 clients with 10 histograms each wrote 2 GB
-/// per run.
+/// request (`kinds` of them) and single or multi-partition.
 pub fn latency_histograms<'a>(
     kinds: usize,
-    clients: impl IntoIterator<Item = &'a [[Vec<u64>; 2]]>,
+    clients: impl IntoIterator<Item = &'a [[Latencies; 2]]>,
 ) -> Vec<[Histogram<u64>; 2]> {
     let clients: Vec<_> = clients.into_iter().collect();
     (0..kinds)
-        .map(|k| {
-            [0, 1].map(|span| latency_histogram(clients.iter().map(|c| c[k][span].as_slice())))
-        })
+        .map(|k| [0, 1].map(|span| latency_histogram(clients.iter().map(|c| &c[k][span]))))
         .collect()
 }
 
@@ -105,7 +100,7 @@ impl<C, A: Application> HeronClient<C, A> {
         record: bool,
     ) -> HeronClient<C, A> {
         let id = cfg.client(index);
-        let latency = vec![[Vec::new(), Vec::new()]; app.kinds().len()];
+        let latency = vec![Default::default(); app.kinds().len()];
         HeronClient {
             mcast,
             app,
@@ -150,10 +145,9 @@ impl<C, A: Application> HeronClient<C, A> {
         (self.completed, mean)
     }
 
-    /// Latencies of the requests completed after the warm-up, in nanoseconds: per kind of
-    /// request ([`Application::kinds`]), single-partition then multi-partition, in completion
-    /// order.
-    pub fn latencies(&self) -> &[[Vec<u64>; 2]] {
+    /// Latencies of the requests completed after the warm-up: per kind of request
+    /// ([`Application::kinds`]), single-partition then multi-partition.
+    pub fn latencies(&self) -> &[[Latencies; 2]] {
         &self.latency
     }
 
@@ -223,7 +217,7 @@ impl<N: Nic, C: Client<N>, A: Application> Process<N> for HeronClient<C, A> {
                     self.latency_sum += took;
                     let kind = self.app.kind_of(&call.request);
                     let multi = self.app.destinations(&call.request).len() > 1;
-                    self.latency[kind][multi as usize].push(took.as_nanos().max(1));
+                    self.latency[kind][multi as usize].record(took.as_nanos().max(1));
                 }
                 let (call, _, _) = self.current.take().expect("checked");
                 if let Some(h) = &mut self.history {

@@ -124,16 +124,73 @@ pub struct LoadSpec {
     pub stop_at: Nanos,
 }
 
-/// One latency histogram (1 ns to 60 s, 3 significant digits) of every sample of `clients`;
-/// a sample beyond the range counts as its top. Clients keep samples, not histograms: a
-/// histogram of this range and precision is 216 KB, written in full when made, and runs of
-/// a thousand clients spent a fifth of their wall time making them.
-pub fn latency_histogram<'a>(clients: impl IntoIterator<Item = &'a [u64]>) -> Histogram<u64> {
-    let mut h = Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds");
-    for samples in clients {
-        for &ns in samples {
+/// A histogram of latencies in nanoseconds: 1 ns to 60 s, 3 significant digits; a value
+/// beyond the range counts as its top.
+fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds")
+}
+
+/// The latencies one client measured, in nanoseconds: the samples themselves while they take
+/// less memory than a histogram, then a histogram ([`latency_histogram`] sums clients up).
+///
+/// Why not a histogram from the start: one of this range and precision is 216 KB, which
+/// `Histogram::new` writes in full; a run of a thousand Heron clients (ten histograms each)
+/// spent half its wall time zeroing the pages. Why not only samples: a long run would keep
+/// 8 bytes per request without bound.
+#[derive(Clone, Debug, Default)]
+pub struct Latencies {
+    samples: Vec<u64>,
+    histogram: Option<Histogram<u64>>,
+}
+
+impl Latencies {
+    /// Samples kept before they move into a histogram: about the histogram's 27,000 counters.
+    const MAX_SAMPLES: usize = 27_000;
+
+    /// Records one latency.
+    pub fn record(&mut self, ns: u64) {
+        match &mut self.histogram {
+            Some(h) => h.saturating_record(ns),
+            None => {
+                self.samples.push(ns);
+                if self.samples.len() >= Self::MAX_SAMPLES {
+                    let mut h = new_histogram();
+                    for ns in self.samples.drain(..) {
+                        h.saturating_record(ns);
+                    }
+                    self.samples = Vec::new();
+                    self.histogram = Some(h);
+                }
+            }
+        }
+    }
+
+    /// Latencies recorded.
+    pub fn len(&self) -> u64 {
+        self.samples.len() as u64 + self.histogram.as_ref().map_or(0, |h| h.len())
+    }
+
+    /// Whether none was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Adds every latency recorded to `h` (of [`latency_histogram`]'s range).
+    fn add_to(&self, h: &mut Histogram<u64>) {
+        for &ns in &self.samples {
             h.saturating_record(ns);
         }
+        if let Some(mine) = &self.histogram {
+            h.add(mine).expect("the same range");
+        }
+    }
+}
+
+/// One histogram (1 ns to 60 s, 3 significant digits) of every latency of `clients`.
+pub fn latency_histogram<'a>(clients: impl IntoIterator<Item = &'a Latencies>) -> Histogram<u64> {
+    let mut h = new_histogram();
+    for c in clients {
+        c.add_to(&mut h);
     }
     h
 }
@@ -149,9 +206,8 @@ pub struct ClosedLoop<C> {
     rng: Rng,
     payload: Vec<u8>,
     in_flight: bool,
-    /// Latencies (nanoseconds) of multicasts started in the measurement window, in completion
-    /// order; [`latency_histogram`] sums them up.
-    pub latencies: Vec<u64>,
+    /// Latencies of multicasts started in the measurement window.
+    pub latencies: Latencies,
     /// Multicasts completed that started in the measurement window.
     pub completed_in_window: u64,
     /// Every multicast this client started, when logging.
@@ -173,7 +229,7 @@ impl<C> ClosedLoop<C> {
             spec,
             rng,
             in_flight: false,
-            latencies: Vec::new(),
+            latencies: Latencies::default(),
             completed_in_window: 0,
             log: log.then(Vec::new),
             completions: log.then(Vec::new),
@@ -203,7 +259,7 @@ impl<N: Nic, C: Client<N>> Process<N> for ClosedLoop<C> {
             }
             if done.sent_at >= self.spec.warmup_end && done.sent_at < self.spec.stop_at {
                 self.completed_in_window += 1;
-                self.latencies.push(done.latency.as_nanos().max(1));
+                self.latencies.record(done.latency.as_nanos().max(1));
             }
         }
         let now = nic.now();
@@ -264,6 +320,36 @@ impl MsgId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Clients below, at and past the samples' limit, summed, give the histogram that
+    /// recording every latency into one gives, out-of-range ones counted at the top.
+    #[test]
+    fn latencies_sum_up_like_one_histogram_whether_kept_as_samples_or_not() {
+        let mut rng = Rng::from_seed(5);
+        let mut direct = new_histogram();
+        let clients: Vec<Latencies> = [10, Latencies::MAX_SAMPLES, 3 * Latencies::MAX_SAMPLES + 7]
+            .iter()
+            .map(|&n| {
+                let mut l = Latencies::default();
+                for i in 0..n {
+                    let ns = if i == 3 {
+                        90_000_000_000
+                    } else {
+                        1 + rng.below(5_000_000)
+                    };
+                    l.record(ns);
+                    direct.saturating_record(ns);
+                }
+                assert_eq!(l.len(), n as u64);
+                assert_eq!(l.histogram.is_some(), n >= Latencies::MAX_SAMPLES);
+                l
+            })
+            .collect();
+        let summed = latency_histogram(&clients);
+        assert_eq!(summed, direct);
+        assert_eq!(summed.max(), direct.max());
+        assert!(latency_histogram([]).is_empty());
+    }
 
     #[test]
     fn policies_parse_and_draw_the_right_number_of_distinct_groups() {
