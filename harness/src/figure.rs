@@ -64,14 +64,24 @@ pub(crate) fn saturate(
     Ok(points)
 }
 
-/// Measures `curve(item)` for every item on all cores and returns the results in the items'
-/// order: a figure comes out byte-identical on one thread or many (each run is its own
-/// simulation, deterministic from its seed).
+/// Measures `curve(item)` for every item on the current worker pool (every core, unless a
+/// [`worker_pool`] runs the caller) and returns the results in the items' order: a figure
+/// comes out byte-identical on one thread or many (each run is its own simulation,
+/// deterministic from its seed).
 pub(crate) fn in_parallel<T: Sync, R: Send>(
     items: &[T],
     curve: impl Fn(&T) -> Result<R, String> + Sync,
 ) -> Result<Vec<R>, String> {
     items.par_iter().map(&curve).collect()
+}
+
+/// A pool of `jobs` worker threads for figure points and sweep seeds (`None`: every core).
+/// Work started inside its `install` runs [`in_parallel`] on it.
+pub(crate) fn worker_pool(jobs: Option<usize>) -> Result<rayon::ThreadPool, String> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.unwrap_or(0))
+        .build()
+        .map_err(|e| format!("cannot start {} worker threads: {e}", jobs.unwrap_or(0)))
 }
 
 /// Whether the last doubling of clients grew throughput by less than 5% (false: the sweep hit
@@ -236,4 +246,34 @@ pub(crate) fn software_bullet(software: &Software, free: String) -> String {
         software.describe(),
         software.calibration.source
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--jobs`: a pool of one runs a figure's points on one thread, and any pool returns
+    /// them in the items' order.
+    #[test]
+    fn worker_pools_bound_the_threads_and_keep_the_order() {
+        let items: Vec<u64> = (0..64).collect();
+        let run = |jobs| {
+            worker_pool(Some(jobs)).unwrap().install(|| {
+                let threads = rayon::current_num_threads();
+                let out = in_parallel(&items, |&i| Ok((i * i, rayon::current_thread_index())));
+                (threads, out.unwrap())
+            })
+        };
+        let (one, serial) = run(1);
+        let (three, parallel) = run(3);
+        assert_eq!((one, three), (1, 3));
+        assert!(serial.iter().all(|&(_, t)| t == Some(0)));
+        let squares = |v: &[(u64, Option<usize>)]| v.iter().map(|p| p.0).collect::<Vec<_>>();
+        assert_eq!(squares(&serial), squares(&parallel));
+        assert_eq!(
+            squares(&serial),
+            items.iter().map(|i| i * i).collect::<Vec<_>>()
+        );
+        assert!(worker_pool(None).is_ok());
+    }
 }

@@ -313,6 +313,11 @@ struct FigureArgs {
     /// [default: none, measured and the paper prototype's, each in OUT/NAME/PROFILE].
     #[arg(long)]
     software: Vec<String>,
+    /// Worker threads for the figure's points (default: every core). Fewer bound the memory:
+    /// each point running holds a whole simulation (`reproduce --all` peaks at 8.9 GB on 2
+    /// threads, in heron-table5.1). The outputs are the same on any number.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    jobs: Option<u64>,
 }
 
 #[derive(Args, Debug)]
@@ -333,6 +338,11 @@ struct ReproduceArgs {
     /// [default: none, measured and the paper prototype's, each in OUT/NAME/PROFILE].
     #[arg(long)]
     software: Vec<String>,
+    /// Worker threads for the figures' points (default: every core). Fewer bound the memory:
+    /// each point running holds a whole simulation (`reproduce --all` peaks at 8.9 GB on 2
+    /// threads, in heron-table5.1). The outputs are the same on any number.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    jobs: Option<u64>,
 }
 
 #[derive(Args, Debug)]

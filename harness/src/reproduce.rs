@@ -100,8 +100,11 @@ pub(crate) fn figure_command(a: crate::FigureArgs) -> Result<ExitCode, String> {
         },
         out.display()
     );
-    crate::lens::make(f, &out, COMMIT, a.quick, &software, &|line: &str| {
-        println!("{line}")
+    let pool = crate::figure::worker_pool(a.jobs.map(|j| j as usize))?;
+    pool.install(|| {
+        crate::lens::make(f, &out, COMMIT, a.quick, &software, &|line: &str| {
+            println!("{line}")
+        })
     })?;
     println!("wrote {}/summary.md", out.display());
     Ok(ExitCode::SUCCESS)
@@ -151,7 +154,8 @@ pub(crate) fn reproduce_command(a: crate::ReproduceArgs) -> Result<ExitCode, Str
             progress,
         )
     };
-    let done = reproduce(&wanted, &all, &a.out, &make)?;
+    let pool = crate::figure::worker_pool(a.jobs.map(|j| j as usize))?;
+    let done = pool.install(|| reproduce(&wanted, &all, &a.out, &make))?;
     println!(
         "{:<16} {:>8}  {:>10} {:>14} {:>16}",
         "figure", "wall s", "reproduced", "not reproduced", "by construction"

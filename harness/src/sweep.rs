@@ -1105,10 +1105,7 @@ pub(crate) fn run_seeds<R: SeedRun>(
     mut each: impl FnMut(u64, &R, &Outcome),
 ) -> Result<(), String> {
     use rayon::prelude::*;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs)
-        .build()
-        .map_err(|e| format!("cannot start {jobs} worker threads: {e}"))?;
+    let pool = crate::figure::worker_pool(Some(jobs))?;
     for batch in seeds.chunks(jobs * 8) {
         let done: Vec<(R, Outcome)> = pool.install(|| {
             batch
