@@ -14,6 +14,24 @@ pub(crate) const PAGE_SHIFT: u32 = 12;
 /// Bytes of one page of an image, and of a paged region of the simulator's memory.
 pub(crate) const PAGE: usize = 1 << PAGE_SHIFT;
 
+/// Calls `each(page, offset in page, range of the span)` for every page `[offset, offset +
+/// len)` touches, in order: the one walk of images and of the simulator's paged regions.
+pub(crate) fn page_spans(
+    offset: usize,
+    len: usize,
+    mut each: impl FnMut(usize, usize, std::ops::Range<usize>),
+) {
+    let mut at = offset;
+    let end = offset + len;
+    while at < end {
+        let page = at >> PAGE_SHIFT;
+        let within = at & (PAGE - 1);
+        let take = (PAGE - within).min(end - at);
+        each(page, within, at - offset..at - offset + take);
+        at += take;
+    }
+}
+
 /// The bytes of a region, in pages that clones and memories share; a page never written reads
 /// as zero.
 #[derive(Clone, Debug, Default)]
@@ -46,7 +64,7 @@ impl RegionImage {
     /// # Panics
     /// If the bytes do not fit in the image: an image is built from its owner's own layout.
     pub fn write(&mut self, offset: usize, data: &[u8]) {
-        let end = offset
+        offset
             .checked_add(data.len())
             .filter(|&end| end <= self.len)
             .unwrap_or_else(|| {
@@ -56,10 +74,7 @@ impl RegionImage {
                     self.len
                 )
             });
-        let mut at = offset;
-        while at < end {
-            let (page, within) = (at >> PAGE_SHIFT, at & (PAGE - 1));
-            let take = (PAGE - within).min(end - at);
+        page_spans(offset, data.len(), |page, within, span| {
             let slot = &mut self.pages[page];
             if slot.as_mut().is_none_or(|p| Arc::get_mut(p).is_none()) {
                 // Missing, or shared with a clone: this image's own copy.
@@ -69,9 +84,8 @@ impl RegionImage {
                 });
             }
             let bytes = Arc::get_mut(slot.as_mut().expect("made above")).expect("own");
-            bytes[within..within + take].copy_from_slice(&data[at - offset..at - offset + take]);
-            at += take;
-        }
+            bytes[within..within + span.len()].copy_from_slice(&data[span]);
+        });
     }
 
     /// The pages that hold bytes, as `(offset, bytes)` in offset order; the last page of a

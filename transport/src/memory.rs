@@ -4,7 +4,7 @@
 //! memory; both check bounds with the same [`crate::nic::check_bounds`] rules.
 
 use crate::changes::Changes;
-use crate::image::{RegionImage, PAGE, PAGE_SHIFT};
+use crate::image::{page_spans, RegionImage, PAGE, PAGE_SHIFT};
 use crate::nic::{Data, OpError};
 use crate::process::ProcessId;
 use crate::region::{Access, LocalAddr, RegionId, RegionSpec};
@@ -82,28 +82,10 @@ impl Pages {
         Pages::Paged(vec![None; len.div_ceil(PAGE)])
     }
 
-    /// Calls `each(page, offset in page, range of the span)` for every page `[offset, offset +
-    /// len)` touches, in order.
-    fn spans(
-        offset: usize,
-        len: usize,
-        mut each: impl FnMut(usize, usize, std::ops::Range<usize>),
-    ) {
-        let mut at = offset;
-        let end = offset + len;
-        while at < end {
-            let page = at >> PAGE_SHIFT;
-            let within = at & (PAGE - 1);
-            let take = (PAGE - within).min(end - at);
-            each(page, within, at - offset..at - offset + take);
-            at += take;
-        }
-    }
-
     fn read(&self, offset: usize, buf: &mut [u8]) {
         match self {
             Pages::Flat(bytes) => buf.copy_from_slice(&bytes[offset..offset + buf.len()]),
-            Pages::Paged(pages) => Self::spans(offset, buf.len(), |page, within, span| {
+            Pages::Paged(pages) => page_spans(offset, buf.len(), |page, within, span| {
                 let out = &mut buf[span];
                 match &pages[page] {
                     Some(p) => out.copy_from_slice(&p.bytes()[within..within + out.len()]),
@@ -144,7 +126,7 @@ impl Pages {
     fn write_with(&mut self, offset: usize, len: usize, fill: impl Fn(usize, &mut [u8])) {
         match self {
             Pages::Flat(bytes) => fill(0, &mut bytes[offset..offset + len]),
-            Pages::Paged(pages) => Self::spans(offset, len, |page, within, span| {
+            Pages::Paged(pages) => page_spans(offset, len, |page, within, span| {
                 let p = Page::own(&mut pages[page]);
                 fill(span.start, &mut p[within..within + span.len()]);
             }),
