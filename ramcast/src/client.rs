@@ -254,8 +254,7 @@ impl<N: Nic> Client<N> for RamcastClient {
         let entry = Entry::encode(id, dst, &ptr, payload);
         let dests: Vec<(GroupId, u64)> = dst.groups().zip(ptr.iter().copied()).collect();
         for (g, seq) in &dests {
-            self.occupant[g.0 as usize][(seq % self.layout.slots() as u64) as usize] =
-                dests.clone();
+            self.occupant[g.0 as usize][self.layout.index(*seq)] = dests.clone();
         }
         let inline_max = nic.limits().inline_max;
         for (g, &seq) in dst.groups().zip(&ptr) {

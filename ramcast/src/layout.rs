@@ -45,6 +45,9 @@ pub struct Layout {
     groups: usize,
     replicas: usize,
     slots: usize,
+    /// `log2(slots)` when `slots` is a power of two: slot indices and laps are then a mask and a
+    /// shift instead of a division (the scans compute them on every slot they look at).
+    slots_log2: Option<u32>,
     slot_bytes: usize,
     m_stride: usize,
     /// The codec of message slots.
@@ -60,6 +63,10 @@ impl Layout {
             groups: cfg.groups,
             replicas: cfg.replicas,
             slots: cfg.slots,
+            slots_log2: cfg
+                .slots
+                .is_power_of_two()
+                .then(|| cfg.slots.trailing_zeros()),
             slot_bytes: cfg.slot_bytes,
             m_stride: cfg.slot_bytes + 2 * cfg.groups * cfg.replicas * 8,
             m_codec: SlotCodec::new(cfg.slot_bytes).expect("validated slot size"),
@@ -85,8 +92,24 @@ impl Layout {
         vec![RegionSpec::new(self.groups * self.replicas * 16).with_default(Access::Write)]
     }
 
+    /// The slot of a client buffer that sequence number `seq` occupies: `seq mod slots`.
+    pub fn index(&self, seq: u64) -> usize {
+        match self.slots_log2 {
+            Some(k) => (seq & ((1 << k) - 1)) as usize,
+            None => (seq % self.slots as u64) as usize,
+        }
+    }
+
+    /// How many times the client went round its buffer before `seq`: `seq div slots`.
+    pub fn lap(&self, seq: u64) -> u64 {
+        match self.slots_log2 {
+            Some(k) => seq >> k,
+            None => seq / self.slots as u64,
+        }
+    }
+
     fn m_base(&self, client: usize, seq: u64) -> usize {
-        (client * self.slots + (seq % self.slots as u64) as usize) * self.m_stride
+        (client * self.slots + self.index(seq)) * self.m_stride
     }
 
     /// Bytes of `M` per slot: the message slot and its acknowledgement banks.
@@ -103,7 +126,7 @@ impl Layout {
     /// of a slot use alternate banks of acknowledgement words, so a late acknowledgement of
     /// the previous message in the slot never overwrites one of the current message.
     pub fn ack(&self, client: usize, seq: u64, g: GroupId, rank: usize) -> usize {
-        let bank = ((seq / self.slots as u64) % 2) as usize * self.groups * self.replicas;
+        let bank = (self.lap(seq) % 2) as usize * self.groups * self.replicas;
         self.m_base(client, seq)
             + self.slot_bytes
             + (bank + g.0 as usize * self.replicas + rank) * 8
@@ -111,8 +134,7 @@ impl Layout {
 
     /// The `T` entry of group `g` in that slot.
     pub fn t_entry(&self, client: usize, seq: u64, g: GroupId) -> usize {
-        ((client * self.slots + (seq % self.slots as u64) as usize) * self.groups + g.0 as usize)
-            * T_ENTRY
+        ((client * self.slots + self.index(seq)) * self.groups + g.0 as usize) * T_ENTRY
     }
 
     /// The heartbeat word of replica `rank`.
@@ -247,6 +269,21 @@ mod tests {
                         "{size} B to {dst}"
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn slot_index_and_lap_are_mod_and_div_for_any_slot_count() {
+        for slots in [2, 3, 12, 16, 1000, 65536] {
+            let mut cfg = Config::new(2, 3, 1);
+            cfg.slots = slots;
+            let l = Layout::new(&cfg);
+            let seqs = [0, 1, 15, 16, 17, 999, 1000, 65535, 65536, u64::MAX];
+            for seq in seqs {
+                let n = slots as u64;
+                assert_eq!(l.index(seq), (seq % n) as usize, "{seq} in {slots}");
+                assert_eq!(l.lap(seq), seq / n, "{seq} in {slots}");
             }
         }
     }

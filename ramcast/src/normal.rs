@@ -60,7 +60,7 @@ impl RamcastServer {
                     continue;
                 }
                 // Nothing was there when last looked, and nothing changed since.
-                let mark = self.mark(c, (s % self.cfg.slots as u64) as usize);
+                let mark = self.mark(c, self.layout.index(s));
                 if self.buffers[c as usize].scanned == Some((s, mark)) {
                     break;
                 }
@@ -122,7 +122,7 @@ impl RamcastServer {
         self.scratch = buf;
         // The entry overwrote a message this server has not delivered yet: the client recycled
         // the slot without it (it was excluded while silent).
-        let held = &self.buffers[c as usize].slots[(s % self.cfg.slots as u64) as usize];
+        let held = &self.buffers[c as usize].slots[self.layout.index(s)];
         if matches!(landed, Landed::Entry(_))
             && held.seq < s
             && matches!(held.stat, Stat::Mcast | Stat::Ordered)
@@ -162,7 +162,7 @@ impl RamcastServer {
             .expect("held")
             .dst;
         let mut changed = false;
-        let (i, epoch) = ((s % self.cfg.slots as u64) as usize, self.rescan.epoch());
+        let (i, epoch) = (self.layout.index(s), self.rescan.epoch());
         for h in dst.groups() {
             // An entry unchanged since it was last read would change nothing: a proposal is
             // replaced only by a higher round, and its timestamp already raised the clock.
@@ -200,8 +200,8 @@ impl RamcastServer {
 
     /// Makes `entry` the content of client `c`'s slot `s` (state MCAST).
     pub(crate) fn accept(&mut self, c: u32, s: u64, entry: Entry, now: Nanos) {
-        let slots = self.cfg.slots as u64;
-        let slot = &mut self.buffers[c as usize].slots[(s % slots) as usize];
+        let i = self.layout.index(s);
+        let slot = &mut self.buffers[c as usize].slots[i];
         slot.seq = s;
         slot.entry = Some(entry);
         slot.stat = Stat::Mcast;
@@ -212,7 +212,7 @@ impl RamcastServer {
         slot.install = None;
         slot.fast_ok = 0;
         // Proposals that landed in `T` before the entry count again for the new message.
-        self.buffers[c as usize].seen[(s % slots) as usize].t_changed(None);
+        self.buffers[c as usize].seen[i].t_changed(None);
         self.rescan.dirty(c);
         self.pending.insert((Stamp::ZERO, c, s));
         self.arm_relay(c, s, now);
@@ -285,11 +285,10 @@ impl RamcastServer {
         // did not change.
         nic.work(Work::Scan, self.pending.len() as u64);
         self.observe_changes(nic);
-        let slots = self.cfg.slots as u64;
         let mut due = std::mem::take(&mut self.rescan.due);
         due.clear();
         due.extend(self.pending.iter().copied().filter(|&(_, c, s)| {
-            let i = (s % slots) as usize;
+            let i = self.layout.index(s);
             self.buffers[c as usize].seen[i].pending != self.mark(c, i)
         }));
         // A heartbeat may be due between two slots (a long poll must still beat on time).
@@ -301,7 +300,7 @@ impl RamcastServer {
         for &(key, c, s) in &due {
             self.beat_if_due(nic);
             worked |= self.pending_slot(nic, key, c, s);
-            let i = (s % slots) as usize;
+            let i = self.layout.index(s);
             self.buffers[c as usize].seen[i].pending = self.mark(c, i);
         }
         if beat_after {

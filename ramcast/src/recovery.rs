@@ -158,11 +158,14 @@ impl RamcastServer {
         self.observe_changes(nic);
         let mut worked = false;
         for _ in 0..PER_POLL.min(total) {
-            self.sweep = (self.sweep + 1) % total;
-            let (c, i) = (
-                (self.sweep / self.cfg.slots) as u32,
-                self.sweep % self.cfg.slots,
-            );
+            // The next slot of the window, client by client, going round.
+            let (c, i) = &mut self.sweep;
+            *i += 1;
+            if *i == self.cfg.slots {
+                *i = 0;
+                *c = (*c + 1) % self.cfg.clients;
+            }
+            let (c, i) = (*c as u32, *i);
             let slot = &self.buffers[c as usize].slots[i];
             if slot.stat != Stat::Done || self.buffers[c as usize].seen[i].sweep == self.mark(c, i)
             {

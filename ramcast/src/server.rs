@@ -159,8 +159,8 @@ pub struct RamcastServer {
     pub(crate) sends: BTreeMap<WrId, (ProcessId, Vec<u8>)>,
     /// Control messages a broken queue pair flushed, to send again after its reconnect.
     pub(crate) unsent: BTreeMap<ProcessId, Vec<Vec<u8>>>,
-    /// Cursor of `RamcastServer::sweep_delivered` over the window.
-    pub(crate) sweep: usize,
+    /// Cursor of `RamcastServer::sweep_delivered` over the window: a client and a slot index.
+    pub(crate) sweep: (usize, usize),
     /// Catch-up items waiting to be sent, per peer (see [`crate::recovery`]).
     pub(crate) outbox: BTreeMap<ProcessId, Vec<crate::wire::CatchItem>>,
     /// Catch-up items about slots of the window this server does not hold yet, applied once it
@@ -233,7 +233,7 @@ impl RamcastServer {
             early: BTreeMap::new(),
             sends: BTreeMap::new(),
             unsent: BTreeMap::new(),
-            sweep: 0,
+            sweep: (0, 0),
             scratch: Vec::new(),
             rescan: Rescan::new(cfg.clients),
             layout,
@@ -323,13 +323,13 @@ impl RamcastServer {
     /// The slot of client `c`'s message `seq`, if this server holds that sequence number.
     pub(crate) fn slot(&self, c: u32, seq: u64) -> Option<&Slot> {
         let b = &self.buffers[c as usize];
-        let s = &b.slots[(seq % self.cfg.slots as u64) as usize];
+        let s = &b.slots[self.layout.index(seq)];
         (s.seq == seq && s.stat != Stat::Empty).then_some(&**s)
     }
 
     pub(crate) fn slot_mut(&mut self, c: u32, seq: u64) -> Option<&mut Slot> {
-        let slots = self.cfg.slots as u64;
-        let s = &mut self.buffers[c as usize].slots[(seq % slots) as usize];
+        let i = self.layout.index(seq);
+        let s = &mut self.buffers[c as usize].slots[i];
         if s.seq == seq && s.stat != Stat::Empty {
             Some(&mut **s)
         } else {
@@ -478,7 +478,7 @@ impl RamcastServer {
             let entry = slot.entry.clone().expect("ordered slots have entries");
             self.pending.remove(&(ts, c, seq));
             let b = &mut self.buffers[c as usize];
-            while let Some(s) = b.slots.get((b.ldm % self.cfg.slots as u64) as usize) {
+            while let Some(s) = b.slots.get(self.layout.index(b.ldm)) {
                 if s.seq == b.ldm && s.stat == Stat::Done {
                     b.ldm += 1;
                 } else {
