@@ -161,8 +161,13 @@ impl SlotCodec {
         if len > self.capacity() {
             return Ok(Err(Reject::Torn));
         }
-        out.clear();
-        out.resize(Self::encoded_len(len), 0);
+        // `read_local` overwrites every byte: zero only what the buffer lacks.
+        let n = Self::encoded_len(len);
+        if out.len() < n {
+            out.resize(n, 0);
+        } else {
+            out.truncate(n);
+        }
         nic.read_local(at, out)?;
         let range = match self.decode(expected, out) {
             Ok(p) => {
