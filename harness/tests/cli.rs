@@ -1058,3 +1058,90 @@ fn verbs_commands_without_a_device_say_so() {
     let o = harness(&["run", "--runtime", "verbs", "--nic-thread"]);
     assert!(stderr(&o).contains("--runtime local"), "{}", stderr(&o));
 }
+
+/// `text` with every commit stamp (12 hex digits, maybe `-dirty`) replaced, so outputs of two
+/// builds compare on their numbers.
+fn without_commits(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        let hex = rest
+            .bytes()
+            .take_while(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+            .count();
+        let starts_word = out
+            .chars()
+            .last()
+            .is_none_or(|p| !p.is_ascii_alphanumeric());
+        let after = rest.as_bytes().get(hex).copied();
+        if hex == 12 && starts_word && !after.is_some_and(|b| b.is_ascii_alphanumeric()) {
+            out.push_str("COMMIT");
+            rest = rest[hex..].strip_prefix("-dirty").unwrap_or(&rest[hex..]);
+        } else {
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    out
+}
+
+/// Every comparison in `results/compare/` is what today's code produces from the command its
+/// summary names (commit stamps aside): `reproduce` does not write comparisons, so nothing else
+/// notices when a model change leaves one behind. The comparisons of at most 2 ms per point run
+/// by default; `HARNESS_ALL_COMPARISONS=1` runs the longer ones too (minutes).
+#[test]
+fn published_comparisons_are_what_the_code_produces() {
+    let results = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/compare");
+    let all = std::env::var_os("HARNESS_ALL_COMPARISONS").is_some();
+    let out = std::env::temp_dir().join(format!("harness-published-{}", std::process::id()));
+    let mut dirs: Vec<_> = std::fs::read_dir(&results)
+        .expect("results/compare")
+        .map(|e| e.unwrap().path())
+        .collect();
+    dirs.sort();
+    let mut checked = 0;
+    for dir in dirs {
+        let name = dir.file_name().unwrap().to_str().unwrap().to_string();
+        let summary = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+        let command = summary
+            .split("Command: `harness ")
+            .nth(1)
+            .and_then(|s| s.split('`').next())
+            .unwrap_or_else(|| panic!("{name}: the summary names no command"));
+        let args: Vec<&str> = command.split_whitespace().collect();
+        let duration = args
+            .iter()
+            .position(|a| *a == "--duration")
+            .and_then(|i| args[i + 1].strip_suffix("us"))
+            .and_then(|d| d.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("{name}: no --duration in `{command}`"));
+        if duration > 2000.0 && !all {
+            continue;
+        }
+        let o = out.to_str().unwrap();
+        let mut run = args.clone();
+        run.extend(["--name", &name, "--out", o]);
+        let r = harness(&run);
+        assert!(r.status.success(), "{name}: {}{}", stdout(&r), stderr(&r));
+        for f in ["runs.csv", "latency_cdf.csv", "summary.md"] {
+            let read =
+                |p: std::path::PathBuf| without_commits(&std::fs::read_to_string(p).unwrap());
+            assert!(
+                read(dir.join(f)) == read(out.join(&name).join(f)),
+                "results/compare/{name}/{f} is not what `harness {command}` produces now: \
+                 regenerate it with that command (add --name {name})"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 3, "only {checked} comparisons checked");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn commit_stamps_are_masked_and_nothing_else() {
+    assert_eq!(
+        without_commits("a,4c676517f210,b (commit 51545bc1a2b3-dirty). 4c676517f2101 cafe"),
+        "a,COMMIT,b (commit COMMIT). 4c676517f2101 cafe"
+    );
+}
