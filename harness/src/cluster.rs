@@ -869,7 +869,7 @@ pub(crate) fn launch(
     let mut m = Measured {
         delivered: 0,
         throughput: 0.0,
-        latency: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("bounds"),
+        latency: multicast::workload::empty_latency_histogram(),
         log: e.log.then(DeliveryLog::default),
         wall,
         cpu: children_cpu(),

@@ -313,11 +313,8 @@ struct FigureArgs {
     /// [default: none, measured and the paper prototype's, each in OUT/NAME/PROFILE].
     #[arg(long)]
     software: Vec<String>,
-    /// Worker threads for the figure's points (default: every core). Fewer bound the memory:
-    /// each point running holds a whole simulation (`reproduce --all` peaks at 8.9 GB on 2
-    /// threads, in heron-table5.1). The outputs are the same on any number.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
-    jobs: Option<u64>,
+    #[command(flatten)]
+    jobs: PointJobs,
 }
 
 #[derive(Args, Debug)]
@@ -338,11 +335,25 @@ struct ReproduceArgs {
     /// [default: none, measured and the paper prototype's, each in OUT/NAME/PROFILE].
     #[arg(long)]
     software: Vec<String>,
+    #[command(flatten)]
+    jobs: PointJobs,
+}
+
+/// `--jobs` of `figure` and `reproduce`.
+#[derive(Args, Debug)]
+struct PointJobs {
     /// Worker threads for the figures' points (default: every core). Fewer bound the memory:
-    /// each point running holds a whole simulation (`reproduce --all` peaks at 8.9 GB on 2
-    /// threads, in heron-table5.1). The outputs are the same on any number.
+    /// each point running holds a whole simulation (heron-table5.1's hold several GB on 2
+    /// threads). The outputs are the same on any number.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
     jobs: Option<u64>,
+}
+
+impl PointJobs {
+    /// The pool the points run on.
+    fn pool(&self) -> Result<rayon::ThreadPool, String> {
+        figure::worker_pool(self.jobs.map(|j| j as usize))
+    }
 }
 
 #[derive(Args, Debug)]

@@ -100,7 +100,7 @@ pub(crate) fn figure_command(a: crate::FigureArgs) -> Result<ExitCode, String> {
         },
         out.display()
     );
-    let pool = crate::figure::worker_pool(a.jobs.map(|j| j as usize))?;
+    let pool = a.jobs.pool()?;
     pool.install(|| {
         crate::lens::make(f, &out, COMMIT, a.quick, &software, &|line: &str| {
             println!("{line}")
@@ -154,7 +154,7 @@ pub(crate) fn reproduce_command(a: crate::ReproduceArgs) -> Result<ExitCode, Str
             progress,
         )
     };
-    let pool = crate::figure::worker_pool(a.jobs.map(|j| j as usize))?;
+    let pool = a.jobs.pool()?;
     let done = pool.install(|| reproduce(&wanted, &all, &a.out, &make))?;
     println!(
         "{:<16} {:>8}  {:>10} {:>14} {:>16}",

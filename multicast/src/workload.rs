@@ -124,9 +124,10 @@ pub struct LoadSpec {
     pub stop_at: Nanos,
 }
 
-/// A histogram of latencies in nanoseconds: 1 ns to 60 s, 3 significant digits; a value
-/// beyond the range counts as its top.
-fn new_histogram() -> Histogram<u64> {
+/// An empty histogram of latencies in nanoseconds, the range and precision every latency of
+/// the workbench is kept at: 1 ns to 60 s, 3 significant digits (record with
+/// `saturating_record`: a value beyond the range counts as its top).
+pub fn empty_latency_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds")
 }
 
@@ -154,7 +155,7 @@ impl Latencies {
             None => {
                 self.samples.push(ns);
                 if self.samples.len() >= Self::MAX_SAMPLES {
-                    let mut h = new_histogram();
+                    let mut h = empty_latency_histogram();
                     for ns in self.samples.drain(..) {
                         h.saturating_record(ns);
                     }
@@ -188,7 +189,7 @@ impl Latencies {
 
 /// One histogram (1 ns to 60 s, 3 significant digits) of every latency of `clients`.
 pub fn latency_histogram<'a>(clients: impl IntoIterator<Item = &'a Latencies>) -> Histogram<u64> {
-    let mut h = new_histogram();
+    let mut h = empty_latency_histogram();
     for c in clients {
         c.add_to(&mut h);
     }
@@ -326,7 +327,7 @@ mod tests {
     #[test]
     fn latencies_sum_up_like_one_histogram_whether_kept_as_samples_or_not() {
         let mut rng = Rng::from_seed(5);
-        let mut direct = new_histogram();
+        let mut direct = empty_latency_histogram();
         let clients: Vec<Latencies> = [10, Latencies::MAX_SAMPLES, 3 * Latencies::MAX_SAMPLES + 7]
             .iter()
             .map(|&n| {

@@ -118,7 +118,7 @@ pub(crate) struct Outcome {
 impl Outcome {
     /// Every request's latency in the window, or those of `span` (0 single-, 1 multi-partition).
     pub(crate) fn latencies(&self, span: Option<usize>) -> Histogram<u64> {
-        let mut all = Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("bounds");
+        let mut all = multicast::workload::empty_latency_histogram();
         for k in &self.latency {
             for (s, h) in k.iter().enumerate() {
                 if span.is_none_or(|x| x == s) {

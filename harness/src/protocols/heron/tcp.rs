@@ -210,10 +210,10 @@ impl Exec for Launch<'_> {
                 reports.push((ProcessId(i as u32), launched.report::<Report>(i)?));
             }
         }
-        let bounds = || Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("bounds");
+        let empty = multicast::workload::empty_latency_histogram;
         let kinds = app.kinds().to_vec();
         let mut latency: Vec<[Histogram<u64>; 2]> =
-            kinds.iter().map(|_| [bounds(), bounds()]).collect();
+            kinds.iter().map(|_| [empty(), empty()]).collect();
         let (mut database, mut replicas, mut views, mut clients) =
             (BTreeMap::new(), Vec::new(), Vec::new(), Vec::new());
         let mut judged = Judged::default();
