@@ -127,12 +127,11 @@ impl<S, A: Application> HeronServer<S, A> {
     /// Lines 12-14: a value of this replica's own partition.
     fn read_local<N: Nic>(&mut self, nic: &mut N, oid: ObjectId) -> bool {
         let (at, len) = self.layout.slot(oid, self.app.row_of(oid));
-        let mut slot = vec![0; len];
-        nic.read_local(LocalAddr::new(self.regions.objects, at), &mut slot)
-            .expect("own region");
+        let slot = self.read_own(nic, LocalAddr::new(self.regions.objects, at), len);
         nic.work(Work::Copy, len as u64);
         nic.work(Work::Row, 1);
         self.accept(oid, &slot);
+        self.recycle(slot);
         true
     }
 
@@ -227,11 +226,11 @@ impl<S, A: Application> HeronServer<S, A> {
                 continue;
             }
             let (_, len) = self.layout.slot(read.oid, self.app.row_of(read.oid));
-            let mut slot = vec![0; len];
             let at = LocalAddr::new(self.regions.reads, read.buffer * self.layout.max_slot());
-            nic.read_local(at, &mut slot).expect("own region");
+            let slot = self.read_own(nic, at, len);
             nic.work(Work::Row, 1);
             self.accept(read.oid, &slot);
+            self.recycle(slot);
         }
         worked
     }
@@ -272,7 +271,7 @@ impl<S, A: Application> HeronServer<S, A> {
     /// destinations, or a value longer than its table's.
     fn write_objects<N: Nic>(&mut self, nic: &mut N, writes: &[(ObjectId, Vec<u8>)]) {
         let run = self.running.as_ref().expect("running");
-        let tmp = run.req.tmp;
+        let (tmp, dst) = (run.req.tmp, run.req.dst);
         let group = self.group;
         for (k, (oid, value)) in writes.iter().enumerate() {
             // An object written twice takes the last value: one version per request, or a
@@ -281,7 +280,7 @@ impl<S, A: Application> HeronServer<S, A> {
                 continue;
             }
             assert!(
-                !self.app.replicated(*oid) && run.req.dst.contains(self.app.partition_of(*oid)),
+                !self.app.replicated(*oid) && dst.contains(self.app.partition_of(*oid)),
                 "the application wrote {oid:?}, of a replicated table or outside the request's destinations"
             );
             assert!(
@@ -295,10 +294,10 @@ impl<S, A: Application> HeronServer<S, A> {
             }
             self.updates.push((tmp, *oid));
             let (at, len) = self.layout.slot(*oid, self.app.row_of(*oid));
-            let mut slot = vec![0; len];
             let base = LocalAddr::new(self.regions.objects, at);
-            nic.read_local(base, &mut slot).expect("own region");
+            let slot = self.read_own(nic, base, len);
             let (tag, val) = self.layout.older(&self.layout.versions(*oid, &slot), len);
+            self.recycle(slot);
             let mut padded = vec![0; self.layout.value_bytes(*oid)];
             padded[..value.len()].copy_from_slice(value);
             nic.write_local(base.add(tag), &tmp.to_le_bytes())

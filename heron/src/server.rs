@@ -266,6 +266,9 @@ pub struct HeronServer<S, A> {
     pub(crate) delivered: Vec<(MsgId, Option<u64>)>,
     /// The partition's initial objects, shared with its other replicas.
     population: SharedPopulation,
+    /// A reused buffer for object slots read from this replica's own memory (every read of a
+    /// request, every write's older version): [`HeronServer::read_slot`].
+    scratch: Vec<u8>,
 }
 
 impl<S, A: Application> HeronServer<S, A> {
@@ -309,7 +312,24 @@ impl<S, A: Application> HeronServer<S, A> {
             record: record.then(Vec::new),
             delivered: Vec::new(),
             population,
+            scratch: Vec::new(),
         }
+    }
+
+    /// The `len` bytes at `at` of this replica's own memory, in the reused scratch buffer
+    /// (objects are read on every request; a fresh buffer each time was a tenth of a Heron
+    /// simulation's time in the allocator). Hand it back with [`Self::recycle`].
+    pub(crate) fn read_own<N: Nic>(&mut self, nic: &N, at: LocalAddr, len: usize) -> Vec<u8> {
+        let mut buf = std::mem::take(&mut self.scratch);
+        // Whatever it held is overwritten: `read_local` fills every byte.
+        buf.resize(len, 0);
+        nic.read_local(at, &mut buf).expect("own region");
+        buf
+    }
+
+    /// Takes back the buffer [`Self::read_own`] lent.
+    pub(crate) fn recycle(&mut self, buf: Vec<u8>) {
+        self.scratch = buf;
     }
 
     /// The multicast server underneath.

@@ -41,53 +41,76 @@ impl RamcastServer {
         // The algorithm looks at every client's next slot, whatever the hint lets us skip.
         nic.work(Work::Scan, self.cfg.clients as u64);
         self.observe_changes(nic);
-        if !std::mem::take(&mut self.rescan.buffers) {
+        let dirty = self.rescan.take_dirty();
+        if dirty.is_empty() {
+            self.rescan.recycle_dirty(dirty);
             return false;
         }
         let mut worked = false;
-        for c in 0..self.cfg.clients as u32 {
-            // A client whose buffer is not dirty would find what it found last time. Debug
-            // builds look anyway and check that it does.
-            let dirty = std::mem::take(&mut self.rescan.dirty[c as usize]);
-            if !dirty && !cfg!(debug_assertions) {
-                continue;
-            }
-            loop {
-                let s = self.buffers[c as usize].next;
-                if self.slot(c, s).is_some() {
-                    debug_assert!(dirty, "{}: client {c}'s slot {s} filled unseen", self.me);
-                    self.buffers[c as usize].next += 1;
-                    continue;
-                }
-                // Nothing was there when last looked, and nothing changed since.
-                let mark = self.mark(c, self.layout.index(s));
-                if self.buffers[c as usize].scanned == Some((s, mark)) {
+        // A client whose buffer is not dirty would find what it found last time. Debug builds
+        // look at every client anyway and check that it does.
+        let every: Vec<u32>;
+        let clients = if cfg!(debug_assertions) {
+            every = (0..self.cfg.clients as u32).collect();
+            &every
+        } else {
+            &dirty
+        };
+        for (k, &c) in clients.iter().enumerate() {
+            let was_dirty = !cfg!(debug_assertions) || dirty.binary_search(&c).is_ok();
+            match self.poll_buffer(nic, c, was_dirty) {
+                Some(w) => worked |= w,
+                None => {
+                    // Lapped: the server halts. What it did not look at stays dirty.
+                    for &rest in &clients[k + 1..] {
+                        self.rescan.dirty(rest);
+                    }
                     break;
-                }
-                let landed = self.read_entry(nic, c, s);
-                debug_assert!(
-                    dirty || matches!(landed, Landed::Nothing),
-                    "{}: client {c}'s entry {s} landed unseen",
-                    self.me
-                );
-                match landed {
-                    Landed::Entry(e) => {
-                        self.accept(c, s, e, nic.now());
-                        self.buffers[c as usize].next += 1;
-                        worked = true;
-                    }
-                    Landed::Lapped => {
-                        self.halted = true;
-                        return worked;
-                    }
-                    Landed::Nothing => {
-                        self.buffers[c as usize].scanned = Some((s, mark));
-                        break;
-                    }
                 }
             }
         }
+        self.rescan.recycle_dirty(dirty);
         worked
+    }
+
+    /// [`Self::poll_buffers`] for client `c`: takes every entry that landed in order; `None`
+    /// when the client lapped its buffer (the server halted).
+    fn poll_buffer<N: Nic>(&mut self, nic: &mut N, c: u32, dirty: bool) -> Option<bool> {
+        let mut worked = false;
+        loop {
+            let s = self.buffers[c as usize].next;
+            if self.slot(c, s).is_some() {
+                debug_assert!(dirty, "{}: client {c}'s slot {s} filled unseen", self.me);
+                self.buffers[c as usize].next += 1;
+                continue;
+            }
+            // Nothing was there when last looked, and nothing changed since.
+            let mark = self.mark(c, self.layout.index(s));
+            if self.buffers[c as usize].scanned == Some((s, mark)) {
+                return Some(worked);
+            }
+            let landed = self.read_entry(nic, c, s);
+            debug_assert!(
+                dirty || matches!(landed, Landed::Nothing),
+                "{}: client {c}'s entry {s} landed unseen",
+                self.me
+            );
+            match landed {
+                Landed::Entry(e) => {
+                    self.accept(c, s, e, nic.now());
+                    self.buffers[c as usize].next += 1;
+                    worked = true;
+                }
+                Landed::Lapped => {
+                    self.halted = true;
+                    return None;
+                }
+                Landed::Nothing => {
+                    self.buffers[c as usize].scanned = Some((s, mark));
+                    return Some(worked);
+                }
+            }
+        }
     }
 
     /// Reads client `c`'s entry `s` from `M`, if it has landed whole.

@@ -48,6 +48,9 @@ pub(crate) struct Seen {
     /// entry counts as unread).
     t_unread: u64,
     t_epoch: u64,
+    /// `unread_bound`: the sequence number and epoch for which it found the own group's `T`
+    /// entry empty; void once any `T` entry of the slot changes ([`Seen::t_changed`]).
+    t_empty: Option<(u64, u64)>,
 }
 
 impl Default for Seen {
@@ -57,6 +60,7 @@ impl Default for Seen {
             sweep: UNSEEN,
             t_unread: u64::MAX,
             t_epoch: u64::MAX,
+            t_empty: None,
         }
     }
 }
@@ -78,8 +82,21 @@ impl Seen {
         }
     }
 
+    /// Whether `unread_bound` found the own group's `T` entry of sequence number `s` empty in
+    /// `epoch`, and no `T` entry of the slot changed since.
+    pub(crate) fn t_empty(&self, s: u64, epoch: u64) -> bool {
+        self.t_empty == Some((s, epoch))
+    }
+
+    /// Records that `unread_bound` found the own group's `T` entry of sequence number `s` empty
+    /// in `epoch`.
+    pub(crate) fn t_found_empty(&mut self, s: u64, epoch: u64) {
+        self.t_empty = Some((s, epoch));
+    }
+
     /// Marks group `h`'s `T` entry as changed (every group's with `None`).
     pub(crate) fn t_changed(&mut self, h: Option<usize>) {
+        self.t_empty = None;
         match h {
             Some(h) if h < 64 => self.t_unread |= 1 << h,
             Some(_) => {}
@@ -97,9 +114,10 @@ pub(crate) struct Rescan {
     /// Per client, whether `poll_buffers` may find something in its buffer it did not see
     /// last time: one of its message slots of `M` changed, the epoch rose, or one of its slots
     /// was filled (`accept`) since its last pass.
-    pub(crate) dirty: Vec<bool>,
-    /// Whether any client is dirty.
-    pub(crate) buffers: bool,
+    dirty: Vec<bool>,
+    /// The dirty clients, in the order they became dirty: `poll_buffers` visits these alone
+    /// instead of testing every client's flag (a Heron run has a thousand clients).
+    marked: Vec<u32>,
     /// `poll_pending`'s list of slots to look at (kept for its allocation).
     pub(crate) due: Vec<(Stamp, u32, u64)>,
     /// (Debug builds) the role, round, rounds and leaders as the last scan saw them, and the
@@ -117,7 +135,7 @@ impl Rescan {
             changes: Changes::exact(),
             epoch: 0,
             dirty: vec![true; clients],
-            buffers: true,
+            marked: (0..clients as u32).collect(),
             due: Vec::new(),
             role: None,
             round: Stamp::ZERO,
@@ -131,14 +149,21 @@ impl Rescan {
 impl Rescan {
     /// Marks every client's buffer for `poll_buffers` to look at.
     fn all_dirty(&mut self) {
-        self.dirty.iter_mut().for_each(|d| *d = true);
-        self.buffers = true;
+        for c in 0..self.dirty.len() as u32 {
+            self.dirty(c);
+        }
     }
 
     /// The epoch: it rises whenever the NIC cannot say what changed and whenever the role,
     /// round, rounds or leaders changed.
     pub(crate) fn epoch(&self) -> u64 {
         self.epoch
+    }
+
+    /// Whether the NIC said exactly what changed when last asked (only the simulator does;
+    /// elsewhere memory may change at any time, even mid-poll).
+    pub(crate) fn exact(&self) -> bool {
+        self.changes.is_exact()
     }
 
     /// Starts a new epoch: called whenever the role, the round, or a group's round or leader
@@ -151,8 +176,28 @@ impl Rescan {
 
     /// Marks client `c`'s buffer for `poll_buffers` to look at.
     pub(crate) fn dirty(&mut self, c: u32) {
-        self.dirty[c as usize] = true;
-        self.buffers = true;
+        if !std::mem::replace(&mut self.dirty[c as usize], true) {
+            self.marked.push(c);
+        }
+    }
+
+    /// The dirty clients in ascending order (the order `poll_buffers` visits clients in), no
+    /// longer marked dirty.
+    pub(crate) fn take_dirty(&mut self) -> Vec<u32> {
+        let mut clients = std::mem::take(&mut self.marked);
+        clients.sort_unstable();
+        for &c in &clients {
+            self.dirty[c as usize] = false;
+        }
+        clients
+    }
+
+    /// Hands back the list [`Rescan::take_dirty`] returned, for its allocation.
+    pub(crate) fn recycle_dirty(&mut self, mut clients: Vec<u32>) {
+        if self.marked.is_empty() {
+            clients.clear();
+            self.marked = clients;
+        }
     }
 }
 
@@ -243,5 +288,47 @@ impl RamcastServer {
             self.buffers[c as usize].slots[i].version(),
             self.rescan.epoch,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `poll_buffers` visits the dirty clients in ascending order, each once, and a client
+    /// marked again while it is visited waits for the next pass.
+    #[test]
+    fn dirty_clients_come_out_sorted_once_and_cleared() {
+        let mut r = Rescan::new(6);
+        assert_eq!(r.take_dirty(), vec![0, 1, 2, 3, 4, 5], "all dirty at the start");
+        assert!(r.take_dirty().is_empty());
+        for c in [4, 1, 4, 3, 1] {
+            r.dirty(c);
+        }
+        let taken = r.take_dirty();
+        assert_eq!(taken, vec![1, 3, 4]);
+        r.dirty(3); // marked again mid-pass
+        r.recycle_dirty(taken);
+        assert_eq!(r.take_dirty(), vec![3]);
+        r.dirty(5);
+        r.new_view();
+        assert_eq!(r.take_dirty(), vec![0, 1, 2, 3, 4, 5], "a new view marks everyone");
+    }
+
+    /// An empty `T` entry stays known empty only for its sequence number and epoch, and until a
+    /// `T` entry of the slot changes.
+    #[test]
+    fn an_entry_found_empty_is_forgotten_when_the_slot_changes() {
+        let mut seen = Seen::default();
+        assert!(!seen.t_empty(7, 0));
+        seen.t_found_empty(7, 0);
+        assert!(seen.t_empty(7, 0));
+        assert!(!seen.t_empty(23, 0), "another lap of the slot");
+        assert!(!seen.t_empty(7, 1), "another epoch");
+        seen.t_changed(Some(2));
+        assert!(!seen.t_empty(7, 0), "a write into the slot's T entries");
+        seen.t_found_empty(7, 0);
+        seen.t_changed(None);
+        assert!(!seen.t_empty(7, 0));
     }
 }

@@ -435,8 +435,13 @@ impl RamcastServer {
     /// queue pair), so every smaller proposal of this group is in `T` by the time a larger one
     /// is. Per client, the slots from the next unread one on, until the first without a `T`
     /// entry (one client's slots are proposed in slot order); once per delivery pass.
+    ///
+    /// Most clients have nothing unread, so their first slot's entry is empty. Where the NIC
+    /// says exactly what changed, an entry found empty is not decoded again until a write into
+    /// the slot's `T` entries or a new epoch ([`crate::rescan`]); the modelled scan is the same
+    /// either way.
     fn unread_bound<N: Nic>(&mut self, nic: &mut N) -> Option<Stamp> {
-        let g = self.group;
+        let (g, epoch, exact) = (self.group, self.rescan.epoch(), self.rescan.exact());
         let mut looked = 0;
         let mut bound: Option<Stamp> = None;
         for c in 0..self.cfg.clients as u32 {
@@ -447,9 +452,17 @@ impl RamcastServer {
                     continue;
                 }
                 looked += 1;
+                let i = self.layout.index(s);
+                if exact && self.buffers[c as usize].seen[i].t_empty(s, epoch) {
+                    debug_assert!(self.read_t(nic, c, s, g).is_none(), "{c}:{s} not empty");
+                    break;
+                }
                 match self.read_t(nic, c, s, g) {
                     Some((tmp, _)) => bound = Some(bound.map_or(tmp, |b| b.min(tmp))),
-                    None => break,
+                    None => {
+                        self.buffers[c as usize].seen[i].t_found_empty(s, epoch);
+                        break;
+                    }
                 }
             }
         }
