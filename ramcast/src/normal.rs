@@ -41,11 +41,10 @@ impl RamcastServer {
         // The algorithm looks at every client's next slot, whatever the hint lets us skip.
         nic.work(Work::Scan, self.cfg.clients as u64);
         self.observe_changes(nic);
-        let dirty = self.rescan.take_dirty();
-        if dirty.is_empty() {
-            self.rescan.recycle_dirty(dirty);
+        if !self.rescan.any_dirty() {
             return false;
         }
+        let dirty = self.rescan.take_dirty();
         let mut worked = false;
         // A client whose buffer is not dirty would find what it found last time. Debug builds
         // look at every client anyway and check that it does.

@@ -187,6 +187,11 @@ impl Rescan {
         }
     }
 
+    /// Whether any client is dirty.
+    pub(crate) fn any_dirty(&self) -> bool {
+        !self.marked.is_empty()
+    }
+
     /// The dirty clients in ascending order (the order `poll_buffers` visits clients in), no
     /// longer marked dirty.
     pub(crate) fn take_dirty(&mut self) -> Vec<u32> {
@@ -311,10 +316,12 @@ mod tests {
             vec![0, 1, 2, 3, 4, 5],
             "all dirty at the start"
         );
+        assert!(!r.any_dirty());
         assert!(r.take_dirty().is_empty());
         for c in [4, 1, 4, 3, 1] {
             r.dirty(c);
         }
+        assert!(r.any_dirty());
         let taken = r.take_dirty();
         assert_eq!(taken, vec![1, 3, 4]);
         r.dirty(3); // marked again mid-pass
