@@ -267,7 +267,7 @@ pub struct HeronServer<S, A> {
     /// The partition's initial objects, shared with its other replicas.
     population: SharedPopulation,
     /// A reused buffer for object slots read from this replica's own memory (every read of a
-    /// request, every write's older version): [`HeronServer::read_slot`].
+    /// request, every write's older version): [`HeronServer::read_own`].
     scratch: Vec<u8>,
 }
 
