@@ -57,6 +57,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod bits;
 pub mod changes;
 pub mod chaos;
 #[cfg(feature = "conformance")]

@@ -17,6 +17,7 @@
 //! simulation speed-up only: reading an empty ring costs nothing in the model and decides
 //! nothing, so the run is the same event for event.
 
+use crate::bits::Bits;
 use crate::changes::Changes;
 use crate::nic::{Nic, WrId};
 use crate::process::ProcessId;
@@ -98,16 +99,21 @@ pub struct Mesh {
     senders: Vec<RingSender>,
     receivers: Vec<RingReceiver>,
     outboxes: Vec<VecDeque<Vec<u8>>>,
+    /// Which outboxes hold messages, so `flush` visits those alone.
+    waiting: Bits,
     /// Messages in all outboxes (so `flush` returns at once when there are none).
     queued: usize,
+    /// Each member's index, by process id (`u32::MAX`: not a member): `send` finds its peer
+    /// without searching the member list.
+    index_of: Vec<u32>,
     /// The largest message a slot holds.
     capacity: usize,
     /// The sender [`Mesh::recv`] looks at first next time.
     next_from: usize,
-    /// Per sender, whether its ring may hold something `recv` has not seen; only cleared once
-    /// the owner gives the mesh the change hint ([`Mesh::observe_changes`]).
-    unseen: Vec<bool>,
-    /// How many entries of `unseen` are set (so `recv` returns at once when none is).
+    /// The senders whose rings may hold something `recv` has not seen; only cleared once the
+    /// owner gives the mesh the change hint ([`Mesh::observe_changes`]).
+    unseen: Bits,
+    /// How many bits of `unseen` are set (so `recv` returns at once when none is).
     unseen_count: usize,
     /// Whether the last [`Mesh::observe_changes`] got exact changes: only then may `recv`
     /// skip a ring.
@@ -138,16 +144,29 @@ impl Mesh {
         let n = layout.members.len();
         let outboxes = vec![VecDeque::new(); n];
         let capacity = layout.ring.validate()?.capacity();
+        let ids = layout
+            .members
+            .iter()
+            .map(|p| p.index() + 1)
+            .max()
+            .unwrap_or(0);
+        let mut index_of = vec![u32::MAX; ids];
+        for (i, p) in layout.members.iter().enumerate().rev() {
+            // Reversed, so a process listed twice maps to its first index, as a search would.
+            index_of[p.index()] = i as u32;
+        }
         Ok(Mesh {
             layout,
             me,
             senders,
             receivers,
             outboxes,
+            waiting: Bits::new(n),
             queued: 0,
+            index_of,
             capacity,
             next_from: 0,
-            unseen: vec![true; n],
+            unseen: Bits::full(n),
             unseen_count: n,
             hinted: false,
             changes: Changes::exact(),
@@ -172,10 +191,10 @@ impl Mesh {
         to: ProcessId,
         msg: &[u8],
     ) -> Result<Option<WrId>, MeshError> {
-        let i = self
-            .layout
-            .index(to)
-            .ok_or(MeshError::NotMember { peer: to })?;
+        let i = match self.index_of.get(to.index()) {
+            Some(&i) if i != u32::MAX => i as usize,
+            _ => return Err(MeshError::NotMember { peer: to }),
+        };
         // Checked here, not when it leaves the outbox: refused where it was offered.
         if msg.len() > self.capacity {
             return Err(RingError::Slot(SlotError::TooLarge {
@@ -195,6 +214,7 @@ impl Mesh {
             return Err(MeshError::Full { peer: to });
         }
         self.outboxes[i].push_back(msg.to_vec());
+        self.waiting.insert(i);
         self.queued += 1;
         Ok(None)
     }
@@ -205,7 +225,9 @@ impl Mesh {
         if self.queued == 0 {
             return Ok(false);
         }
-        for (i, outbox) in self.outboxes.iter_mut().enumerate() {
+        let mut at = 0;
+        while let Some(i) = self.waiting.first_in(at, self.outboxes.len()) {
+            let outbox = &mut self.outboxes[i];
             while let Some(msg) = outbox.front() {
                 match self.senders[i].try_send(nic, msg) {
                     Ok(_) => {
@@ -217,6 +239,10 @@ impl Mesh {
                     Err(e) => return Err(e.into()),
                 }
             }
+            if outbox.is_empty() {
+                self.waiting.remove(i);
+            }
+            at = i + 1;
         }
         Ok(moved)
     }
@@ -239,18 +265,17 @@ impl Mesh {
         // Without an exact hint (real threads, where memory changes while `recv` runs), every
         // ring is looked at on every `recv`, as if the mesh had no hint.
         self.hinted = self.changes.is_exact();
+        let n = self.receivers.len();
         if !self.hinted {
-            self.unseen.iter_mut().for_each(|u| *u = true);
-            self.unseen_count = self.unseen.len();
+            self.unseen.set_all();
+            self.unseen_count = n;
             return;
         }
-        let (ring_bytes, last) = (self.layout.ring.ring_bytes(), self.unseen.len() - 1);
+        let (ring_bytes, last) = (self.layout.ring.ring_bytes(), n - 1);
         for e in self.changes.extents() {
             if e.region == self.layout.inbox {
                 for i in e.cells(ring_bytes) {
-                    let u = &mut self.unseen[i.min(last)];
-                    self.unseen_count += usize::from(!*u);
-                    *u = true;
+                    self.unseen_count += usize::from(self.unseen.insert(i.min(last)));
                 }
             }
         }
@@ -263,27 +288,33 @@ impl Mesh {
         out: &mut Vec<u8>,
     ) -> Result<Option<ProcessId>, MeshError> {
         let n = self.receivers.len();
-        for step in 0..n {
-            // Every ring is known empty: the rest of the walk would only check that.
-            if self.hinted && self.unseen_count == 0 && !cfg!(debug_assertions) {
-                break;
-            }
-            let i = (self.next_from + step) % n;
-            if !self.unseen[i] {
+        if cfg!(debug_assertions) {
+            for (i, r) in self.receivers.iter_mut().enumerate() {
                 debug_assert!(
-                    !self.receivers[i].ready(nic)?,
+                    self.unseen.get(i) || !r.ready(nic)?,
                     "a message landed in the ring from {} unseen by the change hint",
                     self.layout.members[i]
                 );
-                continue;
             }
-            if self.receivers[i].try_recv(nic, out)? {
-                self.next_from = (i + 1) % n;
-                return Ok(Some(self.layout.members[i]));
-            }
-            if self.hinted {
-                self.unseen[i] = false;
-                self.unseen_count -= 1;
+        }
+        // The senders in turn from `next_from`, round to it again; those whose rings did not
+        // change since they were found empty are skipped.
+        let start = self.next_from;
+        for (lo, hi) in [(start, n), (0, start)] {
+            let mut at = lo;
+            while self.unseen_count > 0 {
+                let Some(i) = self.unseen.first_in(at, hi) else {
+                    break;
+                };
+                if self.receivers[i].try_recv(nic, out)? {
+                    self.next_from = (i + 1) % n;
+                    return Ok(Some(self.layout.members[i]));
+                }
+                if self.hinted {
+                    self.unseen.remove(i);
+                    self.unseen_count -= 1;
+                }
+                at = i + 1;
             }
         }
         Ok(None)

@@ -16,7 +16,7 @@
 //! Failed writes (a revoked region, an unreachable peer) surface as completions on the caller's
 //! NIC like any other op; the ring posts unsignaled writes and leaves failure handling to its owner.
 
-use crate::nic::{Nic, OpError, WrId, WriteFlags};
+use crate::nic::{Data, Inline, Nic, OpError, WrId, WriteFlags};
 use crate::region::{LocalAddr, RemoteAddr};
 use crate::slot::{Reject, SlotCodec, SlotError};
 
@@ -104,8 +104,9 @@ pub struct RingSender {
     ring: RemoteAddr,
     credit: LocalAddr,
     sent: u64,
-    /// Scratch for encoding; grows on first use (a mesh holds a sender and a receiver per
-    /// ordered pair, most of which never carry a message, so none reserves a slot up front).
+    /// Scratch for encoding entries small enough to be held in the op ([`Inline`]); grows on
+    /// first use (a mesh holds a sender and a receiver per ordered pair, most of which never
+    /// carry a message, so none reserves a slot up front).
     buf: Vec<u8>,
 }
 
@@ -152,13 +153,23 @@ impl RingSender {
             return Err(RingError::Full);
         }
         let seq = (self.sent + 1) as u32;
-        self.codec.encode(seq, msg, &mut self.buf)?;
         let slot = (self.sent % self.cfg.slots as u64) as usize;
+        let dst = self.ring.add(slot * self.cfg.slot_bytes);
+        let len = SlotCodec::encoded_len(msg.len());
         let mut flags = WriteFlags::NONE;
-        if self.buf.len() <= nic.limits().inline_max {
+        if len <= nic.limits().inline_max {
             flags = flags.inline();
         }
-        let wr = nic.post_write(self.ring.add(slot * self.cfg.slot_bytes), &self.buf, flags)?;
+        let wr = if len <= Inline::CAPACITY {
+            self.codec.encode(seq, msg, &mut self.buf)?;
+            nic.post_write(dst, &self.buf, flags)?
+        } else {
+            // Too large to be held in the op: encoded straight into the op's own buffer rather
+            // than into `buf` and then copied (kilobyte messages were copied twice).
+            let mut entry = Vec::with_capacity(len);
+            self.codec.encode(seq, msg, &mut entry)?;
+            nic.post_write_data(dst, Data::Bytes(entry.into()), flags)?
+        };
         self.sent += 1;
         Ok(wr)
     }

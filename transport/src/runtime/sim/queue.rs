@@ -9,6 +9,7 @@
 //! occupied buckets lets the queue jump over empty ones: protocols that wait for timers (Ridge's
 //! rounds of a millisecond) leave tens of thousands of empty buckets between events.
 
+use crate::bits::first_set;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -137,24 +138,10 @@ impl<T> EventQueue<T> {
     /// beyond the horizon of the old `cur`), so jumping there skips nothing.
     fn next_occupied(&self) -> u64 {
         let start = ((self.cur + 1) & (WHEEL - 1)) as usize;
-        let (w0, b0) = (start / 64, start % 64);
-        // The first word from `start`'s bit on, then the other words round, then the first
-        // word's bits before `start`.
-        let first = self.occupied[w0] & (!0u64 << b0);
-        let found = if first != 0 {
-            w0 * 64 + first.trailing_zeros() as usize
-        } else {
-            (1..=WORDS)
-                .map(|k| (w0 + k) % WORDS)
-                .find_map(|w| {
-                    let mut bits = self.occupied[w];
-                    if w == w0 {
-                        bits &= !(!0u64 << b0);
-                    }
-                    (bits != 0).then(|| w * 64 + bits.trailing_zeros() as usize)
-                })
-                .expect("the wheel holds an event")
-        };
+        // From `start` to the end of the wheel, then round from its beginning.
+        let found = first_set(&self.occupied, start, WHEEL as usize)
+            .or_else(|| first_set(&self.occupied, 0, start))
+            .expect("the wheel holds an event");
         1 + ((found + WHEEL as usize - start) % WHEEL as usize) as u64
     }
 
