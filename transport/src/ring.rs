@@ -184,7 +184,7 @@ pub struct RingReceiver {
     credit: RemoteAddr,
     received: u64,
     returned: u64,
-    /// Scratch for reading a slot; grows on first use, as the sender's.
+    /// Scratch for [`RingReceiver::ready`]; grows on first use, as the sender's.
     buf: Vec<u8>,
 }
 
@@ -222,18 +222,16 @@ impl RingReceiver {
         ((self.received + 1) as u32, at)
     }
 
-    /// Copies the next message into `out` if it has fully landed; returns whether one did.
-    /// Returns credits when a batch is complete.
+    /// Copies the next message into `out` if it has fully landed; returns whether one did
+    /// (`out` holds nothing of use when none did). Returns credits when a batch is complete.
     pub fn try_recv<N: Nic + ?Sized>(
         &mut self,
         nic: &mut N,
         out: &mut Vec<u8>,
     ) -> Result<bool, RingError> {
         let (seq, at) = self.next();
-        match self.codec.read(nic, at, seq, &mut self.buf)? {
-            Ok(range) => {
-                out.clear();
-                out.extend_from_slice(&self.buf[range]);
+        match self.codec.read_payload(nic, at, seq, out)? {
+            Ok(()) => {
                 self.received += 1;
                 if self.received - self.returned >= self.cfg.credit_batch as u64 {
                     self.returned = self.received;
