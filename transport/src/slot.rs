@@ -150,6 +150,25 @@ impl SlotCodec {
         Ok(())
     }
 
+    /// The header word of the slot at `at` and its payload length, if it announces entry
+    /// `expected` with a length that fits.
+    fn header<N: Nic + ?Sized>(
+        &self,
+        nic: &N,
+        at: LocalAddr,
+        expected: u32,
+    ) -> Result<Result<(u64, usize), Reject>, OpError> {
+        let header = nic.load_u64(at)?;
+        if header as u32 != expected {
+            return Ok(Err(Reject::NotYet));
+        }
+        let len = (header >> 32) as usize;
+        if len > self.capacity() {
+            return Ok(Err(Reject::Torn));
+        }
+        Ok(Ok((header, len)))
+    }
+
     /// Reads entry `expected` from the slot at `at` in this process's memory into `out` and
     /// returns the payload's range in `out`, or why it is not (yet) there. Re-reads the header
     /// after the copy so an entry overwritten mid-read is rejected (seqlock).
@@ -160,14 +179,10 @@ impl SlotCodec {
         expected: u32,
         out: &mut Vec<u8>,
     ) -> Result<Result<std::ops::Range<usize>, Reject>, OpError> {
-        let header = nic.load_u64(at)?;
-        if header as u32 != expected {
-            return Ok(Err(Reject::NotYet));
-        }
-        let len = (header >> 32) as usize;
-        if len > self.capacity() {
-            return Ok(Err(Reject::Torn));
-        }
+        let (header, len) = match self.header(nic, at, expected)? {
+            Ok(h) => h,
+            Err(r) => return Ok(Err(r)),
+        };
         // `read_local` overwrites every byte: zero only what the buffer lacks.
         let n = Self::encoded_len(len);
         if out.len() < n {
@@ -199,14 +214,10 @@ impl SlotCodec {
         expected: u32,
         out: &mut Vec<u8>,
     ) -> Result<Result<(), Reject>, OpError> {
-        let header = nic.load_u64(at)?;
-        if header as u32 != expected {
-            return Ok(Err(Reject::NotYet));
-        }
-        let len = (header >> 32) as usize;
-        if len > self.capacity() {
-            return Ok(Err(Reject::Torn));
-        }
+        let (header, len) = match self.header(nic, at, expected)? {
+            Ok(h) => h,
+            Err(r) => return Ok(Err(r)),
+        };
         // `read_local` overwrites every byte: zero only what the buffer lacks.
         out.resize(len, 0);
         nic.read_local(at.add(HEADER_BYTES), out)?;
