@@ -38,26 +38,18 @@ use bench::transport::MAX_BYTES;
 /// after a run any more: handing every free page back made the next run fault it in again, a
 /// third of `figure ridge-fig1`'s wall time, and since simulated regions are paged (transport's
 /// `memory` module) and ring scratch grows on use, full Fig. 2 peaks at 4.3 GB without it.
-///
-/// Also keeps 256 MiB of padding when a heap grows or shrinks (`M_TOP_PAD`, default 128 KiB).
-/// A simulated run allocates its written memory pages (4 KiB each) and messages as it goes and
-/// frees them at its end; with the default padding each heap handed that memory back and the
-/// next run took it again page fault by page fault, half the system time of `figure
-/// heron-table5.1 --quick --software none` (3.0-3.7 s of 33-40 s CPU; 1.3 s with the padding,
-/// peak RSS +3%). The padding bounds what a heap keeps, so memory stays bounded as above.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(unsafe_code)]
-fn tune_malloc() {
-    // SAFETY: mallopt only sets allocator parameters; called first thing in main, before any
-    // other thread exists.
+fn pin_mmap_threshold() {
+    // SAFETY: mallopt only sets an allocator parameter; called first thing in main, before
+    // any other thread exists.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
-        libc::mallopt(libc::M_TOP_PAD, 256 << 20);
     }
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn tune_malloc() {}
+fn pin_mmap_threshold() {}
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -655,7 +647,7 @@ fn parse_size(s: &str) -> Result<usize, String> {
 }
 
 fn main() -> ExitCode {
-    tune_malloc();
+    pin_mmap_threshold();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench(BenchCommand::Transport(a)) => bench::run_transport(a),
