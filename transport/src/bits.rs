@@ -5,7 +5,7 @@
 //! cost Ridge's figures a tenth of their time.
 
 /// `n` bits, all clear.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub(crate) struct Bits {
     words: Vec<u64>,
     len: usize,
@@ -64,7 +64,7 @@ impl Bits {
 }
 
 /// The first set bit of `words` (bit `i` is bit `i % 64` of word `i / 64`) in `lo..hi`.
-pub(crate) fn first_set(words: &[u64], lo: usize, hi: usize) -> Option<usize> {
+fn first_set(words: &[u64], lo: usize, hi: usize) -> Option<usize> {
     if lo >= hi {
         return None;
     }

@@ -9,7 +9,7 @@
 //! occupied buckets lets the queue jump over empty ones: protocols that wait for timers (Ridge's
 //! rounds of a millisecond) leave tens of thousands of empty buckets between events.
 
-use crate::bits::first_set;
+use crate::bits::Bits;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -18,8 +18,6 @@ const BUCKET_SHIFT: u32 = 5;
 /// Buckets in the wheel: 2^13, a horizon of 262 us.
 const WHEEL_BITS: u32 = 13;
 const WHEEL: u64 = 1 << WHEEL_BITS;
-/// Words of the occupied-bucket bitmap.
-const WORDS: usize = (WHEEL / 64) as usize;
 
 fn bucket_of(key: u128) -> u64 {
     ((key >> 64) as u64) >> BUCKET_SHIFT
@@ -60,7 +58,7 @@ pub(crate) struct EventQueue<T> {
     current: Vec<(u128, T)>,
     in_wheel: usize,
     /// Bit `i` is set iff wheel slot `i` holds events.
-    occupied: Vec<u64>,
+    occupied: Bits,
     far: BinaryHeap<Reverse<Far<T>>>,
     /// Reused buffers for the counting sort of a bucket.
     scratch: Vec<(u128, T)>,
@@ -74,7 +72,7 @@ impl<T> EventQueue<T> {
             cur: 0,
             current: Vec::new(),
             in_wheel: 0,
-            occupied: vec![0; WORDS],
+            occupied: Bits::new(WHEEL as usize),
             far: BinaryHeap::new(),
             scratch: Vec::new(),
             dest: Vec::new(),
@@ -117,7 +115,7 @@ impl<T> EventQueue<T> {
             }
             let slot = (self.cur & (WHEEL - 1)) as usize;
             std::mem::swap(&mut self.scratch, &mut self.wheel[slot]);
-            self.occupied[slot / 64] &= !(1 << (slot % 64));
+            self.occupied.remove(slot);
             self.in_wheel -= self.scratch.len();
             self.sort_bucket();
         }
@@ -128,7 +126,7 @@ impl<T> EventQueue<T> {
     fn push_wheel(&mut self, b: u64, key: u128, item: T) {
         let slot = (b & (WHEEL - 1)) as usize;
         self.wheel[slot].push((key, item));
-        self.occupied[slot / 64] |= 1 << (slot % 64);
+        self.occupied.insert(slot);
         self.in_wheel += 1;
     }
 
@@ -139,8 +137,10 @@ impl<T> EventQueue<T> {
     fn next_occupied(&self) -> u64 {
         let start = ((self.cur + 1) & (WHEEL - 1)) as usize;
         // From `start` to the end of the wheel, then round from its beginning.
-        let found = first_set(&self.occupied, start, WHEEL as usize)
-            .or_else(|| first_set(&self.occupied, 0, start))
+        let found = self
+            .occupied
+            .first_in(start, WHEEL as usize)
+            .or_else(|| self.occupied.first_in(0, start))
             .expect("the wheel holds an event");
         1 + ((found + WHEEL as usize - start) % WHEEL as usize) as u64
     }
