@@ -68,11 +68,46 @@ pub(crate) fn saturate(
 /// [`worker_pool`] runs the caller) and returns the results in the items' order: a figure
 /// comes out byte-identical on one thread or many (each run is its own simulation,
 /// deterministic from its seed).
+///
+/// Items start in their order, each on the first thread that comes free, so a list that puts
+/// its longest items first ends with short ones and leaves no core idle behind a long tail
+/// ([`in_parallel_longest_first`]). Calls nest: a thread waiting for the other items of an
+/// outer call takes items of an inner one.
 pub(crate) fn in_parallel<T: Sync, R: Send>(
     items: &[T],
     curve: impl Fn(&T) -> Result<R, String> + Sync,
 ) -> Result<Vec<R>, String> {
-    items.par_iter().map(&curve).collect()
+    let order: Vec<usize> = (0..items.len()).collect();
+    in_order(items, &order, curve)
+}
+
+/// [`in_parallel`], starting the items in decreasing order of `cost` (a guess at each one's
+/// run time; ties keep the items' order), the results still in the items' order.
+pub(crate) fn in_parallel_longest_first<T: Sync, R: Send>(
+    items: &[T],
+    cost: impl Fn(&T) -> u64,
+    curve: impl Fn(&T) -> Result<R, String> + Sync,
+) -> Result<Vec<R>, String> {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(cost(&items[i])));
+    in_order(items, &order, curve)
+}
+
+/// Runs `curve` on `items[i]` for each `i` of `order`, started in that order as threads come
+/// free (`par_bridge` hands out one item at a time), and returns the results in the items'
+/// order.
+fn in_order<T: Sync, R: Send>(
+    items: &[T],
+    order: &[usize],
+    curve: impl Fn(&T) -> Result<R, String> + Sync,
+) -> Result<Vec<R>, String> {
+    let mut done: Vec<(usize, R)> = order
+        .iter()
+        .par_bridge()
+        .map(|&i| curve(&items[i]).map(|r| (i, r)))
+        .collect::<Result<_, _>>()?;
+    done.sort_unstable_by_key(|&(i, _)| i);
+    Ok(done.into_iter().map(|(_, r)| r).collect())
 }
 
 /// A pool of `jobs` worker threads for figure points and sweep seeds (`None`: every core).
@@ -275,5 +310,43 @@ mod tests {
             items.iter().map(|i| i * i).collect::<Vec<_>>()
         );
         assert!(worker_pool(None).is_ok());
+    }
+
+    /// `in_parallel_longest_first` starts the costliest item first (ties in the items' order)
+    /// and still returns the results in the items' order; nested calls finish on any pool.
+    #[test]
+    fn longest_items_start_first_and_results_keep_the_items_order() {
+        let items: Vec<u64> = vec![3, 9, 1, 9, 4];
+        let run = |jobs| {
+            worker_pool(Some(jobs)).unwrap().install(|| {
+                let started = std::sync::Mutex::new(Vec::new());
+                let out = in_parallel_longest_first(
+                    &items,
+                    |&c| c,
+                    |&c| {
+                        started.lock().unwrap().push(c);
+                        let inner: Vec<u64> = (0..c).collect();
+                        let sum: u64 = in_parallel(&inner, |&i| Ok(i)).unwrap().iter().sum();
+                        Ok((c, sum))
+                    },
+                );
+                (out.unwrap(), started.into_inner().unwrap())
+            })
+        };
+        let (serial, started) = run(1);
+        assert_eq!(started, [9, 9, 4, 3, 1]);
+        let want: Vec<(u64, u64)> = items.iter().map(|&c| (c, c * (c - 1) / 2)).collect();
+        assert_eq!(serial, want);
+        assert_eq!(run(3).0, want);
+        let failed = worker_pool(Some(2)).unwrap().install(|| {
+            in_parallel(&items, |&c| {
+                if c == 4 {
+                    Err(format!("item {c}"))
+                } else {
+                    Ok(c)
+                }
+            })
+        });
+        assert_eq!(failed, Err("item 4".to_string()));
     }
 }

@@ -38,10 +38,13 @@ pub(crate) fn make(
     } else {
         software.to_vec()
     };
-    for s in &all {
+    // The lenses side by side: the points of one fill the cores while another's last sweep
+    // runs. Each writes only its own directory, so the outputs are those of one after another.
+    crate::figure::in_parallel(&all, |s| {
         progress(&format!("{} under software {}", f.name, s.describe()));
-        (f.make)(&out.join(&s.name), commit, quick, s, progress)?;
-    }
+        let progress = |line: &str| progress(&format!("[{}] {line}", s.name));
+        (f.make)(&out.join(&s.name), commit, quick, s, &progress)
+    })?;
     // The lenses in their order, then any other profile made this time.
     let mut names: Vec<String> = lenses(f).into_iter().map(String::from).collect();
     for s in &all {

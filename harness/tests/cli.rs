@@ -600,17 +600,55 @@ fn heron_tpcc_run_reports_every_transaction_and_its_consistency() {
     assert!(csv.contains(",new-order,multi,"), "{csv}");
 }
 
+/// Every file under `dir`, by path relative to it, with its bytes.
+fn files_under(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                let name = path.strip_prefix(dir).unwrap().display().to_string();
+                files.insert(name, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
 #[test]
-fn heron_figure_quick_breaks_latency_down_under_each_software_profile() {
+fn heron_figure_quick_breaks_latency_down_under_each_software_profile_on_any_threads() {
     let dir = std::env::temp_dir().join(format!("harness-heron-fig-{}", std::process::id()));
-    let o = harness(&[
-        "figure",
-        "heron-fig5.4",
-        "--quick",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let one = std::env::temp_dir().join(format!("harness-heron-fig1-{}", std::process::id()));
+    // Three threads, more than CI's cores: the lenses and their points interleave.
+    for (out, jobs) in [(&dir, "3"), (&one, "1")] {
+        let o = harness(&[
+            "figure",
+            "heron-fig5.4",
+            "--quick",
+            "--jobs",
+            jobs,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    }
+    // The same bytes in every file, plots included, as when one thread makes one lens after
+    // another.
+    let (many, serial) = (files_under(&dir), files_under(&one));
+    assert_eq!(
+        many.keys().collect::<Vec<_>>(),
+        serial.keys().collect::<Vec<_>>()
+    );
+    for (name, bytes) in &many {
+        assert!(
+            bytes == &serial[name],
+            "{name} differs between --jobs 3 and 1"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&one);
     for lens in ["none", "measured", "heron-java"] {
         for f in [
             "summary.csv",

@@ -851,25 +851,31 @@ fn table5_1(
     let items: Vec<(usize, usize)> = (0..TABLE5_1.len())
         .flat_map(|w| partitions.iter().map(move |&p| (w, p)))
         .collect();
-    let sweeps = crate::figure::in_parallel(&items, |&(w, p)| {
-        saturate(
-            |c| {
-                setup(
-                    &profile,
-                    software,
-                    heron::Config {
-                        order_only: TABLE5_1[w].2,
-                        ..heron::Config::new(p, 3, c)
-                    },
-                    (TABLE5_1[w].1)(p),
-                    duration,
-                )
-            },
-            p,
-            64 * p,
-            progress,
-        )
-    })?;
+    // The sweeps over the most partitions run longest (the most processes, the most clients):
+    // they start first.
+    let sweeps = crate::figure::in_parallel_longest_first(
+        &items,
+        |&(_, p)| p as u64,
+        |&(w, p)| {
+            saturate(
+                |c| {
+                    setup(
+                        &profile,
+                        software,
+                        heron::Config {
+                            order_only: TABLE5_1[w].2,
+                            ..heron::Config::new(p, 3, c)
+                        },
+                        (TABLE5_1[w].1)(p),
+                        duration,
+                    )
+                },
+                p,
+                64 * p,
+                progress,
+            )
+        },
+    )?;
     let mut rows = Vec::new();
     let mut csv = String::from(
         "workload,partitions,max_per_s,saturated,knee_clients,knee_per_s,knee_mean_us,software,commit\n",

@@ -11,8 +11,9 @@
 
 use crate::experiment::{Experiment, Measured, Where};
 use crate::figure::{
-    claim, claim_by_construction, in_parallel, max_label, max_throughput, measure, panel, saturate,
-    size_label, software_bullet, us, write, Point, CLAIM_HEAD,
+    claim, claim_by_construction, in_parallel, in_parallel_longest_first, max_label,
+    max_throughput, measure, panel, saturate, size_label, software_bullet, us, write, Point,
+    CLAIM_HEAD,
 };
 use crate::plot::{self, Series, XScale};
 use multicast::DestPolicy;
@@ -373,7 +374,11 @@ fn measure_all(
 ) -> Result<(Profile, Vec<Curve>), String> {
     let profile = Profile::load(crate::testbed::RIDGE).map_err(|e| e.to_string())?;
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let curves = in_parallel(setups, |s| {
+    // The curves with the most processes and the longest windows start first, so that no
+    // core idles behind one of them at the end.
+    let cost =
+        |s: &Setup| (max_clients(s) + s.groups * s.servers) as u64 * duration(s.size, quick).0;
+    let curves = in_parallel_longest_first(setups, cost, |s| {
         Curve::measure(&profile, software, *s, quick, progress)
     })?;
     write_points(out, commit, curves.iter().flat_map(|c| &c.points))?;

@@ -342,15 +342,15 @@ pub(crate) fn fig5_6(
     let mut rows = Vec::new();
     if adjacent {
         // Adjacency depends on the tree: each tree's TRAM is compared with RamCast on the same
-        // destination draws.
-        for t in trees {
+        // destination draws. The trees' sweeps run side by side.
+        let per_tree = in_parallel(&trees, |&t| {
             let variants = [
                 Variant::tram(t),
                 Variant::Ramcast {
                     dest_tree: Tree::preset(t),
                 },
             ];
-            let (mut cells, r) = sweep(
+            sweep(
                 &ctx,
                 &xs,
                 &variants,
@@ -360,7 +360,9 @@ pub(crate) fn fig5_6(
                     dest: DestPolicy::Adjacent(x as usize),
                 },
                 true,
-            )?;
+            )
+        })?;
+        for (t, (mut cells, r)) in trees.iter().zip(per_tree) {
             for c in &mut cells {
                 if c.variant == "RamCast" {
                     c.variant = format!("RamCast ({t} draws)");
