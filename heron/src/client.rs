@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::wire;
 use hdrhistogram::Histogram;
 use multicast::workload::{latency_histogram, Latencies};
-use multicast::{Client, DestSet, GroupId, Membership};
+use multicast::{Client, DestSet, Membership};
 use std::sync::Arc;
 use transport::slot::SlotCodec;
 use transport::{LocalAddr, Nanos, Nic, Process, Progress, Purpose, RegionId, RegionSpec, Rng};
@@ -62,9 +62,8 @@ pub struct HeronClient<C, A> {
     window: Window,
     codec: SlotCodec,
     seq: u32,
-    /// The request in flight: its history entry, whether the multicast went out and whether
-    /// the multicast layer completed it (its client takes one multicast at a time).
-    current: Option<(Call, bool, bool)>,
+    /// The request in flight.
+    current: Option<Current>,
     retry_at: Option<Nanos>,
     /// Every request issued, kept when recording (tests, checks).
     history: Option<Vec<Call>>,
@@ -73,6 +72,19 @@ pub struct HeronClient<C, A> {
     /// Latencies after the warm-up, per kind of request and single or multi-partition.
     latency: Vec<[Latencies; 2]>,
     idle: bool,
+}
+
+/// A client's request in flight.
+#[derive(Debug)]
+struct Current {
+    /// Its history entry.
+    call: Call,
+    /// Its partitions, worked out once: every poll looks for their answers.
+    dst: DestSet,
+    /// Whether the multicast went out.
+    sent: bool,
+    /// Whether the multicast layer completed it (its client takes one multicast at a time).
+    multicast_done: bool,
 }
 
 /// The latencies of `clients` ([`HeronClient::latencies`]) summed up in histograms, per kind of
@@ -130,8 +142,8 @@ impl<C, A: Application> HeronClient<C, A> {
             .history
             .clone()
             .expect("a client built with record keeps its history");
-        if let Some((call, true, _)) = &self.current {
-            h.push(call.clone());
+        if let Some(c) = self.current.as_ref().filter(|c| c.sent) {
+            h.push(c.call.clone());
         }
         h
     }
@@ -159,26 +171,33 @@ impl<C, A: Application> HeronClient<C, A> {
     /// Looks for answers to the request in flight in every server's slot: the request returns
     /// once one replica of every partition it involves answered (the thesis's clients measure
     /// latency that way, section 5.3), with the first answer.
+    ///
+    /// Only the slots of the request's partitions are read: a server of any other partition
+    /// never executes the request, so never writes its sequence number.
     fn read_responses<N: Nic>(&mut self, nic: &mut N) -> bool {
-        let Some((call, _, _)) = &mut self.current else {
+        let Some(Current { call, dst, .. }) = &mut self.current else {
             return false;
         };
         if call.returned.is_some() {
             return false;
         }
-        let dst = self.app.destinations(&call.request);
         let mut first = None;
-        let mut answered = Vec::new();
+        let mut every = true;
         let mut buf = Vec::new();
-        for s in 0..self.cfg.servers() {
-            let at = LocalAddr::new(responses(&self.cfg), s * self.codec.slot_bytes());
-            if let Ok(Ok(range)) = self.codec.read(nic, at, call.seq, &mut buf) {
-                first.get_or_insert_with(|| buf[range].to_vec());
-                answered.push(GroupId((s / self.cfg.replicas) as u8));
+        let replicas = self.cfg.replicas;
+        for g in dst.groups() {
+            let mut answered = false;
+            for s in g.0 as usize * replicas..(g.0 as usize + 1) * replicas {
+                let at = LocalAddr::new(responses(&self.cfg), s * self.codec.slot_bytes());
+                if let Ok(Ok(range)) = self.codec.read(nic, at, call.seq, &mut buf) {
+                    first.get_or_insert_with(|| buf[range].to_vec());
+                    answered = true;
+                }
             }
+            every &= answered;
         }
         match first {
-            Some(response) if dst.iter().all(|g| answered.contains(g)) => {
+            Some(response) if every => {
                 call.returned = Some((nic.now(), response));
                 true
             }
@@ -203,23 +222,29 @@ impl<N: Nic, C: Client<N>, A: Application> Process<N> for HeronClient<C, A> {
         let mut worked = false;
         while self.mcast.poll_completed().is_some() {
             if let Some(c) = &mut self.current {
-                c.2 = true;
+                c.multicast_done = true;
             }
             worked = true;
         }
         worked |= self.read_responses(nic);
         let now = nic.now();
-        if let Some((call, _, true)) = &self.current {
+        if let Some(Current {
+            call,
+            dst,
+            multicast_done: true,
+            ..
+        }) = &self.current
+        {
             if let Some((at, _)) = &call.returned {
                 if *at >= self.window.warmup_end {
                     self.completed += 1;
                     let took = *at - call.invoked;
                     self.latency_sum += took;
                     let kind = self.app.kind_of(&call.request);
-                    let multi = self.app.destinations(&call.request).len() > 1;
+                    let multi = dst.len() > 1;
                     self.latency[kind][multi as usize].record(took.as_nanos().max(1));
                 }
-                let (call, _, _) = self.current.take().expect("checked");
+                let call = self.current.take().expect("checked").call;
                 if let Some(h) = &mut self.history {
                     h.push(call);
                 }
@@ -231,21 +256,31 @@ impl<N: Nic, C: Client<N>, A: Application> Process<N> for HeronClient<C, A> {
             let request = self
                 .app
                 .generate(self.index, u64::from(self.seq - 1), &mut self.rng);
+            let dst = DestSet::of(self.app.destinations(&request)).expect("partitions are groups");
             let call = Call {
                 seq: self.seq,
                 request,
                 invoked: now,
                 returned: None,
             };
-            self.current = Some((call, false, false));
+            self.current = Some(Current {
+                call,
+                dst,
+                sent: false,
+                multicast_done: false,
+            });
             worked = true;
         }
-        if let Some((call, sent @ false, _)) = &mut self.current {
+        if let Some(Current {
+            call,
+            dst,
+            sent: sent @ false,
+            ..
+        }) = &mut self.current
+        {
             if self.retry_at.is_none_or(|t| now >= t) {
-                let dst = DestSet::of(self.app.destinations(&call.request))
-                    .expect("partitions are groups");
                 let payload = wire::encode(self.index as u32, call.seq, &call.request);
-                match self.mcast.try_multicast(nic, dst, &payload) {
+                match self.mcast.try_multicast(nic, *dst, &payload) {
                     Ok(_) => {
                         *sent = true;
                         self.retry_at = None;
