@@ -9,6 +9,7 @@ use hdrhistogram::Histogram;
 use rayon::prelude::*;
 use std::fmt::Write as _;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use transport::runtime::sim::Software;
 
 /// One measured point of a saturation sweep.
@@ -34,32 +35,93 @@ pub(crate) fn measure(e: &Experiment) -> Result<Measured, String> {
 
 /// Doubles the clients from 1 until throughput grows by less than 5%; returns every point.
 pub(crate) fn saturate(
-    mk: impl Fn(usize) -> Experiment,
+    mk: impl Fn(usize) -> Experiment + Sync,
     max_clients: usize,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<Vec<Point>, String> {
-    let mut points: Vec<Point> = Vec::new();
-    let mut clients = 1;
-    while clients <= max_clients {
-        let e = mk(clients);
-        let m = measure(&e)?;
-        progress(&format!(
-            "  groups={} size={} dest={} clients={clients}: {:.0} msg/s, p50 {:.2} us, leader changes {}",
-            e.deploy.shape().0,
-            e.size,
-            e.dest,
-            m.throughput,
-            m.latency.value_at_quantile(0.5) as f64 / 1000.0,
-            m.leader_changes
-        ));
-        let grew = points
-            .last()
-            .is_none_or(|p| m.throughput > p.m.throughput * 1.05);
-        points.push(Point { e, m });
-        if !grew {
+    doubling(
+        1,
+        max_clients,
+        |clients| {
+            let e = mk(clients);
+            measure(&e).map(|m| Point { e, m })
+        },
+        |points| match points {
+            [.., a, b] => b.m.throughput > a.m.throughput * 1.05,
+            _ => true,
+        },
+        |clients, Point { e, m }| {
+            progress(&format!(
+                "  groups={} size={} dest={} clients={clients}: {:.0} msg/s, p50 {:.2} us, leader changes {}",
+                e.deploy.shape().0,
+                e.size,
+                e.dest,
+                m.throughput,
+                m.latency.value_at_quantile(0.5) as f64 / 1000.0,
+                m.leader_changes
+            ))
+        },
+    )
+}
+
+/// Worker threads from which a [`doubling`] sweep measures two doublings at once.
+pub(crate) const AHEAD_THREADS: usize = 8;
+
+/// A sweep that doubles its clients: measures `first`, `2 first`, ... up to `cap`, as long
+/// as `more` says the points so far call for another, and returns the points. `kept` sees
+/// each point and its clients in order as the sweep takes it (its progress line).
+///
+/// On a pool of [`AHEAD_THREADS`] threads or more, the point after the one being measured is
+/// offered to the pool as well (`rayon::join`): a free thread measures it alongside, and the
+/// sweep throws it away if it stops first. A sweep of doublings otherwise runs one point
+/// after another, and its last points are the longest: on a many-core machine, Heron's Table
+/// 5.1 waited minutes on one 16-partition sweep while every other core sat idle. On fewer
+/// threads, where every core has work of its own, a point measured ahead only delays that
+/// work (`figure heron-table5.1` on 2 cores: 481 s with it, 437 s without), so the next point
+/// waits until it is known to be wanted. Which points are kept, and so every output, is the
+/// same either way.
+pub(crate) fn doubling<P: Send>(
+    first: usize,
+    cap: usize,
+    measure: impl Fn(usize) -> Result<P, String> + Sync,
+    more: impl Fn(&[P]) -> bool + Sync,
+    kept: impl Fn(usize, &P),
+) -> Result<Vec<P>, String> {
+    let ahead = rayon::current_num_threads() >= AHEAD_THREADS;
+    let mut points: Vec<P> = Vec::new();
+    let mut clients = first;
+    // The point of `clients`, measured alongside the one before it.
+    let mut early: Option<Result<P, String>> = None;
+    while clients <= cap {
+        match early.take() {
+            Some(p) => points.push(p?),
+            None if ahead && clients.saturating_mul(2) <= cap => {
+                let settled = AtomicBool::new(false);
+                let wanted = AtomicBool::new(false);
+                let (now, next) = rayon::join(
+                    || {
+                        let r = measure(clients).map(|p| points.push(p));
+                        wanted.store(r.is_ok() && more(&points), Ordering::SeqCst);
+                        settled.store(true, Ordering::SeqCst);
+                        r
+                    },
+                    // Run at once if a free thread took it; by this thread after the point
+                    // above, only if the sweep goes on.
+                    || {
+                        let skip = settled.load(Ordering::SeqCst) && !wanted.load(Ordering::SeqCst);
+                        (!skip).then(|| measure(clients * 2))
+                    },
+                );
+                now?;
+                early = next;
+            }
+            None => points.push(measure(clients)?),
+        }
+        kept(clients, points.last().expect("just pushed"));
+        if !more(&points) {
             break;
         }
-        clients *= 2;
+        clients = clients.saturating_mul(2);
     }
     Ok(points)
 }
@@ -348,5 +410,86 @@ mod tests {
             })
         });
         assert_eq!(failed, Err("item 4".to_string()));
+    }
+
+    /// A doubling sweep keeps the same points on any pool, hands them to `kept` in order,
+    /// and fails only on a point it keeps. Below [`AHEAD_THREADS`] it measures exactly the
+    /// points it keeps; from there on, the next doubling runs alongside the current one.
+    #[test]
+    fn doubling_keeps_the_same_points_on_any_pool_and_measures_ahead_on_many_threads() {
+        use std::sync::{Condvar, Mutex};
+        use std::time::Duration;
+        // Throughput grows until 8 clients, then stays flat: the sweep stops at 16, the first
+        // of a pair (16, 32) that many threads measure together.
+        let rate = |c: usize| c.min(8) as u64;
+        let more = |points: &[(usize, u64)]| match points {
+            [.., a, b] => b.1 > a.1,
+            _ => true,
+        };
+        // Whether point 2 started while point 1 was still being measured.
+        let sweep = |jobs: usize, fail_at: usize| {
+            let measured = Mutex::new(Vec::new());
+            let kept = Mutex::new(Vec::new());
+            let two_started = (Mutex::new(false), Condvar::new());
+            let overlapped = Mutex::new(false);
+            let out = worker_pool(Some(jobs)).unwrap().install(|| {
+                doubling(
+                    1,
+                    1024,
+                    |c| {
+                        measured.lock().unwrap().push(c);
+                        let (started, cv) = &two_started;
+                        if c == 2 {
+                            *started.lock().unwrap() = true;
+                            cv.notify_all();
+                        }
+                        if c == 1 && jobs >= AHEAD_THREADS {
+                            // Wait (bounded) for point 2 to start on another thread.
+                            let g = cv
+                                .wait_timeout_while(
+                                    started.lock().unwrap(),
+                                    Duration::from_secs(20),
+                                    |s| !*s,
+                                )
+                                .unwrap();
+                            *overlapped.lock().unwrap() = *g.0;
+                        }
+                        if c == fail_at {
+                            return Err(format!("point {c}"));
+                        }
+                        Ok((c, rate(c)))
+                    },
+                    more,
+                    |c, p| kept.lock().unwrap().push((c, *p)),
+                )
+            });
+            let mut measured = measured.into_inner().unwrap();
+            measured.sort_unstable();
+            (
+                out,
+                kept.into_inner().unwrap(),
+                measured,
+                overlapped.into_inner().unwrap(),
+            )
+        };
+        let want: Vec<(usize, u64)> = [1, 2, 4, 8, 16].map(|c| (c, rate(c))).to_vec();
+        let (out, kept, measured, _) = sweep(1, 0);
+        assert_eq!(out.unwrap(), want);
+        let kept_pairs: Vec<(usize, (usize, u64))> = want.iter().map(|&p| (p.0, p)).collect();
+        assert_eq!(kept, kept_pairs, "kept sees every point in order");
+        assert_eq!(measured, [1, 2, 4, 8, 16], "nothing measured ahead");
+        let (out, kept, measured, overlapped) = sweep(AHEAD_THREADS, 0);
+        assert_eq!(out.unwrap(), want);
+        assert_eq!(kept, kept_pairs);
+        assert!(overlapped, "point 2 ran alongside point 1");
+        assert!(
+            measured.starts_with(&[1, 2, 4, 8, 16]) && measured.len() <= 6,
+            "at most one point past the stop is measured: {measured:?}"
+        );
+        // A point the sweep keeps fails it; one measured ahead and thrown away does not.
+        for jobs in [1, AHEAD_THREADS] {
+            assert_eq!(sweep(jobs, 4).0, Err("point 4".to_string()));
+            assert_eq!(sweep(jobs, 32).0.unwrap(), want);
+        }
     }
 }

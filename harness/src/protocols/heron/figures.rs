@@ -202,42 +202,39 @@ pub(super) struct Sweep {
 /// less than 5% (a single one can sit on a plateau that more clients leave: RamCast handles
 /// more messages per poll under more load), or until `cap`; returns every point.
 pub(super) fn saturate(
-    mk: impl Fn(usize) -> Setup,
+    mk: impl Fn(usize) -> Setup + Sync,
     first: usize,
     cap: usize,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<Sweep, String> {
-    let mut points: Vec<Point> = Vec::new();
-    let (mut clients, mut best, mut flat) = (first, 0.0, 0);
-    while clients <= cap {
-        let (s, o) = measure(mk(clients))?;
-        let t = s.throughput(&o);
-        progress(&format!(
-            "  partitions={} replicas={} clients={clients}: {:.0} requests/s, mean {:.1} us",
-            s.cfg.partitions,
-            s.cfg.replicas,
-            t,
-            o.latencies(None).mean() / 1e3
-        ));
-        if t > best * 1.05 {
-            flat = 0;
-        } else {
-            flat += 1;
+    // Saturated once two doublings in a row add no more than 5% to the best so far.
+    let flat = |points: &[Point]| {
+        let mut best = 0.0;
+        let mut flat = 0;
+        for p in points {
+            let t = p.s.throughput(&p.o);
+            flat = if t > best * 1.05 { 0 } else { flat + 1 };
+            best = f64::max(best, t);
         }
-        best = f64::max(best, t);
-        points.push(Point { s, o });
-        if flat == 2 {
-            return Ok(Sweep {
-                points,
-                saturated: true,
-            });
-        }
-        clients *= 2;
-    }
-    Ok(Sweep {
-        points,
-        saturated: false,
-    })
+        flat
+    };
+    let points = crate::figure::doubling(
+        first,
+        cap,
+        |clients| measure(mk(clients)).map(|(s, o)| Point { s, o }),
+        |points| flat(points) < 2,
+        |clients, Point { s, o }| {
+            progress(&format!(
+                "  partitions={} replicas={} clients={clients}: {:.0} requests/s, mean {:.1} us",
+                s.cfg.partitions,
+                s.cfg.replicas,
+                s.throughput(o),
+                o.latencies(None).mean() / 1e3
+            ))
+        },
+    )?;
+    let saturated = flat(&points) == 2;
+    Ok(Sweep { points, saturated })
 }
 
 /// The highest throughput of a sweep, and its knee: the first point within 5% of it.
