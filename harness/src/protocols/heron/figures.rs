@@ -219,6 +219,7 @@ pub(super) fn saturate(
         flat
     };
     let points = crate::figure::doubling(
+        crate::figure::measures_ahead(),
         first,
         cap,
         |clients| measure(mk(clients)).map(|(s, o)| Point { s, o }),
