@@ -168,12 +168,10 @@ impl<C, A: Application> HeronClient<C, A> {
         &self.mcast
     }
 
-    /// Looks for answers to the request in flight in every server's slot: the request returns
-    /// once one replica of every partition it involves answered (the thesis's clients measure
-    /// latency that way, section 5.3), with the first answer.
-    ///
-    /// Only the slots of the request's partitions are read: a server of any other partition
-    /// never executes the request, so never writes its sequence number.
+    /// Looks for answers to the request in flight in the slots of its partitions' servers (a
+    /// server of any other partition never executes it, so never writes its sequence number):
+    /// the request returns once one replica of every partition it involves answered (the
+    /// thesis's clients measure latency that way, section 5.3), with the first answer.
     fn read_responses<N: Nic>(&mut self, nic: &mut N) -> bool {
         let Some(Current { call, dst, .. }) = &mut self.current else {
             return false;
@@ -184,11 +182,14 @@ impl<C, A: Application> HeronClient<C, A> {
         let mut first = None;
         let mut every = true;
         let mut buf = Vec::new();
-        let replicas = self.cfg.replicas;
         for g in dst.groups() {
             let mut answered = false;
-            for s in g.0 as usize * replicas..(g.0 as usize + 1) * replicas {
-                let at = LocalAddr::new(responses(&self.cfg), s * self.codec.slot_bytes());
+            for server in self.cfg.members(g) {
+                // Where the server writes its answer (`coordination`): its own slot.
+                let at = LocalAddr::new(
+                    responses(&self.cfg),
+                    server.index() * self.codec.slot_bytes(),
+                );
                 if let Ok(Ok(range)) = self.codec.read(nic, at, call.seq, &mut buf) {
                     first.get_or_insert_with(|| buf[range].to_vec());
                     answered = true;
