@@ -324,21 +324,24 @@ impl RidgeServer {
         }
         let bytes = packet.encode();
         nic.work(Work::Copy, bytes.len() as u64);
-        self.post(nic, to, bytes);
+        self.post(nic, to, &bytes);
     }
 
     /// Puts a packet's bytes on their way to `to` (a peer): into the mesh, or behind what
-    /// overflows towards it.
-    fn post<N: Nic>(&mut self, nic: &mut N, to: ProcessId, bytes: Vec<u8>) {
+    /// overflows towards it; copied only when it has to wait behind them.
+    fn post<N: Nic>(&mut self, nic: &mut N, to: ProcessId, bytes: &[u8]) {
         self.detector.sent(to, nic.now());
         if let Some(q) = self.overflow.get_mut(&to) {
-            q.push_back(bytes);
+            q.push_back(bytes.to_vec());
             return;
         }
-        match self.mesh.send(nic, to, &bytes) {
+        match self.mesh.send(nic, to, bytes) {
             Ok(_) => {}
             Err(MeshError::Full { .. }) => {
-                self.overflow.entry(to).or_default().push_back(bytes);
+                self.overflow
+                    .entry(to)
+                    .or_default()
+                    .push_back(bytes.to_vec());
             }
             Err(e) => panic!("a server's own packet was refused: {e}"),
         }
@@ -384,13 +387,12 @@ impl RidgeServer {
                 self.local.push_back(Packet::paxos(e, msg));
                 continue;
             }
-            let bytes = match &encoded {
-                Some((last, bytes)) if *last == msg => bytes.clone(),
+            let bytes = match encoded {
+                Some((ref last, ref bytes)) if *last == msg => bytes,
                 _ => {
                     let bytes = Packet::paxos(e, msg.clone()).encode();
                     nic.work(Work::Copy, bytes.len() as u64);
-                    encoded = Some((msg, bytes.clone()));
-                    bytes
+                    &encoded.insert((msg, bytes)).1
                 }
             };
             self.post(nic, to, bytes);
