@@ -461,6 +461,22 @@ mod tests {
         }
     }
 
+    #[test]
+    fn this_process_cpu_time_grows_as_it_works() {
+        let Some(before) = process_cpu() else {
+            return; // a platform without /proc
+        };
+        // Spin until the clock ticks; the bound only keeps a broken reading from hanging.
+        let wall = Instant::now();
+        let mut x = 0u64;
+        while process_cpu().is_some_and(|now| now <= before)
+            && wall.elapsed() < Duration::from_secs(20)
+        {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        assert!(process_cpu().unwrap() > before, "CPU time stood still");
+    }
+
     /// Priced work makes every protocol slower on the same workload, and `none` is the model
     /// without software profiles: the same numbers.
     #[test]

@@ -84,8 +84,8 @@ enum Command {
     Run(Box<RunArgs>),
     /// Reproduces a paper figure on the simulator: CSV, PNG and a summary beside the paper's.
     Figure(FigureArgs),
-    /// Reproduces several paper figures (--all: every one), prints each one's wall time and
-    /// verdicts, and rewrites the results index (OUT/README.md).
+    /// Reproduces several paper figures (--all: every one), prints each one's wall time, CPU
+    /// time, cores busy on average and verdicts, and rewrites the results index (OUT/README.md).
     Reproduce(ReproduceArgs),
     /// One workload against several protocols side by side: latency CDFs at 1 client and at
     /// saturation, throughput-latency curves, CSV, PNG and a summary table.

@@ -1,6 +1,7 @@
-//! `harness reproduce`: every paper figure in one command, a table of wall times and verdicts,
-//! and `results/README.md`, the index of every figure under the results directory.
+//! `harness reproduce`: every paper figure in one command, a table of wall and CPU times and
+//! verdicts, and `results/README.md`, the index of every figure under the results directory.
 
+use crate::experiment::process_cpu;
 use crate::figure::{verdicts, NO_CLAIMS};
 use crate::protocols::{self, PaperFigure};
 use crate::COMMIT;
@@ -23,6 +24,9 @@ pub(crate) struct Figure {
 pub(crate) struct Done {
     pub(crate) name: String,
     pub(crate) wall_s: f64,
+    /// CPU seconds this process spent on it, every thread, user and system (`None` where the
+    /// platform does not tell). Figures run one after another, so the difference is theirs.
+    pub(crate) cpu_s: Option<f64>,
     /// Claims reproduced, not reproduced, holding by construction.
     pub(crate) verdicts: [usize; 3],
 }
@@ -47,12 +51,16 @@ pub(crate) fn reproduce(
     for f in wanted {
         bar.set_message(f.name.clone());
         let start = Instant::now();
+        let cpu_start = process_cpu();
         let progress = |line: &str| bar.set_message(format!("{}: {line}", f.name));
         make(f, &root.join(&f.name), &progress)?;
         let summary = read(&root.join(&f.name).join("summary.md"))?;
         done.push(Done {
             name: f.name.clone(),
             wall_s: start.elapsed().as_secs_f64(),
+            cpu_s: process_cpu()
+                .zip(cpu_start)
+                .map(|(end, start)| end.saturating_sub(start).as_secs_f64()),
             verdicts: verdicts(&summary).0,
         });
         bar.inc(1);
@@ -156,28 +164,47 @@ pub(crate) fn reproduce_command(a: crate::ReproduceArgs) -> Result<ExitCode, Str
     };
     let pool = a.jobs.pool()?;
     let done = pool.install(|| reproduce(&wanted, &all, &a.out, &make))?;
-    println!(
-        "{:<16} {:>8}  {:>10} {:>14} {:>16}",
-        "figure", "wall s", "reproduced", "not reproduced", "by construction"
+    print!("{}", times_table(&done));
+    println!("wrote {}", a.out.join("README.md").display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The final table: per figure its wall time, its CPU time and the cores busy on average (CPU
+/// over wall: what more cores could give it), its verdicts; then the totals.
+fn times_table(done: &[Done]) -> String {
+    let cpu = |c: Option<f64>| c.map_or("-".to_string(), |c| format!("{c:.1}"));
+    let cores = |c: Option<f64>, wall: f64| {
+        c.filter(|_| wall > 0.0)
+            .map_or("-".to_string(), |c| format!("{:.1}", c / wall))
+    };
+    let mut t = format!(
+        "{:<16} {:>8} {:>8} {:>6}  {:>10} {:>14} {:>16}\n",
+        "figure", "wall s", "CPU s", "cores", "reproduced", "not reproduced", "by construction"
     );
-    let mut total = 0.0;
+    let row = |t: &mut String, name: &str, wall: f64, c: Option<f64>, v: [usize; 3]| {
+        let _ = writeln!(
+            t,
+            "{name:<16} {wall:>8.1} {:>8} {:>6}  {:>10} {:>14} {:>16}",
+            cpu(c),
+            cores(c, wall),
+            v[0],
+            v[1],
+            v[2]
+        );
+    };
+    for d in done {
+        row(&mut t, &d.name, d.wall_s, d.cpu_s, d.verdicts);
+    }
+    let wall = done.iter().map(|d| d.wall_s).sum();
+    let cpu_total = done.iter().map(|d| d.cpu_s).sum::<Option<f64>>();
     let mut sums = [0; 3];
-    for d in &done {
-        total += d.wall_s;
+    for d in done {
         for (s, v) in sums.iter_mut().zip(d.verdicts) {
             *s += v;
         }
-        println!(
-            "{:<16} {:>8.1}  {:>10} {:>14} {:>16}",
-            d.name, d.wall_s, d.verdicts[0], d.verdicts[1], d.verdicts[2]
-        );
     }
-    println!(
-        "{:<16} {:>8.1}  {:>10} {:>14} {:>16}",
-        "total", total, sums[0], sums[1], sums[2]
-    );
-    println!("wrote {}", a.out.join("README.md").display());
-    Ok(ExitCode::SUCCESS)
+    row(&mut t, "total", wall, cpu_total, sums);
+    t
 }
 
 fn read(path: &Path) -> Result<String, String> {
@@ -274,5 +301,34 @@ mod tests {
         assert!(md.contains("| fast | 2x | reproduced |"), "{md}");
         assert!(md.contains("| copies | 0 | holds by construction (not modelled) |"));
         assert!(!md.contains("| latency |"), "only claims rows are listed");
+    }
+
+    #[test]
+    fn the_times_table_gives_cpu_time_and_cores_busy_and_sums_them() {
+        let done = |name: &str, wall_s, cpu_s, verdicts| Done {
+            name: name.into(),
+            wall_s,
+            cpu_s,
+            verdicts,
+        };
+        let table = times_table(&[
+            done("a-fig1", 10.0, Some(35.0), [2, 1, 0]),
+            done("b-fig2", 5.0, Some(5.0), [0, 0, 1]),
+        ]);
+        let rows: Vec<Vec<&str>> = table
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(rows.len(), 4, "{table}");
+        assert_eq!(rows[1], ["a-fig1", "10.0", "35.0", "3.5", "2", "1", "0"]);
+        assert_eq!(rows[2], ["b-fig2", "5.0", "5.0", "1.0", "0", "0", "1"]);
+        assert_eq!(rows[3], ["total", "15.0", "40.0", "2.7", "2", "1", "1"]);
+        // Where the platform does not tell, the CPU columns say so, the total too.
+        let table = times_table(&[
+            done("a-fig1", 10.0, Some(35.0), [1, 0, 0]),
+            done("b-fig2", 5.0, None, [1, 0, 0]),
+        ]);
+        let total: Vec<&str> = table.lines().last().unwrap().split_whitespace().collect();
+        assert_eq!(total, ["total", "15.0", "-", "-", "2", "0", "0"], "{table}");
     }
 }
