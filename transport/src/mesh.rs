@@ -127,8 +127,10 @@ impl Mesh {
     pub fn new(layout: MeshLayout, me: ProcessId) -> Result<Mesh, MeshError> {
         let mine = layout.index(me).ok_or(MeshError::NotMember { peer: me })?;
         let ring_bytes = layout.ring.ring_bytes();
-        let mut senders = Vec::new();
-        let mut receivers = Vec::new();
+        // Sized up front: a mesh of hundreds of members grew these vectors one doubling at a
+        // time, in every member, 5% of a 10 ms Ridge run with 512 clients.
+        let mut senders = Vec::with_capacity(layout.members.len());
+        let mut receivers = Vec::with_capacity(layout.members.len());
         for (i, &peer) in layout.members.iter().enumerate() {
             senders.push(RingSender::new(
                 layout.ring,
