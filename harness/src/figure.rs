@@ -89,7 +89,8 @@ pub(crate) fn measures_ahead() -> bool {
 /// threads, where every core has work of its own, a point measured ahead only delays that
 /// work (`figure heron-table5.1` on 2 cores: 481 s with it, 437 s without), so the next point
 /// waits until it is known to be wanted. Which points are kept, and so every output, is the
-/// same either way.
+/// same either way: an error or a panic at a point measured ahead fails the sweep only if the
+/// sweep then keeps that point, as it would have without measuring ahead.
 pub(crate) fn doubling<P: Send>(
     ahead: bool,
     first: usize,
@@ -100,11 +101,12 @@ pub(crate) fn doubling<P: Send>(
 ) -> Result<Vec<P>, String> {
     let mut points: Vec<P> = Vec::new();
     let mut clients = first;
-    // The point of `clients`, measured alongside the one before it.
-    let mut early: Option<Result<P, String>> = None;
+    // The point of `clients`, measured alongside the one before it; a panic in it is held
+    // until the sweep knows whether it keeps the point.
+    let mut early: Option<std::thread::Result<Result<P, String>>> = None;
     while clients <= cap {
         match early.take() {
-            Some(p) => points.push(p?),
+            Some(p) => points.push(p.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?),
             None if ahead && clients.saturating_mul(2) <= cap => {
                 let settled = AtomicBool::new(false);
                 let wanted = AtomicBool::new(false);
@@ -119,7 +121,13 @@ pub(crate) fn doubling<P: Send>(
                     // above, only if the sweep goes on.
                     || {
                         let skip = settled.load(Ordering::SeqCst) && !wanted.load(Ordering::SeqCst);
-                        (!skip).then(|| measure(clients * 2))
+                        // Unwind safety: a point that panicked is either thrown away or its
+                        // panic resumed on this thread, never used.
+                        (!skip).then(|| {
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                measure(clients * 2)
+                            }))
+                        })
                     },
                 );
                 now?;
@@ -437,11 +445,13 @@ mod tests {
             [.., a, b] => b.1 > a.1,
             _ => true,
         };
-        // Whether point 2 started while point 1 was still being measured.
-        let sweep = |jobs: usize, fail_at: usize| {
+        // Whether point 2 started while point 1 was still being measured. With many threads,
+        // points 1 and 16 each wait (bounded) for their next doubling to start, so the point
+        // measured past the stop (32) is measured, and a failure there is seen.
+        let sweep = |jobs: usize, fail_at: usize, panic_at: usize| {
             let measured = Mutex::new(Vec::new());
             let kept = Mutex::new(Vec::new());
-            let two_started = (Mutex::new(false), Condvar::new());
+            let started = (Mutex::new(Vec::new()), Condvar::new());
             let overlapped = Mutex::new(false);
             let out = worker_pool(Some(jobs)).unwrap().install(|| {
                 // On any machine: measuring ahead needs free threads, not free cores.
@@ -451,25 +461,26 @@ mod tests {
                     1024,
                     |c| {
                         measured.lock().unwrap().push(c);
-                        let (started, cv) = &two_started;
-                        if c == 2 {
-                            *started.lock().unwrap() = true;
-                            cv.notify_all();
-                        }
-                        if c == 1 && jobs >= AHEAD_THREADS {
-                            // Wait (bounded) for point 2 to start on another thread.
+                        let (begun, cv) = &started;
+                        begun.lock().unwrap().push(c);
+                        cv.notify_all();
+                        if (c == 1 || c == 16) && jobs >= AHEAD_THREADS {
+                            // Wait (bounded) for point 2c to start on another thread.
                             let g = cv
                                 .wait_timeout_while(
-                                    started.lock().unwrap(),
+                                    begun.lock().unwrap(),
                                     Duration::from_secs(20),
-                                    |s| !*s,
+                                    |b| !b.contains(&(2 * c)),
                                 )
                                 .unwrap();
-                            *overlapped.lock().unwrap() = *g.0;
+                            if c == 1 {
+                                *overlapped.lock().unwrap() = !g.1.timed_out();
+                            }
                         }
                         if c == fail_at {
                             return Err(format!("point {c}"));
                         }
+                        assert_ne!(c, panic_at, "point {c} panics");
                         Ok((c, rate(c)))
                     },
                     more,
@@ -486,23 +497,32 @@ mod tests {
             )
         };
         let want: Vec<(usize, u64)> = [1, 2, 4, 8, 16].map(|c| (c, rate(c))).to_vec();
-        let (out, kept, measured, _) = sweep(1, 0);
+        let (out, kept, measured, _) = sweep(1, 0, 0);
         assert_eq!(out.unwrap(), want);
         let kept_pairs: Vec<(usize, (usize, u64))> = want.iter().map(|&p| (p.0, p)).collect();
         assert_eq!(kept, kept_pairs, "kept sees every point in order");
         assert_eq!(measured, [1, 2, 4, 8, 16], "nothing measured ahead");
-        let (out, kept, measured, overlapped) = sweep(AHEAD_THREADS, 0);
+        let (out, kept, measured, overlapped) = sweep(AHEAD_THREADS, 0, 0);
         assert_eq!(out.unwrap(), want);
         assert_eq!(kept, kept_pairs);
         assert!(overlapped, "point 2 ran alongside point 1");
-        assert!(
-            measured.starts_with(&[1, 2, 4, 8, 16]) && measured.len() <= 6,
-            "at most one point past the stop is measured: {measured:?}"
+        assert_eq!(
+            measured,
+            [1, 2, 4, 8, 16, 32],
+            "exactly one point past the stop is measured"
         );
-        // A point the sweep keeps fails it; one measured ahead and thrown away does not.
+        // A point the sweep keeps fails it, by error or panic; one measured ahead and thrown
+        // away does neither.
         for jobs in [1, AHEAD_THREADS] {
-            assert_eq!(sweep(jobs, 4).0, Err("point 4".to_string()));
-            assert_eq!(sweep(jobs, 32).0.unwrap(), want);
+            assert_eq!(sweep(jobs, 4, 0).0, Err("point 4".to_string()));
+            assert_eq!(sweep(jobs, 32, 0).0.unwrap(), want);
+            let panicked =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sweep(jobs, 0, 4)));
+            assert!(
+                panicked.is_err(),
+                "a panic at a kept point reaches the caller"
+            );
+            assert_eq!(sweep(jobs, 0, 32).0.unwrap(), want);
         }
         // A pool of fewer threads never measures ahead, whatever the cores.
         let small = AHEAD_THREADS - 1;
