@@ -173,17 +173,27 @@ where
 pub fn merge_states(
     states: impl IntoIterator<Item = BTreeMap<ObjectId, Vec<u8>>>,
 ) -> BTreeMap<ObjectId, Vec<u8>> {
-    let mut all: Vec<(ObjectId, Vec<u8>)> = states.into_iter().flatten().collect();
-    // Stable: of equal objects, the later state's value comes last and is kept.
+    // Sized once: a 16-partition TPC-C database has over a million objects, and a vector grown
+    // by doubling copies them and faults in fresh pages at each step.
+    let states: Vec<_> = states.into_iter().collect();
+    let mut all: Vec<(ObjectId, Vec<u8>)> =
+        Vec::with_capacity(states.iter().map(BTreeMap::len).sum());
+    all.extend(states.into_iter().flatten());
+    // Stable: of equal objects, the later state's value comes last.
     all.sort_by_key(|(oid, _)| *oid);
-    let mut merged: Vec<(ObjectId, Vec<u8>)> = Vec::with_capacity(all.len());
-    for (oid, value) in all {
-        match merged.last_mut() {
-            Some((last, kept)) if *last == oid => *kept = value,
-            _ => merged.push((oid, value)),
+    // Of each run of equal objects the last is kept, moved down in place.
+    let mut kept = 0;
+    for i in 0..all.len() {
+        if kept > 0 && all[kept - 1].0 == all[i].0 {
+            all.swap(kept - 1, i);
+        } else {
+            all.swap(kept, i);
+            kept += 1;
         }
     }
-    merged.into_iter().collect()
+    all.truncate(kept);
+    // Ascending and distinct: the map is built from it in one pass, in the vector's memory.
+    all.into_iter().collect()
 }
 
 /// Every process of a Heron run on runtime NIC `N`: `cfg.partitions` x `cfg.replicas` replicas
@@ -243,4 +253,36 @@ where
         )));
     }
     nodes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Merging gives what extending one map by each state in turn gives: every object of
+        /// any state, with the value of the last state that holds it.
+        #[test]
+        fn merging_states_keeps_the_last_value_of_each_object(
+            states in proptest::collection::vec(
+                proptest::collection::btree_map((0u16..3, 0u64..20), any::<u8>(), 0..30),
+                0..5,
+            )
+        ) {
+            let states: Vec<BTreeMap<ObjectId, Vec<u8>>> = states
+                .into_iter()
+                .map(|m| {
+                    m.into_iter()
+                        .map(|((table, key), v)| (ObjectId { table, key }, vec![v]))
+                        .collect()
+                })
+                .collect();
+            let mut want = BTreeMap::new();
+            for s in &states {
+                want.extend(s.clone());
+            }
+            prop_assert_eq!(merge_states(states), want);
+        }
+    }
 }

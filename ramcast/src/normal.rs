@@ -227,7 +227,8 @@ impl RamcastServer {
         slot.seq = s;
         slot.entry = Some(entry);
         slot.stat = Stat::Mcast;
-        slot.ts.iter_mut().for_each(|t| *t = None);
+        slot.ts.clear();
+        slot.ts.resize(self.cfg.groups, None);
         slot.tmp = Stamp::ZERO;
         slot.acked = None;
         slot.proposed = None;

@@ -54,7 +54,10 @@ pub(crate) struct Slot {
     pub(crate) seq: u64,
     pub(crate) entry: Option<Entry>,
     pub(crate) stat: Stat,
-    /// Per group, the proposal read from `T` (`T[c,i].tmp/rnd` of Algorithm 1).
+    /// Per group, the proposal read from `T` (`T[c,i].tmp/rnd` of Algorithm 1). Empty until
+    /// the slot first holds an entry ([`RamcastServer::accept`] sizes it): only held slots are
+    /// read, and a window of empty slots per client, thousands of clients per server in a
+    /// Heron run, would otherwise allocate one of these per slot up front.
     pub(crate) ts: Vec<Option<Prop>>,
     /// `M[c,i].tmp`: the final timestamp once ORDERED, else the largest proposal seen.
     pub(crate) tmp: Stamp,
@@ -184,15 +187,11 @@ impl RamcastServer {
             .map(|h| cfg.initial_leader(GroupId(h as u8)))
             .collect();
         let rounds: Vec<Stamp> = leader.iter().map(|l| Stamp::new(0, l.0)).collect();
-        let slot = Slot {
-            ts: vec![None; cfg.groups],
-            ..Slot::default()
-        };
         let buffers = (0..cfg.clients)
             .map(|_| Buffer {
                 next: 0,
                 ldm: 0,
-                slots: vec![Tracked::new(slot.clone()); cfg.slots],
+                slots: vec![Tracked::new(Slot::default()); cfg.slots],
                 seen: vec![Seen::default(); cfg.slots],
                 scanned: None,
             })
