@@ -181,17 +181,15 @@ pub fn merge_states(
     all.extend(states.into_iter().flatten());
     // Stable: of equal objects, the later state's value comes last.
     all.sort_by_key(|(oid, _)| *oid);
-    // Of each run of equal objects the last is kept, moved down in place.
-    let mut kept = 0;
-    for i in 0..all.len() {
-        if kept > 0 && all[kept - 1].0 == all[i].0 {
-            all.swap(kept - 1, i);
-        } else {
-            all.swap(kept, i);
-            kept += 1;
+    // Of each run of equal objects the last value is kept: `dedup_by` keeps the first entry,
+    // so a later one hands its value over before it is dropped.
+    all.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same {
+            std::mem::swap(&mut later.1, &mut kept.1);
         }
-    }
-    all.truncate(kept);
+        same
+    });
     // Ascending and distinct: the map is built from it in one pass, in the vector's memory.
     all.into_iter().collect()
 }
