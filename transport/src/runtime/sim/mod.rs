@@ -48,6 +48,9 @@
 //!   puts the sender's queue pair in error: its later ops are `Flushed` until a `reconnect` of
 //!   the peer, which takes `reconnect_ns` and re-establishes both queue pairs.
 //! - Ops to a crashed process fail with `PeerUnreachable` after `unreachable_timeout_ns`.
+//! - Under [`SimConfig::tearing`] a write or read spanning several words is carried out in
+//!   pieces at distinct instants, in ascending or any order, interleaved with everything else
+//!   (see [`Tearing`]); otherwise it lands at one instant, which no RDMA hardware promises.
 //!
 //! # Declared limits
 //! What the model leaves out, with what it may bias (issue 13's audit; none of these is known
@@ -76,6 +79,7 @@ mod nic;
 mod profile;
 mod queue;
 mod software;
+mod tear;
 
 pub use fault::{random_faults, Fault, FaultBudget};
 pub use nic::SimNic;
@@ -87,6 +91,7 @@ pub use software::{
     Software, SoftwareCalibration, SoftwareFit, WorkCosts, DEFAULT_SOFTWARE, ROW_PRICE_UNIT_NS,
     SOFTWARE,
 };
+pub use tear::{PieceOrder, Tearing};
 
 use crate::memory::Memory;
 use crate::nic::{Completion, Op, OpKind, Qp, Recv, Status};
@@ -100,6 +105,7 @@ use queue::EventQueue;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::sync::Arc;
+use tear::{Landing, Moved};
 
 /// Which of several events scheduled for the same instant goes first.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -144,6 +150,9 @@ pub struct SimConfig {
     /// `false` reports "anything may have changed", as other runtimes do. The run must come
     /// out identical either way (only its wall time differs): tests compare the digests.
     pub exact_changes: bool,
+    /// Carry out multi-word writes and reads in pieces at distinct instants ([`Tearing`]);
+    /// `None` lands each op at one instant.
+    pub tearing: Option<Tearing>,
 }
 
 impl SimConfig {
@@ -157,6 +166,7 @@ impl SimConfig {
             faults: Vec::new(),
             record_trace: false,
             exact_changes: true,
+            tearing: None,
         }
     }
 }
@@ -181,6 +191,8 @@ pub struct SimStats {
     pub polls: u64,
     /// Ops issued onto the (simulated) wire.
     pub ops: u64,
+    /// Ops carried out in pieces (under [`SimConfig::tearing`]).
+    pub torn_ops: u64,
 }
 
 /// One processed event of the trace, for divergence reports.
@@ -229,11 +241,26 @@ impl fmt::Display for Digest {
 
 #[derive(Debug)]
 enum Event {
-    Poll { p: u32, gen: u32 },
-    Land { slot: u32 },
-    ReadReturn { slot: u32 },
-    Complete { slot: u32 },
-    Fault { index: u32 },
+    Poll {
+        p: u32,
+        gen: u32,
+    },
+    Land {
+        slot: u32,
+    },
+    ReadReturn {
+        slot: u32,
+    },
+    Complete {
+        slot: u32,
+    },
+    Fault {
+        index: u32,
+    },
+    /// The next piece of a torn op.
+    Piece {
+        slot: u32,
+    },
 }
 
 impl Event {
@@ -245,6 +272,7 @@ impl Event {
             Event::ReadReturn { .. } => 3,
             Event::Complete { .. } => 4,
             Event::Fault { .. } => 5,
+            Event::Piece { .. } => 6,
         }
     }
 
@@ -255,6 +283,7 @@ impl Event {
             Event::ReadReturn { .. } => "read-return",
             Event::Complete { .. } => "complete",
             Event::Fault { .. } => "fault",
+            Event::Piece { .. } => "piece",
         }
     }
 }
@@ -291,6 +320,10 @@ struct InFlight {
     epoch: u32,
     /// Lost with its sender's crash before it left the NIC: it never lands.
     lost: bool,
+    /// Under tearing, the span its pieces land over (zero: it lands at one instant).
+    spread: Nanos,
+    /// Its pieces have started landing: a crash of its sender no longer stops it.
+    landing: bool,
 }
 
 #[derive(Debug)]
@@ -367,6 +400,8 @@ pub struct Sim<P> {
     /// Draws of the one-way latency, where the profile declares a distribution (a stream of
     /// its own, so declaring one leaves the scheduler's draws as they were).
     latency_rng: Rng,
+    /// Draws of torn landings (a stream of its own, so runs without tearing are unchanged).
+    tear_rng: Rng,
     digest: Digest,
     stats: SimStats,
     trace: Vec<TraceRecord>,
@@ -415,6 +450,7 @@ impl<P: Process<SimNic>> Sim<P> {
                 next_wr: 0,
                 outbox: Vec::new(),
                 exact_changes: cfg.exact_changes,
+                landings: Vec::new(),
                 cq: VecDeque::new(),
                 rq: VecDeque::new(),
                 qps: vec![QueuePair::default(); n * Qp::COUNT],
@@ -460,6 +496,7 @@ impl<P: Process<SimNic>> Sim<P> {
             links: Vec::new(),
             sched_rng,
             latency_rng,
+            tear_rng: Rng::derive(cfg.seed, Purpose::Scheduler, 2),
             digest: Digest(cfg.seed),
             stats: SimStats::default(),
             trace: Vec::new(),
@@ -655,6 +692,7 @@ impl<P: Process<SimNic>> Sim<P> {
                 p
             }
             Event::Fault { index } => self.fault(index as usize),
+            Event::Piece { slot } => self.piece(slot),
         };
         self.stats.events += 1;
         self.digest.fold(self.now.0);
@@ -883,11 +921,28 @@ impl<P: Process<SimNic>> Sim<P> {
         q.egress_end = start + gap;
         q.last_land = land;
         let land = self.delay_on_link(s, d, land);
+        // A torn op's pieces land over a span drawn now, so the queue pair's next op lands
+        // after its last piece.
+        let spread = match (&self.cfg.tearing, &posted.op) {
+            (Some(t), Op::Write { dst, data, .. }) if t.tears(dst.offset, data.len()) => {
+                Nanos(self.tear_rng.below(t.window.0) + 1)
+            }
+            (Some(t), Op::Read { src, len, .. }) if t.tears(src.offset, *len) => {
+                Nanos(self.tear_rng.below(t.window.0) + 1)
+            }
+            _ => Nanos::ZERO,
+        };
+        if spread > Nanos::ZERO {
+            let q = &mut self.nics[s as usize].qps[k];
+            q.last_land = q.last_land.max(land + spread);
+        }
         let slot = self.alloc(InFlight {
             src: s,
             posted,
             epoch: qp.epoch,
             lost: false,
+            spread,
+            landing: false,
         });
         self.schedule(land, Event::Land { slot });
     }
@@ -903,10 +958,7 @@ impl<P: Process<SimNic>> Sim<P> {
         // The acknowledgement travels back one way; completions of a queue pair keep post
         // order even where the latency varies.
         let k = qp_of(d, &f.posted.op);
-        let back = now + self.one_way(d, s);
-        let qp = &mut self.nics[s as usize].qps[k];
-        let ack = back.max(qp.last_ack + Nanos(1));
-        qp.last_ack = ack;
+        let ack = self.ack_time(s, d, k);
         if self.cpus[d as usize].crashed {
             let c = failed(&f.posted, ProcessId(d), Status::PeerUnreachable);
             let t = now + Nanos(self.cfg.profile.nic.unreachable_timeout_ns);
@@ -936,6 +988,9 @@ impl<P: Process<SimNic>> Sim<P> {
             self.digest.fold(0xDE41 ^ region.0 as u64);
             return d;
         }
+        if f.spread > Nanos::ZERO {
+            return self.start_landing(f);
+        }
         let mut value = None;
         match &f.posted.op {
             Op::Write { dst, data, imm, .. } => {
@@ -962,21 +1017,7 @@ impl<P: Process<SimNic>> Sim<P> {
                 let mut buf = vec![0; *len];
                 mem.read(LocalAddr::new(at.region, at.offset), &mut buf)
                     .expect("validated at post");
-                // The response serialises on the target's egress and the reader's ingress.
-                let wire = self.wire.serialisation(*len);
-                let start = now.max(self.cpus[d as usize].egress_free);
-                self.cpus[d as usize].egress_free = start + wire;
-                let arrive = start + self.one_way(d, s);
-                let ingress = &mut self.cpus[s as usize].ingress_free;
-                let back = arrive.max(*ingress) + wire;
-                *ingress = back;
-                let qp = &mut self.nics[s as usize].qps[k];
-                let back = back.max(qp.last_read + Nanos(1));
-                qp.last_read = back;
-                let slot = self.alloc(f);
-                self.read_data.insert(slot, buf);
-                self.schedule(back, Event::ReadReturn { slot });
-                return d;
+                return self.respond(f, buf);
             }
             Op::CompareSwap { dst, expect, swap } => {
                 let at = LocalAddr::new(dst.region, dst.offset);
@@ -1008,6 +1049,136 @@ impl<P: Process<SimNic>> Sim<P> {
             self.complete(s, ack, c);
         }
         d
+    }
+
+    /// When the acknowledgement of an op of queue pair `k` from `s` that lands at `d` now gets
+    /// back: one way, and never before an earlier one of the pair (completions keep post order).
+    fn ack_time(&mut self, s: u32, d: u32, k: usize) -> Nanos {
+        let back = self.now + self.one_way(d, s);
+        let qp = &mut self.nics[s as usize].qps[k];
+        let ack = back.max(qp.last_ack + Nanos(1));
+        qp.last_ack = ack;
+        ack
+    }
+
+    /// Sends back a READ's response, `buf`: it serialises on the target's egress and the
+    /// reader's ingress, after the pair's earlier responses.
+    fn respond(&mut self, f: InFlight, buf: Vec<u8>) -> u32 {
+        let (s, d) = (f.src, f.posted.op.peer().0);
+        let k = qp_of(d, &f.posted.op);
+        let wire = self.wire.serialisation(buf.len());
+        let start = self.now.max(self.cpus[d as usize].egress_free);
+        self.cpus[d as usize].egress_free = start + wire;
+        let arrive = start + self.one_way(d, s);
+        let ingress = &mut self.cpus[s as usize].ingress_free;
+        let back = arrive.max(*ingress) + wire;
+        *ingress = back;
+        let qp = &mut self.nics[s as usize].qps[k];
+        let back = back.max(qp.last_read + Nanos(1));
+        qp.last_read = back;
+        let slot = self.alloc(f);
+        self.read_data.insert(slot, buf);
+        self.schedule(back, Event::ReadReturn { slot });
+        d
+    }
+
+    /// Starts a torn op that passed its checks: its first piece now, the others at instants
+    /// drawn over its spread (see [`tear`]).
+    fn start_landing(&mut self, mut f: InFlight) -> u32 {
+        let d = f.posted.op.peer().0;
+        let tearing = self.cfg.tearing.expect("ops spread only under tearing");
+        let (at, moved) = match &f.posted.op {
+            Op::Write { dst, data, .. } => (
+                LocalAddr::new(dst.region, dst.offset),
+                Moved::Write(data.clone()),
+            ),
+            Op::Read { src, len, .. } => (
+                LocalAddr::new(src.region, src.offset),
+                Moved::Read(vec![0; *len]),
+            ),
+            _ => unreachable!("only writes and reads span several words"),
+        };
+        f.landing = true;
+        let (from, span) = (ProcessId(f.src), self.now..self.now + f.spread);
+        let slot = self.alloc(f);
+        let mut landing = Landing::plan(&tearing, slot, from, at, moved, span, &mut self.tear_rng);
+        let nic = &mut self.nics[d as usize];
+        landing.step(&mut nic.memory);
+        let next = landing.times.pop_front().expect("a torn op has two pieces");
+        let wakes = landing.writes();
+        nic.landings.push(landing);
+        self.stats.torn_ops += 1;
+        if wakes {
+            self.wake(d, self.now);
+        }
+        self.schedule(next, Event::Piece { slot });
+        d
+    }
+
+    /// The next piece of a torn op; after its last, the op completes as an untorn one would.
+    fn piece(&mut self, slot: u32) -> u32 {
+        let f = self.inflight[slot as usize]
+            .as_ref()
+            .expect("a landing op stays in flight");
+        let (s, d) = (f.src, f.posted.op.peer().0);
+        let nic = &mut self.nics[d as usize];
+        let i = nic
+            .landings
+            .iter()
+            .position(|l| l.slot == slot)
+            .expect("its target keeps a landing op");
+        if self.cpus[d as usize].crashed {
+            // The target's NIC died with it: the rest never lands, the sender hears nothing.
+            nic.landings.remove(i);
+            let f = self.take(slot);
+            let c = failed(&f.posted, ProcessId(d), Status::PeerUnreachable);
+            let t = self.now + Nanos(self.cfg.profile.nic.unreachable_timeout_ns);
+            self.complete(s, t, c);
+            return d;
+        }
+        let landing = &mut nic.landings[i];
+        landing.step(&mut nic.memory);
+        let (next, wakes) = (landing.times.pop_front(), landing.writes());
+        if wakes {
+            self.wake(d, self.now);
+        }
+        if let Some(t) = next {
+            self.schedule(t, Event::Piece { slot });
+            return d;
+        }
+        let landing = self.nics[d as usize].landings.remove(i);
+        let f = self.take(slot);
+        match landing.moved {
+            Moved::Read(buf) => self.respond(f, buf),
+            Moved::Write(_) => {
+                if let Op::Write {
+                    dst,
+                    data,
+                    imm: Some(imm),
+                    ..
+                } = &f.posted.op
+                {
+                    self.nics[d as usize].rq.push_back(Recv::Immediate {
+                        from: ProcessId(s),
+                        imm: *imm,
+                        at: LocalAddr::new(dst.region, dst.offset),
+                        len: data.len(),
+                    });
+                }
+                if f.posted.op.signaled() {
+                    let ack = self.ack_time(s, d, qp_of(d, &f.posted.op));
+                    let c = Completion {
+                        wr: f.posted.wr,
+                        kind: f.posted.op.kind(),
+                        peer: ProcessId(d),
+                        status: Status::Success,
+                        value: None,
+                    };
+                    self.complete(s, ack, c);
+                }
+                d
+            }
+        }
     }
 
     fn read_return(&mut self, slot: u32) -> u32 {
@@ -1056,7 +1227,7 @@ impl<P: Process<SimNic>> Sim<P> {
     fn lose_in_flight(&mut self, p: u32) {
         let mut per_qp: BTreeMap<usize, Vec<(u64, u32)>> = BTreeMap::new();
         for (slot, f) in self.inflight.iter().enumerate() {
-            if let Some(f) = f.as_ref().filter(|f| f.src == p) {
+            if let Some(f) = f.as_ref().filter(|f| f.src == p && !f.landing) {
                 let k = qp_of(f.posted.op.peer().0, &f.posted.op);
                 per_qp
                     .entry(k)
@@ -1153,6 +1324,8 @@ impl<P: Process<SimNic>> Sim<P> {
                 let mem = &mut self.nics[owner.index()].memory;
                 if region.index() < mem.region_count() {
                     if now == at && duration > Nanos::ZERO {
+                        self.nics[owner.index()].settle(region, peer);
+                        let mem = &mut self.nics[owner.index()].memory;
                         let _ = mem.set_access(region, peer, Access::None);
                         self.cfg.faults.push(Fault::Revoke {
                             at: now + duration,

@@ -2,6 +2,7 @@
 //! the engine prices and schedules after each poll.
 
 use super::software::WorkCosts;
+use super::tear::Landing;
 use crate::changes::Changes;
 use crate::image::RegionImage;
 use crate::memory::Memory;
@@ -67,6 +68,8 @@ pub struct SimNic {
     /// Whether [`Nic::take_changes`] reports the exact changes (else "anything may have
     /// changed", as on other runtimes).
     pub(crate) exact_changes: bool,
+    /// Ops landing in this memory piece by piece (torn landings, see [`super::tear`]).
+    pub(crate) landings: Vec<Landing>,
 }
 
 impl SimNic {
@@ -76,6 +79,16 @@ impl SimNic {
         } else {
             Nanos::from_f64(ns as f64 * self.slow)
         };
+    }
+
+    /// Lands at once every piece still pending from `peer` in `region`: an access change is
+    /// final, so nothing of that peer may land there after it.
+    pub(crate) fn settle(&mut self, region: RegionId, peer: ProcessId) {
+        for l in &mut self.landings {
+            if l.is_of(region, peer) {
+                l.settle(&mut self.memory);
+            }
+        }
     }
 
     /// This process's memory (for inspection after or between runs).
@@ -153,6 +166,7 @@ impl Nic for SimNic {
         {
             // Local and synchronous: in effect before any later event is processed; the
             // process is busy for what the profile says a permission change costs.
+            self.settle(region, peer);
             self.memory.set_access(region, peer, access)?;
             self.charge(self.permission_ns);
         } else {
