@@ -45,6 +45,7 @@ fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<(Model, Vec<u64>, boo
     let model = Model {
         profile: Profile::load(&check_profile(a)).map_err(|e| e.to_string())?,
         software: Software::load(&a.software).map_err(|e| e.to_string())?,
+        torn: a.torn,
     };
     let (k, n) = a.shard.unwrap_or((0, 1));
     let (seeds, verbose): (Vec<u64>, bool) = match a.seed {
@@ -61,10 +62,11 @@ fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<(Model, Vec<u64>, boo
         .shard
         .map_or(String::new(), |(k, n)| format!(" shard={k}/{n}"));
     println!(
-        "harness check: protocol={protocol} seeds={} first={}{shard} determinism={} commit={COMMIT}",
+        "harness check: protocol={protocol} seeds={} first={}{shard} determinism={} torn={} commit={COMMIT}",
         seeds.len(),
         seeds.first().copied().unwrap_or(0),
-        a.check_determinism
+        a.check_determinism,
+        a.torn
     );
     println!("{}", model.profile.describe());
     println!("{}", model.software.describe());
@@ -93,14 +95,18 @@ pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
         a.check_determinism,
         jobs,
         |seed, run, out| {
+            let tearing = model
+                .tearing(seed)
+                .map_or("none".to_string(), |t| t.to_string());
             if verbose {
-                bar.suspend(|| println!("{}", run.describe()));
+                bar.suspend(|| println!("{}\n  torn landings: {tearing}", run.describe()));
             }
             tally.add(run.kinds(), out);
             if !out.violations.is_empty() || out.divergence.is_some() {
                 failed.push(seed);
                 bar.suspend(|| {
                     println!("FAILED seed {seed}: {}", run.describe());
+                    println!("  torn landings: {tearing}");
                     for v in out.violations.iter().take(10) {
                         println!("  violation: {v}");
                     }
@@ -113,10 +119,11 @@ pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
                         }
                     }
                     println!(
-                        "  replay: harness check --protocol {} --seed {seed} --profile {} --software {}",
+                        "  replay: harness check --protocol {} --seed {seed} --profile {} --software {} --torn {}",
                         R::PROTOCOL,
                         model.profile.name,
-                        a.software
+                        a.software,
+                        a.torn
                     );
                 });
                 if let (Some(dir), Some(log)) = (&a.log, &out.log) {
@@ -135,6 +142,7 @@ pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
         protocol: R::PROTOCOL.to_string(),
         profile: model.profile.name.clone(),
         software: model.software.name.clone(),
+        torn: a.torn,
         commit: COMMIT.to_string(),
         first: a.first_seed,
         seeds: a.seeds,
@@ -191,12 +199,13 @@ fn merge_reports(paths: &[PathBuf]) -> Result<ExitCode, String> {
     }
     let (all, missing) = sweep::Report::merge(reports)?;
     println!(
-        "harness check --merge: {} reports, protocol={} profile={} seeds={} first={} commit={} (run times summed over shards)",
+        "harness check --merge: {} reports, protocol={} profile={} seeds={} first={} torn={} commit={} (run times summed over shards)",
         paths.len(),
         all.protocol,
         all.profile,
         all.seeds,
         all.first,
+        all.torn,
         all.commit
     );
     if !missing.is_empty() {

@@ -175,8 +175,9 @@ struct RunArgs {
     /// RDMC: give up after this long, simulated on sim, wall on local [default: 600s].
     #[arg(long, value_parser = experiment::parse_duration)]
     timeout: Option<Nanos>,
-    /// Destinations per message: single, all, random:K, group:G, or adjacent:K (K groups
-    /// adjacent in the tree, tram).
+    /// Destinations per message: single, all, random:K, random:A..B (A to B groups, the count
+    /// drawn per message: single- and multi-group traffic mixed), group:G, or adjacent:K (K
+    /// groups adjacent in the tree, tram).
     #[arg(long, default_value = "single")]
     dest: multicast::DestPolicy,
     /// Measured time (simulated on sim, wall on local): 10s, 500ms, 200us.
@@ -377,8 +378,9 @@ struct CompareArgs {
     /// Replicas per group, 2f+1.
     #[arg(long, default_value_t = 3)]
     replicas: usize,
-    /// Destinations per message: single, all, random:K, group:G, or adjacent:K (K groups
-    /// adjacent in the tree; RamCast draws them from the first TRAM contender's tree).
+    /// Destinations per message: single, all, random:K, random:A..B (A to B groups, the count
+    /// drawn per message), group:G, or adjacent:K (K groups adjacent in the tree; RamCast
+    /// draws them from the first TRAM contender's tree).
     /// [default: random:2; not for heron, whose application decides].
     #[arg(long)]
     dest: Option<multicast::DestPolicy>,
@@ -597,6 +599,13 @@ struct CheckArgs {
     /// (none, measured, ramcast-java, tram-cpp; `harness profiles`) or a .toml path.
     #[arg(long, default_value = DEFAULT_SOFTWARE)]
     software: String,
+    /// Which seeds run with torn landings: the simulator carries a write or read that spans
+    /// several 8-byte words out in pieces at distinct instants (words or cache lines,
+    /// ascending or any order, over a window drawn per seed), interleaved with everything
+    /// else, as RDMA allows. `drawn`: half the seeds; `always`; `never` (every op lands at
+    /// one instant). Protocols only, not chaos.
+    #[arg(long, value_enum, default_value_t = sweep::Torn::Drawn)]
+    torn: sweep::Torn,
     /// Print every seed's derived parameters.
     #[arg(long)]
     verbose: bool,

@@ -8,7 +8,8 @@ use multicast::{
 use std::collections::BTreeSet;
 use transport::rng::{Purpose, Rng};
 use transport::runtime::sim::{
-    check_determinism, Determinism, Fault, Profile, Sim, SimConfig, SimNic, Software, TieBreak,
+    check_determinism, Determinism, Fault, Profile, Sim, SimConfig, SimNic, Software, Tearing,
+    TieBreak,
 };
 use transport::{Nanos, Process, ProcessId};
 
@@ -165,6 +166,9 @@ pub(crate) mod params_stream {
     pub(crate) const RIDGE: u64 = u64::MAX - 4;
     /// `harness check --protocol ridge`: faults of dedicated acceptors.
     pub(crate) const RIDGE_ACCEPTORS: u64 = u64::MAX - 5;
+    /// Every protocol: whether and how the simulator tears the run's multi-word accesses
+    /// (drawn apart from the run's other parameters, so adding it changed none of them).
+    pub(crate) const TEARING: u64 = u64::MAX - 6;
 }
 
 /// Kinds of fault a run contains, for the sweep's counts.
@@ -565,6 +569,8 @@ pub(crate) struct Outcome {
     pub(crate) log: Option<DeliveryLog>,
     /// Each server's final state, for failure reports.
     pub(crate) states: Vec<String>,
+    /// Ops the simulator carried out in pieces (torn landings).
+    pub(crate) torn_ops: u64,
 }
 
 /// Counts over a sweep: how many runs had each fault kind and each protocol event.
@@ -599,6 +605,11 @@ pub(crate) struct Tally {
     tpcc: u64,
     #[serde(default)]
     over_ridge: u64,
+    /// Runs with torn landings, and the ops they carried out in pieces.
+    #[serde(default)]
+    torn: u64,
+    #[serde(default)]
+    torn_ops: u64,
 }
 
 impl Tally {
@@ -627,6 +638,8 @@ impl Tally {
             dedicated,
             tpcc,
             over_ridge,
+            torn,
+            torn_ops,
         } = o;
         self.events += events;
         self.delivered += delivered;
@@ -650,6 +663,8 @@ impl Tally {
         self.dedicated += dedicated;
         self.tpcc += tpcc;
         self.over_ridge += over_ridge;
+        self.torn += torn;
+        self.torn_ops += torn_ops;
     }
 
     /// The median over runs of the multicasts completed after the run's last fault, and the
@@ -688,6 +703,16 @@ impl Tally {
         self.dedicated += n(k.dedicated);
         self.tpcc += n(k.tpcc);
         self.over_ridge += n(k.over_ridge);
+        self.torn += n(out.torn_ops > 0);
+        self.torn_ops += out.torn_ops;
+    }
+
+    /// The clause on torn landings every sweep's line ends with.
+    pub(crate) fn describe_torn(&self) -> String {
+        format!(
+            "; torn landings (writes and reads in pieces) in {} runs, {} ops",
+            self.torn, self.torn_ops
+        )
     }
 
     /// The "runs with" line in Ridge's vocabulary: an ensemble's rank 0 is its initial
@@ -697,7 +722,7 @@ impl Tally {
     pub(crate) fn describe_ridge(&self) -> String {
         let (median, least) = self.post_fault();
         format!(
-            "runs with: dedicated acceptors {}, coordinator crash {} (in several ensembles at the same instant {}), acceptor crash {}, distributor crash {}, client crash {}, crash in the middle of posting {}, false suspicion (initial coordinator paused past the timeout) {}, pause/slow {}, link delay {} (coordinator cut off from its acceptors {}), clock skew {}; new round after the first (takeover or fallback) {}, learner filled a gap from an acceptor {}, server halted {} ({} halts); multicasts ordered after the last fault: median {median} per run (least {least})",
+            "runs with: dedicated acceptors {}, coordinator crash {} (in several ensembles at the same instant {}), acceptor crash {}, distributor crash {}, client crash {}, crash in the middle of posting {}, false suspicion (initial coordinator paused past the timeout) {}, pause/slow {}, link delay {} (coordinator cut off from its acceptors {}), clock skew {}; new round after the first (takeover or fallback) {}, learner filled a gap from an acceptor {}, server halted {} ({} halts); multicasts ordered after the last fault: median {median} per run (least {least}){}",
             self.dedicated,
             self.leader_crash,
             self.leaders_at_once,
@@ -714,6 +739,7 @@ impl Tally {
             self.extra,
             self.halted_runs,
             self.halted_servers,
+            self.describe_torn(),
         )
     }
 
@@ -721,7 +747,7 @@ impl Tally {
     pub(crate) fn describe_heron(&self) -> String {
         let (median, least) = self.post_fault();
         format!(
-            "runs with: over Ridge {} (the others over RamCast), TPC-C {} (the others the key-value store), multicast leader crash (RamCast leader, Ridge coordinator) {}, other replica crash {}, client crash {}, false suspicion (leader paused past the timeout) {}, pause (laggard) {}; leader change happened {}, state transfers installed {}; requests completed that were issued after the last fault: median {median} per run (least {least})",
+            "runs with: over Ridge {} (the others over RamCast), TPC-C {} (the others the key-value store), multicast leader crash (RamCast leader, Ridge coordinator) {}, other replica crash {}, client crash {}, false suspicion (leader paused past the timeout) {}, pause (laggard) {}; leader change happened {}, state transfers installed {}; requests completed that were issued after the last fault: median {median} per run (least {least}){}",
             self.over_ridge,
             self.tpcc,
             self.leader_crash,
@@ -731,6 +757,7 @@ impl Tally {
             self.slow,
             self.leader_change,
             self.extra,
+            self.describe_torn(),
         )
     }
 
@@ -759,6 +786,7 @@ impl Tally {
         s.push_str(&format!(
             "; multicasts ordered after the last fault: median {median} per run (least {least})"
         ));
+        s.push_str(&self.describe_torn());
         s
     }
 }
@@ -872,11 +900,47 @@ pub(crate) fn judge_halts(
     violations
 }
 
-/// What a sweep's runs are simulated on: the hardware profile and the software profile.
+/// What a sweep's runs are simulated on: the hardware profile, the software profile, and
+/// which runs tear their multi-word accesses.
 #[derive(Clone, Debug)]
 pub(crate) struct Model {
     pub(crate) profile: Profile,
     pub(crate) software: Software,
+    pub(crate) torn: Torn,
+}
+
+/// Which runs of a sweep the simulator carries multi-word writes and reads out in pieces
+/// (`harness check --torn`; see `transport::runtime::sim::Tearing`).
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Torn {
+    /// Half the seeds, drawn from each seed, with the piece size, order and window drawn too.
+    #[default]
+    Drawn,
+    /// Every seed (the piece size, order and window still drawn from it).
+    Always,
+    /// No seed: every op lands at one instant.
+    Never,
+}
+
+impl std::fmt::Display for Torn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Torn::Drawn => "drawn",
+            Torn::Always => "always",
+            Torn::Never => "never",
+        })
+    }
 }
 
 impl Model {
@@ -886,6 +950,7 @@ impl Model {
         Model {
             profile: Profile::load(name).expect("built-in"),
             software: Software::none(),
+            torn: Torn::Never,
         }
     }
 
@@ -895,6 +960,7 @@ impl Model {
         Model {
             profile: Profile::load(hardware).expect("built-in"),
             software: Software::load(software).expect("built-in"),
+            torn: Torn::Never,
         }
     }
 
@@ -902,7 +968,20 @@ impl Model {
     pub(crate) fn config(&self, seed: u64) -> SimConfig {
         let mut sc = SimConfig::new(seed, self.profile.clone());
         sc.software = self.software.clone();
+        sc.tearing = self.tearing(seed);
         sc
+    }
+
+    /// Whether and how `seed`'s run tears its multi-word accesses.
+    pub(crate) fn tearing(&self, seed: u64) -> Option<Tearing> {
+        let mut rng = Rng::derive(seed, Purpose::Scheduler, params_stream::TEARING);
+        let drawn = rng.chance(0.5);
+        let tearing = Tearing::draw(&mut rng);
+        match self.torn {
+            Torn::Drawn => drawn.then_some(tearing),
+            Torn::Always => Some(tearing),
+            Torn::Never => None,
+        }
     }
 }
 
@@ -959,6 +1038,7 @@ where
     sim.run(Some(limit));
     let mut out = Outcome {
         events: sim.stats().events,
+        torn_ops: sim.stats().torn_ops,
         ..Outcome::default()
     };
     for (i, n) in sim.processes().iter().enumerate() {
@@ -1033,6 +1113,9 @@ pub(crate) struct Report {
     #[serde(default = "no_software")]
     pub(crate) software: String,
     pub(crate) commit: String,
+    /// Which seeds tore their accesses (reports written before tearing existed ran none).
+    #[serde(default = "untorn")]
+    pub(crate) torn: Torn,
     /// The sweep's `--first-seed` and `--seeds`, and the shard `(K, N)` this report covers.
     pub(crate) first: u64,
     pub(crate) seeds: u64,
@@ -1041,6 +1124,11 @@ pub(crate) struct Report {
     pub(crate) wall_s: f64,
     pub(crate) failed: Vec<u64>,
     pub(crate) tally: Tally,
+}
+
+/// [`Report::torn`] of a report that names none.
+fn untorn() -> Torn {
+    Torn::Never
 }
 
 /// [`Report::software`] of a report that names none.
@@ -1058,14 +1146,14 @@ impl Report {
         for r in it {
             let same = (
                 &r.protocol,
-                (&r.profile, &r.software),
+                (&r.profile, &r.software, r.torn),
                 &r.commit,
                 r.first,
                 r.seeds,
                 r.shard.1,
             ) == (
                 &all.protocol,
-                (&all.profile, &all.software),
+                (&all.profile, &all.software, all.torn),
                 &all.commit,
                 all.first,
                 all.seeds,
@@ -1112,7 +1200,15 @@ pub(crate) fn run_seeds<R: SeedRun>(
                 .par_iter()
                 .map(|&seed| {
                     let run = R::derive(seed);
-                    let mut out = run.check(model, determinism);
+                    // A run that panics (an assertion in a protocol, garbage it trusted) fails
+                    // its seed, reported with the panic's message; the sweep goes on.
+                    let mut out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        run.check(model, determinism)
+                    }))
+                    .unwrap_or_else(|panic| Outcome {
+                        violations: vec![format!("the run panicked: {}", panic_message(&panic))],
+                        ..Outcome::default()
+                    });
                     if out.violations.is_empty() && out.divergence.is_none() {
                         out.log = None;
                     }
@@ -1125,6 +1221,15 @@ pub(crate) fn run_seeds<R: SeedRun>(
         }
     }
     Ok(())
+}
+
+/// The message a panic carried (`panic!` with a literal or with a format).
+pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into())
 }
 
 /// The run a sweep derived from `seed`, checked to be the one it derived then: its eviction
@@ -1162,6 +1267,11 @@ pub(crate) fn ci_sweep<R: SeedRun>(
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(default);
+    // Half the seeds with torn landings, as `harness check` draws them.
+    let model = &Model {
+        torn: Torn::Drawn,
+        ..model.clone()
+    };
     for seed in 0..seeds {
         let run = R::derive(seed);
         let out = assert_passes_under(&run, model);

@@ -20,6 +20,10 @@ pub enum DestPolicy {
     All,
     /// `k` distinct groups, drawn uniformly per message.
     Random(usize),
+    /// Between `lo` and `hi` distinct groups (both included), the count drawn uniformly per
+    /// message, then the groups: single- and multi-group messages mixed in one run (counts
+    /// of groups, at most [`crate::MAX_GROUPS`], held small so a client stays small).
+    Between(u8, u8),
     /// Always the same group (the papers' "each client talks to its group" set-ups).
     Fixed(GroupId),
     /// `k` groups forming a connected part of the overlay tree (TRAM's "genuine" workload);
@@ -44,6 +48,12 @@ impl DestPolicy {
             DestPolicy::Single => pick(rng, 1),
             DestPolicy::All => pick(rng, groups),
             DestPolicy::Random(k) => pick(rng, k.min(groups)),
+            DestPolicy::Between(lo, hi) => {
+                let hi = (hi as usize).min(groups);
+                let lo = (lo as usize).min(hi);
+                let k = lo + rng.below((hi - lo) as u64 + 1) as usize;
+                pick(rng, k)
+            }
             DestPolicy::Fixed(g) => DestSet::of([g]).expect("group < 64"),
             DestPolicy::Adjacent(k) => tree.expect("validated").draw_adjacent(k, rng),
         }
@@ -55,6 +65,9 @@ impl DestPolicy {
             DestPolicy::Random(k) | DestPolicy::Adjacent(k) if k == 0 || k > groups => {
                 Err(format!("--dest {self} needs 1 <= {k} <= groups ({groups})"))
             }
+            DestPolicy::Between(lo, hi) if lo == 0 || lo > hi || hi as usize > groups => Err(
+                format!("--dest {self} needs 1 <= {lo} <= {hi} <= groups ({groups})"),
+            ),
             DestPolicy::Adjacent(_) if tree.is_none() => Err(format!(
                 "--dest {self} draws groups adjacent in an overlay tree; only tree-based \
                  protocols (tram) have one"
@@ -65,6 +78,17 @@ impl DestPolicy {
             _ => Ok(()),
         }
     }
+
+    /// The most destination groups one message can have among `groups` (what a slot must
+    /// hold room for).
+    pub fn max_groups(&self, groups: usize) -> usize {
+        match *self {
+            DestPolicy::All => groups,
+            DestPolicy::Random(k) | DestPolicy::Adjacent(k) => k.min(groups),
+            DestPolicy::Between(_, hi) => (hi as usize).min(groups),
+            DestPolicy::Single | DestPolicy::Fixed(_) => 1,
+        }
+    }
 }
 
 impl fmt::Display for DestPolicy {
@@ -73,6 +97,7 @@ impl fmt::Display for DestPolicy {
             DestPolicy::Single => write!(f, "single"),
             DestPolicy::All => write!(f, "all"),
             DestPolicy::Random(k) => write!(f, "random:{k}"),
+            DestPolicy::Between(lo, hi) => write!(f, "random:{lo}..{hi}"),
             DestPolicy::Fixed(g) => write!(f, "group:{}", g.0),
             DestPolicy::Adjacent(k) => write!(f, "adjacent:{k}"),
         }
@@ -84,7 +109,7 @@ impl FromStr for DestPolicy {
     fn from_str(s: &str) -> Result<Self, String> {
         let bad = || {
             format!(
-                "`{s}` is not a destination policy: use single, all, random:K, adjacent:K or group:G"
+                "`{s}` is not a destination policy: use single, all, random:K, random:A..B, adjacent:K or group:G"
             )
         };
         match s {
@@ -92,7 +117,13 @@ impl FromStr for DestPolicy {
             "all" => Ok(DestPolicy::All),
             _ => {
                 if let Some(k) = s.strip_prefix("random:") {
-                    k.parse().map(DestPolicy::Random).map_err(|_| bad())
+                    match k.split_once("..") {
+                        Some((lo, hi)) => match (lo.parse(), hi.parse()) {
+                            (Ok(lo), Ok(hi)) => Ok(DestPolicy::Between(lo, hi)),
+                            _ => Err(bad()),
+                        },
+                        None => k.parse().map(DestPolicy::Random).map_err(|_| bad()),
+                    }
                 } else if let Some(k) = s.strip_prefix("adjacent:") {
                     k.parse().map(DestPolicy::Adjacent).map_err(|_| bad())
                 } else if let Some(g) = s.strip_prefix("group:") {
@@ -365,7 +396,28 @@ mod tests {
             }
         }
         assert!("random:x".parse::<DestPolicy>().is_err());
+        assert!("random:1..x".parse::<DestPolicy>().is_err());
         assert!(DestPolicy::Random(6).validate(5, None).is_err());
+        // A range mixes single- and multi-group messages, every count within it.
+        let mixed: DestPolicy = "random:1..3".parse().unwrap();
+        assert_eq!(mixed, DestPolicy::Between(1, 3));
+        assert_eq!(mixed.to_string(), "random:1..3");
+        assert_eq!(mixed.max_groups(5), 3);
+        let mut counts = [0; 4];
+        for _ in 0..300 {
+            let d = mixed.draw(5, None, &mut rng);
+            counts[d.len()] += 1;
+            assert!(d.groups().all(|g| g.0 < 5));
+        }
+        assert!(
+            counts[1] > 50 && counts[2] > 50 && counts[3] > 50,
+            "{counts:?}"
+        );
+        assert!(mixed.validate(3, None).is_ok());
+        for bad in [(0, 2), (3, 2), (1, 6)] {
+            let p = DestPolicy::Between(bad.0, bad.1);
+            assert!(p.validate(5, None).is_err(), "{p}");
+        }
         assert!(DestPolicy::Fixed(GroupId(5)).validate(5, None).is_err());
         let adjacent: DestPolicy = "adjacent:3".parse().unwrap();
         assert_eq!(adjacent.to_string(), "adjacent:3");

@@ -106,11 +106,7 @@ impl Shape {
 
     /// Destination groups of one message under `dest` with `groups` groups.
     pub(crate) fn dst_groups(&self, groups: usize) -> usize {
-        match self.dest {
-            DestPolicy::All => groups,
-            DestPolicy::Random(k) | DestPolicy::Adjacent(k) => k,
-            _ => 1,
-        }
+        self.dest.max_groups(groups)
     }
 }
 

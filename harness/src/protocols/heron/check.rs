@@ -149,6 +149,7 @@ impl HeronRun {
         let counters = r.counters();
         let mut out = Outcome {
             events: r.sim.stats().events,
+            torn_ops: r.sim.stats().torn_ops,
             delivered: counters.executed,
             extra: counters.transfers_received,
             ..Outcome::default()

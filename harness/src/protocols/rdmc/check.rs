@@ -244,8 +244,8 @@ impl SeedRun for RdmcRun {
 
     fn tally_line(t: &Tally) -> String {
         format!(
-            "runs with: root crash {}, receiver crash {}, crash in the middle of posting {}, pause/slow {}, link delay {}; runs with failure upcalls {}",
-            t.leader_crash, t.follower_crash, t.mid_post, t.slow, t.link_delay, t.extra
+            "runs with: root crash {}, receiver crash {}, crash in the middle of posting {}, pause/slow {}, link delay {}; runs with failure upcalls {}{}",
+            t.leader_crash, t.follower_crash, t.mid_post, t.slow, t.link_delay, t.extra, t.describe_torn()
         )
     }
 }
@@ -257,6 +257,7 @@ impl RdmcRun {
         sim.run(Some(limit));
         let mut out = Outcome {
             events: sim.stats().events,
+            torn_ops: sim.stats().torn_ops,
             ..Outcome::default()
         };
         let groups = self.groups();

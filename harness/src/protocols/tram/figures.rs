@@ -68,11 +68,7 @@ fn experiment(
         }
         Variant::Ramcast { dest_tree } => {
             let groups = 8;
-            let dst_groups = match k.dest {
-                DestPolicy::All => groups,
-                DestPolicy::Random(n) | DestPolicy::Adjacent(n) => n,
-                _ => 1,
-            };
+            let dst_groups = k.dest.max_groups(groups);
             let mut cfg = ramcast::Config::new(groups, k.replicas, clients);
             cfg.slot_bytes = ramcast::layout::slot_bytes_for(k.size, dst_groups);
             (
