@@ -3,7 +3,7 @@
 
 use crate::protocols::{self, Checked};
 use crate::sweep::{self, Model, SeedRun};
-use crate::{check_chaos, CheckArgs, COMMIT};
+use crate::{check_chaos, CheckArgs, CheckRuntime, COMMIT};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use transport::runtime::sim::{Profile, Software, DEFAULT_PROFILE, DEFAULT_SOFTWARE};
@@ -46,6 +46,11 @@ fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<(Model, Vec<u64>, boo
         profile: Profile::load(&check_profile(a)).map_err(|e| e.to_string())?,
         software: Software::load(&a.software).map_err(|e| e.to_string())?,
         torn: a.torn,
+        local: (a.runtime == CheckRuntime::Local).then_some(sweep::LocalCheck {
+            stretch: a.stretch,
+            nic_thread: true,
+            yield_words: true,
+        }),
     };
     let (k, n) = a.shard.unwrap_or((0, 1));
     let (seeds, verbose): (Vec<u64>, bool) = match a.seed {
@@ -62,11 +67,18 @@ fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<(Model, Vec<u64>, boo
         .shard
         .map_or(String::new(), |(k, n)| format!(" shard={k}/{n}"));
     println!(
-        "harness check: protocol={protocol} seeds={} first={}{shard} determinism={} torn={} commit={COMMIT}",
+        "harness check: protocol={protocol} seeds={} first={}{shard} determinism={} torn={} runtime={} commit={COMMIT}",
         seeds.len(),
         seeds.first().copied().unwrap_or(0),
         a.check_determinism,
-        a.torn
+        a.torn,
+        match a.runtime {
+            CheckRuntime::Sim => "sim".to_string(),
+            CheckRuntime::Local => format!(
+                "local (stretch {}x, NIC thread reordering queue pairs, multi-word ops yielding between words)",
+                a.stretch
+            ),
+        }
     );
     println!("{}", model.profile.describe());
     println!("{}", model.software.describe());
@@ -85,10 +97,14 @@ pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
     let mut failed = Vec::new();
     let mut tally = sweep::Tally::default();
     let mut error = None;
-    let jobs = a.jobs.map_or_else(
-        || std::thread::available_parallelism().map_or(1, |n| n.get()),
-        |j| j as usize,
-    );
+    // A local run takes every core itself: its seeds go one at a time.
+    let jobs = match a.runtime {
+        CheckRuntime::Local => 1,
+        CheckRuntime::Sim => a.jobs.map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+            |j| j as usize,
+        ),
+    };
     sweep::run_seeds::<R>(
         &seeds,
         &model,

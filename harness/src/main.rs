@@ -599,6 +599,18 @@ struct CheckArgs {
     /// (none, measured, ramcast-java, tram-cpp; `harness profiles`) or a .toml path.
     #[arg(long, default_value = DEFAULT_SOFTWARE)]
     software: String,
+    /// Where the seeds run: `sim` (deterministic, replayable) or `local` (real threads and
+    /// shared memory, not deterministic: the seed's workload and schedule stretched to wall
+    /// time by --stretch, its crashes and pauses applied by a thread of their own, remote ops
+    /// on a NIC thread that reorders queue pairs and yields between the words of multi-word
+    /// ops; slowdowns, delayed links and revokes are the simulator's alone). Protocols with a
+    /// local check: ramcast, tram, ridge.
+    #[arg(long, value_enum, default_value_t = CheckRuntime::Sim)]
+    runtime: CheckRuntime,
+    /// With --runtime local: wall nanoseconds per simulated nanosecond of the seed's schedule,
+    /// phases and timeouts.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    stretch: u64,
     /// Which seeds run with torn landings: the simulator carries a write or read that spans
     /// several 8-byte words out in pieces at distinct instants (words or cache lines,
     /// ascending or any order, over a window drawn per seed), interleaved with everything
@@ -625,6 +637,15 @@ struct CheckArgs {
     /// flag is taken from the files).
     #[arg(long, num_args = 1.., conflicts_with_all = ["seed", "shard", "report"])]
     merge: Vec<PathBuf>,
+}
+
+/// Where `harness check` runs its seeds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum CheckRuntime {
+    /// The deterministic simulator.
+    Sim,
+    /// The local runtime's threads.
+    Local,
 }
 
 /// Parses `K/N` with `K < N`.

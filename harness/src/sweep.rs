@@ -7,6 +7,7 @@ use multicast::{
 };
 use std::collections::BTreeSet;
 use transport::rng::{Purpose, Rng};
+use transport::runtime::local::{LocalConfig, LocalNic, LocalRun, LocalRuntime};
 use transport::runtime::sim::{
     check_determinism, Determinism, Fault, Profile, Sim, SimConfig, SimNic, Software, Tearing,
     TieBreak,
@@ -169,6 +170,13 @@ pub(crate) mod params_stream {
     /// Every protocol: whether and how the simulator tears the run's multi-word accesses
     /// (drawn apart from the run's other parameters, so adding it changed none of them).
     pub(crate) const TEARING: u64 = u64::MAX - 6;
+    /// `harness check --protocol ridge`: mixed destinations, small `retain`, spread `e_all`
+    /// acceptors and the coordinator cut off (issue 44), apart from the earlier draws.
+    pub(crate) const RIDGE_REACH: u64 = u64::MAX - 7;
+    /// `harness check --protocol heron`: five replicas, late faults, link delays, crashes in
+    /// the middle of posting, pauses past the suspicion timeout, queue pairs broken during a
+    /// state transfer (issue 44).
+    pub(crate) const HERON_REACH: u64 = u64::MAX - 8;
 }
 
 /// Kinds of fault a run contains, for the sweep's counts.
@@ -197,6 +205,19 @@ pub(crate) struct Kinds {
     pub(crate) tpcc: bool,
     /// Heron: the run is over Ridge (else over RamCast).
     pub(crate) over_ridge: bool,
+    /// Ridge: single- and multi-group messages mixed in one run.
+    pub(crate) mixed_dest: bool,
+    /// Ridge: learners keep few decisions, so they trim within the run.
+    pub(crate) small_retain: bool,
+    /// Ridge: `e_all`'s acceptors spread over the groups.
+    pub(crate) spread: bool,
+    /// Heron: partitions of five replicas.
+    pub(crate) five_replicas: bool,
+    /// Heron: a laggard's staging area refuses its responder for a moment once the laggard
+    /// resumes, breaking the queue pair a state transfer is being served on.
+    pub(crate) serve_broken: bool,
+    /// Heron: a fault starts after the first 900 us (the crate's own sweep starts none later).
+    pub(crate) late_fault: bool,
 }
 
 /// The kinds of fault in `faults`; a pause of a group's initial leader longer than `suspect`
@@ -605,6 +626,18 @@ pub(crate) struct Tally {
     tpcc: u64,
     #[serde(default)]
     over_ridge: u64,
+    #[serde(default)]
+    mixed_dest: u64,
+    #[serde(default)]
+    small_retain: u64,
+    #[serde(default)]
+    spread: u64,
+    #[serde(default)]
+    five_replicas: u64,
+    #[serde(default)]
+    serve_broken: u64,
+    #[serde(default)]
+    late_fault: u64,
     /// Runs with torn landings, and the ops they carried out in pieces.
     #[serde(default)]
     torn: u64,
@@ -638,6 +671,12 @@ impl Tally {
             dedicated,
             tpcc,
             over_ridge,
+            mixed_dest,
+            small_retain,
+            spread,
+            five_replicas,
+            serve_broken,
+            late_fault,
             torn,
             torn_ops,
         } = o;
@@ -663,6 +702,12 @@ impl Tally {
         self.dedicated += dedicated;
         self.tpcc += tpcc;
         self.over_ridge += over_ridge;
+        self.mixed_dest += mixed_dest;
+        self.small_retain += small_retain;
+        self.spread += spread;
+        self.five_replicas += five_replicas;
+        self.serve_broken += serve_broken;
+        self.late_fault += late_fault;
         self.torn += torn;
         self.torn_ops += torn_ops;
     }
@@ -703,6 +748,12 @@ impl Tally {
         self.dedicated += n(k.dedicated);
         self.tpcc += n(k.tpcc);
         self.over_ridge += n(k.over_ridge);
+        self.mixed_dest += n(k.mixed_dest);
+        self.small_retain += n(k.small_retain);
+        self.spread += n(k.spread);
+        self.five_replicas += n(k.five_replicas);
+        self.serve_broken += n(k.serve_broken);
+        self.late_fault += n(k.late_fault);
         self.torn += n(out.torn_ops > 0);
         self.torn_ops += out.torn_ops;
     }
@@ -722,7 +773,10 @@ impl Tally {
     pub(crate) fn describe_ridge(&self) -> String {
         let (median, least) = self.post_fault();
         format!(
-            "runs with: dedicated acceptors {}, coordinator crash {} (in several ensembles at the same instant {}), acceptor crash {}, distributor crash {}, client crash {}, crash in the middle of posting {}, false suspicion (initial coordinator paused past the timeout) {}, pause/slow {}, link delay {} (coordinator cut off from its acceptors {}), clock skew {}; new round after the first (takeover or fallback) {}, learner filled a gap from an acceptor {}, server halted {} ({} halts); multicasts ordered after the last fault: median {median} per run (least {least}){}",
+            "runs with: mixed single- and multi-group traffic {}, retain under 256 decisions (trimming) {}, e_all acceptors spread over the groups {}, dedicated acceptors {}, coordinator crash {} (in several ensembles at the same instant {}), acceptor crash {}, distributor crash {}, client crash {}, crash in the middle of posting {}, false suspicion (initial coordinator paused past the timeout) {}, pause/slow {}, link delay {} (coordinator cut off from its acceptors {}), clock skew {}; new round after the first (takeover or fallback) {}, learner filled a gap from an acceptor {}, server halted {} ({} halts); multicasts ordered after the last fault: median {median} per run (least {least}){}",
+            self.mixed_dest,
+            self.small_retain,
+            self.spread,
             self.dedicated,
             self.leader_crash,
             self.leaders_at_once,
@@ -747,14 +801,19 @@ impl Tally {
     pub(crate) fn describe_heron(&self) -> String {
         let (median, least) = self.post_fault();
         format!(
-            "runs with: over Ridge {} (the others over RamCast), TPC-C {} (the others the key-value store), multicast leader crash (RamCast leader, Ridge coordinator) {}, other replica crash {}, client crash {}, false suspicion (leader paused past the timeout) {}, pause (laggard) {}; leader change happened {}, state transfers installed {}; requests completed that were issued after the last fault: median {median} per run (least {least}){}",
+            "runs with: over Ridge {} (the others over RamCast), TPC-C {} (the others the key-value store), five replicas per partition {}, multicast leader crash (RamCast leader, Ridge coordinator) {}, other replica crash {}, crash in the middle of posting {}, client crash {}, false suspicion (leader paused past the timeout) {}, pause (laggard) {}, link delay {}, a fault after the first 900 us {}, queue pair broken while a laggard is served (transfer interrupted) {}; leader change happened {}, state transfers installed {}; requests completed that were issued after the last fault: median {median} per run (least {least}){}",
             self.over_ridge,
             self.tpcc,
+            self.five_replicas,
             self.leader_crash,
             self.follower_crash,
+            self.mid_post,
             self.client_crash,
             self.false_suspicion,
             self.slow,
+            self.link_delay,
+            self.late_fault,
+            self.serve_broken,
             self.leader_change,
             self.extra,
             self.describe_torn(),
@@ -907,6 +966,8 @@ pub(crate) struct Model {
     pub(crate) profile: Profile,
     pub(crate) software: Software,
     pub(crate) torn: Torn,
+    /// Run the seeds on the local runtime's threads instead (`check --runtime local`).
+    pub(crate) local: Option<LocalCheck>,
 }
 
 /// Which runs of a sweep the simulator carries multi-word writes and reads out in pieces
@@ -951,6 +1012,7 @@ impl Model {
             profile: Profile::load(name).expect("built-in"),
             software: Software::none(),
             torn: Torn::Never,
+            local: None,
         }
     }
 
@@ -961,6 +1023,7 @@ impl Model {
             profile: Profile::load(hardware).expect("built-in"),
             software: Software::load(software).expect("built-in"),
             torn: Torn::Never,
+            local: None,
         }
     }
 
@@ -1041,14 +1104,42 @@ where
         torn_ops: sim.stats().torn_ops,
         ..Outcome::default()
     };
-    for (i, n) in sim.processes().iter().enumerate() {
+    judge_run(
+        sim.processes(),
+        |p| sim.crashed(p),
+        |p, s| s.state(sim.nic(p)),
+        faults,
+        phases,
+        m,
+        &mut out,
+    );
+    if determinism {
+        if let Determinism::Diverged { first, second } = check_determinism(&build, Some(limit)) {
+            out.divergence = Some(format!("first divergence: {first:?} / {second:?}"));
+        }
+    }
+    out
+}
+
+/// The verdict on a multicast run's processes, on any runtime: every server's counters and
+/// state (`state` describes a server), the clients' errors, then [`judge`].
+fn judge_run<S: Server + Observed, C>(
+    nodes: &[Node<S, C>],
+    crashed: impl Fn(ProcessId) -> bool,
+    state: impl Fn(ProcessId, &S) -> String,
+    faults: &[Fault],
+    phases: &Phases,
+    m: &impl Membership,
+    out: &mut Outcome,
+) {
+    for (i, n) in nodes.iter().enumerate() {
         let p = ProcessId(i as u32);
         match n {
             Node::Server(s) | Node::Auxiliary(s) => {
                 out.states.push(format!(
                     "p{i}{} {} delivered {}",
-                    if sim.crashed(p) { " (crashed)" } else { "" },
-                    s.server.state(sim.nic(p)),
+                    if crashed(p) { " (crashed)" } else { "" },
+                    state(p, &s.server),
                     s.delivered
                 ));
                 out.delivered += s.delivered;
@@ -1063,20 +1154,142 @@ where
             }
         }
     }
-    judge(
-        sim.processes(),
-        |p| sim.crashed(p),
+    judge(nodes, crashed, faults, phases, m, out);
+}
+
+/// How `harness check --runtime local` runs a seed on real threads: the seed's schedule, its
+/// timeouts and its phases stretched from simulated to wall time, the faults a concurrent
+/// runtime can apply, the NIC thread's interleaving.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LocalCheck {
+    /// Wall nanoseconds per simulated nanosecond: real threads on shared cores are slower and
+    /// noisier than the simulated hardware, and a descheduled thread must not look dead.
+    pub(crate) stretch: u64,
+    /// Remote ops on the NIC thread, completed asynchronously and in a random order across
+    /// queue pairs.
+    pub(crate) nic_thread: bool,
+    /// Multi-word ops in pieces, the thread yielded between them (torn accesses likely).
+    pub(crate) yield_words: bool,
+}
+
+impl Phases {
+    /// The phases `k` times as long (a local run's wall-time phases).
+    pub(crate) fn stretched(&self, k: u64) -> Phases {
+        let x = |t: Nanos| Nanos(t.as_nanos().saturating_mul(k));
+        Phases {
+            last_fault: x(self.last_fault),
+            load_end: x(self.load_end),
+            limit: x(self.limit),
+        }
+    }
+}
+
+/// The faults of a simulated schedule that the local runtime applies, at `k` times their
+/// times: crashes (one in the middle of posting becomes a plain crash: a thread cannot be
+/// stopped inside a poll) and pauses. Slowdowns, delayed links and revokes are the
+/// simulator's alone.
+pub(crate) fn local_faults(faults: &[Fault], k: u64) -> Vec<Fault> {
+    let x = |t: Nanos| Nanos(t.as_nanos().saturating_mul(k));
+    faults
+        .iter()
+        .filter_map(|f| match *f {
+            Fault::Crash { at, process } | Fault::CrashMidPost { at, process } => {
+                Some(Fault::Crash { at: x(at), process })
+            }
+            Fault::Pause {
+                at,
+                process,
+                duration,
+            } => Some(Fault::Pause {
+                at: x(at),
+                process,
+                duration: x(duration),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Runs `nodes` on the local runtime under `faults` (wall times, from [`local_faults`]) until
+/// `phases.limit`, a thread of its own applying the faults, and judges the run as
+/// [`check_multicast`] does.
+pub(crate) fn check_multicast_local<S, C>(
+    nodes: Vec<Node<S, C>>,
+    faults: &[Fault],
+    phases: &Phases,
+    m: &impl Membership,
+    local: &LocalCheck,
+    seed: u64,
+) -> Outcome
+where
+    S: Server + Observed,
+    Node<S, C>: Process<LocalNic> + Send,
+{
+    let lc = LocalConfig {
+        seed,
+        nic_thread: local.nic_thread,
+        yield_words: local.yield_words,
+        ..LocalConfig::default()
+    };
+    let run = run_local(lc, nodes, faults, phases.limit);
+    let crashed = |p: ProcessId| {
+        faults
+            .iter()
+            .any(|f| matches!(*f, Fault::Crash { process, .. } if process == p))
+    };
+    let mut out = Outcome::default();
+    judge_run(
+        &run.processes,
+        crashed,
+        |p, s| s.state(&run.nics[p.index()]),
         faults,
         phases,
         m,
         &mut out,
     );
-    if determinism {
-        if let Determinism::Diverged { first, second } = check_determinism(&build, Some(limit)) {
-            out.divergence = Some(format!("first divergence: {first:?} / {second:?}"));
-        }
-    }
     out
+}
+
+/// Runs `processes` on the local runtime for `limit` of wall time while another thread
+/// applies `faults` (crashes and pauses) at their times.
+pub(crate) fn run_local<P: Process<LocalNic> + Send>(
+    cfg: LocalConfig,
+    processes: Vec<P>,
+    faults: &[Fault],
+    limit: Nanos,
+) -> LocalRun<P> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+    let runtime = LocalRuntime::new(cfg, processes);
+    let control = runtime.control();
+    let over = AtomicBool::new(false);
+    let start = Instant::now();
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut schedule = faults.to_vec();
+            schedule.sort_by_key(Fault::at);
+            for f in schedule {
+                let due = start + Duration::from_nanos(f.at().as_nanos());
+                while Instant::now() < due {
+                    if over.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let left = due.saturating_duration_since(Instant::now());
+                    std::thread::sleep(left.min(Duration::from_millis(5)));
+                }
+                match f {
+                    Fault::Crash { process, .. } => control.crash(process),
+                    Fault::Pause {
+                        process, duration, ..
+                    } => control.pause(process, Duration::from_nanos(duration.as_nanos())),
+                    _ => unreachable!("local_faults keeps crashes and pauses only"),
+                }
+            }
+        });
+        let run = runtime.run(Duration::from_nanos(limit.as_nanos()));
+        over.store(true, Ordering::SeqCst);
+        run
+    })
 }
 
 /// One seeded checking run of a protocol, as `harness check` drives it.
@@ -1097,6 +1310,11 @@ pub(crate) trait SeedRun: Sized + Send {
     fn kinds(&self) -> Kinds;
     /// Runs it (twice with `determinism`) and checks the protocol's properties.
     fn check(&self, model: &Model, determinism: bool) -> Outcome;
+    /// Runs it on the local runtime's threads instead and checks the same properties; `None`
+    /// where the protocol has no such check yet.
+    fn check_local(&self, _local: &LocalCheck) -> Option<Outcome> {
+        None
+    }
     /// The sweep's "runs with" line.
     fn tally_line(t: &Tally) -> String {
         t.describe(Self::EXTRA)
@@ -1203,7 +1421,16 @@ pub(crate) fn run_seeds<R: SeedRun>(
                     // A run that panics (an assertion in a protocol, garbage it trusted) fails
                     // its seed, reported with the panic's message; the sweep goes on.
                     let mut out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        run.check(model, determinism)
+                        match &model.local {
+                            None => run.check(model, determinism),
+                            Some(local) => run.check_local(local).unwrap_or_else(|| Outcome {
+                                violations: vec![format!(
+                                    "{} has no check on the local runtime yet",
+                                    R::PROTOCOL
+                                )],
+                                ..Outcome::default()
+                            }),
+                        }
                     }))
                     .unwrap_or_else(|panic| Outcome {
                         violations: vec![format!("the run panicked: {}", panic_message(&panic))],

@@ -7,6 +7,10 @@
 //! client crashed in 30% of the runs; clients issue requests until 3 ms after the last fault,
 //! over Ridge 4 ms more: a Ridge client whose request died with a coordinator asks again only
 //! after its retry timeout).
+//! On top of that schedule, from a stream of its own ([`reach`], issue 44): partitions of five
+//! replicas in a quarter of the runs, crashes in the middle of posting, faults late in the run,
+//! pauses past the multicast's suspicion timeout, delayed links, and queue pairs broken while a
+//! laggard's state transfer is being served.
 //! Every run is judged by the sequential oracle (every response a replica computed or a client
 //! received, every surviving replica's state, real-time order against the multicast order), by
 //! whether every surviving replica finished its work, and by whether every surviving client
@@ -17,16 +21,16 @@
 use super::experiment::ridge_config;
 use super::Over;
 use crate::experiment::Observed;
-use crate::sweep::{kinds, Kinds, Model, Outcome, SeedRun, Tally};
+use crate::sweep::{kinds, params_stream, Kinds, Model, Outcome, SeedRun, Tally};
 use heron::testing::{self, chaos, Chaos};
 use heron::tpcc::{self, Scale};
 use heron::{Application, HeronNode, KeyValue, Tpcc};
-use multicast::{Client, GroupId, Server};
+use multicast::{Client, GroupId, Membership, Server};
 use ramcast::{RamcastClient, RamcastServer};
 use ridge::{RidgeClient, RidgeServer};
 use std::sync::Arc;
-use transport::runtime::sim::{Digest, SimNic};
-use transport::{Nanos, Process, ProcessId, Purpose, Rng};
+use transport::runtime::sim::{Digest, Fault, SimNic};
+use transport::{Nanos, Process, ProcessId, Purpose, RegionId, Rng};
 
 /// How long the run goes on after the clients stop: a few RDMA retry timeouts (10 ms on
 /// `xl170-cx4`; a read of a crashed replica fails only then).
@@ -36,6 +40,169 @@ const MULTI: f64 = 0.6;
 /// TPC-C's size per warehouse: a hundredth of the specification's, 100 orders per district.
 fn tpcc_scale() -> Scale {
     Scale::scaled(100, 100)
+}
+
+/// Every fault of the crate's own sweep ([`chaos`]) starts before this.
+const CHAOS_FAULTS_END: Nanos = Nanos(900_000);
+
+/// Heron's regions at a server follow the multicast server's; the staging area (where state
+/// transfers land) is the fifth of them (`heron::server::Regions`).
+const STAGE_AFTER_MULTICAST: u16 = 4;
+
+/// Adds to a [`chaos`] schedule what it never draws (issue 44), from a stream of its own:
+/// - in a quarter of the runs, partitions of five replicas: the schedule's processes carried
+///   over by partition and rank, and in half the partitions one more replica crashed;
+/// - half of the replica crashes in the middle of posting (a partial multicast or write);
+/// - in half the runs a replica not crashed paused 0.9-2.5 ms in, past the multicast's
+///   suspicion timeout in half of them (a false suspicion of a leader, or a late laggard);
+/// - in a third of the runs a link between two replicas of a partition delayed by 5-100 us for
+///   up to a millisecond;
+/// - where a replica is paused, in half the runs its staging area refuses each other replica
+///   of its partition for 20-200 us just after it resumes: a responder's state-transfer writes
+///   then fail and break its queue pair, the rest of the serve is flushed.
+///
+/// The clients' stop and the liveness phase move past the new last fault.
+fn reach(seed: u64, chaos: &mut Chaos, over: Over) {
+    let mut rng = Rng::derive(seed, Purpose::Workload, params_stream::HERON_REACH);
+    let suspect = match over {
+        Over::Ramcast => ramcast::Timing::SIM.suspect,
+        Over::Ridge => ridge::config::Timing::SIM.suspect,
+    };
+    let old = chaos.cfg.clone();
+    if rng.chance(0.25) {
+        let mut cfg = old.clone();
+        cfg.replicas = 5;
+        let carry = |p: ProcessId| match old.group_of(p) {
+            Some(g) => cfg.server(g, old.rank_of(p)),
+            None => cfg.client(old.client_index(p).expect("a client")),
+        };
+        for f in &mut chaos.faults {
+            *f = match *f {
+                Fault::Crash { at, process } => Fault::Crash {
+                    at,
+                    process: carry(process),
+                },
+                Fault::Pause {
+                    at,
+                    process,
+                    duration,
+                } => Fault::Pause {
+                    at,
+                    process: carry(process),
+                    duration,
+                },
+                ref other => other.clone(),
+            };
+        }
+        for g in 0..cfg.partitions {
+            if rng.chance(0.5) {
+                // Ranks 3 and 4 are new: the crate's schedule touched ranks 0-2 only.
+                let process = cfg.server(GroupId(g as u8), 3 + rng.below(2) as usize);
+                let at = Nanos(100_000 + rng.below(2_400_000));
+                chaos.faults.push(Fault::Crash { at, process });
+            }
+        }
+        chaos.cfg = cfg;
+    }
+    let cfg = &chaos.cfg;
+    for f in &mut chaos.faults {
+        if let Fault::Crash { at, process } = *f {
+            if cfg.group_of(process).is_some() && rng.chance(0.5) {
+                *f = Fault::CrashMidPost { at, process };
+            }
+        }
+    }
+    let crashed = |faults: &[Fault], p: ProcessId| {
+        faults.iter().any(|f| {
+            matches!(*f, Fault::Crash { process, .. } | Fault::CrashMidPost { process, .. } if process == p)
+        })
+    };
+    let (partitions, replicas) = (cfg.partitions as u64, cfg.replicas as u64);
+    if rng.chance(0.5) {
+        let g = GroupId(rng.below(partitions) as u8);
+        let process = cfg.server(g, rng.below(replicas) as usize);
+        let duration = if rng.chance(0.5) {
+            Nanos(suspect.as_nanos() + rng.below(suspect.as_nanos()))
+        } else {
+            Nanos(50_000 + rng.below(400_000))
+        };
+        if !crashed(&chaos.faults, process) {
+            chaos.faults.push(Fault::Pause {
+                at: Nanos(CHAOS_FAULTS_END.as_nanos() + rng.below(1_600_000)),
+                process,
+                duration,
+            });
+        }
+    }
+    if rng.chance(1.0 / 3.0) {
+        let g = GroupId(rng.below(partitions) as u8);
+        let from = rng.below(replicas) as usize;
+        let to = (from + 1 + rng.below(replicas - 1) as usize) % replicas as usize;
+        chaos.faults.push(Fault::LinkDelay {
+            at: Nanos(100_000 + rng.below(2_400_000)),
+            from: cfg.server(g, from),
+            to: cfg.server(g, to),
+            duration: Nanos(100_000 + rng.below(900_000)),
+            delay: Nanos(5_000 + rng.below(95_000)),
+            jitter: Nanos(rng.below(5_000)),
+        });
+    }
+    if rng.chance(0.5) {
+        let paused: Vec<(ProcessId, Nanos)> = chaos
+            .faults
+            .iter()
+            .filter_map(|f| match *f {
+                Fault::Pause { process, .. } => Some((process, f.end())),
+                _ => None,
+            })
+            .collect();
+        if !paused.is_empty() {
+            let (laggard, resumed) = paused[rng.below(paused.len() as u64) as usize];
+            let region = RegionId(stage_region_base(cfg, over) + STAGE_AFTER_MULTICAST);
+            let at = resumed + Nanos(rng.below(100_000));
+            let duration = Nanos(20_000 + rng.below(180_000));
+            let g = cfg.group_of(laggard).expect("a replica");
+            for r in 0..cfg.replicas {
+                let peer = cfg.server(g, r);
+                if peer != laggard {
+                    chaos.faults.push(Fault::Revoke {
+                        at,
+                        owner: laggard,
+                        region,
+                        peer,
+                        duration,
+                    });
+                }
+            }
+        }
+    }
+    chaos.faults.sort_by_key(Fault::at);
+    chaos.quiet = chaos
+        .faults
+        .iter()
+        .map(Fault::end)
+        .max()
+        .unwrap_or(Nanos::ZERO);
+    chaos.stop = (chaos.quiet + testing::LIVE).max(chaos.stop);
+}
+
+/// How many regions the multicast server under Heron declares (Heron's follow them).
+fn stage_region_base(cfg: &heron::Config, over: Over) -> u16 {
+    let g = GroupId(0);
+    match over {
+        Over::Ramcast => {
+            let rc = Arc::new(ramcast::Config::new(
+                cfg.partitions,
+                cfg.replicas,
+                cfg.clients,
+            ));
+            Process::<SimNic>::regions(&RamcastServer::new(rc, g, 0)).len() as u16
+        }
+        Over::Ridge => {
+            let rc = Arc::new(ridge_config(cfg));
+            Process::<SimNic>::regions(&RidgeServer::new(rc, g, 0, 0)).len() as u16
+        }
+    }
 }
 
 /// One checking run.
@@ -206,6 +373,7 @@ impl SeedRun for HeronRun {
             Over::Ramcast
         };
         let mut chaos = chaos(seed);
+        reach(seed, &mut chaos, over);
         if over == Over::Ridge {
             chaos.stop = chaos
                 .stop
@@ -255,6 +423,13 @@ impl SeedRun for HeronRun {
         let mut k = kinds(&self.chaos.faults, &self.chaos.cfg, suspect);
         k.tpcc = self.tpcc;
         k.over_ridge = self.over == Over::Ridge;
+        k.five_replicas = self.chaos.cfg.replicas == 5;
+        k.serve_broken = self
+            .chaos
+            .faults
+            .iter()
+            .any(|f| matches!(f, Fault::Revoke { .. }));
+        k.late_fault = self.chaos.faults.iter().any(|f| f.at() > CHAOS_FAULTS_END);
         k
     }
 

@@ -11,8 +11,8 @@
 //! delivery log ([`crate::sweep::judge`]).
 
 use crate::sweep::{
-    check_multicast, checking_load, draw_schedule, kinds, seeded_sim, Kinds, Model, Outcome,
-    Phases, SeedRun,
+    check_multicast, check_multicast_local, checking_load, draw_schedule, kinds, local_faults,
+    seeded_sim, Kinds, LocalCheck, Model, Outcome, Phases, SeedRun,
 };
 use multicast::DestPolicy;
 use ramcast::{Config, RamcastNode};
@@ -131,6 +131,21 @@ impl SeedRun for RamcastRun {
     }
     fn check(&self, model: &Model, determinism: bool) -> Outcome {
         check_seed(self, model, determinism)
+    }
+    fn check_local(&self, local: &LocalCheck) -> Option<Outcome> {
+        let k = local.stretch;
+        let mut cfg = self.cfg.clone();
+        let t = &mut cfg.timing;
+        for x in [&mut t.heartbeat, &mut t.suspect, &mut t.relay, &mut t.evict] {
+            *x = Nanos(x.as_nanos() * k);
+        }
+        let phases = self.phases.stretched(k);
+        let load = checking_load(self.dest, cfg.groups, None, self.size, &phases);
+        let nodes = ramcast::nodes(&cfg, load, self.seed, true);
+        let faults = local_faults(&self.faults, k);
+        Some(check_multicast_local(
+            nodes, &faults, &phases, &cfg, local, self.seed,
+        ))
     }
 }
 

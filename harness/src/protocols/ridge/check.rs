@@ -19,10 +19,21 @@
 //! distributors, and [`acceptor_faults`] adds the acceptors' own crashes and false
 //! suspicions. The phases and the verdict are the other protocols': faults, a liveness phase,
 //! convergence; halts judged, the five properties checked.
+//!
+//! Drawn apart from all that (a stream of its own, issue 44), so that the sweep reaches what
+//! its first draws never did: in a third of the runs with several groups, single- and
+//! multi-group messages mixed in one run (`random:1..groups`); in half the runs a `retain` of
+//! 16-255 decisions, small against the run's instances, so learners trim, acceptors answer a
+//! Phase 1b with a `low` mark and a learner that falls behind finds its gap trimmed and halts;
+//! in half the colocated runs `e_all`'s acceptors spread over the groups
+//! ([`AllAcceptors::Spread`], the default), the schedule then keeping at most f of them crashed
+//! or impaired; and in a quarter of the runs a group ensemble's coordinator cut off from its
+//! acceptors by links slowed past three suspicion timeouts ([`cut_off_coordinator`]).
 
 use crate::sweep::{
-    check_multicast, checking_load, draw_schedule, impairs, kinds, params_stream, seeded_sim,
-    Kinds, Model, Outcome, Phases, SeedRun, Tally,
+    check_multicast, check_multicast_local, checking_load, draw_schedule, impairs, kinds,
+    local_faults, params_stream, seeded_sim, Kinds, LocalCheck, Model, Outcome, Phases, SeedRun,
+    Tally,
 };
 use multicast::{DestPolicy, Membership};
 use ridge::clock::Skew;
@@ -114,12 +125,27 @@ impl RidgeRun {
         let stall = Nanos(suspect.as_nanos() * 3 + cfg.timing.retry.as_nanos());
         let schedule = draw_schedule(seed, &cfg, suspect, stall, fault_phase, 2);
         let mut faults = schedule.faults;
-        let mut phases = schedule.phases;
         if cfg.placement == Placement::Dedicated {
             faults.extend(acceptor_faults(seed, &cfg, fault_phase, &faults));
             faults.sort_by_key(|f| f.at());
-            phases = Phases::of(fault_phase, &faults, schedule.evict, 2);
         }
+        let mut dest = dest;
+        let mut reach = Rng::derive(seed, Purpose::Workload, params_stream::RIDGE_REACH);
+        if groups > 1 && reach.chance(1.0 / 3.0) {
+            dest = DestPolicy::Between(1, groups as u8);
+        }
+        if reach.chance(0.5) {
+            cfg.retain = 16 + reach.below(240) as usize;
+        }
+        let spread = cfg.placement == Placement::Colocated && reach.chance(0.5);
+        let cut_off = cut_off_coordinator(&mut reach, &cfg, fault_phase, &faults);
+        faults.extend(cut_off);
+        faults.sort_by_key(|f| f.at());
+        if spread {
+            cfg.all_acceptors = AllAcceptors::Spread;
+            faults = spare_all_acceptors(&cfg, faults);
+        }
+        let phases = Phases::of(fault_phase, &faults, schedule.evict, 2);
         RidgeRun {
             seed,
             cfg,
@@ -188,7 +214,80 @@ impl RidgeRun {
         k.leaders_at_once = coordinators
             .iter()
             .any(|&(t, e)| coordinators.iter().any(|&(u, d)| u == t && d != e));
+        // A coordinator cut off from its acceptors ([`cut_off_coordinator`]).
+        k.cut_off = self.faults.iter().any(|f| {
+            matches!(*f, Fault::LinkDelay { from, delay, .. }
+                if delay >= Nanos(cfg.timing.suspect.as_nanos() * 3)
+                    && acceptor(from).is_some_and(|(_, rank)| rank == 0))
+        });
     }
+}
+
+/// Whether `x` crashes `p`.
+fn crashes(x: &Fault, p: ProcessId) -> bool {
+    matches!(*x, Fault::Crash { process, .. } | Fault::CrashMidPost { process, .. } if process == p)
+}
+
+/// A group ensemble's coordinator cut off from its acceptors: the shared `cut_off_leader`
+/// never fires on Ridge, whose suspicion timeout is long against the eviction times it is
+/// scaled to. In a quarter of the runs, the links from one group ensemble's coordinator to its
+/// other acceptors slow down by three to six suspicion timeouts, for up to as long again, so
+/// the acceptors replace it while it still believes it coordinates and its proposals land
+/// after the new round's. Only where the ensemble has a coordinator to spare (3 acceptors or
+/// more) and the schedule crashes or impairs none of its acceptors (the cut-off impairs them
+/// all).
+fn cut_off_coordinator(rng: &mut Rng, cfg: &Config, phase: Nanos, faults: &[Fault]) -> Vec<Fault> {
+    if !rng.chance(0.25) {
+        return Vec::new();
+    }
+    let e = EnsembleId(rng.below(cfg.groups as u64) as u16);
+    let acceptors = cfg.ensemble(e).acceptors;
+    let hit = |p: ProcessId| faults.iter().any(|x| impairs(x, p) || crashes(x, p));
+    if acceptors.len() < 3 || acceptors.iter().any(|&p| hit(p)) {
+        return Vec::new();
+    }
+    let timeout = cfg.timing.suspect.as_nanos();
+    let delay = 3 * timeout + rng.below(3 * timeout);
+    let (at, duration) = (
+        Nanos(rng.below(phase.as_nanos())),
+        Nanos(delay + rng.below(delay)),
+    );
+    acceptors[1..]
+        .iter()
+        .map(|&to| Fault::LinkDelay {
+            at,
+            from: acceptors[0],
+            to,
+            duration,
+            delay: Nanos(delay),
+            jitter: Nanos(rng.below(10_000)),
+        })
+        .collect()
+}
+
+/// Spread `e_all` acceptors tolerate f faulty acceptors in all, not f per group (see
+/// [`AllAcceptors`]): keeps the schedule's faults, in time order, while at most f of them are
+/// crashed or impaired, and drops the others.
+fn spare_all_acceptors(cfg: &Config, faults: Vec<Fault>) -> Vec<Fault> {
+    let all = cfg.ensemble(EnsembleId(cfg.groups as u16)).acceptors;
+    let f = (all.len() - 1) / 2;
+    let mut hit: Vec<ProcessId> = Vec::new();
+    faults
+        .into_iter()
+        .filter(|x| {
+            let mut more = hit.clone();
+            for &p in &all {
+                if (impairs(x, p) || crashes(x, p)) && !more.contains(&p) {
+                    more.push(p);
+                }
+            }
+            let keep = more.len() <= f;
+            if keep {
+                hit = more;
+            }
+            keep
+        })
+        .collect()
 }
 
 /// The dedicated acceptors' faults, which the shared schedule (servers and clients only) does
@@ -260,7 +359,7 @@ impl SeedRun for RidgeRun {
 
     fn describe(&self) -> String {
         let mut s = format!(
-            "SEED={} dissemination={} optimistic={} groups={} replicas={} acceptors={} placement={} clients={} delta={} skew={}/{:.0}ppm ring_slots={} outbox={} retain={} dest={} size={} fault_phase={} load_end={} end={} tie_break={:?} faults={}",
+            "SEED={} dissemination={} optimistic={} groups={} replicas={} acceptors={} placement={} all_acceptors={:?} clients={} delta={} skew={}/{:.0}ppm ring_slots={} outbox={} retain={} dest={} size={} fault_phase={} load_end={} end={} tie_break={:?} faults={}",
             self.seed,
             self.cfg.dissemination.name(),
             self.cfg
@@ -270,6 +369,7 @@ impl SeedRun for RidgeRun {
             self.cfg.replicas,
             self.cfg.acceptors,
             self.cfg.placement.name(),
+            self.cfg.all_acceptors,
             self.cfg.clients,
             self.cfg.delta,
             self.cfg.skew.max_offset,
@@ -298,6 +398,10 @@ impl SeedRun for RidgeRun {
         }
         k.distributor_crash = self.distributor_crash();
         k.clock_skew = self.cfg.skew != Skew::NONE;
+        k.mixed_dest = matches!(self.dest, DestPolicy::Between(..));
+        k.small_retain = self.cfg.retain < 256;
+        k.spread = self.cfg.placement == Placement::Colocated
+            && self.cfg.all_acceptors == AllAcceptors::Spread;
         k
     }
 
@@ -310,6 +414,22 @@ impl SeedRun for RidgeRun {
             &self.cfg,
             determinism,
         )
+    }
+
+    fn check_local(&self, local: &LocalCheck) -> Option<Outcome> {
+        let k = local.stretch;
+        let mut cfg = self.cfg.clone();
+        let t = &mut cfg.timing;
+        for x in [&mut t.heartbeat, &mut t.suspect, &mut t.retry] {
+            *x = Nanos(x.as_nanos() * k);
+        }
+        let phases = self.phases.stretched(k);
+        let load = checking_load(self.dest, cfg.group_count(), None, self.size, &phases);
+        let nodes = ridge::nodes(&cfg, load, self.seed, true);
+        let faults = local_faults(&self.faults, k);
+        Some(check_multicast_local(
+            nodes, &faults, &phases, &cfg, local, self.seed,
+        ))
     }
 
     fn tally_line(t: &Tally) -> String {

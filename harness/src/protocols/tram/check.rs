@@ -8,8 +8,8 @@
 //! the five properties checked.
 
 use crate::sweep::{
-    check_multicast, checking_load, draw_schedule, kinds, seeded_sim, Kinds, Model, Outcome,
-    Phases, SeedRun,
+    check_multicast, check_multicast_local, checking_load, draw_schedule, kinds, local_faults,
+    seeded_sim, Kinds, LocalCheck, Model, Outcome, Phases, SeedRun,
 };
 use multicast::{DestPolicy, GroupId, Membership, Tree};
 use std::sync::Arc;
@@ -120,6 +120,23 @@ impl TramRun {
 }
 
 impl SeedRun for TramRun {
+    fn check_local(&self, local: &LocalCheck) -> Option<Outcome> {
+        let k = local.stretch;
+        let mut cfg = self.cfg.clone();
+        let t = &mut cfg.timing;
+        for x in [&mut t.heartbeat, &mut t.suspect, &mut t.evict] {
+            *x = Nanos(x.as_nanos() * k);
+        }
+        let phases = self.phases.stretched(k);
+        let tree = Some(Arc::new(cfg.tree.clone()));
+        let load = checking_load(self.dest, cfg.group_count(), tree, self.size, &phases);
+        let nodes = tram::nodes(&cfg, load, self.seed, true);
+        let faults = local_faults(&self.faults, k);
+        Some(check_multicast_local(
+            nodes, &faults, &phases, &cfg, local, self.seed,
+        ))
+    }
+
     const PROTOCOL: &'static str = "tram";
     const ABOUT: &'static str =
         "TRAM on random trees under the same faults, leaders of several groups crashing at once";

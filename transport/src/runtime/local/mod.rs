@@ -32,7 +32,7 @@ use crate::rng::{Purpose, Rng};
 use crate::time::Nanos;
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
@@ -51,6 +51,10 @@ pub struct LocalConfig {
     /// Execute remote ops on a NIC thread, asynchronously and reordered across queue pairs,
     /// instead of synchronously at post ([`nic_thread`]).
     pub nic_thread: bool,
+    /// Carry out a write or read of several words in up to 16 pieces of whole words, yielding
+    /// the thread between pieces, so that the target's thread (and other ops) run in between:
+    /// torn accesses become likely, not merely possible (`harness check --runtime local`).
+    pub yield_words: bool,
 }
 
 impl Default for LocalConfig {
@@ -61,6 +65,7 @@ impl Default for LocalConfig {
             spin_polls: 20_000,
             limits: NicLimits::default(),
             nic_thread: false,
+            yield_words: false,
         }
     }
 }
@@ -73,6 +78,8 @@ struct ProcShared {
     pending: AtomicBool,
     thread: usize,
     recv: Mutex<VecDeque<Recv>>,
+    /// Not polled before this time (ns since the start; [`LocalControl::pause`]).
+    paused_until: AtomicU64,
     /// Completions the NIC thread produced for this process.
     cq: Mutex<VecDeque<Completion>>,
 }
@@ -93,6 +100,8 @@ struct Shared {
     not_done: AtomicUsize,
     /// Whether remote ops go through the NIC thread.
     nic_thread: bool,
+    /// [`LocalConfig::yield_words`].
+    yield_words: bool,
     /// The NIC thread's queue pairs, and its wake-up signal.
     nic: Mutex<nic_thread::NicQueues>,
     nic_signal: Condvar,
@@ -136,6 +145,16 @@ impl LocalControl {
     pub fn crash(&self, p: ProcessId) {
         if let Some(proc) = self.shared.procs.get(p.index()) {
             proc.crashed.store(true, Ordering::SeqCst);
+            self.shared.notify(p.index());
+        }
+    }
+
+    /// Pauses `p` for `duration` from now: its thread does not poll it meanwhile (its memory
+    /// and NIC go on), as a descheduled or stopped process.
+    pub fn pause(&self, p: ProcessId, duration: Duration) {
+        if let Some(proc) = self.shared.procs.get(p.index()) {
+            let until = self.shared.now().0 + duration.as_nanos() as u64;
+            proc.paused_until.fetch_max(until, Ordering::SeqCst);
             self.shared.notify(p.index());
         }
     }
@@ -325,10 +344,12 @@ fn execute(shared: &Shared, me: ProcessId, op: &Op, qp_error: &mut bool) -> (Sta
     match op {
         Op::Write { dst, data, imm, .. } => {
             let region = &target.regions[dst.region.index()];
-            if region
-                .guarded(me_i, Access::can_write, |r| r.write_data(dst.offset, data))
-                .is_none()
-            {
+            let write = |r: &SharedRegion| {
+                in_pieces(shared.yield_words, dst.offset, data.len(), |at, len| {
+                    r.write_data(dst.offset + at, &data.window(at, len))
+                })
+            };
+            if region.guarded(me_i, Access::can_write, write).is_none() {
                 return denied();
             }
             if let Some(imm) = imm {
@@ -361,10 +382,12 @@ fn execute(shared: &Shared, me: ProcessId, op: &Op, qp_error: &mut bool) -> (Sta
         Op::Read { src, len, into, .. } => {
             let region = &target.regions[src.region.index()];
             let mut buf = vec![0; *len];
-            if region
-                .guarded(me_i, Access::can_read, |r| r.read(src.offset, &mut buf))
-                .is_none()
-            {
+            let read = |r: &SharedRegion| {
+                in_pieces(shared.yield_words, src.offset, *len, |at, n| {
+                    r.read(src.offset + at, &mut buf[at..at + n])
+                })
+            };
+            if region.guarded(me_i, Access::can_read, read).is_none() {
                 return denied();
             }
             shared.procs[me_i].regions[into.region.index()].write(into.offset, &buf);
@@ -394,6 +417,27 @@ fn execute(shared: &Shared, me: ProcessId, op: &Op, qp_error: &mut bool) -> (Sta
             (Status::Success, Some(old))
         }
         Op::SetAccess { .. } | Op::Reconnect { .. } => unreachable!("not network ops"),
+    }
+}
+
+/// Runs `access(start, len)` over an access of `len` bytes at `offset`: at once, or with
+/// `yielding` in up to 16 pieces of whole aligned words with the thread yielded between
+/// them ([`LocalConfig::yield_words`]).
+fn in_pieces(yielding: bool, offset: usize, len: usize, mut access: impl FnMut(usize, usize)) {
+    let words = (offset + len).div_ceil(8) - offset / 8;
+    if !yielding || words < 2 {
+        return access(0, len);
+    }
+    let per = words.div_ceil(16) * 8;
+    let base = offset / 8 * 8;
+    let mut at = offset;
+    while at < offset + len {
+        if at > offset {
+            std::thread::yield_now();
+        }
+        let end = (base + ((at - base) / per + 1) * per).min(offset + len);
+        access(at - offset, end - at);
+        at = end;
     }
 }
 
@@ -462,6 +506,7 @@ impl<P: Process<LocalNic> + Send> LocalRuntime<P> {
                 pending: AtomicBool::new(true),
                 thread: i % k,
                 recv: Mutex::new(VecDeque::new()),
+                paused_until: AtomicU64::new(0),
                 cq: Mutex::new(VecDeque::new()),
             })
             .collect();
@@ -478,6 +523,7 @@ impl<P: Process<LocalNic> + Send> LocalRuntime<P> {
             stop: AtomicBool::new(false),
             not_done: AtomicUsize::new(n),
             nic_thread: cfg.nic_thread,
+            yield_words: cfg.yield_words,
             nic: Mutex::new(nic_thread::NicQueues::default()),
             nic_signal: Condvar::new(),
         });
@@ -580,7 +626,10 @@ fn thread_main<P: Process<LocalNic>>(
         for (k, (i, process, nic)) in group.iter_mut().enumerate() {
             let ps = &shared.procs[*i];
             let crashed = ps.crashed.load(Ordering::Relaxed);
-            if !crashed {
+            let paused = ps.paused_until.load(Ordering::Relaxed);
+            if !crashed && paused > 0 && shared.now().0 < paused {
+                wake_at = Some(wake_at.map_or(Nanos(paused), |w| w.min(Nanos(paused))));
+            } else if !crashed {
                 ps.pending.store(false, Ordering::Relaxed);
                 let progress = process.poll(nic);
                 if process.stopped() {
