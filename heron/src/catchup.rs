@@ -2,9 +2,9 @@
 //! state): a scripted client that leaves one replica of partition 0 behind by exactly a given
 //! number of updated objects, then makes it find out.
 //!
-//! Two partitions; partition 0 holds `blobs` objects of [`BLOB_BYTES`] each (slots of 32 KB,
-//! the thesis's write size, both versions included), each partition one 8-byte cell. Client
-//! 0's requests, in order:
+//! Two partitions; partition 0 holds `blobs` objects of [`BLOB_BYTES`] each (slots of just
+//! under 32 KB, the thesis's write size, both versions included), each partition one 8-byte
+//! cell. Client 0's requests, in order:
 //! 1. `probe`: reads both cells, writes nothing (multi-partition): the request the laggard
 //!    will fail to execute, its timestamp `T`;
 //! 2. and 3. `bump`: adds one to partition 1's cell, twice: both versions of the cell now
@@ -24,8 +24,10 @@ use crate::app::{Application, Execution, ObjectId, Reads, Table};
 use multicast::GroupId;
 use transport::Rng;
 
-/// Bytes of a blob's value: a slot (two versions, each with its 8-byte tag) of 32 KB.
-pub const BLOB_BYTES: usize = 16 * 1024 - 8;
+/// Bytes of a blob's value: the largest whose slot (two versions, each with its 8-byte tag,
+/// and the 8-byte seal) fits a transfer write of 32 KB, a slot of 32,760 bytes (before the
+/// seal, 16 KB less 8 made slots of exactly 32 KB).
+pub const BLOB_BYTES: usize = 16 * 1024 - 16;
 
 /// Table of the blobs.
 const BLOB: u16 = 0;
@@ -203,7 +205,7 @@ mod tests {
         for row in 0..3 {
             assert!(state[&Catchup::blob(row)].iter().all(|&b| b == 0xfe));
         }
-        assert_eq!(app.fill_bytes(), 3 * 32 * 1024);
+        assert_eq!(app.fill_bytes(), 3 * (32 * 1024 - 8));
         assert_eq!(app.generate(1, 0, &mut rng), vec![IDLE]);
     }
 }

@@ -26,11 +26,32 @@ use multicast::Membership;
 use std::collections::{BTreeMap, BTreeSet};
 use transport::{LocalAddr, Nanos, Nic, RemoteAddr, Work};
 
-/// A coordination state: the request was delivered (phase 2) or executed (phase 4).
+/// A coordination state: the request was delivered (phase 2) or executed (phase 4). Each is a
+/// word of its own in a coordination entry (see [`ENTRY`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Stage {
-    Delivered = 1,
-    Executed = 2,
+    Delivered = 0,
+    Executed = 1,
+}
+
+/// What a coordination entry says of its writer `q`: the last request `q` took, and the last
+/// one it executed (or skipped, having installed a state transfer past it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Coord {
+    pub(crate) delivered: u64,
+    pub(crate) executed: u64,
+}
+
+impl Coord {
+    /// Line 14 (with the departure above): `q` took the request `tmp` or a later one.
+    pub(crate) fn delivered(&self, tmp: u64) -> bool {
+        self.delivered.max(self.executed) >= tmp
+    }
+
+    /// Line 20: `q` executed `tmp` (or skipped it), or took a later request.
+    pub(crate) fn executed(&self, tmp: u64) -> bool {
+        self.executed >= tmp || self.delivered > tmp
+    }
 }
 
 impl<S, A: Application> HeronServer<S, A> {
@@ -113,7 +134,7 @@ impl<S, A: Application> HeronServer<S, A> {
         }
     }
 
-    /// `write_coord(q, p, <tmp, stage>)`.
+    /// `write_coord(q, p, <tmp, stage>)`: `tmp` into the word of `stage`, alone.
     pub(crate) fn write_coord_into<N: Nic>(
         &mut self,
         nic: &mut N,
@@ -121,19 +142,24 @@ impl<S, A: Application> HeronServer<S, A> {
         tmp: u64,
         stage: Stage,
     ) {
-        let mut entry = [0u8; ENTRY];
-        entry[..8].copy_from_slice(&(stage as u64).to_le_bytes());
-        entry[8..].copy_from_slice(&tmp.to_le_bytes());
-        let at = self.me.index() * ENTRY;
-        self.write(nic, RemoteAddr::new(q, self.regions.coord, at), &entry);
+        let at = self.me.index() * ENTRY + 8 * stage as usize;
+        self.write(
+            nic,
+            RemoteAddr::new(q, self.regions.coord, at),
+            &tmp.to_le_bytes(),
+        );
     }
 
-    /// `coord_mem[q]` as this replica sees it now: `(stage, tmp)`.
-    pub(crate) fn coord_entry(&self, nic: &impl Nic, q: transport::ProcessId) -> (u64, u64) {
-        let at = |w: usize| LocalAddr::new(self.regions.coord, q.index() * ENTRY + w);
-        let stage = nic.load_u64(at(0)).expect("own region");
-        let tmp = nic.load_u64(at(8)).expect("own region");
-        (stage, tmp)
+    /// `coord_mem[q]` as this replica sees it now. Each word is loaded whole, and each only
+    /// grows, so what it says stays true whenever the other was loaded.
+    pub(crate) fn coord_entry(&self, nic: &impl Nic, q: transport::ProcessId) -> Coord {
+        let at = |stage: Stage| {
+            LocalAddr::new(self.regions.coord, q.index() * ENTRY + 8 * stage as usize)
+        };
+        Coord {
+            delivered: nic.load_u64(at(Stage::Delivered)).expect("own region"),
+            executed: nic.load_u64(at(Stage::Executed)).expect("own region"),
+        }
     }
 
     /// Lines 14 and 20: whether a majority of every involved partition reached `stage` for the
@@ -152,10 +178,10 @@ impl<S, A: Application> HeronServer<S, A> {
                 .members(h)
                 .filter(|&q| {
                     scanned += 1;
-                    let (s, t) = self.coord_entry(nic, q);
+                    let c = self.coord_entry(nic, q);
                     match stage {
-                        Stage::Delivered => t >= tmp,
-                        Stage::Executed => (t == tmp && s == Stage::Executed as u64) || t > tmp,
+                        Stage::Delivered => c.delivered(tmp),
+                        Stage::Executed => c.executed(tmp),
                     }
                 })
                 .count();
@@ -206,5 +232,97 @@ impl<S, A: Application> HeronServer<S, A> {
         let at = self.me.index() * codec.slot_bytes();
         let region = crate::client::responses(&self.cfg);
         self.write(nic, RemoteAddr::new(client, region, at), &slot);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Stage;
+    use crate::fixture::{writes_to, Fixture};
+    use crate::server::Phase;
+    use transport::{ProcessId, RemoteAddr};
+
+    /// What replica `rank` of partition `g` writes into `to`'s coordination memory when it
+    /// writes `<tmp, stage>` for each of `entries`, in order.
+    fn coord_writes(
+        (g, rank): (u8, usize),
+        to: ProcessId,
+        entries: &[(u64, Stage)],
+    ) -> Vec<(RemoteAddr, Vec<u8>)> {
+        let mut q = Fixture::new(g, rank);
+        for &(tmp, stage) in entries {
+            q.server.write_coord_into(&mut q.nic, to, tmp, stage);
+        }
+        writes_to(&q.ops(), to)
+    }
+
+    /// Replica 0 of partition 0 in phase 4 of request 100 (keys 0 and 1, both partitions),
+    /// with a majority of partition 0 and one replica of partition 1 executed: replica 0 of
+    /// partition 1 decides whether a majority of partition 1 is in.
+    fn finishing() -> Fixture {
+        let mut f = Fixture::new(0, 0);
+        f.deliver(100, &[0, 1]);
+        f.run();
+        let run = f.server.running.as_mut().expect("request 100 taken");
+        run.phase = Phase::Finish;
+        run.response = Some(Vec::new());
+        let me = f.server.me;
+        f.server
+            .write_coord_into(&mut f.nic, me, 100, Stage::Executed);
+        for peer in [(0, 1), (1, 1)] {
+            for (dst, bytes) in coord_writes(peer, me, &[(100, Stage::Executed)]) {
+                f.land_write(dst, &bytes);
+            }
+        }
+        f.ops();
+        f
+    }
+
+    /// Whether phase 4 counted a majority of every involved partition.
+    fn majority(f: &Fixture) -> bool {
+        f.server
+            .running
+            .as_ref()
+            .is_none_or(|r| r.phase != Phase::Finish || r.majority_at.is_some())
+    }
+
+    /// H4: a replica that executed request 50 and then took request 100 never counts as
+    /// having executed 100 in another replica's phase 4, however the words of its writes
+    /// have landed when that replica looks (every write before whole, any words of the one
+    /// landing).
+    #[test]
+    fn a_torn_coordination_entry_never_ends_phase_4_early() {
+        let q = (1, 0);
+        let me = Fixture::new(0, 0).server.me;
+        let writes = coord_writes(q, me, &[(50, Stage::Executed), (100, Stage::Delivered)]);
+        let mut early = Vec::new();
+        for landing in 0..writes.len() {
+            let (dst, bytes) = &writes[landing];
+            for mask in 0..1u64 << (bytes.len() / 8) {
+                let mut f = finishing();
+                for (dst, bytes) in &writes[..landing] {
+                    f.land_write(*dst, bytes);
+                }
+                f.land_words(*dst, bytes, mask);
+                f.run();
+                if majority(&f) {
+                    early.push((landing, mask));
+                }
+            }
+        }
+        assert!(
+            early.is_empty(),
+            "phase 4 ended on (write, words landed): {early:?}"
+        );
+        // Once it executes 100, it counts.
+        let mut f = finishing();
+        for (dst, bytes) in writes
+            .iter()
+            .chain(&coord_writes(q, me, &[(100, Stage::Executed)]))
+        {
+            f.land_write(*dst, bytes);
+        }
+        f.run();
+        assert!(majority(&f));
     }
 }

@@ -32,8 +32,9 @@
 
 use crate::app::{Application, ObjectId};
 use crate::coordination::Stage;
+use crate::seal::SEAL;
 use crate::server::{HeronServer, Inflight, Phase, READ_SLOTS};
-use crate::store::valid;
+use crate::store::{valid, Version};
 use multicast::Membership;
 use transport::{LocalAddr, Nanos, Nic, RemoteAddr, Status, Work};
 
@@ -137,7 +138,7 @@ impl<S, A: Application> HeronServer<S, A> {
         let slot = self.read_own(nic, LocalAddr::new(self.regions.objects, at), len);
         nic.work(Work::Copy, len as u64);
         nic.work(Work::Row, 1);
-        self.accept(oid, &slot);
+        self.accept(oid, self.layout.versions(oid, &slot));
         self.recycle(slot);
         true
     }
@@ -164,7 +165,9 @@ impl<S, A: Application> HeronServer<S, A> {
             .cfg
             .members(h)
             .filter(|&q| {
-                !run.failed.contains(&q) && !asked.contains(&q) && self.coord_entry(nic, q).1 >= tmp
+                !run.failed.contains(&q)
+                    && !asked.contains(&q)
+                    && self.coord_entry(nic, q).delivered(tmp)
             })
             .collect();
         // A process a read already failed at has crashed (objects are readable by every
@@ -236,7 +239,12 @@ impl<S, A: Application> HeronServer<S, A> {
             let at = LocalAddr::new(self.regions.reads, read.buffer * self.layout.max_slot());
             let slot = self.read_own(nic, at, len);
             nic.work(Work::Row, 1);
-            self.accept(read.oid, &slot);
+            match self.layout.open(read.oid, &slot) {
+                Some(versions) => self.accept(read.oid, versions),
+                // Read while its owner wrote it: the object is still missing, so it is read
+                // again (see `crate::store`).
+                None => self.counters.torn_reads += 1,
+            }
             self.recycle(slot);
         }
         worked
@@ -249,11 +257,10 @@ impl<S, A: Application> HeronServer<S, A> {
             .is_some_and(|r| r.phase == Phase::Transfer)
     }
 
-    /// Lines 24-32: keeps the valid version of `oid` from the bytes of its slot, or finds that
-    /// this replica lags.
-    fn accept(&mut self, oid: ObjectId, slot: &[u8]) {
+    /// Lines 24-32: keeps the valid version of `oid` among the two versions of its slot, or
+    /// finds that this replica lags.
+    fn accept(&mut self, oid: ObjectId, versions: [Version<'_>; 2]) {
         let run = self.running.as_mut().expect("running");
-        let versions = self.layout.versions(oid, slot);
         match valid(&versions, run.req.tmp) {
             Some(v) => {
                 run.reads.insert(oid, v.to_vec());
@@ -271,7 +278,7 @@ impl<S, A: Application> HeronServer<S, A> {
     }
 
     /// Lines 33-35: writes the new version of each of this partition's objects the request
-    /// wrote, over the older version: tag first, then value (see [`crate::store`]).
+    /// wrote, over the older version, and the slot's new seal (see [`crate::store`]).
     ///
     /// # Panics
     /// If the application writes an object of a replicated table or outside the request's
@@ -302,17 +309,143 @@ impl<S, A: Application> HeronServer<S, A> {
             self.updates.push((tmp, *oid));
             let (at, len) = self.layout.slot(*oid, self.app.row_of(*oid));
             let base = LocalAddr::new(self.regions.objects, at);
-            let slot = self.read_own(nic, base, len);
-            let (tag, val) = self.layout.older(&self.layout.versions(*oid, &slot), len);
-            self.recycle(slot);
-            let mut padded = vec![0; self.layout.value_bytes(*oid)];
-            padded[..value.len()].copy_from_slice(value);
-            nic.write_local(base.add(tag), &tmp.to_le_bytes())
+            let mut slot = self.read_own(nic, base, len);
+            let version = self.layout.rewrite(&mut slot, tmp, value);
+            // The version, then the seal: in whatever order their words become visible, a
+            // reader takes the slot only once both are whole.
+            nic.write_local(base.add(version.start), &slot[version.clone()])
                 .expect("own region");
-            nic.write_local(base.add(val), &padded).expect("own region");
-            nic.work(Work::Copy, padded.len() as u64);
+            nic.write_local(base.add(len - SEAL), &slot[len - SEAL..])
+                .expect("own region");
+            self.recycle(slot);
+            nic.work(Work::Copy, self.layout.value_bytes(*oid) as u64);
             nic.work(Work::Row, 1);
         }
         self.applied = tmp;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::fixture::{Fixture, Pairs};
+    use crate::seal::reseal;
+    use crate::server::Phase;
+    use transport::{LocalAddr, OpKind, RemoteAddr, Status, WrId};
+
+    /// A slot of the fixture's application: version `a` then version `b`, each `(tag, [x|y])`,
+    /// sealed.
+    fn slot(a: (u64, [u64; 2]), b: (u64, [u64; 2])) -> Vec<u8> {
+        let mut out: Vec<u8> = [a, b]
+            .iter()
+            .flat_map(|&(tag, [x, y])| [tag, x, y])
+            .chain([0])
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        reseal(&mut out);
+        out
+    }
+
+    /// `base` with the words of `range` (bytes) taken from `from`: a read that saw those words
+    /// at another instant.
+    fn torn(base: &[u8], from: &[u8], range: std::ops::Range<usize>) -> Vec<u8> {
+        let mut out = base.to_vec();
+        out[range.clone()].copy_from_slice(&from[range]);
+        out
+    }
+
+    /// Replica 0 of partition 0 executing request 100 on keys 0 (its own) and 1 (partition
+    /// 1's, read from a replica that coordinated), its remote read in flight.
+    fn reading() -> Fixture {
+        let mut f = Fixture::new(0, 0);
+        f.deliver(100, &[0, 1]);
+        f.run();
+        let coord = f.server.regions.coord;
+        for (g, rank) in [(0, 1), (1, 0), (1, 1)] {
+            let q = f.process(g, rank);
+            f.land(
+                coord,
+                q.index() * crate::server::ENTRY,
+                &100u64.to_le_bytes(),
+            );
+        }
+        f.ops();
+        f.run();
+        f
+    }
+
+    /// The one read posted since the last look: `(wr, from, into)`.
+    fn in_flight(f: &mut Fixture) -> (WrId, RemoteAddr, LocalAddr) {
+        let reads = f.reads();
+        let [read] = reads[..] else {
+            panic!("not one read posted: {reads:?}");
+        };
+        read
+    }
+
+    /// Lands `bytes` as the data of `read` and completes it.
+    fn answer(f: &mut Fixture, (wr, src, into): (WrId, RemoteAddr, LocalAddr), bytes: &[u8]) {
+        f.land(into.region, into.offset, bytes);
+        f.complete(wr, OpKind::Read, src.process, Status::Success);
+        f.run();
+    }
+
+    /// What the running request read of key 1, and whether it lags.
+    fn outcome(f: &Fixture) -> (Option<Vec<u8>>, bool) {
+        match &f.server.running {
+            Some(run) => (
+                run.reads.get(&Pairs::oid(1)).cloned(),
+                run.phase == Phase::Transfer,
+            ),
+            None => panic!("request 100 is still running"),
+        }
+    }
+
+    /// H1: a slot read while its owner writes it, in any order of its words, is never taken:
+    /// not its value (future, stale or half-new), and not as a reason to lag. The reader reads
+    /// it again, and takes the valid version once the slot is whole.
+    #[test]
+    fn a_torn_object_slot_is_read_again_never_taken() {
+        // Versions 150 and 30; request 200 replaces 30. Request 100 must take 30.
+        let before = slot((150, [150, 150]), (30, [30, 30]));
+        let after = slot((150, [150, 150]), (200, [200, 200]));
+        // Versions 30 and 20; request 40 replaces 20: request 100 must take 30 or 40.
+        let early = slot((30, [30, 30]), (20, [20, 20]));
+        let early_after = slot((30, [30, 30]), (40, [40, 40]));
+        // Versions 30 and 50; 150 replaces 30, then 200 replaces 50: request 100 must take 50.
+        let first = slot((30, [30, 30]), (50, [50, 50]));
+        let last = slot((150, [150, 150]), (200, [200, 200]));
+        let cases = [
+            ("old tag, new value (future)", torn(&before, &after, 32..48)),
+            ("old tag, half-new value", torn(&before, &after, 32..40)),
+            ("new tag, old value (lag)", torn(&before, &after, 24..32)),
+            (
+                "new tag, old value (stale)",
+                torn(&early, &early_after, 24..32),
+            ),
+            ("new version, old seal", torn(&before, &after, 24..48)),
+            (
+                "one version before a write, the other after the next",
+                torn(&first, &last, 24..48),
+            ),
+        ];
+        let mut taken = Vec::new();
+        for (case, bytes) in cases {
+            let mut f = reading();
+            let read = in_flight(&mut f);
+            answer(&mut f, read, &bytes);
+            let (value, lags) = outcome(&f);
+            if value.is_some() || lags {
+                taken.push((case, value.map(|v| Pairs::words(&v)), lags));
+                continue;
+            }
+            assert_eq!(f.server.counters.torn_reads, 1, "{case}");
+            let again = in_flight(&mut f);
+            answer(&mut f, again, &before);
+            assert_eq!(outcome(&f), (Some(Pairs::value(30, 30)), false), "{case}");
+        }
+        assert!(
+            taken.is_empty(),
+            "torn reads taken (value, lags): {taken:#?}"
+        );
     }
 }

@@ -47,6 +47,32 @@
 //!   without naming the phase. (Until 2026-11-24 it applied to phase 2 as well, which added
 //!   up to the wait to every multi-partition request's coordination for nothing.)
 //!
+//! # Memory protocol
+//! The RDMA rule everything below rests on: only an aligned 8-byte word is atomic. A one-sided
+//! read of several words may see them in any order and at different instants, between the
+//! owner's local writes (which become visible word by word, in any order); a write of several
+//! words may land them in any order. Only the order of whole writes from one process to one
+//! peer holds (one queue pair). So every entry that a reader may read while someone writes
+//! it is either
+//! - **a single word**, where that is enough: a coordination entry is two words written one
+//!   at a time, the last request its writer took and the last it executed, each only growing
+//!   (see [`coordination`]); or
+//! - **sealed**: its last word is a 64-bit digest of the others (SplitMix64 finalisations,
+//!   [`transport::rng::mix64`], chained over the words), and a reader takes the entry only if
+//!   the seal matches; otherwise it reads again and decides nothing. An object slot has one
+//!   seal over both versions ([`store`]: one per version is not enough, a read may see one
+//!   version before a write and the other after the next); a state-sync entry and a
+//!   transfer's directory have theirs ([`state_transfer`]).
+//!
+//! Why a seal rather than a seqlock or a canary written last: a single RDMA read has no
+//! internal order, so a version word written last proves nothing about the words beside it,
+//! and a seqlock needs a second read per object; a seal is checked within the one read Heron
+//! already makes, for one word per entry. A view mixing two writes matches its seal with
+//! probability about 2^-64 (a view one word away from a written entry never does); a view
+//! made only of words no write has reached yet (all zero) is a row never written. Why not
+//! `transport`'s slot codec: its canary keeps a 32-bit CRC beside a sequence number the reader
+//! must expect, and a reader of an object knows no sequence number; its checksum is private.
+//!
 //! # Testing
 //! `tests/sim.rs` runs Heron over RamCast on the simulator (module `testing`, behind the
 //! `testing` feature, which the harness shares) and judges every run with the
@@ -95,11 +121,14 @@ pub mod client;
 pub mod config;
 pub mod coordination;
 pub mod execution;
+#[cfg(test)]
+mod fixture;
 pub mod kv;
 pub mod layered;
 pub mod null;
 pub mod oracle;
 mod population;
+mod seal;
 pub mod server;
 pub mod state_transfer;
 pub mod store;

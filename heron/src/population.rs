@@ -17,7 +17,8 @@ use transport::RegionImage;
 /// The initial objects of one partition.
 #[derive(Debug)]
 pub(crate) struct Population {
-    /// The object region with every object's initial value in both versions, timestamp 0.
+    /// The object region with every object's initial value in both versions, timestamp 0,
+    /// sealed.
     pub(crate) image: RegionImage,
     /// Every object the partition holds, ascending, once each.
     pub(crate) objects: Vec<ObjectId>,
@@ -34,11 +35,8 @@ impl Population {
         let mut slot = Vec::new();
         app.populate(g, &mut |oid, value| {
             let (at, len) = layout.slot(oid, app.row_of(oid));
-            slot.clear();
             slot.resize(len, 0);
-            for half in [0, len / 2] {
-                slot[half + 8..half + 8 + value.len()].copy_from_slice(&value);
-            }
+            layout.initial(&value, &mut slot);
             image.write(at, &slot);
             objects.push(oid);
         });

@@ -15,10 +15,13 @@ use transport::{
     RemoteAddr, Status, WrId, WriteFlags,
 };
 
-/// Bytes of a coordination entry: `[state u64 | tmp u64]`. The state word
-/// comes first: a reader that sees a new state beside an old timestamp (words land in ascending
-/// order) sees a state the entry really passed through for that timestamp or an earlier one, so
-/// a torn read can only delay a wait, never end one early.
+/// Bytes of a coordination entry: `[delivered u64 | executed u64]`, the timestamps of the last
+/// request its writer took and of the last it executed (Algorithm 9's `<tmp, state>`, one word
+/// per state). Each word is written alone and only grows, so a reader needs no seal: an
+/// aligned word is never torn, and the two words, read at different instants, each say
+/// something true (see `crate::coordination::Coord`). As `[state | tmp]`, a reader could
+/// take the state `2` of `<t, 2>` with the timestamp of the next `<t', 1>` and end phase 4 of
+/// `t'` before its writer executed it.
 pub(crate) const ENTRY: usize = 16;
 
 /// Remote reads one request keeps in flight at most (the read buffer's slots).
@@ -97,6 +100,14 @@ pub(crate) struct Asked {
     pub(crate) since: Nanos,
 }
 
+/// The latest value written at a remote address.
+#[derive(Clone, Debug)]
+pub(crate) struct Posted {
+    /// Its place in Heron's post order.
+    pub(crate) seq: u64,
+    pub(crate) data: Vec<u8>,
+}
+
 /// A remote read in flight.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Inflight {
@@ -142,6 +153,8 @@ pub struct Counters {
     /// Remote reads issued to another replica because an earlier one had not returned within
     /// [`Config::read_timeout`](crate::Config::read_timeout).
     pub late_reads: u64,
+    /// Remote reads that returned a slot its owner was writing (not sealed), made again.
+    pub torn_reads: u64,
     /// Multi-partition requests whose phase 4 ended on the extra wait's timeout rather
     /// than with every replica in.
     pub waited_out: u64,
@@ -150,6 +163,9 @@ pub struct Counters {
     pub transfers_asked: u64,
     /// State transfers it received and installed.
     pub transfers_received: u64,
+    /// State transfers it refused to install (see [`crate::state_transfer::Refused`]) and
+    /// asked for again.
+    pub transfers_refused: u64,
     /// State transfers it served.
     pub transfers_served: u64,
     /// Objects it sent while serving them.
@@ -186,9 +202,11 @@ impl Counters {
             remote_reads,
             failed_reads,
             late_reads,
+            torn_reads,
             waited_out,
             transfers_asked,
             transfers_received,
+            transfers_refused,
             transfers_served,
             objects_sent,
             rewrites,
@@ -205,9 +223,11 @@ impl Counters {
         self.remote_reads += remote_reads;
         self.failed_reads += failed_reads;
         self.late_reads += late_reads;
+        self.torn_reads += torn_reads;
         self.waited_out += waited_out;
         self.transfers_asked += transfers_asked;
         self.transfers_received += transfers_received;
+        self.transfers_refused += transfers_refused;
         self.transfers_served += transfers_served;
         self.objects_sent += objects_sent;
         self.rewrites += rewrites;
@@ -242,12 +262,16 @@ pub struct HeronServer<S, A> {
     /// Work requests Heron posted and whose completions it waits for.
     pub(crate) upper: BTreeSet<WrId>,
     pub(crate) completions: VecDeque<Completion>,
-    /// The latest value Heron wrote at each remote address.
-    pub(crate) latest: BTreeMap<RemoteAddr, Vec<u8>>,
+    /// The latest value Heron wrote at each remote address, with its place in post order.
+    pub(crate) latest: BTreeMap<RemoteAddr, Posted>,
+    /// Remote writes Heron made so far (numbers them in post order).
+    pub(crate) posts: u64,
     /// Heron's writes in flight, by work request.
     pub(crate) written: BTreeMap<WrId, RemoteAddr>,
-    /// Addresses to write again (their write was flushed), and when.
-    pub(crate) retries: BTreeMap<RemoteAddr, Nanos>,
+    /// Peers to write again to (a write to them was flushed), and when.
+    pub(crate) retries: BTreeMap<ProcessId, Nanos>,
+    /// The addresses whose latest value goes out again, by peer and in post order.
+    pub(crate) pending: BTreeMap<(ProcessId, u64), RemoteAddr>,
     /// Remote reads that returned, with their completions, for the running request.
     pub(crate) returned: VecDeque<(Completion, Inflight)>,
     /// Processes a remote read failed at (crashed).
@@ -300,8 +324,10 @@ impl<S, A: Application> HeronServer<S, A> {
             upper: BTreeSet::new(),
             completions: VecDeque::new(),
             latest: BTreeMap::new(),
+            posts: 0,
             written: BTreeMap::new(),
             retries: BTreeMap::new(),
+            pending: BTreeMap::new(),
             returned: VecDeque::new(),
             unreachable: BTreeSet::new(),
             inflight: BTreeMap::new(),
@@ -420,22 +446,38 @@ impl<S, A: Application> HeronServer<S, A> {
     /// Heron shares its queue pairs with the multicast layer, which may put one in error (a
     /// write of its own refused after a leader change): Heron's writes queued behind are then
     /// flushed. Every address Heron writes holds a value that only moves forward (its own
-    /// coordination entry, its response slot at a client, its transfer area and entries), so a
+    /// coordination words, its response slot at a client, its transfer area and entries), so a
     /// flushed write is repaired by writing the address's latest value again once the queue
-    /// pair is back ([`HeronServer::retry_writes`]).
+    /// pair is back ([`HeronServer::retry_writes`]). What a peer reads may depend on the order
+    /// of writes to it (a transfer's completion entry after its objects), so the writes to a
+    /// peer go out again in the order they were posted, and a new write to a peer with writes
+    /// to make again waits behind them.
     pub(crate) fn write<N: Nic>(&mut self, nic: &mut N, dst: RemoteAddr, data: &[u8]) {
         if dst.process == self.me {
             nic.write_local(LocalAddr::new(dst.region, dst.offset), data)
                 .expect("own region");
             return;
         }
-        self.latest.insert(dst, data.to_vec());
-        self.post(nic, dst);
+        let seq = self.posts;
+        self.posts += 1;
+        let posted = Posted {
+            seq,
+            data: data.to_vec(),
+        };
+        if let Some(old) = self.latest.insert(dst, posted) {
+            // A value waiting to go out again is superseded: this one goes in its stead, later.
+            self.pending.remove(&(dst.process, old.seq));
+        }
+        if self.retries.contains_key(&dst.process) {
+            self.pending.insert((dst.process, seq), dst);
+        } else {
+            self.post(nic, dst);
+        }
     }
 
     /// Posts the latest value of `dst`.
     fn post<N: Nic>(&mut self, nic: &mut N, dst: RemoteAddr) {
-        let data = &self.latest[&dst];
+        let data = &self.latest[&dst].data;
         if let Ok(wr) = nic.post_write(dst, data, WriteFlags::SIGNALED) {
             self.upper.insert(wr);
             self.written.insert(wr, dst);
@@ -449,7 +491,9 @@ impl<S, A: Application> HeronServer<S, A> {
             if let Some(dst) = self.written.remove(&c.wr) {
                 if c.status == Status::Flushed {
                     let due = nic.now() + RETRY;
-                    self.retries.entry(dst).or_insert(due);
+                    self.retries.entry(dst.process).or_insert(due);
+                    self.pending
+                        .insert((dst.process, self.latest[&dst].seq), dst);
                 }
                 continue;
             }
@@ -459,20 +503,25 @@ impl<S, A: Application> HeronServer<S, A> {
         }
     }
 
-    /// Writes again every address whose write was flushed and whose retry is due; returns when
-    /// the next one is.
+    /// Writes again, in post order, the addresses of every peer whose retry is due; returns
+    /// when the next one is.
     pub(crate) fn retry_writes<N: Nic>(&mut self, nic: &mut N) -> (bool, Option<Nanos>) {
         let now = nic.now();
-        let due: Vec<RemoteAddr> = self
+        let due: Vec<ProcessId> = self
             .retries
             .iter()
             .filter(|&(_, &t)| t <= now)
-            .map(|(&a, _)| a)
+            .map(|(&p, _)| p)
             .collect();
-        for dst in &due {
-            self.retries.remove(dst);
-            self.post(nic, *dst);
-            self.counters.rewrites += 1;
+        for &p in &due {
+            self.retries.remove(&p);
+            let mut rest = self.pending.split_off(&(p, 0));
+            let mut later = rest.split_off(&(ProcessId(p.0 + 1), 0));
+            self.pending.append(&mut later);
+            for dst in rest.into_values() {
+                self.post(nic, dst);
+                self.counters.rewrites += 1;
+            }
         }
         (!due.is_empty(), self.retries.values().min().copied())
     }

@@ -192,7 +192,9 @@ fn a_replica_paused_past_its_partition_catches_up_by_state_transfer() {
 /// it executes it, and one that installs a transfer up to `rid` writes `<rid, 2>` into every
 /// server's coordination memory. Since clients wait for an answer from every partition a
 /// request involves (as the thesis's do), the timing of seed 219 changed and its run installs no
-/// transfer any more; the same faults under seed 34 do (one transfer, 22 requests skipped).
+/// transfer any more; the same faults under seed 34 did (one transfer, 22 requests skipped),
+/// until sealed object slots and entries (8 bytes more per slot, see `heron::store`) changed
+/// its timing too; under seed 19 they do (one transfer, 9 requests skipped).
 #[test]
 fn a_laggard_that_skipped_a_request_lets_phase_4_of_it_end() {
     let cfg = Config {
@@ -218,7 +220,7 @@ fn a_laggard_that_skipped_a_request_lets_phase_4_of_it_end() {
             process: ProcessId(6),
         },
     ];
-    let r = run(cfg, 0.6, 34, faults, 1_500);
+    let r = run(cfg, 0.6, 19, faults, 1_500);
     check(&r);
     assert!(r.stuck().is_empty(), "{:?}", r.stuck());
     assert!(r.counters().transfers_received >= 1, "{:?}", r.counters());
@@ -250,11 +252,14 @@ fn coordination_writes_flushed_by_a_leader_change_are_made_again() {
 /// the read to fail, which takes the NIC's retry timeout (10 ms on xl170-cx4), and every later
 /// request of their partitions waited behind: three of the four clients had nothing answered
 /// between the last fault and the end of their load. Fixed: a read not back within
-/// `Config::read_timeout` is also made at another replica that coordinated.
+/// `Config::read_timeout` is also made at another replica that coordinated. Sealed object
+/// slots (8 bytes more per slot, see `heron::store`) changed the timing of seed 1, which no
+/// longer reads from the crashed replica; seed 13 does, and with the read timeout out of reach
+/// leaves all four clients with nothing answered after the faults.
 #[test]
 fn a_crashed_replica_does_not_hold_reads_for_the_retry_timeout() {
-    let c = chaos(1);
-    let r = run(c.cfg, 0.6, 1, c.faults, c.stop.as_nanos() / 1_000);
+    let c = chaos(13);
+    let r = run(c.cfg, 0.6, 13, c.faults, c.stop.as_nanos() / 1_000);
     check(&r);
     assert!(
         r.idle_clients(c.quiet).is_empty(),
