@@ -609,7 +609,7 @@ struct CheckArgs {
     runtime: CheckRuntime,
     /// With --runtime local: wall nanoseconds per simulated nanosecond of the seed's schedule,
     /// phases and timeouts.
-    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10_000))]
     stretch: u64,
     /// Which seeds run with torn landings: the simulator carries a write or read that spans
     /// several 8-byte words out in pieces at distinct instants (words or cache lines,

@@ -1157,6 +1157,11 @@ fn judge_run<S: Server + Observed, C>(
     judge(nodes, crashed, faults, phases, m, out);
 }
 
+/// The longest convergence phase of a local run: the simulator's [`CONVERGE`] stretched would
+/// keep every seed running for seconds after its load, though threads catch up in far less
+/// (the longest wait a stretched schedule holds, an eviction, stays under a second at 100x).
+pub(crate) const LOCAL_CONVERGE: Nanos = Nanos(2_000_000_000);
+
 /// How `harness check --runtime local` runs a seed on real threads: the seed's schedule, its
 /// timeouts and its phases stretched from simulated to wall time, the faults a concurrent
 /// runtime can apply, the NIC thread's interleaving.
@@ -1173,13 +1178,15 @@ pub(crate) struct LocalCheck {
 }
 
 impl Phases {
-    /// The phases `k` times as long (a local run's wall-time phases).
+    /// The phases `k` times as long (a local run's wall-time phases), convergence cut to
+    /// [`LOCAL_CONVERGE`] at most.
     pub(crate) fn stretched(&self, k: u64) -> Phases {
         let x = |t: Nanos| Nanos(t.as_nanos().saturating_mul(k));
+        let converge = x(self.limit.saturating_sub(self.load_end)).min(LOCAL_CONVERGE);
         Phases {
             last_fault: x(self.last_fault),
             load_end: x(self.load_end),
-            limit: x(self.limit),
+            limit: x(self.load_end).saturating_add(converge),
         }
     }
 }
@@ -1531,6 +1538,80 @@ pub(crate) fn assert_passes_under<R: SeedRun>(run: &R, model: &Model) -> Outcome
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    /// `--torn drawn` tears about half the seeds, with every piece size and order among them;
+    /// `always` every seed with the same draw; `never` none.
+    #[test]
+    fn torn_policies_choose_the_seeds_that_tear() {
+        let model = |torn| Model {
+            torn,
+            ..Model::hardware("r320-cx3")
+        };
+        let (drawn, always, never) = (model(Torn::Drawn), model(Torn::Always), model(Torn::Never));
+        let mut kinds = std::collections::BTreeSet::new();
+        let mut torn = 0;
+        for seed in 0..400 {
+            let t = always.tearing(seed).expect("always");
+            kinds.insert(
+                t.to_string()
+                    .split('/')
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .join("/"),
+            );
+            if let Some(d) = drawn.tearing(seed) {
+                assert_eq!(d, t, "seed {seed}: drawn and always tear alike");
+                torn += 1;
+            }
+            assert!(never.tearing(seed).is_none());
+        }
+        assert!((150..250).contains(&torn), "{torn} of 400 seeds torn");
+        assert_eq!(kinds.len(), 4, "{kinds:?}");
+    }
+
+    /// The stretched phases keep their order and cap the convergence of a local run.
+    #[test]
+    fn a_local_run_stretches_the_schedule_and_keeps_crashes_and_pauses() {
+        let p = Phases {
+            last_fault: Nanos(1_000),
+            load_end: Nanos(5_000),
+            limit: Nanos(100_000_000),
+        };
+        let s = p.stretched(100);
+        assert_eq!((s.last_fault, s.load_end), (Nanos(100_000), Nanos(500_000)));
+        assert_eq!(s.limit, Nanos(500_000) + LOCAL_CONVERGE);
+        let faults = [
+            Fault::CrashMidPost {
+                at: Nanos(7),
+                process: ProcessId(1),
+            },
+            Fault::Pause {
+                at: Nanos(3),
+                process: ProcessId(2),
+                duration: Nanos(5),
+            },
+            Fault::Slow {
+                at: Nanos(1),
+                process: ProcessId(0),
+                duration: Nanos(5),
+                factor: 2.0,
+            },
+        ];
+        assert_eq!(
+            local_faults(&faults, 10),
+            vec![
+                Fault::Crash {
+                    at: Nanos(70),
+                    process: ProcessId(1)
+                },
+                Fault::Pause {
+                    at: Nanos(30),
+                    process: ProcessId(2),
+                    duration: Nanos(50)
+                },
+            ]
+        );
+    }
 
     /// A sweep's report on one thread and on two: every run's outcome, in seed order, and the
     /// tally line. TRAM runs are the longest-lived, so a batch finishes out of order.

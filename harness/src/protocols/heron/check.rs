@@ -449,6 +449,46 @@ impl SeedRun for HeronRun {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sweep reaches what the crate's own schedule never draws (issue 44), each in a fair
+    /// share of the seeds, and a five-replica run keeps its crashes within f per partition.
+    #[test]
+    fn seeds_reach_five_replicas_late_faults_and_broken_serves() {
+        let mut seen = [0u32; 6];
+        for seed in 0..400 {
+            let run = HeronRun::derive(seed);
+            let k = run.kinds();
+            for (i, b) in [
+                k.five_replicas,
+                k.late_fault,
+                k.serve_broken,
+                k.mid_post,
+                k.link_delay,
+                k.false_suspicion,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                seen[i] += b as u32;
+            }
+            let cfg = &run.chaos.cfg;
+            for g in 0..cfg.partitions {
+                let crashed = cfg
+                    .members(GroupId(g as u8))
+                    .filter(|&p| {
+                        run.chaos.faults.iter().any(|f| {
+                            matches!(*f, Fault::Crash { process, .. } | Fault::CrashMidPost { process, .. } if process == p)
+                        })
+                    })
+                    .count();
+                assert!(
+                    crashed <= (cfg.replicas - 1) / 2,
+                    "seed {seed}: {crashed} crashed in {g}"
+                );
+            }
+        }
+        assert!(seen.iter().all(|&n| n > 20), "{seen:?}");
+    }
     use crate::sweep::ci_sweep;
 
     /// The harness's path through Heron's sweep (`HERON_CHECK_SEEDS`, default 5; the crate's

@@ -134,9 +134,7 @@ impl RidgeRun {
         if groups > 1 && reach.chance(1.0 / 3.0) {
             dest = DestPolicy::Between(1, groups as u8);
         }
-        if reach.chance(0.5) {
-            cfg.retain = 16 + reach.below(240) as usize;
-        }
+        let retain = reach.chance(0.5).then(|| 16 + reach.below(240) as usize);
         let spread = cfg.placement == Placement::Colocated && reach.chance(0.5);
         let cut_off = cut_off_coordinator(&mut reach, &cfg, fault_phase, &faults);
         faults.extend(cut_off);
@@ -144,6 +142,12 @@ impl RidgeRun {
         if spread {
             cfg.all_acceptors = AllAcceptors::Spread;
             faults = spare_all_acceptors(&cfg, faults);
+        }
+        // A learner that falls further behind than the acceptors retain halts (it cannot fill
+        // its gap): with few decisions kept, every server the schedule crashes or slows may be
+        // lost, so only where that stays within each group's f.
+        if let Some(retain) = retain.filter(|_| within_f(&cfg, &faults)) {
+            cfg.retain = retain;
         }
         let phases = Phases::of(fault_phase, &faults, schedule.evict, 2);
         RidgeRun {
@@ -221,6 +225,16 @@ impl RidgeRun {
                     && acceptor(from).is_some_and(|(_, rank)| rank == 0))
         });
     }
+}
+
+/// Whether the schedule crashes or impairs at most f servers of each group.
+fn within_f(cfg: &Config, faults: &[Fault]) -> bool {
+    (0..cfg.group_count()).all(|g| {
+        cfg.members(multicast::GroupId(g as u8))
+            .filter(|&p| faults.iter().any(|x| impairs(x, p) || crashes(x, p)))
+            .count()
+            <= cfg.f()
+    })
 }
 
 /// Whether `x` crashes `p`.
@@ -440,6 +454,50 @@ impl SeedRun for RidgeRun {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sweep reaches what issue 44 found it never did: mixed single- and multi-group
+    /// traffic, retain small enough to trim, spread `e_all` acceptors, a coordinator cut off
+    /// from its acceptors (on either placement), each in a fair share of the seeds; spread
+    /// runs keep at most f of `e_all`'s acceptors faulty, small-retain runs f per group.
+    #[test]
+    fn seeds_reach_mixed_traffic_trimming_spread_acceptors_and_cut_off_coordinators() {
+        let (mut mixed, mut small, mut spread, mut cut_off, mut dedicated_cut_off) =
+            (0, 0, 0, 0, 0);
+        for seed in 0..600 {
+            let run = RidgeRun::derive(seed);
+            let k = run.kinds();
+            mixed += k.mixed_dest as u32;
+            small += k.small_retain as u32;
+            spread += k.spread as u32;
+            cut_off += k.cut_off as u32;
+            dedicated_cut_off += (k.cut_off && k.dedicated) as u32;
+            if k.spread {
+                let all = run
+                    .cfg
+                    .ensemble(EnsembleId(run.cfg.groups as u16))
+                    .acceptors;
+                let faulty = all
+                    .iter()
+                    .filter(|&&p| run.faults.iter().any(|x| impairs(x, p) || crashes(x, p)))
+                    .count();
+                assert!(
+                    faulty <= (all.len() - 1) / 2,
+                    "seed {seed}: {faulty} faulty"
+                );
+            }
+            if k.small_retain {
+                assert!(within_f(&run.cfg, &run.faults), "seed {seed}");
+            }
+        }
+        assert!(
+            mixed > 60 && small > 60 && spread > 60,
+            "{mixed} {small} {spread}"
+        );
+        assert!(
+            cut_off > 20 && dedicated_cut_off > 0,
+            "{cut_off} {dedicated_cut_off}"
+        );
+    }
     use crate::sweep::{assert_passes_on, ci_sweep};
 
     fn us(x: f64) -> Nanos {
