@@ -51,7 +51,10 @@
 //!   mix of an old and a new entry at the same place is rejected and read again at a later
 //!   poll;
 //! - what orders one structure after another (a follower's slot i before slot i+1, a commit
-//!   index after the entries it covers) is the order of ops on one queue pair.
+//!   index after the entries it covers) is the order of ops on one queue pair;
+//! - a candidate's READ of a log (Step 4.1) is checked entry by entry the same way, and a copy
+//!   that caught an entry mid-rewrite (a higher timestamp's leader writes that log) ends the
+//!   reign rather than reading as an empty slot ([`catchup`]).
 //!
 //! `perm_ack` once relied on the timestamp, its last word, landing last: a candidate then took
 //! a grant whose timestamp had landed over an earlier refusal as that refusal, or the refusal's

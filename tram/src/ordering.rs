@@ -145,6 +145,10 @@ impl TramServer {
         if self.lead_ref().pending.is_none() {
             if self.lead_ref().catchup.is_some() {
                 worked |= self.recover_next(nic);
+                if !self.is_leader() {
+                    // Algorithm 4 found this reign over.
+                    return (true, None);
+                }
             } else {
                 let (w, at) = self.order_next(nic, now);
                 worked |= w;
