@@ -101,6 +101,7 @@ mod tests {
     use multicast::{DestSet, GroupId, Membership, Tree};
     use std::sync::Arc;
     use transport::recording::RecordingNic;
+    use transport::slot::Reject;
     use transport::{LocalAddr, Nanos, Nic, Process};
 
     /// A new leader whose Step 4.1 copy of replica 1's log caught entry 0 half rewritten (by a
@@ -153,7 +154,10 @@ mod tests {
         torn[w..w + 8].copy_from_slice(&old[w..w + 8]);
         let at = scratch_slot(&s.layout, 1, 0);
         nic.memory_mut().write(at, &torn).unwrap();
-        assert!(s.slot_entry(&nic, at, 0).is_err(), "the copy is torn");
+        assert_eq!(s.slot_entry(&nic, at, 0), Err(Reject::Torn));
+        // A slot never written is empty, not a torn entry 0 (every reign starts at index 0).
+        let never = scratch_slot(&s.layout, 2, 0);
+        assert_eq!(s.slot_entry(&nic, never, 0), Err(Reject::NotYet));
 
         let ts = 0x201;
         s.tmp = ts;
