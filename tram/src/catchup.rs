@@ -17,6 +17,7 @@
 
 use crate::layout::{local, LOG};
 use crate::replica::{scratch_slot, Role, TramServer};
+use transport::slot::Reject;
 use transport::Nic;
 
 impl TramServer {
@@ -39,12 +40,23 @@ impl TramServer {
                 return true;
             }
             // Step 4.2: the entry with the highest timestamp.
-            if let Some(e) = self.slot_entry(nic, at, i) {
-                if best
-                    .as_ref()
-                    .is_none_or(|b: &crate::layout::LogEntry| e.tmp > b.tmp)
-                {
-                    best = Some(e);
+            match self.slot_entry(nic, at, i) {
+                Ok(e) => {
+                    if best
+                        .as_ref()
+                        .is_none_or(|b: &crate::layout::LogEntry| e.tmp > b.tmp)
+                    {
+                        best = Some(e);
+                    }
+                }
+                Err(Reject::NotYet) => {}
+                Err(Reject::Torn) => {
+                    // The copy caught entry i being rewritten: the replica granted a higher
+                    // timestamp whose leader writes its log, so this copy no longer tells what
+                    // it held when it granted this reign, and this reign can no longer write
+                    // that log either. Reading it as empty could lose a decided entry.
+                    self.give_up(nic.now(), true);
+                    return true;
                 }
             }
         }
@@ -77,5 +89,88 @@ impl TramServer {
         if let Role::Leader(l) = &mut self.role {
             l.catchup = None;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::layout::{Hm, LogEntry, Out};
+    use crate::ordering::Lead;
+    use crate::replica::{scratch_slot, Role, TramServer};
+    use multicast::{DestSet, GroupId, Membership, Tree};
+    use std::sync::Arc;
+    use transport::recording::RecordingNic;
+    use transport::slot::Reject;
+    use transport::{LocalAddr, Nanos, Nic, Process};
+
+    /// A new leader whose Step 4.1 copy of replica 1's log caught entry 0 half rewritten (by a
+    /// leader replica 1 granted after this one) does not take index 0 for empty: that could
+    /// drop a decided entry. It gives its reign up.
+    #[test]
+    fn a_torn_copy_of_a_log_ends_the_reign() {
+        let cfg = Arc::new(Config::new(Tree::preset("simple").unwrap(), 3, 1));
+        let g = GroupId(0);
+        let me = cfg.server(g, 0);
+        let specs: Vec<_> = (0..cfg.group_count())
+            .flat_map(|g| (0..cfg.replicas).map(move |r| (g, r)))
+            .map(|(g, r)| {
+                Process::<RecordingNic>::regions(&TramServer::new(cfg.clone(), GroupId(g as u8), r))
+            })
+            .chain(
+                (0..cfg.clients).map(|i| {
+                    Process::<RecordingNic>::regions(&crate::TramClient::new(cfg.clone(), i))
+                }),
+            )
+            .collect();
+        let mut nic = RecordingNic::new(me, specs, 1);
+        let mut s = TramServer::new(cfg.clone(), g, 0);
+
+        let entry = |tmp: u64, val: &[u8]| {
+            let mut hm = Vec::new();
+            Hm {
+                client: 0,
+                seq: 0,
+                dst: DestSet::of([g]).unwrap(),
+                val,
+            }
+            .encode(&mut hm);
+            let e = LogEntry {
+                tmp,
+                source: 0,
+                src_pos: 0,
+                outs: vec![Out::default(); s.children.len()],
+                hm,
+            };
+            let (mut payload, mut slot) = (Vec::new(), Vec::new());
+            e.encode(&mut payload);
+            s.layout.log_codec.encode(0, &payload, &mut slot).unwrap();
+            slot
+        };
+        let (old, new) = (entry(0x100, b"decided"), entry(0x302, b"another"));
+        // Every word of the new entry but the one holding the payload's end has landed.
+        let mut torn = new.clone();
+        let w = old.len() - 16;
+        torn[w..w + 8].copy_from_slice(&old[w..w + 8]);
+        let at = scratch_slot(&s.layout, 1, 0);
+        nic.memory_mut().write(at, &torn).unwrap();
+        assert_eq!(s.slot_entry(&nic, at, 0), Err(Reject::Torn));
+        // A slot never written is empty, not a torn entry 0 (every reign starts at index 0).
+        let never = scratch_slot(&s.layout, 2, 0);
+        assert_eq!(s.slot_entry(&nic, never, 0), Err(Reject::NotYet));
+
+        let ts = 0x201;
+        s.tmp = ts;
+        let answers = [Some((true, 0)), Some((true, 0)), None];
+        let lead = Lead::new(&mut s, ts, &answers, vec![1], Nanos::ZERO);
+        s.role = Role::Leader(Box::new(lead));
+        s.recover_next(&mut nic);
+        assert!(!s.is_leader(), "the reign went on as if index 0 were empty");
+        let own = LocalAddr::new(crate::layout::LOG, s.layout.log_slot(0));
+        assert_eq!(
+            nic.load_u64(own).unwrap(),
+            0,
+            "nothing was proposed at index 0"
+        );
     }
 }

@@ -13,7 +13,7 @@
 //! Timestamps are `counter << 8 | rank`, unique system-wide within a group and increasing per
 //! candidate (Step 3.1).
 
-use crate::layout::{local, remote, Layout, CTL, LOG, SCRATCH};
+use crate::layout::{local, remote, Layout, CTL, LOG, PERM_ACK_BYTES, PERM_ACK_PAYLOAD, SCRATCH};
 use crate::ordering::Lead;
 use crate::replica::{Role, TramServer};
 use multicast::Membership;
@@ -151,19 +151,9 @@ impl TramServer {
         };
         let mut worked = false;
         for r in 0..self.cfg.replicas {
-            if c.answers[r].is_some() {
-                continue;
-            }
-            let at = self.layout.perm_ack(r);
-            let word = |i: usize| nic.load_u64(local(CTL, at + 8 * i)).expect("own region");
-            if word(2) != c.ts {
-                continue;
-            }
-            let (ack, value) = (word(0), word(1));
-            // The timestamp is read again: the answer words belong to it (seqlock).
-            if word(2) == c.ts && (ack == ACK || ack == NACK) {
-                c.answers[r] = Some((ack == ACK, value));
-                worked = true;
+            if c.answers[r].is_none() {
+                c.answers[r] = perm_answer(&self.layout, nic, &mut self.buf, r, c.ts);
+                worked |= c.answers[r].is_some();
             }
         }
         worked
@@ -269,14 +259,20 @@ impl TramServer {
         worked
     }
 
-    /// Writes `[ack, value, ts]` into `perm_ack` of `candidate`.
+    /// Writes `[ack, value, ts]` into `perm_ack` of `candidate`, as a slot-codec entry (see
+    /// [`perm_answer`]).
     pub(crate) fn answer<N: Nic>(&mut self, nic: &mut N, candidate: ProcessId, answer: [u64; 3]) {
-        let mut bytes = [0u8; 24];
+        let mut payload = [0u8; PERM_ACK_PAYLOAD];
         for (i, w) in answer.iter().enumerate() {
-            bytes[8 * i..8 * i + 8].copy_from_slice(&w.to_le_bytes());
+            payload[8 * i..8 * i + 8].copy_from_slice(&w.to_le_bytes());
         }
+        let mut entry = Vec::with_capacity(PERM_ACK_BYTES);
+        self.layout
+            .perm_ack_codec
+            .encode(answer[2] as u32, &payload, &mut entry)
+            .expect("an answer fits its slot");
         let at = self.layout.perm_ack(self.rank);
-        self.write_word(nic, candidate, at, &bytes);
+        self.write_word(nic, candidate, at, &entry);
     }
 
     /// After a reconnect to the leader this replica granted: the grant may have been flushed
@@ -336,8 +332,154 @@ impl TramServer {
     }
 }
 
+/// Replica `rank`'s answer to timestamp `ts` in this replica's `perm_ack`, `(granted, value)`,
+/// once all of it has landed (`buf` is scratch).
+///
+/// The answer spans three words, and a replica writes its slot again (to its candidate's next
+/// timestamp, or to the same one after a reconnect) while the previous answer is still there.
+/// RDMA makes each aligned 8-byte word atomic but orders none of a write's words before
+/// another (the verbs specification leaves placement within a message unspecified), so the
+/// timestamp word having landed says nothing about the other two: a refusal's `tmp` could be
+/// taken for a grant's `STD`, or a refusal for a grant. The answer is therefore a slot-codec
+/// entry ([`transport::slot`]), accepted only when its CRC covers what was read, whatever
+/// subset of its words has landed.
+pub(crate) fn perm_answer<N: Nic>(
+    layout: &Layout,
+    nic: &N,
+    buf: &mut Vec<u8>,
+    rank: usize,
+    ts: u64,
+) -> Option<(bool, u64)> {
+    let at = local(CTL, layout.perm_ack(rank));
+    let range = layout
+        .perm_ack_codec
+        .read(nic, at, ts as u32, buf)
+        .expect("own region")
+        .ok()?;
+    let answer = &buf[range];
+    let word = |i: usize| u64::from_le_bytes(answer[8 * i..8 * i + 8].try_into().expect("a word"));
+    // The codec's `seq` carries the timestamp's low half only.
+    if answer.len() != PERM_ACK_PAYLOAD || word(2) != ts {
+        return None;
+    }
+    match word(0) {
+        ACK => Some((true, word(1))),
+        NACK => Some((false, word(1))),
+        _ => None,
+    }
+}
+
 /// Replica `rank`'s heartbeat word in this replica's `CTL`.
 fn heartbeat_word<N: Nic>(nic: &N, layout: &Layout, rank: usize) -> u64 {
     nic.load_u64(local(CTL, layout.heartbeat(rank)))
         .expect("own region")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use multicast::{GroupId, Tree};
+    use std::sync::Arc;
+    use transport::recording::RecordingNic;
+    use transport::{LocalAddr, Op, Process, RegionSpec};
+
+    /// Every process's regions, for scripted NICs.
+    fn specs(cfg: &Arc<Config>) -> Vec<Vec<RegionSpec>> {
+        let mut specs: Vec<Vec<RegionSpec>> = (0..cfg.group_count())
+            .flat_map(|g| (0..cfg.replicas).map(move |r| (g, r)))
+            .map(|(g, r)| {
+                let s = TramServer::new(cfg.clone(), GroupId(g as u8), r);
+                Process::<RecordingNic>::regions(&s)
+            })
+            .collect();
+        specs.extend((0..cfg.clients).map(|i| {
+            let c = crate::TramClient::new(cfg.clone(), i);
+            Process::<RecordingNic>::regions(&c)
+        }));
+        specs
+    }
+
+    /// The one write `answer` posts: where it goes in the candidate and what it carries.
+    fn answer_write(
+        replica: &mut TramServer,
+        nic: &mut RecordingNic,
+        to: ProcessId,
+        answer: [u64; 3],
+    ) -> (LocalAddr, Vec<u8>) {
+        replica.answer(nic, to, answer);
+        let ops = nic.take_ops();
+        let [(_, Op::Write { dst, data, .. })] = &ops[..] else {
+            panic!("one write expected, got {ops:?}");
+        };
+        (
+            LocalAddr::new(dst.region, dst.offset),
+            data.to_bytes().to_vec(),
+        )
+    }
+
+    /// Regression (issue 44, `harness check --protocol tram --torn always`, words in any order):
+    /// replica 1 refused the candidate's first timestamp with its `tmp`, then granted the
+    /// second with its `STD`. Whatever subset of the grant's words has landed over the
+    /// refusal, the candidate takes either nothing or exactly the grant. Taking the timestamp
+    /// word for the whole answer made a refusal's `tmp` the follower's `STD` (the leader then
+    /// recycled log slots the follower had not delivered, and the follower halted) or a
+    /// refusal of the new timestamp.
+    #[test]
+    fn a_torn_answer_to_a_candidate_is_never_taken() {
+        let cfg = Arc::new(Config::new(Tree::preset("simple").unwrap(), 3, 1));
+        let g = GroupId(0);
+        let specs = specs(&cfg);
+        let (cand, rep) = (cfg.server(g, 0), cfg.server(g, 1));
+        let mut cnic = RecordingNic::new(cand, specs.clone(), 1);
+        let mut rnic = RecordingNic::new(rep, specs, 1);
+        let mut candidate = TramServer::new(cfg.clone(), g, 0);
+        let mut replica = TramServer::new(cfg.clone(), g, 1);
+
+        candidate.start_candidacy(&mut cnic);
+        let first = candidate.tmp;
+        // Replica 1 granted replica 2 at 0x302 meanwhile: it refuses, telling that timestamp.
+        let refused_with = 0x302;
+        let (at, refusal) =
+            answer_write(&mut replica, &mut rnic, cand, [NACK, refused_with, first]);
+        cnic.memory_mut().write(at, &refusal).unwrap();
+        assert!(candidate.collect_answers(&cnic));
+        let Role::Candidate(c) = &candidate.role else {
+            panic!("a candidate");
+        };
+        assert_eq!(c.answers[1], Some((false, refused_with)));
+
+        // The candidate retries above it; replica 1 grants, at STD 7.
+        candidate.tmp = refused_with;
+        candidate.start_candidacy(&mut cnic);
+        let second = candidate.tmp;
+        let (at2, grant) = answer_write(&mut replica, &mut rnic, cand, [ACK, 7, second]);
+        assert_eq!(at, at2);
+        let words = grant.len() / 8;
+        for landed in 0u32..1 << words {
+            cnic.memory_mut().write(at, &refusal).unwrap();
+            for w in (0..words).filter(|w| landed & 1 << w != 0) {
+                let word = LocalAddr::new(at.region, at.offset + 8 * w);
+                cnic.memory_mut()
+                    .write(word, &grant[8 * w..8 * w + 8])
+                    .unwrap();
+            }
+            if let Role::Candidate(c) = &mut candidate.role {
+                c.answers[1] = None;
+            }
+            candidate.collect_answers(&cnic);
+            let Role::Candidate(c) = &candidate.role else {
+                panic!("a candidate");
+            };
+            let all = landed == (1 << words) - 1;
+            match c.answers[1] {
+                None => assert!(!all, "the whole grant was not taken"),
+                Some(a) => assert_eq!(
+                    a,
+                    (true, 7),
+                    "words {landed:#b} of the grant landed over the refusal: taken as {a:?}"
+                ),
+            }
+        }
+    }
 }

@@ -16,7 +16,8 @@
 //! ... are indexed by the writer's rank), so a late write never overwrites a newer value from
 //! someone else. Entries of `HM` and `LOG` are slot-codec entries ([`transport::slot`]) whose
 //! `seq` is the entry's absolute position (`HM`) or log index (`LOG`), so an entry of an earlier
-//! lap of a circular buffer is never taken for the expected one.
+//! lap of a circular buffer is never taken for the expected one. The one other field wider
+//! than a word, `perm_ack`, is a slot-codec entry too (see the crate doc, "Torn landings").
 
 use crate::config::Config;
 use multicast::{DestSet, GroupId, Membership};
@@ -42,6 +43,10 @@ pub const LOG_HEADER: usize = 24;
 pub const LOG_PER_CHILD: usize = 16;
 /// The `source` of a log entry whose message came from the parent group.
 pub const FROM_PARENT: u32 = u32::MAX;
+/// Bytes of a `perm_ack` answer's payload: `[ack, value, ts]`.
+pub const PERM_ACK_PAYLOAD: usize = 24;
+/// Bytes of a `perm_ack` slot: the answer as a slot-codec entry (see [`Layout::perm_ack`]).
+pub const PERM_ACK_BYTES: usize = SlotCodec::encoded_len(PERM_ACK_PAYLOAD);
 
 /// Address in the caller's own memory.
 pub fn local(region: RegionId, offset: usize) -> LocalAddr {
@@ -64,6 +69,8 @@ pub struct Layout {
     pub hm_codec: SlotCodec,
     /// Codec of `LOG` slots.
     pub log_codec: SlotCodec,
+    /// Codec of `perm_ack` slots.
+    pub perm_ack_codec: SlotCodec,
     children: usize,
 }
 
@@ -79,6 +86,7 @@ impl Layout {
             log_slots: cfg.log_slots,
             hm_codec: SlotCodec::new(cfg.slot_bytes).expect("validated"),
             log_codec: SlotCodec::new(log_slot).expect("multiple of 8"),
+            perm_ack_codec: SlotCodec::new(PERM_ACK_BYTES).expect("multiple of 8"),
             children,
         }
     }
@@ -154,36 +162,43 @@ impl Layout {
         8 * rank
     }
 
-    /// `perm_ack[rank]`: replica `rank`'s answer to this candidate, `[ack, std, ts]` (the
-    /// timestamp last, so it lands after the rest).
+    /// `perm_ack[rank]`: replica `rank`'s answer to this candidate, `[ack, value, ts]`, as a
+    /// slot-codec entry whose `seq` is the timestamp's low 32 bits (see
+    /// [`crate::election`]: the answer spans several words, and RDMA orders no word of a write
+    /// before another, so only the codec's CRC tells a whole answer from a torn one).
     pub fn perm_ack(&self, rank: usize) -> usize {
-        8 * self.replicas + 24 * rank
+        8 * self.replicas + PERM_ACK_BYTES * rank
     }
 
     /// The heartbeat counter of leader `rank`.
     pub fn heartbeat(&self, rank: usize) -> usize {
-        32 * self.replicas + 8 * rank
+        self.words() + 8 * rank
     }
 
     /// The commit index leader `rank` last wrote here: log entries below it are decided.
     pub fn commit(&self, rank: usize) -> usize {
-        40 * self.replicas + 8 * rank
+        self.words() + 8 * (self.replicas + rank)
     }
 
     /// How many log entries member `rank` delivered, as it reported to this leader.
     pub fn progress(&self, rank: usize) -> usize {
-        48 * self.replicas + 8 * rank
+        self.words() + 8 * (2 * self.replicas + rank)
     }
 
     /// The credit child `child` (its index among this group's children) reported through its
     /// replica `rank`: positions of this group's buffer at the child below it are consumed.
     pub fn credit(&self, child: usize, rank: usize) -> usize {
-        56 * self.replicas + 8 * (child * self.replicas + rank)
+        self.words() + 8 * (3 * self.replicas + child * self.replicas + rank)
     }
 
     /// Non-zero once a leader found this replica too far behind to catch up: it must halt.
     pub fn halt(&self) -> usize {
-        56 * self.replicas + 8 * self.children * self.replicas
+        self.words() + 8 * (3 + self.children) * self.replicas
+    }
+
+    /// Where the single-word fields of `CTL` start, after `perm` and `perm_ack`.
+    fn words(&self) -> usize {
+        (8 + PERM_ACK_BYTES) * self.replicas
     }
 
     /// Where replica `rank`'s log lands in `SCRATCH`.
@@ -359,7 +374,7 @@ mod tests {
         let cfg = Config::new(Tree::preset("breadth").unwrap(), 3, 5);
         let l = Layout::new(&cfg, GroupId(0));
         assert!(l.perm(2) + 8 <= l.perm_ack(0));
-        assert!(l.perm_ack(2) + 24 <= l.heartbeat(0));
+        assert!(l.perm_ack(2) + PERM_ACK_BYTES <= l.heartbeat(0));
         assert!(l.heartbeat(2) + 8 <= l.commit(0));
         assert!(l.commit(2) + 8 <= l.progress(0));
         assert!(l.progress(2) + 8 <= l.credit(0, 0));

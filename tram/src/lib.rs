@@ -39,6 +39,28 @@
 //!   `Deliver` and a `Copy` of the payload where its group is a destination. A client reports a
 //!   `Copy` of the entry it encodes and a `Scan` per replica's response word it looks at.
 //!
+//! # Torn landings
+//! RDMA makes only aligned 8-byte words atomic, and the verbs specification orders no word of
+//! a WRITE (or of a READ's fetch) before another; what it orders is the ops of one queue pair.
+//! TRAM is correct for any order of the words within an op because it never infers one word's
+//! arrival from another's within one op:
+//! - every field another process writes is either one aligned word (`perm`, heartbeats,
+//!   commit, progress, credits, halt, clients' response words), or a slot-codec entry
+//!   ([`transport::slot`]: `HM` entries, `LOG` entries, and `perm_ack`, a candidate's
+//!   `[ack, value, ts]` answer), taken only when the CRC over the whole entry matches, so any
+//!   mix of an old and a new entry at the same place is rejected and read again at a later
+//!   poll;
+//! - what orders one structure after another (a follower's slot i before slot i+1, a commit
+//!   index after the entries it covers) is the order of ops on one queue pair;
+//! - a candidate's READ of a log (Step 4.1) is checked entry by entry the same way, and a copy
+//!   that caught an entry mid-rewrite (a higher timestamp's leader writes that log) ends the
+//!   reign rather than reading as an empty slot ([`catchup`]).
+//!
+//! `perm_ack` once relied on the timestamp, its last word, landing last: a candidate then took
+//! a grant whose timestamp had landed over an earlier refusal as that refusal, or the refusal's
+//! `tmp` as the follower's `STD` (its leader recycled log slots the follower never had, and
+//! the follower halted) ([`election`]).
+//!
 //! Clients get a response from every replica that delivers their message, and a multicast
 //! completes once each destination group answered (as in [`ramcast`-style] measurements).
 //!

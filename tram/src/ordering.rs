@@ -26,6 +26,7 @@
 //!   any pause a live replica takes; the sweeps draw it short in a third of runs and judge the
 //!   halts.
 
+use crate::election::perm_answer;
 use crate::layout::{local, remote, Hm, LogEntry, Out, CTL, FROM_PARENT, LOG};
 use crate::replica::{hm_at, Role, TramServer};
 use multicast::Membership;
@@ -144,6 +145,10 @@ impl TramServer {
         if self.lead_ref().pending.is_none() {
             if self.lead_ref().catchup.is_some() {
                 worked |= self.recover_next(nic);
+                if !self.is_leader() {
+                    // Algorithm 4 found this reign over.
+                    return (true, None);
+                }
             } else {
                 let (w, at) = self.order_next(nic, now);
                 worked |= w;
@@ -165,16 +170,10 @@ impl TramServer {
             if self.lead_ref().granted[r] || self.lead_ref().dropped[r] {
                 continue;
             }
-            let at = self.layout.perm_ack(r);
-            let word = |i: usize| nic.load_u64(local(CTL, at + 8 * i)).expect("own region");
             let ts = self.lead_ref().ts;
-            if word(2) != ts || word(0) != 1 {
+            let Some((true, std)) = perm_answer(&self.layout, nic, &mut self.buf, r, ts) else {
                 continue;
-            }
-            let std = word(1);
-            if word(2) != ts {
-                continue;
-            }
+            };
             let l = self.lead_mut();
             l.granted[r] = true;
             l.next[r] = std;

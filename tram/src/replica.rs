@@ -34,6 +34,7 @@ use bytes::Bytes;
 use multicast::{Delivery, GroupId, Membership, MsgId, Omega, Server};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
+use transport::slot::Reject;
 use transport::{
     Access, Nanos, Nic, OpKind, Process, ProcessId, Progress, Qp, RegionSpec, Status, Timer, Work,
     WrId, WriteFlags,
@@ -286,23 +287,31 @@ impl TramServer {
     /// The decoded log entry at index `i` of this replica's own log, if the slot holds it.
     pub(crate) fn own_entry<N: Nic>(&mut self, nic: &N, i: u64) -> Option<LogEntry> {
         self.slot_entry(nic, local(LOG, self.layout.log_slot(i)), i)
+            .ok()
     }
 
-    /// The decoded log entry `i` at `at` (this replica's log or a copy in `SCRATCH`).
+    /// The decoded log entry `i` at `at` (this replica's log or a copy in `SCRATCH`), or why
+    /// the slot does not hold it: [`Reject::Torn`] when it holds index `i` caught mid-write.
     pub(crate) fn slot_entry<N: Nic>(
         &mut self,
         nic: &N,
         at: transport::LocalAddr,
         i: u64,
-    ) -> Option<LogEntry> {
+    ) -> Result<LogEntry, Reject> {
         let codec = self.layout.log_codec;
-        match codec
+        let range = match codec
             .read(nic, at, i as u32, &mut self.buf)
             .expect("own region")
         {
-            Ok(range) => LogEntry::decode(&self.buf[range]),
-            Err(_) => None,
-        }
+            // The codec takes a zeroed slot for entry 0 with an empty payload and a wrong CRC;
+            // no log entry has an empty payload, so a zero header word is a slot never written.
+            Err(Reject::Torn) if nic.load_u64(at).expect("own region") == 0 => {
+                return Err(Reject::NotYet)
+            }
+            r => r?,
+        };
+        // The CRC matched: an entry that does not parse was never written whole.
+        LogEntry::decode(&self.buf[range]).ok_or(Reject::Torn)
     }
 
     /// Whether the log slot at `at`, which would hold index `i`, holds a later lap (index
