@@ -199,15 +199,34 @@ impl<N: Nic> Client<N> for RidgeClient {
             dests: dst,
             payload: Some(Bytes::copy_from_slice(payload)),
         };
+        let bytes = Packet::Request {
+            e: e.0,
+            value: value.clone(),
+            forwarded: false,
+        }
+        .encode();
+        nic.work(Work::Copy, bytes.len() as u64);
+        let to = self.acceptors[e.0 as usize][self.target[e.0 as usize]];
+        match self.mesh.send(nic, to, &bytes) {
+            Ok(_) => {}
+            Err(MeshError::Full { .. }) => {
+                // Backpressure: nothing was sent, copies included. The caller's next message
+                // takes this one's id (its sequence number is not consumed), so no learner may
+                // hold a copy of this content under it ([`crate::optimistic`]). The group of
+                // the first destination is named.
+                let group = dst.groups().next().expect("non-empty");
+                return Err(MulticastError::Full { group });
+            }
+            Err(e) => panic!("a checked request was refused: {e}"),
+        }
         if self.cfg.optimistic.is_some() {
             // Section 4.5: "p first sends m directly to all learners of e", then to the
-            // coordinator: the copy for optimistic delivery (encoded once). Not to the ensemble's first quorum, whose acceptors see the message in
+            // coordinator: the copy for optimistic delivery (encoded once). Here the request
+            // goes first, so that a refused request leaves no copy behind; the copies still
+            // beat the DECISION, three hops (and the coordinator's wait) behind them. Not to the ensemble's first quorum, whose acceptors see the message in
             // the request and in Phase 2 (acceptors are learners here; the paper's are apart).
             // Best effort (the paper uses reliable multicast): a learner whose ring is full
-            // misses the optimistic delivery and fills its decision from the acceptors; and
-            // copies sent before a request refused for backpressure (an outbox of
-            // `Config::outbox` requests towards a stalled coordinator) may be delivered
-            // optimistically out of place, a counted mistake.
+            // misses the optimistic delivery and fills its decision from the acceptors.
             let copy = Packet::Optimistic {
                 e: e.0,
                 value: value.clone(),
@@ -221,24 +240,6 @@ impl<N: Nic> Client<N> for RidgeClient {
             {
                 let _ = self.mesh.send(nic, l, &copy);
             }
-        }
-        let bytes = Packet::Request {
-            e: e.0,
-            value: value.clone(),
-            forwarded: false,
-        }
-        .encode();
-        nic.work(Work::Copy, bytes.len() as u64);
-        let to = self.acceptors[e.0 as usize][self.target[e.0 as usize]];
-        match self.mesh.send(nic, to, &bytes) {
-            Ok(_) => {}
-            Err(MeshError::Full { .. }) => {
-                // Backpressure: no request was sent (copies may have been); the group of the
-                // first destination is named.
-                let group = dst.groups().next().expect("non-empty");
-                return Err(MulticastError::Full { group });
-            }
-            Err(e) => panic!("a checked request was refused: {e}"),
         }
         self.next_seq += 1;
         self.inflight = Some(InFlight {
