@@ -26,8 +26,12 @@
 //!   ones too), and answer from the decisions they keep ([`crate::config::Config::retain`]).
 //!   A learner told that the decisions it lacks are no longer kept halts (it fell further
 //!   behind than any peer keeps).
-//! - **Clients.** A client that gets no answer asks the ensemble's acceptors in turn; an
-//!   acceptor passes a request on to the coordinator it trusts. A request may therefore be
+//! - **Clients.** A client that gets no answer asks all the ensemble's acceptors; an
+//!   acceptor passes a request on to the coordinator it trusts and, if the request came from
+//!   the client, names that coordinator to it ([`Packet::Redirect`]), so the client's next
+//!   requests go there: with dedicated acceptors, or `e_all`'s in the first group, no
+//!   answering server may be an acceptor, and a client following answers alone kept asking
+//!   a crashed coordinator (review R2; [`crate::client`]). A request may therefore be
 //!   decided twice: learners deliver a client's message once, by sequence number, and answer
 //!   the duplicate so the client completes. A client's messages reach a group in the order it
 //!   sent them (it sends the next once the previous one was delivered), so "this sequence
@@ -416,7 +420,7 @@ impl RidgeServer {
                 e,
                 value,
                 forwarded,
-            } => self.on_request(nic, EnsembleId(e), value, forwarded),
+            } => self.on_request(nic, from, EnsembleId(e), value, forwarded),
             Packet::Paxos { e, msg } => self.on_paxos(nic, from, EnsembleId(e), msg),
             Packet::Lead { leads } => {
                 for (e, rnd) in leads {
@@ -424,7 +428,7 @@ impl RidgeServer {
                 }
             }
             Packet::Optimistic { e, value } => self.seen(EnsembleId(e), &value),
-            Packet::Response { .. } | Packet::Heartbeat => {}
+            Packet::Response { .. } | Packet::Redirect { .. } | Packet::Heartbeat => {}
         }
     }
 
@@ -444,7 +448,14 @@ impl RidgeServer {
     }
 
     /// A client's message (Algorithm 3, line 4), or one passed on by another acceptor.
-    fn on_request<N: Nic>(&mut self, nic: &mut N, e: EnsembleId, value: Value, forwarded: bool) {
+    fn on_request<N: Nic>(
+        &mut self,
+        nic: &mut N,
+        from: ProcessId,
+        e: EnsembleId,
+        value: Value,
+        forwarded: bool,
+    ) {
         self.seen(e, &value);
         let Some(seat) = self.seats.get_mut(&e) else {
             // Only acceptors are asked: a request elsewhere is malformed.
@@ -468,6 +479,10 @@ impl RidgeServer {
                     forwarded: true,
                 },
             );
+            // The client asked an acceptor that does not coordinate: its next requests go to
+            // the coordinator rather than each waiting for a retry (section 4.4.1).
+            let coordinator = to;
+            self.send(nic, from, &Packet::Redirect { e, coordinator });
         }
     }
 

@@ -55,6 +55,17 @@ pub enum Packet {
         /// `(e, rnd)` per ensemble led.
         leads: Vec<(u16, Round)>,
     },
+    /// An acceptor of ensemble `e` that does not coordinate passed a client's request on to
+    /// `coordinator`, the one it trusts: the client sends its next requests there. Only a
+    /// client whose first choice is not the coordinator (it crashed, was replaced, or this is
+    /// a retry) gets one; [`Packet::Response`]'s hint covers the rest, but only where an
+    /// acceptor of the ensemble answers, never with dedicated acceptors.
+    Redirect {
+        /// The ensemble.
+        e: u16,
+        /// The coordinator the acceptor trusts.
+        coordinator: ProcessId,
+    },
 }
 
 impl Packet {

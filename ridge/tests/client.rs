@@ -89,3 +89,38 @@ fn a_refused_multicast_sends_no_copies() {
         "a refused multicast posted"
     );
 }
+
+/// Pins R2 (review): a client asked the same acceptor first until an answer named another,
+/// so once its channel to a crashed one was full (nobody drains a crashed process's ring)
+/// every multicast was refused, for good. A request the first choice cannot take now goes to
+/// the next acceptor, which passes it on.
+#[test]
+fn a_request_the_first_acceptor_cannot_take_goes_to_the_next() {
+    let cfg = config();
+    let mut c = RidgeClient::new(cfg.clone(), 0, 1);
+    let mut n = nic(&cfg, cfg.client(0));
+    let g0: DestSet = "0".parse().unwrap();
+    let first = c.try_multicast(&mut n, g0, b"one").unwrap();
+    // Two retries: p0's channel (the request and two retries) is full, p1's has room in its
+    // outbox.
+    for i in 1..=2 {
+        n.set_now(Nanos(i * cfg.timing.retry.as_nanos()));
+        Process::poll(&mut c, &mut n);
+    }
+    answer(&cfg, &mut n, ProcessId(3), first);
+    Process::poll(&mut c, &mut n);
+    let done = Client::<RecordingNic>::poll_completed(&mut c);
+    assert_eq!(done.map(|d| d.msg), Some(first));
+    n.take_ops();
+    c.try_multicast(&mut n, g0, b"two").unwrap();
+    assert_eq!(
+        targets(&mut n),
+        vec![3, 4],
+        "the copies (p2's channel is full)"
+    );
+    // p1 drains its ring: the request waiting for it goes out.
+    let credit = LocalAddr::new(cfg.mesh().credits, 8);
+    n.memory_mut().store_u64(credit, 2).unwrap();
+    Process::poll(&mut c, &mut n);
+    assert_eq!(targets(&mut n), vec![1], "the request went to p1");
+}
