@@ -260,10 +260,11 @@ impl<N: Nic> Client<N> for RidgeClient {
             // Section 4.5: "p first sends m directly to all learners of e", then to the
             // coordinator: the copy for optimistic delivery (encoded once). Here the request
             // goes first, so that a refused request leaves no copy behind; the copies still
-            // beat the DECISION, three hops (and the coordinator's wait) behind them. Not to the ensemble's first quorum, whose acceptors see the message in
-            // the request and in Phase 2 (acceptors are learners here; the paper's are apart).
-            // Best effort (the paper uses reliable multicast): a learner whose ring is full
-            // misses the optimistic delivery and fills its decision from the acceptors.
+            // beat the DECISION, three hops (and the coordinator's wait) behind them. Not to
+            // the ensemble's first quorum, whose acceptors see the message in the request and
+            // in Phase 2 (acceptors are learners here; the paper's are apart). Best effort
+            // (the paper uses reliable multicast): a learner whose ring is full misses the
+            // optimistic delivery and fills its decision from the acceptors.
             let copy = Packet::Optimistic {
                 e: e.0,
                 value: value.clone(),

@@ -850,9 +850,9 @@ const CANDIDATES: usize = 4;
 /// both its DECISION (the value's [`Key`]) and a value with that key (from VALUE, from
 /// DISTRIBUTE, in the quorum from the Phase 2 it voted on, or a multicaster's copy), or a
 /// [`Msg::Decided`] answer. A value under the decided id but of other content is never taken
-/// for the instance: the learner waits for, or fetches, the right one ([`crate::optimistic`]). Decisions come
-/// out in instance order, gap-free. The last `retain` decisions are kept to answer other
-/// learners' [`Msg::Fetch`] (section 4.4.3).
+/// for the instance: the learner waits for, or fetches, the right one ([`crate::optimistic`]).
+/// Decisions come out in instance order, gap-free. The last `retain` decisions are kept to
+/// answer other learners' [`Msg::Fetch`] (section 4.4.3).
 #[derive(Clone, Debug)]
 pub struct Learning {
     keys: BTreeMap<Instance, Key>,

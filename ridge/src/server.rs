@@ -37,15 +37,15 @@
 //!   sent them (it sends the next once the previous one was delivered), so "this sequence
 //!   number or an earlier one was delivered" is "this message was delivered".
 //! - **Optimistic deliveries (4.5).** With [`Config::optimistic`], a learner delivers the
-//!   multicaster's copy once its clock reads the timestamp plus the wait
-//!   ([`crate::optimistic`]), and a coordinator holds requests as long, proposing them in
-//!   timestamp order. As in the paper, Ridge's last acceptor then sends no value (no
-//!   DISTRIBUTE), only the decided value's key: a learner pairs each DECISION with the message
-//!   it saw if that message is the one named (the copy, or the request and Phase 2 for the
-//!   acceptors, which the multicaster sends no copy), and fills from the acceptors what it
-//!   lacks (see [`crate::optimistic`] for why an id alone is not enough). Departures: the copy is best effort (the paper's is a
-//!   reliable multicast), so a learner may miss an optimistic delivery and fetch the value,
-//!   never miss an atomic one; and the ring and direct baselines keep carrying values.
+//!   multicaster's copy once its clock reads the timestamp plus the wait ([`crate::optimistic`]),
+//!   and a coordinator holds requests as long, proposing them in timestamp order. As in the paper,
+//!   Ridge's last acceptor then sends no value (no DISTRIBUTE), only the decided value's key: a
+//!   learner pairs each DECISION with the message it saw if that message is the one named (the
+//!   copy, or the request and Phase 2 for the acceptors, which the multicaster sends no copy), and
+//!   fills from the acceptors what it lacks (see [`crate::optimistic`] for why an id alone is not
+//!   enough). Departures: the copy is best effort (the paper's is a reliable multicast), so a
+//!   learner may miss an optimistic delivery and fetch the value, never miss an atomic one; and the
+//!   ring and direct baselines keep carrying values.
 //! - **Bounded memory.** Votes are trimmed [`crate::config::Config::retain`] instances behind
 //!   what the acceptor learned; learners keep as many decisions. Packets to a peer whose ring
 //!   is full wait in the mesh's outbox ([`crate::config::Config::outbox`] of them), then in
