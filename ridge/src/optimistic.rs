@@ -33,10 +33,10 @@
 //!
 //! **Bounded memory:** a copy goes when its message is decided, with those of the
 //! multicaster's earlier messages in the ensemble (a client's messages are first decided in
-//! the order it sent them); a copy of a message already decided here (a retry's, a late
-//! Phase 2) is not kept; null messages, which are distributed, are not kept; and at most
-//! `keep` copies are, the oldest going first. A copy dropped too early costs a fetch, never
-//! safety. The DECISION grows by 16 bytes (timestamp and destinations, 8 each) on the wire.
+//! the order it sent them); a copy of a message older than the multicaster's last one decided
+//! here is not kept (a late copy of that last one is, for a retry decided again, until the
+//! next is decided); null messages, which are distributed, are not kept; and at most `keep`
+//! copies are, the oldest going first. A copy dropped too early costs a fetch, never safety. The DECISION grows by 16 bytes (timestamp and destinations, 8 each) on the wire.
 
 use crate::mapping::EnsembleId;
 use crate::value::{Key, Timestamp, Value};
@@ -162,9 +162,10 @@ pub struct Optimism {
     copies: BTreeMap<(EnsembleId, MsgId), Value>,
     arrivals: VecDeque<(EnsembleId, MsgId)>,
     keep: usize,
-    /// Per ensemble and multicaster, the highest sequence number decided here: copies at or
-    /// below it are of messages decided already (a retry's, or a Phase 2 arriving late) and
-    /// are not kept, so nothing stays for an instance already learned.
+    /// Per ensemble and multicaster, the highest sequence number decided here: copies below
+    /// it are of messages the multicaster completed before its last one was sent, not kept.
+    /// A late copy of the last one (a retry's request or Phase 2) is, since the retry may be
+    /// decided again; it goes when the multicaster's next message in the ensemble is decided.
     settled: BTreeMap<(EnsembleId, u32), u64>,
     /// Messages decided and addressed here, not yet delivered atomically: their timestamps
     /// as multicast (the merge may raise a timestamp to keep its ensemble's order; latency is
@@ -214,7 +215,7 @@ impl Optimism {
         let settled = self
             .settled
             .get(&(e, id.client))
-            .is_some_and(|&s| id.seq <= s);
+            .is_some_and(|&s| id.seq < s);
         if !value.is_null() && !settled {
             if let Entry::Vacant(slot) = self.copies.entry((e, id)) {
                 slot.insert(value.clone());
@@ -407,17 +408,23 @@ mod tests {
         let null = Value::null(MsgId { client: 7, seq: 0 }, Timestamp::new(5, 7));
         o.received(E, null.clone(), false);
         assert_eq!(o.copy(E, null.key()), None);
-        // A copy of a message the client sent before the one decided (refused, or lost) goes
-        // with the decision, and a late copy (a retry's Phase 2) is not kept.
+        // A copy of a message the client sent before the one decided (lost, say) goes with the
+        // decision, and a late copy of it is not kept.
         let (first, second, third) = (v(1, 10), v(1, 11), v(1, 12));
         o.received(E, first.clone(), false);
         o.received(E, second.clone(), false);
         o.received(E, third.clone(), false);
         o.decided(E, &second, false);
         assert_eq!(o.copy(E, first.key()), None);
-        assert_eq!(o.copy(E, third.key()), Some(&third));
-        o.received(E, second.clone(), false);
         assert_eq!(o.copy(E, second.key()), None);
-        assert_eq!(o.copies.len(), 1);
+        assert_eq!(o.copy(E, third.key()), Some(&third));
+        o.received(E, first.clone(), false);
+        assert_eq!(o.copy(E, first.key()), None);
+        // A late copy of the one decided last may serve a retry decided again, until the
+        // client's next message is decided.
+        o.received(E, second.clone(), false);
+        assert_eq!(o.copy(E, second.key()), Some(&second));
+        o.decided(E, &third, false);
+        assert!(o.copies.is_empty());
     }
 }
