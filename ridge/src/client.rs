@@ -4,6 +4,13 @@
 //! answer for [`crate::config::Timing::retry`], it sends the same message (same id and
 //! timestamp) to every acceptor of the ensemble, which pass it on to the coordinator they
 //! trust (the coordinator may have crashed or been replaced; see [`crate::server`]).
+//!
+//! A client follows a replaced coordinator: an acceptor that passes its request on names the
+//! coordinator it trusts ([`Packet::Redirect`]), as do answers from acceptors
+//! ([`Packet::Response`]), and the client asks that one first from then on. A request the
+//! first choice's channel refuses (full: nobody drains a crashed process's ring) goes to the
+//! next acceptor in rank order, which passes it on; only when every acceptor's channel is
+//! full is the multicast refused.
 
 use crate::clock::{Clock, Stamper};
 use crate::config::Config;
@@ -42,7 +49,7 @@ pub struct RidgeClient {
     /// Each ensemble's learners, by ensemble index (for optimistic copies).
     learners: Vec<Vec<ProcessId>>,
     /// Per ensemble, the rank of the acceptor asked first: the initial coordinator, then the
-    /// coordinator the last answering acceptor trusted.
+    /// coordinator the last hint named, or the acceptor that took the last request.
     target: Vec<usize>,
     stamper: Stamper,
     next_seq: u64,
@@ -81,6 +88,39 @@ impl RidgeClient {
 }
 
 impl RidgeClient {
+    /// Asks `coordinator` first for ensemble `e` from now on, if it is one of its acceptors.
+    fn follow(&mut self, e: u16, coordinator: ProcessId) {
+        let rank = self
+            .acceptors
+            .get(e as usize)
+            .and_then(|a| a.iter().position(|&a| a == coordinator));
+        if let Some(rank) = rank {
+            self.target[e as usize] = rank;
+        }
+    }
+
+    /// Sends a request for ensemble `e` to the acceptor asked first or, if its channel is
+    /// full, to the next in rank order that takes it, which becomes the one asked first: a
+    /// crashed acceptor never drains its ring, and a client that kept asking it would be
+    /// refused for good. Any acceptor will do, as it passes the request on. `false` if every
+    /// channel is full.
+    fn request<N: Nic>(&mut self, nic: &mut N, e: EnsembleId, bytes: &[u8]) -> bool {
+        let acceptors = &self.acceptors[e.0 as usize];
+        let first = self.target[e.0 as usize];
+        for i in 0..acceptors.len() {
+            let rank = (first + i) % acceptors.len();
+            match self.mesh.send(nic, acceptors[rank], bytes) {
+                Ok(_) => {
+                    self.target[e.0 as usize] = rank;
+                    return true;
+                }
+                Err(MeshError::Full { .. }) => {}
+                Err(e) => panic!("a checked request was refused: {e}"),
+            }
+        }
+        false
+    }
+
     /// Sends the request in flight to every acceptor of its ensemble once the retry timeout
     /// passed without an answer (each passes it on to the coordinator it trusts; whatever is
     /// decided twice is delivered once); returns whether it did.
@@ -125,22 +165,24 @@ impl<N: Nic> Process<N> for RidgeClient {
         while let Some(from) = self.mesh.recv(nic, &mut buf).expect("ring reads") {
             worked = true;
             nic.work(Work::Decode, 1);
-            let (Ok(Packet::Response { id, coordinator }), Some(g)) =
-                (Packet::decode(&buf), self.cfg.group_of(from))
-            else {
-                continue;
-            };
-            // Any answer's hint counts, a late one's too: the first answer often comes from a
-            // learner that is no acceptor and gives none.
-            if let Some((e, c)) = coordinator {
-                let rank = self
-                    .acceptors
-                    .get(e as usize)
-                    .and_then(|a| a.iter().position(|&a| a == c));
-                if let Some(rank) = rank {
-                    self.target[e as usize] = rank;
+            let (id, g) = match Packet::decode(&buf) {
+                Ok(Packet::Response { id, coordinator }) => {
+                    // Any answer's hint counts, a late one's too: the first answer often comes
+                    // from a learner that is no acceptor and gives none.
+                    if let Some((e, c)) = coordinator {
+                        self.follow(e, c);
+                    }
+                    match self.cfg.group_of(from) {
+                        Some(g) => (id, g),
+                        None => continue,
+                    }
                 }
-            }
+                Ok(Packet::Redirect { e, coordinator }) => {
+                    self.follow(e, coordinator);
+                    continue;
+                }
+                _ => continue,
+            };
             let Some(f) = self.inflight.as_mut().filter(|f| f.id == id) else {
                 continue;
             };
@@ -199,15 +241,30 @@ impl<N: Nic> Client<N> for RidgeClient {
             dests: dst,
             payload: Some(Bytes::copy_from_slice(payload)),
         };
+        let bytes = Packet::Request {
+            e: e.0,
+            value: value.clone(),
+            forwarded: false,
+        }
+        .encode();
+        nic.work(Work::Copy, bytes.len() as u64);
+        if !self.request(nic, e, &bytes) {
+            // Backpressure: nothing was sent, copies included. The caller's next message
+            // takes this one's id (its sequence number is not consumed), so no learner may
+            // hold a copy of this content under it ([`crate::optimistic`]). The group of the
+            // first destination is named.
+            let group = dst.groups().next().expect("non-empty");
+            return Err(MulticastError::Full { group });
+        }
         if self.cfg.optimistic.is_some() {
             // Section 4.5: "p first sends m directly to all learners of e", then to the
-            // coordinator: the copy for optimistic delivery (encoded once). Not to the ensemble's first quorum, whose acceptors see the message in
-            // the request and in Phase 2 (acceptors are learners here; the paper's are apart).
-            // Best effort (the paper uses reliable multicast): a learner whose ring is full
-            // misses the optimistic delivery and fills its decision from the acceptors; and
-            // copies sent before a request refused for backpressure (an outbox of
-            // `Config::outbox` requests towards a stalled coordinator) may be delivered
-            // optimistically out of place, a counted mistake.
+            // coordinator: the copy for optimistic delivery (encoded once). Here the request
+            // goes first, so that a refused request leaves no copy behind; the copies still
+            // beat the DECISION, three hops (and the coordinator's wait) behind them. Not to
+            // the ensemble's first quorum, whose acceptors see the message in the request and
+            // in Phase 2 (acceptors are learners here; the paper's are apart). Best effort
+            // (the paper uses reliable multicast): a learner whose ring is full misses the
+            // optimistic delivery and fills its decision from the acceptors.
             let copy = Packet::Optimistic {
                 e: e.0,
                 value: value.clone(),
@@ -221,24 +278,6 @@ impl<N: Nic> Client<N> for RidgeClient {
             {
                 let _ = self.mesh.send(nic, l, &copy);
             }
-        }
-        let bytes = Packet::Request {
-            e: e.0,
-            value: value.clone(),
-            forwarded: false,
-        }
-        .encode();
-        nic.work(Work::Copy, bytes.len() as u64);
-        let to = self.acceptors[e.0 as usize][self.target[e.0 as usize]];
-        match self.mesh.send(nic, to, &bytes) {
-            Ok(_) => {}
-            Err(MeshError::Full { .. }) => {
-                // Backpressure: no request was sent (copies may have been); the group of the
-                // first destination is named.
-                let group = dst.groups().next().expect("non-empty");
-                return Err(MulticastError::Full { group });
-            }
-            Err(e) => panic!("a checked request was refused: {e}"),
         }
         self.next_seq += 1;
         self.inflight = Some(InFlight {

@@ -10,7 +10,7 @@
 //! passed over, learners fill gaps from acceptors, clients retry ([`server`]). Every run is
 //! checked against the five properties; `harness check --protocol ridge` sweeps seeds under
 //! crashes, pauses and clock skew. Optimistic deliveries (4.5, [`optimistic`]; decisions then
-//! carry ids only) and the ring and direct dissemination baselines
+//! carry no values) and the ring and direct dissemination baselines
 //! ([`paxos::Dissemination`]) run on the same code; section 5's latency and throughput are
 //! measured on its round model ([`model`], `harness figure ridge-model`) and the
 //! evaluation's Figs. 1-3 are reproduced on `lan-1g` with the `ridge-java` software profile
@@ -47,8 +47,9 @@
 //!   values, so learners, which take decisions gap-free, never stall on a hole ([`paxos`]);
 //! - the load balancer picks the learner outside `Q` with the fewest bytes distributed, the
 //!   lowest id on a tie ([`paxos::Balancer`]);
-//! - a learner holds a decision until it has both the DECISION's id and a value with that id
-//!   ([`paxos::Learning`]);
+//! - a DECISION names the decided value by its [`value::Key`] (id, timestamp, destinations),
+//!   not its id alone, and a learner holds a decision until it has a value with that key
+//!   ([`paxos::Learning`]; why, in [`optimistic`]);
 //! - the merge raises a timestamp equal to its ensemble's last one too, and breaks ties
 //!   between ensembles by ensemble index ([`merge`]);
 //! - timestamps are the sender's clock in microseconds with its process id in the low 16 bits,

@@ -1,13 +1,47 @@
 //! Section 4.5: optimistic deliveries. A multicaster also sends its message straight to the
 //! learners of the ensemble; a learner delivers it optimistically once its own clock reads the
 //! message's timestamp plus a wait ("based on the estimated latency and clock skews"), in
-//! timestamp order, and later delivers it atomically when its DECISION, an id only, names it
-//! ([`Optimism::copy`]). A mistake is an `i`-th
-//! optimistic delivery that is not the `i`-th atomic one; the checker judges the atomic
-//! deliveries only, the mistake rate is a reported figure.
+//! timestamp order, and later delivers it atomically when its DECISION, which carries no
+//! value, names it ([`Optimism::copy`]). A mistake is an `i`-th optimistic delivery that is
+//! not the `i`-th atomic one; the checker judges the atomic deliveries only, the mistake rate
+//! is a reported figure.
+//!
+//! # Pairing a DECISION with a copy
+//! **Invariant:** a learner takes for instance `k` of ensemble `e` only a value whose
+//! [`Key`] (id, timestamp, destinations) is the one `k`'s DECISION carries, the key of the
+//! value the acceptors decided. The merge orders by timestamp and delivers by destinations,
+//! so every learner then merges the same stream of `e` and delivers one message with one
+//! final timestamp. (The paper's DECISION names an id; review R1 found that ids did not name
+//! one content here, and replicas of a group delivered a message with different timestamps,
+//! about one seed in 3,300 of `harness check --protocol ridge`.)
+//!
+//! **Why it holds:**
+//! - the DECISION carries the key ([`crate::paxos::Msg::Decision`]), and
+//!   [`crate::paxos::Learning`] keeps, and hands out, only values with the decided key: a
+//!   copy of other content under the id is never paired; the learner waits for the value
+//!   (a later copy, the Phase 2 it votes on, a VALUE) or fetches it from the acceptors after
+//!   a suspicion timeout (section 4.4.3's gap filling). This alone makes pairing safe;
+//! - ids name one content, so that it costs nothing in practice: a client's request goes out
+//!   before its copies, so a multicast refused for backpressure leaves no copy behind and its
+//!   sequence number is free for the next one ([`crate::client`]); a retry resends the same
+//!   value; null messages' ids carry their ensemble ([`crate::ensemble::NULL_ENSEMBLE_SHIFT`]:
+//!   a process coordinating `e_0` and `e_all` gave its first null of each the same id); a
+//!   gap filler's id names its coordinator and instance, and its content is always the same
+//!   null (timestamp 0);
+//! - copies are kept by ensemble and id, so a copy is only ever looked up in its own
+//!   ensemble.
+//!
+//! **Bounded memory:** a copy goes when its message is decided, with those of the
+//! multicaster's earlier messages in the ensemble (a client's messages are first decided in
+//! the order it sent them); a copy of a message older than the multicaster's last one decided
+//! here is not kept (a late copy of that last one is, for a retry decided again, until the
+//! next is decided); null messages, which are distributed, are not kept; and at most `keep`
+//! copies are, the oldest going first. A copy dropped too early costs a fetch, never safety. The DECISION grows by 16 bytes (timestamp and destinations, 8 each) on the wire.
 
-use crate::value::{Timestamp, Value};
+use crate::mapping::EnsembleId;
+use crate::value::{Key, Timestamp, Value};
 use multicast::MsgId;
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
 
 /// The microseconds of a timestamp's clock reading.
@@ -121,13 +155,18 @@ pub struct Optimism {
     optimistic: VecDeque<MsgId>,
     atomic: VecDeque<MsgId>,
     tally: Tally,
-    /// Messages seen (multicasters' copies, or values of Phase 2 for a learner in the quorum)
-    /// by id until their instance is decided here, at most `keep`, the oldest going first:
-    /// with optimistic deliveries on, decisions carry ids only and a learner pairs each with
-    /// the message it saw (section 4.5).
-    copies: BTreeMap<MsgId, Value>,
-    arrivals: VecDeque<MsgId>,
+    /// Messages seen (multicasters' copies, requests, values of Phase 2 for a learner in the
+    /// quorum) by ensemble and id until their instance is decided here, at most `keep`, the
+    /// oldest going first: with optimistic deliveries on, decisions carry no values and a
+    /// learner pairs each with the message it saw (section 4.5), if its key matches.
+    copies: BTreeMap<(EnsembleId, MsgId), Value>,
+    arrivals: VecDeque<(EnsembleId, MsgId)>,
     keep: usize,
+    /// Per ensemble and multicaster, the highest sequence number decided here: copies below
+    /// it are of messages the multicaster completed before its last one was sent, not kept.
+    /// A late copy of the last one (a retry's request or Phase 2) is, since the retry may be
+    /// decided again; it goes when the multicaster's next message in the ensemble is decided.
+    settled: BTreeMap<(EnsembleId, u32), u64>,
     /// Messages decided and addressed here, not yet delivered atomically: their timestamps
     /// as multicast (the merge may raise a timestamp to keep its ensemble's order; latency is
     /// counted from the multicaster's).
@@ -151,6 +190,7 @@ impl Optimism {
             copies: BTreeMap::new(),
             arrivals: VecDeque::new(),
             keep: keep.max(1),
+            settled: BTreeMap::new(),
             fresh: BTreeMap::new(),
             stamped: BTreeMap::new(),
             log: None,
@@ -167,16 +207,23 @@ impl Optimism {
         self.log.as_deref()
     }
 
-    /// A message of one of this learner's ensembles, seen before its decision: kept for the
-    /// decision, and held for optimistic delivery if `addressed` to this learner's group.
-    pub fn received(&mut self, value: Value, addressed: bool) {
+    /// A message of this learner's ensemble `e`, seen before its decision: kept for the
+    /// decision, and held for optimistic delivery if `addressed` to this learner's group. Null
+    /// messages are not kept: nobody multicasts a copy of one, so they are distributed.
+    pub fn received(&mut self, e: EnsembleId, value: Value, addressed: bool) {
         let id = value.id;
-        if let std::collections::btree_map::Entry::Vacant(slot) = self.copies.entry(id) {
-            slot.insert(value.clone());
-            self.arrivals.push_back(id);
-            while self.arrivals.len() > self.keep {
-                let old = self.arrivals.pop_front().expect("over the bound");
-                self.copies.remove(&old);
+        let settled = self
+            .settled
+            .get(&(e, id.client))
+            .is_some_and(|&s| id.seq < s);
+        if !value.is_null() && !settled {
+            if let Entry::Vacant(slot) = self.copies.entry((e, id)) {
+                slot.insert(value.clone());
+                self.arrivals.push_back((e, id));
+                while self.arrivals.len() > self.keep {
+                    let old = self.arrivals.pop_front().expect("over the bound");
+                    self.copies.remove(&old);
+                }
             }
         }
         let fresh = self.fresh.entry(id.client).or_insert(0);
@@ -186,15 +233,27 @@ impl Optimism {
         }
     }
 
-    /// The message with id `id`, if seen and not yet decided.
-    pub fn copy(&self, id: MsgId) -> Option<&Value> {
-        self.copies.get(&id)
+    /// The message of ensemble `e` that `key` names, if seen and not yet decided; `None` if the
+    /// copy held under its id is of other content (never paired: the learner waits for the
+    /// value or fetches it).
+    pub fn copy(&self, e: EnsembleId, key: Key) -> Option<&Value> {
+        self.copies.get(&(e, key.id)).filter(|v| v.key() == key)
     }
 
-    /// Message `value` was decided here: its copy is no longer needed; if `addressed` here,
-    /// its timestamp is kept for its atomic delivery's latency.
-    pub fn decided(&mut self, value: &Value, addressed: bool) {
-        self.copies.remove(&value.id);
+    /// Message `value` of ensemble `e` was decided here: its copy and those of the
+    /// multicaster's earlier messages in `e` (a client's messages are first decided in the
+    /// order it sent them) are no longer needed; if `addressed` here, its timestamp is kept
+    /// for its atomic delivery's latency.
+    pub fn decided(&mut self, e: EnsembleId, value: &Value, addressed: bool) {
+        let MsgId { client, seq } = value.id;
+        if !value.is_null() {
+            let settled = self.settled.entry((e, client)).or_insert(seq);
+            *settled = (*settled).max(seq);
+            let (first, last) = ((e, MsgId { client, seq: 0 }), (e, value.id));
+            while let Some(&k) = self.copies.range(first..=last).next().map(|(k, _)| k) {
+                self.copies.remove(&k);
+            }
+        }
         if addressed {
             self.stamped.insert(value.id, clock_us(value.ts));
         }
@@ -252,6 +311,9 @@ mod tests {
     use super::*;
     use multicast::DestSet;
 
+    const E: EnsembleId = EnsembleId(0);
+    const ALL: EnsembleId = EnsembleId(1);
+
     fn v(client: u32, us: u64) -> Value {
         Value {
             id: MsgId { client, seq: us },
@@ -279,16 +341,16 @@ mod tests {
     fn a_mistake_is_a_position_where_the_two_orders_differ() {
         let mut o = Optimism::new(0, 16);
         // A late copy: 1 arrives after 2 was delivered optimistically.
-        o.received(v(2, 20), true);
+        o.received(E, v(2, 20), true);
         o.deliver(100);
-        o.received(v(1, 10), true);
+        o.received(E, v(1, 10), true);
         o.deliver(100);
         // The atomic order is by timestamp: 1 then 2.
         o.atomic(v(1, 10).id, v(1, 10).ts, 300);
         o.atomic(v(2, 20).id, v(2, 20).ts, 300);
         let t = o.tally();
         assert_eq!((t.delivered, t.mistakes), (2, 2));
-        o.received(v(3, 30), true);
+        o.received(E, v(3, 30), true);
         o.deliver(100);
         o.atomic(v(3, 30).id, v(3, 30).ts, 330);
         let t = o.tally();
@@ -304,17 +366,65 @@ mod tests {
     #[test]
     fn a_message_seen_twice_is_delivered_once_and_kept_until_decided() {
         let mut o = Optimism::new(0, 2);
-        o.received(v(1, 10), true);
+        o.received(E, v(1, 10), true);
         // Its Phase 2 after the copy, and a message for another group.
-        o.received(v(1, 10), true);
-        o.received(v(2, 20), false);
+        o.received(E, v(1, 10), true);
+        o.received(E, v(2, 20), false);
         assert_eq!(o.deliver(100), 1);
-        assert!(o.copy(v(1, 10).id).is_some() && o.copy(v(2, 20).id).is_some());
-        o.decided(&v(1, 10), true);
-        assert!(o.copy(v(1, 10).id).is_none());
+        assert!(o.copy(E, v(1, 10).key()).is_some() && o.copy(E, v(2, 20).key()).is_some());
+        o.decided(E, &v(1, 10), true);
+        assert!(o.copy(E, v(1, 10).key()).is_none());
         // At most `keep` messages: the oldest goes first.
-        o.received(v(3, 30), true);
-        o.received(v(4, 40), true);
-        assert!(o.copy(v(2, 20).id).is_none() && o.copy(v(4, 40).id).is_some());
+        o.received(E, v(3, 30), true);
+        o.received(E, v(4, 40), true);
+        assert!(o.copy(E, v(2, 20).key()).is_none() && o.copy(E, v(4, 40).key()).is_some());
+    }
+
+    #[test]
+    fn copies_are_kept_per_ensemble_and_only_the_named_content_is_paired() {
+        let mut o = Optimism::new(0, 16);
+        let a = v(1, 10);
+        // Another content under the same id: the refused multicast R1 describes.
+        let b = Value {
+            ts: Timestamp::new(11, 1),
+            ..a.clone()
+        };
+        o.received(E, a.clone(), false);
+        o.received(ALL, b.clone(), false);
+        assert_eq!(o.copy(E, a.key()), Some(&a));
+        assert_eq!(o.copy(ALL, b.key()), Some(&b));
+        assert_eq!(o.copy(E, b.key()), None, "a copy of other content");
+        assert_eq!(o.copy(ALL, a.key()), None, "another ensemble's copy");
+        // Deciding it in one ensemble leaves the other's copy.
+        o.decided(E, &a, false);
+        assert_eq!(o.copy(E, a.key()), None);
+        assert_eq!(o.copy(ALL, b.key()), Some(&b));
+    }
+
+    #[test]
+    fn copies_of_messages_decided_already_are_dropped_and_not_kept_again() {
+        let mut o = Optimism::new(0, 16);
+        // Null messages are distributed: never kept.
+        let null = Value::null(MsgId { client: 7, seq: 0 }, Timestamp::new(5, 7));
+        o.received(E, null.clone(), false);
+        assert_eq!(o.copy(E, null.key()), None);
+        // A copy of a message the client sent before the one decided (lost, say) goes with the
+        // decision, and a late copy of it is not kept.
+        let (first, second, third) = (v(1, 10), v(1, 11), v(1, 12));
+        o.received(E, first.clone(), false);
+        o.received(E, second.clone(), false);
+        o.received(E, third.clone(), false);
+        o.decided(E, &second, false);
+        assert_eq!(o.copy(E, first.key()), None);
+        assert_eq!(o.copy(E, second.key()), None);
+        assert_eq!(o.copy(E, third.key()), Some(&third));
+        o.received(E, first.clone(), false);
+        assert_eq!(o.copy(E, first.key()), None);
+        // A late copy of the one decided last may serve a retry decided again, until the
+        // client's next message is decided.
+        o.received(E, second.clone(), false);
+        assert_eq!(o.copy(E, second.key()), Some(&second));
+        o.decided(E, &third, false);
+        assert!(o.copies.is_empty());
     }
 }

@@ -10,7 +10,7 @@
 //! single promise `rnd` for all instances, and a coordinator that completed Phase 1 proposes
 //! each new value with Phase 2 alone.
 
-use crate::value::Value;
+use crate::value::{Key, Value};
 use multicast::MsgId;
 use std::collections::BTreeMap;
 use transport::ProcessId;
@@ -99,12 +99,14 @@ pub enum Msg {
         /// Votes cast so far.
         count: usize,
     },
-    /// Task 4, line 30: instance `k` decided the value with id `id`.
+    /// Task 4, line 30: instance `k` decided the value `key` names (its id, timestamp and
+    /// destinations: with optimistic deliveries the learner pairs it with a copy of that
+    /// content, never with another message under the same id).
     Decision {
         /// The instance.
         k: Instance,
-        /// The decided value's id.
-        id: MsgId,
+        /// What the decided value is.
+        key: Key,
     },
     /// Task 4, line 32: distribute `value` to the learners outside `quorum`.
     Distribute {
@@ -503,7 +505,15 @@ impl Acceptor {
         // Lines 30-32.
         let mut out: Out = learners
             .iter()
-            .map(|&l| (l, Msg::Decision { k, id: value.id }))
+            .map(|&l| {
+                (
+                    l,
+                    Msg::Decision {
+                        k,
+                        key: value.key(),
+                    },
+                )
+            })
             .collect();
         match self.dissemination {
             Dissemination::Ring => {
@@ -691,7 +701,7 @@ impl Coordinator {
             let mine = self.proposed.remove(&k);
             let v = match (seen.remove(&k), mine) {
                 (Some((_, v)), mine) => {
-                    displaced.extend(mine.filter(|m| m.id != v.id));
+                    displaced.extend(mine.filter(|m| m.key() != v.key()));
                     v
                 }
                 (None, Some(mine)) => mine,
@@ -711,12 +721,12 @@ impl Coordinator {
         (rnd == self.c_rnd && promised > self.c_rnd).then_some(promised)
     }
 
-    /// Instance `k` was learned decided with id `id`. Returns whether this coordinator had
-    /// proposed there (its round made progress), and its proposal if a different value took
-    /// the instance (to be proposed again).
-    pub fn learned(&mut self, k: Instance, id: MsgId) -> (bool, Option<Value>) {
+    /// Instance `k` was learned decided with the value `key` names. Returns whether this
+    /// coordinator had proposed there (its round made progress), and its proposal if a
+    /// different value took the instance (to be proposed again).
+    pub fn learned(&mut self, k: Instance, key: Key) -> (bool, Option<Value>) {
         match self.proposed.remove(&k) {
-            Some(v) => (true, Some(v).filter(|v| v.id != id && !v.is_null())),
+            Some(v) => (true, Some(v).filter(|v| v.key() != key && !v.is_null())),
             None => (false, None),
         }
     }
@@ -832,18 +842,20 @@ pub fn relay(
         .collect()
 }
 
-/// The most values of different ids a learner keeps for one undecided instance (rounds
+/// The most values of different keys a learner keeps for one undecided instance (rounds
 /// superseded by failures each may bring one; the oldest goes first).
 const CANDIDATES: usize = 4;
 
 /// A learner's view of one ensemble's decisions: an instance is decided once the learner has
-/// both its DECISION (the id) and a value with that id (from VALUE, from DISTRIBUTE, or, in
-/// the quorum, from the Phase 2 it voted on), or a [`Msg::Decided`] answer. Decisions come
-/// out in instance order, gap-free. The last `retain` decisions are kept to answer other
-/// learners' [`Msg::Fetch`] (section 4.4.3).
+/// both its DECISION (the value's [`Key`]) and a value with that key (from VALUE, from
+/// DISTRIBUTE, in the quorum from the Phase 2 it voted on, or a multicaster's copy), or a
+/// [`Msg::Decided`] answer. A value under the decided id but of other content is never taken
+/// for the instance: the learner waits for, or fetches, the right one ([`crate::optimistic`]).
+/// Decisions come out in instance order, gap-free. The last `retain` decisions are kept to
+/// answer other learners' [`Msg::Fetch`] (section 4.4.3).
 #[derive(Clone, Debug)]
 pub struct Learning {
-    ids: BTreeMap<Instance, MsgId>,
+    keys: BTreeMap<Instance, Key>,
     values: BTreeMap<Instance, Vec<Value>>,
     /// The next instance to hand out.
     next: Instance,
@@ -851,14 +863,14 @@ pub struct Learning {
     recent: std::collections::VecDeque<Value>,
     retain: usize,
     /// The direct baseline: per instance, the highest round voted in and who voted for what.
-    accepts: BTreeMap<Instance, (Round, Vec<(ProcessId, MsgId)>)>,
+    accepts: BTreeMap<Instance, (Round, Vec<(ProcessId, Key)>)>,
 }
 
 impl Learning {
     /// A learner that keeps its last `retain` decisions for others.
     pub fn new(retain: usize) -> Learning {
         Learning {
-            ids: BTreeMap::new(),
+            keys: BTreeMap::new(),
             values: BTreeMap::new(),
             next: 0,
             recent: std::collections::VecDeque::new(),
@@ -892,12 +904,12 @@ impl Learning {
         if votes.iter().any(|(a, _)| *a == from) {
             return;
         }
-        votes.push((from, value.id));
-        let id = value.id;
-        let n = votes.iter().filter(|(_, v)| *v == id).count();
+        let key = value.key();
+        votes.push((from, key));
+        let n = votes.iter().filter(|(_, v)| *v == key).count();
         self.value(k, value);
         if n >= majority {
-            self.decided(k, id);
+            self.decided(k, key);
         }
     }
 
@@ -910,7 +922,7 @@ impl Learning {
     /// next one's DECISION or value went missing).
     pub fn gap(&self) -> bool {
         let ahead = |k: Option<&Instance>| k.is_some_and(|&k| k > self.next);
-        ahead(self.ids.keys().next_back()) || ahead(self.values.keys().next_back())
+        ahead(self.keys.keys().next_back()) || ahead(self.values.keys().next_back())
     }
 
     /// The first instance from `from` (or from the next one to hand out, if later) whose
@@ -918,42 +930,48 @@ impl Learning {
     /// a gap starts. `None` when nothing is missing before the last instance it knows of.
     pub fn first_gap_from(&self, from: Instance) -> Option<Instance> {
         let last = self
-            .ids
+            .keys
             .keys()
             .next_back()
             .max(self.values.keys().next_back())
             .copied()?;
         (from.max(self.next)..last).find(|k| {
-            let Some(id) = self.ids.get(k) else {
+            let Some(key) = self.keys.get(k) else {
                 return true;
             };
             self.values
                 .get(k)
-                .is_none_or(|vs| vs.iter().all(|v| v.id != *id))
+                .is_none_or(|vs| vs.iter().all(|v| v.key() != *key))
         })
     }
 
-    /// The undecided instance whose DECISION named `id`, if any: the one a message seen
+    /// The undecided instance whose DECISION named `key`, if any: the one a message seen
     /// late completes.
-    pub fn awaiting(&self, id: MsgId) -> Option<Instance> {
-        self.ids.iter().find(|(_, &i)| i == id).map(|(&k, _)| k)
+    pub fn awaiting(&self, key: Key) -> Option<Instance> {
+        self.keys.iter().find(|(_, &d)| d == key).map(|(&k, _)| k)
     }
 
-    /// Instance `k` was decided with id `id` (Msg::Decision).
-    pub fn decided(&mut self, k: Instance, id: MsgId) {
+    /// Instance `k` decided the value `key` names (Msg::Decision): values of other content
+    /// held for it can no longer be decided there and go.
+    pub fn decided(&mut self, k: Instance, key: Key) {
         if k >= self.next {
-            self.ids.insert(k, id);
+            self.keys.insert(k, key);
+            if let Some(vs) = self.values.get_mut(&k) {
+                vs.retain(|v| v.key() == key);
+            }
         }
     }
 
-    /// A value for instance `k` arrived (VALUE, DISTRIBUTE, or a Phase 2 voted on). Values of
-    /// several rounds may arrive; the decided id picks among them.
+    /// A value for instance `k` arrived (VALUE, DISTRIBUTE, a Phase 2 voted on, a copy).
+    /// Values of several rounds may arrive; the decided key picks among them, and once it is
+    /// known a value it does not name is not kept.
     pub fn value(&mut self, k: Instance, value: Value) {
-        if k < self.next {
+        let key = value.key();
+        if k < self.next || self.keys.get(&k).is_some_and(|d| *d != key) {
             return;
         }
         let vs = self.values.entry(k).or_default();
-        if vs.iter().all(|v| v.id != value.id) {
+        if vs.iter().all(|v| v.key() != key) {
             if vs.len() == CANDIDATES {
                 vs.remove(0);
             }
@@ -963,16 +981,16 @@ impl Learning {
 
     /// Instance `k` decided `value` (a [`Msg::Decided`] answer).
     pub fn fill(&mut self, k: Instance, value: Value) {
-        self.decided(k, value.id);
+        self.decided(k, value.key());
         self.value(k, value);
     }
 
     /// The next decided instance and its value, in instance order.
     pub fn next_decided(&mut self) -> Option<(Instance, Value)> {
         let k = self.next;
-        let id = *self.ids.get(&k)?;
-        let i = self.values.get(&k)?.iter().position(|v| v.id == id)?;
-        self.ids.remove(&k);
+        let key = *self.keys.get(&k)?;
+        let i = self.values.get(&k)?.iter().position(|v| v.key() == key)?;
+        self.keys.remove(&k);
         self.accepts.remove(&k);
         let v = self.values.remove(&k).expect("checked").swap_remove(i);
         self.next += 1;

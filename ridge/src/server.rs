@@ -26,21 +26,26 @@
 //!   ones too), and answer from the decisions they keep ([`crate::config::Config::retain`]).
 //!   A learner told that the decisions it lacks are no longer kept halts (it fell further
 //!   behind than any peer keeps).
-//! - **Clients.** A client that gets no answer asks the ensemble's acceptors in turn; an
-//!   acceptor passes a request on to the coordinator it trusts. A request may therefore be
+//! - **Clients.** A client that gets no answer asks all the ensemble's acceptors; an
+//!   acceptor passes a request on to the coordinator it trusts and, if the request came from
+//!   the client, names that coordinator to it ([`Packet::Redirect`]), so the client's next
+//!   requests go there: with dedicated acceptors, or `e_all`'s in the first group, no
+//!   answering server may be an acceptor, and a client following answers alone kept asking
+//!   a crashed coordinator (review R2; [`crate::client`]). A request may therefore be
 //!   decided twice: learners deliver a client's message once, by sequence number, and answer
 //!   the duplicate so the client completes. A client's messages reach a group in the order it
 //!   sent them (it sends the next once the previous one was delivered), so "this sequence
 //!   number or an earlier one was delivered" is "this message was delivered".
 //! - **Optimistic deliveries (4.5).** With [`Config::optimistic`], a learner delivers the
-//!   multicaster's copy once its clock reads the timestamp plus the wait
-//!   ([`crate::optimistic`]), and a coordinator holds requests as long, proposing them in
-//!   timestamp order. As in the paper, Ridge's last acceptor then sends decided ids only (no
-//!   DISTRIBUTE): a learner pairs each DECISION with the message it saw (the copy, or the
-//!   request and Phase 2 for the acceptors, which the multicaster sends no copy), and fills
-//!   from the acceptors what it lacks. Departures: the copy is best effort (the paper's is a
-//!   reliable multicast), so a learner may miss an optimistic delivery and fetch the value,
-//!   never miss an atomic one; and the ring and direct baselines keep carrying values.
+//!   multicaster's copy once its clock reads the timestamp plus the wait ([`crate::optimistic`]),
+//!   and a coordinator holds requests as long, proposing them in timestamp order. As in the paper,
+//!   Ridge's last acceptor then sends no value (no DISTRIBUTE), only the decided value's key: a
+//!   learner pairs each DECISION with the message it saw if that message is the one named (the
+//!   copy, or the request and Phase 2 for the acceptors, which the multicaster sends no copy), and
+//!   fills from the acceptors what it lacks (see [`crate::optimistic`] for why an id alone is not
+//!   enough). Departures: the copy is best effort (the paper's is a reliable multicast), so a
+//!   learner may miss an optimistic delivery and fetch the value, never miss an atomic one; and the
+//!   ring and direct baselines keep carrying values.
 //! - **Bounded memory.** Votes are trimmed [`crate::config::Config::retain`] instances behind
 //!   what the acceptor learned; learners keep as many decisions. Packets to a peer whose ring
 //!   is full wait in the mesh's outbox ([`crate::config::Config::outbox`] of them), then in
@@ -222,7 +227,7 @@ impl RidgeServer {
                 omega: Omega::new(ens.acceptors.len()),
                 leads: vec![0; ens.acceptors.len()],
                 paxos: Coordinator::with(me, ens.clone(), cfg.dissemination),
-                timer: NullTimer::new(me.0, cfg.delta, Nanos::ZERO),
+                timer: NullTimer::new(me.0, e, cfg.delta, Nanos::ZERO),
                 waiting: VecDeque::new(),
                 holding: cfg.optimistic.map(|w| Holding::new(w.as_nanos() / 1_000)),
                 progress_at: Nanos::ZERO,
@@ -415,7 +420,7 @@ impl RidgeServer {
                 e,
                 value,
                 forwarded,
-            } => self.on_request(nic, EnsembleId(e), value, forwarded),
+            } => self.on_request(nic, from, EnsembleId(e), value, forwarded),
             Packet::Paxos { e, msg } => self.on_paxos(nic, from, EnsembleId(e), msg),
             Packet::Lead { leads } => {
                 for (e, rnd) in leads {
@@ -423,26 +428,34 @@ impl RidgeServer {
                 }
             }
             Packet::Optimistic { e, value } => self.seen(EnsembleId(e), &value),
-            Packet::Response { .. } | Packet::Heartbeat => {}
+            Packet::Response { .. } | Packet::Redirect { .. } | Packet::Heartbeat => {}
         }
     }
 
     /// Section 4.5: a message of ensemble `e` seen before its decision (the multicaster's
     /// copy, a request, a Phase 2): kept for its DECISION, which completes an instance waiting
-    /// for it, and held for optimistic delivery if addressed to this server's group.
+    /// for this very content, and held for optimistic delivery if addressed to this server's
+    /// group.
     fn seen(&mut self, e: EnsembleId, value: &Value) {
         let (i, addressed) = (self.learner_slot(e), self.addressed(value));
         let (Some(o), Some(i)) = (self.optimism.as_mut(), i) else {
             return;
         };
-        o.received(value.clone(), addressed);
-        if let Some(k) = self.learning[i].awaiting(value.id) {
+        o.received(e, value.clone(), addressed);
+        if let Some(k) = self.learning[i].awaiting(value.key()) {
             self.learning[i].value(k, value.clone());
         }
     }
 
     /// A client's message (Algorithm 3, line 4), or one passed on by another acceptor.
-    fn on_request<N: Nic>(&mut self, nic: &mut N, e: EnsembleId, value: Value, forwarded: bool) {
+    fn on_request<N: Nic>(
+        &mut self,
+        nic: &mut N,
+        from: ProcessId,
+        e: EnsembleId,
+        value: Value,
+        forwarded: bool,
+    ) {
         self.seen(e, &value);
         let Some(seat) = self.seats.get_mut(&e) else {
             // Only acceptors are asked: a request elsewhere is malformed.
@@ -466,6 +479,10 @@ impl RidgeServer {
                     forwarded: true,
                 },
             );
+            // The client asked an acceptor that does not coordinate: its next requests go to
+            // the coordinator rather than each waiting for a retry (section 4.4.1).
+            let coordinator = to;
+            self.send(nic, from, &Packet::Redirect { e, coordinator });
         }
     }
 
@@ -580,11 +597,12 @@ impl RidgeServer {
                         })
                 })
             }
-            Msg::Decision { k, id } => {
+            Msg::Decision { k, key } => {
                 if let Some(i) = self.learner_slot(e) {
-                    self.learning[i].decided(k, id);
-                    // Section 4.5: the id names a message seen before (ids only).
-                    if let Some(v) = self.optimism.as_ref().and_then(|o| o.copy(id)) {
+                    self.learning[i].decided(k, key);
+                    // Section 4.5: the key names a message seen before (no value sent); a copy
+                    // of other content under its id is not it.
+                    if let Some(v) = self.optimism.as_ref().and_then(|o| o.copy(e, key)) {
                         self.learning[i].value(k, v.clone());
                     }
                 }
@@ -795,7 +813,7 @@ impl RidgeServer {
                     self.trace.learned.insert((e, k), now);
                 }
                 if let Some(seat) = self.seats.get_mut(&e) {
-                    let (mine, displaced) = seat.paxos.learned(k, v.id);
+                    let (mine, displaced) = seat.paxos.learned(k, v.key());
                     seat.waiting.extend(displaced);
                     // Only decisions of its own proposals are its round's progress; catching
                     // up on older ones is not (seed 887: a coordinator whose Phase 1a was lost
@@ -807,7 +825,7 @@ impl RidgeServer {
                 }
                 let addressed = self.addressed(&v);
                 if let Some(o) = self.optimism.as_mut() {
-                    o.decided(&v, addressed);
+                    o.decided(e, &v, addressed);
                 }
                 if self.group.is_some() {
                     self.merge.decided(i, v);

@@ -37,6 +37,20 @@ impl Timestamp {
     }
 }
 
+/// What a DECISION names (section 4.5 sends decisions without values): the decided value's id
+/// with the fields its order and delivery depend on, so that a learner pairs the decision only
+/// with a copy of that content and never with another message that carries the same id (see
+/// [`crate::optimistic`]). 28 bytes on the wire where the id alone took 12.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Key {
+    /// The value's id.
+    pub id: MsgId,
+    /// Its timestamp as the sender gave it.
+    pub ts: Timestamp,
+    /// Its destinations.
+    pub dests: DestSet,
+}
+
 /// A value of one consensus instance.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Value {
@@ -59,6 +73,15 @@ impl Value {
             ts,
             dests: DestSet::EMPTY,
             payload: None,
+        }
+    }
+
+    /// What a DECISION of this value names.
+    pub fn key(&self) -> Key {
+        Key {
+            id: self.id,
+            ts: self.ts,
+            dests: self.dests,
         }
     }
 

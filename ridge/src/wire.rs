@@ -55,6 +55,17 @@ pub enum Packet {
         /// `(e, rnd)` per ensemble led.
         leads: Vec<(u16, Round)>,
     },
+    /// An acceptor of ensemble `e` that does not coordinate passed a client's request on to
+    /// `coordinator`, the one it trusts: the client sends its next requests there. Only a
+    /// client whose first choice is not the coordinator (it crashed, was replaced, or this is
+    /// a retry) gets one; [`Packet::Response`]'s hint covers the rest, but only where an
+    /// acceptor of the ensemble answers, never with dedicated acceptors.
+    Redirect {
+        /// The ensemble.
+        e: u16,
+        /// The coordinator the acceptor trusts.
+        coordinator: ProcessId,
+    },
 }
 
 impl Packet {
@@ -143,7 +154,10 @@ mod tests {
                 quorum,
                 count: 1,
             },
-            3 => Msg::Decision { k: 12, id: v.id },
+            3 => Msg::Decision {
+                k: 12,
+                key: v.key(),
+            },
             4 => Msg::Distribute {
                 k: 12,
                 value: v,
@@ -205,5 +219,18 @@ mod tests {
         bytes[at..at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
         let e = Packet::decode(&bytes).unwrap_err().to_string();
         assert!(e.starts_with("not a Ridge message"), "{e}");
+    }
+
+    /// A DECISION names its value by key: 16 bytes (timestamp, destinations) more than the id
+    /// alone, whatever the payload.
+    #[test]
+    fn a_decision_carries_the_key_and_no_value() {
+        let v = value(vec![1; 1000], false);
+        let decision = Packet::paxos(
+            crate::mapping::EnsembleId(1),
+            Msg::Decision { k: 3, key: v.key() },
+        );
+        // Packet tag 4, ensemble 2; Msg tag 4, instance 8; id 12, timestamp 8, destinations 8.
+        assert_eq!(decision.encode().len(), 4 + 2 + 4 + 8 + 12 + 8 + 8);
     }
 }

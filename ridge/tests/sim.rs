@@ -383,3 +383,50 @@ fn a_learner_paused_one_second_catches_up_and_a_crash_after_leaves_every_multica
     );
     o.assert_safe_and_live();
 }
+
+/// Pins R2 (review): with dedicated acceptors no server is an acceptor, so no answer named a
+/// coordinator, and clients kept asking `e_0`'s crashed first coordinator: every multicast
+/// after the crash waited for a retry (default channels), and once the crashed process's ring
+/// and the outbox towards it were full every multicast was refused, for good (small
+/// channels). Clients now follow the acceptor that passes their request on
+/// ([`ridge::wire::Packet::Redirect`]), and ask the next acceptor when the first one's channel
+/// is full (pinned on its own in `tests/client.rs`).
+#[test]
+fn client_learns_the_replaced_coordinator() {
+    for (ring_slots, outbox) in [(16, 1024), (4, 2)] {
+        let mut cfg = Config::new(2, 2, 4);
+        cfg.placement = Placement::Dedicated;
+        cfg.acceptors = 3;
+        cfg.delta = Nanos(200_000);
+        cfg.ring_slots = ring_slots;
+        cfg.outbox = outbox;
+        // Servers p0..p3, clients p4..p7, e_0's acceptors p8..p10 (p8 its first coordinator).
+        let crash = Fault::Crash {
+            at: ms(5.0),
+            process: ProcessId(8),
+        };
+        let dest = DestPolicy::Fixed(multicast::GroupId(0));
+        let o = run_with(&cfg, dest, "lan-1g", 10, 60, vec![crash]);
+        o.assert_safe_and_live();
+        let after = completed_after(&o, ms(15.0));
+        assert!(
+            after > 200,
+            "{ring_slots} slots, outbox {outbox}: {after} multicasts sent after the failover completed"
+        );
+        // Not once: every client completes multicasts to the end of the load.
+        for n in o.sim.processes() {
+            if let multicast::Node::Client(c) = n {
+                let late = c
+                    .completions
+                    .iter()
+                    .flatten()
+                    .filter(|d| d.sent_at > ms(55.0))
+                    .count();
+                assert!(
+                    late > 5,
+                    "{ring_slots} slots, outbox {outbox}: a client completed {late} multicasts in the last 5 ms"
+                );
+            }
+        }
+    }
+}

@@ -87,8 +87,8 @@ impl Net {
                         a.on_phase2(&learners, k, rnd, value, quorum, count, |_| false)
                     })
                 }
-                Msg::Decision { k, id } => {
-                    self.learners.get_mut(&to).expect("learner").decided(k, id);
+                Msg::Decision { k, key } => {
+                    self.learners.get_mut(&to).expect("learner").decided(k, key);
                     Vec::new()
                 }
                 Msg::Distribute { k, value, quorum } => {
@@ -376,9 +376,9 @@ fn a_new_round_proposes_its_own_unvoted_values_again_and_returns_displaced_ones(
     );
     assert_eq!(displaced, vec![mine[1].clone()], "to be proposed again");
     // Learning a decision of its own proposal is progress; another value there displaces it.
-    assert_eq!(c.learned(0, mine[0].id), (true, None));
-    assert_eq!(c.learned(2, theirs.id), (true, Some(mine[2].clone())));
-    assert_eq!(c.learned(7, theirs.id), (false, None));
+    assert_eq!(c.learned(0, mine[0].key()), (true, None));
+    assert_eq!(c.learned(2, theirs.key()), (true, Some(mine[2].clone())));
+    assert_eq!(c.learned(7, theirs.key()), (false, None));
 }
 
 #[test]
@@ -387,7 +387,7 @@ fn learners_pick_the_decided_value_among_rounds_and_answer_gaps_from_what_they_k
     let (a, b) = (value(50, 0, 8), value(51, 0, 8));
     l.value(0, a.clone());
     l.value(0, b.clone());
-    l.decided(0, b.id);
+    l.decided(0, b.key());
     assert_eq!(l.next_decided().map(|(k, v)| (k, v.id)), Some((0, b.id)));
     // Instance 2's decision arrived, instance 1's did not: a gap.
     l.fill(2, value(50, 2, 8));
@@ -425,7 +425,7 @@ fn a_learner_finds_where_its_gap_starts_past_a_batch_not_yet_handed_out() {
     // A value without its decision is still missing; one with it is not.
     l.value(4, value(50, 4, 8));
     assert_eq!(l.first_gap_from(4), Some(4));
-    l.decided(4, value(50, 4, 8).id);
+    l.decided(4, value(50, 4, 8).key());
     assert_eq!(l.first_gap_from(4), Some(5));
     for k in 5..9 {
         l.fill(k, value(50, k, 8));
@@ -475,7 +475,7 @@ fn with_optimistic_deliveries_the_last_acceptor_sends_ids_only() {
     assert_eq!(out.len(), 5, "{out:?}");
     assert!(out
         .iter()
-        .all(|(_, m)| matches!(m, Msg::Decision { id, .. } if *id == v.id)));
+        .all(|(_, m)| matches!(m, Msg::Decision { key, .. } if *key == v.key())));
     // A null message has no copy anywhere: distributed as usual.
     let null = Value::null(MsgId { client: 0, seq: 9 }, v.ts);
     let out = a.on_phase2(&learners, 1, rnd, null, vec![p(1), p(2)], 1, |_| false);
@@ -559,4 +559,34 @@ fn the_direct_baseline_decides_on_a_majority_of_votes_of_one_round() {
     );
     l.accepted(p(2), 0, rnd, v.clone(), 2);
     assert_eq!(l.next_decided().map(|(k, w)| (k, w.id)), Some((0, v.id)));
+}
+
+/// Pins R1 (review): with optimistic deliveries a DECISION named an id only, and a learner
+/// paired it with the first value it held under that id. Ids did not name one content (a
+/// multicast refused for backpressure came back under its id with a new timestamp and new
+/// destinations, after its copies had gone out), so replicas delivered one message with
+/// different timestamps. The DECISION now carries the value's key: a value of other content
+/// under the decided id is never handed out, and does not keep the right one out.
+#[test]
+fn decision_never_pairs_with_a_different_copy() {
+    let mut l = Learning::new(4);
+    let right = value(50, 0, 8);
+    let wrong = Value {
+        ts: Timestamp::new(99, 50),
+        dests: DestSet::of([multicast::GroupId(1)]).unwrap(),
+        ..right.clone()
+    };
+    // The stale copy first, then the decision: nothing to hand out yet.
+    l.value(0, wrong.clone());
+    l.decided(0, right.key());
+    assert_eq!(
+        l.next_decided(),
+        None,
+        "paired with a copy of other content"
+    );
+    assert_eq!(l.awaiting(right.key()), Some(0));
+    // A stale copy after the decision is not kept; the right value completes the instance.
+    l.value(0, wrong);
+    l.value(0, right.clone());
+    assert_eq!(l.next_decided(), Some((0, right)));
 }
