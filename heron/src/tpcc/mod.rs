@@ -90,6 +90,11 @@ impl Scale {
         }
     }
 
+    /// Of the initial orders, those delivered (2,100): the first `customers - new_orders`.
+    pub fn delivered(&self) -> u64 {
+        self.customers - self.new_orders
+    }
+
     /// Distinct last names (1,000, or fewer when there are fewer customers, so that every
     /// name drawn belongs to someone).
     pub fn names(&self) -> u64 {
