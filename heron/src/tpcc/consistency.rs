@@ -1,11 +1,11 @@
 //! The specification's twelve consistency conditions (clause 3.3.2.1-3.3.2.12), checked on a
 //! database state (every object, as the oracle's replay or the replicas hold it).
 //!
-//! A row "exists" here as [`schema`](super::schema) encodes it: an ORDER row with O_OL_CNT > 0,
-//! a NEW-ORDER row with its flag set, an ORDER-LINE row with an item. O_CARRIER_ID 0 and
-//! OL_DELIVERY_D unset stand for null. HISTORY rows are all kept (a district's [`Scale::capacity`]
-//! of them, 48 bytes each), so conditions 8-10 sum them as the specification does; an unused
-//! HISTORY row is all zeros and adds nothing.
+//! A row "exists" here as [`schema`](super::schema) encodes it: an ORDER row with
+//! O_OL_CNT > 0, a NEW-ORDER row with its flag set, an ORDER-LINE row with an item.
+//! O_CARRIER_ID 0 and OL_DELIVERY_D unset stand for null. HISTORY rows are all kept (a
+//! district's [`Scale::capacity`] of them, 48 bytes each), so conditions 8-10 sum them as the
+//! specification does; an unused HISTORY row is all zeros and adds nothing.
 //!
 //! # Departure
 //! Condition 11 reads `count(ORDER) - count(NEW-ORDER) = 2100` per district, which only the
