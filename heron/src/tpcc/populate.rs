@@ -8,6 +8,10 @@ use super::{nurand, Tpcc, C_LAST};
 use crate::app::{Application, ObjectId};
 use transport::{Purpose, Rng};
 
+/// What every customer has paid when the database is populated (10.00, in cents): its
+/// C_YTD_PAYMENT, minus its C_BALANCE, and its one HISTORY row's H_AMOUNT (clause 4.3.3.1).
+const FIRST_PAYMENT: i64 = 1_000;
+
 /// Every row partition (warehouse) `w` holds, the replicated ITEM table included.
 pub fn warehouse(app: &Tpcc, w: u64, put: &mut dyn FnMut(ObjectId, Vec<u8>)) {
     let s = app.scale;
@@ -22,7 +26,9 @@ pub fn warehouse(app: &Tpcc, w: u64, put: &mut dyn FnMut(ObjectId, Vec<u8>)) {
         put(k.item(i), row(bytes(t::ITEM), &[price, im]));
     }
     let mut rng = Rng::derive(app.seed, Purpose::Workload, w);
-    let ytd = 3_000_000; // 30,000.00 per district
+    // D_YTD starts at what the district's initial HISTORY rows sum to (30,000.00 at full
+    // scale, as clause 4.3.3.1 gives it), so that condition 3.3.2.9 holds at any scale.
+    let ytd = s.customers as i64 * FIRST_PAYMENT;
     put(
         k.warehouse(w),
         row(
@@ -34,7 +40,7 @@ pub fn warehouse(app: &Tpcc, w: u64, put: &mut dyn FnMut(ObjectId, Vec<u8>)) {
         let q = rng.range_inclusive(10, 100) as i64;
         put(k.stock(w, i), row(bytes(t::STOCK), &[q, 0, 0, 0]));
     }
-    let delivered = s.customers - s.new_orders;
+    let delivered = s.delivered();
     for d in 0..s.districts {
         put(
             k.district(w, d),
@@ -64,8 +70,8 @@ pub fn warehouse(app: &Tpcc, w: u64, put: &mut dyn FnMut(ObjectId, Vec<u8>)) {
                 &[
                     rng.below(5_001) as i64,
                     bad as i64,
-                    -1_000,
-                    1_000,
+                    -FIRST_PAYMENT,
+                    FIRST_PAYMENT,
                     1,
                     0,
                     first as i64,
@@ -78,7 +84,14 @@ pub fn warehouse(app: &Tpcc, w: u64, put: &mut dyn FnMut(ObjectId, Vec<u8>)) {
                 k.history(w, d, c),
                 row(
                     bytes(t::HISTORY),
-                    &[c as i64, d as i64, w as i64, d as i64, w as i64, 1_000],
+                    &[
+                        c as i64,
+                        d as i64,
+                        w as i64,
+                        d as i64,
+                        w as i64,
+                        FIRST_PAYMENT,
+                    ],
                 ),
             );
         }

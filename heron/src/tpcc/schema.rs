@@ -109,7 +109,17 @@ pub mod field {
     pub const S_ORDER_CNT: usize = 2;
     /// STOCK: S_REMOTE_CNT.
     pub const S_REMOTE_CNT: usize = 3;
-    /// HISTORY: H_C_ID, H_C_D_ID, H_C_W_ID, H_D_ID, H_W_ID, H_AMOUNT.
+    /// HISTORY: H_C_ID, the customer who paid.
+    pub const H_C_ID: usize = 0;
+    /// HISTORY: H_C_D_ID, the customer's district.
+    pub const H_C_D_ID: usize = 1;
+    /// HISTORY: H_C_W_ID, the customer's warehouse.
+    pub const H_C_W_ID: usize = 2;
+    /// HISTORY: H_D_ID, the district paid at.
+    pub const H_D_ID: usize = 3;
+    /// HISTORY: H_W_ID, the warehouse paid at.
+    pub const H_W_ID: usize = 4;
+    /// HISTORY: H_AMOUNT.
     pub const H_AMOUNT: usize = 5;
     /// LAST_ORDER: the customer's latest O_ID (0: none).
     pub const L_O_ID: usize = 0;

@@ -274,7 +274,7 @@ fn preamble(md: &mut String, title: &str, name: &str, commit: &str, software: &S
          per district, doubled for a point whose districts ran out (see each row of \
          `summary.csv`): the simulator prices work per row touched, not per row stored, so \
          table sizes move no latency here. Every TPC-C point's database passed the consistency \
-         conditions 3.3.2.1-3.3.2.4, with no district out of order rows.\n",
+         conditions 3.3.2.1-3.3.2.12, with no district out of order rows.\n",
         crate::testbed::HERON,
         software.name,
         software.version,

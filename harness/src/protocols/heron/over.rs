@@ -82,7 +82,7 @@ pub(crate) const DEFAULT_DURATION: Nanos = Nanos(20_000_000);
 
 /// What every summary of a Heron comparison says after its table.
 pub(crate) const NOTES: &str = "Every point's database passed TPC-C's consistency conditions \
-     3.3.2.1-3.3.2.4 (a point that failed them would have stopped the comparison). A maximum \
+     3.3.2.1-3.3.2.12 (a point that failed them would have stopped the comparison). A maximum \
      marked \"still growing\" stopped at the client cap: a lower bound. Over Ridge, `e_all`'s \
      acceptors sit in partition 0 (so a minority of each partition may fail, as Heron \
      allows), Delta is the paper's 1 ms, and an idle ensemble's null messages pace \
