@@ -4,7 +4,7 @@
 //! final). Without one, every op lands at one instant.
 
 use transport::runtime::sim::{
-    check_determinism, Determinism, PieceOrder, Profile, Sim, SimConfig, Tearing,
+    check_determinism, Determinism, Fault, PieceOrder, Profile, Sim, SimConfig, Tearing,
 };
 use transport::slot::{Reject, SlotCodec};
 use transport::*;
@@ -258,6 +258,120 @@ fn a_queue_pairs_next_op_lands_after_the_last_piece() {
     for order in [PieceOrder::Ascending, PieceOrder::Any] {
         let mut cfg = SimConfig::new(9, profile());
         cfg.tearing = tearing(order);
+        let rigs = (0..2)
+            .map(|_| Order {
+                posted: 0,
+                violations: 0,
+                checks: 0,
+            })
+            .collect();
+        let mut sim = Sim::new(cfg, rigs);
+        sim.run(None);
+        let p1 = &sim.processes()[1];
+        assert!(p1.checks > 200, "{order:?}: {} checks", p1.checks);
+        assert_eq!(p1.violations, 0, "{order:?}");
+    }
+}
+
+/// p0 posts a burst of writes to p1 at once, each spanning several words, and records when the
+/// last one completed.
+struct Burst {
+    posted: bool,
+    completed: u64,
+    last_done: Nanos,
+}
+
+const BURST: u64 = 20;
+
+impl<N: Nic> Process<N> for Burst {
+    fn regions(&self) -> Vec<RegionSpec> {
+        vec![RegionSpec::new(64).with_default(Access::Write)]
+    }
+
+    fn poll(&mut self, nic: &mut N) -> Progress {
+        if nic.id() == ProcessId(1) {
+            return Progress::IDLE;
+        }
+        while let Some(c) = nic.poll_completion() {
+            assert_eq!(c.status, Status::Success);
+            self.completed += 1;
+            self.last_done = nic.now();
+        }
+        if !self.posted {
+            self.posted = true;
+            for v in 1..=BURST {
+                let dst = RemoteAddr::new(ProcessId(1), RegionId(0), 0);
+                nic.post_write(dst, &entry(v), WriteFlags::SIGNALED)
+                    .unwrap();
+            }
+        }
+        Progress::IDLE
+    }
+
+    fn done(&self) -> bool {
+        self.completed == BURST
+    }
+}
+
+/// When the burst's last write completed, over a link delayed by `delay` from the start.
+fn burst_over_delayed_link(tear: Option<Tearing>, delay: Nanos) -> Nanos {
+    let mut cfg = SimConfig::new(13, profile());
+    cfg.tearing = tear;
+    cfg.faults = vec![Fault::LinkDelay {
+        at: Nanos::ZERO,
+        from: ProcessId(0),
+        to: ProcessId(1),
+        duration: Nanos(50_000_000),
+        delay,
+        jitter: Nanos::ZERO,
+    }];
+    let rigs = (0..2)
+        .map(|_| Burst {
+            posted: false,
+            completed: 0,
+            last_done: Nanos::ZERO,
+        })
+        .collect();
+    let mut sim = Sim::new(cfg, rigs);
+    sim.run(Some(Nanos(100_000_000)));
+    let p0 = &sim.processes()[0];
+    assert_eq!(p0.completed, BURST);
+    p0.last_done
+}
+
+/// A delayed link delays each op once: torn ops queue behind each other's pieces on the queue
+/// pair (at most a window each), never behind each other's link delay. Before the fix each
+/// torn op carried the delay into the pair's order, so a burst of 20 over a 200 us link took
+/// 20 delays (4 ms) instead of one.
+#[test]
+fn a_link_delay_is_not_compounded_by_torn_ops_queued_behind_each_other() {
+    let delay = Nanos(200_000);
+    let whole = burst_over_delayed_link(None, delay);
+    assert!(whole > delay, "the delay did not apply: {whole:?}");
+    for order in [PieceOrder::Ascending, PieceOrder::Any] {
+        let torn = burst_over_delayed_link(tearing(order), delay);
+        let bound = whole + Nanos(BURST * 4_000);
+        assert!(
+            torn <= bound,
+            "{order:?}: the burst took {torn:?}, more than {bound:?} (untorn {whole:?})"
+        );
+    }
+}
+
+/// [`Order`] over a delayed link: the link keeps the pair's order up to each op's last piece.
+#[test]
+fn over_a_delayed_link_the_next_op_still_lands_after_the_last_piece() {
+    for order in [PieceOrder::Ascending, PieceOrder::Any] {
+        let mut cfg = SimConfig::new(9, profile());
+        cfg.tearing = tearing(order);
+        cfg.faults = vec![Fault::LinkDelay {
+            at: Nanos::ZERO,
+            from: ProcessId(0),
+            to: ProcessId(1),
+            duration: Nanos(50_000_000),
+            delay: Nanos(50_000),
+            jitter: Nanos(5_000),
+        }];
         let rigs = (0..2)
             .map(|_| Order {
                 posted: 0,

@@ -749,8 +749,9 @@ impl<P: Process<SimNic>> Sim<P> {
 
     /// Applies injected link delay to an op of `from -> to` that would land at `land` without
     /// it, keeping the pair's RC order: while a fault on the pair is active, or any of its
-    /// delayed ops is still in flight, each op lands strictly after the pair's previous one.
-    fn delay_on_link(&mut self, from: u32, to: u32, mut land: Nanos) -> Nanos {
+    /// delayed ops is still in flight, each op lands strictly after the pair's previous one
+    /// has finished landing (its last piece, `spread` after its first, under tearing).
+    fn delay_on_link(&mut self, from: u32, to: u32, mut land: Nanos, spread: Nanos) -> Nanos {
         if self.links.is_empty() {
             return land;
         }
@@ -769,7 +770,7 @@ impl<P: Process<SimNic>> Sim<P> {
             }
             let l = &mut self.links[k];
             land = land.max(l.last_land + Nanos(1));
-            l.last_land = land;
+            l.last_land = land + spread;
         }
         land
     }
@@ -917,10 +918,6 @@ impl<P: Process<SimNic>> Sim<P> {
             _ => land,
         };
         let land = uplink.map_or(land, |u| land.max(u));
-        let q = &mut self.nics[s as usize].qps[k];
-        q.egress_end = start + gap;
-        q.last_land = land;
-        let land = self.delay_on_link(s, d, land);
         // A torn op's pieces land over a span drawn now, so the queue pair's next op lands
         // after its last piece.
         let spread = match (&self.cfg.tearing, &posted.op) {
@@ -932,10 +929,14 @@ impl<P: Process<SimNic>> Sim<P> {
             }
             _ => Nanos::ZERO,
         };
-        if spread > Nanos::ZERO {
-            let q = &mut self.nics[s as usize].qps[k];
-            q.last_land = q.last_land.max(land + spread);
-        }
+        // The pair's order is kept before an injected link delay is added (the delayed link
+        // keeps its own), so `last_land` must not include the delay: folded in, every later op
+        // of the pair would add the delay again on top of it (issue 44 item 2: a 1 ms delay
+        // grew by 1 ms per torn op, and queue pairs fell seconds behind).
+        let q = &mut self.nics[s as usize].qps[k];
+        q.egress_end = start + gap;
+        q.last_land = land + spread;
+        let land = self.delay_on_link(s, d, land, spread);
         let slot = self.alloc(InFlight {
             src: s,
             posted,
