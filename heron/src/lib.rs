@@ -87,6 +87,15 @@
 //! database the replicas end with. `tests/over_ridge.rs` runs the key-value sweep over Ridge.
 //! Failing seeds are kept as regression tests with their postmortems.
 //!
+//! The runs give RamCast a ring of slots per client that no client laps before it stops
+//! (`testing::ramcast_slots`): RamCast reuses a slot only once every destination replica
+//! delivered its message, so a crashed replica holds every slot of a message sent to its
+//! partition until RamCast evicts it (20 ms in the simulator), and a client coming round to
+//! one waits that long. That stall is RamCast's recycling, bounded by its eviction timeout and
+//! judged by RamCast's sweep; Heron cannot shorten it, and the liveness phase (3 ms after the
+//! last fault) would catch it whenever a client laps after a late fault (the harness's seed
+//! 51, `no_client_waits_for_a_crashed_replicas_slots` in `tests/tpcc.rs`).
+//!
 //! # Over which multicast
 //! Heron asks the layer underneath for one thing beyond atomic multicast: an order timestamp
 //! per delivery ([`multicast::Delivery::order`]), the same at every server that delivers the

@@ -266,6 +266,31 @@ pub struct Chaos {
 /// answered 1.1 ms after the last fault.
 pub const LIVE: Nanos = Nanos(3_000_000);
 
+/// Slots per client ring for RamCast under a chaos run whose clients issue requests until
+/// `stop`: enough that no client laps its ring, so that slot recycling never waits on a
+/// crashed replica.
+///
+/// RamCast reuses a slot once every destination replica delivered the message in it; a crashed
+/// replica never does, and a client that comes round to a slot it holds waits for RamCast's
+/// eviction (`Timing::evict`, 20 ms in the simulator) before it excludes it (RamCast's crate
+/// docs, "Recycling"). A client that ever sent a message to a crashed replica's partition
+/// blocks after one more lap of any partition of that message: every client, in practice,
+/// and a TPC-C terminal's lap of its home partition took 128 requests, about 1.2 ms. That
+/// stall is RamCast's, bounded by its eviction timeout and judged by RamCast's own sweep,
+/// which draws the timeout; under Heron it starts whenever a client completes the lap, so
+/// it falls in the liveness phase whenever the last fault is late (`harness check --protocol
+/// heron` seed 51: a crash at 180 us, a pause ending at 1.6 ms, every client stalled from
+/// 1.5 ms to 21.5 ms). A ring of one slot per `FASTEST_REQUEST` of the run never laps.
+pub fn ramcast_slots(stop: Nanos) -> usize {
+    let requests = (stop.as_nanos() / FASTEST_REQUEST.as_nanos()) as usize + 1;
+    requests.next_power_of_two().max(128)
+}
+
+/// Less than any Heron request takes over RamCast on `xl170-cx4` from its multicast to its
+/// response: the client's write, RamCast's ordering and Heron's response write are several
+/// one-way writes of 1.5 us (the chaos runs complete about one request per 9 us per client).
+const FASTEST_REQUEST: Nanos = Nanos(5_000);
+
 /// Draws seed `seed` of the chaos sweep: per partition, with probability 1/2 one replica
 /// crashes (any rank, so RamCast's leader among them) and with probability 1/2 another one
 /// pauses; with probability 0.3 a client crashes; each starting within the first 900 us. The

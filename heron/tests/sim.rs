@@ -17,7 +17,7 @@ fn run(cfg: Config, multi: f64, seed: u64, faults: Vec<Fault>, stop_us: u64) -> 
     let mut rc = ramcast::Config::new(cfg.partitions, cfg.replicas, cfg.clients);
     // Enough slots that no client waits for a crashed replica's eviction (RamCast recycles a
     // slot once every destination replica delivered it, or after excluding a silent one).
-    rc.slots = 128;
+    rc.slots = testing::ramcast_slots(Nanos(stop_us * 1_000));
     let rc = Arc::new(rc);
     let app = Arc::new(KeyValue::new(cfg.partitions, 48, multi));
     let mut sc = SimConfig::new(seed, Profile::load("xl170-cx4").expect("built in"));

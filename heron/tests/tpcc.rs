@@ -5,19 +5,19 @@
 
 use heron::testing::{self, chaos};
 use heron::tpcc::{consistency, Kind, Scale};
-use heron::{Config, Tpcc};
+use heron::{Application, Config, Tpcc};
 use ramcast::{RamcastClient, RamcastServer};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use transport::runtime::sim::{Fault, Profile, SimConfig};
-use transport::Nanos;
+use transport::{Nanos, ProcessId};
 
 type Run = testing::SimRun<RamcastServer, RamcastClient, Tpcc>;
 
 fn run(mut cfg: Config, app: Tpcc, seed: u64, faults: Vec<Fault>, stop: Nanos) -> Run {
     cfg.max_response = heron::tpcc::MAX_RESPONSE;
     let mut rc = ramcast::Config::new(cfg.partitions, cfg.replicas, cfg.clients);
-    rc.slots = 128;
+    rc.slots = testing::ramcast_slots(stop);
     let rc = Arc::new(rc);
     let mut sc = SimConfig::new(seed, Profile::load("xl170-cx4").expect("built in"));
     sc.faults = faults;
@@ -116,5 +116,55 @@ fn a_transfer_longer_than_the_timeout_completes() {
     assert!(
         counters.transfers_asked > counters.transfers_received,
         "{counters:?}"
+    );
+}
+
+/// Regression (`harness check --protocol heron --seed 51 --torn never`, found once the
+/// harness drew faults late in the run): replica p7 (partition 2) crashed at 180 us and p4
+/// paused from 1.49 ms to 1.60 ms. RamCast's rings had 128 slots; every client had sent a
+/// message involving partition 2 since the crash, and one lap later (1.45-1.74 ms: a TPC-C
+/// terminal sends nearly all its requests to its home partition) each found a slot still held
+/// for p7, which never delivers, and waited for RamCast's eviction of p7, 20 ms: no request
+/// issued after the pause was answered before the clients stopped at 4.6 ms. With a ring
+/// sized to the run (`testing::ramcast_slots`) no client laps it.
+#[test]
+fn no_client_waits_for_a_crashed_replicas_slots() {
+    let mut c = chaos(51);
+    c.faults = vec![
+        Fault::Crash {
+            at: Nanos(180_336),
+            process: ProcessId(7),
+        },
+        Fault::Pause {
+            at: Nanos(1_490_404),
+            process: ProcessId(4),
+            duration: Nanos(114_489),
+        },
+    ];
+    c.quiet = Nanos(1_604_893);
+    c.stop = c.quiet + testing::LIVE;
+    let app = Tpcc::new(c.cfg.partitions, scale(), 51);
+    let r = run(c.cfg.clone(), app.clone(), 51, c.faults, c.stop);
+    judge(&r, &app, "seed 51");
+    // The run is one where a ring of 128 would lap: some terminal sent more than 128
+    // requests to one partition.
+    let mut most = 0;
+    for (_, calls) in r.histories() {
+        let mut per = BTreeMap::new();
+        for call in &calls {
+            for g in app.destinations(&call.request) {
+                *per.entry(g).or_insert(0) += 1;
+            }
+        }
+        most = per.into_values().max().unwrap_or(0).max(most);
+    }
+    assert!(
+        most > 128,
+        "{most} requests: the run no longer laps a ring of 128"
+    );
+    let idle = r.idle_clients(c.quiet);
+    assert!(
+        idle.is_empty(),
+        "clients with nothing answered after 1.6 ms: {idle:?}"
     );
 }

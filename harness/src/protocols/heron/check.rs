@@ -260,8 +260,10 @@ impl HeronRun {
         match self.over {
             Over::Ramcast => {
                 let mut rc = ramcast::Config::new(cfg.partitions, cfg.replicas, cfg.clients);
-                // Enough slots that no client waits for a crashed replica's eviction.
-                rc.slots = 128;
+                // Enough slots that no client waits for a crashed replica's eviction (see
+                // `ramcast_slots`): the late faults of `reach` make runs long enough for a
+                // TPC-C terminal to lap a ring of 128.
+                rc.slots = testing::ramcast_slots(self.chaos.stop);
                 let rc = Arc::new(rc);
                 self.judged(
                     model,
