@@ -111,9 +111,12 @@ pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
         a.check_determinism,
         jobs,
         |seed, run, out| {
-            let tearing = model
-                .tearing(seed)
-                .map_or("none".to_string(), |t| t.to_string());
+            let tearing = match a.runtime {
+                CheckRuntime::Sim => model
+                    .tearing(seed)
+                    .map_or("none".to_string(), |t| t.to_string()),
+                CheckRuntime::Local => "real threads (the NIC thread yields between words)".into(),
+            };
             if verbose {
                 bar.suspend(|| println!("{}\n  torn landings: {tearing}", run.describe()));
             }
@@ -129,18 +132,28 @@ pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
                     if let Some(d) = &out.divergence {
                         println!("  nondeterminism: {d}");
                     }
-                    if verbose {
+                    // A local failure cannot be replayed: print everything it left.
+                    if verbose || a.runtime == CheckRuntime::Local {
                         for s in &out.states {
                             println!("  state: {s}");
                         }
                     }
-                    println!(
-                        "  replay: harness check --protocol {} --seed {seed} --profile {} --software {} --torn {}",
-                        R::PROTOCOL,
-                        model.profile.name,
-                        a.software,
-                        a.torn
-                    );
+                    match a.runtime {
+                        CheckRuntime::Sim => println!(
+                            "  replay: harness check --protocol {} --seed {seed} --profile {} --software {} --torn {}",
+                            R::PROTOCOL,
+                            model.profile.name,
+                            a.software,
+                            a.torn
+                        ),
+                        // Threads do not replay: the same seed is the same workload and
+                        // schedule, and another interleaving.
+                        CheckRuntime::Local => println!(
+                            "  rerun (threads do not replay: the same workload and schedule, another interleaving): harness check --protocol {} --seed {seed} --runtime local --stretch {}",
+                            R::PROTOCOL,
+                            a.stretch
+                        ),
+                    }
                 });
                 if let (Some(dir), Some(log)) = (&a.log, &out.log) {
                     let d = dir.join(format!("seed-{seed}"));
@@ -253,6 +266,11 @@ pub(crate) fn command(a: CheckArgs) -> Result<ExitCode, String> {
     }
     if a.report.is_some() {
         return Err("--report is for the protocols' sweeps; chaos prints its report".into());
+    }
+    if a.runtime == CheckRuntime::Local {
+        return Err(
+            "--runtime local runs the protocols on real threads; chaos checks the simulator's own model (leave --runtime out, or name a protocol)".into(),
+        );
     }
     if a.software != DEFAULT_SOFTWARE {
         return Err(

@@ -603,8 +603,8 @@ struct CheckArgs {
     /// shared memory, not deterministic: the seed's workload and schedule stretched to wall
     /// time by --stretch, its crashes and pauses applied by a thread of their own, remote ops
     /// on a NIC thread that reorders queue pairs and yields between the words of multi-word
-    /// ops; slowdowns, delayed links and revokes are the simulator's alone). Protocols with a
-    /// local check: ramcast, tram, ridge.
+    /// ops; slowdowns, delayed links and revokes are the simulator's alone). Every protocol;
+    /// not chaos, which checks the simulator's own model.
     #[arg(long, value_enum, default_value_t = CheckRuntime::Sim)]
     runtime: CheckRuntime,
     /// With --runtime local: wall nanoseconds per simulated nanosecond of the seed's schedule,

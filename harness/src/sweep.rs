@@ -1317,11 +1317,9 @@ pub(crate) trait SeedRun: Sized + Send {
     fn kinds(&self) -> Kinds;
     /// Runs it (twice with `determinism`) and checks the protocol's properties.
     fn check(&self, model: &Model, determinism: bool) -> Outcome;
-    /// Runs it on the local runtime's threads instead and checks the same properties; `None`
-    /// where the protocol has no such check yet.
-    fn check_local(&self, _local: &LocalCheck) -> Option<Outcome> {
-        None
-    }
+    /// Runs it on the local runtime's threads instead and checks the same properties (not
+    /// deterministic: the same workload and schedule, another interleaving each time).
+    fn check_local(&self, local: &LocalCheck) -> Outcome;
     /// The sweep's "runs with" line.
     fn tally_line(t: &Tally) -> String {
         t.describe(Self::EXTRA)
@@ -1430,13 +1428,7 @@ pub(crate) fn run_seeds<R: SeedRun>(
                     let mut out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         match &model.local {
                             None => run.check(model, determinism),
-                            Some(local) => run.check_local(local).unwrap_or_else(|| Outcome {
-                                violations: vec![format!(
-                                    "{} has no check on the local runtime yet",
-                                    R::PROTOCOL
-                                )],
-                                ..Outcome::default()
-                            }),
+                            Some(local) => run.check_local(local),
                         }
                     }))
                     .unwrap_or_else(|panic| Outcome {

@@ -1,6 +1,7 @@
-//! Runs of Heron on the simulator, judged (the `testing` feature, for tests and the harness's
-//! `check`): the sequential [`crate::oracle`], an external linearizability checker on the
-//! clients' histories, and whether every surviving replica finished its work. One copy for the
+//! Runs of Heron, judged (the `testing` feature, for tests and the harness's `check`): the
+//! sequential [`crate::oracle`], an external linearizability checker on the clients' histories,
+//! and whether every surviving replica finished its work. The judges take a run as any runtime
+//! leaves it ([`Ended`]): the simulator's here, real threads' in the harness. One copy for the
 //! crate's tests and the harness.
 
 use crate::client::Call;
@@ -9,18 +10,22 @@ use crate::{Application, Config, Counters, HeronNode, Window};
 use multicast::{Client, GroupId, Membership, Server};
 use std::sync::Arc;
 use transport::runtime::sim::{Fault, Sim, SimConfig, SimNic};
+use transport::runtime::Ended;
 use transport::{Nanos, Process, ProcessId, Purpose, Rng};
 
-/// A finished simulation of a Heron deployment.
+/// A finished run of a Heron deployment on any runtime.
 #[derive(Debug)]
-pub struct SimRun<S, C, A> {
-    /// The simulation, as the run left it.
-    pub sim: Sim<HeronNode<S, C, A>>,
+pub struct Finished<R, A> {
+    /// The run, as the runtime left it.
+    pub run: R,
     /// The deployment.
     pub cfg: Config,
     /// The application.
     pub app: Arc<A>,
 }
+
+/// A finished simulation of a Heron deployment.
+pub type SimRun<S, C, A> = Finished<Sim<HeronNode<S, C, A>>, A>;
 
 /// Runs `cfg` of `app` on the simulator `sc` describes (profiles, seed, faults; the clients'
 /// request streams derive from its seed too): clients issue requests until `stop`, then the run
@@ -56,20 +61,21 @@ where
     );
     let mut sim = Sim::new(sc, nodes);
     sim.run(Some(stop + converge));
-    SimRun { sim, cfg, app }
+    Finished { run: sim, cfg, app }
 }
 
-impl<S, C, A: Application> SimRun<S, C, A>
+impl<R, S, C, A: Application> Finished<R, A>
 where
-    S: Server + for<'a> Process<crate::layered::Layered<'a, SimNic>>,
-    C: Client<SimNic>,
+    R: Ended<Process = HeronNode<S, C, A>>,
+    S: Server + for<'a> Process<crate::layered::Layered<'a, R::Nic>>,
+    C: Client<R::Nic>,
 {
     /// The oracle's verdict: every replica's responses (and the state of those that did not
     /// crash) and every client's.
     pub fn verdict(&self) -> Result<oracle::Report, Vec<oracle::Violation>> {
         let mut replicas = Vec::new();
         let mut clients = Vec::new();
-        for (i, node) in self.sim.processes().iter().enumerate() {
+        for (i, node) in self.run.processes().iter().enumerate() {
             let p = ProcessId(i as u32);
             match node {
                 HeronNode::Server(s) => replicas.push(ReplicaView {
@@ -77,7 +83,7 @@ where
                     group: s.group(),
                     executed: s.executed().expect("runs record what replicas execute"),
                     applied: s.applied(),
-                    state: (!self.sim.crashed(p)).then(|| s.state(self.sim.nic(p))),
+                    state: (!self.run.crashed(p)).then(|| s.state(self.run.nic(p))),
                 }),
                 HeronNode::Client(c) => clients.push(ClientView {
                     client: self.cfg.client_index(p).expect("a client") as u32,
@@ -90,13 +96,13 @@ where
 
     /// The replicas that neither crashed nor finished their work.
     pub fn stuck(&self) -> Vec<ProcessId> {
-        self.sim
+        self.run
             .processes()
             .iter()
             .enumerate()
             .map(|(i, n)| (ProcessId(i as u32), n))
             .filter(|&(p, n)| {
-                !self.sim.crashed(p) && matches!(n, HeronNode::Server(s) if !s.idle())
+                !self.run.crashed(p) && matches!(n, HeronNode::Server(s) if !s.idle())
             })
             .map(|(p, _)| p)
             .collect()
@@ -105,7 +111,7 @@ where
     /// Every replica's counters, summed.
     pub fn counters(&self) -> Counters {
         let mut total = Counters::default();
-        for n in self.sim.processes() {
+        for n in self.run.processes() {
             if let HeronNode::Server(s) = n {
                 total.add(&s.counters());
             }
@@ -115,7 +121,7 @@ where
 
     /// Each client's index and history.
     pub fn histories(&self) -> Vec<(u32, Vec<Call>)> {
-        self.sim
+        self.run
             .processes()
             .iter()
             .enumerate()
@@ -135,10 +141,10 @@ where
     /// none answered that they issued at or after `since` (the end of the last fault).
     pub fn idle_clients(&self, since: Nanos) -> Vec<ProcessId> {
         let mut idle = Vec::new();
-        for (i, n) in self.sim.processes().iter().enumerate() {
+        for (i, n) in self.run.processes().iter().enumerate() {
             let p = ProcessId(i as u32);
             let HeronNode::Client(c) = n else { continue };
-            if self.sim.crashed(p) {
+            if self.run.crashed(p) {
                 continue;
             }
             let history = c.history();
@@ -157,15 +163,15 @@ where
     /// that replicas of a partition agree).
     pub fn database(&self) -> std::collections::BTreeMap<crate::ObjectId, Vec<u8>> {
         crate::merge_states(
-            self.sim
+            self.run
                 .processes()
                 .iter()
                 .enumerate()
                 .filter_map(|(i, n)| {
                     let p = ProcessId(i as u32);
                     match n {
-                        HeronNode::Server(s) if !self.sim.crashed(p) => {
-                            Some(s.state(self.sim.nic(p)))
+                        HeronNode::Server(s) if !self.run.crashed(p) => {
+                            Some(s.state(self.run.nic(p)))
                         }
                         _ => None,
                     }
@@ -175,7 +181,7 @@ where
 
     /// Requests the clients completed.
     pub fn completed(&self) -> u64 {
-        self.sim
+        self.run
             .processes()
             .iter()
             .map(|n| match n {
@@ -186,10 +192,11 @@ where
     }
 }
 
-impl<S, C> SimRun<S, C, crate::KeyValue>
+impl<R, S, C> Finished<R, crate::KeyValue>
 where
-    S: Server + for<'a> Process<crate::layered::Layered<'a, SimNic>>,
-    C: Client<SimNic>,
+    R: Ended<Process = HeronNode<S, C, crate::KeyValue>>,
+    S: Server + for<'a> Process<crate::layered::Layered<'a, R::Nic>>,
+    C: Client<R::Nic>,
 {
     /// The external checker's verdict on the clients' histories
     /// ([`key_value_linearizable`]), with each request a crashed client never heard back about
@@ -199,14 +206,14 @@ where
     /// leaving it in flight, where any response would fit.
     pub fn externally_linearizable(&self) -> bool {
         let mut executed = std::collections::BTreeMap::new();
-        for n in self.sim.processes() {
+        for n in self.run.processes() {
             if let HeronNode::Server(s) = n {
                 for e in s.executed().expect("runs record what replicas execute") {
                     executed.insert((e.client, e.seq), e.response.clone());
                 }
             }
         }
-        let end = self.sim.now();
+        let end = self.run.now();
         let mut histories = self.histories();
         for (client, calls) in &mut histories {
             calls.retain_mut(|c| {

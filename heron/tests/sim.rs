@@ -84,7 +84,7 @@ fn a_crashed_replica_in_each_partition_does_not_stop_the_others() {
     // wait for the crashed replicas).
     assert!(r.counters().waited_out > 50, "{:?}", r.counters());
     let late = r
-        .sim
+        .run
         .processes()
         .iter()
         .filter_map(|n| match n {
@@ -160,7 +160,7 @@ fn a_replica_paused_past_its_partition_catches_up_by_state_transfer() {
         report.states, 6,
         "every replica is compared, the laggard too"
     );
-    let HeronNode::Server(s) = &r.sim.processes()[laggard.index()] else {
+    let HeronNode::Server(s) = &r.run.processes()[laggard.index()] else {
         unreachable!("a server")
     };
     let c = s.counters();
@@ -382,7 +382,7 @@ fn a_scripted_laggard_receives_exactly_the_objects_updated_since_its_request() {
             panic!("{blobs} blobs: {}", v[0]);
         }
         assert!(r.stuck().is_empty(), "{:?}", r.stuck());
-        let HeronNode::Server(s) = &r.sim.processes()[laggard.index()] else {
+        let HeronNode::Server(s) = &r.run.processes()[laggard.index()] else {
             unreachable!("a server")
         };
         let c = s.counters();

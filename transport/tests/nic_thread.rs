@@ -8,7 +8,7 @@
     reason = "a test of a runtime: it releases the held NIC from a thread of its own"
 )]
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use transport::runtime::local::{LocalConfig, LocalControl, LocalRuntime};
@@ -31,6 +31,8 @@ struct Rig {
     expect: usize,
     /// Refuse remote writes to this process's region.
     refuse: bool,
+    /// Counts the posts that have returned.
+    returned: Arc<AtomicUsize>,
 }
 
 impl Rig {
@@ -45,6 +47,7 @@ impl Rig {
             reconnected: false,
             expect,
             refuse: false,
+            returned: Arc::new(AtomicUsize::new(0)),
         }
     }
 }
@@ -66,6 +69,7 @@ impl<N: Nic> Process<N> for Rig {
                 let dst = RemoteAddr::new(to, RegionId(0), (i % 64) * 8);
                 let flags = WriteFlags::SIGNALED.on(qp);
                 nic.post_write_imm(dst, &[1; 8], imm, flags).unwrap();
+                self.returned.fetch_add(1, Ordering::SeqCst);
             }
             self.posted.store(true, Ordering::SeqCst);
         }
@@ -182,4 +186,40 @@ fn a_refused_write_flushes_its_queue_pair_until_a_reconnect() {
         ]
     );
     assert!(p[1].got.is_empty());
+}
+
+#[test]
+fn a_full_send_queue_makes_the_poster_wait_and_loses_nothing() {
+    use transport::runtime::local::nic_thread::SEND_QUEUE_DEPTH;
+    let n = 3 * SEND_QUEUE_DEPTH;
+    let ops: Vec<(Qp, u32)> = (0..n as u32).map(|i| (Qp::Data, i)).collect();
+    let posted = Arc::new(AtomicBool::new(false));
+    let sender = Rig::new(ops, posted.clone(), n);
+    let returned = sender.returned.clone();
+    let receiver = Rig::new(Vec::new(), posted, n);
+    let cfg = LocalConfig {
+        threads: 2,
+        seed: 3,
+        nic_thread: true,
+        ..LocalConfig::default()
+    };
+    let rt = LocalRuntime::new(cfg, vec![sender, receiver]);
+    let control = rt.control();
+    control.hold_nic(true);
+    let release = std::thread::spawn(move || {
+        while returned.load(Ordering::SeqCst) < SEND_QUEUE_DEPTH {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // The NIC takes nothing while held: the poster must stay at the queue's depth.
+        std::thread::sleep(Duration::from_millis(50));
+        let stuck = returned.load(Ordering::SeqCst);
+        control.hold_nic(false);
+        stuck
+    });
+    let out = rt.run(Duration::from_secs(20));
+    assert_eq!(release.join().unwrap(), SEND_QUEUE_DEPTH);
+    let p = out.processes;
+    // Once released, every op lands, in post order (one queue pair), and completes.
+    assert_eq!(p[1].got, (0..n as u32).collect::<Vec<_>>());
+    assert_eq!(p[0].statuses, vec![Status::Success; n]);
 }

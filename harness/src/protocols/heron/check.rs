@@ -18,18 +18,24 @@
 //! external linearizability checker; TPC-C runs through the specification's consistency
 //! conditions on the database the replicas end with.
 
-use super::experiment::ridge_config;
+use super::experiment::{ridge_config, Multicast, MulticastClient};
 use super::Over;
 use crate::experiment::Observed;
-use crate::sweep::{kinds, params_stream, Kinds, Model, Outcome, SeedRun, Tally};
-use heron::testing::{self, chaos, Chaos};
+use crate::sweep::{
+    kinds, local_faults, params_stream, run_local, Kinds, LocalCheck, Model, Outcome, SeedRun,
+    Tally, LOCAL_CONVERGE,
+};
+use heron::layered::Layered;
+use heron::testing::{self, chaos, Chaos, Finished};
 use heron::tpcc::{self, Scale};
-use heron::{Application, HeronNode, KeyValue, Tpcc};
+use heron::{Application, HeronNode, KeyValue, Tpcc, Window};
 use multicast::{Client, GroupId, Membership, Server};
 use ramcast::{RamcastClient, RamcastServer};
 use ridge::{RidgeClient, RidgeServer};
 use std::sync::Arc;
+use transport::runtime::local::{LocalConfig, LocalNic};
 use transport::runtime::sim::{Digest, Fault, SimNic};
+use transport::runtime::Ended;
 use transport::{Nanos, Process, ProcessId, Purpose, RegionId, Rng};
 
 /// How long the run goes on after the clients stop: a few RDMA retry timeouts (10 ms on
@@ -216,47 +222,77 @@ pub(crate) struct HeronRun {
     over: Over,
 }
 
-/// A multicast server a checking run puts under Heron.
-trait Under:
-    Server + Observed + Process<SimNic> + for<'a> Process<heron::layered::Layered<'a, SimNic>>
-{
-}
-impl<S> Under for S where
-    S: Server + Observed + Process<SimNic> + for<'a> Process<heron::layered::Layered<'a, SimNic>>
-{
+/// Where a checking run goes.
+#[derive(Clone, Copy, Debug)]
+enum On<'a> {
+    /// The simulator, under this model.
+    Sim(&'a Model),
+    /// Real threads: the schedule, the timeouts and the phases stretched to wall time.
+    Local(&'a LocalCheck),
 }
 
-type Run<S, C, A> = testing::SimRun<S, C, A>;
+impl On<'_> {
+    /// Wall nanoseconds per simulated one (1 on the simulator).
+    fn stretch(self) -> u64 {
+        match self {
+            On::Sim(_) => 1,
+            On::Local(l) => l.stretch,
+        }
+    }
+}
+
+/// What a run of each application must pass besides the oracle: the key-value store an
+/// external linearizability checker, TPC-C the specification's consistency conditions.
+trait AppCheck: Application + Clone + Send + Sync + 'static {
+    fn violations<R, S, C>(r: &Finished<R, Self>) -> Vec<String>
+    where
+        R: Ended<Process = HeronNode<S, C, Self>>,
+        S: Server + for<'a> Process<Layered<'a, R::Nic>>,
+        C: Client<R::Nic>;
+}
+
+impl AppCheck for KeyValue {
+    fn violations<R, S, C>(r: &Finished<R, Self>) -> Vec<String>
+    where
+        R: Ended<Process = HeronNode<S, C, Self>>,
+        S: Server + for<'a> Process<Layered<'a, R::Nic>>,
+        C: Client<R::Nic>,
+    {
+        if r.externally_linearizable() {
+            Vec::new()
+        } else {
+            vec!["the external checker finds no linearization of the clients' histories".into()]
+        }
+    }
+}
+
+impl AppCheck for Tpcc {
+    fn violations<R, S, C>(r: &Finished<R, Self>) -> Vec<String>
+    where
+        R: Ended<Process = HeronNode<S, C, Self>>,
+        S: Server + for<'a> Process<Layered<'a, R::Nic>>,
+        C: Client<R::Nic>,
+    {
+        tpcc::consistency::check(&r.app, &r.database())
+            .into_iter()
+            .map(|v| format!("TPC-C consistency condition {v}"))
+            .collect()
+    }
+}
+
+/// Multiplies each timeout by `k`.
+fn stretch<const N: usize>(k: u64, timeouts: [&mut Nanos; N]) {
+    for t in timeouts {
+        *t = Nanos(t.as_nanos().saturating_mul(k));
+    }
+}
 
 impl HeronRun {
-    fn run<S: Under, C: Client<SimNic>, A: Application>(
-        &self,
-        model: &Model,
-        app: A,
-        server: impl Fn(GroupId, usize) -> S,
-        client: impl Fn(usize) -> C,
-    ) -> Run<S, C, A> {
-        let mut cfg = self.chaos.cfg.clone();
-        if self.tpcc {
-            cfg.max_response = tpcc::MAX_RESPONSE;
-        }
-        let mut sc = model.config(self.seed);
-        sc.faults = self.chaos.faults.clone();
-        testing::run_sim(
-            cfg,
-            Arc::new(app),
-            sc,
-            self.chaos.stop,
-            CONVERGE,
-            server,
-            client,
-        )
-    }
-
-    /// Runs the seed's application over its multicast and judges the run; returns the
-    /// outcome and the run's digest.
-    fn run_and_judge(&self, model: &Model) -> (Outcome, Digest) {
+    /// Runs the seed's application over its multicast `on` the simulator or real threads and
+    /// judges the run; returns the outcome and, on the simulator, the run's digest.
+    fn run_and_judge(&self, on: On<'_>) -> (Outcome, Option<Digest>) {
         let cfg = &self.chaos.cfg;
+        let k = on.stretch();
         match self.over {
             Over::Ramcast => {
                 let mut rc = ramcast::Config::new(cfg.partitions, cfg.replicas, cfg.clients);
@@ -264,17 +300,25 @@ impl HeronRun {
                 // `ramcast_slots`): the late faults of `reach` make runs long enough for a
                 // TPC-C terminal to lap a ring of 128.
                 rc.slots = testing::ramcast_slots(self.chaos.stop);
+                let t = &mut rc.timing;
+                stretch(
+                    k,
+                    [&mut t.heartbeat, &mut t.suspect, &mut t.relay, &mut t.evict],
+                );
                 let rc = Arc::new(rc);
                 self.judged(
-                    model,
+                    on,
                     |g, r| RamcastServer::new(rc.clone(), g, r),
                     |i| RamcastClient::new(rc.clone(), i),
                 )
             }
             Over::Ridge => {
-                let rc = Arc::new(ridge_config(cfg));
+                let mut rc = ridge_config(cfg);
+                let t = &mut rc.timing;
+                stretch(k, [&mut t.heartbeat, &mut t.suspect, &mut t.retry]);
+                let rc = Arc::new(rc);
                 self.judged(
-                    model,
+                    on,
                     |g, r| RidgeServer::new(rc.clone(), g, r, self.seed),
                     |i| RidgeClient::new(rc.clone(), i, self.seed),
                 )
@@ -284,45 +328,105 @@ impl HeronRun {
 
     /// Runs the seed's application over the multicast processes `server` and `client` build
     /// and judges the run.
-    fn judged<S: Under, C: Client<SimNic>>(
+    fn judged<S: Multicast, C: MulticastClient>(
         &self,
-        model: &Model,
+        on: On<'_>,
         server: impl Fn(GroupId, usize) -> S,
         client: impl Fn(usize) -> C,
-    ) -> (Outcome, Digest) {
+    ) -> (Outcome, Option<Digest>) {
         let partitions = self.chaos.cfg.partitions;
         if self.tpcc {
             let app = Tpcc::new(partitions, tpcc_scale(), self.seed);
-            let r = self.run(model, app.clone(), server, client);
-            let mut out = self.judge(&r);
-            out.violations.extend(
-                tpcc::consistency::check(&app, &r.database())
-                    .into_iter()
-                    .map(|v| format!("TPC-C consistency condition {v}")),
-            );
-            (out, r.sim.digest())
+            self.execute(on, app, server, client)
         } else {
-            let r = self.run(model, KeyValue::new(partitions, 48, MULTI), server, client);
-            let mut out = self.judge(&r);
-            if !r.externally_linearizable() {
-                out.violations.push(
-                    "the external checker finds no linearization of the clients' histories".into(),
-                );
-            }
-            (out, r.sim.digest())
+            let app = KeyValue::new(partitions, 48, MULTI);
+            self.execute(on, app, server, client)
         }
     }
 
-    /// The verdicts every run gets, whatever the application.
-    fn judge<S: Under, C: Client<SimNic>, A: Application>(&self, r: &Run<S, C, A>) -> Outcome {
+    /// Runs `app` over `server` and `client` `on` the simulator or real threads, and judges.
+    fn execute<S: Multicast, C: MulticastClient, A: AppCheck>(
+        &self,
+        on: On<'_>,
+        app: A,
+        server: impl Fn(GroupId, usize) -> S,
+        client: impl Fn(usize) -> C,
+    ) -> (Outcome, Option<Digest>) {
+        let k = on.stretch();
+        let x = |t: Nanos| Nanos(t.as_nanos().saturating_mul(k));
+        let mut cfg = self.chaos.cfg.clone();
+        if self.tpcc {
+            cfg.max_response = tpcc::MAX_RESPONSE;
+        }
+        let (quiet, stop) = (x(self.chaos.quiet), x(self.chaos.stop));
+        match on {
+            On::Sim(model) => {
+                let mut sc = model.config(self.seed);
+                sc.faults = self.chaos.faults.clone();
+                let r = testing::run_sim(cfg, Arc::new(app), sc, stop, CONVERGE, server, client);
+                let mut out = Outcome {
+                    events: r.run.stats().events,
+                    torn_ops: r.run.stats().torn_ops,
+                    ..Outcome::default()
+                };
+                self.judge(&r, quiet, stop, &mut out);
+                out.violations.extend(A::violations(&r));
+                (out, Some(r.run.digest()))
+            }
+            On::Local(local) => {
+                let c = &mut cfg;
+                stretch(
+                    k,
+                    [
+                        &mut c.extra_wait,
+                        &mut c.transfer_timeout,
+                        &mut c.read_timeout,
+                    ],
+                );
+                let app = Arc::new(app);
+                let window = Window {
+                    warmup_end: Nanos::ZERO,
+                    stop_at: stop,
+                };
+                let nodes = heron::deploy::<LocalNic, _, _, _>(
+                    cfg.clone(),
+                    app.clone(),
+                    self.seed,
+                    window,
+                    true,
+                    server,
+                    client,
+                );
+                let lc = LocalConfig {
+                    seed: self.seed,
+                    nic_thread: local.nic_thread,
+                    yield_words: local.yield_words,
+                    ..LocalConfig::default()
+                };
+                let faults = local_faults(&self.chaos.faults, k);
+                let limit = stop + x(CONVERGE).min(LOCAL_CONVERGE);
+                let run = run_local(lc, nodes, &faults, limit);
+                let r = Finished { run, cfg, app };
+                let mut out = Outcome::default();
+                self.judge(&r, quiet, stop, &mut out);
+                out.violations.extend(A::violations(&r));
+                (out, None)
+            }
+        }
+    }
+
+    /// The verdicts every run gets, whatever the application and the runtime: clients issued
+    /// requests until `stop`, the last fault ended at `quiet`.
+    fn judge<R, S, C, A>(&self, r: &Finished<R, A>, quiet: Nanos, stop: Nanos, out: &mut Outcome)
+    where
+        R: Ended<Process = HeronNode<S, C, A>>,
+        S: Server + Observed + for<'a> Process<Layered<'a, R::Nic>>,
+        C: Client<R::Nic>,
+        A: Application,
+    {
         let counters = r.counters();
-        let mut out = Outcome {
-            events: r.sim.stats().events,
-            torn_ops: r.sim.stats().torn_ops,
-            delivered: counters.executed,
-            extra: counters.transfers_received,
-            ..Outcome::default()
-        };
+        out.delivered = counters.executed;
+        out.extra = counters.transfers_received;
         if let Err(v) = r.verdict() {
             out.violations.extend(v.iter().map(|v| v.to_string()));
         }
@@ -332,7 +436,6 @@ impl HeronRun {
             ));
         }
         // Liveness: requests issued once every fault stopped acting, and answered.
-        let quiet = self.chaos.quiet;
         out.post_fault = r
             .histories()
             .iter()
@@ -341,23 +444,21 @@ impl HeronRun {
             .count() as u64;
         for p in r.idle_clients(quiet) {
             out.violations.push(format!(
-                "liveness after faults: correct client {p} left a request unanswered or had none answered that it issued after the last fault ended at {quiet} (it issued requests until {})",
-                self.chaos.stop
+                "liveness after faults: correct client {p} left a request unanswered or had none answered that it issued after the last fault ended at {quiet} (it issued requests until {stop})"
             ));
         }
-        for (i, n) in r.sim.processes().iter().enumerate() {
+        for (i, n) in r.run.processes().iter().enumerate() {
             if let HeronNode::Server(s) = n {
                 let p = ProcessId(i as u32);
                 out.leader_changes |= s.multicast().changed_leader();
                 out.states.push(format!(
                     "{p}{} applied {} {:?}",
-                    if r.sim.crashed(p) { " (crashed)" } else { "" },
+                    if r.run.crashed(p) { " (crashed)" } else { "" },
                     s.applied(),
                     s.counters()
                 ));
             }
         }
-        out
     }
 }
 
@@ -436,11 +537,19 @@ impl SeedRun for HeronRun {
     }
 
     fn check(&self, model: &Model, determinism: bool) -> Outcome {
-        let (mut out, digest) = self.run_and_judge(model);
-        if determinism && self.run_and_judge(model).1 != digest {
+        let (mut out, digest) = self.run_and_judge(On::Sim(model));
+        if determinism && self.run_and_judge(On::Sim(model)).1 != digest {
             out.divergence = Some("a second run of the seed ended with another digest".into());
         }
         out
+    }
+
+    /// The same deployment on real threads: the schedule, Heron's and the multicast's
+    /// timeouts and the phases stretched to wall time, the crashes and pauses applied by a
+    /// thread of their own (revokes and delayed links are the simulator's alone), judged by the
+    /// same oracle, checkers and liveness rule.
+    fn check_local(&self, local: &LocalCheck) -> Outcome {
+        self.run_and_judge(On::Local(local)).0
     }
 
     fn tally_line(t: &Tally) -> String {
@@ -491,6 +600,38 @@ mod tests {
         }
         assert!(seen.iter().all(|&n| n > 20), "{seen:?}");
     }
+    /// The same deployment, faults and judges on real threads: a key-value seed over RamCast
+    /// with a replica crash passes, its clients served after the faults. Stretched 1,000x so
+    /// that a loaded machine does not look like a dead replica.
+    #[test]
+    fn a_seed_passes_on_real_threads() {
+        let run = (0..100)
+            .map(HeronRun::derive)
+            .find(|r| {
+                !r.tpcc
+                    && r.over == Over::Ramcast
+                    && r.chaos
+                        .faults
+                        .iter()
+                        .any(|f| matches!(f, Fault::Crash { .. } | Fault::CrashMidPost { .. }))
+            })
+            .expect("a key-value seed over RamCast with a crash");
+        let local = LocalCheck {
+            stretch: 1_000,
+            nic_thread: true,
+            yield_words: true,
+        };
+        let out = run.check_local(&local);
+        assert!(
+            out.violations.is_empty(),
+            "seed {}: {:?}\n{}",
+            run.seed,
+            out.violations,
+            out.states.join("\n")
+        );
+        assert!(out.delivered > 0 && out.post_fault > 0, "{:?}", out.states);
+    }
+
     use crate::sweep::ci_sweep;
 
     /// The harness's path through Heron's sweep (`HERON_CHECK_SEEDS`, default 5; the crate's

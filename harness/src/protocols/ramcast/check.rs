@@ -132,7 +132,7 @@ impl SeedRun for RamcastRun {
     fn check(&self, model: &Model, determinism: bool) -> Outcome {
         check_seed(self, model, determinism)
     }
-    fn check_local(&self, local: &LocalCheck) -> Option<Outcome> {
+    fn check_local(&self, local: &LocalCheck) -> Outcome {
         let k = local.stretch;
         let mut cfg = self.cfg.clone();
         let t = &mut cfg.timing;
@@ -143,9 +143,7 @@ impl SeedRun for RamcastRun {
         let load = checking_load(self.dest, cfg.groups, None, self.size, &phases);
         let nodes = ramcast::nodes(&cfg, load, self.seed, true);
         let faults = local_faults(&self.faults, k);
-        Some(check_multicast_local(
-            nodes, &faults, &phases, &cfg, local, self.seed,
-        ))
+        check_multicast_local(nodes, &faults, &phases, &cfg, local, self.seed)
     }
 }
 

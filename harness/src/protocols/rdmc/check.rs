@@ -16,11 +16,12 @@
 //!   crashed member: nobody hangs.
 
 use crate::protocols::rdmc::{rooted_group, Member};
-use crate::sweep::{Kinds, Model, Outcome, SeedRun, Tally};
+use crate::sweep::{local_faults, run_local, Kinds, LocalCheck, Model, Outcome, SeedRun, Tally};
 use rdmc::{Algorithm, GroupConfig, RdmcNode};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use transport::rng::{Purpose, Rng};
+use transport::runtime::local::LocalConfig;
 use transport::runtime::sim::{check_determinism, Determinism, Fault, Sim};
 use transport::{Data, Nanos, ProcessId, Synthetic};
 
@@ -31,6 +32,11 @@ const PROBE: Nanos = Nanos(500_000);
 /// reported unreachable after the profile's timeout (10 ms), and idle groups probe with
 /// backoff; everything must be settled by then.
 const LIMIT: Nanos = Nanos(400_000_000);
+
+/// Wall time a local run gets at most: its transfers and failure reports take well under a
+/// second on threads (an op to a crashed member fails at once), seconds on a loaded machine;
+/// only a hung run should reach it.
+const LOCAL_LIMIT: Nanos = Nanos(30_000_000_000);
 
 /// Everything one checking run is made of.
 #[derive(Clone, Debug)]
@@ -79,9 +85,16 @@ impl RdmcRun {
     }
 
     fn build(&self, model: &Model) -> Sim<Member> {
+        let mut sc = model.config(self.seed);
+        sc.faults = self.faults.clone();
+        Sim::new(sc, self.members())
+    }
+
+    /// Every node, its roots' messages queued.
+    fn members(&self) -> Vec<Member> {
         let groups = self.groups();
         let expected = Arc::new(self.expected());
-        let members = (0..self.nodes)
+        (0..self.nodes)
             .map(|p| {
                 let me = ProcessId(p as u32);
                 let mut node = RdmcNode::new(me, &groups, PROBE).expect("valid groups");
@@ -98,13 +111,11 @@ impl RdmcRun {
                 }
                 Member::new(node, me, expected.clone())
             })
-            .collect();
-        let mut sc = model.config(self.seed);
-        sc.faults = self.faults.clone();
-        Sim::new(sc, members)
+            .collect()
     }
 
     /// The crashed processes' ids among the faults.
+    #[cfg(test)]
     fn crashes(&self) -> impl Iterator<Item = ProcessId> + '_ {
         self.faults.iter().filter_map(|f| match *f {
             Fault::Crash { process, .. } | Fault::CrashMidPost { process, .. } => Some(process),
@@ -242,6 +253,24 @@ impl SeedRun for RdmcRun {
         self.check_until(model, LIMIT, determinism)
     }
 
+    /// The same members on real threads: the crashes and pauses stretched to wall time; a run
+    /// ends once every member has completed or been told of a failure in each of its groups.
+    fn check_local(&self, local: &LocalCheck) -> Outcome {
+        let k = local.stretch;
+        let lc = LocalConfig {
+            seed: self.seed,
+            nic_thread: local.nic_thread,
+            yield_words: local.yield_words,
+            ..LocalConfig::default()
+        };
+        let faults = local_faults(&self.faults, k);
+        let limit = Nanos(LIMIT.as_nanos().saturating_mul(k)).min(LOCAL_LIMIT);
+        let run = run_local(lc, self.members(), &faults, limit);
+        let mut out = Outcome::default();
+        self.judge(&run.processes, &run.crashed, &mut out);
+        out
+    }
+
     fn tally_line(t: &Tally) -> String {
         format!(
             "runs with: root crash {}, receiver crash {}, crash in the middle of posting {}, pause/slow {}, link delay {}; runs with failure upcalls {}{}",
@@ -260,11 +289,26 @@ impl RdmcRun {
             torn_ops: sim.stats().torn_ops,
             ..Outcome::default()
         };
+        let dead: Vec<bool> = (0..self.nodes)
+            .map(|p| sim.crashed(ProcessId(p as u32)))
+            .collect();
+        self.judge(sim.processes(), &dead, &mut out);
+        if determinism {
+            if let Determinism::Diverged { first, second } =
+                check_determinism(|| self.build(model), Some(limit))
+            {
+                out.divergence = Some(format!("first divergence: {first:?} / {second:?}"));
+            }
+        }
+        out
+    }
+
+    /// Judges the members as a run left them, `dead[p]` saying whether `p` crashed.
+    fn judge(&self, members: &[Member], dead: &[bool], out: &mut Outcome) {
         let groups = self.groups();
-        let crashed: Vec<ProcessId> = self.crashes().filter(|&p| sim.crashed(p)).collect();
-        for (i, m) in sim.processes().iter().enumerate() {
-            let me = ProcessId(i as u32);
-            let dead = sim.crashed(me);
+        let crashed = |p: ProcessId| dead[p.index()];
+        for (i, m) in members.iter().enumerate() {
+            let dead = dead[i];
             out.delivered += m.done.len() as u64;
             out.extra += m.failed.len() as u64;
             out.states.push(format!(
@@ -291,7 +335,7 @@ impl RdmcRun {
             }
             for &(g, member) in &m.failed {
                 let p = groups[g as usize].members[member];
-                if !crashed.contains(&p) {
+                if !crashed(p) {
                     v(format!(
                         "group {g} reported member {member} ({p}) failed; it is alive"
                     ));
@@ -301,10 +345,7 @@ impl RdmcRun {
                 continue;
             }
             for g in m.groups() {
-                let has_crash = groups[g as usize]
-                    .members
-                    .iter()
-                    .any(|p| crashed.contains(p));
+                let has_crash = groups[g as usize].members.iter().any(|&p| crashed(p));
                 let failed = m.failed.iter().any(|f| f.0 == g);
                 if !m.complete(g) && !failed {
                     v(format!(
@@ -318,14 +359,6 @@ impl RdmcRun {
                 }
             }
         }
-        if determinism {
-            if let Determinism::Diverged { first, second } =
-                check_determinism(|| self.build(model), Some(limit))
-            {
-                out.divergence = Some(format!("first divergence: {first:?} / {second:?}"));
-            }
-        }
-        out
     }
 }
 
@@ -353,6 +386,30 @@ mod tests {
         }
         assert!(crashes > 0, "the sweep injected no crash");
         assert!(failed.is_empty(), "{failed:?}");
+    }
+
+    /// On real threads too: a seed whose members crash mid-transfer ends with the survivors
+    /// told (failure upcalls), nothing corrupt, nobody hung.
+    #[test]
+    fn a_crash_on_real_threads_is_reported_to_the_survivors() {
+        let run = (0..200)
+            .map(RdmcRun::derive)
+            .find(|r| {
+                r.nodes > 3
+                    && r.faults
+                        .iter()
+                        .all(|f| matches!(f, Fault::Crash { .. } | Fault::CrashMidPost { .. }))
+                    && r.crashes().next().is_some()
+            })
+            .expect("a seed with crashes only");
+        let local = LocalCheck {
+            stretch: 100,
+            nic_thread: true,
+            yield_words: true,
+        };
+        let out = run.check_local(&local);
+        assert!(out.violations.is_empty(), "{:?}", out.violations);
+        assert!(out.extra > 0, "the crash was not reported to anyone: {:?}", out.states);
     }
 
     /// The check is not vacuous: a crash is reported to survivors, and a run stopped before

@@ -430,7 +430,7 @@ impl SeedRun for RidgeRun {
         )
     }
 
-    fn check_local(&self, local: &LocalCheck) -> Option<Outcome> {
+    fn check_local(&self, local: &LocalCheck) -> Outcome {
         let k = local.stretch;
         let mut cfg = self.cfg.clone();
         let t = &mut cfg.timing;
@@ -441,9 +441,7 @@ impl SeedRun for RidgeRun {
         let load = checking_load(self.dest, cfg.group_count(), None, self.size, &phases);
         let nodes = ridge::nodes(&cfg, load, self.seed, true);
         let faults = local_faults(&self.faults, k);
-        Some(check_multicast_local(
-            nodes, &faults, &phases, &cfg, local, self.seed,
-        ))
+        check_multicast_local(nodes, &faults, &phases, &cfg, local, self.seed)
     }
 
     fn tally_line(t: &Tally) -> String {

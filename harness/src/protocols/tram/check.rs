@@ -120,7 +120,7 @@ impl TramRun {
 }
 
 impl SeedRun for TramRun {
-    fn check_local(&self, local: &LocalCheck) -> Option<Outcome> {
+    fn check_local(&self, local: &LocalCheck) -> Outcome {
         let k = local.stretch;
         let mut cfg = self.cfg.clone();
         let t = &mut cfg.timing;
@@ -132,9 +132,7 @@ impl SeedRun for TramRun {
         let load = checking_load(self.dest, cfg.group_count(), tree, self.size, &phases);
         let nodes = tram::nodes(&cfg, load, self.seed, true);
         let faults = local_faults(&self.faults, k);
-        Some(check_multicast_local(
-            nodes, &faults, &phases, &cfg, local, self.seed,
-        ))
+        check_multicast_local(nodes, &faults, &phases, &cfg, local, self.seed)
     }
 
     const PROTOCOL: &'static str = "tram";

@@ -12,6 +12,12 @@
 //! reconnect starts a new epoch of the peer's queue pairs: ops posted before it and not yet
 //! executed are flushed, as a queue pair reset flushes its outstanding work requests. Ops of a
 //! crashed sender still queued are dropped without completion.
+//!
+//! A sender holds at most [`SEND_QUEUE_DEPTH`] ops not yet executed, across its queue pairs: a
+//! post beyond that waits until the NIC thread takes one, as a poster retrying a full send queue
+//! (`ibv_post_send`'s `ENOMEM`) would. Without the bound, a process that posts faster than the one
+//! NIC thread executes (a busy-polling reader on a loaded machine) queued gigabytes and the run
+//! fell ever further behind its wall-time schedule.
 
 use super::{execute, Shared};
 use crate::nic::{Completion, Op, Qp, Status, WrId};
@@ -20,6 +26,9 @@ use crate::rng::Rng;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
+
+/// The most ops one sender may have queued and not yet executed; a post beyond it waits.
+pub const SEND_QUEUE_DEPTH: usize = 256;
 
 /// A queue pair: the sender and `peer * Qp::COUNT + qp`.
 type QpKey = (u32, usize);
@@ -48,6 +57,8 @@ pub(super) struct NicQueues {
     qps: BTreeMap<QpKey, QpState>,
     /// The queue pairs with ops waiting, each once (drawn from at random).
     ready: Vec<QpKey>,
+    /// Per sender, its ops queued and not yet taken.
+    queued: Vec<usize>,
     /// Set by tests and fault injection: the NIC executes nothing while held.
     pub(super) held: bool,
 }
@@ -62,6 +73,16 @@ impl NicQueues {
         }
         let epoch = qp.epoch;
         qp.ops.push_back(Queued { wr, op, epoch });
+        let i = me.index();
+        if self.queued.len() <= i {
+            self.queued.resize(i + 1, 0);
+        }
+        self.queued[i] += 1;
+    }
+
+    /// Whether `me`'s send queue is full: its next post waits ([`SEND_QUEUE_DEPTH`]).
+    pub(super) fn full(&self, me: ProcessId) -> bool {
+        self.queued.get(me.index()).copied().unwrap_or(0) >= SEND_QUEUE_DEPTH
     }
 
     /// A reconnect of `me` to `peer`: both queue pairs leave error, and what they still hold is
@@ -89,6 +110,7 @@ impl NicQueues {
         if qp.ops.is_empty() {
             self.ready.swap_remove(i);
         }
+        self.queued[key.0 as usize] -= 1;
         let flush = qp.error || op.epoch != qp.epoch;
         Some((key, op, flush))
     }
@@ -119,6 +141,10 @@ pub(super) fn run(shared: &Shared, mut rng: Rng) {
                 .0;
             continue;
         };
+        if queues.queued[sender as usize] == SEND_QUEUE_DEPTH - 1 {
+            // Its send queue was full: a poster waiting on it may go on.
+            shared.nic_drained.notify_all();
+        }
         let me = ProcessId(sender);
         let poster = &shared.procs[sender as usize];
         if poster.crashed.load(Ordering::SeqCst) {

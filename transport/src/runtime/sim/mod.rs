@@ -419,6 +419,23 @@ impl<P> fmt::Debug for Sim<P> {
     }
 }
 
+impl<P: Process<SimNic>> super::Ended for Sim<P> {
+    type Process = P;
+    type Nic = SimNic;
+    fn processes(&self) -> &[P] {
+        &self.processes
+    }
+    fn nic(&self, p: ProcessId) -> &SimNic {
+        &self.nics[p.index()]
+    }
+    fn crashed(&self, p: ProcessId) -> bool {
+        self.cpus[p.index()].crashed
+    }
+    fn now(&self) -> Nanos {
+        self.now
+    }
+}
+
 impl<P: Process<SimNic>> Sim<P> {
     /// A simulation of `processes` (process `i` gets `ProcessId(i)`).
     pub fn new(cfg: SimConfig, processes: Vec<P>) -> Sim<P> {
