@@ -184,6 +184,9 @@ impl RamcastServer {
                 let round = Stamp(round);
                 if self.cfg.group_of(from) == Some(self.group) && round.pid() == from.0 {
                     self.completed = self.completed.max(round);
+                    // Every proposal Task 9 made landed before this (one queue pair): the
+                    // sweep acknowledges those of slots delivered here, all of them now.
+                    self.sweep_all = true;
                 }
             }
             Wire::Nack { round } => {

@@ -59,6 +59,15 @@
 //!   pending slot again in its round (with the adopted timestamp where one may have been
 //!   chosen, see "Completed rounds"), and forwards other groups' proposals again. A leader that learns another group's new leader sends it
 //!   its own proposals again.
+//! - **A follower acknowledges Task 9's proposals of delivered slots on the announcement.**
+//!   A new leader proposes by write the slots it has not delivered; a follower that delivered
+//!   one in an earlier round (with acknowledgements the new leader never got) must acknowledge
+//!   it in the new round, or the new leader may lack a quorum and hold that message, and every
+//!   one behind it, undelivered. Delivered slots are checked a few per poll
+//!   (`sweep_delivered`), and a follower with nothing pending is polled about once per
+//!   heartbeat, so that took up to `clients * slots / 4` heartbeats (17 ms, harness seed 299 of
+//!   `check --protocol heron`). `Complete(round)` follows every Task 9 proposal on the same
+//!   queue pair, so a follower sweeps its whole window once when it receives it ([`recovery`]).
 //! - **MY_STATE reports memory, not only processed state.** Before answering CATCH_UP a server
 //!   takes every entry and proposal that has landed (Protected Memory Paxos: a landed write is
 //!   an accepted one).

@@ -164,6 +164,11 @@ pub struct RamcastServer {
     pub(crate) unsent: BTreeMap<ProcessId, Vec<Vec<u8>>>,
     /// Cursor of `RamcastServer::sweep_delivered` over the window: a client and a slot index.
     pub(crate) sweep: (usize, usize),
+    /// Whether the next `sweep_delivered` must go over the whole window: the own group's leader
+    /// announced its round complete ([`crate::wire::Wire::Complete`]), so its Task 9 proposals
+    /// have landed, and those for slots this server already delivered are acknowledged by the
+    /// sweep alone (see [`crate::recovery`]).
+    pub(crate) sweep_all: bool,
     /// Catch-up items waiting to be sent, per peer (see [`crate::recovery`]).
     pub(crate) outbox: BTreeMap<ProcessId, Vec<crate::wire::CatchItem>>,
     /// Catch-up items about slots of the window this server does not hold yet, applied once it
@@ -233,6 +238,7 @@ impl RamcastServer {
             sends: BTreeMap::new(),
             unsent: BTreeMap::new(),
             sweep: (0, 0),
+            sweep_all: false,
             scratch: Vec::new(),
             rescan: Rescan::new(cfg.clients),
             layout,
