@@ -499,7 +499,9 @@ pub enum OpError {
         /// The limit.
         max: usize,
     },
-    /// The calling process has crashed (fault injection); it can do nothing.
+    /// The calling process has crashed (fault injection); it can do nothing. The tcp and verbs
+    /// runtimes return it; the simulator and the local runtime take a crashed process's posts
+    /// and drop them (it is never polled again, so it cannot tell).
     #[error("the process has crashed")]
     Crashed,
 }

@@ -409,7 +409,11 @@ mod tests {
         };
         let out = run.check_local(&local);
         assert!(out.violations.is_empty(), "{:?}", out.violations);
-        assert!(out.extra > 0, "the crash was not reported to anyone: {:?}", out.states);
+        assert!(
+            out.extra > 0,
+            "the crash was not reported to anyone: {:?}",
+            out.states
+        );
     }
 
     /// The check is not vacuous: a crash is reported to survivors, and a run stopped before

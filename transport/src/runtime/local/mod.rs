@@ -249,14 +249,18 @@ impl Nic for LocalNic {
 
     fn post(&mut self, op: Op) -> Result<WrId, OpError> {
         validate(&op, self.id, &self.shared.table, &self.limits)?;
-        if self.shared.procs[self.id.index()]
-            .crashed
-            .load(Ordering::Relaxed)
-        {
-            return Err(OpError::Crashed);
-        }
         let wr = WrId(self.next_wr);
         self.next_wr += 1;
+        if self.shared.procs[self.id.index()]
+            .crashed
+            .load(Ordering::SeqCst)
+        {
+            // Crashed by another thread in the middle of this poll: a dead node's NIC does
+            // nothing, and its process is never polled again, so it cannot tell. An error here
+            // would run the rest of the poll on a path no crashed process takes (Ridge panicked
+            // on its own refused packet, RDMC blamed the peer it was posting to).
+            return Ok(wr);
+        }
         let (status, value) = match &op {
             Op::SetAccess {
                 region,
