@@ -35,14 +35,27 @@ type Adopted = (Option<(Stamp, Stamp)>, Vec<u8>);
 
 impl RamcastServer {
     /// Completions: fast-path successes, refused writes (step down), broken queue pairs.
+    ///
+    /// A failure of an op posted before the latest reconnect to its peer is stale: the queue
+    /// pair it reports on is already replaced, and that reconnect's resync re-sends, from the
+    /// current state, whatever the op carried. Reconnecting again for it would flush what the
+    /// resync just posted, whose failures would reconnect again, forever: on real threads the
+    /// local runtime completes a reconnect before it flushes the old queue pair's ops, and two
+    /// servers looped so (`check --runtime local` ramcast seeds 4 and 33). Only the flushed
+    /// control message itself is sent again.
     pub(crate) fn drain_completions<N: Nic>(&mut self, nic: &mut N) -> bool {
         let mut worked = false;
         while let Some(cq) = nic.poll_completion() {
             worked = true;
+            let stale = self.reconnected.get(&cq.peer).is_some_and(|&r| cq.wr < r);
             let fast = self.fast.remove(&cq.wr);
             if let Some((to, bytes)) = self.sends.remove(&cq.wr) {
                 if matches!(cq.status, Status::Flushed | Status::AccessDenied) {
-                    self.unsent.entry(to).or_default().push(bytes);
+                    if stale && !self.broken.contains_key(&to) {
+                        self.send_bytes(nic, to, bytes);
+                    } else {
+                        self.unsent.entry(to).or_default().push(bytes);
+                    }
                 }
             }
             match (cq.status, cq.kind) {
@@ -73,9 +86,12 @@ impl RamcastServer {
                     if self.role != Role::Follower {
                         self.step_down(nic.now());
                     }
-                    self.mark_broken(nic, cq.peer);
+                    if !stale {
+                        self.mark_broken(nic, cq.peer);
+                    }
                 }
-                (Status::Flushed, _) => self.mark_broken(nic, cq.peer),
+                (Status::Flushed, _) if !stale => self.mark_broken(nic, cq.peer),
+                (Status::Flushed, _) => {}
                 (Status::PeerUnreachable, OpKind::Reconnect) => {
                     let retry = nic.now().saturating_add(self.cfg.timing.suspect);
                     self.broken.insert(cq.peer, Some(retry));
@@ -89,7 +105,14 @@ impl RamcastServer {
     fn mark_broken<N: Nic>(&mut self, nic: &mut N, peer: ProcessId) {
         if let std::collections::btree_map::Entry::Vacant(v) = self.broken.entry(peer) {
             v.insert(None);
-            let _ = nic.reconnect(peer);
+            self.reconnect(nic, peer);
+        }
+    }
+
+    /// Posts a reconnect to `peer` and remembers it: failures of earlier ops are stale.
+    fn reconnect<N: Nic>(&mut self, nic: &mut N, peer: ProcessId) {
+        if let Ok(wr) = nic.reconnect(peer) {
+            self.reconnected.insert(peer, wr);
         }
     }
 
@@ -217,7 +240,7 @@ impl RamcastServer {
             .collect();
         for p in retries {
             self.broken.insert(p, None);
-            let _ = nic.reconnect(p);
+            self.reconnect(nic, p);
         }
         for t in self.broken.values().flatten() {
             at(*t);

@@ -149,6 +149,10 @@ pub struct RamcastServer {
     pub(crate) fast: BTreeMap<WrId, (u32, u64, Stamp)>,
     /// Queue pairs in error, with the time a reconnect may be (re)tried.
     pub(crate) broken: BTreeMap<ProcessId, Option<Nanos>>,
+    /// The latest reconnect posted to each peer. An op with a smaller id was posted before it
+    /// ([`transport::WrId`] order), so its failure reports on the queue pairs that reconnect
+    /// replaced, and the resync after it already covers what the op carried.
+    pub(crate) reconnected: BTreeMap<ProcessId, WrId>,
     /// Unsignaled writes per queue pair (`peer * Qp::COUNT + qp`) since the last signaled one.
     pub(crate) unsignaled: Vec<u32>,
     /// Heartbeat counter and timer (leader and candidate).
@@ -225,6 +229,7 @@ impl RamcastServer {
             to_propose: BTreeSet::new(),
             fast: BTreeMap::new(),
             broken: BTreeMap::new(),
+            reconnected: BTreeMap::new(),
             unsignaled: vec![0; cfg.processes() * Qp::COUNT],
             beat: 0,
             beat_timer: Timer::new(),

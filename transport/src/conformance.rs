@@ -125,8 +125,11 @@ pub fn writes_land_in_post_order<R: Runner>() {
 /// snapshots its region and checks that nothing changes until it grants access again. p1 must see
 /// `AccessDenied`, reconnect, and tell p0 by a message; p0 then grants access again and p1's
 /// writes must land again. Event-driven, so thread scheduling cannot make it pass vacuously.
+/// p1 also checks that its work-request ids increase across the reconnect ([`WrId`]).
 #[derive(Default)]
 struct Revoker {
+    last_wr: Option<WrId>,
+    ids_out_of_order: bool,
     counter: u64,
     revoked: bool,
     snapshot: Vec<u8>,
@@ -153,13 +156,17 @@ impl<N: Nic> Process<N> for Revoker {
                     _ => {}
                 }
             }
+            let mut posted = |wr: WrId| {
+                self.ids_out_of_order |= self.last_wr.is_some_and(|last| wr <= last);
+                self.last_wr = Some(wr);
+            };
             if self.denied > self.reconnects && !self.reconnecting {
-                nic.reconnect(P0).unwrap();
+                posted(nic.reconnect(P0).unwrap());
                 self.reconnects += 1;
                 self.reconnecting = true;
             }
             if self.reconnects > self.told && !self.reconnecting {
-                nic.send(P0, b"denied", false).unwrap();
+                posted(nic.send(P0, b"denied", false).unwrap());
                 self.told = self.reconnects;
             }
             if nic.poll_recv().is_some() {
@@ -172,8 +179,10 @@ impl<N: Nic> Process<N> for Revoker {
             }
             self.counter += 1;
             let entry: Vec<u8> = (0..8).flat_map(|_| self.counter.to_le_bytes()).collect();
-            nic.post_write(RemoteAddr::new(P0, R0, 0), &entry, WriteFlags::NONE)
-                .unwrap();
+            posted(
+                nic.post_write(RemoteAddr::new(P0, R0, 0), &entry, WriteFlags::NONE)
+                    .unwrap(),
+            );
             // Pace the writer a little so the simulator does not run millions of writes.
             return Progress::worked(false).wake_at(Some(nic.now() + Nanos(200)));
         }
@@ -232,6 +241,10 @@ pub fn revoke_stops_later_writes_until_regranted<R: Runner>() {
     );
     assert!(writer.denied >= 1, "the writer never saw AccessDenied");
     assert!(writer.reconnects >= 1, "the writer never reconnected");
+    assert!(
+        !writer.ids_out_of_order,
+        "a work-request id was not above every earlier one"
+    );
 }
 
 /// p0 exercises CAS, fetch-and-add, read, send and write-with-immediate against p1.

@@ -12,6 +12,10 @@ use bytes::Bytes;
 use std::fmt;
 
 /// Identifies a posted op; returned by every `post_*` and echoed in its [`Completion`].
+///
+/// Every runtime issues a NIC's ids in increasing order, so an id also says which of two ops
+/// was posted first: a protocol tells the failure of an op posted before a reconnect (its
+/// queue pair already replaced) from one posted after.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct WrId(pub u64);
 

@@ -1,6 +1,6 @@
-//! Task 9 with completed rounds, on a scripted NIC.
+//! Task 9 with completed rounds, and stale queue-pair failures, on a scripted NIC.
 //!
-//! One group of three. Member p1 runs for leader after promising p2's round `<3,2>`. p2 reports
+//! Task 9: one group of three. Member p1 runs for leader after promising p2's round `<3,2>`. p2 reports
 //! that round complete, a proposal of it for client 0's message (9) and an older round's
 //! proposal for client 1's (4); nobody proposed for client 2's. The new leader must adopt 9,
 //! propose fresh timestamps (above 9) for the other two, and post, to each follower: the
@@ -14,7 +14,7 @@ use crate::{Config, RamcastClient};
 use multicast::{Client, DestSet, GroupId, Membership};
 use std::sync::Arc;
 use transport::recording::RecordingNic;
-use transport::{LocalAddr, Nic, Op, Process, ProcessId};
+use transport::{Completion, LocalAddr, Nic, Op, OpKind, Process, ProcessId, Status, WrId};
 
 #[test]
 fn a_value_older_than_a_completed_round_is_replaced_and_the_announcement_precedes_fresh_ones() {
@@ -101,4 +101,77 @@ fn a_value_older_than_a_completed_round_is_replaced_and_the_announcement_precede
     }
     assert_eq!(seen, ["c0=9", "complete", "c1=10", "c2=11"]);
     assert_eq!(server.completed, round);
+}
+
+/// A message flushed after the reconnect that replaced its queue pair is sent again, and the
+/// queue pair is not reconnected again: the resync after the reconnect covers the rest. Before
+/// this, each late flush reconnected, which flushed the resync's own writes, which reconnected
+/// again: a livelock on real threads (`check --runtime local` ramcast seeds 4 and 33).
+#[test]
+fn a_flush_from_before_the_latest_reconnect_resends_and_does_not_reconnect_again() {
+    let cfg = Arc::new(Config::new(1, 3, 1));
+    let g = GroupId(0);
+    let (me, p2) = (ProcessId(1), ProcessId(2));
+    let mut specs: Vec<_> = (0..cfg.replicas)
+        .map(|r| Process::<RecordingNic>::regions(&RamcastServer::new(cfg.clone(), g, r)))
+        .collect();
+    specs.push(Process::<RecordingNic>::regions(&RamcastClient::new(
+        cfg.clone(),
+        0,
+    )));
+    let mut nic = RecordingNic::new(me, specs, 1);
+    let mut server = RamcastServer::new(cfg.clone(), g, 1);
+    server.poll(&mut nic);
+    nic.take_ops();
+    let failed = |wr: WrId, kind: OpKind, status: Status| Completion {
+        wr,
+        kind,
+        peer: p2,
+        status,
+        value: None,
+    };
+    let (first, second) = (b"first".to_vec(), b"second".to_vec());
+    server.send_bytes(&mut nic, p2, first.clone());
+    server.send_bytes(&mut nic, p2, second.clone());
+    let sent: Vec<WrId> = nic.take_ops().into_iter().map(|(wr, _)| wr).collect();
+
+    // The first message's flush breaks the queue pair: one reconnect.
+    nic.push_completion(failed(sent[0], OpKind::Send, Status::Flushed));
+    server.poll(&mut nic);
+    let reconnects = |ops: &[(WrId, Op)]| -> Vec<WrId> {
+        ops.iter()
+            .filter(|(_, op)| matches!(op, Op::Reconnect { peer } if *peer == p2))
+            .map(|&(wr, _)| wr)
+            .collect()
+    };
+    let sends_of = |ops: &[(WrId, Op)], bytes: &[u8]| {
+        ops.iter()
+            .filter(|(_, op)| matches!(op, Op::Send { to, data, .. } if *to == p2 && data[..] == *bytes))
+            .count()
+    };
+    let ops = nic.take_ops();
+    let r = reconnects(&ops);
+    assert_eq!(r.len(), 1, "one reconnect for the broken queue pair");
+
+    // The reconnect completes first; the first message goes again.
+    nic.push_completion(failed(r[0], OpKind::Reconnect, Status::Success));
+    server.poll(&mut nic);
+    let ops = nic.take_ops();
+    assert_eq!(
+        sends_of(&ops, &first),
+        1,
+        "the flushed message is sent again"
+    );
+
+    // Then the old queue pair's second message is flushed: sent again, no reconnect.
+    nic.push_completion(failed(sent[1], OpKind::Send, Status::Flushed));
+    server.poll(&mut nic);
+    let ops = nic.take_ops();
+    assert_eq!(
+        sends_of(&ops, &second),
+        1,
+        "the late-flushed message is sent again"
+    );
+    assert_eq!(reconnects(&ops), [], "a stale flush does not reconnect");
+    assert!(!server.broken.contains_key(&p2));
 }
