@@ -75,7 +75,7 @@ fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<(Model, Vec<u64>, boo
         match a.runtime {
             CheckRuntime::Sim => "sim".to_string(),
             CheckRuntime::Local => format!(
-                "local (stretch {}x, NIC thread reordering queue pairs, multi-word ops yielding between words)",
+                "local (stretch {}x, NIC thread reordering queue pairs, multi-word ops yielding between words; of each seed's faults only crashes and pauses apply, and the tally counts the schedules as drawn: link delays, slowdowns, revokes and torn landings are the simulator's)",
                 a.stretch
             ),
         }

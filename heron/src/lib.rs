@@ -31,7 +31,10 @@
 //! - **Every Heron work request is signaled**, so its completion comes back to Heron and never
 //!   reaches the multicast layer polling the same completion queue, except a flushed one,
 //!   which both see: the multicast layer reconnects the queue pair they share, and Heron writes
-//!   the flushed address's latest value again ([`layered`], `HeronServer::write`).
+//!   the flushed address's latest value again ([`layered`], `HeronServer::write`). RamCast
+//!   reconnects; Ridge assumes channels that never break and reconnects nothing, so over Ridge a
+//!   broken queue pair is not survived (Heron itself never revokes access, so only a fault
+//!   breaks one).
 //! - **A replica remembers where a read failed** (the process crashed) and reads elsewhere while
 //!   anyone else coordinated (see [`execution`]).
 //! - **A read not back within [`Config::read_timeout`] is made again elsewhere**: the thesis

@@ -485,11 +485,13 @@ impl<S, A: Application> HeronServer<S, A> {
     }
 
     /// Takes the completions of Heron's work requests: a read's goes to the running request,
-    /// a flushed write's address is written again after [`RETRY`].
+    /// a flushed or refused write's address is written again after [`RETRY`] (a refused one
+    /// broke the queue pair: it is the first of the writes that failed, and the writes after
+    /// it may depend on it).
     pub(crate) fn take_completions<N: Nic>(&mut self, nic: &mut N) {
         while let Some(c) = self.completions.pop_front() {
             if let Some(dst) = self.written.remove(&c.wr) {
-                if c.status == Status::Flushed {
+                if matches!(c.status, Status::Flushed | Status::AccessDenied) {
                     let due = nic.now() + RETRY;
                     self.retries.entry(dst.process).or_insert(due);
                     self.pending

