@@ -524,22 +524,38 @@ mod tests {
     /// laggard installs what the responder holds.
     #[test]
     fn a_serve_flushed_by_a_reset_queue_pair_is_written_again_in_post_order() {
+        serve_failed_then_written_again(Status::Flushed);
+    }
+
+    /// A serve whose first write the laggard refused (its staging area revoked: the queue pair
+    /// breaks, the rest is flushed) goes out again whole, the refused write included, in post
+    /// order. Only flushed writes were written again before, so the refused object was lost,
+    /// and the completion entry written after it could cover stale bytes.
+    #[test]
+    fn a_serve_whose_first_write_is_refused_is_written_again_whole() {
+        serve_failed_then_written_again(Status::AccessDenied);
+    }
+
+    /// Fails every write of a serve, the first with `first` and the rest flushed, retries, and
+    /// checks that the laggard gets them again in post order and installs what the responder
+    /// holds.
+    fn serve_failed_then_written_again(first: Status) {
         let mut t = served();
         let laggard = t.laggard.server.me;
         let posted: Vec<RemoteAddr> = t.writes.iter().map(|(dst, _)| *dst).collect();
         assert!(posted.len() >= 3, "objects, directory, entry: {posted:?}");
-        let flushed: Vec<_> = t.responder.server.written.keys().copied().collect();
-        for wr in flushed {
+        let failed: Vec<_> = t.responder.server.written.keys().copied().collect();
+        for (i, wr) in failed.into_iter().enumerate() {
             let peer = t.responder.server.written[&wr].process;
-            t.responder
-                .complete(wr, OpKind::Write, peer, Status::Flushed);
+            let status = if i == 0 { first } else { Status::Flushed };
+            t.responder.complete(wr, OpKind::Write, peer, status);
         }
         t.responder.server.take_completions(&mut t.responder.nic);
         t.responder.nic.set_now(RETRY);
         t.responder.server.retry_writes(&mut t.responder.nic);
         let again = writes_to(&t.responder.ops(), laggard);
         let order: Vec<RemoteAddr> = again.iter().map(|(dst, _)| *dst).collect();
-        assert_eq!(order, posted, "written again out of post order");
+        assert_eq!(order, posted, "not all written again, or out of post order");
         for (dst, bytes) in &again {
             t.laggard.land_write(*dst, bytes);
         }
@@ -549,38 +565,6 @@ mod tests {
             let (mine, theirs) = t.slots(key);
             assert_eq!(mine, theirs, "key {key}");
         }
-    }
-
-    /// A serve whose first write the laggard refused (its staging area revoked: the queue pair
-    /// breaks, the rest is flushed) goes out again whole, the refused write included, in post
-    /// order. Only flushed writes were written again before, so the refused object was lost,
-    /// and the completion entry written after it could cover stale bytes.
-    #[test]
-    fn a_serve_whose_first_write_is_refused_is_written_again_whole() {
-        let mut t = served();
-        let laggard = t.laggard.server.me;
-        let posted: Vec<RemoteAddr> = t.writes.iter().map(|(dst, _)| *dst).collect();
-        let failed: Vec<_> = t.responder.server.written.keys().copied().collect();
-        for (i, wr) in failed.into_iter().enumerate() {
-            let peer = t.responder.server.written[&wr].process;
-            let status = if i == 0 {
-                Status::AccessDenied
-            } else {
-                Status::Flushed
-            };
-            t.responder.complete(wr, OpKind::Write, peer, status);
-        }
-        t.responder.server.take_completions(&mut t.responder.nic);
-        t.responder.nic.set_now(RETRY);
-        t.responder.server.retry_writes(&mut t.responder.nic);
-        let again = writes_to(&t.responder.ops(), laggard);
-        let order: Vec<RemoteAddr> = again.iter().map(|(dst, _)| *dst).collect();
-        assert_eq!(order, posted, "the refused write is not written again");
-        for (dst, bytes) in &again {
-            t.laggard.land_write(*dst, bytes);
-        }
-        t.laggard.run();
-        assert!(t.installed());
     }
 
     /// H2: a completion entry (and directory) landed before the objects it covers is not
