@@ -6,7 +6,7 @@
 //! | 7: a would-be leader picks a higher round and sends CATCH_UP | `RamcastServer::start_candidacy` |
 //! | 8: accept a higher round, move `T`'s write permission, answer MY_STATE | `RamcastServer::on_catch_up` |
 //! | 9: from a quorum of every group, re-propose or forward | `RamcastServer::finish_candidacy` |
-//! | (added) the round's completion, announced before fresh timestamps | `RamcastServer::announce`, `Wire::Complete` |
+//! | (added) the round's completion, announced before fresh timestamps, to the followers and the other groups' leaders | `RamcastServer::announce`, `Wire::Complete` |
 //! | 10: relay the undecided messages of a suspected client | `RamcastServer::relay_stale` and `on_relay` |
 //!
 //! The next leader of a group is the member after the one expected, in rank order: a follower
@@ -140,6 +140,10 @@ impl RamcastServer {
                 // The announcement may have been flushed with the proposals; it goes again
                 // after the proposals Task 9 made (`RamcastServer::propose`).
                 self.owed.insert(peer);
+            } else if self.leader.contains(&peer) {
+                // Another group's leader: the proposals go to it again too (below), and so
+                // does the announcement after them.
+                self.owed.insert(peer);
             }
             self.repropose_pending();
         }
@@ -205,10 +209,13 @@ impl RamcastServer {
             Wire::Complete { round } => {
                 // Only the round's own leader announces it (a round's pid is its leader's).
                 let round = Stamp(round);
-                if self.cfg.group_of(from) == Some(self.group) && round.pid() == from.0 {
-                    self.completed = self.completed.max(round);
+                if round.pid() == from.0 {
+                    if self.cfg.group_of(from) == Some(self.group) {
+                        self.completed = self.completed.max(round);
+                    }
                     // Every proposal Task 9 made landed before this (one queue pair): the
-                    // sweep acknowledges those of slots delivered here, all of them now.
+                    // sweep acknowledges those of slots delivered here (own group) or, as
+                    // leader, forwards them to the followers (another group), all of them now.
                     self.sweep_all = true;
                 }
             }
@@ -557,7 +564,16 @@ impl RamcastServer {
         self.beat_timer.disarm();
         // Every timestamp Task 9 proposes is at most the clock now; fresh ones are above it.
         self.boundary = Stamp::new(self.clock, 0xffff);
+        // The followers, and the other groups' leaders, which Task 9 proposes to as well:
+        // one of them may have delivered a slot this leader proposes again, and forwards a
+        // delivered slot's proposals to its followers only when it sweeps it (see
+        // `crate::recovery`).
         self.owed = self.cfg.members(g).filter(|&q| q != self.me).collect();
+        self.owed.extend(
+            (0..self.cfg.groups)
+                .filter(|&h| h != g.0 as usize)
+                .map(|h| self.leader[h]),
+        );
         self.repropose_decided(nic, None);
     }
 
@@ -566,9 +582,9 @@ impl RamcastServer {
         self.role == Role::Leader && (self.completed < self.round || !self.owed.is_empty())
     }
 
-    /// Announces this leader's round complete to the followers owed it, after the catch-up
-    /// messages queued so far (they carry Task 9's proposals for delivered slots), and behind
-    /// every proposal posted so far on the same queue pair.
+    /// Announces this leader's round complete to the followers and other groups' leaders owed
+    /// it, after the catch-up messages queued so far (they carry Task 9's proposals for
+    /// delivered slots), and behind every proposal posted so far on the same queue pair.
     pub(crate) fn announce<N: Nic>(&mut self, nic: &mut N) {
         self.flush_catch(nic);
         let msg = Wire::Complete {

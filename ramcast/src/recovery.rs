@@ -22,6 +22,14 @@
 //! same queue pair). Without that pass a parked follower came round to the slot one heartbeat
 //! per four slots, milliseconds while the new leader waited for a quorum.
 //!
+//! The same goes for the leaders of the other destination groups, to which Task 9 proposes by
+//! write too: one that delivered the slot forwards the new round's proposal to its followers
+//! (Task 4 for a delivered slot, `forward_decided`) only when the sweep comes round to it, and
+//! a follower that missed the crashed leader's acknowledgements cannot order the message
+//! without that proposal. The new leader announces its round complete to them as well, and
+//! they sweep the whole window on receiving it (harness seed 1388 of `check --protocol heron`:
+//! group 1's followers waited 6.8 ms for their leader to forward group 0's new proposal).
+//!
 //! An item can also arrive before its slot's entry: a member paused while leadership moved
 //! wakes to the new leaders' acknowledgements, sent once, and the entry (from the client's
 //! write, or from its own group's leader's catch-up) may land or be read only after. Such an
@@ -156,9 +164,11 @@ impl RamcastServer {
 
     /// Task 3 for delivered slots whose `T` received a proposal of the current round by write.
     /// Such a write comes from a leader that has not delivered the slot, so no process has
-    /// reused it and acknowledging by write is safe. Checks a few slots per poll, round-robin
-    /// over the window, so the cost per poll stays constant; and the whole window once after
-    /// the own group's leader announced its round complete (`sweep_all`).
+    /// reused it and acknowledging by write is safe. As leader, also Task 4 for them: other
+    /// groups' proposals are forwarded to the followers (by message). Checks a few slots per
+    /// poll, round-robin over the window, so the cost per poll stays constant; and the whole
+    /// window once after a group's new leader (this server's own, or, for a leader, another
+    /// group's) announced its round complete (`sweep_all`).
     ///
     /// Why the whole window then: a poll that finds nothing to do parks the server until
     /// something lands, and a follower with nothing pending is polled about once per heartbeat,

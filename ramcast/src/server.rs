@@ -129,7 +129,8 @@ pub struct RamcastServer {
     pub(crate) completed: Stamp,
     /// (Leader) Task 9 proposed no timestamp above this one; fresh ones are above it.
     pub(crate) boundary: Stamp,
-    /// (Leader) followers owed the announcement that this leader's round is complete.
+    /// (Leader) followers, and other groups' leaders, owed the announcement that this leader's
+    /// round is complete.
     pub(crate) owed: BTreeSet<ProcessId>,
     /// CATCH_UP requests accepted in this poll, answered once every message received before
     /// them was handled: `(candidate, round, fus)`.
@@ -168,10 +169,11 @@ pub struct RamcastServer {
     pub(crate) unsent: BTreeMap<ProcessId, Vec<Vec<u8>>>,
     /// Cursor of `RamcastServer::sweep_delivered` over the window: a client and a slot index.
     pub(crate) sweep: (usize, usize),
-    /// Whether the next `sweep_delivered` must go over the whole window: the own group's leader
+    /// Whether the next `sweep_delivered` must go over the whole window: a group's new leader
     /// announced its round complete ([`crate::wire::Wire::Complete`]), so its Task 9 proposals
-    /// have landed, and those for slots this server already delivered are acknowledged by the
-    /// sweep alone (see [`crate::recovery`]).
+    /// have landed, and those for slots this server already delivered are acknowledged (own
+    /// group) or forwarded to the followers (another group's, at a leader) by the sweep alone
+    /// (see [`crate::recovery`]).
     pub(crate) sweep_all: bool,
     /// Catch-up items waiting to be sent, per peer (see [`crate::recovery`]).
     pub(crate) outbox: BTreeMap<ProcessId, Vec<crate::wire::CatchItem>>,

@@ -70,8 +70,9 @@ pub enum Wire {
         /// The responder's round for the sender's group.
         round: u64,
     },
-    /// A new leader's announcement that its round is complete: every proposal its Task 9 made
-    /// was posted to the receiver before this message (same queue pair, in order).
+    /// A new leader's announcement that its round is complete, to its followers and to the
+    /// other groups' leaders: every proposal its Task 9 made was posted to the receiver before
+    /// this message (same queue pair, in order).
     Complete {
         /// The round.
         round: u64,

@@ -4,7 +4,8 @@
 //! that round complete, a proposal of it for client 0's message (9) and an older round's
 //! proposal for client 1's (4); nobody proposed for client 2's. The new leader must adopt 9,
 //! propose fresh timestamps (above 9) for the other two, and post, to each follower: the
-//! adopted proposal, then the announcement that its round is complete, then the fresh ones.
+//! adopted proposal, then the announcement that its round is complete, then the fresh ones. With
+//! two groups, the other group's leader gets the announcement too, after the proposals.
 
 use crate::layout::T;
 use crate::server::{RamcastServer, Role};
@@ -174,4 +175,83 @@ fn a_flush_from_before_the_latest_reconnect_resends_and_does_not_reconnect_again
     );
     assert_eq!(reconnects(&ops), [], "a stale flush does not reconnect");
     assert!(!server.broken.contains_key(&p2));
+}
+
+/// Task 9 proposes to the other destination groups' leaders too, and a leader there that
+/// already delivered the message forwards the new round's proposal to its followers only when
+/// it sweeps its delivered slots (`crate::recovery`): the new leader announces its round
+/// complete to them as well, after its proposals on the same queue pair (harness seed 1388 of
+/// `check --protocol heron`; the receiving side is pinned in `recovery::tests` by
+/// `another_groups_new_proposal_of_a_delivered_slot_is_forwarded_once_it_is_announced_complete`).
+#[test]
+fn the_announcement_goes_to_the_other_groups_leaders_after_the_proposals() {
+    let cfg = Arc::new(Config::new(2, 3, 1));
+    let (g0, g1) = (GroupId(0), GroupId(1));
+    let (me, p2, p3, p4) = (ProcessId(1), ProcessId(2), ProcessId(3), ProcessId(4));
+    let mut specs: Vec<_> = (0..cfg.groups)
+        .flat_map(|g| (0..cfg.replicas).map(move |r| (GroupId(g as u8), r)))
+        .map(|(g, r)| Process::<RecordingNic>::regions(&RamcastServer::new(cfg.clone(), g, r)))
+        .collect();
+    let mut client = RamcastClient::new(cfg.clone(), 0);
+    specs.push(Process::<RecordingNic>::regions(&client));
+    let mut nic = RecordingNic::new(me, specs.clone(), 1);
+    let mut server = RamcastServer::new(cfg.clone(), g0, 1);
+
+    // Client 0 multicasts to both groups; its writes land at p1.
+    let mut cnic = RecordingNic::new(cfg.client(0), specs, 1);
+    client
+        .try_multicast(&mut cnic, DestSet::of([g0, g1]).unwrap(), b"x")
+        .unwrap();
+    for (_, op) in cnic.take_ops() {
+        if let Op::Write { dst, data, .. } = op {
+            if dst.process == me {
+                let at = LocalAddr::new(dst.region, dst.offset);
+                nic.write_local(at, &data.to_bytes()).unwrap();
+            }
+        }
+    }
+    server.poll(&mut nic);
+    let entry = server.slot(0, 0).and_then(|x| x.entry.clone()).unwrap();
+
+    // p0 crashed; p1 runs for leader. p2 reports p0's proposal 5 of round <0,0>; p3 and p4
+    // (group 1, which delivered the message) report nothing for group 0 to adopt.
+    server.start_candidacy(&mut nic);
+    server.answer_catch_ups(&mut nic);
+    let Role::Candidate(cand) = &server.role else {
+        panic!("not a candidate");
+    };
+    let round = cand.round;
+    let first = Stamp::new(0, 0);
+    let reply = vec![Pend {
+        client: 0,
+        seq: 0,
+        entry: entry.raw.to_vec(),
+        ts: Some((Stamp::new(5, 0).0, first.0)),
+    }];
+    server.on_my_state(&mut nic, p2, round, reply, true, first);
+    for p in [p3, p4] {
+        server.on_my_state(&mut nic, p, round, Vec::new(), true, Stamp::new(0, 3));
+    }
+    assert!(server.is_leader(), "a quorum of every group makes p1 lead");
+    nic.take_ops();
+    server.poll(&mut nic);
+
+    // What p1 posted to group 1's leader p3, in order.
+    let t_at = server.layout.t_entry(0, 0, g0);
+    let mut seen: Vec<&str> = Vec::new();
+    for (_, op) in nic.take_ops() {
+        match op {
+            Op::Write { dst, .. } if dst.process == p3 && dst.region == T && dst.offset == t_at => {
+                seen.push("proposal")
+            }
+            Op::Send { to, data, .. } if to == p3 => {
+                if let Ok(Wire::Complete { round: r }) = Wire::decode(&data) {
+                    assert_eq!(Stamp(r), round);
+                    seen.push("complete");
+                }
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(seen, ["proposal", "complete"]);
 }
