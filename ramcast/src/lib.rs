@@ -173,6 +173,8 @@ pub mod layout;
 pub mod normal;
 pub mod recovery;
 mod rescan;
+#[cfg(test)]
+mod scripted;
 pub mod server;
 pub mod stamp;
 pub mod wire;

@@ -8,6 +8,7 @@
 //! two groups, the other group's leader gets the announcement too, after the proposals.
 
 use crate::layout::T;
+use crate::scripted::*;
 use crate::server::{RamcastServer, Role};
 use crate::stamp::Stamp;
 use crate::wire::{Pend, Wire};
@@ -22,13 +23,10 @@ fn a_value_older_than_a_completed_round_is_replaced_and_the_announcement_precede
     let cfg = Arc::new(Config::new(1, 3, 3));
     let g = GroupId(0);
     let (me, p2) = (ProcessId(1), ProcessId(2));
-    let mut specs: Vec<_> = (0..cfg.replicas)
-        .map(|r| Process::<RecordingNic>::regions(&RamcastServer::new(cfg.clone(), g, r)))
-        .collect();
+    let specs = specs(&cfg);
     let mut clients: Vec<RamcastClient> = (0..cfg.clients)
         .map(|i| RamcastClient::new(cfg.clone(), i))
         .collect();
-    specs.extend(clients.iter().map(Process::<RecordingNic>::regions));
     let mut nic = RecordingNic::new(me, specs.clone(), 1);
     let mut server = RamcastServer::new(cfg.clone(), g, 1);
 
@@ -37,14 +35,7 @@ fn a_value_older_than_a_completed_round_is_replaced_and_the_announcement_precede
     for (i, c) in clients.iter_mut().enumerate() {
         let mut cnic = RecordingNic::new(cfg.client(i), specs.clone(), 1);
         c.try_multicast(&mut cnic, only, b"x").unwrap();
-        for (_, op) in cnic.take_ops() {
-            if let Op::Write { dst, data, .. } = op {
-                if dst.process == me {
-                    let at = LocalAddr::new(dst.region, dst.offset);
-                    nic.write_local(at, &data.to_bytes()).unwrap();
-                }
-            }
-        }
+        land_writes(cnic.take_ops(), me, &mut nic);
     }
     server.poll(&mut nic);
     let entry = |s: &RamcastServer, c: u32| s.slot(c, 0).unwrap().entry.clone().unwrap();
@@ -113,13 +104,7 @@ fn a_flush_from_before_the_latest_reconnect_resends_and_does_not_reconnect_again
     let cfg = Arc::new(Config::new(1, 3, 1));
     let g = GroupId(0);
     let (me, p2) = (ProcessId(1), ProcessId(2));
-    let mut specs: Vec<_> = (0..cfg.replicas)
-        .map(|r| Process::<RecordingNic>::regions(&RamcastServer::new(cfg.clone(), g, r)))
-        .collect();
-    specs.push(Process::<RecordingNic>::regions(&RamcastClient::new(
-        cfg.clone(),
-        0,
-    )));
+    let specs = specs(&cfg);
     let mut nic = RecordingNic::new(me, specs, 1);
     let mut server = RamcastServer::new(cfg.clone(), g, 1);
     server.poll(&mut nic);
@@ -188,12 +173,8 @@ fn the_announcement_goes_to_the_other_groups_leaders_after_the_proposals() {
     let cfg = Arc::new(Config::new(2, 3, 1));
     let (g0, g1) = (GroupId(0), GroupId(1));
     let (me, p2, p3, p4) = (ProcessId(1), ProcessId(2), ProcessId(3), ProcessId(4));
-    let mut specs: Vec<_> = (0..cfg.groups)
-        .flat_map(|g| (0..cfg.replicas).map(move |r| (GroupId(g as u8), r)))
-        .map(|(g, r)| Process::<RecordingNic>::regions(&RamcastServer::new(cfg.clone(), g, r)))
-        .collect();
+    let specs = specs(&cfg);
     let mut client = RamcastClient::new(cfg.clone(), 0);
-    specs.push(Process::<RecordingNic>::regions(&client));
     let mut nic = RecordingNic::new(me, specs.clone(), 1);
     let mut server = RamcastServer::new(cfg.clone(), g0, 1);
 
@@ -202,14 +183,7 @@ fn the_announcement_goes_to_the_other_groups_leaders_after_the_proposals() {
     client
         .try_multicast(&mut cnic, DestSet::of([g0, g1]).unwrap(), b"x")
         .unwrap();
-    for (_, op) in cnic.take_ops() {
-        if let Op::Write { dst, data, .. } = op {
-            if dst.process == me {
-                let at = LocalAddr::new(dst.region, dst.offset);
-                nic.write_local(at, &data.to_bytes()).unwrap();
-            }
-        }
-    }
+    land_writes(cnic.take_ops(), me, &mut nic);
     server.poll(&mut nic);
     let entry = server.slot(0, 0).and_then(|x| x.entry.clone()).unwrap();
 

@@ -13,26 +13,16 @@
 //! delivers `m` before `m2`, as group 0's members do.
 
 use crate::layout::{ack_word, local, M, T};
+use crate::scripted::*;
 use crate::server::RamcastServer;
 use crate::stamp::Stamp;
 use crate::{Config, RamcastClient};
 use multicast::{Client, DestSet, GroupId, Membership, Server};
 use std::sync::Arc;
 use transport::recording::RecordingNic;
-use transport::{Nic, Op, Process, ProcessId};
+use transport::{Nic, Process, ProcessId};
 
 /// Applies the writes a client posted to process `to` as if they landed.
-fn land_writes(ops: Vec<(transport::WrId, Op)>, to: ProcessId, nic: &mut RecordingNic) {
-    for (_, op) in ops {
-        if let Op::Write { dst, data, .. } = op {
-            if dst.process == to {
-                let at = transport::LocalAddr::new(dst.region, dst.offset);
-                nic.write_local(at, &data.to_bytes()).unwrap();
-            }
-        }
-    }
-}
-
 #[test]
 fn a_superseded_proposal_never_raises_the_final_timestamp() {
     let cfg = Arc::new(Config::new(2, 3, 2));
@@ -40,21 +30,10 @@ fn a_superseded_proposal_never_raises_the_final_timestamp() {
     // Process 4: rank 1 of group 1, a follower.
     let me = ProcessId(4);
     let mut server = RamcastServer::new(cfg.clone(), GroupId(1), 1);
-    let mut specs = Vec::new();
-    for p in 0..cfg.servers() {
-        let g = GroupId((p / cfg.replicas) as u8);
-        specs.push(Process::<RecordingNic>::regions(&RamcastServer::new(
-            cfg.clone(),
-            g,
-            p % cfg.replicas,
-        )));
-    }
+    let specs = specs(&cfg);
     let mut clients: Vec<RamcastClient> = (0..cfg.clients)
         .map(|i| RamcastClient::new(cfg.clone(), i))
         .collect();
-    for c in &clients {
-        specs.push(Process::<RecordingNic>::regions(c));
-    }
     let mut nic = RecordingNic::new(me, specs.clone(), 1);
 
     // Client 0 multicasts m, client 1 multicasts m2, both to groups 0 and 1.

@@ -14,15 +14,15 @@
 //! that receives it.
 
 use crate::layout::{ack_word, local, M, T};
+use crate::scripted::*;
 use crate::server::RamcastServer;
 use crate::stamp::Stamp;
 use crate::wire::Wire;
 use crate::{Config, RamcastClient};
-use bytes::Bytes;
 use multicast::{Client, DestSet, GroupId, Membership, Server};
 use std::sync::Arc;
 use transport::recording::RecordingNic;
-use transport::{Nic, Op, Process, ProcessId, Recv};
+use transport::{Nic, Op, Process, ProcessId};
 
 #[test]
 fn a_delivered_slot_is_acknowledged_in_a_new_round_once_it_is_announced_complete() {
@@ -31,13 +31,8 @@ fn a_delivered_slot_is_acknowledged_in_a_new_round_once_it_is_announced_complete
     let cfg = Arc::new(cfg);
     let g = GroupId(0);
     let (p1, me) = (ProcessId(1), ProcessId(2));
-    let mut specs: Vec<_> = (0..cfg.replicas)
-        .map(|r| Process::<RecordingNic>::regions(&RamcastServer::new(cfg.clone(), g, r)))
-        .collect();
+    let specs = specs(&cfg);
     let mut client = RamcastClient::new(cfg.clone(), 0);
-    for _ in 0..cfg.clients {
-        specs.push(Process::<RecordingNic>::regions(&client));
-    }
     let mut nic = RecordingNic::new(me, specs.clone(), 1);
     let mut server = RamcastServer::new(cfg.clone(), g, 2);
     let layout = server.layout.clone();
@@ -47,14 +42,7 @@ fn a_delivered_slot_is_acknowledged_in_a_new_round_once_it_is_announced_complete
     let id = client
         .try_multicast(&mut cnic, DestSet::of([g]).unwrap(), b"x")
         .unwrap();
-    for (_, op) in cnic.take_ops() {
-        if let Op::Write { dst, data, .. } = op {
-            if dst.process == me {
-                nic.write_local(local(dst.region, dst.offset), &data.to_bytes())
-                    .unwrap();
-            }
-        }
-    }
+    land_writes(cnic.take_ops(), me, &mut nic);
     server.poll(&mut nic);
 
     // Round <0,0>: p0 proposes 5 and p0 and p1 acknowledge it; p2 acknowledges and delivers.
@@ -74,14 +62,7 @@ fn a_delivered_slot_is_acknowledged_in_a_new_round_once_it_is_announced_complete
 
     // p1 runs for leader in round <1,1>; p2 promises it.
     let round = Stamp::new(1, 1);
-    let catch_up = Wire::CatchUp {
-        round: round.0,
-        fus: vec![0; cfg.clients],
-    };
-    nic.push_recv(Recv::Message {
-        from: p1,
-        data: Bytes::from(catch_up.encode()),
-    });
+    receive_catch_up(&mut nic, &cfg, p1, round);
     server.poll(&mut nic);
     assert_eq!(server.current_round(), round);
     nic.take_ops();
@@ -89,11 +70,7 @@ fn a_delivered_slot_is_acknowledged_in_a_new_round_once_it_is_announced_complete
     // p1's Task 9 proposes 5 again in its round (it holds only its own acknowledgement of
     // <0,0>), then announces the round complete.
     propose(&mut nic, &server, round);
-    let complete = Wire::Complete { round: round.0 };
-    nic.push_recv(Recv::Message {
-        from: p1,
-        data: Bytes::from(complete.encode()),
-    });
+    receive(&mut nic, p1, &Wire::Complete { round: round.0 });
     server.poll(&mut nic);
 
     // p2's acknowledgement of the new round went to p1.
@@ -132,12 +109,8 @@ fn another_groups_new_proposal_of_a_delivered_slot_is_forwarded_once_it_is_annou
     let cfg = Arc::new(cfg);
     let (g0, g1) = (GroupId(0), GroupId(1));
     let (p1, me) = (ProcessId(1), ProcessId(3));
-    let mut specs: Vec<_> = (0..cfg.groups)
-        .flat_map(|g| (0..cfg.replicas).map(move |r| (GroupId(g as u8), r)))
-        .map(|(g, r)| Process::<RecordingNic>::regions(&RamcastServer::new(cfg.clone(), g, r)))
-        .collect();
+    let specs = specs(&cfg);
     let mut client = RamcastClient::new(cfg.clone(), 0);
-    specs.push(Process::<RecordingNic>::regions(&client));
     let mut nic = RecordingNic::new(me, specs.clone(), 1);
     let mut server = RamcastServer::new(cfg.clone(), g1, 0);
     assert!(server.is_leader());
@@ -148,14 +121,7 @@ fn another_groups_new_proposal_of_a_delivered_slot_is_forwarded_once_it_is_annou
     let id = client
         .try_multicast(&mut cnic, DestSet::of([g0, g1]).unwrap(), b"x")
         .unwrap();
-    for (_, op) in cnic.take_ops() {
-        if let Op::Write { dst, data, .. } = op {
-            if dst.process == me {
-                nic.write_local(local(dst.region, dst.offset), &data.to_bytes())
-                    .unwrap();
-            }
-        }
-    }
+    land_writes(cnic.take_ops(), me, &mut nic);
     // p3 takes it and proposes group 1's timestamp.
     server.poll(&mut nic);
 
@@ -184,14 +150,7 @@ fn another_groups_new_proposal_of_a_delivered_slot_is_forwarded_once_it_is_annou
 
     // p1 runs for leader of group 0 in round <1,1>; p3 promises it.
     let round = Stamp::new(1, 1);
-    let catch_up = Wire::CatchUp {
-        round: round.0,
-        fus: vec![0; cfg.clients],
-    };
-    nic.push_recv(Recv::Message {
-        from: p1,
-        data: Bytes::from(catch_up.encode()),
-    });
+    receive_catch_up(&mut nic, &cfg, p1, round);
     server.poll(&mut nic);
     assert_eq!(server.rounds[0], round);
     nic.take_ops();
@@ -199,11 +158,7 @@ fn another_groups_new_proposal_of_a_delivered_slot_is_forwarded_once_it_is_annou
     // p1's Task 9 proposes 5 again in its round, into p3's T, then announces the round
     // complete (on the same queue pair).
     propose(&mut nic, &server, round);
-    let complete = Wire::Complete { round: round.0 };
-    nic.push_recv(Recv::Message {
-        from: p1,
-        data: Bytes::from(complete.encode()),
-    });
+    receive(&mut nic, p1, &Wire::Complete { round: round.0 });
     server.poll(&mut nic);
 
     // p3 forwarded group 0's proposal of round <1,1> to both of its followers.
