@@ -212,7 +212,7 @@ impl Experiment {
         let (nodes, faulty): (Vec<Node<S, C>>, Vec<bool>) = match self.runtime {
             Where::Sim => {
                 let mut sc = SimConfig::new(self.seed, self.profile.clone());
-                sc.software = self.software.clone();
+                sc.software = self.software.for_protocol(self.deploy.protocol());
                 let mut sim = Sim::new(sc, nodes);
                 sim.run(Some(stop_at.saturating_add(Nanos(5_000_000))));
                 let faulty = (0..n).map(|p| sim.crashed(ProcessId(p as u32))).collect();

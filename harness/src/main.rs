@@ -198,6 +198,12 @@ struct RunArgs {
     /// polls - a built-in name (none, measured, ramcast-java, tram-cpp; `harness profiles`) or a .toml path.
     #[arg(long, default_value = DEFAULT_SOFTWARE)]
     software: String,
+    /// Write discipline (sim), overriding the software profile's for every process: collective
+    /// (post back to back, never wait for a completion), batch (post back to back, then await
+    /// them all), each (await every completion before the next post; TRAM Fig. 2's baseline) or
+    /// window:N (at most N requests outstanding) [default: the software profile's].
+    #[arg(long)]
+    posting: Option<transport::runtime::sim::Discipline>,
     /// Seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,

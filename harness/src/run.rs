@@ -89,11 +89,24 @@ fn experiment(a: &RunArgs) -> Result<experiment::Experiment, String> {
         duration: a.duration,
         runtime,
         profile,
-        software: Software::load(&a.software).map_err(|e| e.to_string())?,
+        software: software(a)?,
         seed: a.seed,
         log: a.log.is_some(),
         dest_tree: None,
     })
+}
+
+/// The software profile of `--software`, posting as `--posting` says if given.
+fn software(a: &RunArgs) -> Result<Software, String> {
+    let mut s = Software::load(&a.software).map_err(|e| e.to_string())?;
+    if let Some(discipline) = a.posting {
+        s.posting = transport::runtime::sim::Posting {
+            discipline,
+            protocols: Default::default(),
+            source: Some("--posting".into()),
+        };
+    }
+    Ok(s)
 }
 
 /// `harness run`.
@@ -308,7 +321,7 @@ fn bulk_spec(a: &RunArgs) -> Result<protocols::rdmc::BulkSpec, String> {
         messages: a.messages.unwrap_or(1),
         runtime: runtime(a)?,
         profile: Profile::load(&profile_name).map_err(|e| e.to_string())?,
-        software: Software::load(&a.software).map_err(|e| e.to_string())?,
+        software: software(a)?,
         seed: a.seed,
         timeout: a.timeout.unwrap_or(Nanos(600_000_000_000)),
     })

@@ -598,3 +598,39 @@ fn an_access_change_costs_its_declared_price_within_its_range() {
     };
     assert_eq!(third_poll(10_000) - third_poll(0), 40_000);
 }
+
+/// Process 0 writes 64 B inline to each of four targets in one poll under `discipline`; the
+/// landing times, by target.
+fn landings_under(discipline: &str) -> Vec<u64> {
+    let mut cfg = SimConfig::new(1, constant());
+    cfg.software.posting.discipline = discipline.parse().unwrap();
+    let mut procs = vec![timeline(vec![(64, true); 4], vec![1, 2, 3, 4])];
+    procs.extend((0..4).map(|_| timeline(vec![], vec![])));
+    let mut sim = Sim::new(cfg, procs);
+    sim.run(None);
+    sim.into_processes()[1..].iter().flat_map(landed).collect()
+}
+
+/// TRAM Fig. 2's mechanism on r320-cx3 (post 60 ns, latency 1210 ns, 10 ns on the wire): posted
+/// back to back, the writes land a post apart; awaiting each completion (1210 ns back) before the
+/// next post costs a round trip per target; a window of two pays one per pair.
+#[test]
+fn awaiting_each_completion_costs_a_round_trip_per_target() {
+    let first = 90 + 1210 + 10;
+    let rtt = 1220 + 1210;
+    assert_eq!(
+        landings_under("collective"),
+        (0..4).map(|k| first + 60 * k).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        landings_under("each"),
+        (0..4).map(|k| first + rtt * k).collect::<Vec<_>>()
+    );
+    // Awaited together at the end: posted as collectively, the CPU waits (not seen here).
+    assert_eq!(landings_under("batch"), landings_under("collective"));
+    // The third waits for the first's completion, the fourth for the second's, 60 ns later.
+    assert_eq!(
+        landings_under("window:2"),
+        vec![first, first + 60, first + rtt, first + rtt + 60]
+    );
+}

@@ -149,6 +149,8 @@ pub(crate) fn fit(
             fit: None,
         },
         costs: scaled(&shape.costs, scale, paper.prices),
+        // The paper profiles do not declare a write discipline yet (issue 45): collective.
+        posting: Default::default(),
     };
     let (scale, simulated) = bisect(paper.published, |scale| {
         let v = (paper.simulate)(&priced(scale), progress)?;

@@ -127,6 +127,8 @@ fn software(a: SoftwareArgs, commit: &str) -> Result<ExitCode, String> {
             // Not probed yet: the multicast protocols report no rows.
             row_ns: 0,
         },
+        // Our protocols reap completions among their other work and never wait for one.
+        posting: Default::default(),
     };
     let header = format!(
         "The cost of this workbench's own code, written by `harness calibrate software` on\n\

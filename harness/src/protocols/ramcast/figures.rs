@@ -20,7 +20,7 @@ use transport::Nanos;
     clippy::too_many_arguments,
     reason = "one per knob of the paper's figures"
 )]
-fn experiment(
+pub(crate) fn experiment(
     profile: &Profile,
     software: &Software,
     groups: usize,

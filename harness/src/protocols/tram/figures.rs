@@ -268,6 +268,13 @@ fn note(profile: &Profile, commit: &str, name: &str, duration: Nanos) -> String 
 /// TRAM's figures and its Table 1, on its testbed.
 pub(crate) const FIGURES: &[PaperFigure] = &[
     PaperFigure {
+        name: "tram-fig2",
+        about: "TRAM Fig. 2: write latency against targets, each completion awaited or all together; what each discipline does to RamCast",
+        profile: crate::testbed::TRAM,
+        software: "tram-cpp",
+        make: super::fig2::fig2,
+    },
+    PaperFigure {
         name: "tram-fig5",
         about: "TRAM Fig. 5: uniform random destinations, trees base/breadth/depth against RamCast",
         profile: crate::testbed::TRAM,

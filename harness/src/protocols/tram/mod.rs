@@ -2,6 +2,7 @@
 //! the harness reads of its servers.
 
 pub(crate) mod check;
+pub(crate) mod fig2;
 pub(crate) mod figure_notes;
 pub(crate) mod figures;
 pub(crate) mod software;

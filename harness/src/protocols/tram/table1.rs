@@ -420,7 +420,7 @@ fn measure(
 ) -> Measured {
     let ms = |x: u64| Nanos(x * 1_000_000);
     let mut sc = SimConfig::new(1, profile.clone());
-    sc.software = software.clone();
+    sc.software = software.for_protocol(<super::Tram as crate::protocols::Multicast>::NAME);
     sc.faults = faults.to_vec();
     let mut sim = Sim::new(sc, tram::nodes(cfg, load.clone(), 1, true));
     sim.run(Some(stop_at.saturating_add(ms(20))));

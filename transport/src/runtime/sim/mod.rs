@@ -44,6 +44,10 @@
 //!   `write_latency_ns` as the median) with a random stream of its own; a queue pair's ops
 //!   still land, and its completions still arrive, in post order. Ops of different queue pairs
 //!   may overtake each other, as on a network with variance.
+//! - Under a software profile whose write discipline waits (`batch`, `each`, `window:N`), a process
+//!   spins on its posts' completions before posting more and at the end of its poll, and the
+//!   rest of the poll moves back by the wait (see [`posting`]); under the default
+//!   ([`Discipline::Collective`]) it never waits.
 //! - An access check happens when the op lands. A refused op completes with `AccessDenied` and
 //!   puts the sender's queue pair in error: its later ops are `Flushed` until a `reconnect` of
 //!   the peer, which takes `reconnect_ns` and re-establishes both queue pairs.
@@ -76,6 +80,7 @@
 
 mod fault;
 mod nic;
+mod posting;
 mod profile;
 mod queue;
 mod software;
@@ -83,6 +88,7 @@ mod tear;
 
 pub use fault::{random_faults, Fault, FaultBudget};
 pub use nic::SimNic;
+pub use posting::{Discipline, Posting};
 pub use profile::{
     builtin_names, Calibration, CpuCosts, Fabric, LatencyDist, NicCosts, PermissionChange,
     Placement, Profile, ProfileError, ReconnectRange, BUILTIN, DEFAULT_PROFILE,
@@ -100,6 +106,7 @@ use crate::region::{Access, LocalAddr, RegionId, RegionTable};
 use crate::rng::{mix64, Purpose, Rng};
 use crate::time::Nanos;
 use nic::{Posted, QueuePair};
+use posting::Gate;
 use profile::WireCosts;
 use queue::EventQueue;
 use std::collections::{BTreeMap, VecDeque};
@@ -736,11 +743,10 @@ impl<P: Process<SimNic>> Sim<P> {
         nic.charge(self.cfg.profile.cpu.poll_ns);
         let progress = self.processes[i].poll(nic);
         let nic = &mut self.nics[i];
-        let busy_until = self.now + nic.charged;
+        let end = self.now + nic.charged;
         self.digest.fold(nic.rng.draws());
         self.stats.polls += 1;
         let cpu = &mut self.cpus[i];
-        cpu.busy_until = busy_until;
         if !cpu.done && self.processes[i].done() {
             cpu.done = true;
             self.not_done -= 1;
@@ -750,10 +756,22 @@ impl<P: Process<SimNic>> Sim<P> {
         // process that stopped itself exits the same way.
         let crash_now =
             (self.cpus[i].crash_on_post && !outbox.is_empty()) || self.processes[i].stopped();
-        for posted in outbox.drain(..) {
-            self.issue(p, posted);
+        // Under a waiting discipline the poll's posts, and the work between them, move back
+        // by the completions the process spins on (see [`posting`]).
+        let mut gate = Gate::new(self.cfg.software.posting.discipline);
+        for mut posted in outbox.drain(..) {
+            let peer = match posted.op {
+                Op::SetAccess { .. } | Op::Reconnect { .. } => None,
+                _ => Some(posted.op.peer()),
+            };
+            posted.at = gate.doorbell(posted.at, peer);
+            if let (Some(peer), Some(completes)) = (peer, self.issue(p, posted)) {
+                gate.issued(peer, completes);
+            }
         }
         self.nics[i].outbox = outbox;
+        let busy_until = gate.free_at(end);
+        self.cpus[i].busy_until = busy_until;
         if crash_now {
             self.crash(i);
             return;
@@ -812,7 +830,9 @@ impl<P: Process<SimNic>> Sim<P> {
         self.cpus[s as usize].rack != self.cpus[d as usize].rack
     }
 
-    fn issue(&mut self, s: u32, posted: Posted) {
+    /// Issues a posted op; a network op returns when its completion is about due (see
+    /// [`posting`]).
+    fn issue(&mut self, s: u32, posted: Posted) -> Option<Nanos> {
         let kind = posted.op.kind();
         self.digest
             .fold(posted.at.0 ^ (kind as u64) << 56 ^ (posted.op.peer().0 as u64) << 32);
@@ -840,18 +860,22 @@ impl<P: Process<SimNic>> Sim<P> {
                 };
                 self.complete(s, ready, c);
             }
-            _ => self.issue_network(s, d, posted),
+            _ => return Some(self.issue_network(s, d, posted)),
         }
+        None
     }
 
-    fn issue_network(&mut self, s: u32, d: u32, posted: Posted) {
+    /// Issues a network op and returns when its completion is about due: at once if its queue
+    /// pair is in error, else one calibrated latency (and a read's response) after it lands.
+    fn issue_network(&mut self, s: u32, d: u32, posted: Posted) -> Nanos {
         self.stats.ops += 1;
         let k = qp_of(d, &posted.op);
         let qp = self.nics[s as usize].qps[k];
         if qp.error {
             let c = failed(&posted, ProcessId(d), Status::Flushed);
-            self.complete(s, posted.at, c);
-            return;
+            let at = posted.at;
+            self.complete(s, at, c);
+            return at;
         }
         let prof = &self.cfg.profile;
         let bytes = posted.op.wire_bytes();
@@ -955,6 +979,15 @@ impl<P: Process<SimNic>> Sim<P> {
         q.egress_end = start + gap;
         q.last_land = land + spread;
         let land = self.delay_on_link(s, d, land, spread);
+        let response = match &posted.op {
+            Op::Read { len, .. } => self.wire.serialisation(*len),
+            _ => Nanos::ZERO,
+        };
+        let completes = land
+            + spread
+            + Nanos(self.cfg.profile.nic.write_latency_ns)
+            + self.wire.hops(self.crosses_racks(s, d))
+            + response;
         let slot = self.alloc(InFlight {
             src: s,
             posted,
@@ -964,6 +997,7 @@ impl<P: Process<SimNic>> Sim<P> {
             landing: false,
         });
         self.schedule(land, Event::Land { slot });
+        completes
     }
 
     fn land(&mut self, slot: u32) -> u32 {

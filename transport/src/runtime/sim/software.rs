@@ -4,6 +4,7 @@
 //! the harness. Costs are declared numbers, so runs stay deterministic and never depend on the
 //! machine that simulates them.
 
+use super::posting::{Discipline, Posting};
 use super::profile::{load_text, ProfileError};
 use crate::time::Nanos;
 use crate::work::Work;
@@ -140,6 +141,10 @@ pub struct Software {
     pub calibration: SoftwareCalibration,
     /// The price of each kind of work.
     pub costs: WorkCosts,
+    /// How its processes post ops to several targets and wait for completions (absent from
+    /// profiles written before disciplines: collective, never waiting).
+    #[serde(default)]
+    pub posting: Posting,
 }
 
 impl Software {
@@ -190,6 +195,14 @@ impl Software {
             });
         }
         Ok(s)
+    }
+
+    /// This profile as `protocol` runs under it: the discipline of every process is the one
+    /// [`Posting::of`] gives that protocol.
+    pub fn for_protocol(&self, protocol: &str) -> Software {
+        let mut s = self.clone();
+        s.posting.discipline = self.posting.of(protocol);
+        s
     }
 
     /// The profile of no software cost. Parsed once: every [`super::SimConfig::new`] takes it.
@@ -266,6 +279,26 @@ impl Software {
                 k.row_ns
             ));
         }
+        // Written only when declared, so profiles from before disciplines read the same.
+        if self.posting != Posting::default() {
+            let p = &self.posting;
+            t.push_str(&format!(
+                "\n# How a process posts ops to several targets and awaits their completions:\n\
+                 # collective (back to back, never waits), each (awaits every completion before\n\
+                 # the next post) or window:N (at most N outstanding).\n\
+                 [posting]\ndiscipline = {}\n",
+                q(&p.discipline.to_string())
+            ));
+            if let Some(source) = &p.source {
+                t.push_str(&format!("source = {}\n", q(source)));
+            }
+            if !p.protocols.is_empty() {
+                t.push_str("\n# Protocols whose prototype posts otherwise.\n[posting.protocols]\n");
+                for (protocol, d) in &p.protocols {
+                    t.push_str(&format!("{protocol} = {}\n", q(&d.to_string())));
+                }
+            }
+        }
         t
     }
 
@@ -285,6 +318,13 @@ impl Software {
         // Named only when priced: the multicast protocols' reports stay as they were.
         if c.row_ns > 0 {
             d.push_str(&format!(" row={}ns", c.row_ns));
+        }
+        // Named only where a process waits: collective reports stay as they were.
+        if self.posting.discipline != Discipline::Collective {
+            d.push_str(&format!(" posting={}", self.posting.discipline));
+        }
+        for (protocol, discipline) in &self.posting.protocols {
+            d.push_str(&format!(" posting[{protocol}]={discipline}"));
         }
         d
     }
@@ -377,6 +417,32 @@ mod tests {
         let text = s.to_toml("");
         assert!(text.contains("row price of `scale` x 100 ns"), "{text}");
         assert_eq!(Software::parse("written", &text).unwrap(), s);
+        s.posting = Posting {
+            discipline: Discipline::EACH,
+            protocols: [("tram".to_string(), "window:4".parse().unwrap())].into(),
+            source: Some("TRAM section 3, \"awaited collectively\"".into()),
+        };
+        let text = s.to_toml("");
+        assert!(
+            text.contains("[posting.protocols]\ntram = \"window:4\""),
+            "{text}"
+        );
+        assert_eq!(Software::parse("written", &text).unwrap(), s);
+        assert!(
+            s.describe()
+                .ends_with(" posting=each posting[tram]=window:4"),
+            "{}",
+            s.describe()
+        );
+        assert_eq!(
+            s.for_protocol("tram").posting.discipline.to_string(),
+            "window:4"
+        );
+        assert_eq!(
+            s.for_protocol("ramcast").posting.discipline,
+            Discipline::EACH
+        );
+        s.posting = Posting::default();
         let both = text.replace("rows_only = true", "rows_only = true\ncopies_scaled = true");
         let e = Software::parse("both", &both).unwrap_err().to_string();
         assert!(
