@@ -70,6 +70,34 @@ pub(crate) fn round_sig(x: f64, digits: usize) -> f64 {
         .expect("a formatted float parses")
 }
 
+/// Mean and 95% confidence interval of the mean (normal approximation over independent rounds:
+/// each round draws its own latencies).
+pub(crate) fn mean_ci(v: &[f64]) -> (f64, f64, f64) {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
+    let half = 1.96 * (var / n).sqrt();
+    (mean, mean - half, mean + half)
+}
+
+/// Least-squares slope and R² of `points`.
+pub(crate) fn linear_fit(points: &[(f64, f64)]) -> (f64, f64) {
+    let n = points.len() as f64;
+    let (mx, my) = points
+        .iter()
+        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x / n, b + y / n));
+    let sxy: f64 = points.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
+    let sxx: f64 = points.iter().map(|(x, _)| (x - mx).powi(2)).sum();
+    let syy: f64 = points.iter().map(|(_, y)| (y - my).powi(2)).sum();
+    let slope = sxy / sxx;
+    let r2 = if syy == 0.0 {
+        1.0
+    } else {
+        sxy * sxy / (sxx * syy)
+    };
+    (slope, r2)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,6 +115,17 @@ mod tests {
         );
         assert_eq!(round_sig(94.95820692777903, 6).to_string(), "94.9582");
         assert_eq!(round_sig(0.0, 6), 0.0);
+    }
+
+    #[test]
+    fn a_line_fits_exactly_and_an_interval_straddles_its_mean() {
+        let (slope, r2) = linear_fit(&[(1.0, 2.0), (2.0, 4.0), (3.0, 6.0)]);
+        assert!((slope - 2.0).abs() < 1e-9 && (r2 - 1.0).abs() < 1e-9);
+        let (_, r2) = linear_fit(&[(1.0, 1.0), (2.0, 3.0), (3.0, 2.0)]);
+        assert!(r2 < 0.5, "{r2}");
+        let (m, lo, hi) = mean_ci(&[1.0, 3.0]);
+        // sd sqrt(2), n 2: half-width 1.96.
+        assert!(m == 2.0 && (lo - 0.04).abs() < 1e-9 && (hi - 3.96).abs() < 1e-9);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 use crate::experiment::Measured;
 use crate::figure::{claim, panel, write, CLAIM_HEAD};
 use crate::plot::{self, Panel, Series};
+use crate::stats::{linear_fit, mean_ci};
 use multicast::DestPolicy;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -137,34 +138,6 @@ fn fanout(
         )),
         None => Ok(p.samples),
     }
-}
-
-/// Mean and 95% confidence interval of the mean (normal approximation over independent rounds:
-/// each round draws its own latencies).
-fn mean_ci(v: &[f64]) -> (f64, f64, f64) {
-    let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
-    let half = 1.96 * (var / n).sqrt();
-    (mean, mean - half, mean + half)
-}
-
-/// Least-squares slope and R² of `points`.
-fn linear_fit(points: &[(f64, f64)]) -> (f64, f64) {
-    let n = points.len() as f64;
-    let (mx, my) = points
-        .iter()
-        .fold((0.0, 0.0), |(a, b), (x, y)| (a + x / n, b + y / n));
-    let sxy: f64 = points.iter().map(|(x, y)| (x - mx) * (y - my)).sum();
-    let sxx: f64 = points.iter().map(|(x, _)| (x - mx).powi(2)).sum();
-    let syy: f64 = points.iter().map(|(_, y)| (y - my).powi(2)).sum();
-    let slope = sxy / sxx;
-    let r2 = if syy == 0.0 {
-        1.0
-    } else {
-        sxy * sxy / (sxx * syy)
-    };
-    (slope, r2)
 }
 
 /// One RamCast run of the probe: RamCast Fig. 5's experiment under `software` with every
@@ -517,9 +490,5 @@ mod tests {
             let batch = one(Discipline::Batch, k);
             assert!(batch < 1.2 * rtt, "{k}: {batch} vs {rtt}");
         }
-        let (slope, r2) = linear_fit(&[(1.0, 2.0), (2.0, 4.0), (3.0, 6.0)]);
-        assert!((slope - 2.0).abs() < 1e-9 && (r2 - 1.0).abs() < 1e-9);
-        let (m, lo, hi) = mean_ci(&[1.0, 3.0]);
-        assert!(m == 2.0 && lo < 2.0 && hi > 2.0);
     }
 }
