@@ -46,7 +46,7 @@
 //!   may overtake each other, as on a network with variance.
 //! - Under a software profile whose write discipline waits (`batch`, `each`, `window:N`), a process
 //!   spins on its posts' completions before posting more and at the end of its poll, and the
-//!   rest of the poll moves back by the wait (see [`posting`]); under the default
+//!   rest of the poll moves back by the wait (see [`Discipline`]); under the default
 //!   ([`Discipline::Collective`]) it never waits.
 //! - An access check happens when the op lands. A refused op completes with `AccessDenied` and
 //!   puts the sender's queue pair in error: its later ops are `Flushed` until a `reconnect` of
@@ -757,7 +757,7 @@ impl<P: Process<SimNic>> Sim<P> {
         let crash_now =
             (self.cpus[i].crash_on_post && !outbox.is_empty()) || self.processes[i].stopped();
         // Under a waiting discipline the poll's posts, and the work between them, move back
-        // by the completions the process spins on (see [`posting`]).
+        // by the completions the process spins on (see [`Discipline`]).
         let mut gate = Gate::new(self.cfg.software.posting.discipline);
         for mut posted in outbox.drain(..) {
             let peer = match posted.op {

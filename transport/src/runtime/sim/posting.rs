@@ -26,7 +26,11 @@
 //! one-way latency back (the median where the profile declares a distribution), plus the
 //! response's serialisation for a read. Declared limit: an op to a crashed process is awaited for
 //! one round trip, not for the `unreachable_timeout_ns` its real completion takes, so a blocking
-//! prototype's stall after a crash is shorter here than on hardware.
+//! prototype's stall after a crash is shorter here than on hardware. And the wait is applied
+//! when the poll's posts are issued, after the poll: the clock the process reads during the poll
+//! ([`crate::Nic::now`]) does not include it, so a time a protocol stamps after a post, in the
+//! same poll, is earlier than the post went out; timers set in that poll fire that much early.
+//! Waits only ever move posts later, in post order, so every queue pair keeps its order.
 
 use crate::process::ProcessId;
 use crate::time::Nanos;
