@@ -26,6 +26,7 @@ mod run;
 mod stats;
 mod sweep;
 mod testbed;
+mod verdict;
 
 use bench::transport::MAX_BYTES;
 
