@@ -297,33 +297,6 @@ pub(crate) fn claim(md: &mut String, statement: &str, measured: String, holds: b
     );
 }
 
-/// How many claims of a summary hold, fail, and hold by construction, and the claims rows
-/// themselves, read back from the tables [`claim`] and [`claim_by_construction`] write.
-pub(crate) fn verdicts(summary: &str) -> ([usize; 3], Vec<&str>) {
-    let mut n = [0; 3];
-    let mut rows = Vec::new();
-    for line in summary.lines().filter(|l| l.starts_with('|')) {
-        let last = line
-            .trim_end_matches('|')
-            .rsplit('|')
-            .next()
-            .unwrap_or("")
-            .trim();
-        let k = if last == REPRODUCED {
-            0
-        } else if last == NOT_REPRODUCED {
-            1
-        } else if last.starts_with(BY_CONSTRUCTION) {
-            2
-        } else {
-            continue;
-        };
-        n[k] += 1;
-        rows.push(line);
-    }
-    (n, rows)
-}
-
 /// A row of a claims table for a claim the model cannot contradict: what the claim is about is
 /// not modelled (`why`), so the measurement agrees by construction and is no evidence.
 pub(crate) fn claim_by_construction(md: &mut String, statement: &str, measured: String, why: &str) {

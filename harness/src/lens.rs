@@ -4,8 +4,8 @@
 //! plots and full summary; the figure's `summary.md` puts every published claim's measurement
 //! and verdict under each lens side by side and names the claims whose verdict changes.
 
-use crate::figure::{verdicts, CLAIM_HEAD};
 use crate::protocols::PaperFigure;
+use crate::verdict::{self, cell, verdict_text, Claim, Counts};
 use std::fmt::Write as _;
 use std::path::Path;
 use transport::runtime::sim::Software;
@@ -52,20 +52,14 @@ pub(crate) fn make(
             names.push(s.name.clone());
         }
     }
-    let present: Vec<(String, String)> = names
-        .into_iter()
-        .filter_map(|name| {
-            let text = std::fs::read_to_string(out.join(&name).join("summary.md")).ok()?;
-            Some((name, text))
-        })
-        .collect();
+    let present = present(out, &names)?;
     let software: Vec<Software> = present
         .iter()
-        .map(|(n, _)| {
+        .map(|l| {
             all.iter()
-                .find(|s| &s.name == n)
+                .find(|s| s.name == l.name)
                 .cloned()
-                .map_or_else(|| Software::load(n).map_err(|e| e.to_string()), Ok)
+                .map_or_else(|| Software::load(&l.name).map_err(|e| e.to_string()), Ok)
         })
         .collect::<Result<_, _>>()?;
     let pngs = crate::reproduce::pngs(&out.join(f.software)).unwrap_or_default();
@@ -73,49 +67,103 @@ pub(crate) fn make(
     crate::figure::write(&out.join("summary.md"), &md)
 }
 
-/// A claims row split into statement, measurement and verdict.
-fn cells(row: &str) -> (&str, &str, &str) {
-    let inner = row.trim().trim_start_matches('|').trim_end_matches('|');
-    let mut it = inner.rsplitn(3, '|');
-    let verdict = it.next().unwrap_or("").trim();
-    let measured = it.next().unwrap_or("").trim();
-    let statement = it.next().unwrap_or("").trim();
-    (statement, measured, verdict)
+/// One software profile's results of a figure: its summary and its claims.
+pub(crate) struct Lens {
+    pub(crate) name: String,
+    pub(crate) summary: String,
+    pub(crate) claims: Vec<Claim>,
 }
 
-/// The short verdict (`holds by construction (why)` shortened to `by construction`).
-fn short(verdict: &str) -> &str {
-    if verdict.starts_with(crate::figure::BY_CONSTRUCTION) {
-        "by construction"
-    } else {
-        verdict
+/// The lenses of `names` made under `dir` (those with a summary), in that order, with their
+/// claims records.
+pub(crate) fn present(dir: &Path, names: &[String]) -> Result<Vec<Lens>, String> {
+    let mut v = Vec::new();
+    for name in names {
+        let Ok(summary) = std::fs::read_to_string(dir.join(name).join("summary.md")) else {
+            continue;
+        };
+        v.push(Lens {
+            name: name.clone(),
+            summary,
+            claims: verdict::read(&dir.join(name))?,
+        });
     }
+    Ok(v)
 }
 
-/// The figure's summary over its lenses: `present` holds (profile name, its summary) in lens
-/// order, `software` the matching profiles, `pngs` the plots of the paper prototype's lens.
+/// The claims under every lens side by side, in the order the last lens lists them (then any
+/// only the others have): a claims table with a rule column and a measurement and verdict
+/// column per lens, and the claims whose verdict changes with the lens.
+pub(crate) fn claims_table(present: &[Lens]) -> (String, Vec<String>) {
+    let mut words: Vec<&str> = Vec::new();
+    for lens in present.iter().rev() {
+        for c in &lens.claims {
+            if !words.contains(&c.words.as_str()) {
+                words.push(&c.words);
+            }
+        }
+    }
+    let mut md = String::from("| published claim | rule |");
+    for l in present {
+        let _ = write!(md, " measured, `{}` | verdict |", l.name);
+    }
+    md.push_str("\n|---|---|");
+    md.push_str(&"---|---|".repeat(present.len()));
+    md.push('\n');
+    let mut changed = Vec::new();
+    for w in words {
+        let of = |l: &'_ Lens| l.claims.iter().find(|c| c.words == w).cloned();
+        let rule = present
+            .iter()
+            .rev()
+            .find_map(of)
+            .map(|c| c.rule.describe())
+            .unwrap_or_default();
+        let _ = write!(md, "| {} | {} |", cell(w), cell(&rule));
+        let mut seen = Vec::new();
+        for l in present {
+            match of(l) {
+                Some(c) => {
+                    let _ = write!(md, " {} | {} |", cell(&c.measured), cell(&verdict_text(&c)));
+                    seen.push(c.verdict);
+                }
+                None => md.push_str(" - | - |"),
+            }
+        }
+        md.push('\n');
+        seen.dedup();
+        if seen.len() > 1 {
+            changed.push(w.to_string());
+        }
+    }
+    (md, changed)
+}
+
+/// The figure's summary over its lenses: `present` in lens order, `software` the matching
+/// profiles, `pngs` the plots of the paper prototype's lens.
 pub(crate) fn merge(
     f: &PaperFigure,
     commit: &str,
-    present: &[(String, String)],
+    present: &[Lens],
     software: &[Software],
     pngs: &[String],
 ) -> String {
     let title = present
         .iter()
         .rev()
-        .find_map(|(_, s)| s.lines().next())
+        .find_map(|l| l.summary.lines().next())
         .unwrap_or("# ")
         .trim_start_matches("# ");
     let mut md = format!("# {title}, under {} software profiles\n\n", present.len());
     let _ = writeln!(
         md,
         "`harness figure {}` (commit {commit}) makes this figure once per software profile, each \
-         in its own directory with its CSV files, plots and full summary (the hardware profile, \
-         the discussion of every miss). A software profile prices the work the protocol's code \
-         reports (scans, decodes, copies, ordering, deliveries); `none` prices nothing, as every \
-         result before software profiles. The paper prototype's profile comes last: its verdicts \
-         are the ones the results index counts.\n",
+         in its own directory with its CSV files, plots, full summary (the hardware profile, \
+         the discussion of every miss) and `claims.csv` (every claim as a record: words, rule, \
+         measurement, interval, verdict). A software profile prices the work the protocol's \
+         code reports (scans, decodes, copies, ordering, deliveries); `none` prices nothing, as \
+         every result before software profiles. The paper prototype's profile comes last: its \
+         verdicts are the ones the results index counts.\n",
         f.name
     );
     for s in software {
@@ -129,57 +177,24 @@ pub(crate) fn merge(
             s.calibration.source
         );
     }
-    // Claims in the order the last lens lists them, then any only the others have.
-    let rows: Vec<Vec<(&str, &str, &str)>> = present
-        .iter()
-        .map(|(_, s)| verdicts(s).1.into_iter().map(cells).collect())
-        .collect();
-    let mut statements: Vec<&str> = Vec::new();
-    for lens in rows.iter().rev() {
-        for (st, _, _) in lens {
-            if !statements.contains(st) {
-                statements.push(st);
-            }
-        }
-    }
-    if statements.is_empty() {
-        md.push_str("\nThe per-profile summaries state no claims table (see each one).\n");
-        if let Some((_, s)) = present.last() {
-            if s.contains(crate::figure::NO_CLAIMS) {
+    if present.iter().all(|l| l.claims.is_empty()) {
+        md.push_str("\nThe per-profile summaries state no claims (see each one).\n");
+        if let Some(l) = present.last() {
+            if l.summary.contains(crate::figure::NO_CLAIMS) {
                 let _ = writeln!(md, "\n{}.", crate::figure::NO_CLAIMS);
             }
         }
     } else {
-        md.push_str("\n## The paper's claims under each software profile\n\n| published claim |");
-        for (name, _) in present {
-            let _ = write!(md, " measured, `{name}` | verdict |");
-        }
-        md.push_str("\n|---|");
-        md.push_str(&"---|---|".repeat(present.len()));
-        md.push('\n');
-        let mut changed = Vec::new();
-        for st in &statements {
-            let _ = write!(md, "| {st} |");
-            let mut seen: Vec<&str> = Vec::new();
-            for lens in &rows {
-                match lens.iter().find(|r| r.0 == *st) {
-                    Some((_, m, v)) => {
-                        let _ = write!(md, " {m} | {v} |");
-                        seen.push(short(v));
-                    }
-                    None => md.push_str(" - | - |"),
-                }
-            }
-            md.push('\n');
-            seen.dedup();
-            if seen.len() > 1 {
-                changed.push(*st);
-            }
-        }
-        md.push_str("\nVerdicts per profile (reproduced / not reproduced / by construction):");
-        for ((name, s), _) in present.iter().zip(&rows) {
-            let [y, n, b] = verdicts(s).0;
-            let _ = write!(md, " `{name}` {y} / {n} / {b};");
+        md.push_str("\n## The paper's claims under each software profile\n\n");
+        md.push_str(crate::verdict::RULES);
+        md.push_str("\n\n");
+        let (table, changed) = claims_table(present);
+        md.push_str(&table);
+        md.push_str(
+            "\nVerdicts per profile (reproduced / not reproduced / inconclusive / by construction):",
+        );
+        for l in present {
+            let _ = write!(md, " `{}` {};", l.name, Counts::of(&l.claims).slashed());
         }
         md.pop();
         md.push_str(".\n\n");
@@ -187,8 +202,8 @@ pub(crate) fn merge(
             md.push_str("No claim's verdict depends on the software profile.\n");
         } else {
             md.push_str("Claims whose verdict changes with the software profile:\n\n");
-            for st in changed {
-                let _ = writeln!(md, "- {st}");
+            for w in changed {
+                let _ = writeln!(md, "- {w}");
             }
         }
     }
@@ -201,28 +216,21 @@ pub(crate) fn merge(
     md
 }
 
-/// The header of the claims table of a summary (the lens table's, or [`CLAIM_HEAD`]).
-pub(crate) fn claims_head(summary: &str) -> String {
-    let mut lines = summary.lines();
-    while let Some(l) = lines.next() {
-        if l.starts_with("| published claim |") {
-            return format!("{l}\n{}\n", lines.next().unwrap_or("|---|---|---|"));
-        }
-    }
-    CLAIM_HEAD.to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::figure::{claim, claim_by_construction};
+    use crate::verdict::{Measure, Verdict};
 
-    fn summary(title: &str, fast: bool, flat: bool) -> String {
-        let mut s = format!("# {title}\n\nintro\n\n{CLAIM_HEAD}");
-        claim(&mut s, "fast", "2x".into(), fast);
-        claim(&mut s, "flat", "-40%".into(), flat);
-        claim_by_construction(&mut s, "copies", "0".into(), "not modelled");
-        s
+    fn lens(name: &str, title: &str, fast: bool, median: f64) -> Lens {
+        Lens {
+            name: name.into(),
+            summary: format!("# {title}\n\nintro\n"),
+            claims: vec![
+                Claim::trend("fast", "A above B", "2x".into(), fast),
+                Claim::number("median ~7 us", 7.0, "us", Measure::point(median)),
+                Claim::by_construction("copies", "0".into(), "not modelled"),
+            ],
+        }
     }
 
     #[test]
@@ -230,8 +238,8 @@ mod tests {
         let f = &crate::protocols::ramcast::figures::FIGURES[0];
         assert_eq!(lenses(f), ["none", "measured", "ramcast-java"]);
         let present = vec![
-            ("none".to_string(), summary("X Fig. 1", true, false)),
-            ("ramcast-java".to_string(), summary("X Fig. 1", true, true)),
+            lens("none", "X Fig. 1", true, 5.0),
+            lens("ramcast-java", "X Fig. 1", true, 7.5),
         ];
         let software = vec![Software::none(), Software::load("ramcast-java").unwrap()];
         let md = merge(f, "abc", &present, &software, &["fig1.png".into()]);
@@ -240,22 +248,38 @@ mod tests {
             "{md}"
         );
         assert!(
-            md.contains("| flat | -40% | not reproduced | -40% | reproduced |"),
+            md.contains("| median ~7 us | number: 7.00 us ± 25% (5.25 .. 8.75) | 5.00 us | not reproduced | 7.50 us | reproduced |"),
             "{md}"
         );
         assert!(
-            md.contains("changes with the software profile:\n\n- flat\n"),
+            md.contains("changes with the software profile:\n\n- median ~7 us\n"),
             "{md}"
         );
         assert!(!md.contains("- fast\n"), "{md}");
         assert!(
-            md.contains("`none` 1 / 1 / 1; `ramcast-java` 2 / 0 / 1."),
+            md.contains("`none` 1 / 1 / 0 / 1; `ramcast-java` 2 / 0 / 0 / 1."),
             "{md}"
         );
         assert!(md.contains("![fig1.png](ramcast-java/fig1.png)"), "{md}");
-        // The index counts the last lens (the paper prototype's) and heads its rows right.
-        assert_eq!(verdicts(&md).0, [2, 0, 1]);
-        assert!(claims_head(&md).starts_with("| published claim | measured, `none` |"));
+    }
+
+    /// The lenses are read back from their directories: summary and `claims.csv`.
+    #[test]
+    fn present_lenses_are_read_with_their_claims_records() {
+        let dir = std::env::temp_dir().join(format!("lens-{}", std::process::id()));
+        let l = lens("none", "X", false, 9.0);
+        std::fs::create_dir_all(dir.join("none")).unwrap();
+        std::fs::write(dir.join("none/summary.md"), &l.summary).unwrap();
+        verdict::write(&dir.join("none"), &l.claims).unwrap();
+        let names = ["none".to_string(), "measured".to_string()];
+        let got = present(&dir, &names).unwrap();
+        assert_eq!(got.len(), 1, "only the lenses made are present");
+        assert_eq!(got[0].claims[0].verdict, Verdict::NotReproduced);
+        assert_eq!(got[0].claims.len(), 3);
+        std::fs::remove_file(dir.join("none").join(verdict::FILE)).unwrap();
+        let err = present(&dir, &names).err().unwrap();
+        assert!(err.contains("make it again"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -2,8 +2,8 @@
 //! verdicts, and `results/README.md`, the index of every figure under the results directory.
 
 use crate::experiment::process_cpu;
-use crate::figure::{verdicts, NO_CLAIMS};
 use crate::protocols::{self, PaperFigure};
+use crate::verdict::Counts;
 use crate::COMMIT;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;
@@ -27,8 +27,8 @@ pub(crate) struct Done {
     /// CPU seconds this process spent on it, every thread, user and system (`None` where the
     /// platform does not tell). Figures run one after another, so the difference is theirs.
     pub(crate) cpu_s: Option<f64>,
-    /// Claims reproduced, not reproduced, holding by construction.
-    pub(crate) verdicts: [usize; 3],
+    /// The verdicts of its claims under the paper prototype's software profile.
+    pub(crate) verdicts: Counts,
 }
 
 /// Makes a figure in a directory, reporting progress lines.
@@ -54,30 +54,35 @@ pub(crate) fn reproduce(
         let cpu_start = process_cpu();
         let progress = |line: &str| bar.set_message(format!("{}: {line}", f.name));
         make(f, &root.join(&f.name), &progress)?;
-        let summary = read(&root.join(&f.name).join("summary.md"))?;
+        let lens = paper_figure(&f.name).software;
+        let claims = crate::verdict::read(&root.join(&f.name).join(lens))?;
         done.push(Done {
             name: f.name.clone(),
             wall_s: start.elapsed().as_secs_f64(),
             cpu_s: process_cpu()
                 .zip(cpu_start)
                 .map(|(end, start)| end.saturating_sub(start).as_secs_f64()),
-            verdicts: verdicts(&summary).0,
+            verdicts: Counts::of(&claims),
         });
         bar.inc(1);
     }
     bar.finish_and_clear();
     let mut present = Vec::new();
     for f in all {
-        let path = root.join(&f.name).join("summary.md");
-        if path.exists() {
+        let dir = root.join(&f.name);
+        if dir.join("summary.md").exists() {
             // The plots of the paper prototype's software profile, as the summary shows them.
-            let lens = paper_figure(&f.name).software;
-            let pngs = pngs(&root.join(&f.name).join(lens))
+            let pf = paper_figure(&f.name);
+            let pngs = pngs(&dir.join(pf.software))
                 .unwrap_or_default()
                 .into_iter()
-                .map(|p| format!("{lens}/{p}"))
+                .map(|p| format!("{}/{p}", pf.software))
                 .collect();
-            present.push((f.clone(), read(&path)?, pngs));
+            let names: Vec<String> = crate::lens::lenses(pf)
+                .into_iter()
+                .map(String::from)
+                .collect();
+            present.push((f.clone(), crate::lens::present(&dir, &names), pngs));
         }
     }
     let index = index(&present);
@@ -178,18 +183,26 @@ fn times_table(done: &[Done]) -> String {
             .map_or("-".to_string(), |c| format!("{:.1}", c / wall))
     };
     let mut t = format!(
-        "{:<16} {:>8} {:>8} {:>6}  {:>10} {:>14} {:>16}\n",
-        "figure", "wall s", "CPU s", "cores", "reproduced", "not reproduced", "by construction"
+        "{:<16} {:>8} {:>8} {:>6}  {:>10} {:>14} {:>12} {:>16}\n",
+        "figure",
+        "wall s",
+        "CPU s",
+        "cores",
+        "reproduced",
+        "not reproduced",
+        "inconclusive",
+        "by construction"
     );
-    let row = |t: &mut String, name: &str, wall: f64, c: Option<f64>, v: [usize; 3]| {
+    let row = |t: &mut String, name: &str, wall: f64, c: Option<f64>, v: Counts| {
         let _ = writeln!(
             t,
-            "{name:<16} {wall:>8.1} {:>8} {:>6}  {:>10} {:>14} {:>16}",
+            "{name:<16} {wall:>8.1} {:>8} {:>6}  {:>10} {:>14} {:>12} {:>16}",
             cpu(c),
             cores(c, wall),
-            v[0],
-            v[1],
-            v[2]
+            v.reproduced,
+            v.not_reproduced,
+            v.inconclusive,
+            v.by_construction
         );
     };
     for d in done {
@@ -197,18 +210,12 @@ fn times_table(done: &[Done]) -> String {
     }
     let wall = done.iter().map(|d| d.wall_s).sum();
     let cpu_total = done.iter().map(|d| d.cpu_s).sum::<Option<f64>>();
-    let mut sums = [0; 3];
+    let mut sums = Counts::default();
     for d in done {
-        for (s, v) in sums.iter_mut().zip(d.verdicts) {
-            *s += v;
-        }
+        sums.add(d.verdicts);
     }
     row(&mut t, "total", wall, cpu_total, sums);
     t
-}
-
-fn read(path: &Path) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
 /// The PNG files of a figure's directory, sorted.
@@ -222,29 +229,44 @@ pub(crate) fn pngs(dir: &Path) -> Result<Vec<String>, String> {
     Ok(v)
 }
 
-/// The results index: per figure, its command, plots and verdict counts, then every claim
-/// row. Holds nothing that changes between two runs of one commit (no wall times).
-pub(crate) fn index(figures: &[(Figure, String, Vec<String>)]) -> String {
+/// A figure of the results index: what it is, its lenses as read back (an error when a lens
+/// was made before claims were records), and its plots.
+pub(crate) type Indexed = (Figure, Result<Vec<crate::lens::Lens>, String>, Vec<String>);
+
+/// The results index: per figure, its command, plots and verdict counts under the paper
+/// prototype's software profile, then every claim under every profile, rendered from the
+/// figures' `claims.csv` records. Holds nothing that changes between two runs of one commit
+/// (no wall times).
+pub(crate) fn index(figures: &[Indexed]) -> String {
     let mut md = String::from(
         "# Results\n\nGenerated by `harness reproduce` (every figure: `harness reproduce --all`; one: \
          `harness figure NAME`). Each figure runs on the simulator, deterministically: one commit \
          gives the same files. Its directory holds CSV files with every parameter, the plots, and \
          `summary.md`, which puts the papers' numbers beside ours and gives a verdict per \
-         published claim. Each figure is made under several software profiles (`none`: no software \
-         cost; `measured`: our code on the calibration machine; the paper prototype's, fitted to \
-         one published number), each in its own subdirectory; its `summary.md` gives every \
-         claim's verdict under each, and the counts and rows below are the paper prototype's \
-         (the last column of each table). `transport/` holds the RDMA write microbenchmark of \
-         the README's main command.\n\n| figure | what | command | plots | claims reproduced / not / by construction |\n|---|---|---|---|---|\n",
+         published claim; `claims.csv` holds the same claims as records (words, rule, \
+         measurement, interval, verdict). Each figure is made under several software profiles \
+         (`none`: no software cost; `measured`: our code on the calibration machine; the paper \
+         prototype's, fitted to published numbers), each in its own subdirectory; its \
+         `summary.md` gives every claim's verdict under each, and the counts below are the paper \
+         prototype's (the last column of each table). `transport/` holds the RDMA write \
+         microbenchmark of the README's main command.\n\n",
     );
-    for (f, summary, pngs) in figures {
-        let [yes, no, by] = verdicts(summary).0;
-        let counts = if yes + no + by == 0 && summary.contains(NO_CLAIMS) {
-            "none published".to_string()
-        } else if yes + no + by == 0 {
-            "no claims table yet".to_string()
-        } else {
-            format!("{yes} / {no} / {by}")
+    md.push_str(crate::verdict::RULES);
+    md.push_str(
+        "\n\n| figure | what | command | plots | claims reproduced / not / inconclusive / by construction |\n|---|---|---|---|---|\n",
+    );
+    let mut total = Counts::default();
+    for (f, lenses, pngs) in figures {
+        let counts = match lenses {
+            Err(_) => "no claims records: make it again with `harness figure`".to_string(),
+            Ok(l) => match l.last() {
+                Some(last) if !last.claims.is_empty() => {
+                    let c = Counts::of(&last.claims);
+                    total.add(c);
+                    c.slashed()
+                }
+                _ => "none published".to_string(),
+            },
         };
         let plots: Vec<String> = pngs
             .iter()
@@ -258,22 +280,24 @@ pub(crate) fn index(figures: &[(Figure, String, Vec<String>)]) -> String {
             plots.join(" ")
         );
     }
+    let _ = writeln!(
+        md,
+        "| total | | | | {} of {} claims |",
+        total.slashed(),
+        total.total()
+    );
     md.push_str("\n## Claims and verdicts\n");
-    for (f, summary, _) in figures {
-        let rows = verdicts(summary).1;
-        if rows.is_empty() {
+    for (f, lenses, _) in figures {
+        let Ok(lenses) = lenses else { continue };
+        if lenses.iter().all(|l| l.claims.is_empty()) {
             continue;
         }
         let _ = write!(
             md,
             "\n### {}\n\n{}",
             f.name,
-            crate::lens::claims_head(summary)
+            crate::lens::claims_table(lenses).0
         );
-        for r in rows {
-            md.push_str(r);
-            md.push('\n');
-        }
     }
     md
 }
@@ -284,51 +308,98 @@ mod tests {
 
     #[test]
     fn the_index_counts_each_verdict_and_lists_the_claims() {
-        let mut summary = String::from("# X\n\n| latency | 1.3 us | 1.3 us |\n|---|---|---|\n");
-        summary.push_str(crate::figure::CLAIM_HEAD);
-        crate::figure::claim(&mut summary, "fast", "2x".into(), true);
-        crate::figure::claim(&mut summary, "flat", "-40%".into(), false);
-        crate::figure::claim_by_construction(&mut summary, "copies", "0".into(), "not modelled");
-        let f = Figure {
-            name: "x-fig1".into(),
-            about: "X Fig. 1".into(),
+        use crate::lens::Lens;
+        use crate::verdict::{Claim, Measure};
+        let lens = |name: &str, fast: bool| Lens {
+            name: name.into(),
+            summary: "# X\n".into(),
+            claims: vec![
+                Claim::trend("fast", "A above B", "2x".into(), fast),
+                Claim::number("flat", 1.0, "", Measure::point(1.6)),
+                Claim::by_construction("copies", "0".into(), "not modelled"),
+            ],
         };
-        let md = index(&[(f, summary, vec!["fig1.png".into()])]);
+        let f = |n: &str| Figure {
+            name: n.into(),
+            about: format!("{n} about"),
+        };
+        let md = index(&[
+            (
+                f("x-fig1"),
+                Ok(vec![lens("none", false), lens("x-java", true)]),
+                vec!["x-java/fig1.png".into()],
+            ),
+            (f("x-fig2"), Err("old".into()), vec![]),
+            (f("x-fig3"), Ok(vec![]), vec![]),
+        ]);
         assert!(
-            md.contains("| [x-fig1](x-fig1/summary.md) | X Fig. 1 | `harness figure x-fig1` | [fig1.png](x-fig1/fig1.png) | 1 / 1 / 1 |"),
+            md.contains("| [x-fig1](x-fig1/summary.md) | x-fig1 about | `harness figure x-fig1` | [x-java/fig1.png](x-fig1/x-java/fig1.png) | 1 / 1 / 0 / 1 |"),
             "{md}"
         );
-        assert!(md.contains("| fast | 2x | reproduced |"), "{md}");
-        assert!(md.contains("| copies | 0 | holds by construction (not modelled) |"));
-        assert!(!md.contains("| latency |"), "only claims rows are listed");
+        assert!(
+            md.contains("| x-fig2 about | `harness figure x-fig2` |  | no claims records"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| x-fig3 about | `harness figure x-fig3` |  | none published |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| total | | | | 1 / 1 / 0 / 1 of 3 claims |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| fast | trend: A above B | 2x | not reproduced | 2x | reproduced |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| copies | none: not modelled | 0 | by construction (not modelled) |"),
+            "{md}"
+        );
+        assert!(!md.contains("### x-fig3"), "{md}");
     }
 
     #[test]
     fn the_times_table_gives_cpu_time_and_cores_busy_and_sums_them() {
-        let done = |name: &str, wall_s, cpu_s, verdicts| Done {
+        let done = |name: &str, wall_s, cpu_s, v: [usize; 4]| Done {
             name: name.into(),
             wall_s,
             cpu_s,
-            verdicts,
+            verdicts: Counts {
+                reproduced: v[0],
+                not_reproduced: v[1],
+                inconclusive: v[2],
+                by_construction: v[3],
+            },
         };
         let table = times_table(&[
-            done("a-fig1", 10.0, Some(35.0), [2, 1, 0]),
-            done("b-fig2", 5.0, Some(5.0), [0, 0, 1]),
+            done("a-fig1", 10.0, Some(35.0), [2, 1, 1, 0]),
+            done("b-fig2", 5.0, Some(5.0), [0, 0, 0, 1]),
         ]);
         let rows: Vec<Vec<&str>> = table
             .lines()
             .map(|l| l.split_whitespace().collect())
             .collect();
         assert_eq!(rows.len(), 4, "{table}");
-        assert_eq!(rows[1], ["a-fig1", "10.0", "35.0", "3.5", "2", "1", "0"]);
-        assert_eq!(rows[2], ["b-fig2", "5.0", "5.0", "1.0", "0", "0", "1"]);
-        assert_eq!(rows[3], ["total", "15.0", "40.0", "2.7", "2", "1", "1"]);
+        assert_eq!(
+            rows[1],
+            ["a-fig1", "10.0", "35.0", "3.5", "2", "1", "1", "0"]
+        );
+        assert_eq!(rows[2], ["b-fig2", "5.0", "5.0", "1.0", "0", "0", "0", "1"]);
+        assert_eq!(
+            rows[3],
+            ["total", "15.0", "40.0", "2.7", "2", "1", "1", "1"]
+        );
         // Where the platform does not tell, the CPU columns say so, the total too.
         let table = times_table(&[
-            done("a-fig1", 10.0, Some(35.0), [1, 0, 0]),
-            done("b-fig2", 5.0, None, [1, 0, 0]),
+            done("a-fig1", 10.0, Some(35.0), [1, 0, 0, 0]),
+            done("b-fig2", 5.0, None, [1, 0, 0, 0]),
         ]);
         let total: Vec<&str> = table.lines().last().unwrap().split_whitespace().collect();
-        assert_eq!(total, ["total", "15.0", "-", "-", "2", "0", "0"], "{table}");
+        assert_eq!(
+            total,
+            ["total", "15.0", "-", "-", "2", "0", "0", "0"],
+            "{table}"
+        );
     }
 }

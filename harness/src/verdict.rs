@@ -403,17 +403,18 @@ pub(crate) fn verdict_text(c: &Claim) -> String {
 pub(crate) const TABLE_HEAD: &str =
     "| published claim | rule | measured | verdict |\n|---|---|---|---|\n";
 
-/// A summary's claims table: what the claims are judged by, then one row per claim.
-pub(crate) fn table(claims: &[Claim]) -> String {
-    let mut md = String::from(
-        "Rules: a quoted number is reproduced within 25% of it (with an interval, the whole 95% \
+/// What the claims are judged by, as the tables' preamble says it.
+pub(crate) const RULES: &str =
+    "Rules: a quoted number is reproduced within 25% of it (with an interval, the whole 95% \
          interval within; an interval that straddles the threshold is inconclusive); a quoted \
          factor when its exponent is within 25% (ln measured / ln published in 0.75 .. 1.25); a \
          maximum still growing at the client cap is a lower bound, which decides only a rule it \
          already passes or fails; trends and orderings by the test in the rule column; claims \
-         about what the model does not model hold by construction and count as no evidence.\n\n",
-    );
-    md.push_str(TABLE_HEAD);
+         about what the model does not model hold by construction and count as no evidence.";
+
+/// A summary's claims table: what the claims are judged by, then one row per claim.
+pub(crate) fn table(claims: &[Claim]) -> String {
+    let mut md = format!("{RULES}\n\n{TABLE_HEAD}");
     for c in claims {
         let _ = writeln!(
             md,

@@ -4,11 +4,12 @@
 
 use crate::experiment::{Experiment, Where};
 use crate::figure::{
-    cdf_points, claim, in_parallel, max_label, max_throughput, measure, near, panel, row, saturate,
-    size_label, software_bullet, us, write, CLAIM_HEAD, TABLE_HEAD,
+    cdf_points, in_parallel, max_label, max_throughput, measure, panel, row, saturate, saturated,
+    size_label, software_bullet, us, write, TABLE_HEAD,
 };
 use crate::plot::{self, Series};
 use crate::protocols::PaperFigure;
+use crate::verdict::{self, Claim, Measure};
 use multicast::DestPolicy;
 use ramcast::Config;
 use std::fmt::Write as _;
@@ -172,7 +173,7 @@ pub(crate) fn fig4(
         for p in &points {
             rows.push(p.e.summary_row(&p.m, commit));
         }
-        sat.push((size, max_throughput(&points)));
+        sat.push((size, max_throughput(&points), !saturated(&points)));
         notes.push((size, max_label(&points)));
         for (x, f) in cdf_points(&one.latency) {
             let _ = writeln!(cdf_csv, "{size},{x:.3},{f:.6}");
@@ -222,7 +223,7 @@ pub(crate) fn fig4(
             ),
         ],
     )?;
-    let get = |v: &[(usize, f64)], s: usize| v.iter().find(|x| x.0 == s).map(|x| x.1);
+    let get = |v: &[(usize, f64, bool)], s: usize| v.iter().find(|x| x.0 == s).map(|x| x.1);
     let mut md = String::from("# RamCast Fig. 4 (message size), reproduced on the simulator\n\n");
     md.push_str(&profile_note(&profile));
     let _ = writeln!(md, "\nCommand: `harness figure ramcast-fig4` (commit {commit}). Each throughput point: {} of simulated time after a 10% warm-up; clients doubled until throughput grew by less than 5%. Files: `throughput_latency.csv`, `latency_cdf.csv`, `fig4.png`.\n", duration);
@@ -280,131 +281,163 @@ pub(crate) fn fig4(
         let _ = write!(md, "{}: p50 {p50:.2}, p95 {p95:.2}; ", size_label(*s));
     }
     md.push_str("\n\nMaximum throughput per size (k msg/s): ");
-    for (s, t) in &sat {
+    for (s, t, _) in &sat {
         let _ = write!(md, "{}: {:.0}; ", size_label(*s), t / 1000.0);
     }
     md.push('\n');
-    fig4_claims(&mut md, &sat, &single);
+    let claims = fig4_claims(&sat, &single);
+    md.push_str("\n## Claims\n\n");
+    md.push_str(&verdict::table(&claims));
+    verdict::write(out, &claims)?;
     md.push_str(&fig4_discussion(&profile, software, &sat));
     write(&out.join("summary.md"), &md)?;
     Ok(())
 }
 
 /// Fig. 4's claims: the paper's statements about it, each judged on the measured maxima `sat`
-/// (size, msg/s) and single-client latencies `single` (size, p50, p95).
-fn fig4_claims(md: &mut String, sat: &[(usize, f64)], single: &[(usize, f64, f64)]) {
-    let at = |size: usize| sat.iter().find(|x| x.0 == size).map(|x| x.1);
-    md.push_str("\n## Claims\n\nNumbers within 25% of the published ones count as reproduced.\n\n");
-    md.push_str(CLAIM_HEAD);
+/// (size, msg/s, whether the sweep was still growing at its cap) and single-client latencies
+/// `single` (size, p50, p95).
+fn fig4_claims(sat: &[(usize, f64, bool)], single: &[(usize, f64, f64)]) -> Vec<Claim> {
+    let at = |size: usize| sat.iter().find(|x| x.0 == size);
+    let mut claims = Vec::new();
     if let (Some(small), Some(k4)) = (at(64), at(4096)) {
-        claim(
-            md,
-            "maximum throughput is nearly flat from 64 B to 4 KB messages (~250 k msg/s)",
-            format!(
-                "4 KB keeps {:.0}% of the 64 B maximum ({:.0} of {:.0} k msg/s)",
-                100.0 * k4 / small,
-                k4 / 1000.0,
-                small / 1000.0
+        claims.push(
+            Claim::trend(
+                "maximum throughput is nearly flat from 64 B to 4 KB messages",
+                "the 4 KB maximum at least 75% of the 64 B one",
+                format!(
+                    "4 KB keeps {:.0}% of the 64 B maximum ({:.0} of {:.0} k msg/s)",
+                    100.0 * k4.1 / small.1,
+                    k4.1 / 1000.0,
+                    small.1 / 1000.0
+                ),
+                k4.1 >= 0.75 * small.1,
+            )
+            .undecided_if(
+                small.2 || k4.2,
+                "a maximum was still growing at the client cap",
             ),
-            k4 >= 0.75 * small,
         );
+        claims.push(Claim::number(
+            "maximum throughput of 64 B messages: ~250 k msg/s",
+            250.0,
+            "k msg/s",
+            Measure::point(small.1 / 1000.0).capped(small.2),
+        ));
     }
     if let Some(t) = at(32768) {
-        claim(
-            md,
+        claims.push(Claim::number(
             "32 KB messages: ~70 k msg/s",
-            format!("{:.0} k msg/s", t / 1000.0),
-            near(t / 1000.0, 70.0),
-        );
+            70.0,
+            "k msg/s",
+            Measure::point(t.1 / 1000.0).capped(t.2),
+        ));
     }
     let p95_small = single
         .iter()
         .filter(|x| x.0 <= 2048)
         .map(|x| x.2)
         .fold(0.0, f64::max);
-    claim(
-        md,
+    claims.push(Claim::number(
         "single-client p95 latency of messages up to 2 KB: ~8 us",
-        format!("at most {p95_small:.1} us"),
-        near(p95_small, 8.0),
-    );
+        8.0,
+        "us",
+        Measure::point(p95_small).detail("the largest p95 of 64 B .. 2 KB"),
+    ));
     if let Some(x) = single.iter().find(|x| x.0 == 4096) {
-        claim(
-            md,
+        claims.push(Claim::number(
             "single-client latency of 4 KB messages: ~10 us",
-            format!("p95 {:.1} us", x.2),
-            near(x.2, 10.0),
-        );
+            10.0,
+            "us",
+            Measure::point(x.2).detail("p95"),
+        ));
     }
+    claims
 }
 
 /// One measured configuration of Fig. 5: destination kind, groups, max msg/s, single-client
-/// p50 and p95 (us), and the note on the maximum.
-type Fig5Row<'a> = (&'a str, usize, f64, f64, f64, String);
+/// p50 and p95 (us), the note on the maximum, and whether the maximum is a lower bound (the
+/// sweep was still growing at its client cap).
+type Fig5Row<'a> = (&'a str, usize, f64, f64, f64, String, bool);
+
+/// The all-groups numbers Fig. 5 quotes: groups, max throughput (k msg/s), single-client p95
+/// (us).
+const FIG5_ALL: [(usize, f64, f64); 4] = [
+    (1, 233.0, 8.0),
+    (2, 145.0, 46.0),
+    (4, 80.0, 78.0),
+    (8, 40.0, 150.0),
+];
 
 /// Fig. 5's claims, judged on `results`.
-fn fig5_claims(md: &mut String, results: &[Fig5Row<'_>]) {
+fn fig5_claims(results: &[Fig5Row<'_>]) -> Vec<Claim> {
     let find = |label: &str, g: usize| results.iter().find(|r| r.0 == label && r.1 == g);
-    let series = |label: &str, f: fn(&Fig5Row<'_>) -> f64| -> Vec<f64> {
-        let mut v: Vec<_> = results.iter().filter(|r| r.0 == label).collect();
+    let all: Vec<&Fig5Row<'_>> = {
+        let mut v: Vec<_> = results.iter().filter(|r| r.0 == "all").collect();
         v.sort_by_key(|r| r.1);
-        v.iter().map(|r| f(r)).collect()
+        v
     };
-    md.push_str("\n## Claims\n\nNumbers within 25% of the published ones count as reproduced.\n\n");
-    md.push_str(CLAIM_HEAD);
+    let listed =
+        |f: fn(&Fig5Row<'_>) -> String| all.iter().map(|r| f(r)).collect::<Vec<_>>().join(", ");
+    let mut claims = Vec::new();
     let most = results.iter().map(|r| r.1).max().unwrap_or(1);
     if let (Some(a), Some(b)) = (find("single", 1), find("single", most)) {
-        claim(
-            md,
-            "single-group throughput grows linearly with the groups",
-            format!("{:.2}x with {most} groups (linear: {most}x)", b.2 / a.2),
-            b.2 / a.2 >= 0.75 * most as f64,
-        );
+        claims.push(Claim::factor(
+            &format!("single-group throughput grows linearly with the groups ({most}x with {most} groups)"),
+            most as f64,
+            Measure::point(b.2 / a.2)
+                .capped(b.6)
+                .detail(format!("{most} groups over 1")),
+        ));
     }
     if let Some(r) = find("single", 1) {
-        claim(
-            md,
+        claims.push(Claim::number(
             "single-group median latency: ~7 us",
-            format!("{:.1} us", r.3),
-            near(r.3, 7.0),
-        );
+            7.0,
+            "us",
+            Measure::point(r.3).detail("1 group, 1 client"),
+        ));
     }
-    let tput = series("all", |r| r.2);
-    claim(
-        md,
-        "all-groups throughput falls as the destination groups grow (233, 145, 80, 40 k msg/s)",
-        tput.iter()
-            .map(|t| format!("{:.0}", t / 1000.0))
-            .collect::<Vec<_>>()
-            .join(", ")
-            + " k msg/s",
-        tput.windows(2).all(|w| w[1] < w[0]),
+    claims.push(
+        Claim::trend(
+            "all-groups throughput falls as the destination groups grow",
+            "each maximum below the one with fewer groups",
+            listed(|r| format!("{:.0}", r.2 / 1000.0)) + " k msg/s",
+            all.windows(2).all(|w| w[1].2 < w[0].2),
+        )
+        .undecided_if(
+            all.windows(2).any(|w| w[1].6 && w[1].2 < w[0].2),
+            "a maximum with more groups was still growing at the client cap",
+        ),
     );
-    let p95 = series("all", |r| r.4);
-    claim(
-        md,
-        "all-groups single-client p95 latency grows with the destination groups (8, 46, 78, 150 us)",
-        p95.iter()
-            .map(|t| format!("{t:.1}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-            + " us",
-        p95.windows(2).all(|w| w[1] > w[0]),
-    );
-    // The trend holds by far more than the numbers do: the largest one judged on its own.
-    if let Some(r) = find("all", 8) {
-        claim(
-            md,
-            "all-groups single-client p95 latency with 8 groups: ~150 us",
-            format!("{:.1} us", r.4),
-            near(r.4, 150.0),
-        );
+    claims.push(Claim::trend(
+        "all-groups single-client p95 latency grows with the destination groups",
+        "each p95 above the one with fewer groups",
+        listed(|r| format!("{:.1}", r.4)) + " us",
+        all.windows(2).all(|w| w[1].4 > w[0].4),
+    ));
+    for (g, tput, p95) in FIG5_ALL {
+        if let Some(r) = find("all", g) {
+            claims.push(Claim::number(
+                &format!("all-groups maximum throughput with {g} group(s): ~{tput:.0} k msg/s"),
+                tput,
+                "k msg/s",
+                Measure::point(r.2 / 1000.0).capped(r.6),
+            ));
+            claims.push(Claim::number(
+                &format!("all-groups single-client p95 latency with {g} group(s): ~{p95:.0} us"),
+                p95,
+                "us",
+                Measure::point(r.4),
+            ));
+        }
     }
+    claims
 }
 
 /// Fig. 4's discussion, its numbers taken from the profile and the measured maxima `sat`
 /// (message size, msg/s).
-fn fig4_discussion(profile: &Profile, software: &Software, sat: &[(usize, f64)]) -> String {
+fn fig4_discussion(profile: &Profile, software: &Software, sat: &[(usize, f64, bool)]) -> String {
     let at = |size: usize| sat.iter().find(|x| x.0 == size).map_or(0.0, |x| x.1);
     let small = at(64).max(1.0);
     let kept = |size: usize| 100.0 * at(size) / small;
@@ -506,6 +539,7 @@ pub(crate) fn fig5(
             us(&one.latency, 0.5),
             us(&one.latency, 0.95),
             max_label(&points),
+            !saturated(&points),
         ));
     }
     crate::experiment::write_summary(&out.join("throughput.csv"), &rows)?;
@@ -607,7 +641,10 @@ pub(crate) fn fig5(
             );
         }
     }
-    fig5_claims(&mut md, &results);
+    let claims = fig5_claims(&results);
+    md.push_str("\n## Claims\n\n");
+    md.push_str(&verdict::table(&claims));
+    verdict::write(out, &claims)?;
     md.push_str(&fig5_discussion(&profile, software, &results));
     write(&out.join("summary.md"), &md)?;
     Ok(())
@@ -655,7 +692,7 @@ fn fig5_discussion(profile: &Profile, software: &Software, results: &[Fig5Row<'_
 ## Why points are off by more than 25%
 
 {cost}- **Trends**: single-group throughput grows with groups ({scaling}; groups do not
-  interact, but clients share their NICs), and all-groups throughput falls as the
+  interact, and why it grows less than linearly was not probed), and all-groups throughput falls as the
   destinations grow, as the paper reports. Single-group median latency: {single_p50:.1} us
   (paper ~7 us); all-groups medians with 2-{most} groups: {lo:.1} to {hi:.1} us (paper 46-150 us
   at p95).
