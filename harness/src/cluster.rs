@@ -870,6 +870,8 @@ pub(crate) fn launch(
         delivered: 0,
         throughput: 0.0,
         latency: multicast::workload::empty_latency_histogram(),
+        // A tcp node reports its window's totals, not its sections: no intervals.
+        sections: Vec::new(),
         log: e.log.then(DeliveryLog::default),
         wall,
         cpu: children_cpu(),

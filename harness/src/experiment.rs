@@ -6,7 +6,6 @@ use crate::protocols::Deployment;
 use hdrhistogram::Histogram;
 use multicast::workload::latency_histogram;
 use multicast::{collect_log, DeliveryLog, DestPolicy, LoadSpec, Node, Server};
-use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -149,6 +148,10 @@ pub(crate) struct Measured {
     pub(crate) throughput: f64,
     /// Latency over all clients, nanoseconds.
     pub(crate) latency: Histogram<u64>,
+    /// Completions and latencies (nanoseconds) over all clients per section of the window
+    /// ([`multicast::workload::SECTIONS`] of them; none where the runtime does not report them):
+    /// the spread that gives [`Measured::throughput_ci`] and [`Measured::latency_ci`].
+    pub(crate) sections: Vec<(u64, Histogram<u64>)>,
     pub(crate) log: Option<DeliveryLog>,
     pub(crate) wall: Duration,
     /// CPU time of this process during the run (local runtime), if known.
@@ -164,6 +167,28 @@ pub(crate) struct Measured {
     /// Each server's optimistic deliveries in order, with `--log`, where the protocol makes
     /// them.
     pub(crate) optimistic_log: Vec<(ProcessId, Vec<multicast::MsgId>)>,
+}
+
+impl Measured {
+    /// The 95% interval of [`Measured::throughput`] by sectioning (`window`: the measurement
+    /// window's length).
+    pub(crate) fn throughput_ci(&self, window: Nanos) -> Option<(f64, f64)> {
+        let per = window.as_secs_f64() / self.sections.len().max(1) as f64;
+        let v: Vec<f64> = self.sections.iter().map(|s| s.0 as f64 / per).collect();
+        crate::stats::sectioning(self.throughput, &v)
+    }
+
+    /// The latency quantile `q` over the window, in microseconds, and its 95% interval by
+    /// sectioning (`None` when a section completed nothing: its quantile does not exist).
+    pub(crate) fn latency_ci(&self, q: f64) -> (f64, Option<(f64, f64)>) {
+        let us = |h: &Histogram<u64>| h.value_at_quantile(q) as f64 / 1000.0;
+        let point = us(&self.latency);
+        if self.sections.iter().any(|s| s.1.is_empty()) {
+            return (point, None);
+        }
+        let v: Vec<f64> = self.sections.iter().map(|s| us(&s.1)).collect();
+        (point, crate::stats::sectioning(point, &v))
+    }
 }
 
 impl Experiment {
@@ -278,13 +303,24 @@ impl Experiment {
         let log = self
             .log
             .then(|| collect_log(&nodes, |p: ProcessId| faulty[p.index()]));
+        let clients = || {
+            nodes.iter().filter_map(|n| match n {
+                Node::Client(c) => Some(c),
+                _ => None,
+            })
+        };
+        let sections = (0..multicast::workload::SECTIONS)
+            .map(|i| {
+                let completed = clients().map(|c| c.sections[i].completed).sum();
+                let h = latency_histogram(clients().map(|c| &c.sections[i].latencies));
+                (completed, h)
+            })
+            .collect();
         Measured {
             delivered,
             throughput: delivered as f64 / self.duration.as_secs_f64(),
-            latency: latency_histogram(nodes.iter().filter_map(|n| match n {
-                Node::Client(c) => Some(&c.latencies),
-                _ => None,
-            })),
+            latency: latency_histogram(clients().map(|c| &c.latencies)),
+            sections,
             log,
             wall,
             cpu,
@@ -295,74 +331,146 @@ impl Experiment {
         }
     }
 
-    /// The header of `summary.csv`.
-    pub(crate) const SUMMARY_HEADER: &'static str = "protocol,tree,runtime,profile,software,seed,commit,groups,replicas,clients,size,dest,warmup_s,duration_s,slot_bytes,slots,delivered,throughput_msgs_per_s,lat_p50_us,lat_p95_us,lat_p99_us,leader_changes";
-
-    /// One `summary.csv` row.
-    pub(crate) fn summary_row(&self, m: &Measured, commit: &str) -> String {
-        let q = |x: f64| m.latency.value_at_quantile(x) as f64 / 1000.0;
+    /// One `summary.csv` row: the experiment's parameters and what it measured, with 95%
+    /// intervals by sectioning where the runtime reports sections.
+    pub(crate) fn summary_row(&self, m: &Measured, commit: &str) -> SummaryRow {
         let (groups, replicas, clients) = self.deploy.shape();
         let (slot_bytes, slots) = self.deploy.slots();
-        format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{:.2},{:.2},{:.2},{}",
-            self.deploy.protocol(),
-            self.tree_name(),
-            self.runtime_name(),
+        let sim = |name: &str| {
             if self.runtime == Where::Sim {
-                self.profile.name.as_str()
+                name.to_string()
             } else {
-                "-"
-            },
-            if self.runtime == Where::Sim {
-                self.software.name.as_str()
-            } else {
-                "-"
-            },
-            self.seed,
-            commit,
+                "-".into()
+            }
+        };
+        let (p50, p50_ci) = m.latency_ci(0.5);
+        let (p95, p95_ci) = m.latency_ci(0.95);
+        let tput_ci = m.throughput_ci(self.duration);
+        SummaryRow {
+            protocol: self.deploy.protocol().into(),
+            tree: self.tree_name(),
+            runtime: self.runtime_name().into(),
+            profile: sim(&self.profile.name),
+            software: sim(&self.software.name),
+            seed: self.seed,
+            commit: commit.into(),
             groups,
             replicas,
             clients,
-            self.size,
-            self.dest,
-            self.warmup.as_secs_f64(),
-            self.duration.as_secs_f64(),
+            size: self.size,
+            dest: self.dest.to_string(),
+            warmup_s: self.warmup.as_secs_f64(),
+            duration_s: self.duration.as_secs_f64(),
             slot_bytes,
             slots,
-            m.delivered,
-            m.throughput,
-            q(0.5),
-            q(0.95),
-            q(0.99),
-            m.leader_changes
+            delivered: m.delivered,
+            throughput_msgs_per_s: m.throughput,
+            throughput_ci95_lo: tput_ci.map(|c| c.0),
+            throughput_ci95_hi: tput_ci.map(|c| c.1),
+            lat_p50_us: p50,
+            lat_p50_ci95_lo: p50_ci.map(|c| c.0),
+            lat_p50_ci95_hi: p50_ci.map(|c| c.1),
+            lat_p95_us: p95,
+            lat_p95_ci95_lo: p95_ci.map(|c| c.0),
+            lat_p95_ci95_hi: p95_ci.map(|c| c.1),
+            lat_p99_us: m.latency.value_at_quantile(0.99) as f64 / 1000.0,
+            leader_changes: m.leader_changes,
+        }
+    }
+}
+
+/// A row of `summary.csv` (`harness run --out`) and of the figures' run tables.
+#[derive(Clone, Debug, serde::Serialize)]
+pub(crate) struct SummaryRow {
+    protocol: String,
+    /// The overlay tree (`-` for genuine protocols), its commas written as `;`.
+    tree: String,
+    runtime: String,
+    profile: String,
+    software: String,
+    seed: u64,
+    commit: String,
+    groups: usize,
+    replicas: usize,
+    clients: usize,
+    size: usize,
+    dest: String,
+    warmup_s: f64,
+    duration_s: f64,
+    slot_bytes: usize,
+    slots: usize,
+    delivered: u64,
+    #[serde(serialize_with = "crate::stats::precision::rate")]
+    throughput_msgs_per_s: f64,
+    #[serde(serialize_with = "crate::stats::precision::opt_rate")]
+    throughput_ci95_lo: Option<f64>,
+    #[serde(serialize_with = "crate::stats::precision::opt_rate")]
+    throughput_ci95_hi: Option<f64>,
+    lat_p50_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::opt_us")]
+    lat_p50_ci95_lo: Option<f64>,
+    #[serde(serialize_with = "crate::stats::precision::opt_us")]
+    lat_p50_ci95_hi: Option<f64>,
+    lat_p95_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::opt_us")]
+    lat_p95_ci95_lo: Option<f64>,
+    #[serde(serialize_with = "crate::stats::precision::opt_us")]
+    lat_p95_ci95_hi: Option<f64>,
+    lat_p99_us: f64,
+    leader_changes: usize,
+}
+
+impl std::fmt::Display for SummaryRow {
+    /// The row as a reader wants it in an error message.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} on {} (profile {}, software {}, seed {}): {} group(s) x {} replicas, {} client(s), \
+             {} B to {}, {} s after {} s of warm-up: {} delivered, p50 {} us",
+            self.protocol,
+            self.runtime,
+            self.profile,
+            self.software,
+            self.seed,
+            self.groups,
+            self.replicas,
+            self.clients,
+            self.size,
+            self.dest,
+            self.duration_s,
+            self.warmup_s,
+            self.delivered,
+            self.lat_p50_us
         )
     }
 }
 
 /// Writes a latency CDF: `latency_us,fraction` at every recorded value.
 pub(crate) fn write_cdf(path: &Path, h: &Histogram<u64>) -> Result<(), String> {
-    let mut out = String::from("latency_us,fraction\n");
+    #[derive(serde::Serialize)]
+    struct Row {
+        latency_us: f64,
+        #[serde(serialize_with = "crate::stats::precision::fraction")]
+        fraction: f64,
+    }
     let total = h.len().max(1) as f64;
     let mut seen = 0u64;
-    for v in h.iter_recorded() {
-        seen += v.count_at_value();
-        out.push_str(&format!(
-            "{:.3},{:.6}\n",
-            v.value_iterated_to() as f64 / 1000.0,
-            seen as f64 / total
-        ));
-    }
-    std::fs::write(path, out).map_err(|e| format!("{}: {e}", path.display()))
+    let rows: Vec<Row> = h
+        .iter_recorded()
+        .map(|v| {
+            seen += v.count_at_value();
+            Row {
+                latency_us: v.value_iterated_to() as f64 / 1000.0,
+                fraction: seen as f64 / total,
+            }
+        })
+        .collect();
+    write_rows(path, &rows)
 }
 
-/// Writes `summary.csv` with its header and `rows`.
-pub(crate) fn write_summary(path: &Path, rows: &[String]) -> Result<(), String> {
-    let mut f = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    writeln!(f, "{}", Experiment::SUMMARY_HEADER).map_err(|e| e.to_string())?;
-    for r in rows {
-        writeln!(f, "{r}").map_err(|e| e.to_string())?;
-    }
-    Ok(())
+/// Writes `summary.csv` (or a figure's run table) with its header and `rows`.
+pub(crate) fn write_summary(path: &Path, rows: &[SummaryRow]) -> Result<(), String> {
+    write_rows(path, rows)
 }
 
 /// Writes `rows` to the CSV file `path`, a header first.

@@ -52,6 +52,27 @@ pub(crate) mod precision {
     pub(crate) fn rate<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_f64(super::round_sig(*x, 6))
     }
+
+    /// A fraction of samples (a CDF's ordinate): six decimals.
+    pub(crate) fn fraction<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(super::round_dp(*x, 6))
+    }
+
+    /// [`rate`], or an empty field.
+    pub(crate) fn opt_rate<S: serde::Serializer>(x: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+        match x {
+            Some(x) => rate(x, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    /// [`us`], or an empty field.
+    pub(crate) fn opt_us<S: serde::Serializer>(x: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+        match x {
+            Some(x) => us(x, s),
+            None => s.serialize_none(),
+        }
+    }
 }
 
 /// `x` rounded to `dp` decimals (never `-0`).
@@ -78,6 +99,32 @@ pub(crate) fn mean_ci(v: &[f64]) -> (f64, f64, f64) {
     let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
     let half = 1.96 * (var / n).sqrt();
     (mean, mean - half, mean + half)
+}
+
+/// The two-sided 95% quantile of Student's t with `df` degrees of freedom (1.96 beyond 30).
+pub(crate) fn t95(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    T.get(df.wrapping_sub(1)).copied().unwrap_or(1.96)
+}
+
+/// The 95% interval of `point`, an estimate over a whole measurement window, by sectioning:
+/// `sections` holds the same estimate over each of equal parts of the window, and the
+/// interval is `point` ± t(n-1) × their standard deviation / √n (Asmussen and Glynn,
+/// *Stochastic Simulation*, III.5: batch means whose point estimate is the whole run's, which
+/// suits quantiles, whose mean over batches is biased). `None` with fewer than two sections.
+pub(crate) fn sectioning(point: f64, sections: &[f64]) -> Option<(f64, f64)> {
+    let n = sections.len();
+    if n < 2 {
+        return None;
+    }
+    let mean = sections.iter().sum::<f64>() / n as f64;
+    let var = sections.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let half = t95(n - 1) * (var / n as f64).sqrt();
+    Some((point - half, point + half))
 }
 
 /// Least-squares slope and R² of `points`.
@@ -126,6 +173,21 @@ mod tests {
         let (m, lo, hi) = mean_ci(&[1.0, 3.0]);
         // sd sqrt(2), n 2: half-width 1.96.
         assert!(m == 2.0 && (lo - 0.04).abs() < 1e-9 && (hi - 3.96).abs() < 1e-9);
+    }
+
+    #[test]
+    fn sectioning_centres_on_the_whole_window_and_widens_with_the_spread() {
+        assert_eq!(t95(9), 2.262);
+        assert_eq!(t95(100), 1.96);
+        assert_eq!(sectioning(5.0, &[5.0]), None);
+        assert_eq!(sectioning(5.0, &[5.0; 10]), Some((5.0, 5.0)));
+        // Sections 4 and 6 alternating: sd 1.054, n 10: half-width 2.262 * 0.3333.
+        let s: Vec<f64> = (0..10)
+            .map(|i| if i % 2 == 0 { 4.0 } else { 6.0 })
+            .collect();
+        let (lo, hi) = sectioning(5.2, &s).unwrap();
+        assert!((hi - lo - 2.0 * 2.262 / 3.0).abs() < 1e-9, "{lo} {hi}");
+        assert!(((lo + hi) / 2.0 - 5.2).abs() < 1e-9);
     }
 
     #[test]

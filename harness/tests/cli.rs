@@ -188,7 +188,9 @@ fn ramcast_run_writes_summary_cdf_and_a_log_that_verifies() {
     let mut lines = summary.lines();
     let header = lines.next().unwrap();
     assert!(header.ends_with(
-        "delivered,throughput_msgs_per_s,lat_p50_us,lat_p95_us,lat_p99_us,leader_changes"
+        "delivered,throughput_msgs_per_s,throughput_ci95_lo,throughput_ci95_hi,lat_p50_us,\
+         lat_p50_ci95_lo,lat_p50_ci95_hi,lat_p95_us,lat_p95_ci95_lo,lat_p95_ci95_hi,lat_p99_us,\
+         leader_changes"
     ));
     let row: Vec<&str> = lines.next().unwrap().split(',').collect();
     assert_eq!(row.len(), header.split(',').count());
@@ -197,6 +199,21 @@ fn ramcast_run_writes_summary_cdf_and_a_log_that_verifies() {
         row[delivered].parse::<u64>().unwrap() > 0,
         "nothing delivered: {summary}"
     );
+    // Every estimate lies inside its own 95% interval (sectioning centres it there).
+    let col = |name: &str| -> f64 {
+        let i = header.split(',').position(|h| h == name).unwrap();
+        row[i]
+            .parse()
+            .unwrap_or_else(|e| panic!("{name}: {e}: {summary}"))
+    };
+    for v in ["throughput_msgs_per_s", "lat_p50_us", "lat_p95_us"] {
+        let stem = v.trim_end_matches("_msgs_per_s").trim_end_matches("_us");
+        let (lo, hi) = (
+            col(&format!("{stem}_ci95_lo")),
+            col(&format!("{stem}_ci95_hi")),
+        );
+        assert!(lo <= col(v) && col(v) <= hi, "{v}: {summary}");
+    }
     assert!(
         std::fs::read_to_string(out.join("latency_cdf.csv"))
             .unwrap()

@@ -45,7 +45,8 @@ pub struct Call {
 /// When a client issues requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Window {
-    /// Requests completed before this time are not counted in [`HeronClient::completed`].
+    /// Requests completed before this time are not counted in [`HeronClient::completed`];
+    /// clients start over the first half of the warm-up.
     pub warmup_end: Nanos,
     /// No request is issued from this time on.
     pub stop_at: Nanos,
@@ -72,6 +73,9 @@ pub struct HeronClient<C, A> {
     /// Latencies after the warm-up, per kind of request and single or multi-partition.
     latency: Vec<[Latencies; 2]>,
     idle: bool,
+    /// When the first request is issued: drawn over the first half of the warm-up, as every
+    /// closed-loop client of the workbench ([`multicast::workload::staggered_start`]).
+    start_at: Nanos,
 }
 
 /// A client's request in flight.
@@ -113,13 +117,15 @@ impl<C, A: Application> HeronClient<C, A> {
     ) -> HeronClient<C, A> {
         let id = cfg.client(index);
         let latency = vec![Default::default(); app.kinds().len()];
+        let mut rng = Rng::derive(seed, Purpose::Workload, id.0 as u64);
         HeronClient {
+            start_at: multicast::workload::staggered_start(window.warmup_end, &mut rng),
             mcast,
             app,
             codec: response_codec(&cfg),
             cfg,
             index,
-            rng: Rng::derive(seed, Purpose::Workload, id.0 as u64),
+            rng,
             window,
             seq: 0,
             current: None,
@@ -252,7 +258,7 @@ impl<N: Nic, C: Client<N>, A: Application> Process<N> for HeronClient<C, A> {
                 worked = true;
             }
         }
-        if self.current.is_none() && now < self.window.stop_at {
+        if self.current.is_none() && now >= self.start_at && now < self.window.stop_at {
             self.seq += 1;
             let request = self
                 .app
@@ -298,10 +304,11 @@ impl<N: Nic, C: Client<N>, A: Application> Process<N> for HeronClient<C, A> {
             }
         }
         self.idle = self.current.is_none() && now >= self.window.stop_at;
-        let wake = match (self.retry_at, self.mcast.deadline()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let start = (self.seq == 0 && now < self.start_at).then_some(self.start_at);
+        let wake = [self.retry_at, self.mcast.deadline(), start]
+            .into_iter()
+            .flatten()
+            .min();
         below.merge(Progress::worked(worked).wake_at(wake))
     }
 

@@ -149,10 +149,52 @@ pub struct LoadSpec {
     pub tree: Option<std::sync::Arc<Tree>>,
     /// Message size in bytes.
     pub size: usize,
-    /// Latencies of messages multicast before this time are not recorded (warm-up).
+    /// Latencies of messages multicast before this time are not recorded (warm-up). Clients
+    /// start at times drawn over the first half of the warm-up ([`staggered_start`]).
     pub warmup_end: Nanos,
     /// No multicast starts at or after this time.
     pub stop_at: Nanos,
+}
+
+/// When a closed-loop client of a run whose warm-up ends at `warmup_end` issues its first
+/// request: a time drawn uniformly from the first half of the warm-up (at once when there is
+/// none). Clients started together stay in step, so counts in a window come in multiples of
+/// the client count and a sweep's plateau can be an artefact of the lockstep; started apart,
+/// they reach the window as a steady stream, with the second half of the warm-up left for the
+/// last of them to settle.
+pub fn staggered_start(warmup_end: Nanos, rng: &mut Rng) -> Nanos {
+    match warmup_end.as_nanos() / 2 {
+        0 => Nanos::ZERO,
+        span => Nanos(rng.below(span)),
+    }
+}
+
+/// How many sections a measurement window is cut into for its confidence intervals (see
+/// [`Section`]).
+pub const SECTIONS: usize = 10;
+
+/// What a client measured in one of the [`SECTIONS`] equal parts of the measurement window,
+/// by the time each multicast was sent. The window's own numbers are the point estimates; the
+/// spread of the sections' numbers gives their 95% intervals (sectioning: batch means whose
+/// estimate is the whole window's).
+#[derive(Clone, Debug, Default)]
+pub struct Section {
+    /// Multicasts sent in this section that completed.
+    pub completed: u64,
+    /// Their latencies.
+    pub latencies: Latencies,
+}
+
+/// The section of `[warmup_end, stop_at)` that `sent_at` falls in, if any.
+pub fn section_of(sent_at: Nanos, warmup_end: Nanos, stop_at: Nanos) -> Option<usize> {
+    if sent_at < warmup_end || sent_at >= stop_at {
+        return None;
+    }
+    let (t, w) = (
+        (sent_at - warmup_end).as_nanos() as u128,
+        (stop_at - warmup_end).as_nanos() as u128,
+    );
+    Some((t * SECTIONS as u128 / w) as usize)
 }
 
 /// An empty histogram of latencies in nanoseconds, the range and precision every latency of
@@ -208,7 +250,7 @@ impl Latencies {
     }
 
     /// Adds every latency recorded to `h` (of [`latency_histogram`]'s range).
-    fn add_to(&self, h: &mut Histogram<u64>) {
+    pub fn add_to(&self, h: &mut Histogram<u64>) {
         for &ns in &self.samples {
             h.saturating_record(ns);
         }
@@ -242,6 +284,10 @@ pub struct ClosedLoop<C> {
     pub latencies: Latencies,
     /// Multicasts completed that started in the measurement window.
     pub completed_in_window: u64,
+    /// The same, per section of the window ([`SECTIONS`] of them).
+    pub sections: Vec<Section>,
+    /// When this client issues its first multicast ([`staggered_start`]).
+    pub start_at: Nanos,
     /// Every multicast this client started, when logging.
     pub log: Option<Vec<Multicast>>,
     /// Every completion, with when it was multicast and its latency, when logging.
@@ -252,9 +298,12 @@ pub struct ClosedLoop<C> {
 }
 
 impl<C> ClosedLoop<C> {
-    /// A client `id` running `spec`, with its own workload stream `rng`.
-    pub fn new(client: C, id: ProcessId, spec: LoadSpec, rng: Rng, log: bool) -> ClosedLoop<C> {
+    /// A client `id` running `spec`, with its own workload stream `rng` (which first draws
+    /// the client's [`staggered_start`]).
+    pub fn new(client: C, id: ProcessId, spec: LoadSpec, mut rng: Rng, log: bool) -> ClosedLoop<C> {
         ClosedLoop {
+            start_at: staggered_start(spec.warmup_end, &mut rng),
+            sections: vec![Section::default(); SECTIONS],
             client,
             id,
             payload: vec![0; spec.size],
@@ -289,14 +338,20 @@ impl<N: Nic, C: Client<N>> Process<N> for ClosedLoop<C> {
             if let Some(c) = &mut self.completions {
                 c.push(done);
             }
-            if done.sent_at >= self.spec.warmup_end && done.sent_at < self.spec.stop_at {
+            if let Some(i) = section_of(done.sent_at, self.spec.warmup_end, self.spec.stop_at) {
+                let ns = done.latency.as_nanos().max(1);
                 self.completed_in_window += 1;
-                self.latencies.record(done.latency.as_nanos().max(1));
+                self.latencies.record(ns);
+                self.sections[i].completed += 1;
+                self.sections[i].latencies.record(ns);
             }
         }
         let now = nic.now();
         if self.in_flight || self.error.is_some() {
             return progress;
+        }
+        if now < self.start_at {
+            return progress.wake_at(Some(self.start_at));
         }
         if now >= self.spec.stop_at {
             self.finished = true;
@@ -352,6 +407,26 @@ impl MsgId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Starts spread over the first half of the warm-up, none without one; sections split the
+    /// window evenly and leave out what was sent outside it.
+    #[test]
+    fn clients_start_apart_and_sections_cut_the_window_evenly() {
+        let mut rng = Rng::from_seed(7);
+        let starts: Vec<u64> = (0..1000)
+            .map(|_| staggered_start(Nanos(200_000), &mut rng).as_nanos())
+            .collect();
+        assert!(starts.iter().all(|&s| s < 100_000));
+        assert!(starts.iter().any(|&s| s < 10_000) && starts.iter().any(|&s| s > 90_000));
+        assert_eq!(staggered_start(Nanos::ZERO, &mut rng), Nanos::ZERO);
+        let (w, stop) = (Nanos(1_000), Nanos(2_000));
+        assert_eq!(section_of(Nanos(999), w, stop), None);
+        assert_eq!(section_of(Nanos(1_000), w, stop), Some(0));
+        assert_eq!(section_of(Nanos(1_099), w, stop), Some(0));
+        assert_eq!(section_of(Nanos(1_100), w, stop), Some(1));
+        assert_eq!(section_of(Nanos(1_999), w, stop), Some(SECTIONS - 1));
+        assert_eq!(section_of(Nanos(2_000), w, stop), None);
+    }
 
     /// Clients below, at and past the samples' limit, summed, give the histogram that
     /// recording every latency into one gives, out-of-range ones counted at the top.

@@ -262,7 +262,7 @@ fn write_points<'a>(
     commit: &str,
     points: impl IntoIterator<Item = &'a Point>,
 ) -> Result<(), String> {
-    let rows: Vec<String> = points
+    let rows: Vec<_> = points
         .into_iter()
         .map(|p| p.e.summary_row(&p.m, commit))
         .collect();

@@ -118,7 +118,7 @@ fn sweep(
     variants: &[Variant],
     knobs: impl Fn(f64) -> Knobs + Sync,
     throughput: bool,
-) -> Result<(Vec<Cell>, Vec<String>), String> {
+) -> Result<(Vec<Cell>, Vec<crate::experiment::SummaryRow>), String> {
     let (profile, software, duration, commit, progress) = (
         ctx.profile,
         ctx.software,
