@@ -869,6 +869,7 @@ pub(crate) fn launch(
     let mut m = Measured {
         delivered: 0,
         throughput: 0.0,
+        window: e.duration,
         latency: multicast::workload::empty_latency_histogram(),
         // A tcp node reports its window's totals, not its sections: no intervals.
         sections: Vec::new(),

@@ -146,6 +146,9 @@ pub(crate) struct Measured {
     /// Multicasts completed that started in the measurement window.
     pub(crate) delivered: u64,
     pub(crate) throughput: f64,
+    /// The measurement window's length (a figure may stretch the experiment's: see
+    /// [`crate::figure::measure`]).
+    pub(crate) window: Nanos,
     /// Latency over all clients, nanoseconds.
     pub(crate) latency: Histogram<u64>,
     /// Completions and latencies (nanoseconds) over all clients per section of the window
@@ -170,10 +173,9 @@ pub(crate) struct Measured {
 }
 
 impl Measured {
-    /// The 95% interval of [`Measured::throughput`] by sectioning (`window`: the measurement
-    /// window's length).
-    pub(crate) fn throughput_ci(&self, window: Nanos) -> Option<(f64, f64)> {
-        let per = window.as_secs_f64() / self.sections.len().max(1) as f64;
+    /// The 95% interval of [`Measured::throughput`] by sectioning.
+    pub(crate) fn throughput_ci(&self) -> Option<(f64, f64)> {
+        let per = self.window.as_secs_f64() / self.sections.len().max(1) as f64;
         let v: Vec<f64> = self.sections.iter().map(|s| s.0 as f64 / per).collect();
         crate::stats::sectioning(self.throughput, &v)
     }
@@ -319,6 +321,7 @@ impl Experiment {
         Measured {
             delivered,
             throughput: delivered as f64 / self.duration.as_secs_f64(),
+            window: self.duration,
             latency: latency_histogram(clients().map(|c| &c.latencies)),
             sections,
             log,
@@ -345,7 +348,7 @@ impl Experiment {
         };
         let (p50, p50_ci) = m.latency_ci(0.5);
         let (p95, p95_ci) = m.latency_ci(0.95);
-        let tput_ci = m.throughput_ci(self.duration);
+        let tput_ci = m.throughput_ci();
         SummaryRow {
             protocol: self.deploy.protocol().into(),
             tree: self.tree_name(),
@@ -360,7 +363,7 @@ impl Experiment {
             size: self.size,
             dest: self.dest.to_string(),
             warmup_s: self.warmup.as_secs_f64(),
-            duration_s: self.duration.as_secs_f64(),
+            duration_s: m.window.as_secs_f64(),
             slot_bytes,
             slots,
             delivered: m.delivered,

@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use transport::runtime::sim::Software;
+use transport::Nanos;
 
 /// One measured point of a saturation sweep.
 pub(crate) struct Point {
@@ -18,19 +19,51 @@ pub(crate) struct Point {
     pub(crate) m: Measured,
 }
 
-/// Runs one point of a figure. A point that completed no multicast is refused: a collapse
-/// (every leader replaced under load, say) must stop the figure, not vanish into a maximum.
+/// The precision a figure point is measured to: the 95% intervals of its throughput, median
+/// and p95 latency each within this fraction of the estimate.
+pub(crate) const PRECISION: f64 = 0.05;
+
+/// How far [`measure`] stretches a point's window to reach [`PRECISION`]: at most this many
+/// times the figure's.
+pub(crate) const MAX_STRETCH: u64 = 16;
+
+/// Runs one point of a figure, its window doubled until its throughput, median and p95 are
+/// each known within [`PRECISION`] at 95% (by sectioning: see `multicast::workload::Section`)
+/// or the window is [`MAX_STRETCH`] times the figure's: a fixed window short against the
+/// point's latency holds a few requests per client and would report their lumps as a number.
+/// A point whose intervals are still wider says so in its CSV columns.
+///
+/// A point that completed no multicast is refused: a collapse (every leader replaced under
+/// load, say) must stop the figure, not vanish into a maximum.
 pub(crate) fn measure(e: &Experiment) -> Result<Measured, String> {
-    let m = e.run();
-    if m.delivered == 0 {
-        return Err(format!(
-            "a figure point completed no multicast in its window ({} group(s) changed leader): {}\n\
-             The figure would hide a collapse; replay it with `harness run` and fix the cause.",
-            m.leader_changes,
-            e.summary_row(&m, "-")
-        ));
+    let mut e = e.clone();
+    let cap = e.duration.as_nanos().saturating_mul(MAX_STRETCH);
+    loop {
+        let m = e.run();
+        if m.delivered == 0 {
+            return Err(format!(
+                "a figure point completed no multicast in its window ({} group(s) changed \
+                 leader): {}\nThe figure would hide a collapse; replay it with `harness run` \
+                 and fix the cause.",
+                m.leader_changes,
+                e.summary_row(&m, "-")
+            ));
+        }
+        if precise(&m) || e.duration.as_nanos() >= cap {
+            return Ok(m);
+        }
+        e.duration = Nanos(e.duration.as_nanos() * 2);
     }
-    Ok(m)
+}
+
+/// Whether `m`'s throughput, median and p95 are each known within [`PRECISION`].
+fn precise(m: &Measured) -> bool {
+    let within = |x: f64, ci: Option<(f64, f64)>| {
+        ci.is_some_and(|(lo, hi)| (hi - lo) / 2.0 <= PRECISION * x.abs())
+    };
+    let (p50, p50_ci) = m.latency_ci(0.5);
+    let (p95, p95_ci) = m.latency_ci(0.95);
+    within(m.throughput, m.throughput_ci()) && within(p50, p50_ci) && within(p95, p95_ci)
 }
 
 /// Doubles the clients from 1 until throughput grows by less than 5%; returns every point.
@@ -53,12 +86,13 @@ pub(crate) fn saturate(
         },
         |clients, Point { e, m }| {
             progress(&format!(
-                "  groups={} size={} dest={} clients={clients}: {:.0} msg/s, p50 {:.2} us, leader changes {}",
+                "  groups={} size={} dest={} clients={clients}: {:.0} msg/s, p50 {:.2} us, window {}, leader changes {}",
                 e.deploy.shape().0,
                 e.size,
                 e.dest,
                 m.throughput,
                 m.latency.value_at_quantile(0.5) as f64 / 1000.0,
+                m.window,
                 m.leader_changes
             ))
         },
