@@ -259,6 +259,25 @@ pub(crate) fn max_throughput(points: &[Point]) -> f64 {
     points.iter().map(|p| p.m.throughput).fold(0.0, f64::max)
 }
 
+/// The maximum throughput of a sweep (msg/s) as a claim's measurement: the best point's
+/// throughput with its interval, a lower bound when the sweep stopped still growing.
+pub(crate) fn max_measure(points: &[Point]) -> crate::verdict::Measure {
+    let best = points
+        .iter()
+        .max_by(|a, b| a.m.throughput.total_cmp(&b.m.throughput));
+    crate::verdict::Measure::within(
+        best.map_or(0.0, |p| p.m.throughput),
+        best.and_then(|p| p.m.throughput_ci()),
+    )
+    .capped(!saturated(points))
+}
+
+/// A latency quantile of one run (us) as a claim's measurement, with its interval.
+pub(crate) fn latency_measure(m: &Measured, q: f64) -> crate::verdict::Measure {
+    let (v, ci) = m.latency_ci(q);
+    crate::verdict::Measure::within(v, ci)
+}
+
 pub(crate) fn us(h: &Histogram<u64>, q: f64) -> f64 {
     h.value_at_quantile(q) as f64 / 1000.0
 }

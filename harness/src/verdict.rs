@@ -120,6 +120,21 @@ impl Measure {
         }
     }
 
+    /// A measured value with its 95% interval when there is one.
+    pub(crate) fn within(value: f64, ci95: Option<(f64, f64)>) -> Measure {
+        Measure {
+            ci95,
+            ..Measure::point(value)
+        }
+    }
+
+    /// The same measurement in another unit: value and interval multiplied by `k`.
+    pub(crate) fn scaled(mut self, k: f64) -> Measure {
+        self.value *= k;
+        self.ci95 = self.ci95.map(|(lo, hi)| (lo * k, hi * k));
+        self
+    }
+
     /// Marks the value a lower bound when `capped` (a maximum still growing at the cap).
     pub(crate) fn capped(mut self, capped: bool) -> Measure {
         self.lower_bound = capped;
