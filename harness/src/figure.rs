@@ -49,15 +49,22 @@ pub(crate) fn measure(e: &Experiment) -> Result<Measured, String> {
                 e.summary_row(&m, "-")
             ));
         }
-        if precise(&m) || e.duration.as_nanos() >= cap {
+        if precise(&m, e.deploy.shape().2) || e.duration.as_nanos() >= cap {
             return Ok(m);
         }
         e.duration = Nanos(e.duration.as_nanos() * 2);
     }
 }
 
-/// Whether `m`'s throughput, median and p95 are each known within [`PRECISION`].
-fn precise(m: &Measured) -> bool {
+/// Whether `m`'s throughput, median and p95 are each known within [`PRECISION`], and its
+/// `clients` completed on average at least 1 / [`PRECISION`] multicasts each: at saturation a
+/// closed loop can settle into a period, every section then holds the same count and the
+/// sections' spread (none) says nothing of the window's quantisation (one request per client
+/// at either end).
+fn precise(m: &Measured, clients: usize) -> bool {
+    if (m.delivered as f64) < clients as f64 / PRECISION {
+        return false;
+    }
     let within = |x: f64, ci: Option<(f64, f64)>| {
         ci.is_some_and(|(lo, hi)| (hi - lo) / 2.0 <= PRECISION * x.abs())
     };

@@ -128,6 +128,31 @@ impl Measure {
         }
     }
 
+    /// The ratio `num / den` of two positive measurements, its interval the widest the two
+    /// intervals allow (`num_lo / den_hi` .. `num_hi / den_lo`; none unless both have one).
+    /// A lower-bound numerator makes the ratio a lower bound.
+    pub(crate) fn ratio(num: &Measure, den: &Measure) -> Measure {
+        Measure {
+            value: num.value / den.value,
+            ci95: num
+                .ci95
+                .zip(den.ci95)
+                .map(|((nl, nh), (dl, dh))| (nl / dh, nh / dl)),
+            lower_bound: num.lower_bound,
+            detail: String::new(),
+        }
+    }
+
+    /// Whether the intervals of `self` and `o` overlap (without intervals: whether the values
+    /// are equal), so that an ordering of the two rests on noise.
+    pub(crate) fn overlaps(&self, o: &Measure) -> bool {
+        let (a, b) = (
+            self.ci95.unwrap_or((self.value, self.value)),
+            o.ci95.unwrap_or((o.value, o.value)),
+        );
+        a.0 <= b.1 && b.0 <= a.1
+    }
+
     /// The same measurement in another unit: value and interval multiplied by `k`.
     pub(crate) fn scaled(mut self, k: f64) -> Measure {
         self.value *= k;
@@ -690,6 +715,22 @@ mod tests {
             Claim::number("x", 250.0, "k msg/s", m(100.0)).measured,
             "at least 100 k msg/s"
         );
+    }
+
+    #[test]
+    fn ratios_take_the_widest_interval_and_overlaps_are_seen() {
+        let r = Measure::ratio(&Measure::ci(8.0, 6.0, 10.0), &Measure::ci(2.0, 1.0, 4.0));
+        assert_eq!((r.value, r.ci95), (4.0, Some((1.5, 10.0))));
+        assert_eq!(
+            Measure::ratio(&Measure::point(8.0), &Measure::ci(2.0, 1.0, 4.0)).ci95,
+            None
+        );
+        assert!(
+            Measure::ratio(&Measure::point(8.0).capped(true), &Measure::point(2.0)).lower_bound
+        );
+        assert!(Measure::ci(5.0, 4.0, 6.0).overlaps(&Measure::ci(6.5, 5.9, 7.0)));
+        assert!(!Measure::ci(5.0, 4.0, 6.0).overlaps(&Measure::ci(6.5, 6.1, 7.0)));
+        assert!(!Measure::point(5.0).overlaps(&Measure::point(5.1)));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use crate::experiment::{Experiment, Where};
 use crate::figure::{
     cdf_points, in_parallel, latency_measure, max_label, max_measure, max_throughput, measure,
-    panel, row, saturate, saturated, size_label, software_bullet, us, write, TABLE_HEAD,
+    panel, row, saturate, size_label, software_bullet, us, write, TABLE_HEAD,
 };
 use crate::plot::{self, Series};
 use crate::protocols::PaperFigure;
@@ -173,7 +173,7 @@ pub(crate) fn fig4(
         for p in &points {
             rows.push(p.e.summary_row(&p.m, commit));
         }
-        sat.push((size, max_throughput(&points), !saturated(&points)));
+        sat.push((size, max_throughput(&points), max_measure(&points)));
         notes.push((size, max_label(&points)));
         for (x, f) in cdf_points(&one.latency) {
             let _ = writeln!(cdf_csv, "{size},{x:.3},{f:.6}");
@@ -182,7 +182,7 @@ pub(crate) fn fig4(
             label: size_label(size),
             points: cdf_points(&one.latency),
         };
-        single.push((size, us(&one.latency, 0.5), us(&one.latency, 0.95)));
+        single.push((size, us(&one.latency, 0.5), latency_measure(&one, 0.95)));
         if size <= 2048 {
             small.push(series);
             cdf_small.push(cdf);
@@ -223,7 +223,7 @@ pub(crate) fn fig4(
             ),
         ],
     )?;
-    let get = |v: &[(usize, f64, bool)], s: usize| v.iter().find(|x| x.0 == s).map(|x| x.1);
+    let get = |v: &[(usize, f64, Measure)], s: usize| v.iter().find(|x| x.0 == s).map(|x| x.1);
     let mut md = String::from("# RamCast Fig. 4 (message size), reproduced on the simulator\n\n");
     md.push_str(&profile_note(&profile));
     let _ = writeln!(md, "\nCommand: `harness figure ramcast-fig4` (commit {commit}). Each throughput point: {} of simulated time after a 10% warm-up; clients doubled until throughput grew by less than 5%. Files: `throughput_latency.csv`, `latency_cdf.csv`, `fig4.png`.\n", duration);
@@ -258,7 +258,7 @@ pub(crate) fn fig4(
     let p95_small = single
         .iter()
         .filter(|x| x.0 <= 2048)
-        .map(|x| x.2)
+        .map(|x| x.2.value)
         .fold(0.0, f64::max);
     row(
         &mut md,
@@ -272,13 +272,18 @@ pub(crate) fn fig4(
             &mut md,
             "single-client latency, 4 KB (p95)",
             10.0,
-            x.2,
+            x.2.value,
             "us",
         );
     }
     md.push_str("\nSingle-client latency per size (us): ");
     for (s, p50, p95) in &single {
-        let _ = write!(md, "{}: p50 {p50:.2}, p95 {p95:.2}; ", size_label(*s));
+        let _ = write!(
+            md,
+            "{}: p50 {p50:.2}, p95 {:.2}; ",
+            size_label(*s),
+            p95.value
+        );
     }
     md.push_str("\n\nMaximum throughput per size (k msg/s): ");
     for (s, t, _) in &sat {
@@ -295,34 +300,37 @@ pub(crate) fn fig4(
 }
 
 /// Fig. 4's claims: the paper's statements about it, each judged on the measured maxima `sat`
-/// (size, msg/s, whether the sweep was still growing at its cap) and single-client latencies
-/// `single` (size, p50, p95).
-fn fig4_claims(sat: &[(usize, f64, bool)], single: &[(usize, f64, f64)]) -> Vec<Claim> {
-    let at = |size: usize| sat.iter().find(|x| x.0 == size);
+/// (size, msg/s, as a claim's measurement) and single-client latencies `single` (size, p50,
+/// p95 as a measurement).
+fn fig4_claims(sat: &[(usize, f64, Measure)], single: &[(usize, f64, Measure)]) -> Vec<Claim> {
+    let at = |size: usize| sat.iter().find(|x| x.0 == size).map(|x| &x.2);
     let mut claims = Vec::new();
     if let (Some(small), Some(k4)) = (at(64), at(4096)) {
+        let kept = Measure::ratio(k4, small);
         claims.push(
             Claim::trend(
                 "maximum throughput is nearly flat from 64 B to 4 KB messages",
                 "the 4 KB maximum at least 75% of the 64 B one",
                 format!(
                     "4 KB keeps {:.0}% of the 64 B maximum ({:.0} of {:.0} k msg/s)",
-                    100.0 * k4.1 / small.1,
-                    k4.1 / 1000.0,
-                    small.1 / 1000.0
+                    100.0 * kept.value,
+                    k4.value / 1000.0,
+                    small.value / 1000.0
                 ),
-                k4.1 >= 0.75 * small.1,
+                kept.value >= 0.75,
             )
             .undecided_if(
-                small.2 || k4.2,
-                "a maximum was still growing at the client cap",
+                small.lower_bound
+                    || k4.lower_bound
+                    || kept.ci95.is_some_and(|(lo, hi)| lo < 0.75 && 0.75 < hi),
+                "a maximum is a lower bound, or the ratio's interval straddles 75%",
             ),
         );
         claims.push(Claim::number(
             "maximum throughput of 64 B messages: ~250 k msg/s",
             250.0,
             "k msg/s",
-            Measure::point(small.1 / 1000.0).capped(small.2),
+            small.clone().scaled(1e-3),
         ));
     }
     if let Some(t) = at(32768) {
@@ -330,35 +338,38 @@ fn fig4_claims(sat: &[(usize, f64, bool)], single: &[(usize, f64, f64)]) -> Vec<
             "32 KB messages: ~70 k msg/s",
             70.0,
             "k msg/s",
-            Measure::point(t.1 / 1000.0).capped(t.2),
+            t.clone().scaled(1e-3),
         ));
     }
-    let p95_small = single
+    if let Some(worst) = single
         .iter()
         .filter(|x| x.0 <= 2048)
-        .map(|x| x.2)
-        .fold(0.0, f64::max);
-    claims.push(Claim::number(
-        "single-client p95 latency of messages up to 2 KB: ~8 us",
-        8.0,
-        "us",
-        Measure::point(p95_small).detail("the largest p95 of 64 B .. 2 KB"),
-    ));
+        .max_by(|a, b| a.2.value.total_cmp(&b.2.value))
+    {
+        claims.push(Claim::number(
+            "single-client p95 latency of messages up to 2 KB: ~8 us",
+            8.0,
+            "us",
+            worst.2.clone().detail(format!(
+                "the largest p95 of 64 B .. 2 KB, at {}",
+                size_label(worst.0)
+            )),
+        ));
+    }
     if let Some(x) = single.iter().find(|x| x.0 == 4096) {
         claims.push(Claim::number(
             "single-client latency of 4 KB messages: ~10 us",
             10.0,
             "us",
-            Measure::point(x.2).detail("p95"),
+            x.2.clone().detail("p95"),
         ));
     }
     claims
 }
 
 /// One measured configuration of Fig. 5: destination kind, groups, max msg/s, single-client
-/// p50 and p95 (us), the note on the maximum, and whether the maximum is a lower bound (the
-/// sweep was still growing at its client cap).
-type Fig5Row<'a> = (&'a str, usize, f64, f64, f64, String, bool, Fig5Measures);
+/// p50 and p95 (us), the note on the maximum, and the measurements the claims judge.
+type Fig5Row<'a> = (&'a str, usize, f64, f64, f64, String, Fig5Measures);
 
 /// A Fig. 5 configuration's measurements as claims judge them, with their intervals: maximum
 /// throughput (msg/s), single-client p50 and p95 (us).
@@ -392,11 +403,11 @@ fn fig5_claims(results: &[Fig5Row<'_>]) -> Vec<Claim> {
     let most = results.iter().map(|r| r.1).max().unwrap_or(1);
     if let (Some(a), Some(b)) = (find("single", 1), find("single", most)) {
         claims.push(Claim::factor(
-            &format!("single-group throughput grows linearly with the groups ({most}x with {most} groups)"),
+            &format!(
+                "single-group throughput grows linearly with the groups ({most}x with {most} groups)"
+            ),
             most as f64,
-            Measure::point(b.2 / a.2)
-                .capped(b.6)
-                .detail(format!("{most} groups over 1")),
+            Measure::ratio(&b.6.max, &a.6.max).detail(format!("{most} groups over 1")),
         ));
     }
     if let Some(r) = find("single", 1) {
@@ -404,40 +415,50 @@ fn fig5_claims(results: &[Fig5Row<'_>]) -> Vec<Claim> {
             "single-group median latency: ~7 us",
             7.0,
             "us",
-            r.7.p50.clone().detail("1 group, 1 client"),
+            r.6.p50.clone().detail("1 group, 1 client"),
         ));
     }
+    let maxima: Vec<&Measure> = all.iter().map(|r| &r.6.max).collect();
     claims.push(
         Claim::trend(
             "all-groups throughput falls as the destination groups grow",
             "each maximum below the one with fewer groups",
             listed(|r| format!("{:.0}", r.2 / 1000.0)) + " k msg/s",
-            all.windows(2).all(|w| w[1].2 < w[0].2),
+            maxima.windows(2).all(|w| w[1].value < w[0].value),
         )
         .undecided_if(
-            all.windows(2).any(|w| w[1].6 && w[1].2 < w[0].2),
-            "a maximum with more groups was still growing at the client cap",
+            maxima
+                .windows(2)
+                .any(|w| w[1].overlaps(w[0]) || (w[1].lower_bound && w[1].value < w[0].value)),
+            "the intervals of two neighbouring maxima overlap, or one is a lower bound",
         ),
     );
-    claims.push(Claim::trend(
-        "all-groups single-client p95 latency grows with the destination groups",
-        "each p95 above the one with fewer groups",
-        listed(|r| format!("{:.1}", r.4)) + " us",
-        all.windows(2).all(|w| w[1].4 > w[0].4),
-    ));
+    let p95s: Vec<&Measure> = all.iter().map(|r| &r.6.p95).collect();
+    claims.push(
+        Claim::trend(
+            "all-groups single-client p95 latency grows with the destination groups",
+            "each p95 above the one with fewer groups",
+            listed(|r| format!("{:.1}", r.4)) + " us",
+            p95s.windows(2).all(|w| w[1].value > w[0].value),
+        )
+        .undecided_if(
+            p95s.windows(2).any(|w| w[1].overlaps(w[0])),
+            "the intervals of two neighbouring p95s overlap",
+        ),
+    );
     for (g, tput, p95) in FIG5_ALL {
         if let Some(r) = find("all", g) {
             claims.push(Claim::number(
                 &format!("all-groups maximum throughput with {g} group(s): ~{tput:.0} k msg/s"),
                 tput,
                 "k msg/s",
-                r.7.max.clone().scaled(1e-3),
+                r.6.max.clone().scaled(1e-3),
             ));
             claims.push(Claim::number(
                 &format!("all-groups single-client p95 latency with {g} group(s): ~{p95:.0} us"),
                 p95,
                 "us",
-                r.7.p95.clone(),
+                r.6.p95.clone(),
             ));
         }
     }
@@ -446,7 +467,11 @@ fn fig5_claims(results: &[Fig5Row<'_>]) -> Vec<Claim> {
 
 /// Fig. 4's discussion, its numbers taken from the profile and the measured maxima `sat`
 /// (message size, msg/s).
-fn fig4_discussion(profile: &Profile, software: &Software, sat: &[(usize, f64, bool)]) -> String {
+fn fig4_discussion(
+    profile: &Profile,
+    software: &Software,
+    sat: &[(usize, f64, Measure)],
+) -> String {
     let at = |size: usize| sat.iter().find(|x| x.0 == size).map_or(0.0, |x| x.1);
     let small = at(64).max(1.0);
     let kept = |size: usize| 100.0 * at(size) / small;
@@ -548,7 +573,6 @@ pub(crate) fn fig5(
             us(&one.latency, 0.5),
             us(&one.latency, 0.95),
             max_label(&points),
-            !saturated(&points),
             Fig5Measures {
                 max: max_measure(&points),
                 p50: latency_measure(&one, 0.5),
