@@ -870,6 +870,7 @@ pub(crate) fn launch(
         delivered: 0,
         throughput: 0.0,
         window: e.duration,
+        clients: e.deploy.shape().2,
         latency: multicast::workload::empty_latency_histogram(),
         // A tcp node reports its window's totals, not its sections: no intervals.
         sections: Vec::new(),

@@ -149,6 +149,8 @@ pub(crate) struct Measured {
     /// The measurement window's length (a figure may stretch the experiment's: see
     /// [`crate::figure::measure`]).
     pub(crate) window: Nanos,
+    /// Closed-loop clients in the run.
+    pub(crate) clients: usize,
     /// Latency over all clients, nanoseconds.
     pub(crate) latency: Histogram<u64>,
     /// Completions and latencies (nanoseconds) over all clients per section of the window
@@ -173,11 +175,17 @@ pub(crate) struct Measured {
 }
 
 impl Measured {
-    /// The 95% interval of [`Measured::throughput`] by sectioning.
+    /// The 95% interval of [`Measured::throughput`]: by sectioning, widened by the window's
+    /// quantisation (a closed-loop client's count in a window is off by less than one request,
+    /// so the rate by less than `clients / window`). At saturation a closed loop can settle
+    /// into a period, every section holding the same count: the sections' spread is then zero
+    /// and only the quantisation is left.
     pub(crate) fn throughput_ci(&self) -> Option<(f64, f64)> {
-        let per = self.window.as_secs_f64() / self.sections.len().max(1) as f64;
+        let window = self.window.as_secs_f64();
+        let per = window / self.sections.len().max(1) as f64;
         let v: Vec<f64> = self.sections.iter().map(|s| s.0 as f64 / per).collect();
-        crate::stats::sectioning(self.throughput, &v)
+        let q = self.clients as f64 / window;
+        crate::stats::sectioning(self.throughput, &v).map(|(lo, hi)| (lo - q, hi + q))
     }
 
     /// The latency quantile `q` over the window, in microseconds, and its 95% interval by
@@ -322,6 +330,7 @@ impl Experiment {
             delivered,
             throughput: delivered as f64 / self.duration.as_secs_f64(),
             window: self.duration,
+            clients: clients().count(),
             latency: latency_histogram(clients().map(|c| &c.latencies)),
             sections,
             log,

@@ -28,7 +28,8 @@ pub(crate) const PRECISION: f64 = 0.05;
 pub(crate) const MAX_STRETCH: u64 = 16;
 
 /// Runs one point of a figure, its window doubled until its throughput, median and p95 are
-/// each known within [`PRECISION`] at 95% (by sectioning: see `multicast::workload::Section`)
+/// each known within [`PRECISION`] at 95% (by sectioning: see `multicast::workload::Section`;
+/// [`Measured::throughput_ci`])
 /// or the window is [`MAX_STRETCH`] times the figure's: a fixed window short against the
 /// point's latency holds a few requests per client and would report their lumps as a number.
 /// A point whose intervals are still wider says so in its CSV columns.
@@ -49,22 +50,16 @@ pub(crate) fn measure(e: &Experiment) -> Result<Measured, String> {
                 e.summary_row(&m, "-")
             ));
         }
-        if precise(&m, e.deploy.shape().2) || e.duration.as_nanos() >= cap {
+        if precise(&m) || e.duration.as_nanos() >= cap {
             return Ok(m);
         }
         e.duration = Nanos(e.duration.as_nanos() * 2);
     }
 }
 
-/// Whether `m`'s throughput, median and p95 are each known within [`PRECISION`], and its
-/// `clients` completed on average at least 1 / [`PRECISION`] multicasts each: at saturation a
-/// closed loop can settle into a period, every section then holds the same count and the
-/// sections' spread (none) says nothing of the window's quantisation (one request per client
-/// at either end).
-fn precise(m: &Measured, clients: usize) -> bool {
-    if (m.delivered as f64) < clients as f64 / PRECISION {
-        return false;
-    }
+/// Whether `m`'s throughput (its interval spans the window's quantisation too), median and
+/// p95 are each known within [`PRECISION`].
+fn precise(m: &Measured) -> bool {
     let within = |x: f64, ci: Option<(f64, f64)>| {
         ci.is_some_and(|(lo, hi)| (hi - lo) / 2.0 <= PRECISION * x.abs())
     };
