@@ -483,7 +483,7 @@ fn claims(cells: &[Cell]) -> Vec<Claim> {
              95% intervals straddles that)",
             format!(
                 "slope {slope:.2} us per target, R² {r2:.4}; {kmax:.0} targets {mk:.2} us = \
-                 {ratio:.1}x one target [{ratio_lo:.1}, {ratio_hi:.1}]"
+                 {ratio:.1}x one target ({ratio_lo:.1} .. {ratio_hi:.1} from the 95% intervals)"
             ),
             r2 >= 0.98 && ratio >= threshold,
         )
@@ -512,6 +512,46 @@ fn claims(cells: &[Cell]) -> Vec<Claim> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verdict::{Rule, Verdict};
+
+    /// Cells for targets 1..=16: the baseline `step` us per target above one round trip of
+    /// 3 us, with intervals of `half` us either side; the optimised curve flat at 3 us.
+    fn cells(step: f64, half: f64) -> Vec<Cell> {
+        let mut v = Vec::new();
+        for k in 1..=16u32 {
+            let each = 3.0 + step * f64::from(k - 1);
+            v.push((Discipline::EACH, k, (each, each - half, each + half)));
+            v.push((Discipline::Batch, k, (3.0, 2.9, 3.1)));
+        }
+        v
+    }
+
+    /// The caption's two claims are trends with their tests in the rule, not in the words; the
+    /// baseline's ratio of means is inconclusive when its interval straddles the threshold.
+    #[test]
+    fn the_captions_claims_are_trends_and_the_interval_of_the_ratio_decides() {
+        let c = claims(&cells(3.0, 0.1));
+        assert_eq!(c.len(), 2);
+        for claim in &c {
+            assert!(matches!(claim.rule, Rule::Trend(_)), "{claim:?}");
+            assert!(!claim.words.contains("rule:"), "{}", claim.words);
+            assert_eq!(claim.verdict, Verdict::Reproduced, "{claim:?}");
+        }
+        assert!(c[0].rule.describe().starts_with("trend: least-squares R²"));
+        // 16 targets at 3 + 15 * 1.4 = 24 us, 8x one target: the threshold, but the intervals
+        // allow 7.7x to 8.3x.
+        let straddle = claims(&cells(1.4, 0.1));
+        assert_eq!(
+            straddle[0].verdict,
+            Verdict::Inconclusive,
+            "{:?}",
+            straddle[0]
+        );
+        // Well below (3.5x, at most 3.7x): decided.
+        let slow = claims(&cells(0.5, 0.1));
+        assert_eq!(slow[0].verdict, Verdict::NotReproduced);
+        assert_eq!(slow[1].verdict, Verdict::Reproduced);
+    }
 
     /// On a profile without latency variance the fan-out is exact: awaiting each completion
     /// costs a round trip per target, awaiting them together about one in all.

@@ -1033,23 +1033,207 @@ pub(crate) fn fig8(
 
 /// Fig. 8's claims (section 8.5): latency almost constant in the replicas, for each number of
 /// destinations; a trend, as the paper quotes no number. One replica has no followers and no
-/// quorum round trip: replication starts at 3.
+/// quorum round trip: replication starts at 3. With a single replica count from 3 (`--quick`)
+/// there is no trend to judge.
 fn fig8_claims(cells: &[Cell], labels: &[&str], replicas: &[f64]) -> Vec<Claim> {
     labels
         .iter()
         .map(|l| {
-            let (lo, hi) = spread(
-                replicas
-                    .iter()
-                    .filter(|&&x| x >= 3.0)
-                    .filter_map(|&x| get(cells, l, x).map(|c| c.p50)),
-            );
+            let p50s: Vec<f64> = replicas
+                .iter()
+                .filter(|&&x| x >= 3.0)
+                .filter_map(|&x| get(cells, l, x).map(|c| c.p50))
+                .collect();
+            let (lo, hi) = spread(p50s.iter().copied());
             Claim::trend(
                 &format!("latency nearly constant as replicas grow, 3 to 7 ({l})"),
                 "highest / lowest median over 3..7 replicas < 1.25",
                 format!("median {lo:.2} .. {hi:.2} us (max / min {:.2})", hi / lo),
                 hi / lo < 1.25,
             )
+            .undecided_if(p50s.len() < 2, "fewer than two replica counts from 3 up")
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::{Rule, Verdict};
+
+    fn cell(x: f64, variant: &str, p50: f64, tput: f64, capped: bool) -> Cell {
+        Cell {
+            x,
+            variant: variant.into(),
+            p50,
+            p95: p50 * 1.2,
+            tput,
+            capped,
+        }
+    }
+
+    fn max(tput: f64, capped: bool) -> Max {
+        Max { tput, capped }
+    }
+
+    /// A maximum still growing at the cap is a lower bound: it decides a comparison it already
+    /// wins (or, on the other side, loses), nothing else.
+    #[test]
+    fn a_capped_maximum_decides_only_what_its_lower_bound_decides() {
+        let decided = |a, b| Outcome::above(a, b).decided;
+        assert!(decided(max(2.0, true), max(1.0, false)));
+        assert!(!decided(max(2.0, false), max(1.0, true)));
+        assert!(decided(max(1.0, false), max(2.0, true)));
+        assert!(!decided(max(1.0, true), max(2.0, false)));
+        let best = Max::best([max(1.0, true), max(3.0, false)]).unwrap();
+        assert_eq!((best.tput, best.capped), (3.0, true));
+        // One decided failure decides "all"; an undecided success does not.
+        let yes = Outcome {
+            holds: true,
+            decided: true,
+        };
+        let no = |decided| Outcome {
+            holds: false,
+            decided,
+        };
+        assert_eq!(Outcome::all([yes, no(true), no(false)]), no(true));
+        assert_eq!(Outcome::all([yes, no(false)]), no(false));
+        let undecided_yes = Outcome {
+            holds: true,
+            decided: false,
+        };
+        assert_eq!(Outcome::all([yes, undecided_yes]), undecided_yes);
+    }
+
+    /// Fig. 5 as the model gives it: RamCast far ahead with few destinations (capped at 1 to
+    /// 3), TRAM slightly ahead at 8. The headlines are bounds on the ratios; the comparisons
+    /// that rest on RamCast's capped maxima are inconclusive only where the bound does not
+    /// decide them.
+    #[test]
+    fn fig5_judges_its_headlines_as_bounds_and_its_comparisons_on_lower_bounds() {
+        let xs: Vec<f64> = (1..=8).map(f64::from).collect();
+        let mut cells = Vec::new();
+        for &x in &xs {
+            cells.push(cell(x, "TRAM base", 12.0, 2.0e6 - x * 1e5, false));
+            cells.push(cell(
+                x,
+                "TRAM breadth",
+                if x < 2.0 { 5.0 } else { 10.0 },
+                1.0e6,
+                false,
+            ));
+            cells.push(cell(x, "TRAM depth", 14.0, 2.5e6 - x * 1e5, false));
+            let ramcast = if x == 8.0 { 1.5e6 } else { 15.0e6 / x };
+            cells.push(cell(x, "RamCast", 9.0, ramcast, x <= 3.0));
+        }
+        let claims = fig5_claims(&cells, &xs);
+        let find = |w: &str| claims.iter().find(|c| c.words.contains(w)).expect(w);
+        let breadth = find("breadth: near-constant");
+        assert_eq!(breadth.verdict, Verdict::Reproduced);
+        assert!(matches!(breadth.rule, Rule::Trend(_)));
+        assert_eq!(find("depth has the best").verdict, Verdict::Reproduced);
+        // RamCast ahead at 1 destination with a capped maximum: its lower bound decides it.
+        assert_eq!(find("RamCast better").verdict, Verdict::Reproduced);
+        assert_eq!(
+            find("lower latency for more").verdict,
+            Verdict::NotReproduced
+        );
+        // TRAM behind RamCast at 4..7 (uncapped there): decided, not reproduced.
+        let tput = find("higher throughput for more");
+        assert_eq!(tput.verdict, Verdict::NotReproduced);
+        assert!(tput.measured.ends_with("from 8"), "{}", tput.measured);
+        let three = find("more than 3x");
+        assert_eq!(
+            three.rule,
+            Rule::AtLeast {
+                bound: 3.0,
+                unit: String::new()
+            }
+        );
+        assert_eq!(three.verdict, Verdict::NotReproduced);
+        assert!((three.value.as_ref().unwrap().value - 1.7e6 / 1.5e6).abs() < 1e-9);
+        let lat = find("more than 2.3x");
+        assert!(matches!(lat.rule, Rule::AtLeast { bound, .. } if bound == 2.3));
+        assert_eq!(lat.verdict, Verdict::NotReproduced);
+        // RamCast still growing at 4 destinations while TRAM is ahead there: undecided.
+        for c in cells.iter_mut().filter(|c| c.variant == "RamCast") {
+            (c.tput, c.capped) = (if c.x > 3.0 { 1.0e6 } else { c.tput }, c.x == 4.0);
+        }
+        let claims = fig5_claims(&cells, &xs);
+        let tput = claims
+            .iter()
+            .find(|c| c.words.contains("higher throughput for more"))
+            .unwrap();
+        assert_eq!(tput.verdict, Verdict::Inconclusive, "{tput:?}");
+    }
+
+    #[test]
+    fn fig6_is_undecided_where_a_capped_depth_trails_ramcast() {
+        let xs = [1.0, 2.0];
+        let cells = |capped| {
+            vec![
+                cell(1.0, "TRAM depth", 9.0, 1.0e6, capped),
+                cell(1.0, "RamCast (depth draws)", 9.0, 2.0e6, false),
+                cell(2.0, "TRAM depth", 9.0, 3.0e6, false),
+                cell(2.0, "RamCast (depth draws)", 9.0, 2.0e6, false),
+            ]
+        };
+        let c = &fig6_claims(&cells(false), &xs)[0];
+        assert_eq!(c.verdict, Verdict::NotReproduced);
+        assert!(matches!(c.rule, Rule::Ordering(_)));
+        assert_eq!(
+            c.measured,
+            "depth / RamCast lowest 0.50 over 1..2 destinations"
+        );
+        assert_eq!(
+            fig6_claims(&cells(true), &xs)[0].verdict,
+            Verdict::Inconclusive
+        );
+    }
+
+    #[test]
+    fn fig7_orders_small_payloads_and_judges_the_convergence_as_a_trend() {
+        let tram = "TRAM (breadth latency, depth throughput)";
+        let sizes = [64.0, 16384.0];
+        let cells = |capped| {
+            vec![
+                cell(64.0, tram, 9.0, 1.1e6, false),
+                cell(64.0, "RamCast", 9.0, 1.0e6, false),
+                cell(16384.0, tram, 30.0, 0.4e5, false),
+                cell(16384.0, "RamCast", 30.0, 1.0e5, capped),
+            ]
+        };
+        let claims = fig7_claims(&cells(false), tram, &sizes);
+        assert_eq!(claims[0].verdict, Verdict::Reproduced);
+        assert!(matches!(claims[0].rule, Rule::Ordering(_)));
+        assert_eq!(claims[1].verdict, Verdict::NotReproduced);
+        assert!(matches!(claims[1].rule, Rule::Trend(_)));
+        let capped = fig7_claims(&cells(true), tram, &sizes);
+        assert_eq!(capped[1].verdict, Verdict::Inconclusive);
+    }
+
+    #[test]
+    fn fig8_judges_each_destination_count_as_a_trend_from_three_replicas() {
+        let labels = ["1 destination", "2 destinations"];
+        let replicas = [1.0, 3.0, 5.0, 7.0];
+        let mut cells = Vec::new();
+        for &x in &replicas {
+            // One replica skips the quorum round trip: not part of the trend.
+            cells.push(cell(
+                x,
+                labels[0],
+                if x < 3.0 { 2.0 } else { 5.0 + x / 100.0 },
+                0.0,
+                false,
+            ));
+            cells.push(cell(x, labels[1], 9.0 + x, 0.0, false));
+        }
+        let claims = fig8_claims(&cells, &labels, &replicas);
+        assert_eq!(claims.len(), 2);
+        assert_eq!(claims[0].verdict, Verdict::Reproduced);
+        assert_eq!(claims[1].verdict, Verdict::NotReproduced, "16 / 12 >= 1.25");
+        assert!(claims.iter().all(|c| matches!(c.rule, Rule::Trend(_))));
+        let quick = fig8_claims(&cells, &labels, &[1.0, 7.0]);
+        assert_eq!(quick[0].verdict, Verdict::Inconclusive);
+    }
 }

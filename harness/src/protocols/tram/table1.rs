@@ -481,3 +481,55 @@ fn measure(
         reigns,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::{Rule, Verdict};
+
+    /// The published averages are quoted numbers, judged within 25%; correctness is a bound
+    /// of no violation.
+    #[test]
+    fn the_failover_averages_are_numbers_and_correctness_a_bound() {
+        let averages = [
+            ("#1", 1000.0),
+            ("#2", 39344.0 * 1.2),
+            ("#3", 28151.0 * 0.7),
+            ("Total", 28251.0),
+        ];
+        let c = claims(&averages, 0, 1000);
+        assert_eq!(c.len(), 5);
+        assert_eq!(
+            c[0].rule,
+            Rule::Number {
+                published: 22544.0,
+                unit: "us".into(),
+                tolerance: crate::verdict::TOLERANCE
+            }
+        );
+        assert_eq!(
+            c[0].words,
+            "messages delayed by leader change #1: average 22544 us"
+        );
+        assert_eq!(
+            c.iter().map(|c| c.verdict).collect::<Vec<_>>(),
+            [
+                Verdict::NotReproduced,
+                Verdict::Reproduced,
+                Verdict::NotReproduced,
+                Verdict::Reproduced,
+                Verdict::Reproduced
+            ]
+        );
+        assert!(c[3].words.contains("the three leader changes together"));
+        assert!(matches!(c[4].rule, Rule::AtMost { bound, .. } if bound == 0.0));
+        assert_eq!(
+            c[4].measured,
+            "0 violations (of the five properties, in 1000 deliveries)"
+        );
+        assert_eq!(
+            claims(&averages, 2, 1000)[4].verdict,
+            Verdict::NotReproduced
+        );
+    }
+}
