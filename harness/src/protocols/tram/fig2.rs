@@ -7,9 +7,10 @@
 //! checked against the papers before figures rest on it.
 
 use crate::experiment::Measured;
-use crate::figure::{claim, panel, write, CLAIM_HEAD};
+use crate::figure::{panel, write};
 use crate::plot::{self, Panel, Series};
 use crate::stats::{linear_fit, mean_ci};
+use crate::verdict::{self, Claim};
 use multicast::DestPolicy;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -184,8 +185,8 @@ pub(crate) fn fig2(
     } else {
         TARGETS.collect()
     };
-    // (discipline, targets, mean, lo, hi)
-    let cells: Vec<(Discipline, u32, (f64, f64, f64))> = crate::figure::in_parallel(
+    // (discipline, targets, (mean, lo, hi))
+    let cells: Vec<Cell> = crate::figure::in_parallel(
         &FIG2
             .iter()
             .flat_map(|&(d, _)| targets.iter().map(move |&k| (d, k)))
@@ -217,13 +218,6 @@ pub(crate) fn fig2(
         .map_err(|e| e.to_string())?;
     }
     w.flush().map_err(|e| e.to_string())?;
-    let curve = |d: Discipline| -> Vec<(f64, f64)> {
-        cells
-            .iter()
-            .filter(|c| c.0 == d)
-            .map(|c| (c.1 as f64, c.2 .0))
-            .collect()
-    };
 
     // The probe: RamCast Fig. 5 (all groups, one client) and Fig. 4's one-group maximum under
     // each discipline, with this lens's prices, on RamCast's testbed.
@@ -316,7 +310,7 @@ pub(crate) fn fig2(
                 FIG2.iter()
                     .map(|&(d, label)| Series {
                         label: label.into(),
-                        points: curve(d),
+                        points: means(&curve(&cells, d)),
                     })
                     .collect(),
             ),
@@ -382,35 +376,12 @@ pub(crate) fn fig2(
         }
         md.push('\n');
     }
-    let (each, batch) = (curve(Discipline::EACH), curve(Discipline::Batch));
-    let (slope, r2) = linear_fit(&each);
-    let (batch_slope, _) = linear_fit(&batch);
-    let first = |c: &[(f64, f64)]| c.first().map_or(f64::NAN, |p| p.1);
-    let last = |c: &[(f64, f64)]| c.last().map_or(f64::NAN, |p| p.1);
-    let kmax = *targets.last().expect("targets") as f64;
-    md.push_str("\n## The paper's claims\n\nFig. 2 is a plot without numbers in the text; its caption's two claims are judged by the rules stated in each row.\n\n");
-    md.push_str(CLAIM_HEAD);
-    claim(
-        &mut md,
-        "baseline (each completion awaited before the next post): latency grows linearly with the targets (rule: least-squares R² >= 0.98 and the largest fan-out at least half as many times the one-target latency as it has targets)",
-        format!(
-            "slope {slope:.2} us per target, R² {r2:.4}; {kmax:.0} targets {:.2} us = {:.1}x one target",
-            last(&each),
-            last(&each) / first(&each)
-        ),
-        r2 >= 0.98 && last(&each) / first(&each) >= kmax / 2.0,
+    md.push_str(
+        "\n## The paper's claims\n\nFig. 2 is a plot without numbers in the text; its caption's \
+         two claims are trends, judged by the tests in the rule column.\n\n",
     );
-    claim(
-        &mut md,
-        "optimised (all issued, completions awaited together): latency near flat, 'significantly reducing latency' (rule: its least-squares slope at most a tenth of the baseline's)",
-        format!(
-            "slope {batch_slope:.3} us per target ({:.1}% of the baseline's); {:.2} us at 1 target, {:.2} us at {kmax:.0}",
-            100.0 * batch_slope / slope,
-            first(&batch),
-            last(&batch)
-        ),
-        batch_slope <= slope / 10.0,
-    );
+    let claims = claims(&cells);
+    md.push_str(&verdict::table(&claims));
 
     let _ = writeln!(
         md,
@@ -465,12 +436,122 @@ pub(crate) fn fig2(
             ""
         }
     );
-    write(&out.join("summary.md"), &md)
+    write(&out.join("summary.md"), &md)?;
+    verdict::write(out, &claims)
+}
+
+/// A measured point of Fig. 2: the discipline, the targets, and the mean latency (us) with
+/// its 95% interval.
+type Cell = (Discipline, u32, (f64, f64, f64));
+
+/// The points of `d`, by targets.
+fn curve(cells: &[Cell], d: Discipline) -> Vec<&Cell> {
+    cells.iter().filter(|c| c.0 == d).collect()
+}
+
+/// The mean latency against the targets, as the plot and the fit take them.
+fn means(curve: &[&Cell]) -> Vec<(f64, f64)> {
+    curve.iter().map(|c| (f64::from(c.1), c.2 .0)).collect()
+}
+
+/// Fig. 2's caption, as two trends (it quotes no number). The baseline's growth is judged on
+/// the least-squares fit and on the largest fan-out against one target; that ratio is of two
+/// means with 95% intervals, so it is inconclusive when the ratio of their ends straddles the
+/// threshold. The optimised curve's flatness is judged on its slope, which has no interval.
+fn claims(cells: &[Cell]) -> Vec<Claim> {
+    let (each, batch) = (
+        curve(cells, Discipline::EACH),
+        curve(cells, Discipline::Batch),
+    );
+    let (Some(e1), Some(ek), Some(b1), Some(bk)) =
+        (each.first(), each.last(), batch.first(), batch.last())
+    else {
+        return Vec::new();
+    };
+    let (slope, r2) = linear_fit(&means(&each));
+    let (batch_slope, _) = linear_fit(&means(&batch));
+    let kmax = f64::from(ek.1);
+    let ((m1, lo1, hi1), (mk, lok, hik)) = (e1.2, ek.2);
+    let (ratio, ratio_lo, ratio_hi) = (mk / m1, lok / hi1, hik / lo1);
+    let threshold = kmax / 2.0;
+    vec![
+        Claim::trend(
+            "baseline (each completion awaited before the next post): latency grows linearly \
+             with the targets",
+            "least-squares R² >= 0.98 and the largest fan-out at least half as many times the \
+             one-target latency as it has targets (inconclusive when the ratio of the two means' \
+             95% intervals straddles that)",
+            format!(
+                "slope {slope:.2} us per target, R² {r2:.4}; {kmax:.0} targets {mk:.2} us = \
+                 {ratio:.1}x one target ({ratio_lo:.1} .. {ratio_hi:.1} from the 95% intervals)"
+            ),
+            r2 >= 0.98 && ratio >= threshold,
+        )
+        .undecided_if(
+            r2 >= 0.98 && ratio_lo < threshold && threshold <= ratio_hi,
+            "the 95% interval of the ratio straddles the threshold",
+        ),
+        Claim::trend(
+            "optimised (all issued, completions awaited together): latency near flat, \
+             'significantly reducing latency'",
+            "its least-squares slope at most a tenth of the baseline's",
+            format!(
+                "slope {batch_slope:.3} us per target ({:.1}% of the baseline's); {:.2} us at \
+                 {} target, {:.2} us at {}",
+                100.0 * batch_slope / slope,
+                b1.2 .0,
+                b1.1,
+                bk.2 .0,
+                bk.1
+            ),
+            batch_slope <= slope / 10.0,
+        ),
+    ]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verdict::{Rule, Verdict};
+
+    /// Cells for targets 1..=16: the baseline `step` us per target above one round trip of
+    /// 3 us, with intervals of `half` us either side; the optimised curve flat at 3 us.
+    fn cells(step: f64, half: f64) -> Vec<Cell> {
+        let mut v = Vec::new();
+        for k in 1..=16u32 {
+            let each = 3.0 + step * f64::from(k - 1);
+            v.push((Discipline::EACH, k, (each, each - half, each + half)));
+            v.push((Discipline::Batch, k, (3.0, 2.9, 3.1)));
+        }
+        v
+    }
+
+    /// The caption's two claims are trends with their tests in the rule, not in the words; the
+    /// baseline's ratio of means is inconclusive when its interval straddles the threshold.
+    #[test]
+    fn the_captions_claims_are_trends_and_the_interval_of_the_ratio_decides() {
+        let c = claims(&cells(3.0, 0.1));
+        assert_eq!(c.len(), 2);
+        for claim in &c {
+            assert!(matches!(claim.rule, Rule::Trend(_)), "{claim:?}");
+            assert!(!claim.words.contains("rule:"), "{}", claim.words);
+            assert_eq!(claim.verdict, Verdict::Reproduced, "{claim:?}");
+        }
+        assert!(c[0].rule.describe().starts_with("trend: least-squares R²"));
+        // 16 targets at 3 + 15 * 1.4 = 24 us, 8x one target: the threshold, but the intervals
+        // allow 7.7x to 8.3x.
+        let straddle = claims(&cells(1.4, 0.1));
+        assert_eq!(
+            straddle[0].verdict,
+            Verdict::Inconclusive,
+            "{:?}",
+            straddle[0]
+        );
+        // Well below (3.5x, at most 3.7x): decided.
+        let slow = claims(&cells(0.5, 0.1));
+        assert_eq!(slow[0].verdict, Verdict::NotReproduced);
+        assert_eq!(slow[1].verdict, Verdict::Reproduced);
+    }
 
     /// On a profile without latency variance the fan-out is exact: awaiting each completion
     /// costs a round trip per target, awaiting them together about one in all.

@@ -8,11 +8,11 @@
 
 use crate::experiment::{Experiment, Where};
 use crate::figure::{
-    claim, in_parallel, max_throughput, measure, panel, saturate, size_label, us, write, Point,
-    CLAIM_HEAD,
+    in_parallel, max_throughput, measure, panel, saturate, saturated, size_label, us, write, Point,
 };
 use crate::plot::{self, Panel, Series};
 use crate::protocols::PaperFigure;
+use crate::verdict::{self, Claim, Measure};
 use multicast::{DestPolicy, Tree};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -99,6 +99,85 @@ struct Cell {
     p50: f64,
     p95: f64,
     tput: f64,
+    /// `tput` is a lower bound: the sweep stopped at its client cap still growing.
+    capped: bool,
+}
+
+impl Cell {
+    fn max(&self) -> Max {
+        Max {
+            tput: self.tput,
+            capped: self.capped,
+        }
+    }
+}
+
+/// A maximum throughput (msg/s), and whether it is only a lower bound.
+#[derive(Clone, Copy, Debug)]
+struct Max {
+    tput: f64,
+    capped: bool,
+}
+
+impl Max {
+    /// The best of `maxima`: the highest, a lower bound when any of them is (a capped one
+    /// below it could still overtake it).
+    fn best(maxima: impl IntoIterator<Item = Max>) -> Option<Max> {
+        maxima.into_iter().reduce(|a, b| Max {
+            tput: a.tput.max(b.tput),
+            capped: a.capped || b.capped,
+        })
+    }
+}
+
+/// The result of comparing measured maxima: whether the comparison holds, and whether the
+/// maxima decide it (a lower bound decides only a comparison it already wins or loses).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Outcome {
+    holds: bool,
+    decided: bool,
+}
+
+impl Outcome {
+    /// `a` above `b`. A capped `b` could still overtake `a`, and a capped `a` could still pass
+    /// `b`: so "above" is undecided when `b` is capped, "not above" when `a` is.
+    fn above(a: Max, b: Max) -> Outcome {
+        let holds = a.tput > b.tput;
+        Outcome {
+            holds,
+            decided: if holds { !b.capped } else { !a.capped },
+        }
+    }
+
+    /// Every one of `outcomes` holds: decided when each is, or when one that fails is.
+    fn all(outcomes: impl IntoIterator<Item = Outcome>) -> Outcome {
+        let v: Vec<Outcome> = outcomes.into_iter().collect();
+        let holds = v.iter().all(|o| o.holds);
+        Outcome {
+            holds,
+            decided: if holds {
+                v.iter().all(|o| o.decided)
+            } else {
+                v.iter().any(|o| !o.holds && o.decided)
+            },
+        }
+    }
+
+    /// An ordering claim judged by this outcome, inconclusive when the maxima do not decide it.
+    fn ordering(self, words: &str, rule: &str, measured: String) -> Claim {
+        Claim::ordering(words, rule, measured, self.holds).undecided_if(!self.decided, UNDECIDED)
+    }
+}
+
+/// Why a comparison of maxima is inconclusive.
+const UNDECIDED: &str =
+    "it rests on a maximum still growing at the client cap, a lower bound that does not decide it";
+
+/// The lowest and the highest of `values`.
+fn spread(values: impl IntoIterator<Item = f64>) -> (f64, f64) {
+    values
+        .into_iter()
+        .fold((f64::INFINITY, 0.0), |(lo, hi), v| (lo.min(v), hi.max(v)))
 }
 
 /// What every run of a figure shares.
@@ -137,16 +216,16 @@ fn sweep(
         let one_e = experiment(profile, software, v, k, 1, Nanos(duration.as_nanos() * 2));
         let one = measure(&one_e)?;
         rows.push(one_e.summary_row(&one, commit));
-        let tput = if throughput {
+        let (tput, capped) = if throughput {
             let points: Vec<Point> = saturate(
                 |c| experiment(profile, software, v, k, c, duration),
                 256,
                 progress,
             )?;
             rows.extend(points.iter().map(|p| p.e.summary_row(&p.m, commit)));
-            max_throughput(&points)
+            (max_throughput(&points), !saturated(&points))
         } else {
-            0.0
+            (0.0, false)
         };
         progress(&format!(
             "{} x={x}: p50 {:.2} us, p95 {:.2} us, max {:.0} msg/s",
@@ -161,6 +240,7 @@ fn sweep(
             p50: us(&one.latency, 0.5),
             p95: us(&one.latency, 0.95),
             tput,
+            capped,
         };
         Ok((cell, rows))
     })?;
@@ -190,19 +270,22 @@ fn series(cells: &[Cell], variant: &str, f: impl Fn(&Cell) -> f64) -> Series {
 
 /// The cells as `points.csv`.
 fn points_csv(cells: &[Cell], x_name: &str) -> String {
-    let mut s = format!("{x_name},variant,lat_p50_us,lat_p95_us,max_throughput_msgs_per_s\n");
+    let mut s = format!(
+        "{x_name},variant,lat_p50_us,lat_p95_us,max_throughput_msgs_per_s,max_is_lower_bound\n"
+    );
     for c in cells {
         let _ = writeln!(
             s,
-            "{},{},{:.2},{:.2},{:.0}",
-            c.x, c.variant, c.p50, c.p95, c.tput
+            "{},{},{:.2},{:.2},{:.0},{}",
+            c.x, c.variant, c.p50, c.p95, c.tput, c.capped
         );
     }
     s
 }
 
 /// A markdown table: one row per x, latency and throughput per variant, and each TRAM
-/// variant's throughput over that of the RamCast run it is compared with (`reference`).
+/// variant's throughput over that of the RamCast run it is compared with (`reference`). A
+/// maximum still growing at the client cap is marked `>=`: the claims treat it as a lower bound.
 fn table(
     cells: &[Cell],
     xs: &[f64],
@@ -229,7 +312,14 @@ fn table(
         for v in variants {
             match get(cells, v, x) {
                 Some(c) => {
-                    let _ = write!(s, " {:.1} / {:.1} | {:.0} |", c.p50, c.p95, c.tput / 1000.0);
+                    let at_least = if c.capped { ">= " } else { "" };
+                    let _ = write!(
+                        s,
+                        " {:.1} / {:.1} | {at_least}{:.0} |",
+                        c.p50,
+                        c.p95,
+                        c.tput / 1000.0
+                    );
                 }
                 None => s.push_str(" - | - |"),
             }
@@ -243,6 +333,12 @@ fn table(
             }
         }
         s.push('\n');
+    }
+    if cells.iter().any(|c| c.capped) {
+        s.push_str(
+            "\n`>=`: the sweep stopped at its client cap with throughput still growing; the \
+             maximum is a lower bound.\n",
+        );
     }
     s
 }
@@ -483,145 +579,13 @@ pub(crate) fn fig5_6(
         &ramcast_for,
     ));
     md.push_str("\n## The paper's claims\n\n");
-    md.push_str(CLAIM_HEAD);
-    let last = *xs.last().expect("points");
-    if adjacent {
-        let ratios: Vec<f64> = xs
-            .iter()
-            .filter_map(|&x| {
-                Some(
-                    get(&all_cells, "TRAM depth", x)?.tput
-                        / get(&all_cells, "RamCast (depth draws)", x)?.tput,
-                )
-            })
-            .collect();
-        let min = ratios.iter().cloned().fold(f64::INFINITY, f64::min);
-        claim(
-            &mut md,
-            "depth tree throughput always above RamCast's",
-            format!("depth / RamCast lowest {min:.2} over 1..{last} destinations"),
-            min > 1.0,
-        );
+    let claims = if adjacent {
+        fig6_claims(&all_cells, &xs)
     } else {
-        let breadth: Vec<f64> = xs
-            .iter()
-            .filter(|&&x| x >= 2.0)
-            .filter_map(|&x| get(&all_cells, "TRAM breadth", x).map(|c| c.p50))
-            .collect();
-        let (lo, hi) = (
-            breadth.iter().cloned().fold(f64::INFINITY, f64::min),
-            breadth.iter().cloned().fold(0.0, f64::max),
-        );
-        claim(
-            &mut md,
-            "breadth: near-constant latency for 2..8 destinations",
-            format!("median {lo:.1} .. {hi:.1} us (max / min {:.2})", hi / lo),
-            hi / lo < 1.25,
-        );
-        let best_at = |x: f64| {
-            ["TRAM base", "TRAM breadth", "TRAM depth"]
-                .iter()
-                .filter_map(|v| get(&all_cells, v, x).map(|c| (c.tput, *v)))
-                .fold((0.0, ""), |a, b| if b.0 > a.0 { b } else { a })
-                .1
-        };
-        let depth_best = xs.iter().filter(|&&x| best_at(x) == "TRAM depth").count();
-        claim(
-            &mut md,
-            "depth has the best throughput (base close)",
-            format!(
-                "depth best at {depth_best} of {} destination counts",
-                xs.len()
-            ),
-            depth_best * 2 > xs.len(),
-        );
-        let ram_better_few = get(&all_cells, "RamCast", 1.0).is_some_and(|r| {
-            ["TRAM base", "TRAM breadth", "TRAM depth"]
-                .iter()
-                .all(|v| get(&all_cells, v, 1.0).is_some_and(|t| r.tput > t.tput))
-        });
-        claim(
-            &mut md,
-            "RamCast better with few destinations",
-            format!(
-                "at 1 destination RamCast {:.0} k msg/s, best TRAM {:.0} k msg/s",
-                get(&all_cells, "RamCast", 1.0).map_or(0.0, |c| c.tput / 1000.0),
-                ["TRAM base", "TRAM breadth", "TRAM depth"]
-                    .iter()
-                    .filter_map(|v| get(&all_cells, v, 1.0).map(|c| c.tput / 1000.0))
-                    .fold(0.0, f64::max)
-            ),
-            ram_better_few,
-        );
-        let trams = ["TRAM base", "TRAM breadth", "TRAM depth"];
-        let lat_from = xs.iter().copied().find(|&x| {
-            xs.iter().filter(|&&y| y >= x).all(|&y| {
-                let best = trams
-                    .iter()
-                    .filter_map(|v| get(&all_cells, v, y).map(|c| c.p50))
-                    .fold(f64::INFINITY, f64::min);
-                get(&all_cells, "RamCast", y).is_some_and(|r| best < r.p50)
-            })
-        });
-        let tput_from = xs.iter().copied().find(|&x| {
-            xs.iter().filter(|&&y| y >= x).all(|&y| {
-                let best = trams
-                    .iter()
-                    .filter_map(|v| get(&all_cells, v, y).map(|c| c.tput))
-                    .fold(0.0, f64::max);
-                get(&all_cells, "RamCast", y).is_some_and(|r| best > r.tput)
-            })
-        });
-        let show = |x: Option<f64>| x.map_or("never".to_string(), |x| format!("from {x}"));
-        claim(
-            &mut md,
-            "TRAM (best tree) lower latency for more than 2 destinations",
-            format!("best TRAM median below RamCast's {}", show(lat_from)),
-            lat_from.is_some_and(|x| x <= 3.0),
-        );
-        claim(
-            &mut md,
-            "TRAM (best tree) higher throughput for more than 3 destinations",
-            format!("best TRAM above RamCast {}", show(tput_from)),
-            tput_from.is_some_and(|x| x <= 4.0),
-        );
-        if let (Some(t), Some(r)) = (
-            trams
-                .iter()
-                .filter_map(|v| get(&all_cells, v, last))
-                .map(|c| c.tput)
-                .reduce(f64::max),
-            get(&all_cells, "RamCast", last),
-        ) {
-            claim(
-                &mut md,
-                "headline: more than 3x RamCast's throughput",
-                format!(
-                    "at {last} destinations best TRAM / RamCast = {:.2}",
-                    t / r.tput
-                ),
-                t / r.tput > 3.0,
-            );
-        }
-        if let (Some(t), Some(r)) = (
-            trams
-                .iter()
-                .filter_map(|v| get(&all_cells, v, last))
-                .map(|c| c.p50)
-                .reduce(f64::min),
-            get(&all_cells, "RamCast", last),
-        ) {
-            claim(
-                &mut md,
-                "headline: more than 2.3x lower latency than RamCast",
-                format!(
-                    "at {last} destinations RamCast / best TRAM median = {:.2}",
-                    r.p50 / t
-                ),
-                r.p50 / t > 2.3,
-            );
-        }
-    }
+        fig5_claims(&all_cells, &xs)
+    };
+    md.push_str(&verdict::table(&claims));
+    let last = *xs.last().expect("points");
     let tput_at = |v: &str, x: f64| get(&all_cells, v, x).map_or(0.0, |c| c.tput);
     md.push_str(&if adjacent {
         crate::protocols::tram::figure_notes::fig6(
@@ -631,23 +595,187 @@ pub(crate) fn fig5_6(
             tput_at("TRAM depth", 1.0),
         )
     } else {
-        let breadth: Vec<f64> = xs
-            .iter()
-            .filter(|&&x| x >= 2.0)
-            .filter_map(|&x| get(&all_cells, "TRAM breadth", x).map(|c| c.p50))
-            .collect();
         crate::protocols::tram::figure_notes::fig5(
             &profile,
             software,
             tput_at("TRAM depth", last),
-            (
-                breadth.iter().cloned().fold(f64::INFINITY, f64::min),
-                breadth.iter().cloned().fold(0.0, f64::max),
-            ),
+            breadth_spread(&all_cells, &xs),
         )
     });
     write(&out.join("summary.md"), &md)?;
-    Ok(())
+    verdict::write(out, &claims)
+}
+
+/// TRAM's trees in Fig. 5, as their cells are labelled.
+const TREES: [&str; 3] = ["TRAM base", "TRAM breadth", "TRAM depth"];
+
+/// Breadth's lowest and highest single-client median over 2 or more destinations (us): the
+/// paper's "almost constant time, excluding the faster case of a single destination".
+fn breadth_spread(cells: &[Cell], xs: &[f64]) -> (f64, f64) {
+    spread(
+        xs.iter()
+            .filter(|&&x| x >= 2.0)
+            .filter_map(|&x| get(cells, "TRAM breadth", x).map(|c| c.p50)),
+    )
+}
+
+/// Fig. 5's claims (section 8.2 and the abstract's headline against RamCast), judged on the
+/// cells. The paper states no number for the figure but the headline's two bounds, so the
+/// rest are orderings and a trend; every throughput comparison treats a maximum still growing
+/// at the client cap as the lower bound it is.
+fn fig5_claims(cells: &[Cell], xs: &[f64]) -> Vec<Claim> {
+    let mut claims = Vec::new();
+    let last = *xs.last().expect("points");
+    let (lo, hi) = breadth_spread(cells, xs);
+    claims.push(Claim::trend(
+        "breadth: near-constant latency for 2..8 destinations",
+        "breadth's highest / lowest median over 2..8 destinations < 1.25",
+        format!("median {lo:.1} .. {hi:.1} us (max / min {:.2})", hi / lo),
+        hi / lo < 1.25,
+    ));
+    let best_of = |trees: &[&str], x: f64| {
+        Max::best(trees.iter().filter_map(|v| get(cells, v, x)).map(Cell::max))
+    };
+    // At each count: depth above the better of base and breadth.
+    let depth_best: Vec<Outcome> = xs
+        .iter()
+        .filter_map(|&x| {
+            Some(Outcome::above(
+                get(cells, "TRAM depth", x)?.max(),
+                best_of(&TREES[..2], x)?,
+            ))
+        })
+        .collect();
+    let count = |f: fn(&Outcome) -> bool| depth_best.iter().filter(|o| f(o)).count();
+    let best = count(|o| o.holds);
+    let majority = |n: usize| n * 2 > xs.len();
+    claims.push(
+        Outcome {
+            holds: majority(best),
+            // The counts the lower bounds allow, at least and at most, agree on the majority.
+            decided: majority(count(|o| o.holds && o.decided))
+                == majority(count(|o| o.holds || !o.decided)),
+        }
+        .ordering(
+            "depth has the best throughput (base close)",
+            "depth's maximum above base's and breadth's at more than half the destination \
+             counts (base's closeness is not tested)",
+            format!("depth best at {best} of {} destination counts", xs.len()),
+        ),
+    );
+    if let (Some(r), Some(t)) = (get(cells, "RamCast", 1.0), best_of(&TREES, 1.0)) {
+        claims.push(Outcome::above(r.max(), t).ordering(
+            "RamCast better with few destinations",
+            "RamCast's maximum above every tree's at 1 destination",
+            format!(
+                "at 1 destination RamCast {:.0} k msg/s, best TRAM {:.0} k msg/s",
+                r.tput / 1000.0,
+                t.tput / 1000.0
+            ),
+        ));
+    }
+    // The first count from which the best tree stays ahead of RamCast, for the measured text.
+    let from = |ahead: &dyn Fn(f64) -> bool| {
+        let x = xs
+            .iter()
+            .copied()
+            .find(|&x| xs.iter().filter(|&&y| y >= x).all(|&y| ahead(y)));
+        x.map_or("never".to_string(), |x| format!("from {x}"))
+    };
+    let best_p50 = |x: f64| {
+        TREES
+            .iter()
+            .filter_map(|v| get(cells, v, x).map(|c| c.p50))
+            .reduce(f64::min)
+    };
+    let p50_ahead = |x: f64| {
+        best_p50(x)
+            .zip(get(cells, "RamCast", x))
+            .is_some_and(|(t, r)| t < r.p50)
+    };
+    claims.push(Claim::ordering(
+        "TRAM (best tree) lower latency for more than 2 destinations",
+        "the best tree's median below RamCast's at every destination count above 2",
+        format!("best TRAM median below RamCast's {}", from(&p50_ahead)),
+        xs.iter().filter(|&&x| x > 2.0).all(|&x| p50_ahead(x)),
+    ));
+    let tput_ahead = |x: f64| {
+        best_of(&TREES, x)
+            .zip(get(cells, "RamCast", x))
+            .map(|(t, r)| Outcome::above(t, r.max()))
+    };
+    claims.push(
+        Outcome::all(xs.iter().filter(|&&x| x > 3.0).map(|&x| {
+            tput_ahead(x).unwrap_or(Outcome {
+                holds: false,
+                decided: true,
+            })
+        }))
+        .ordering(
+            "TRAM (best tree) higher throughput for more than 3 destinations",
+            "the best tree's maximum above RamCast's at every destination count above 3",
+            format!(
+                "best TRAM above RamCast {}",
+                from(&|x| tput_ahead(x).is_some_and(|o| o.holds))
+            ),
+        ),
+    );
+    if let (Some(t), Some(r)) = (best_of(&TREES, last), get(cells, "RamCast", last)) {
+        let ratio = t.tput / r.tput;
+        claims.push(
+            Claim::at_least(
+                "headline: more than 3x RamCast's throughput",
+                3.0,
+                "",
+                Measure::point(ratio).capped(t.capped).detail(format!(
+                    "best TRAM / RamCast maximum at {last} destinations"
+                )),
+            )
+            // A capped RamCast makes the ratio an upper bound: it cannot confirm the bound.
+            .undecided_if(
+                r.capped && ratio >= 3.0,
+                "RamCast's maximum was still growing at the client cap: the ratio is an upper \
+                 bound",
+            ),
+        );
+    }
+    if let (Some(t), Some(r)) = (best_p50(last), get(cells, "RamCast", last)) {
+        claims.push(Claim::at_least(
+            "headline: more than 2.3x lower latency than RamCast",
+            2.3,
+            "",
+            Measure::point(r.p50 / t).detail(format!(
+                "RamCast / best TRAM median, 1 client, at {last} destinations"
+            )),
+        ));
+    }
+    claims
+}
+
+/// Fig. 6's claim (section 8.3): depth's maximum above RamCast's on the same draws at every
+/// destination count, maxima still growing at the client cap taken as lower bounds.
+fn fig6_claims(cells: &[Cell], xs: &[f64]) -> Vec<Claim> {
+    let last = *xs.last().expect("points");
+    let pairs: Vec<(&Cell, &Cell)> = xs
+        .iter()
+        .filter_map(|&x| {
+            Some((
+                get(cells, "TRAM depth", x)?,
+                get(cells, "RamCast (depth draws)", x)?,
+            ))
+        })
+        .collect();
+    let min = pairs
+        .iter()
+        .map(|(t, r)| t.tput / r.tput)
+        .fold(f64::INFINITY, f64::min);
+    vec![
+        Outcome::all(pairs.iter().map(|(t, r)| Outcome::above(t.max(), r.max()))).ordering(
+            "depth tree throughput always above RamCast's",
+            "depth's maximum above RamCast's (on the same draws) at every destination count",
+            format!("depth / RamCast lowest {min:.2} over 1..{last} destinations"),
+        ),
+    ]
 }
 
 /// TRAM Fig. 7: payload size, 8 destinations; breadth for latency, depth for throughput.
@@ -703,7 +831,9 @@ pub(crate) fn fig7(
         } else {
             "TRAM depth"
         };
-        c.tput = get(&tput, from, c.x).map_or(0.0, |t| t.tput);
+        if let Some(t) = get(&tput, from, c.x) {
+            (c.tput, c.capped) = (t.tput, t.capped);
+        }
         if c.variant != "RamCast" {
             c.variant = "TRAM (breadth latency, depth throughput)".into();
         }
@@ -746,33 +876,9 @@ pub(crate) fn fig7(
         "RamCast".to_string()
     }));
     md.push_str("\n## The paper's claims\n\n");
-    md.push_str(CLAIM_HEAD);
-    let ratio = |x: f64| {
-        let t = get(&cells, &labels[0], x)?;
-        let r = get(&cells, "RamCast", x)?;
-        Some(t.tput / r.tput)
-    };
+    let claims = fig7_claims(&cells, &labels[0], &sizes);
+    md.push_str(&verdict::table(&claims));
     let (first, last) = (sizes[0], *sizes.last().expect("sizes"));
-    if let (Some(a), Some(b)) = (ratio(first), ratio(last)) {
-        claim(
-            &mut md,
-            "TRAM ahead at small payloads",
-            format!(
-                "TRAM / RamCast throughput at {}: {a:.2}",
-                size_label(first as usize)
-            ),
-            a > 1.0,
-        );
-        claim(
-            &mut md,
-            "the gap closes, converging around 16 KB",
-            format!(
-                "TRAM / RamCast throughput at {}: {b:.2} (from {a:.2})",
-                size_label(last as usize)
-            ),
-            (b - 1.0).abs() < (a - 1.0).abs() && (b - 1.0).abs() < 0.25,
-        );
-    }
     let cell = |v: &str, x: f64| get(&cells, v, x);
     if let (Some(tl), Some(rl), Some(ts), Some(rs)) = (
         cell(&labels[0], last),
@@ -792,7 +898,46 @@ pub(crate) fn fig7(
         ));
     }
     write(&out.join("summary.md"), &md)?;
-    Ok(())
+    verdict::write(out, &claims)
+}
+
+/// Fig. 7's claims (section 8.4): TRAM's maximum (`tram`, the depth tree's) against RamCast's
+/// at the smallest and the largest payload. The paper quotes no number, so an ordering and a
+/// trend; a maximum still growing at the client cap leaves the trend undecided.
+fn fig7_claims(cells: &[Cell], tram: &str, sizes: &[f64]) -> Vec<Claim> {
+    let (first, last) = (sizes[0], *sizes.last().expect("sizes"));
+    let pair = |x: f64| Some((get(cells, tram, x)?, get(cells, "RamCast", x)?));
+    let (Some((ts, rs)), Some((tl, rl))) = (pair(first), pair(last)) else {
+        return Vec::new();
+    };
+    let (a, b) = (ts.tput / rs.tput, tl.tput / rl.tput);
+    vec![
+        Outcome::above(ts.max(), rs.max()).ordering(
+            "TRAM ahead at small payloads",
+            &format!(
+                "TRAM's maximum above RamCast's at {}",
+                size_label(first as usize)
+            ),
+            format!(
+                "TRAM / RamCast throughput at {}: {a:.2}",
+                size_label(first as usize)
+            ),
+        ),
+        Claim::trend(
+            "the gap closes, converging around 16 KB",
+            &format!(
+                "TRAM / RamCast maximum closer to 1 at {} than at {}, and within 25% of 1 there",
+                size_label(last as usize),
+                size_label(first as usize)
+            ),
+            format!(
+                "TRAM / RamCast throughput at {}: {b:.2} (from {a:.2})",
+                size_label(last as usize)
+            ),
+            (b - 1.0).abs() < (a - 1.0).abs() && (b - 1.0).abs() < 0.25,
+        )
+        .undecided_if([ts, rs, tl, rl].iter().any(|c| c.capped), UNDECIDED),
+    ]
 }
 
 /// TRAM Fig. 8: the simple tree, 1..7 replicas per group, single-client latency.
@@ -875,30 +1020,220 @@ pub(crate) fn fig8(
         md.push('\n');
     }
     md.push_str("\n## The paper's claims\n\n");
-    md.push_str(CLAIM_HEAD);
-    // One replica has no followers and no quorum round trip: replication starts at 3.
-    for l in labels {
-        let v: Vec<f64> = replicas
-            .iter()
-            .filter(|&&x| x >= 3.0)
-            .filter_map(|&x| get(&cells, l, x).map(|c| c.p50))
-            .collect();
-        let (lo, hi) = (
-            v.iter().cloned().fold(f64::INFINITY, f64::min),
-            v.iter().cloned().fold(0.0, f64::max),
-        );
-        claim(
-            &mut md,
-            &format!("latency nearly constant as replicas grow, 3 to 7 ({l})"),
-            format!("median {lo:.2} .. {hi:.2} us (max / min {:.2})", hi / lo),
-            hi / lo < 1.25,
-        );
-    }
+    let claims = fig8_claims(&cells, &labels, &replicas);
+    md.push_str(&verdict::table(&claims));
     if let (Some(one), Some(three)) = (get(&cells, labels[0], 1.0), get(&cells, labels[0], 3.0)) {
         md.push_str(&crate::protocols::tram::figure_notes::fig8(
             &profile, one.p50, three.p50,
         ));
     }
     write(&out.join("summary.md"), &md)?;
-    Ok(())
+    verdict::write(out, &claims)
+}
+
+/// Fig. 8's claims (section 8.5): latency almost constant in the replicas, for each number of
+/// destinations; a trend, as the paper quotes no number. One replica has no followers and no
+/// quorum round trip: replication starts at 3. With a single replica count from 3 (`--quick`)
+/// there is no trend to judge.
+fn fig8_claims(cells: &[Cell], labels: &[&str], replicas: &[f64]) -> Vec<Claim> {
+    labels
+        .iter()
+        .map(|l| {
+            let p50s: Vec<f64> = replicas
+                .iter()
+                .filter(|&&x| x >= 3.0)
+                .filter_map(|&x| get(cells, l, x).map(|c| c.p50))
+                .collect();
+            let (lo, hi) = spread(p50s.iter().copied());
+            Claim::trend(
+                &format!("latency nearly constant as replicas grow, 3 to 7 ({l})"),
+                "highest / lowest median over 3..7 replicas < 1.25",
+                format!("median {lo:.2} .. {hi:.2} us (max / min {:.2})", hi / lo),
+                hi / lo < 1.25,
+            )
+            .undecided_if(p50s.len() < 2, "fewer than two replica counts from 3 up")
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::{Rule, Verdict};
+
+    fn cell(x: f64, variant: &str, p50: f64, tput: f64, capped: bool) -> Cell {
+        Cell {
+            x,
+            variant: variant.into(),
+            p50,
+            p95: p50 * 1.2,
+            tput,
+            capped,
+        }
+    }
+
+    fn max(tput: f64, capped: bool) -> Max {
+        Max { tput, capped }
+    }
+
+    /// A maximum still growing at the cap is a lower bound: it decides a comparison it already
+    /// wins (or, on the other side, loses), nothing else.
+    #[test]
+    fn a_capped_maximum_decides_only_what_its_lower_bound_decides() {
+        let decided = |a, b| Outcome::above(a, b).decided;
+        assert!(decided(max(2.0, true), max(1.0, false)));
+        assert!(!decided(max(2.0, false), max(1.0, true)));
+        assert!(decided(max(1.0, false), max(2.0, true)));
+        assert!(!decided(max(1.0, true), max(2.0, false)));
+        let best = Max::best([max(1.0, true), max(3.0, false)]).unwrap();
+        assert_eq!((best.tput, best.capped), (3.0, true));
+        // One decided failure decides "all"; an undecided success does not.
+        let yes = Outcome {
+            holds: true,
+            decided: true,
+        };
+        let no = |decided| Outcome {
+            holds: false,
+            decided,
+        };
+        assert_eq!(Outcome::all([yes, no(true), no(false)]), no(true));
+        assert_eq!(Outcome::all([yes, no(false)]), no(false));
+        let undecided_yes = Outcome {
+            holds: true,
+            decided: false,
+        };
+        assert_eq!(Outcome::all([yes, undecided_yes]), undecided_yes);
+    }
+
+    /// Fig. 5 as the model gives it: RamCast far ahead with few destinations (capped at 1 to
+    /// 3), TRAM slightly ahead at 8. The headlines are bounds on the ratios; the comparisons
+    /// that rest on RamCast's capped maxima are inconclusive only where the bound does not
+    /// decide them.
+    #[test]
+    fn fig5_judges_its_headlines_as_bounds_and_its_comparisons_on_lower_bounds() {
+        let xs: Vec<f64> = (1..=8).map(f64::from).collect();
+        let mut cells = Vec::new();
+        for &x in &xs {
+            cells.push(cell(x, "TRAM base", 12.0, 2.0e6 - x * 1e5, false));
+            cells.push(cell(
+                x,
+                "TRAM breadth",
+                if x < 2.0 { 5.0 } else { 10.0 },
+                1.0e6,
+                false,
+            ));
+            cells.push(cell(x, "TRAM depth", 14.0, 2.5e6 - x * 1e5, false));
+            let ramcast = if x == 8.0 { 1.5e6 } else { 15.0e6 / x };
+            cells.push(cell(x, "RamCast", 9.0, ramcast, x <= 3.0));
+        }
+        let claims = fig5_claims(&cells, &xs);
+        let find = |w: &str| claims.iter().find(|c| c.words.contains(w)).expect(w);
+        let breadth = find("breadth: near-constant");
+        assert_eq!(breadth.verdict, Verdict::Reproduced);
+        assert!(matches!(breadth.rule, Rule::Trend(_)));
+        assert_eq!(find("depth has the best").verdict, Verdict::Reproduced);
+        // RamCast ahead at 1 destination with a capped maximum: its lower bound decides it.
+        assert_eq!(find("RamCast better").verdict, Verdict::Reproduced);
+        assert_eq!(
+            find("lower latency for more").verdict,
+            Verdict::NotReproduced
+        );
+        // TRAM behind RamCast at 4..7 (uncapped there): decided, not reproduced.
+        let tput = find("higher throughput for more");
+        assert_eq!(tput.verdict, Verdict::NotReproduced);
+        assert!(tput.measured.ends_with("from 8"), "{}", tput.measured);
+        let three = find("more than 3x");
+        assert_eq!(
+            three.rule,
+            Rule::AtLeast {
+                bound: 3.0,
+                unit: String::new()
+            }
+        );
+        assert_eq!(three.verdict, Verdict::NotReproduced);
+        assert!((three.value.as_ref().unwrap().value - 1.7e6 / 1.5e6).abs() < 1e-9);
+        let lat = find("more than 2.3x");
+        assert!(matches!(lat.rule, Rule::AtLeast { bound, .. } if bound == 2.3));
+        assert_eq!(lat.verdict, Verdict::NotReproduced);
+        // RamCast still growing at 4 destinations while TRAM is ahead there: undecided.
+        for c in cells.iter_mut().filter(|c| c.variant == "RamCast") {
+            (c.tput, c.capped) = (if c.x > 3.0 { 1.0e6 } else { c.tput }, c.x == 4.0);
+        }
+        let claims = fig5_claims(&cells, &xs);
+        let tput = claims
+            .iter()
+            .find(|c| c.words.contains("higher throughput for more"))
+            .unwrap();
+        assert_eq!(tput.verdict, Verdict::Inconclusive, "{tput:?}");
+    }
+
+    #[test]
+    fn fig6_is_undecided_where_a_capped_depth_trails_ramcast() {
+        let xs = [1.0, 2.0];
+        let cells = |capped| {
+            vec![
+                cell(1.0, "TRAM depth", 9.0, 1.0e6, capped),
+                cell(1.0, "RamCast (depth draws)", 9.0, 2.0e6, false),
+                cell(2.0, "TRAM depth", 9.0, 3.0e6, false),
+                cell(2.0, "RamCast (depth draws)", 9.0, 2.0e6, false),
+            ]
+        };
+        let c = &fig6_claims(&cells(false), &xs)[0];
+        assert_eq!(c.verdict, Verdict::NotReproduced);
+        assert!(matches!(c.rule, Rule::Ordering(_)));
+        assert_eq!(
+            c.measured,
+            "depth / RamCast lowest 0.50 over 1..2 destinations"
+        );
+        assert_eq!(
+            fig6_claims(&cells(true), &xs)[0].verdict,
+            Verdict::Inconclusive
+        );
+    }
+
+    #[test]
+    fn fig7_orders_small_payloads_and_judges_the_convergence_as_a_trend() {
+        let tram = "TRAM (breadth latency, depth throughput)";
+        let sizes = [64.0, 16384.0];
+        let cells = |capped| {
+            vec![
+                cell(64.0, tram, 9.0, 1.1e6, false),
+                cell(64.0, "RamCast", 9.0, 1.0e6, false),
+                cell(16384.0, tram, 30.0, 0.4e5, false),
+                cell(16384.0, "RamCast", 30.0, 1.0e5, capped),
+            ]
+        };
+        let claims = fig7_claims(&cells(false), tram, &sizes);
+        assert_eq!(claims[0].verdict, Verdict::Reproduced);
+        assert!(matches!(claims[0].rule, Rule::Ordering(_)));
+        assert_eq!(claims[1].verdict, Verdict::NotReproduced);
+        assert!(matches!(claims[1].rule, Rule::Trend(_)));
+        let capped = fig7_claims(&cells(true), tram, &sizes);
+        assert_eq!(capped[1].verdict, Verdict::Inconclusive);
+    }
+
+    #[test]
+    fn fig8_judges_each_destination_count_as_a_trend_from_three_replicas() {
+        let labels = ["1 destination", "2 destinations"];
+        let replicas = [1.0, 3.0, 5.0, 7.0];
+        let mut cells = Vec::new();
+        for &x in &replicas {
+            // One replica skips the quorum round trip: not part of the trend.
+            cells.push(cell(
+                x,
+                labels[0],
+                if x < 3.0 { 2.0 } else { 5.0 + x / 100.0 },
+                0.0,
+                false,
+            ));
+            cells.push(cell(x, labels[1], 9.0 + x, 0.0, false));
+        }
+        let claims = fig8_claims(&cells, &labels, &replicas);
+        assert_eq!(claims.len(), 2);
+        assert_eq!(claims[0].verdict, Verdict::Reproduced);
+        assert_eq!(claims[1].verdict, Verdict::NotReproduced, "16 / 12 >= 1.25");
+        assert!(claims.iter().all(|c| matches!(c.rule, Rule::Trend(_))));
+        let quick = fig8_claims(&cells, &labels, &[1.0, 7.0]);
+        assert_eq!(quick[0].verdict, Verdict::Inconclusive);
+    }
 }

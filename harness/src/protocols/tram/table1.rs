@@ -13,8 +13,9 @@
 //! fault-free interval before the first event. The whole run's delivery log is checked against
 //! the five properties: no message is lost or duplicated across the three changes.
 
-use crate::figure::{claim, panel, write, CLAIM_HEAD};
+use crate::figure::{panel, write};
 use crate::plot::{self, Series};
+use crate::verdict::{self, Claim, Measure};
 use multicast::{check, collect_log, DestPolicy, GroupId, LoadSpec, Membership, Node, Tree};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -341,34 +342,11 @@ pub(crate) fn table1(
         );
         write(&out.join("permission_bounds.csv"), &csv)?;
     }
-    md.push_str("## Claims\n\nNumbers within 25% of the published ones count as reproduced.\n\n");
-    md.push_str(CLAIM_HEAD);
-    for (name, _, s, p) in &rows {
-        claim(
-            &mut md,
-            &format!(
-                "messages delayed by {}: average {:.0} us",
-                match **name {
-                    "Total" => "the three leader changes together".to_string(),
-                    e => format!("leader change {e}"),
-                },
-                p[0]
-            ),
-            format!("{:.0} us", s[0]),
-            (s[0] / p[0] - 1.0).abs() <= 0.25,
-        );
-    }
-    claim(
-        &mut md,
-        "TRAM's failover preserves the atomic multicast properties (the paper's correctness \
-         argument), here with all 8 groups changing leader at once, three times, under load",
-        format!(
-            "{} violations of the five properties in {} deliveries",
-            violations.len(),
-            log.deliveries.values().map(Vec::len).sum::<usize>()
-        ),
-        violations.is_empty(),
-    );
+    md.push_str("## Claims\n\n");
+    let averages: Vec<(&str, f64)> = rows.iter().map(|(name, _, s, _)| (**name, s[0])).collect();
+    let deliveries = log.deliveries.values().map(Vec::len).sum::<usize>();
+    let claims = claims(&averages, violations.len(), deliveries);
+    md.push_str(&verdict::table(&claims));
     md.push_str(&crate::protocols::tram::figure_notes::table1(
         &profile,
         &crate::protocols::tram::figure_notes::Table1 {
@@ -381,6 +359,7 @@ pub(crate) fn table1(
         },
     ));
     write(&out.join("summary.md"), &md)?;
+    verdict::write(out, &claims)?;
     if !violations.is_empty() {
         return Err(format!(
             "the failover run violated atomic multicast: {}",
@@ -388,6 +367,38 @@ pub(crate) fn table1(
         ));
     }
     Ok(())
+}
+
+/// Table 1's claims: each event's published average, a quoted number, against the measured
+/// average of the messages it delayed (`averages`, by the names of [`PUBLISHED`]); and the
+/// correctness the paper argues, as a bound of no violation in the run's `deliveries`.
+fn claims(averages: &[(&str, f64)], violations: usize, deliveries: usize) -> Vec<Claim> {
+    let mut claims: Vec<Claim> = PUBLISHED
+        .iter()
+        .zip(averages)
+        .map(|((name, published), &(_, avg))| {
+            let what = match *name {
+                "Total" => "the three leader changes together".to_string(),
+                e => format!("leader change {e}"),
+            };
+            Claim::number(
+                &format!("messages delayed by {what}: average {:.0} us", published[0]),
+                published[0],
+                "us",
+                Measure::point(avg),
+            )
+        })
+        .collect();
+    claims.push(Claim::at_most(
+        "TRAM's failover preserves the atomic multicast properties (the paper's correctness \
+         argument), here with all 8 groups changing leader at once, three times, under load",
+        0.0,
+        "violations",
+        Measure::point(violations as f64).detail(format!(
+            "of the five properties, in {deliveries} deliveries"
+        )),
+    ));
+    claims
 }
 
 /// What one run of the experiment measured.
@@ -468,5 +479,57 @@ fn measure(
         log,
         violations,
         reigns,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::{Rule, Verdict};
+
+    /// The published averages are quoted numbers, judged within 25%; correctness is a bound
+    /// of no violation.
+    #[test]
+    fn the_failover_averages_are_numbers_and_correctness_a_bound() {
+        let averages = [
+            ("#1", 1000.0),
+            ("#2", 39344.0 * 1.2),
+            ("#3", 28151.0 * 0.7),
+            ("Total", 28251.0),
+        ];
+        let c = claims(&averages, 0, 1000);
+        assert_eq!(c.len(), 5);
+        assert_eq!(
+            c[0].rule,
+            Rule::Number {
+                published: 22544.0,
+                unit: "us".into(),
+                tolerance: crate::verdict::TOLERANCE
+            }
+        );
+        assert_eq!(
+            c[0].words,
+            "messages delayed by leader change #1: average 22544 us"
+        );
+        assert_eq!(
+            c.iter().map(|c| c.verdict).collect::<Vec<_>>(),
+            [
+                Verdict::NotReproduced,
+                Verdict::Reproduced,
+                Verdict::NotReproduced,
+                Verdict::Reproduced,
+                Verdict::Reproduced
+            ]
+        );
+        assert!(c[3].words.contains("the three leader changes together"));
+        assert!(matches!(c[4].rule, Rule::AtMost { bound, .. } if bound == 0.0));
+        assert_eq!(
+            c[4].measured,
+            "0 violations (of the five properties, in 1000 deliveries)"
+        );
+        assert_eq!(
+            claims(&averages, 2, 1000)[4].verdict,
+            Verdict::NotReproduced
+        );
     }
 }
