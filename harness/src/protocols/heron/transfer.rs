@@ -252,7 +252,7 @@ pub(crate) fn fig5_6(
         "Heron Fig. 5.6 on sim (xl170-cx4): state transfer latency against size, 2 partitions x 3 replicas",
         &[p],
     )?;
-    let claims = claims(&profile, &points);
+    let claims = claims(profile.nic.write_latency_ns as f64 / 1e3, &points);
     let md = summary(&profile, software, commit, quick, &points, &claims);
     verdict::write(out, &claims)?;
     write(&out.join("summary.md"), &md)
@@ -263,16 +263,15 @@ pub(crate) fn fig5_6(
 type Point = (&'static str, u64, f64, f64, Option<f64>);
 
 /// Figure 5.6's claims, from the points measured (the quick run has fewer, and judges only
-/// theirs). The quoted latencies are judged as numbers on the mean; "two RDMA writes" as a
+/// theirs) and the profile's one-way RDMA write latency (us). The quoted latencies are judged as numbers on the mean; "two RDMA writes" as a
 /// number of one-way RDMA write latencies; "linear" as the factor of ten between 640 KB and
 /// 6.4 MB, on its exponent (the slope on a log-log plot within 25% of 1). The whole
 /// warehouse's 109.4 ms includes (de)serialization the model does not price, and is judged
 /// as a number all the same: the measurement says what is missing.
-fn claims(profile: &Profile, points: &[Point]) -> Vec<Claim> {
+fn claims(write_us: f64, points: &[Point]) -> Vec<Claim> {
     let get = |label: &str| points.iter().find(|p| p.0 == label).map(|p| p.2);
     let mean = |t: f64| Measure::point(t).detail("mean over the seeds");
     let mut claims = Vec::new();
-    let write_us = profile.nic.write_latency_ns as f64 / 1e3;
     if let Some(t) = get("Protocol") {
         claims.push(Claim::number(
             "the protocol alone (no data) amounts to two RDMA writes",
@@ -395,4 +394,43 @@ fn summary(
             .into(),
     ));
     md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verdict::{Rule, Verdict};
+
+    /// Every quoted latency is a number, "linear" a factor of ten on its exponent, and the
+    /// protocol's two writes a number of write latencies; a quick run judges its points only.
+    #[test]
+    fn claims_judge_quoted_latencies_as_numbers_and_linearity_as_a_factor() {
+        let points: Vec<Point> = vec![
+            ("Protocol", 0, 5.0, 0.1, None),
+            ("64 KB", 65_536, 30.0, 0.1, Some(26.0)),
+            ("640 KB", 655_360, 60.0, 0.1, None),
+            ("6.4 MB", 6_553_600, 420.0, 1.0, None),
+            ("105.3 MB", 105_300_000, 40_000.0, 10.0, Some(36_900.0)),
+            ("137.69 MB", 137_690_000, 52_000.0, 10.0, Some(109_400.0)),
+        ];
+        let c = claims(2.0, &points);
+        assert_eq!(c.len(), 5);
+        assert!(matches!(c[0].rule, Rule::Number { published, .. } if published == 2.0));
+        assert_eq!(c[0].value.as_ref().map(|m| m.value), Some(2.5));
+        assert_eq!(c[0].verdict, Verdict::Reproduced);
+        assert_eq!(c[1].verdict, Verdict::Reproduced, "30 us against 26");
+        // 7x for ten times the data: a log-log slope of 0.85, within the band.
+        assert!(matches!(c[2].rule, Rule::Factor { published, .. } if published == 10.0));
+        assert_eq!(c[2].verdict, Verdict::Reproduced);
+        assert!(matches!(c[3].rule, Rule::Number { published, .. } if published == 36.9));
+        assert_eq!(c[3].verdict, Verdict::Reproduced);
+        assert_eq!(
+            c[4].verdict,
+            Verdict::NotReproduced,
+            "(de)serialization unpriced"
+        );
+        assert!(c[4].measured.contains("not modelled"), "{}", c[4].measured);
+        let quick = claims(2.0, &points[..3]);
+        assert_eq!(quick.len(), 2, "640 KB alone has nothing to scale from");
+    }
 }
