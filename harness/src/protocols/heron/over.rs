@@ -427,5 +427,7 @@ pub(crate) fn figure(
         c.software.name,
         c.describe(),
     );
+    // No claims: an empty `claims.csv` says so to the results index.
+    crate::verdict::write(out, &[])?;
     write(&out.join("summary.md"), &md)
 }
