@@ -316,10 +316,12 @@ pub(crate) fn compare(
             .iter()
             .map(|p| (p.m.throughput / 1000.0, us(&p.m.latency, 0.5)))
             .collect(),
+        errors: Vec::new(),
     };
     let cdf = |m: &Measured, p: &Point| Series {
         label: m.label.clone(),
         points: cdf_points(&p.m.latency),
+        errors: Vec::new(),
     };
     let caption = format!(
         "{} on sim ({}): {} groups x {}, {} B, dest {}",

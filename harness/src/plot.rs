@@ -20,10 +20,40 @@ fn register_font() {
 }
 
 /// One line of a chart.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Series {
     pub(crate) label: String,
     pub(crate) points: Vec<(f64, f64)>,
+    /// The 95% interval of each point's y (`(lo, hi)`, in the order of `points`), drawn as
+    /// error bars; empty when the series has none.
+    pub(crate) errors: Vec<(f64, f64)>,
+}
+
+impl Series {
+    /// A series without error bars.
+    pub(crate) fn new(label: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+        Series {
+            label: label.into(),
+            points,
+            errors: Vec::new(),
+        }
+    }
+
+    /// A series of `(x, y, 95% interval of y)` points: `None` intervals draw no bar.
+    pub(crate) fn with_errors(
+        label: impl Into<String>,
+        points: impl IntoIterator<Item = (f64, f64, Option<(f64, f64)>)>,
+    ) -> Series {
+        let (points, errors) = points
+            .into_iter()
+            .map(|(x, y, ci)| ((x, y), ci.unwrap_or((y, y))))
+            .unzip();
+        Series {
+            label: label.into(),
+            points,
+            errors,
+        }
+    }
 }
 
 /// How a panel's x axis is drawn.
@@ -77,8 +107,22 @@ fn draw_panel(
         .iter()
         .map(|s| s.points.iter().map(|&(x, y)| (x, ty(y))).collect())
         .collect();
+    // Each error bar as its two ends, in the axis's coordinates.
+    let bars: Vec<Vec<((f64, f64), (f64, f64))>> = panel
+        .series
+        .iter()
+        .map(|s| {
+            s.points
+                .iter()
+                .zip(&s.errors)
+                .filter(|(_, (lo, hi))| hi > lo)
+                .map(|(&(x, _), &(lo, hi))| ((x, ty(lo)), (x, ty(hi))))
+                .collect()
+        })
+        .collect();
     let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
-    for &(x, y) in series.iter().flatten() {
+    let ends = bars.iter().flatten().flat_map(|&(a, b)| [a, b]);
+    for (x, y) in series.iter().flatten().copied().chain(ends) {
         x0 = x0.min(x);
         x1 = x1.max(x);
         y0 = y0.min(y);
@@ -102,9 +146,9 @@ fn draw_panel(
             .build_cartesian_2d((x0..x1).log_scale().base(2.0), y0..y1)
             .map_err(|e| e.to_string())?;
         if panel.x == XScale::Bytes {
-            finish(chart, panel, &series, &|x| human_bytes(*x))
+            finish(chart, panel, &series, &bars, &|x| human_bytes(*x))
         } else {
-            finish(chart, panel, &series, &|x| format!("{x:.0}"))
+            finish(chart, panel, &series, &bars, &|x| format!("{x:.0}"))
         }
     } else {
         let chart = ChartBuilder::on(area)
@@ -116,13 +160,13 @@ fn draw_panel(
             .map_err(|e| e.to_string())?;
         // Tick positions are sums of floats (0.30000000000000004): three decimals at most;
         // whole numbers print as before.
-        finish(chart, panel, &series, &|x| {
+        finish(chart, panel, &series, &bars, &|x| {
             format!("{}", (x * 1000.0).round() / 1000.0)
         })
     }
 }
 
-/// Draws the mesh, the series and the legend of a panel on its chart.
+/// Draws the mesh, the series (with their error bars) and the legend of a panel on its chart.
 fn finish<'a, X>(
     mut chart: ChartContext<
         'a,
@@ -131,6 +175,7 @@ fn finish<'a, X>(
     >,
     panel: &Panel,
     series: &[Vec<(f64, f64)>],
+    bars: &[Vec<((f64, f64), (f64, f64))>],
     x_format: &dyn Fn(&f64) -> String,
 ) -> Result<(), String>
 where
@@ -170,6 +215,13 @@ where
             });
         chart
             .draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))
+            .map_err(|e| e.to_string())?;
+        chart
+            .draw_series(
+                bars[i]
+                    .iter()
+                    .map(|&(lo, hi)| PathElement::new(vec![lo, hi], color.stroke_width(1))),
+            )
             .map_err(|e| e.to_string())?;
     }
     chart

@@ -17,10 +17,15 @@ use std::path::Path;
 pub(crate) const TOLERANCE: f64 = 0.25;
 
 /// The band of a quoted factor, on its exponent: a measured factor `m` reproduces a published
-/// `p` when `ln m / ln p` is within 25% of 1. A band on the factor itself would be loose for
-/// small factors (a scaling factor of 1.13 is within 25% of 1.37, though it gains a third of
-/// what the paper's does) and tight for large ones.
+/// `p` when `ln m / ln p` is within 25% of 1, and never more narrowly than within
+/// [`FACTOR_FLOOR`] of `p`. A band on the factor itself would be loose for factors above 1 (a
+/// scaling factor of 1.13 is within 25% of 1.37, though it gains a third of what the paper's
+/// does) and tight for large ones; the floor keeps factors near 1 ("does not scale": 0.98)
+/// from a band narrower than any measurement's noise.
 pub(crate) const FACTOR_BAND: f64 = 0.25;
+
+/// The narrowest band of a quoted factor: ±10% of it (on a log scale).
+pub(crate) const FACTOR_FLOOR: f64 = 0.10;
 
 /// The file a figure's claims are written to, in the directory of its summary.
 pub(crate) const FILE: &str = "claims.csv";
@@ -328,8 +333,8 @@ impl Rule {
                 (a.min(b), a.max(b))
             }
             Rule::Factor { published, band } => {
-                let (a, b) = (published.powf(1.0 - band), published.powf(1.0 + band));
-                (a.min(b), a.max(b))
+                let half = (band * published.ln().abs()).max(FACTOR_FLOOR.ln_1p());
+                (published * (-half).exp(), published * half.exp())
             }
             Rule::AtLeast { bound, .. } => (bound, f64::INFINITY),
             Rule::AtMost { bound, .. } => (f64::NEG_INFINITY, bound),
@@ -357,9 +362,10 @@ impl Rule {
             Rule::Factor { published, band } => {
                 let (lo, hi) = self.accepted().expect("numeric");
                 format!(
-                    "factor: {}x, exponent ± {:.0}% ({}x .. {}x)",
+                    "factor: {}x, exponent ± {:.0}%, at least ± {:.0}% ({}x .. {}x)",
                     num(*published),
                     band * 100.0,
+                    FACTOR_FLOOR * 100.0,
                     num(lo),
                     num(hi)
                 )
@@ -368,7 +374,7 @@ impl Rule {
             Rule::AtMost { bound, unit } => format!("bound: at most {}{}", num(*bound), sp(unit)),
             Rule::Ordering(r) => format!("ordering: {r}"),
             Rule::Trend(r) => format!("trend: {r}"),
-            Rule::ByConstruction(_) => "none: not modelled".into(),
+            Rule::ByConstruction(_) => "none: the model cannot contradict it".into(),
         }
     }
 
@@ -385,10 +391,10 @@ impl Rule {
     }
 }
 
-/// `unit` with a leading space, or nothing.
+/// `unit` with a leading space, or nothing (`%` without one).
 fn sp(unit: &str) -> String {
-    if unit.is_empty() {
-        String::new()
+    if unit.is_empty() || unit == "%" {
+        unit.to_string()
     } else {
         format!(" {unit}")
     }
@@ -447,7 +453,8 @@ pub(crate) const TABLE_HEAD: &str =
 pub(crate) const RULES: &str =
     "Rules: a quoted number is reproduced within 25% of it (with an interval, the whole 95% \
          interval within; an interval that straddles the threshold is inconclusive); a quoted \
-         factor when its exponent is within 25% (ln measured / ln published in 0.75 .. 1.25); a \
+         factor when its exponent is within 25% (ln measured / ln published in 0.75 .. 1.25), the band \
+         never narrower than ±10% of the factor; a \
          maximum still growing at the client cap is a lower bound, which decides only a rule it \
          already passes or fails; trends and orderings by the test in the rule column; claims \
          about what the model does not model hold by construction and count as no evidence.";
@@ -695,6 +702,10 @@ mod tests {
         assert_eq!(c(8.0, 5.2), Verdict::Reproduced);
         assert_eq!(c(8.0, 13.0), Verdict::Reproduced);
         assert_eq!(c(8.0, 14.0), Verdict::NotReproduced);
+        // Near 1 the floor holds: "does not scale" (0.98) is met by 1.00, not by 1.13.
+        assert_eq!(c(0.98, 1.00), Verdict::Reproduced);
+        assert_eq!(c(0.98, 0.90), Verdict::Reproduced);
+        assert_eq!(c(0.98, 1.13), Verdict::NotReproduced);
     }
 
     /// A capped maximum decides only what its lower bound decides.

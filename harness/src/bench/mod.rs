@@ -209,6 +209,7 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
                 .iter()
                 .map(|r| (r.bytes as f64, r.t_typical_us))
                 .collect(),
+            errors: Vec::new(),
         };
         let bw = plot::Series {
             label: "average bandwidth".into(),
@@ -216,6 +217,7 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
                 .iter()
                 .map(|r| (r.bytes as f64, r.bw_avg_gbps))
                 .collect(),
+            errors: Vec::new(),
         };
         let panels = [
             plot::Panel {

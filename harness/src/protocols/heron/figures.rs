@@ -402,6 +402,7 @@ fn fig5_4(
         cdfs.push(Series {
             label: label.to_string(),
             points,
+            errors: Vec::new(),
         });
     }
     crate::experiment::write_rows(&out.join("summary.csv"), &rows)?;
@@ -417,6 +418,7 @@ fn fig5_4(
     let stage = |name: &str, f: fn(&Breakdown) -> f64| Series {
         label: name.to_string(),
         points: spanning.iter().map(|(p, b)| (*p, f(b))).collect(),
+        errors: Vec::new(),
     };
     plot::draw_png(
         &out.join("fig5.4.png"),
@@ -643,6 +645,7 @@ fn fig5_5(
         cdfs.push(Series {
             label: name.into(),
             points,
+            errors: Vec::new(),
         });
         let x = (i + 1) as f64;
         let one = mean_us(o, Some(0));
@@ -668,11 +671,11 @@ fn fig5_5(
                 vec![
                     Series {
                         label: "single-partition".into(),
-                        points: single,
+                        points: single, errors: Vec::new(),
                     },
                     Series {
                         label: "multi-partition".into(),
-                        points: multi,
+                        points: multi, errors: Vec::new(),
                     },
                 ],
             ),
@@ -940,6 +943,7 @@ fn table5_1(
                 .zip(m)
                 .map(|(&p, &t)| (p as f64, t / 1000.0))
                 .collect(),
+            errors: Vec::new(),
         })
         .collect();
     plot::draw_png(
@@ -1480,6 +1484,7 @@ fn table5_2(
                     .enumerate()
                     .map(|(g, d)| ((g + 1) as f64, f(d)))
                     .collect(),
+                errors: Vec::new(),
             })
             .collect()
     };

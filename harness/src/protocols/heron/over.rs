@@ -200,6 +200,7 @@ pub(crate) fn compare(
     let series = |m: &Measured, points: Vec<(f64, f64)>| Series {
         label: m.over.name().into(),
         points,
+        errors: Vec::new(),
     };
     // Log latency: Ridge at low load waits about Delta (1 ms), RamCast tens of microseconds.
     let mut curves = panel(

@@ -234,6 +234,7 @@ pub(crate) fn fig5_6(
                 Some(((i + 1) as f64, y))
             })
             .collect(),
+        errors: Vec::new(),
     };
     let names: Vec<String> = points
         .iter()

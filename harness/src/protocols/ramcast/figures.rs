@@ -163,13 +163,14 @@ pub(crate) fn fig4(
         Ok((points, measure(&one)?))
     })?;
     for (&size, (points, one)) in sizes.iter().zip(measured) {
-        let series = Series {
-            label: size_label(size),
-            points: points
-                .iter()
-                .map(|p| (p.m.throughput / 1000.0, us(&p.m.latency, 0.5)))
-                .collect(),
-        };
+        // Median latency against throughput, the median's interval as its bar.
+        let series = Series::with_errors(
+            size_label(size),
+            points.iter().map(|p| {
+                let (p50, ci) = p.m.latency_ci(0.5);
+                (p.m.throughput / 1000.0, p50, ci)
+            }),
+        );
         for p in &points {
             rows.push(p.e.summary_row(&p.m, commit));
         }
@@ -181,6 +182,7 @@ pub(crate) fn fig4(
         let cdf = Series {
             label: size_label(size),
             points: cdf_points(&one.latency),
+            errors: Vec::new(),
         };
         single.push((size, us(&one.latency, 0.5), latency_measure(&one, 0.95)));
         if size <= 2048 {
@@ -560,6 +562,7 @@ pub(crate) fn fig5(
         let cdf = Series {
             label: format!("{g} group(s)"),
             points: cdf_points(&one.latency),
+            errors: Vec::new(),
         };
         if dest == DestPolicy::Single {
             cdf_single.push(cdf)
@@ -582,13 +585,14 @@ pub(crate) fn fig5(
     }
     crate::experiment::write_summary(&out.join("throughput.csv"), &rows)?;
     write(&out.join("latency_cdf.csv"), &cdf_csv)?;
-    let tput = |label: &str| Series {
-        label: format!("RamCast, {label}-group messages"),
-        points: results
-            .iter()
-            .filter(|r| r.0 == label)
-            .map(|r| (r.1 as f64, r.2 / 1000.0))
-            .collect(),
+    let tput = |label: &str| {
+        Series::with_errors(
+            format!("RamCast, {label}-group messages"),
+            results.iter().filter(|r| r.0 == label).map(|r| {
+                let m = r.6.max.clone().scaled(1e-3);
+                (r.1 as f64, m.value, m.ci95)
+            }),
+        )
     };
     plot::draw_png(
         &out.join("fig5.png"),

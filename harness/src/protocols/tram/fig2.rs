@@ -311,6 +311,7 @@ pub(crate) fn fig2(
                     .map(|&(d, label)| Series {
                         label: label.into(),
                         points: means(&curve(&cells, d)),
+                        errors: Vec::new(),
                     })
                     .collect(),
             ),
@@ -327,6 +328,7 @@ pub(crate) fn fig2(
                         .map(|&d| Series {
                             label: d.to_string(),
                             points: groups.iter().map(|&g| (g as f64, p95_of(d, g).2)).collect(),
+                            errors: Vec::new(),
                         })
                         .chain(std::iter::once(Series {
                             label: "RamCast paper".into(),
@@ -334,6 +336,7 @@ pub(crate) fn fig2(
                                 .iter()
                                 .map(|&(g, v)| (g as f64, v))
                                 .collect(),
+                            errors: Vec::new(),
                         }))
                         .collect(),
                 )

@@ -1,5 +1,6 @@
-//! The discussion sections of TRAM's figure summaries: why a published claim is or is not
-//! reproduced, from the model. The tables above them are computed; so is every number here,
+//! The discussion sections of TRAM's figure summaries: what in the model bears on each
+//! published claim. Verdicts are never stated here: the claims table renders them from the
+//! records, and prose written before a run could contradict them after it. The tables above them are computed; so is every number here,
 //! from the profile or from the measurements the caller passes.
 
 use crate::figure::software_bullet;
@@ -35,7 +36,8 @@ pub(crate) fn fig5(
   and TRAM overtakes it beyond 2-3. The simulator has no per-message CPU cost (see the RamCast
   figures' summaries), so RamCast keeps pace with TRAM here, and \"TRAM beats RamCast beyond 2
   (latency) or 3 (throughput) destinations\" and the headline ratios (>3x throughput, >2.3x
-  lower latency) are not reproduced. Adding a per-message cost tuned to make them appear would
+  lower latency) cannot be expected here (the claims table gives their verdicts; this cause is
+  the model's structure, not a probe's finding). Adding a per-message cost tuned to make them appear would
   be fitting the figure; it was not done. What the model does reproduce is TRAM's own
   behaviour: its throughput is set by the quorum round trip and the forwarding fan-out, its
   latency by the tree's depth.
@@ -56,7 +58,8 @@ pub(crate) fn fig5(
   message), base's groups to at most 2, depth's to 1, which is why depth leads and breadth
   trails at many destinations. With few destinations the lcas spread over the tree and groups
   work in parallel, as the paper says.
-- **Breadth's near-constant latency** is reproduced for the paper's reason: after the root
+- **Breadth's near-constant latency** (its verdict is in the claims table) has the paper's
+  reason in the model: after the root
   orders a message, all children order it in parallel, so the path is the same two hops for 2
   or 8 destinations (client write, root quorum, forward, child quorum, response: about 7 write
   delays; measured medians {lo:.1} to {hi:.1} us). Depth's latency grows with the chain the
@@ -81,7 +84,7 @@ pub(crate) fn fig6(
     let cost = software_bullet(
         software,
         format!(
-            "- **\"Depth always above RamCast\" is not reproduced** for the reason Fig. 5's summary gives:
+            "- **\"Depth always above RamCast\"** (its verdict is in the claims table) meets the cause Fig. 5's summary gives:
   a TRAM group decides one message per quorum round trip (a little over {rt:.1} us on
   `{name}`), while the simulator charges RamCast no per-message software cost, so RamCast's
   pipelined leaders run far ahead with few destinations ({ram:.1} M msg/s to single groups,
@@ -168,7 +171,7 @@ pub(crate) fn fig8(profile: &Profile, one: f64, three: f64) -> String {
         "
 ## Reading the numbers against the model
 
-- **3 to 7 replicas: reproduced.** The leader posts the log entry to every follower at once
+- **3 to 7 replicas** (verdicts in the claims table). The leader posts the log entry to every follower at once
   and waits for the first f completions (the collective wait of the paper's section 3), so the
   round trip does not grow with the followers; each extra follower adds one posted write
   ({post} ns) and one more completion to poll.

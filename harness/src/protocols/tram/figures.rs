@@ -265,6 +265,7 @@ fn series(cells: &[Cell], variant: &str, f: impl Fn(&Cell) -> f64) -> Series {
             .filter(|c| c.variant == variant)
             .map(|c| (c.x, f(c)))
             .collect(),
+        errors: Vec::new(),
     }
 }
 
@@ -522,6 +523,7 @@ pub(crate) fn fig5_6(
                     Some((x, t.tput / r.tput))
                 })
                 .collect(),
+            errors: Vec::new(),
         })
         .collect();
     let what = if adjacent {

@@ -209,10 +209,12 @@ pub(crate) fn table1(
             Series {
                 label: "median".into(),
                 points: med,
+                errors: Vec::new(),
             },
             Series {
                 label: "max".into(),
                 points: max,
+                errors: Vec::new(),
             },
         ],
     );
