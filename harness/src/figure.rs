@@ -330,45 +330,12 @@ pub(crate) fn row(out: &mut String, what: &str, published: f64, measured: f64, u
     );
 }
 
-/// Within 25% of a published number: the band the summaries call reproduced (and "off"
-/// outside of).
-pub(crate) fn near(measured: f64, published: f64) -> bool {
-    (measured / published - 1.0).abs() <= 0.25
-}
-
-/// The verdicts of a claims table, as written in the last column.
-pub(crate) const REPRODUCED: &str = "reproduced";
-/// See [`REPRODUCED`].
-pub(crate) const NOT_REPRODUCED: &str = "not reproduced";
-/// See [`REPRODUCED`]; followed by why, in parentheses.
-pub(crate) const BY_CONSTRUCTION: &str = "holds by construction";
-
-/// A row of a claims table: the paper's statement, what we measured, and whether it holds.
-pub(crate) fn claim(md: &mut String, statement: &str, measured: String, holds: bool) {
-    let _ = writeln!(
-        md,
-        "| {statement} | {measured} | {} |",
-        if holds { REPRODUCED } else { NOT_REPRODUCED }
-    );
-}
-
-/// A row of a claims table for a claim the model cannot contradict: what the claim is about is
-/// not modelled (`why`), so the measurement agrees by construction and is no evidence.
-pub(crate) fn claim_by_construction(md: &mut String, statement: &str, measured: String, why: &str) {
-    let _ = writeln!(
-        md,
-        "| {statement} | {measured} | {BY_CONSTRUCTION} ({why}) |"
-    );
-}
-
 /// What a summary says when the paper states no claim about the figure (the results index
 /// then says so instead of counting verdicts).
 pub(crate) const NO_CLAIMS: &str =
     "The paper states no number or claim for these figures beyond showing them";
 
-/// The head of a claims table.
-pub(crate) const CLAIM_HEAD: &str = "| published claim | measured | verdict |\n|---|---|---|\n";
-
+/// The head of a published-against-measured table.
 pub(crate) const TABLE_HEAD: &str =
     "| what | published | measured | measured / published |\n|---|---|---|---|\n";
 

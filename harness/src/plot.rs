@@ -30,15 +30,6 @@ pub(crate) struct Series {
 }
 
 impl Series {
-    /// A series without error bars.
-    pub(crate) fn new(label: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
-        Series {
-            label: label.into(),
-            points,
-            errors: Vec::new(),
-        }
-    }
-
     /// A series of `(x, y, 95% interval of y)` points: `None` intervals draw no bar.
     pub(crate) fn with_errors(
         label: impl Into<String>,
@@ -55,6 +46,9 @@ impl Series {
         }
     }
 }
+
+/// An error bar: its two ends, in a panel's drawing coordinates.
+type Bar = ((f64, f64), (f64, f64));
 
 /// How a panel's x axis is drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,7 +102,7 @@ fn draw_panel(
         .map(|s| s.points.iter().map(|&(x, y)| (x, ty(y))).collect())
         .collect();
     // Each error bar as its two ends, in the axis's coordinates.
-    let bars: Vec<Vec<((f64, f64), (f64, f64))>> = panel
+    let bars: Vec<Vec<Bar>> = panel
         .series
         .iter()
         .map(|s| {
@@ -175,7 +169,7 @@ fn finish<'a, X>(
     >,
     panel: &Panel,
     series: &[Vec<(f64, f64)>],
-    bars: &[Vec<((f64, f64), (f64, f64))>],
+    bars: &[Vec<Bar>],
     x_format: &dyn Fn(&f64) -> String,
 ) -> Result<(), String>
 where

@@ -353,7 +353,7 @@ mod tests {
             "{md}"
         );
         assert!(
-            md.contains("| copies | none: not modelled | 0 | by construction (not modelled) |"),
+            md.contains("| copies | none: the model cannot contradict it | 0 | by construction (not modelled) |"),
             "{md}"
         );
         assert!(!md.contains("### x-fig3"), "{md}");

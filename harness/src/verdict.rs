@@ -118,6 +118,7 @@ impl Measure {
     }
 
     /// A measured value with its 95% confidence interval.
+    #[cfg(test)]
     pub(crate) fn ci(value: f64, lo: f64, hi: f64) -> Measure {
         Measure {
             ci95: Some((lo, hi)),
@@ -352,8 +353,9 @@ impl Rule {
             } => {
                 let (lo, hi) = self.accepted().expect("numeric");
                 format!(
-                    "number: {} {unit} ± {:.0}% ({} .. {})",
+                    "number: {}{} ± {:.0}% ({} .. {})",
                     num(*published),
+                    sp(unit),
                     tolerance * 100.0,
                     num(lo),
                     num(hi)

@@ -493,16 +493,20 @@ fn rdmc_figure_quick_writes_csv_png_and_summary() {
     // One directory per software profile (RDMC's prototype is priced as `measured`), and a
     // summary that puts each claim's verdict under both side by side.
     for lens in ["none", "measured"] {
-        for f in ["runs.csv", "fig10-11.png", "summary.md"] {
+        for f in ["runs.csv", "fig10-11.png", "summary.md", "claims.csv"] {
             assert!(dir.join(lens).join(f).exists(), "{lens}/{f} missing");
         }
         let md = std::fs::read_to_string(dir.join(lens).join("summary.md")).unwrap();
-        assert!(md.contains("| published claim | measured | verdict |"));
+        assert!(md.contains("| published claim | rule | measured | verdict |"));
+        // The records hold what the table shows: every claim with a rule and a verdict.
+        let claims = std::fs::read_to_string(dir.join(lens).join("claims.csv")).unwrap();
+        assert!(claims.starts_with("claim,kind,rule,"), "{claims}");
+        assert!(claims.lines().count() > 1, "{claims}");
     }
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(
         md.contains(
-            "| published claim | measured, `none` | verdict | measured, `measured` | verdict |"
+            "| published claim | rule | measured, `none` | verdict | measured, `measured` | verdict |"
         ),
         "{md}"
     );
@@ -693,7 +697,7 @@ fn heron_figure_quick_breaks_latency_down_under_each_software_profile_on_any_thr
     assert!((v[3] - 16.0).abs() < 1.0, "{two}");
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(
-        md.contains("holds by construction (this software profile's row price is fitted to it)"),
+        md.contains("by construction (this software profile's row price is fitted to it)"),
         "{md}"
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -5,10 +5,11 @@
 
 use crate::experiment::write_rows;
 use crate::experiment::Where;
-use crate::figure::{claim, claim_by_construction, panel, write, CLAIM_HEAD, NO_CLAIMS};
+use crate::figure::{panel, write, NO_CLAIMS};
 use crate::plot::{self, Series, XScale};
 use crate::protocols::rdmc::{show_bytes, BulkResult, BulkSpec, Row};
 use crate::protocols::PaperFigure;
+use crate::verdict::{self, Claim, Measure};
 use rdmc::Algorithm;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -176,6 +177,7 @@ fn series(label: &str, points: Vec<(f64, f64)>) -> Series {
     Series {
         label: label.into(),
         points,
+        errors: Vec::new(),
     }
 }
 
@@ -345,33 +347,34 @@ pub(crate) fn fig4(
     let _ = writeln!(md, "| block transfers | 60944 | {far_transfers:.0} |");
     let _ = writeln!(md, "| waiting | 449 | {:.0} |", us(far.waiting));
     md.push_str("\n## The paper's claims\n\n");
-    md.push_str(CLAIM_HEAD);
     let busy = (us(far.first_block) + far_transfers) / us(far.at);
-    // The overheads the claim weighs (setup, copies) cost nothing in the model, so only
-    // waiting can take the share below 100%: agreement here is no evidence.
-    claim_by_construction(
-        &mut md,
-        "about 99% of the time in (remote) block transfers; RDMC's overheads about 1%",
-        format!("{:.1}% at the farthest node", 100.0 * busy),
-        "the model charges no CPU time for setup and copies nothing",
-    );
-    let total_ratio = us(far.at) / 62084.0;
-    claim(
-        &mut md,
-        "total 62084 us (Stampede, 40 Gb/s unicast; ours: within 20%)",
-        format!("{:.0} us ({total_ratio:.2}x)", us(far.at)),
-        (0.8..=1.25).contains(&total_ratio),
-    );
-    claim(
-        &mut md,
-        "Fig. 5: the relayer hardly waits; the root sends each block a little faster and then waits for the others",
-        format!(
-            "waiting: root {:.0} us, farthest receiver {:.0} us",
-            us(root.waiting),
-            us(far.waiting)
+    let claims = vec![
+        // The overheads the claim weighs (setup, copies) cost nothing in the model, so only
+        // waiting can take the share below 100%: agreement here is no evidence.
+        Claim::by_construction(
+            "about 99% of the time in (remote) block transfers; RDMC's overheads about 1%",
+            format!("{:.1}% at the farthest node", 100.0 * busy),
+            "the model charges no CPU time for setup and copies nothing",
         ),
-        root.waiting > far.waiting,
-    );
+        Claim::number(
+            "total 62084 us (Stampede, 40 Gb/s unicast)",
+            62084.0,
+            "us",
+            Measure::point(us(far.at)).detail("farthest node"),
+        ),
+        Claim::ordering(
+            "Fig. 5: the relayer hardly waits; the root sends each block a little faster and then waits for the others",
+            "the root waits longer than the farthest receiver",
+            format!(
+                "waiting: root {:.0} us, farthest receiver {:.0} us",
+                us(root.waiting),
+                us(far.waiting)
+            ),
+            root.waiting > far.waiting,
+        ),
+    ];
+    md.push_str(&verdict::table(&claims));
+    verdict::write(out, &claims)?;
     let _ = write!(
         md,
         "\nThe total is the uncongested model's: {} blocks in {} steps at the calibrated {} Gb/s. \
@@ -453,7 +456,6 @@ pub(crate) fn fig6(
             .fold((0.0, 0.0), |a, p| if p.1 > a.1 { p } else { a })
     };
     md.push_str("\n## The paper's claims\n\n");
-    md.push_str(CLAIM_HEAD);
     let interior = curves.iter().all(|(_, pts)| {
         let (bx, by) = best(pts);
         bx > pts[0].0 && by > pts[pts.len() - 1].1
@@ -469,16 +471,16 @@ pub(crate) fn fig6(
             )
         })
         .collect();
-    claim(
-        &mut md,
+    let mut claims = vec![Claim::trend(
         "bandwidth rises with block size to a peak, then falls",
+        "every message size's best block is neither its smallest nor its largest",
         format!("best block per message size: {}", peaks.join("; ")),
         interior,
-    );
+    )];
     let (small, large) = (&curves[0], &curves[curves.len() - 1]);
-    claim(
-        &mut md,
+    claims.push(Claim::ordering(
         "the best block size depends on the message size",
+        "the smallest and the largest message peak at different block sizes",
         format!(
             "{} best at {}, {} best at {}",
             show_bytes(small.0),
@@ -487,14 +489,16 @@ pub(crate) fn fig6(
             show_bytes(best(&large.1).0 as usize)
         ),
         best(&small.1).0 != best(&large.1).0,
-    );
+    ));
     let frac = best(&small.1).1 / best(&large.1).1;
-    claim(
-        &mut md,
-        "under ~10 MB no block size gives very high bandwidth (ours: the 4 MB peak below 80% of the largest message's)",
+    claims.push(Claim::trend(
+        "under ~10 MB no block size gives very high bandwidth",
+        "the 4 MB peak below 80% of the largest message's",
         format!("4 MB peak / {} peak = {frac:.2}", show_bytes(large.0)),
         frac < 0.8,
-    );
+    ));
+    md.push_str(&verdict::table(&claims));
+    verdict::write(out, &claims)?;
     let _ = write!(
         md,
         "\nIn the model a block costs one `ready_for_block` round trip and one DMA read besides \
@@ -660,37 +664,36 @@ pub(crate) fn fig7_9(
         table(&mut md, "group", &named, |r| r.gbps_mean);
     }
     md.push_str("\n## The paper's claims\n\n");
-    md.push_str(CLAIM_HEAD);
+    let mut claims = Vec::new();
     let sierra = &results[0].2;
     let sierra_big = &sierra.last().expect("sizes").1;
     if let (Some(two), Some(last)) = (at(sierra_big, 2), at(sierra_big, largest)) {
-        claim(
-            &mut md,
+        claims.push(Claim::number(
             &format!("Sierra, {largest} nodes, {}: ~6 Gb/s", show_bytes(big)),
-            format!("{:.2} Gb/s", last.gbps_mean),
-            (4.0..=8.0).contains(&last.gbps_mean),
-        );
-        let ratio = last.latency_us_mean / two.latency_us_mean;
-        claim(
-            &mut md,
+            6.0,
+            "Gb/s",
+            Measure::point(last.gbps_mean),
+        ));
+        claims.push(Claim::factor(
             &format!("{} replicas take ~4x the time of 1", largest - 1),
-            format!("{ratio:.2}x"),
-            (3.0..=5.0).contains(&ratio),
-        );
+            4.0,
+            Measure::point(last.latency_us_mean / two.latency_us_mean)
+                .detail(format!("{largest} nodes over 2")),
+        ));
     }
     let fractus_big = &results[2].2.last().expect("sizes").1;
     if let (Some(two), Some(eight)) = (at(fractus_big, 2), at(fractus_big, 8)) {
         let r = eight.gbps_mean / two.gbps_mean;
-        claim(
-            &mut md,
+        claims.push(Claim::trend(
             "100 Gb/s Fractus: pipeline near unicast bandwidth up to 8 nodes",
+            "8 nodes at least 90% of 2 nodes' bandwidth",
             format!(
                 "{}: 8 nodes {:.1} Gb/s = {r:.2} of 2 nodes",
                 show_bytes(big),
                 eight.gbps_mean
             ),
             r >= 0.9,
-        );
+        ));
     }
     let stable: Vec<String> = results
         .iter()
@@ -713,15 +716,17 @@ pub(crate) fn fig7_9(
             _ => false,
         }
     });
-    claim(
-        &mut md,
+    claims.push(Claim::trend(
         &format!(
             "on all three clusters bandwidth is highest for unicast and stays high and fairly stable up to 8 nodes ({})",
             show_bytes(big)
         ),
+        "on every cluster, no group above 2 nodes' bandwidth and 8 nodes at least 90% of it",
         stable.join("; "),
         holds,
-    );
+    ));
+    md.push_str(&verdict::table(&claims));
+    verdict::write(out, &claims)?;
     if let (Some(two), Some(nominal), Some(f)) = (
         at(sierra_big, 2),
         at(sierra_big, largest),
@@ -876,7 +881,7 @@ pub(crate) fn fig10_11(
         table(&mut md, "group", curves, |r| r.skew_us_mean);
     }
     md.push_str("\n## The paper's claims\n\n");
-    md.push_str(CLAIM_HEAD);
+    let mut claims = Vec::new();
     // The largest message on each cluster.
     for (title, curves) in results
         .iter()
@@ -899,27 +904,27 @@ pub(crate) fn fig10_11(
                     .iter()
                     .all(|&a| at(get(a), n as usize).is_some_and(|r| r.gbps_mean <= p * 1.001))
             });
-            claim(
-                &mut md,
+            claims.push(Claim::ordering(
                 &format!("{title}: the binomial pipeline outperforms sequential, tree and chain for large transfers in small to medium groups (4 and more here)"),
+                "the pipeline's bandwidth at least every other algorithm's at every group size from 4",
                 format!(
                     "pipeline best at every group size from 4 to {last}: {}",
                     if beats { "yes" } else { "no" }
                 ),
                 beats,
-            );
+            ));
         } else {
             let keep = |a: Algorithm| {
                 at(get(a), last).map_or(0.0, |r| r.gbps_mean)
                     / at(get(a), 2).map_or(1.0, |r| r.gbps_mean)
             };
             let (chain, p) = (keep(Algorithm::Chain), keep(Algorithm::BinomialPipeline));
-            claim(
-                &mut md,
+            claims.push(Claim::trend(
                 &format!("{title}: chain send and the binomial pipeline do extremely well"),
+                "both keep more than 85% of their 2-node bandwidth at the largest group",
                 format!("bandwidth at {last} nodes / at 2: chain {chain:.2}, pipeline {p:.2}"),
                 chain > 0.85 && p > 0.85,
-            );
+            ));
         }
         let drop = |a: Algorithm| {
             let pts = get(a);
@@ -930,24 +935,26 @@ pub(crate) fn fig10_11(
             drop(Algorithm::BinomialTree),
             drop(Algorithm::BinomialPipeline),
         );
-        claim(
-            &mut md,
+        claims.push(Claim::trend(
             &format!("{title}: sequential and tree degrade fast with group size"),
+            "at the largest group over 2 nodes: sequential below 0.3, tree below 0.5, the pipeline above 0.8",
             format!("bandwidth at {last} nodes / at 2: sequential {seq:.2}, tree {tree:.2}, pipeline {pipe_keep:.2}"),
             seq < 0.3 && tree < 0.5 && pipe_keep > 0.8,
-        );
+        ));
         let skew = |a: Algorithm| at(get(a), last).map_or(0.0, |r| r.skew_us_mean);
         let chain = skew(Algorithm::Chain);
-        claim(
-            &mut md,
+        claims.push(Claim::ordering(
             &format!("{title}: chain send has terrible delivery skew (beside the pipeline)"),
+            "chain's skew at the largest group above the pipeline's",
             format!(
                 "skew at {last} nodes: chain {chain:.0} us, pipeline {:.0} us",
                 skew(Algorithm::BinomialPipeline)
             ),
             chain > skew(Algorithm::BinomialPipeline),
-        );
+        ));
     }
+    md.push_str(&verdict::table(&claims));
+    verdict::write(out, &claims)?;
     md.push_str(
         "\nChain send's sensitivity to a slow link (Fig. 12's discussion) is not measured here: \
          these runs have no slow links. Sequential and tree send's skew is large by design (they \
@@ -1006,7 +1013,6 @@ pub(crate) fn fig12(
     md.push_str("\n8 MB messages, 1 MB blocks. Latency until every receiver has it (ms):\n\n");
     table(&mut md, "group", &curves, |r| r.latency_us_mean / 1e3);
     md.push_str("\n## The paper's claims\n\n");
-    md.push_str(CLAIM_HEAD);
     let last = *groups.last().expect("groups");
     let growth = |i: usize| {
         let pts = &curves[i].1;
@@ -1014,12 +1020,14 @@ pub(crate) fn fig12(
             / at(pts, 2).map_or(1.0, |r| r.latency_us_mean)
     };
     let (pipe, seq) = (growth(0), growth(1));
-    claim(
-        &mut md,
+    let claims = [Claim::trend(
         "the pipeline's latency grows slowly with group size; sequential send's grows linearly",
+        "at the largest group over 2 nodes: the pipeline below 2.5x, sequential above 80% of (receivers)x",
         format!("latency at {last} nodes / at 2: pipeline {pipe:.2}x, sequential {seq:.1}x"),
         pipe < 2.5 && seq > (last as f64 - 1.0) * 0.8,
-    );
+    )];
+    md.push_str(&verdict::table(&claims));
+    verdict::write(out, &claims)?;
     md.push_str(
         "\nThe paper measured sequential send up to 4 nodes and extrapolated beyond; the model \
          runs it at every size.\n",
@@ -1095,6 +1103,7 @@ pub(crate) fn fig13_14(
     table(&mut md, "group", &curves, |r| r.gbps_sd);
     md.push_str("\nAggregate: all bytes one receiver got over the time until the last multicast completed (Gb/s):\n\n");
     table(&mut md, "group", &curves, |r| r.aggregate_gbps);
+    verdict::write(out, &[])?;
     let _ = writeln!(
         md,
         "\n{NO_CLAIMS}; they are here to compare against its plots. The model has no jitter, so \
@@ -1188,19 +1197,23 @@ pub(crate) fn fig15(
     );
     table(&mut md, "group", &curves, |r| r.messages_per_s);
     md.push_str("\n## The paper's claims\n\n");
-    md.push_str(CLAIM_HEAD);
     let (one, mtu) = (&curves[0].1, &curves[2].1);
     let worst = one
         .iter()
         .zip(mtu)
         .map(|((_, a), (_, b))| (b.messages_per_s / a.messages_per_s - 1.0).abs())
         .fold(0.0, f64::max);
-    claim(
-        &mut md,
-        "the rate is unchanged for all message sizes below the network MTU (ours: 1 B and 4096 B within 10%)",
-        format!("largest difference between 1 B and 4096 B over the group sizes: {:.1}%", 100.0 * worst),
+    let claims = [Claim::trend(
+        "the rate is unchanged for all message sizes below the network MTU",
+        "1 B and 4096 B messages' rates within 10% at every group size",
+        format!(
+            "largest difference between 1 B and 4096 B over the group sizes: {:.1}%",
+            100.0 * worst
+        ),
         worst < 0.1,
-    );
+    )];
+    md.push_str(&verdict::table(&claims));
+    verdict::write(out, &claims)?;
     let _ = write!(
         md,
         "\nThe paper gives no rate to compare with; it notes the rate depends heavily on the RDMA \

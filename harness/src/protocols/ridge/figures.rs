@@ -3,9 +3,10 @@
 //! example; and the evaluation's Figs. 1-3 ([`super::evaluation`]).
 
 use super::evaluation;
-use crate::figure::{claim, claim_by_construction, panel, write, CLAIM_HEAD};
+use crate::figure::{panel, write};
 use crate::plot::{self, Series};
 use crate::protocols::PaperFigure;
+use crate::verdict::{self, Claim};
 use ridge::model::{self, Point};
 use ridge::paxos::Dissemination;
 use std::fmt::Write as _;
@@ -130,6 +131,7 @@ fn ridge_model(
                         .filter(of)
                         .map(|p| (p.n as f64, p.rounds))
                         .collect(),
+                    errors: Vec::new(),
                 });
                 if d != Dissemination::Direct {
                     series.push(Series {
@@ -139,6 +141,7 @@ fn ridge_model(
                             .filter(of)
                             .filter_map(|p| Some((p.n as f64, p.formula()? as f64)))
                             .collect(),
+                        errors: Vec::new(),
                     });
                 }
             }
@@ -157,6 +160,7 @@ fn ridge_model(
             .filter(|r| r.dissemination == d)
             .map(|r| (r.n as f64, r.per_round))
             .collect(),
+        errors: Vec::new(),
     };
     // In the latency panels' order, so each series keeps its colour: a panel colours its
     // series by position.
@@ -165,6 +169,7 @@ fn ridge_model(
         Series {
             label: "ridge and ring, the model (section 5.2)".into(),
             points: THROUGHPUT_N.iter().map(|&n| (n as f64, 1.0)).collect(),
+            errors: Vec::new(),
         },
         measured(Dissemination::Ring),
     ];
@@ -179,10 +184,12 @@ fn ridge_model(
         &format!("Ridge section 5 on sim (unit-delay), commit {commit}"),
         &panels,
     )?;
-    write(&out.join("summary.md"), &summary(&points, &rates, commit))
+    let (md, claims) = summary(&points, &rates, commit);
+    verdict::write(out, &claims)?;
+    write(&out.join("summary.md"), &md)
 }
 
-fn summary(points: &[Point], rates: &[model::Rate], commit: &str) -> String {
+fn summary(points: &[Point], rates: &[model::Rate], commit: &str) -> (String, Vec<Claim>) {
     let profile = model::unit_delay(2);
     let mut md =
         String::from("# Ridge section 5 (performance model), reproduced on the simulator\n\n");
@@ -231,7 +238,7 @@ fn summary(points: &[Point], rates: &[model::Rate], commit: &str) -> String {
     };
     let (n, delta, distributors, ring, ridge) = model::worked_example();
     md.push_str("\n## Claims\n\n");
-    md.push_str(CLAIM_HEAD);
+    let mut claims = Vec::new();
     for (d, text) in [
         (
             Dissemination::Ridge,
@@ -243,24 +250,23 @@ fn summary(points: &[Point], rates: &[model::Rate], commit: &str) -> String {
         ),
     ] {
         let n_points = points.iter().filter(|p| p.dissemination == d).count();
-        claim(
-            &mut md,
+        claims.push(Claim::trend(
             text,
+            "every measured point, rounded to whole rounds, equals the formula",
             format!(
                 "{n_points} points, n = 6..15, delta = 2 and 5: measured within {:.2} rounds of the formula",
                 worst(d)
             ),
             holds(d),
-        );
+        ));
     }
-    claim_by_construction(
-        &mut md,
+    claims.push(Claim::by_construction(
         "worked example: 100 processes, 1 MB/s, 100 ms, 1 KB messages: 198 ms with distributors, 9900 ms with a ring",
         format!(
             "n = {n}, delta = {delta} rounds of 1 ms: delta + n - 2 = {distributors} ms, delta (n - 1) = {ring} ms; Ridge with 3 acceptors, (#Q + 1) delta + #(L \\ Q) - 2 = {ridge} ms"
         ),
         "arithmetic on the formulas measured above",
-    );
+    ));
     let of = |d: Dissemination| rates.iter().filter(move |r| r.dissemination == d);
     let list = |d: Dissemination| {
         of(d)
@@ -268,26 +274,27 @@ fn summary(points: &[Point], rates: &[model::Rate], commit: &str) -> String {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    claim(
-        &mut md,
-        "Ridge decides one message per round when the coordinator proposes one per round (section 5.2; judged: at least 0.9)",
+    claims.push(Claim::trend(
+        "Ridge decides one message per round when the coordinator proposes one per round (section 5.2)",
+        "at least 0.9 values per round at every n",
         format!(
             "{} values per round at the slowest learner (one group, delta = 2, clients doubled while the rate grows; `throughput.csv`)",
             list(Dissemination::Ridge)
         ),
         of(Dissemination::Ridge).all(|r| r.per_round >= 0.9),
-    );
+    ));
     let close = of(Dissemination::Ridge).all(|r| {
         of(Dissemination::Ring)
             .find(|o| o.n == r.n)
             .is_some_and(|o| (r.per_round / o.per_round - 1.0).abs() <= 0.1)
     });
-    claim(
-        &mut md,
-        "distributors and a ring reach the same maximum throughput (section 5.3; judged: within 10% at each n)",
+    claims.push(Claim::trend(
+        "distributors and a ring reach the same maximum throughput (section 5.3)",
+        "the ring's values per round within 10% of Ridge's at each n",
         format!("ring {}", list(Dissemination::Ring)),
         close,
-    );
+    ));
+    md.push_str(&verdict::table(&claims));
     md.push_str(
         "\nWhy the throughput falls short of one value per round, and more so as n grows: the \
          last acceptor sends each value once and a DECISION to each of the n learners, ids the \
@@ -300,5 +307,5 @@ fn summary(points: &[Point], rates: &[model::Rate], commit: &str) -> String {
          direct baseline has no formula in the paper; its latency grows by about one round per \
          learner, since every acceptor sends the value to every learner in turn.\n",
     );
-    md
+    (md, claims)
 }
