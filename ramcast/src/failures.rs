@@ -30,6 +30,10 @@ use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use transport::{Access, Nanos, Nic, OpError, OpKind, ProcessId, Qp, Recv, Status};
 
+/// The most times a message's relay timeout is doubled by its relays: a message still
+/// undecided after a relay is relayed again after 2, 4, ... 1024 timeouts, not every timeout.
+const MAX_RELAY_BACKOFF: u32 = 10;
+
 /// Task 9's bag, per slot: the highest-round proposal `(tmp, rnd)` and the encoded entry.
 type Adopted = (Option<(Stamp, Stamp)>, Vec<u8>);
 
@@ -602,10 +606,10 @@ impl RamcastServer {
         self.completed = self.completed.max(self.round);
     }
 
-    /// Task 10, sending side: an entry undecided for `timing.relay` may come from a crashed
-    /// client that did not write it everywhere; relay it to every destination.
+    /// Task 10, sending side: an entry undecided for `timing.relay` (doubled by each relay of
+    /// it) may come from a crashed client that did not write it everywhere; relay it to every
+    /// destination.
     fn relay_stale<N: Nic>(&mut self, nic: &mut N, now: Nanos) -> (bool, Option<Nanos>) {
-        let relay = self.cfg.timing.relay;
         let mut worked = false;
         // The slots already due, from the deadline heap; the first live deadline not yet due
         // is the next one.
@@ -614,7 +618,7 @@ impl RamcastServer {
         while let Some(&Reverse((due, c, s))) = self.relay_due.peek() {
             let live = self
                 .slot(c, s)
-                .filter(|x| x.stat == Stat::Mcast && x.since.saturating_add(relay) == due);
+                .filter(|x| x.stat == Stat::Mcast && x.relay_at == due);
             match live {
                 None => {}
                 Some(_) if now < due => {
@@ -635,17 +639,16 @@ impl RamcastServer {
         );
         for (_, c, s) in due_now {
             let slot = self.slot(c, s).expect("pending");
-            let due = slot.since.saturating_add(relay);
+            let due = slot.relay_at;
             if now < due {
                 next = Some(next.map_or(due, |n: Nanos| n.min(due)));
                 continue;
             }
             let entry = slot.entry.clone().expect("pending");
-            self.arm_relay(c, s, now);
+            self.slot_mut(c, s).expect("pending").relays += 1;
+            let due = self.arm_relay(c, s, now);
             self.relayed += 1;
-            next = Some(next.map_or(now.saturating_add(relay), |n| {
-                n.min(now.saturating_add(relay))
-            }));
+            next = Some(next.map_or(due, |n| n.min(due)));
             for (h, &ptr) in entry.dst.groups().zip(&entry.ptr) {
                 let msg = Wire::Relay {
                     client: c,
@@ -662,18 +665,21 @@ impl RamcastServer {
         (worked, next)
     }
 
-    /// Starts Task 10's timer of client `c`'s slot `s` at `now`: its `since`, and the deadline
-    /// `relay_stale` finds on its heap (the one place either is set).
-    pub(crate) fn arm_relay(&mut self, c: u32, s: u64, now: Nanos) {
-        self.slot_mut(c, s).expect("held").since = now;
-        self.relay_due
-            .push(Reverse((now.saturating_add(self.cfg.timing.relay), c, s)));
+    /// Starts Task 10's timer of client `c`'s slot `s` at `now`, for its next relay: its
+    /// `relay_at`, and the deadline `relay_stale` finds on its heap (the one place either is
+    /// set). Returns the deadline.
+    pub(crate) fn arm_relay(&mut self, c: u32, s: u64, now: Nanos) -> Nanos {
+        let relays = self.slot(c, s).expect("held").relays;
+        let timeout = self.cfg.timing.relay.as_nanos() << relays.min(MAX_RELAY_BACKOFF);
+        let due = now.saturating_add(Nanos(timeout));
+        self.slot_mut(c, s).expect("held").relay_at = due;
+        self.relay_due.push(Reverse((due, c, s)));
+        due
     }
 
     /// What `relay_stale` finds by scanning every pending slot: the due slots in `pending`'s
     /// order and the earliest deadline not yet due (the definition the heap must agree with).
     fn relay_scan(&self, now: Nanos) -> (Vec<(Stamp, u32, u64)>, Option<Nanos>) {
-        let relay = self.cfg.timing.relay;
         let mut next: Option<Nanos> = None;
         let mut due_now = Vec::new();
         for &(key, c, s) in &self.pending {
@@ -681,7 +687,7 @@ impl RamcastServer {
             if slot.stat != Stat::Mcast {
                 continue;
             }
-            let due = slot.since.saturating_add(relay);
+            let due = slot.relay_at;
             if now < due {
                 next = Some(next.map_or(due, |n: Nanos| n.min(due)));
             } else {

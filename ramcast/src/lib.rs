@@ -30,9 +30,12 @@
 //!   acknowledgement words, so a late acknowledgement of the previous message never overwrites
 //!   one of the current message.
 //! - **Client suspicion (Task 10).** A server suspects a message's client when the message
-//!   stayed undecided for `timing.relay`, and relays it with a two-sided message; the receiver
+//!   stayed undecided for `timing.relay`, doubling the timeout at each relay of the same
+//!   message (up to 2^10: a message still undecided after a relay does not flood its
+//!   destinations every timeout), and relays it with a two-sided message; the receiver
 //!   stores it only in a slot its client may still use, so a late relay never overwrites a newer
-//!   message. Relaying for a live client is harmless.
+//!   message. Relaying for a live client is safe but not free: measurements use
+//!   [`Timing::MEASURE`], whose timeout is long against the queueing of a saturated run.
 //! - **Task 4 forwards the round with the timestamp**, and Task 5 counts the acknowledgements of
 //!   the round of the proposal it holds. Forwarding `tmp` alone lets a follower pair an old
 //!   round's timestamp with acknowledgements of a new leader's different one.

@@ -238,6 +238,7 @@ impl RamcastServer {
         self.buffers[c as usize].seen[i].t_changed(None);
         self.rescan.dirty(c);
         self.pending.insert((Stamp::ZERO, c, s));
+        self.slot_mut(c, s).expect("held").relays = 0;
         self.arm_relay(c, s, now);
         if self.role != Role::Follower {
             self.to_propose.insert((c, s));

@@ -69,8 +69,10 @@ pub(crate) struct Slot {
     pub(crate) install: Option<Install>,
     /// (Leader) successful quorum writes of the single-group fast path.
     pub(crate) fast_ok: usize,
-    /// When the entry arrived, or was last relayed (Task 10's timer).
-    pub(crate) since: Nanos,
+    /// When Task 10 next suspects its client if the entry is still MCAST.
+    pub(crate) relay_at: Nanos,
+    /// How many times this server relayed it (each doubles the next timeout).
+    pub(crate) relays: u32,
 }
 
 /// One client's buffer at this server.
@@ -139,8 +141,8 @@ pub struct RamcastServer {
     pub(crate) buffers: Vec<Buffer>,
     /// Slots with an entry that is MCAST or ORDERED, keyed by `M[c,i].tmp` (Task 6's order).
     pub(crate) pending: BTreeSet<(Stamp, u32, u64)>,
-    /// Task 10's deadlines `(since + relay, client, seq)`, earliest on top: one for each time a
-    /// slot's `since` was set. One whose slot left MCAST, or whose `since` moved, is stale and
+    /// Task 10's deadlines `(relay_at, client, seq)`, earliest on top: one for each time a
+    /// slot's `relay_at` was set. One whose slot left MCAST, or whose `relay_at` moved, is stale and
     /// dropped when it reaches the top, so `relay_stale` reads the earliest deadline without
     /// scanning every pending slot on every poll.
     pub(crate) relay_due: BinaryHeap<Reverse<(Nanos, u32, u64)>>,

@@ -3,7 +3,7 @@
 
 use multicast::testing::{run_sim, SimRun};
 use multicast::{DestPolicy, LoadSpec, Node};
-use ramcast::{nodes, Config, RamcastClient, RamcastServer};
+use ramcast::{nodes, Config, RamcastClient, RamcastServer, Timing};
 use transport::runtime::sim::Fault;
 use transport::{Nanos, ProcessId};
 
@@ -152,4 +152,46 @@ fn a_lone_false_suspicion_during_another_groups_takeover_completes() {
         "group 1 left its initial round: {:?}",
         server(5)
     );
+}
+
+/// Found making `figure tram-fig7` (issue 45): Task 10 suspects a client whose message stays
+/// undecided for `timing.relay`, and `Timing::SIM`'s 1 ms is shorter than queueing in a
+/// saturated run, so every live client was suspected and every message relayed to every
+/// destination (RamCast with 128 clients of 16 KB under `tram-cpp`: 536 k relays in a 16 ms
+/// run, 13 GB held, a 32 ms run took 36 s). Measurements now use `Timing::MEASURE`. Here a
+/// timeout under the decision time relays live clients' messages, which stays safe and live and
+/// is bounded by the per-message backoff; `MEASURE` relays none.
+#[test]
+fn live_clients_are_relayed_only_under_a_timeout_shorter_than_decisions() {
+    let relayed = |timing: Timing| {
+        let mut cfg = Config::new(2, 3, 48);
+        cfg.timing = timing;
+        let o = run(&cfg, DestPolicy::All, 5, vec![], 1000);
+        o.assert_safe_and_live();
+        let mut slowest = Nanos::ZERO;
+        let mut relayed = 0;
+        for n in o.sim.processes() {
+            match n {
+                Node::Client(c) => {
+                    let done = c.completions.as_ref().expect("logged");
+                    slowest = done.iter().map(|d| d.latency).fold(slowest, Nanos::max);
+                }
+                Node::Server(s) => relayed += s.server.relayed_messages(),
+                Node::Auxiliary(_) => {}
+            }
+        }
+        (relayed, slowest, o.completed)
+    };
+    let short = Timing {
+        relay: Nanos(5_000),
+        ..Timing::SIM
+    };
+    let (n, slowest, completed) = relayed(short);
+    assert!(slowest > short.relay, "{slowest:?}");
+    // Each message at most 11 times per server (5 us doubled up to 10 times covers a run).
+    assert!(
+        n > 0 && n <= 11 * 6 * (completed + 48),
+        "{n} relays, {completed} completed"
+    );
+    assert_eq!(relayed(Timing::MEASURE).0, 0);
 }

@@ -200,9 +200,11 @@ impl Setup {
         if let Some(b) = self.slot_bytes {
             rc.slot_bytes = b;
         }
-        if self.runtime != Where::Sim {
-            rc.timing = Timing::WALL;
-        }
+        rc.timing = if self.runtime == Where::Sim {
+            Timing::MEASURE
+        } else {
+            Timing::WALL
+        };
         rc.validate().map_err(|e| e.to_string())?;
         Ok(rc)
     }

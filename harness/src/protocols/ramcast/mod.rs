@@ -48,9 +48,10 @@ impl Multicast for Ramcast {
         clock: Clock<'_>,
     ) -> Vec<Node<RamcastServer, RamcastClient>> {
         let mut cfg = cfg.clone();
-        if let Clock::Wall = clock {
-            cfg.timing = Timing::WALL;
-        }
+        cfg.timing = match clock {
+            Clock::Wall => Timing::WALL,
+            Clock::Sim(_) => Timing::MEASURE,
+        };
         ramcast::nodes(&cfg, load, seed, log)
     }
 
