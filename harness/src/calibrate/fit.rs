@@ -12,7 +12,7 @@
 //! One factor fitted to one number: every other number of the paper stays a validation target.
 
 use transport::runtime::sim::{
-    Software, SoftwareCalibration, SoftwareFit, WorkCosts, ROW_PRICE_UNIT_NS,
+    Posting, Software, SoftwareCalibration, SoftwareFit, WorkCosts, ROW_PRICE_UNIT_NS,
 };
 
 /// A paper prototype's software profile and the one published number it is fitted to.
@@ -31,9 +31,38 @@ pub(crate) struct PaperSoftware {
     pub(crate) shape: &'static str,
     /// Which prices the factor sets (see the module docs).
     pub(crate) prices: Prices,
+    /// How its processes post to several targets and await completions: declared from the
+    /// paper's text, never fitted; the fit simulates with it.
+    pub(crate) posting: DeclaredPosting,
     /// Simulates the target's experiment with a software profile and returns the number the
     /// paper reports; it must fall as prices rise (a throughput) or rise with them (a latency).
     pub(crate) simulate: Simulate,
+}
+
+/// A prototype's write discipline as its paper describes it (see [`Posting`]).
+pub(crate) struct DeclaredPosting {
+    /// The discipline of every protocol not in `protocols` (`collective`, `batch`, `each`,
+    /// `window:N`).
+    pub(crate) discipline: &'static str,
+    /// Protocols whose prototype posts otherwise, by `--protocol` name.
+    pub(crate) protocols: &'static [(&'static str, &'static str)],
+    /// The paper's words the choice rests on.
+    pub(crate) source: &'static str,
+}
+
+impl DeclaredPosting {
+    /// As a software profile declares it.
+    pub(crate) fn posting(&self) -> Result<Posting, String> {
+        Ok(Posting {
+            discipline: self.discipline.parse()?,
+            protocols: self
+                .protocols
+                .iter()
+                .map(|(p, d)| Ok((p.to_string(), d.parse()?)))
+                .collect::<Result<_, String>>()?,
+            source: Some(self.source.to_string()),
+        })
+    }
 }
 
 /// Which prices of the shape one factor sets.
@@ -134,6 +163,7 @@ pub(crate) fn fit(
     date: &str,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<Software, String> {
+    let posting = paper.posting.posting()?;
     let priced = |scale: f64| Software {
         name: paper.name.to_string(),
         version,
@@ -149,8 +179,7 @@ pub(crate) fn fit(
             fit: None,
         },
         costs: scaled(&shape.costs, scale, paper.prices),
-        // The paper profiles do not declare a write discipline yet (issue 45): collective.
-        posting: Default::default(),
+        posting: posting.clone(),
     };
     let (scale, simulated) = bisect(paper.published, |scale| {
         let v = (paper.simulate)(&priced(scale), progress)?;

@@ -9,7 +9,7 @@ mod fit;
 mod hardware;
 mod probes;
 
-pub(crate) use fit::{PaperSoftware, Prices};
+pub(crate) use fit::{DeclaredPosting, PaperSoftware, Prices};
 
 use crate::protocols::paper_software;
 use clap::{Args, Subcommand};
@@ -273,6 +273,13 @@ mod tests {
             });
             let fit = s.calibration.fit.as_ref().expect("a fitted profile");
             assert_eq!(fit.published, p.published, "{}", p.name);
+            assert_eq!(
+                s.posting,
+                p.posting.posting().unwrap(),
+                "{} posts otherwise than its paper declares: run `harness calibrate paper {}`",
+                p.name,
+                p.name
+            );
             let simulated = (p.simulate)(&s, &|_: &str| {}).unwrap();
             assert_eq!(
                 simulated, fit.simulated,

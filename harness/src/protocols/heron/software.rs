@@ -20,6 +20,13 @@ pub(crate) const PAPER_SOFTWARE: &[PaperSoftware] = &[PaperSoftware {
     unit: "us",
     shape: "ramcast-java",
     prices: Prices::Rows,
+    posting: crate::calibrate::DeclaredPosting {
+        discipline: "batch",
+        protocols: &[],
+        source: "Heron thesis section 4.3, RamCast's text again (Heron runs over its \
+                 prototype): selective signalling, 'only checking for a CE after pushing a number \
+                 of writes'",
+    },
     simulate: new_order_execution,
 }];
 

@@ -16,5 +16,11 @@ pub(crate) const PAPER_SOFTWARE: &[PaperSoftware] = &[PaperSoftware {
     unit: "Gb/s",
     shape: "measured",
     prices: crate::calibrate::Prices::WithCopies,
+    posting: crate::calibrate::DeclaredPosting {
+        discipline: "collective",
+        protocols: &[],
+        source: "Ridge section 6.1: Java over TCP sockets; a send returns once the kernel holds \
+                 the bytes, and nothing awaits a peer's acknowledgement",
+    },
     simulate: super::evaluation::fig1_ridge_64kb_gbps,
 }];

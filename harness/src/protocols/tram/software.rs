@@ -19,6 +19,15 @@ pub(crate) const PAPER_SOFTWARE: &[PaperSoftware] = &[PaperSoftware {
     unit: "msg/s",
     shape: "measured",
     prices: crate::calibrate::Prices::PerMessage,
+    posting: crate::calibrate::DeclaredPosting {
+        discipline: "batch",
+        protocols: &[],
+        source: "TRAM section 3 and Fig. 2: 'all write operations are issued concurrently, and \
+                 completions are awaited collectively ... TRAM leverages this batched completion \
+                 strategy'. Its RamCast posts the same way: RamCast section 4 checks a completion \
+                 'after pushing a number of writes', and one that awaited every write could not \
+                 reach RamCast's published 250 k msg/s (`figure tram-fig2`'s probe)",
+    },
     simulate: ramcast_fig4,
 }];
 
