@@ -452,6 +452,17 @@ fn summary(w: &Workload, measured: &[Measured], commit: &str, contenders: &[Cont
             "see its file"
         },
     );
+    // How each contender posts to several targets: it moves latency with the destinations.
+    let posting: Vec<String> = contenders
+        .iter()
+        .map(|c| format!("{} {}", c.label(), w.software.posting.of(c.entry.name)))
+        .collect();
+    let _ = writeln!(
+        md,
+        "
+Write discipline (how a process posts to several targets and awaits completions, from          the software profile; `collective` never waits, `batch` awaits each poll's posts          together, `each` awaits every one): {}.",
+        posting.join(", ")
+    );
     md
 }
 

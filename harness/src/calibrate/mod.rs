@@ -26,9 +26,10 @@ pub(crate) enum CalibrateCommand {
     Software(SoftwareArgs),
     /// Fits a paper prototype's software profile to ONE published number of its paper: the
     /// shape profile's per-message prices times one factor, found by bisection on the
-    /// simulated number (copies keep the shape's price, except for a prototype whose number is
-    /// a bandwidth of large messages: Ridge's; Heron's keeps RamCast's prices and fits its
-    /// price per row alone). Prints every factor tried.
+    /// simulated number (scans keep the shape's price, and copies do except for a prototype
+    /// whose number is a bandwidth of large messages: Ridge's; Heron's keeps RamCast's prices
+    /// and fits its price per row alone), with the write discipline its paper describes.
+    /// Prints every factor tried.
     Paper(PaperArgs),
     /// Measures RDMA writes on a runtime as perftest does (on `verbs`: a real device) and
     /// writes a hardware profile for the simulator: latency, its distribution, bandwidth and

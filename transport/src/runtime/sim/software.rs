@@ -244,9 +244,9 @@ impl Software {
                 if f.rows_only {
                     "The prices of `shape`, and a row price of `scale` x 100 ns."
                 } else if f.copies_scaled {
-                    "Every price of `shape`, copies included, times `scale`."
+                    "Every price of `shape` but the scan's, copies included, times `scale`."
                 } else {
-                    "Per-message prices of `shape` times `scale`; copies keep the shape's price."
+                    "Per-message prices of `shape` times `scale`; copies and scans keep the shape's."
                 },
                 q(&f.shape),
                 f.scale,
@@ -284,8 +284,9 @@ impl Software {
             let p = &self.posting;
             t.push_str(&format!(
                 "\n# How a process posts ops to several targets and awaits their completions:\n\
-                 # collective (back to back, never waits), each (awaits every completion before\n\
-                 # the next post) or window:N (at most N outstanding).\n\
+                 # collective (back to back, never waits), batch (back to back, then awaits them\n\
+                 # all), each (awaits every completion before the next post) or window:N (at most\n\
+                 # N outstanding).\n\
                  [posting]\ndiscipline = {}\n",
                 q(&p.discipline.to_string())
             ));
