@@ -459,8 +459,9 @@ fn summary(w: &Workload, measured: &[Measured], commit: &str, contenders: &[Cont
         .collect();
     let _ = writeln!(
         md,
-        "
-Write discipline (how a process posts to several targets and awaits completions, from          the software profile; `collective` never waits, `batch` awaits each poll's posts          together, `each` awaits every one): {}.",
+        "\nWrite discipline (how a process posts to several targets and awaits completions, \
+         from the software profile; `collective` never waits, `batch` awaits each poll's posts \
+         together, `each` awaits every one): {}.",
         posting.join(", ")
     );
     md
