@@ -269,19 +269,30 @@ fn series(cells: &[Cell], variant: &str, f: impl Fn(&Cell) -> f64) -> Series {
     }
 }
 
-/// The cells as `points.csv`.
+/// The cells as `points.csv`, through the `csv` crate (a variant's label may hold a comma).
 fn points_csv(cells: &[Cell], x_name: &str) -> String {
-    let mut s = format!(
-        "{x_name},variant,lat_p50_us,lat_p95_us,max_throughput_msgs_per_s,max_is_lower_bound\n"
-    );
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let head = [
+        x_name,
+        "variant",
+        "lat_p50_us",
+        "lat_p95_us",
+        "max_throughput_msgs_per_s",
+        "max_is_lower_bound",
+    ];
+    w.write_record(head).expect("in memory");
     for c in cells {
-        let _ = writeln!(
-            s,
-            "{},{},{:.2},{:.2},{:.0},{}",
-            c.x, c.variant, c.p50, c.p95, c.tput, c.capped
-        );
+        w.write_record([
+            c.x.to_string(),
+            c.variant.clone(),
+            format!("{:.2}", c.p50),
+            format!("{:.2}", c.p95),
+            format!("{:.0}", c.tput),
+            c.capped.to_string(),
+        ])
+        .expect("in memory");
     }
-    s
+    String::from_utf8(w.into_inner().expect("in memory")).expect("utf-8")
 }
 
 /// A markdown table: one row per x, latency and throughput per variant, and each TRAM
@@ -1076,6 +1087,20 @@ mod tests {
 
     fn max(tput: f64, capped: bool) -> Max {
         Max { tput, capped }
+    }
+
+    /// A variant label with a comma (`RamCast (8 groups, all)`) stays one field.
+    #[test]
+    fn points_csv_quotes_labels_with_commas() {
+        let text = points_csv(
+            &[cell(64.0, "RamCast (tree, adjacent)", 10.0, 1e5, true)],
+            "size",
+        );
+        let mut r = csv::Reader::from_reader(text.as_bytes());
+        let row = r.records().next().unwrap().unwrap();
+        assert_eq!(row.len(), 6, "{text}");
+        assert_eq!(&row[1], "RamCast (tree, adjacent)");
+        assert_eq!((&row[2], &row[3], &row[5]), ("10.00", "12.00", "true"));
     }
 
     /// A maximum still growing at the cap is a lower bound: it decides a comparison it already
