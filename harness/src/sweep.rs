@@ -177,6 +177,10 @@ pub(crate) mod params_stream {
     /// the middle of posting, pauses past the suspicion timeout, queue pairs broken during a
     /// state transfer (issue 44).
     pub(crate) const HERON_REACH: u64 = u64::MAX - 8;
+    /// `harness check --protocol ramcast`: one run in eight with large buffers (many clients of
+    /// kilobytes, so a leader change's replies span several messages), apart from the earlier
+    /// draws.
+    pub(crate) const RAMCAST_LARGE: u64 = u64::MAX - 9;
 }
 
 /// Kinds of fault a run contains, for the sweep's counts.

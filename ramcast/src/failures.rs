@@ -429,29 +429,13 @@ impl RamcastServer {
             }
         }
         // Split the reply so no part exceeds the largest two-sided message.
-        let budget = nic.limits().send_max / 2;
-        let mut part = Vec::new();
-        let mut bytes = 0;
-        let total = pend.len();
-        for (i, p) in pend.into_iter().enumerate() {
-            bytes += p.entry.len() + 64;
-            part.push(p);
-            if bytes >= budget || i + 1 == total {
-                let msg = Wire::MyState {
-                    round: round.0,
-                    pend: std::mem::take(&mut part),
-                    last: i + 1 == total,
-                    completed,
-                };
-                self.send(nic, q, &msg);
-                bytes = 0;
-            }
-        }
-        if total == 0 {
+        let parts = crate::wire::parts(pend, nic.limits().send_max);
+        let n = parts.len();
+        for (i, pend) in parts.into_iter().enumerate() {
             let msg = Wire::MyState {
                 round: round.0,
-                pend: Vec::new(),
-                last: true,
+                pend,
+                last: i + 1 == n,
                 completed,
             };
             self.send(nic, q, &msg);

@@ -58,18 +58,16 @@ impl RamcastServer {
         }
     }
 
-    /// Sends the queued catch-up items, one message per peer, split to fit a message.
+    /// Sends the queued catch-up items, one message per peer, split by size to fit a message (an
+    /// item can carry a whole entry).
     pub(crate) fn flush_catch<N: Nic>(&mut self, nic: &mut N) -> bool {
         if self.outbox.is_empty() {
             return false;
         }
-        let per_message = (nic.limits().send_max / 512).max(1);
+        let send_max = nic.limits().send_max;
         for (to, items) in std::mem::take(&mut self.outbox) {
-            for chunk in items.chunks(per_message) {
-                let msg = Wire::Catch {
-                    items: chunk.to_vec(),
-                };
-                self.send(nic, to, &msg);
+            for items in crate::wire::parts(items, send_max) {
+                self.send(nic, to, &Wire::Catch { items });
             }
         }
         true

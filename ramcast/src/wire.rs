@@ -94,6 +94,41 @@ pub enum Wire {
     },
 }
 
+/// Bytes a [`Wire`] message adds around its list of items: the variant tag, the list's length
+/// and `MyState`'s three scalar fields, rounded up.
+pub const ENVELOPE: usize = 64;
+
+/// Splits `items` into runs, in order, each of whose encodings (bincode's, as in
+/// [`Wire::encode`]) fits in `budget` bytes with a message's [`ENVELOPE`]: a reply carrying
+/// every entry a server holds (Task 8's `MY_STATE`, a new leader's catch-up) can be megabytes
+/// (256 clients of 16 KB: 4.9 MB), far above one two-sided message. Always at least one run,
+/// possibly empty, so a reply is sent even when there is nothing in it.
+///
+/// # Panics
+/// If one item alone does not fit: its entry is larger than the NIC's largest two-sided
+/// message, a deployment whose slots are too large for its transport (see `Config::slot_bytes`).
+pub fn parts<T: Serialize>(items: Vec<T>, budget: usize) -> Vec<Vec<T>> {
+    let room = budget.saturating_sub(ENVELOPE);
+    let mut parts = vec![Vec::new()];
+    let mut used = 0;
+    for item in items {
+        let size = bincode::serialized_size(&item).expect("plain data always serialises") as usize;
+        assert!(
+            size <= room,
+            "a control message item of {size} bytes exceeds the NIC's largest two-sided message \
+             ({budget} bytes, {ENVELOPE} of them envelope): the slots are larger than this \
+             transport can carry in one message; use smaller slots or raise the NIC's send limit"
+        );
+        if used + size > room {
+            parts.push(Vec::new());
+            used = 0;
+        }
+        used += size;
+        parts.last_mut().expect("never empty").push(item);
+    }
+    parts
+}
+
 impl Wire {
     /// Encodes the message.
     pub fn encode(&self) -> Vec<u8> {
@@ -138,5 +173,46 @@ mod tests {
         let n = bytes.len();
         bytes[n - 8..].copy_from_slice(&(1u64 << 40).to_le_bytes());
         assert!(Wire::decode(&bytes).is_err());
+    }
+
+    /// A leader change with 256 clients of 16 KB (`harness run --protocol ramcast --software
+    /// tram-cpp --clients 256 --size 16384` with a false suspicion) once sent a 4.9 MB catch-up
+    /// and panicked: the parts of such a reply each fit one message and keep every item, in order.
+    #[test]
+    fn a_reply_of_megabytes_goes_in_parts_that_each_fit_one_message() {
+        let send_max = 1 << 20;
+        let items: Vec<CatchItem> = (0..300)
+            .map(|c| CatchItem {
+                props: vec![(0, 7, 9)],
+                entry: vec![c as u8; 16_300],
+                ..CatchItem::about(c, 3)
+            })
+            .collect();
+        let parts = parts(items.clone(), send_max);
+        assert!(parts.len() >= 5, "{} parts", parts.len());
+        for part in &parts {
+            let msg = Wire::Catch {
+                items: part.clone(),
+            };
+            assert!(msg.encode().len() <= send_max, "{}", msg.encode().len());
+            let msg = Wire::MyState {
+                round: u64::MAX,
+                pend: part
+                    .iter()
+                    .map(|x| Pend {
+                        client: x.client,
+                        seq: x.seq,
+                        entry: x.entry.clone(),
+                        ts: Some((1, 2)),
+                    })
+                    .collect(),
+                last: true,
+                completed: u64::MAX,
+            };
+            assert!(msg.encode().len() <= send_max, "{}", msg.encode().len());
+        }
+        assert_eq!(parts.concat(), items);
+        // Nothing to say is still one (empty) part: a candidate waits for every reply.
+        assert_eq!(super::parts(Vec::<Pend>::new(), send_max), vec![vec![]]);
     }
 }

@@ -10,11 +10,22 @@ use transport::{Nanos, ProcessId};
 type Outcome = SimRun<RamcastServer, RamcastClient>;
 
 fn run(cfg: &Config, dest: DestPolicy, seed: u64, faults: Vec<Fault>, stop_us: u64) -> Outcome {
+    run_sized(cfg, dest, 64, seed, faults, stop_us)
+}
+
+fn run_sized(
+    cfg: &Config,
+    dest: DestPolicy,
+    size: usize,
+    seed: u64,
+    faults: Vec<Fault>,
+    stop_us: u64,
+) -> Outcome {
     let load = LoadSpec {
         dest,
         groups: cfg.groups,
         tree: None,
-        size: 64,
+        size,
         warmup_end: Nanos::ZERO,
         stop_at: Nanos(stop_us * 1000),
     };
@@ -194,4 +205,27 @@ fn live_clients_are_relayed_only_under_a_timeout_shorter_than_decisions() {
         "{n} relays, {completed} completed"
     );
     assert_eq!(relayed(Timing::MEASURE).0, 0);
+}
+
+/// Found in session 6 of issue 45: a leader change with large buffers sent one catch-up of
+/// megabytes and panicked (`send of 4882742 bytes exceeds the largest message of 1048576
+/// bytes`, 256 clients of 16 KB under `tram-cpp`). The new leader proposes again every
+/// delivered slot of its window, each with its 16 KB entry: here 24 clients, 2.9 MB to one peer
+/// at the 2 ms crash (before the fix). Replies and catch-ups now go in parts of one message each.
+#[test]
+fn a_leader_change_over_megabytes_of_held_entries_goes_in_parts() {
+    let size = 16 << 10;
+    let mut cfg = Config::new(2, 3, 24);
+    cfg.slot_bytes = ramcast::layout::slot_bytes_for(size, 2);
+    let faults = vec![Fault::Crash {
+        at: Nanos(2_000_000),
+        process: ProcessId(0),
+    }];
+    let o = run_sized(&cfg, DestPolicy::All, size, 11, faults, 3000);
+    o.assert_safe_and_live();
+    let leader = match &o.sim.processes()[1] {
+        Node::Server(s) => s.server.is_leader(),
+        Node::Client(_) | Node::Auxiliary(_) => false,
+    };
+    assert!(leader, "rank 1 should lead group 0 after rank 0 crashed");
 }

@@ -53,13 +53,26 @@ impl RamcastRun {
             1 => DestPolicy::All,
             _ => DestPolicy::Random(1 + rng.below(groups as u64) as usize),
         };
-        let size = 8 + rng.below(150) as usize;
+        let mut size = 8 + rng.below(150) as usize;
         let fault_phase = Nanos(2_000_000 + rng.below(4_000_000));
         let tie_break = if rng.chance(0.5) {
             TieBreak::Random
         } else {
             TieBreak::Fifo
         };
+        // Large buffers: a leader change then carries megabytes of held entries, more than one
+        // two-sided message (a 256-client, 16 KB run once panicked on a 4.9 MB catch-up).
+        let mut large = Rng::derive(
+            seed,
+            Purpose::Workload,
+            crate::sweep::params_stream::RAMCAST_LARGE,
+        );
+        if large.chance(0.125) {
+            size = 4096 + large.below(12_288) as usize;
+            cfg.clients = 8 + large.below(17) as usize;
+            cfg.slots = 8 + large.below(9) as usize;
+            cfg.slot_bytes = ramcast::layout::slot_bytes_for(size, groups);
+        }
         // A correct member may wait a suspicion timeout for a new leader, then `relay` for a
         // crashed client's message to be relayed.
         let stall = cfg.timing.relay.saturating_add(cfg.timing.suspect);
