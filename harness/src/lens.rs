@@ -43,7 +43,12 @@ pub(crate) fn make(
     crate::figure::in_parallel(&all, |s| {
         progress(&format!("{} under software {}", f.name, s.describe()));
         let progress = |line: &str| progress(&format!("[{}] {line}", s.name));
-        (f.make)(&out.join(&s.name), commit, quick, s, &progress)
+        let dir = out.join(&s.name);
+        (f.make)(&dir, commit, quick, s, &progress)?;
+        if quick {
+            mark_quick(&dir.join("summary.md"))?;
+        }
+        Ok(())
     })?;
     // The lenses in their order, then any other profile made this time.
     let mut names: Vec<String> = lenses(f).into_iter().map(String::from).collect();
@@ -65,6 +70,18 @@ pub(crate) fn make(
     let pngs = crate::reproduce::pngs(&out.join(f.software)).unwrap_or_default();
     let md = merge(f, commit, &present, &software, &pngs);
     crate::figure::write(&out.join("summary.md"), &md)
+}
+
+/// What a quick run's summaries say under their titles.
+pub(crate) const QUICK: &str = "> **Quick run** (`--quick`): fewer points and shorter runs, a \
+     smoke test. Not for publication: its verdicts are not the figure's.";
+
+/// Marks the summary at `path` as a quick run's: ` (quick)` after its title and [`QUICK`]
+/// under it, so neither a reader nor the merged summary can take it for a full run.
+fn mark_quick(path: &Path) -> Result<(), String> {
+    let md = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (title, rest) = md.split_once('\n').unwrap_or((&md, ""));
+    crate::figure::write(path, &format!("{title} (quick)\n\n{QUICK}\n{rest}"))
 }
 
 /// One software profile's results of a figure: its summary and its claims.
@@ -155,6 +172,9 @@ pub(crate) fn merge(
         .unwrap_or("# ")
         .trim_start_matches("# ");
     let mut md = format!("# {title}, under {} software profiles\n\n", present.len());
+    if present.iter().any(|l| l.summary.contains(QUICK)) {
+        let _ = writeln!(md, "{QUICK}\n");
+    }
     let _ = writeln!(
         md,
         "`harness figure {}` (commit {commit}) makes this figure once per software profile, each \

@@ -311,10 +311,12 @@ struct FigureArgs {
     /// The figure.
     #[arg(value_parser = protocols::figure_names())]
     name: String,
-    /// Output directory [default: results/NAME, NAME the figure].
+    /// Output directory [default: results/NAME, NAME the figure; results-quick/NAME with
+    /// --quick].
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Fewer points and shorter runs (a smoke test, not for publication).
+    /// Fewer points and shorter runs: a smoke test, not for publication. Its summaries say so
+    /// in their titles, and it writes under results-quick/ unless --out says otherwise.
     #[arg(long)]
     quick: bool,
     /// Make it only under this software profile (repeatable): a built-in name or a .toml path
@@ -333,10 +335,12 @@ struct ReproduceArgs {
     /// The figures (the names `harness figure` takes).
     #[arg(value_parser = protocols::figure_names(), required_unless_present = "all")]
     names: Vec<String>,
-    /// Results directory: each figure goes to OUT/NAME, the index to OUT/README.md.
-    #[arg(long, default_value = "results")]
-    out: PathBuf,
-    /// Fewer points and shorter runs (a smoke test, not for publication).
+    /// Results directory: each figure goes to OUT/NAME, the index to OUT/README.md [default:
+    /// results; results-quick with --quick].
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Fewer points and shorter runs: a smoke test, not for publication. Its summaries say so
+    /// in their titles, and it writes under results-quick/ unless --out says otherwise.
     #[arg(long)]
     quick: bool,
     /// Make it only under this software profile (repeatable): a built-in name or a .toml path

@@ -91,12 +91,21 @@ pub(crate) fn reproduce(
     Ok(done)
 }
 
+/// The default results directory: a quick run never lands among the published results.
+fn results_dir(quick: bool) -> &'static str {
+    if quick {
+        "results-quick"
+    } else {
+        "results"
+    }
+}
+
 /// `harness figure NAME`.
 pub(crate) fn figure_command(a: crate::FigureArgs) -> Result<ExitCode, String> {
     let f = paper_figure(&a.name);
     let out = a
         .out
-        .unwrap_or_else(|| PathBuf::from("results").join(f.name));
+        .unwrap_or_else(|| PathBuf::from(results_dir(a.quick)).join(f.name));
     let software = load_all(&a.software)?;
     println!(
         "harness figure {}: runtime=sim profile={} software={} seed=1 commit={COMMIT} out={}",
@@ -149,10 +158,14 @@ pub(crate) fn reproduce_command(a: crate::ReproduceArgs) -> Result<ExitCode, Str
     } else {
         a.names.iter().map(|n| figure(paper_figure(n))).collect()
     };
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(results_dir(a.quick)));
     println!(
         "harness reproduce: {} figures, runtime=sim seed=1 commit={COMMIT} out={}{}",
         wanted.len(),
-        a.out.display(),
+        out.display(),
         if a.quick { " (quick)" } else { "" }
     );
     let all: Vec<Figure> = protocols::figures().map(figure).collect();
@@ -168,9 +181,9 @@ pub(crate) fn reproduce_command(a: crate::ReproduceArgs) -> Result<ExitCode, Str
         )
     };
     let pool = a.jobs.pool()?;
-    let done = pool.install(|| reproduce(&wanted, &all, &a.out, &make))?;
+    let done = pool.install(|| reproduce(&wanted, &all, &out, &make))?;
     print!("{}", times_table(&done));
-    println!("wrote {}", a.out.join("README.md").display());
+    println!("wrote {}", out.join("README.md").display());
     Ok(ExitCode::SUCCESS)
 }
 

@@ -498,6 +498,10 @@ fn rdmc_figure_quick_writes_csv_png_and_summary() {
         }
         let md = std::fs::read_to_string(dir.join(lens).join("summary.md")).unwrap();
         assert!(md.contains("| published claim | rule | measured | verdict |"));
+        // A quick run says so under its title: it is a smoke test, not the figure.
+        let title = md.lines().next().unwrap();
+        assert!(title.ends_with(" (quick)"), "{title}");
+        assert!(md.contains("**Quick run** (`--quick`)"), "{md}");
         // The records hold what the table shows: every claim with a rule and a verdict.
         let claims = std::fs::read_to_string(dir.join(lens).join("claims.csv")).unwrap();
         assert!(claims.starts_with("claim,kind,rule,"), "{claims}");
@@ -510,6 +514,8 @@ fn rdmc_figure_quick_writes_csv_png_and_summary() {
         ),
         "{md}"
     );
+    assert!(md.lines().next().unwrap().contains("(quick)"), "{md}");
+    assert!(md.contains("**Quick run** (`--quick`)"), "{md}");
     let runs = std::fs::read_to_string(dir.join("measured/runs.csv")).unwrap();
     assert!(
         runs.lines().nth(1).unwrap().contains(",measured,"),

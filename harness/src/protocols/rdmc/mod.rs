@@ -158,7 +158,8 @@ impl BulkResult {
     }
 }
 
-/// One experiment as a CSV row: every parameter, then what it measured.
+/// One experiment as a CSV row: every parameter, then what it measured. No wall time: one
+/// commit makes the same files (`harness run` prints it).
 #[derive(Clone, Debug, serde::Serialize)]
 pub(crate) struct Row {
     pub(crate) runtime: &'static str,
@@ -196,7 +197,6 @@ pub(crate) struct Row {
     pub(crate) corrupt: usize,
     pub(crate) failures: usize,
     pub(crate) missing: usize,
-    pub(crate) wall_s: f64,
     pub(crate) sim_events: u64,
 }
 
@@ -392,7 +392,6 @@ impl BulkSpec {
             corrupt: r.corrupt,
             failures: r.failures,
             missing: r.missing,
-            wall_s: r.wall.as_secs_f64(),
             sim_events: r.events.unwrap_or(0),
         }
     }
