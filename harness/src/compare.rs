@@ -92,6 +92,10 @@ impl Contender {
     fn shape(&self, w: &Workload, clients: usize, dest_tree: &Option<Tree>) -> Shape {
         let mut s = Workload::shape_of(w.groups, w.replicas, w.size, w.dest, clients);
         s.dest_tree = dest_tree.clone();
+        // Only Ridge has a Delta (other protocols refuse it, see `Shape::no_ridge_flags`).
+        if self.entry.name == "ridge" {
+            s.delta = w.delta;
+        }
         self.apply_variant(&mut s);
         s
     }
@@ -128,6 +132,8 @@ pub(crate) struct Workload {
     pub(crate) seed: u64,
     /// The saturation sweep stops here even if throughput still grows.
     pub(crate) max_clients: usize,
+    /// Ridge contenders' Delta, if not the paper's 1 ms (`--delta`).
+    pub(crate) delta: Option<Nanos>,
     /// The simulator's profile.
     pub(crate) profile: Profile,
     /// The software profile: what each protocol's reported work costs.
@@ -373,11 +379,14 @@ fn summary(w: &Workload, measured: &[Measured], commit: &str, contenders: &[Cont
     let spec: Vec<String> = contenders.iter().map(Contender::label).collect();
     // The cap only where it is not the default, so the command replays the run and the
     // summaries of runs with the default read as before.
-    let cap = if w.max_clients == DEFAULT_MAX_CLIENTS {
+    let mut cap = if w.max_clients == DEFAULT_MAX_CLIENTS {
         String::new()
     } else {
         format!(" --max-clients {}", w.max_clients)
     };
+    if let Some(d) = w.delta {
+        let _ = write!(cap, " --delta {d}");
+    }
     let mut md = format!(
         "# Comparison: {}\n\nCommand: `harness compare --protocols {} --groups {} --replicas {} \
          --dest {} --size {} --duration {} --seed {} --profile {} --software {}{cap}` (commit \
@@ -452,6 +461,23 @@ fn summary(w: &Workload, measured: &[Measured], commit: &str, contenders: &[Cont
             "see its file"
         },
     );
+    let ridge = contenders.iter().any(|c| c.entry.name == "ridge");
+    let _ =
+        writeln!(
+            md,
+            "\nTuning: 16 slots per client buffer (TRAM: per HM buffer), 64 slots per TRAM LOG{}.",
+            if ridge {
+                format!(
+                "; Ridge's Delta {} ({}): an idle ensemble proposes a null message after it and a \
+                 learner waits up to about it, so at light load Ridge's latency is about Delta, \
+                 not its protocol steps (set it with `--delta`)",
+                w.delta.unwrap_or(Nanos(1_000_000)),
+                if w.delta.is_some() { "--delta" } else { "the paper's" }
+            )
+            } else {
+                String::new()
+            }
+        );
     // How each contender posts to several targets: it moves latency with the destinations.
     let posting: Vec<String> = contenders
         .iter()
@@ -486,6 +512,13 @@ pub(crate) fn command(a: crate::CompareArgs) -> Result<std::process::ExitCode, S
                     .into(),
             );
         }
+        if a.delta.is_some() {
+            return Err(
+                "--delta sets Ridge's Delta in a multicast comparison; Heron over Ridge keeps \
+                 Ridge's default, as `harness run --protocol heron` does"
+                    .into(),
+            );
+        }
         if a.dest.is_some() || a.size.is_some() {
             return Err(
                 "--dest and --size are not for heron: TPC-C decides where its requests go \
@@ -511,6 +544,7 @@ pub(crate) fn command(a: crate::CompareArgs) -> Result<std::process::ExitCode, S
         duration: a.duration.unwrap_or(Nanos(2_000_000)),
         seed: a.seed,
         max_clients: a.max_clients,
+        delta: a.delta,
         profile: Profile::load(a.profile.as_deref().unwrap_or(crate::testbed::TRAM))
             .map_err(|e| e.to_string())?,
         software: Software::load(&a.software).map_err(|e| e.to_string())?,
@@ -551,6 +585,7 @@ mod tests {
             duration: Nanos::from_us(200),
             seed: 5,
             max_clients: 2,
+            delta: None,
             profile: Profile::load("r320-cx3").expect("built-in"),
             software: Software::none(),
         }

@@ -406,6 +406,11 @@ struct CompareArgs {
     /// The saturation sweep (clients 1, 2, 4, ...) stops here even if throughput still grows.
     #[arg(long, default_value_t = compare::DEFAULT_MAX_CLIENTS)]
     max_clients: usize,
+    /// Ridge contenders' Delta: an idle ensemble's coordinator proposes a null message after
+    /// this long, and a learner waits up to about this long for an idle ensemble, so it bounds
+    /// Ridge's latency at light load [default: 1ms, the paper's]. The summary states it.
+    #[arg(long, value_parser = experiment::parse_duration)]
+    delta: Option<Nanos>,
     /// Hardware profile, the same for every protocol [default: r320-cx3, the testbed on which
     /// the TRAM paper compares TRAM with RamCast; xl170-cx4 for heron, the thesis's].
     #[arg(long)]

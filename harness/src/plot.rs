@@ -59,6 +59,8 @@ pub(crate) enum XScale {
     Bytes,
     /// Log2, labelled as plain numbers (group sizes).
     Log2,
+    /// Log10, labelled as plain numbers (latencies that span decades).
+    Log10,
 }
 
 /// One panel: a title, axis labels and its series; x is drawn as `x` says, y on a linear or
@@ -137,12 +139,17 @@ fn draw_panel(
             .margin(12)
             .x_label_area_size(45)
             .y_label_area_size(70)
-            .build_cartesian_2d((x0..x1).log_scale().base(2.0), y0..y1)
+            .build_cartesian_2d(
+                (x0..x1)
+                    .log_scale()
+                    .base(if panel.x == XScale::Log10 { 10.0 } else { 2.0 }),
+                y0..y1,
+            )
             .map_err(|e| e.to_string())?;
-        if panel.x == XScale::Bytes {
-            finish(chart, panel, &series, &bars, &|x| human_bytes(*x))
-        } else {
-            finish(chart, panel, &series, &bars, &|x| format!("{x:.0}"))
+        match panel.x {
+            XScale::Bytes => finish(chart, panel, &series, &bars, &|x| human_bytes(*x)),
+            XScale::Log10 => finish(chart, panel, &series, &bars, &|x| plain(*x)),
+            _ => finish(chart, panel, &series, &bars, &|x| format!("{x:.0}")),
         }
     } else {
         let chart = ChartBuilder::on(area)
@@ -183,12 +190,7 @@ where
         .x_label_formatter(x_format)
         .y_label_formatter(&|y| {
             if panel.log_y {
-                let v = 10f64.powf(*y);
-                if v >= 10.0 {
-                    format!("{v:.0}")
-                } else {
-                    format!("{v:.2}")
-                }
+                plain(10f64.powf(*y))
             } else {
                 format!("{}", (y * 100.0).round() / 100.0)
             }
@@ -271,6 +273,18 @@ pub(crate) fn protocol_colour(label: &str) -> Option<RGBColor> {
         }
     };
     Some(RGBColor(darken(r), darken(g), darken(b)))
+}
+
+/// A tick of a log axis: whole from 10 on, two decimals below, in scientific notation below
+/// a hundredth (a CCDF's tail reaches 1e-4).
+fn plain(v: f64) -> String {
+    if v >= 10.0 {
+        format!("{v:.0}")
+    } else if v >= 0.01 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.0e}")
+    }
 }
 
 /// `4096` -> `4K`, `1048576` -> `1M`.
