@@ -175,17 +175,14 @@ pub(crate) struct Measured {
 }
 
 impl Measured {
-    /// The 95% interval of [`Measured::throughput`]: by sectioning, widened by the window's
-    /// quantisation (a closed-loop client's count in a window is off by less than one request,
-    /// so the rate by less than `clients / window`). At saturation a closed loop can settle
-    /// into a period, every section holding the same count: the sections' spread is then zero
-    /// and only the quantisation is left.
+    /// The 95% interval of [`Measured::throughput`] ([`crate::stats::rate_ci`]).
     pub(crate) fn throughput_ci(&self) -> Option<(f64, f64)> {
-        let window = self.window.as_secs_f64();
-        let per = window / self.sections.len().max(1) as f64;
-        let v: Vec<f64> = self.sections.iter().map(|s| s.0 as f64 / per).collect();
-        let q = self.clients as f64 / window;
-        crate::stats::sectioning(self.throughput, &v).map(|(lo, hi)| (lo - q, hi + q))
+        crate::stats::rate_ci(
+            self.throughput,
+            self.window.as_secs_f64(),
+            self.clients,
+            self.sections.iter().map(|s| s.0),
+        )
     }
 
     /// The latency quantile `q` over the window, in microseconds, and its 95% interval by

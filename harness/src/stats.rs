@@ -127,6 +127,25 @@ pub(crate) fn sectioning(point: f64, sections: &[f64]) -> Option<(f64, f64)> {
     Some((point - half, point + half))
 }
 
+/// The 95% interval of a closed loop's rate `point` (per second) over a window of `window_s`
+/// seconds, from how many completed in each of its equal sections ([`sectioning`]), widened
+/// by the window's quantisation: a closed-loop client's count in a window is off by less than
+/// one request, so the rate by less than `clients / window_s`. At saturation a closed loop can
+/// settle into a period, every section holding the same count: the sections' spread is then
+/// zero and only the quantisation is left.
+pub(crate) fn rate_ci(
+    point: f64,
+    window_s: f64,
+    clients: usize,
+    counts: impl IntoIterator<Item = u64>,
+) -> Option<(f64, f64)> {
+    let v: Vec<f64> = counts.into_iter().map(|c| c as f64).collect();
+    let per = window_s / v.len().max(1) as f64;
+    let rates: Vec<f64> = v.iter().map(|c| c / per).collect();
+    let q = clients as f64 / window_s;
+    sectioning(point, &rates).map(|(lo, hi)| (lo - q, hi + q))
+}
+
 /// Least-squares slope and R² of `points`.
 pub(crate) fn linear_fit(points: &[(f64, f64)]) -> (f64, f64) {
     let n = points.len() as f64;

@@ -10,7 +10,7 @@ use crate::app::Application;
 use crate::config::Config;
 use crate::wire;
 use hdrhistogram::Histogram;
-use multicast::workload::{latency_histogram, Latencies};
+use multicast::workload::{latency_histogram, section_of, Latencies, SECTIONS};
 use multicast::{Client, DestSet, Membership};
 use std::sync::Arc;
 use transport::slot::SlotCodec;
@@ -72,6 +72,8 @@ pub struct HeronClient<C, A> {
     latency_sum: Nanos,
     /// Latencies after the warm-up, per kind of request and single or multi-partition.
     latency: Vec<[Latencies; 2]>,
+    /// The same per section of the window, as counts and sums ([`Tally`]).
+    sections: Vec<Vec<[Tally; 2]>>,
     idle: bool,
     /// When the first request is issued: drawn over the first half of the warm-up, as every
     /// closed-loop client of the workbench ([`multicast::workload::staggered_start`]).
@@ -89,6 +91,26 @@ struct Current {
     sent: bool,
     /// Whether the multicast layer completed it (its client takes one multicast at a time).
     multicast_done: bool,
+}
+
+/// Requests completed and their latencies summed, in nanoseconds: what one section of the
+/// measurement window needs for the intervals of a rate and of a mean (sectioning, see
+/// [`multicast::workload::Section`]; quantiles would need a histogram per section, kind and
+/// span, ~200 KB each, for every point a figure keeps).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Tally {
+    /// Requests completed.
+    pub completed: u64,
+    /// Their latencies summed, nanoseconds.
+    pub latency_ns: u64,
+}
+
+impl Tally {
+    /// Adds `o`'s requests.
+    pub fn add(&mut self, o: &Tally) {
+        self.completed += o.completed;
+        self.latency_ns += o.latency_ns;
+    }
 }
 
 /// The latencies of `clients` ([`HeronClient::latencies`]) summed up in histograms, per kind of
@@ -117,6 +139,7 @@ impl<C, A: Application> HeronClient<C, A> {
     ) -> HeronClient<C, A> {
         let id = cfg.client(index);
         let latency = vec![Default::default(); app.kinds().len()];
+        let sections = vec![vec![Default::default(); app.kinds().len()]; SECTIONS];
         let mut rng = Rng::derive(seed, Purpose::Workload, id.0 as u64);
         HeronClient {
             start_at: multicast::workload::staggered_start(window.warmup_end, &mut rng),
@@ -134,6 +157,7 @@ impl<C, A: Application> HeronClient<C, A> {
             completed: 0,
             latency_sum: Nanos::ZERO,
             latency,
+            sections,
             idle: false,
         }
     }
@@ -167,6 +191,12 @@ impl<C, A: Application> HeronClient<C, A> {
     /// ([`Application::kinds`]), single-partition then multi-partition.
     pub fn latencies(&self) -> &[[Latencies; 2]] {
         &self.latency
+    }
+
+    /// Per section of the window ([`SECTIONS`] of them, by when each request was issued), per
+    /// kind of request, single then multi-partition: what completed.
+    pub fn sections(&self) -> &[Vec<[Tally; 2]>] {
+        &self.sections
     }
 
     /// The multicast client underneath.
@@ -250,6 +280,12 @@ impl<N: Nic, C: Client<N>, A: Application> Process<N> for HeronClient<C, A> {
                     let kind = self.app.kind_of(&call.request);
                     let multi = dst.len() > 1;
                     self.latency[kind][multi as usize].record(took.as_nanos().max(1));
+                    let w = self.window;
+                    if let Some(i) = section_of(call.invoked, w.warmup_end, w.stop_at) {
+                        let t = &mut self.sections[i][kind][multi as usize];
+                        t.completed += 1;
+                        t.latency_ns += took.as_nanos();
+                    }
                 }
                 let call = self.current.take().expect("checked").call;
                 if let Some(h) = &mut self.history {

@@ -5,6 +5,7 @@
 use super::Over;
 use crate::experiment::Where;
 use hdrhistogram::Histogram;
+use heron::client::Tally;
 use heron::tpcc::Scale;
 use heron::{
     Application, Catchup, Counters, HeronNode, KeyValue, NullRequests, ObjectId, Tpcc, Window,
@@ -72,8 +73,18 @@ pub(crate) struct Row {
     pub(crate) completed: u64,
     #[serde(serialize_with = "crate::stats::precision::rate")]
     pub(crate) per_s: f64,
+    /// The 95% interval of `per_s` by sectioning (empty where the run reported no sections).
+    #[serde(serialize_with = "crate::stats::precision::opt_rate")]
+    pub(crate) per_s_ci95_lo: Option<f64>,
+    #[serde(serialize_with = "crate::stats::precision::opt_rate")]
+    pub(crate) per_s_ci95_hi: Option<f64>,
     #[serde(serialize_with = "crate::stats::precision::us")]
     pub(crate) mean_us: f64,
+    /// The 95% interval of `mean_us` by sectioning (empty where a section completed none).
+    #[serde(serialize_with = "crate::stats::precision::opt_us")]
+    pub(crate) mean_us_ci95_lo: Option<f64>,
+    #[serde(serialize_with = "crate::stats::precision::opt_us")]
+    pub(crate) mean_us_ci95_hi: Option<f64>,
     pub(crate) p50_us: f64,
     pub(crate) p99_us: f64,
     pub(crate) commit: String,
@@ -105,6 +116,9 @@ pub(crate) struct Outcome {
     pub(crate) kinds: Vec<&'static str>,
     /// Per kind, the single- and multi-partition requests' latencies in the window.
     pub(crate) latency: Vec<[Histogram<u64>; 2]>,
+    /// Per section of the window, per kind, single then multi-partition: what completed, over
+    /// every client ([`heron::client::HeronClient::sections`]); empty where not reported.
+    pub(crate) sections: Vec<Vec<[Tally; 2]>>,
     /// The database the replicas end with.
     pub(crate) database: BTreeMap<ObjectId, Vec<u8>>,
     /// Each replica's partition and counters, in process order.
@@ -129,6 +143,45 @@ impl Outcome {
         all
     }
 
+    /// What completed in each section of the window, of kind `kind` and span `span` (`None`:
+    /// every one).
+    fn section_tallies(&self, kind: Option<usize>, span: Option<usize>) -> Vec<Tally> {
+        self.sections
+            .iter()
+            .map(|section| {
+                let mut t = Tally::default();
+                for (k, spans) in section.iter().enumerate() {
+                    for (sp, x) in spans.iter().enumerate() {
+                        if kind.is_none_or(|w| w == k) && span.is_none_or(|w| w == sp) {
+                            t.add(x);
+                        }
+                    }
+                }
+                t
+            })
+            .collect()
+    }
+
+    /// The 95% interval of the mean latency `point_us` of kind `kind` and span `span` (`None`:
+    /// every one), by sectioning over the sections' means; `None` when a section completed
+    /// none of them (its mean does not exist) or the run reported no sections.
+    pub(crate) fn mean_ci(
+        &self,
+        point_us: f64,
+        kind: Option<usize>,
+        span: Option<usize>,
+    ) -> Option<(f64, f64)> {
+        let tallies = self.section_tallies(kind, span);
+        if tallies.iter().any(|t| t.completed == 0) {
+            return None;
+        }
+        let means: Vec<f64> = tallies
+            .iter()
+            .map(|t| t.latency_ns as f64 / t.completed as f64 / 1e3)
+            .collect();
+        crate::stats::sectioning(point_us, &means)
+    }
+
     /// Every replica's counters added up.
     pub(crate) fn counters(&self) -> Counters {
         let mut total = Counters::default();
@@ -150,6 +203,28 @@ impl Setup {
         o.latencies(None).len() as f64 / (self.duration().as_nanos() as f64 / 1e9)
     }
 
+    /// The 95% interval of the rate `per_s` of kind `kind` and span `span` (`None`: every
+    /// one; [`crate::stats::rate_ci`]).
+    pub(crate) fn rate_ci(
+        &self,
+        o: &Outcome,
+        per_s: f64,
+        kind: Option<usize>,
+        span: Option<usize>,
+    ) -> Option<(f64, f64)> {
+        crate::stats::rate_ci(
+            per_s,
+            self.duration().as_nanos() as f64 / 1e9,
+            self.cfg.clients,
+            o.section_tallies(kind, span).iter().map(|t| t.completed),
+        )
+    }
+
+    /// The 95% interval of [`Setup::throughput`].
+    pub(crate) fn throughput_ci(&self, o: &Outcome) -> Option<(f64, f64)> {
+        self.rate_ci(o, self.throughput(o), None, None)
+    }
+
     /// One [`Row`] per kind and span of request that completed in the window.
     pub(crate) fn rows(&self, o: &Outcome, workload: &str, commit: &str) -> Vec<Row> {
         let secs = self.duration().as_nanos() as f64 / 1e9;
@@ -157,10 +232,13 @@ impl Setup {
         let scale = self.workload.scale();
         let mut rows = Vec::new();
         for (k, name) in o.kinds.iter().enumerate() {
-            for (span, h) in ["single", "multi"].iter().zip(&o.latency[k]) {
+            for (i, (span, h)) in ["single", "multi"].iter().zip(&o.latency[k]).enumerate() {
                 if h.is_empty() {
                     continue;
                 }
+                let (per_s, mean_us) = (h.len() as f64 / secs, h.mean() / 1e3);
+                let rate_ci = self.rate_ci(o, per_s, Some(k), Some(i));
+                let mean_ci = o.mean_ci(mean_us, Some(k), Some(i));
                 rows.push(Row {
                     protocol: "heron",
                     multicast: self.over.name(),
@@ -181,8 +259,12 @@ impl Setup {
                     kind: name,
                     span,
                     completed: h.len(),
-                    per_s: h.len() as f64 / secs,
-                    mean_us: h.mean() / 1e3,
+                    per_s,
+                    per_s_ci95_lo: rate_ci.map(|c| c.0),
+                    per_s_ci95_hi: rate_ci.map(|c| c.1),
+                    mean_us,
+                    mean_us_ci95_lo: mean_ci.map(|c| c.0),
+                    mean_us_ci95_hi: mean_ci.map(|c| c.1),
                     p50_us: us(h, 0.5),
                     p99_us: us(h, 0.99),
                     commit: commit.to_string(),
@@ -485,12 +567,38 @@ fn execute<S: Multicast, C: MulticastClient, A: Application + Send + Sync + 'sta
     } else {
         heron::client::latency_histograms(kinds.len(), clients)
     };
+    let sections = add_sections(nodes.iter().filter_map(|n| match n {
+        HeronNode::Client(c) => Some(c.sections()),
+        _ => None,
+    }));
     Ok(Outcome {
         kinds,
         latency,
+        sections,
         database,
         replicas,
         wall: started.elapsed(),
         events,
     })
+}
+
+/// The sections of every client (each [`heron::client::HeronClient::sections`]) added up.
+pub(crate) fn add_sections<'a>(
+    clients: impl IntoIterator<Item = &'a [Vec<[Tally; 2]>]>,
+) -> Vec<Vec<[Tally; 2]>> {
+    let mut sum: Vec<Vec<[Tally; 2]>> = Vec::new();
+    for client in clients {
+        if sum.is_empty() {
+            sum = client.to_vec();
+            continue;
+        }
+        for (s, c) in sum.iter_mut().zip(client) {
+            for (k, ck) in s.iter_mut().zip(c) {
+                for (x, y) in k.iter_mut().zip(ck) {
+                    x.add(y);
+                }
+            }
+        }
+    }
+    sum
 }

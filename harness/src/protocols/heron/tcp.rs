@@ -15,6 +15,7 @@
 use super::experiment::{Exec, Multicast, MulticastClient, Outcome, Setup};
 use crate::cluster::{self, ClusterFile, ProcessFault};
 use hdrhistogram::Histogram;
+use heron::client::Tally;
 use heron::oracle::{self, ClientView, ReplicaView};
 use heron::{Application, Call, Counters, Executed, HeronNode, ObjectId};
 use multicast::{GroupId, Membership};
@@ -60,6 +61,8 @@ pub(crate) enum Report {
         index: u32,
         /// Per kind of request, single- and multi-partition latencies: (nanoseconds, count).
         latency: Vec<[Vec<(u64, u64)>; 2]>,
+        /// What completed per section of the window ([`heron::client::HeronClient::sections`]).
+        sections: Vec<Vec<[Tally; 2]>>,
         /// Every request it issued.
         history: Vec<Call>,
     },
@@ -147,6 +150,7 @@ impl Exec for Node<'_> {
                         ]
                     })
                     .collect(),
+                sections: c.sections().to_vec(),
                 history: c.history(),
             },
         };
@@ -212,6 +216,7 @@ impl Exec for Launch<'_> {
         }
         let empty = multicast::workload::empty_latency_histogram;
         let kinds = app.kinds().to_vec();
+        let mut sections: Vec<Vec<[Tally; 2]>> = Vec::new();
         let mut latency: Vec<[Histogram<u64>; 2]> =
             kinds.iter().map(|_| [empty(), empty()]).collect();
         let (mut database, mut replicas, mut views, mut clients) =
@@ -256,8 +261,11 @@ impl Exec for Launch<'_> {
                 Report::Client {
                     index,
                     latency: l,
+                    sections: mine,
                     history,
                 } => {
+                    sections =
+                        super::experiment::add_sections([sections.as_slice(), mine.as_slice()]);
                     for (sum, pair) in latency.iter_mut().zip(l) {
                         for (h, counts) in sum.iter_mut().zip(pair) {
                             cluster::record_counts(h, counts)?;
@@ -318,6 +326,7 @@ impl Exec for Launch<'_> {
             Outcome {
                 kinds,
                 latency,
+                sections,
                 database,
                 replicas,
                 wall: launched.wall,
