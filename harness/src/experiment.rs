@@ -485,6 +485,22 @@ pub(crate) fn write_summary(path: &Path, rows: &[SummaryRow]) -> Result<(), Stri
     write_rows(path, rows)
 }
 
+/// `header` and `rows` as CSV text through the `csv` crate (a field holding a comma or a
+/// quote is quoted): for a table whose columns are only known at run time; a table with fixed
+/// columns is a `serde::Serialize` row written with [`write_rows`].
+pub(crate) fn csv_table<R, F>(header: &[&str], rows: impl IntoIterator<Item = R>) -> String
+where
+    R: IntoIterator<Item = F>,
+    F: AsRef<[u8]>,
+{
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(header).expect("writing to memory");
+    for r in rows {
+        w.write_record(r).expect("writing to memory");
+    }
+    String::from_utf8(w.into_inner().expect("writing to memory")).expect("the fields are UTF-8")
+}
+
 /// Writes `rows` to the CSV file `path`, a header first.
 pub(crate) fn write_rows<R: serde::Serialize>(
     path: &std::path::Path,
