@@ -271,7 +271,6 @@ fn series(cells: &[Cell], variant: &str, f: impl Fn(&Cell) -> f64) -> Series {
 
 /// The cells as `points.csv`, through the `csv` crate (a variant's label may hold a comma).
 fn points_csv(cells: &[Cell], x_name: &str) -> String {
-    let mut w = csv::Writer::from_writer(Vec::new());
     let head = [
         x_name,
         "variant",
@@ -280,19 +279,19 @@ fn points_csv(cells: &[Cell], x_name: &str) -> String {
         "max_throughput_msgs_per_s",
         "max_is_lower_bound",
     ];
-    w.write_record(head).expect("in memory");
-    for c in cells {
-        w.write_record([
-            c.x.to_string(),
-            c.variant.clone(),
-            format!("{:.2}", c.p50),
-            format!("{:.2}", c.p95),
-            format!("{:.0}", c.tput),
-            c.capped.to_string(),
-        ])
-        .expect("in memory");
-    }
-    String::from_utf8(w.into_inner().expect("in memory")).expect("utf-8")
+    crate::experiment::csv_table(
+        &head,
+        cells.iter().map(|c| {
+            [
+                c.x.to_string(),
+                c.variant.clone(),
+                format!("{:.2}", c.p50),
+                format!("{:.2}", c.p95),
+                format!("{:.0}", c.tput),
+                c.capped.to_string(),
+            ]
+        }),
+    )
 }
 
 /// A markdown table: one row per x, latency and throughput per variant, and each TRAM
