@@ -164,17 +164,16 @@ impl Curve {
     }
 
     /// Its cells under [`CURVE_COLUMNS`].
-    fn csv_cells(&self) -> String {
+    fn csv_cells(&self) -> [String; 6] {
         let p = self.power();
-        format!(
-            "{:.1},{:.4},{},{},{:.1},{:.1}",
-            self.max_msgs(),
-            self.max_gbps(),
-            crate::figure::saturated(&self.points),
-            p.e.deploy.shape().2,
-            mean_us(&p.m),
-            us(&p.m.latency, 0.95)
-        )
+        [
+            format!("{:.1}", self.max_msgs()),
+            format!("{:.4}", self.max_gbps()),
+            crate::figure::saturated(&self.points).to_string(),
+            p.e.deploy.shape().2.to_string(),
+            format!("{:.1}", mean_us(&p.m)),
+            format!("{:.1}", us(&p.m.latency, 0.95)),
+        ]
     }
 
     /// Its cells in a summary's table: maximum throughput, and clients, mean and p95 latency
@@ -300,18 +299,21 @@ pub(crate) fn fig1(
         })
         .collect();
     let (profile, curves) = measure_all(out, commit, software, quick, &setups, progress)?;
-    let mut csv = format!("commit,software,size,dissemination,destinations,{CURVE_COLUMNS}\n");
-    for c in &curves {
-        let _ = writeln!(
-            csv,
-            "{commit},{},{},{},{},{}",
-            software.name,
-            c.setup.size,
-            c.setup.dissemination.name(),
-            c.setup.servers,
-            c.csv_cells()
-        );
-    }
+    let head = ["commit", "software", "size", "dissemination", "destinations"];
+    let csv = crate::experiment::csv_table(
+        &[&head[..], &CURVE_COLUMNS].concat(),
+        curves.iter().map(|c| {
+            [
+                commit.to_string(),
+                software.name.to_string(),
+                c.setup.size.to_string(),
+                c.setup.dissemination.name().to_string(),
+                c.setup.servers.to_string(),
+            ]
+            .into_iter()
+            .chain(c.csv_cells())
+        }),
+    );
     write(&out.join("fig1.csv"), &csv)?;
     let axis = Axis {
         x: |s| s.servers,
@@ -342,8 +344,34 @@ pub(crate) fn fig1(
 }
 
 /// The columns of a curve's row in a figure's CSV, after the figure's own.
-const CURVE_COLUMNS: &str =
-    "max_msgs_per_s,max_gbps,saturated,power_clients,power_mean_us,power_p95_us";
+const CURVE_COLUMNS: [&str; 6] = [
+    "max_msgs_per_s",
+    "max_gbps",
+    "saturated",
+    "power_clients",
+    "power_mean_us",
+    "power_p95_us",
+];
+
+/// A row of `fig3.csv`: one load of the optimistic run.
+#[derive(serde::Serialize)]
+struct Fig3Row<'a> {
+    commit: &'a str,
+    software: &'a str,
+    clients: usize,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<4, _>")]
+    throughput_gbps: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<1, _>")]
+    client_mean_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<1, _>")]
+    optimistic_mean_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<1, _>")]
+    atomic_mean_us: f64,
+    optimistic_deliveries: u64,
+    mistakes: u64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    mistake_pct: f64,
+}
 
 /// `latency.png`: each curve's mean latency at maximum power, a panel per message size.
 fn draw_latency(
@@ -685,19 +713,29 @@ pub(crate) fn fig2(
             })
             .map_or(f64::NAN, Curve::max_msgs)
     };
-    let mut csv = format!("commit,software,size,dissemination,groups,normalised,{CURVE_COLUMNS}\n");
-    for c in &curves {
-        let _ = writeln!(
-            csv,
-            "{commit},{},{},{},{},{:.3},{}",
-            software.name,
-            c.setup.size,
-            c.setup.dissemination.name(),
-            c.setup.groups,
-            c.max_msgs() / base(c),
-            c.csv_cells()
-        );
-    }
+    let head = [
+        "commit",
+        "software",
+        "size",
+        "dissemination",
+        "groups",
+        "normalised",
+    ];
+    let csv = crate::experiment::csv_table(
+        &[&head[..], &CURVE_COLUMNS].concat(),
+        curves.iter().map(|c| {
+            [
+                commit.to_string(),
+                software.name.to_string(),
+                c.setup.size.to_string(),
+                c.setup.dissemination.name().to_string(),
+                c.setup.groups.to_string(),
+                format!("{:.3}", c.max_msgs() / base(c)),
+            ]
+            .into_iter()
+            .chain(c.csv_cells())
+        }),
+    );
     write(&out.join("fig2.csv"), &csv)?;
     let axis = Axis {
         x: |s| s.groups,
@@ -900,27 +938,26 @@ pub(crate) fn fig3(
     })?;
     write_points(out, commit, &points)?;
     let tally = |p: &Point| p.m.optimistic.unwrap_or_default();
-    let mut csv = String::from(
-        "commit,software,clients,throughput_gbps,client_mean_us,optimistic_mean_us,atomic_mean_us,optimistic_deliveries,mistakes,mistake_pct\n",
-    );
-    for p in &points {
-        let t = tally(p);
-        let (o, a) = t.mean_us();
-        let _ = writeln!(
-            csv,
-            "{commit},{},{},{:.4},{:.1},{:.1},{:.1},{},{},{:.3}",
-            software.name,
-            p.e.deploy.shape().2,
-            gbps(p.m.throughput, setup.size),
-            mean_us(&p.m),
-            o,
-            a,
-            t.delivered,
-            t.mistakes,
-            pct(t.mistakes, t.delivered)
-        );
-    }
-    write(&out.join("fig3.csv"), &csv)?;
+    let csv: Vec<Fig3Row<'_>> = points
+        .iter()
+        .map(|p| {
+            let t = tally(p);
+            let (o, a) = t.mean_us();
+            Fig3Row {
+                commit,
+                software: &software.name,
+                clients: p.e.deploy.shape().2,
+                throughput_gbps: gbps(p.m.throughput, setup.size),
+                client_mean_us: mean_us(&p.m),
+                optimistic_mean_us: o,
+                atomic_mean_us: a,
+                optimistic_deliveries: t.delivered,
+                mistakes: t.mistakes,
+                mistake_pct: pct(t.mistakes, t.delivered),
+            }
+        })
+        .collect();
+    crate::experiment::write_rows(&out.join("fig3.csv"), &csv)?;
     let x = |p: &Point| p.e.deploy.shape().2 as f64;
     let series = |label: &str, y: &dyn Fn(&Point) -> f64| Series {
         label: label.into(),
