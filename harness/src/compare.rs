@@ -265,6 +265,18 @@ impl Measured {
     }
 }
 
+/// A row of `latency_cdf.csv`: a protocol's CDF at one load.
+#[derive(serde::Serialize)]
+struct CdfRow<'a> {
+    protocol: &'a str,
+    load: &'a str,
+    clients: usize,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    latency_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<6, _>")]
+    fraction: f64,
+}
+
 /// Runs the comparison and writes its outputs into `out`.
 pub(crate) fn compare(
     w: &Workload,
@@ -292,23 +304,24 @@ pub(crate) fn compare(
         })
     })?;
     let mut rows = Vec::new();
-    let mut cdf_csv = String::from("protocol,load,clients,latency_us,fraction\n");
+    let mut cdf_csv = Vec::new();
     for m in &measured {
         rows.push(m.one.e.summary_row(&m.one.m, commit));
         rows.extend(m.points.iter().map(|p| p.e.summary_row(&p.m, commit)));
         for (load, p) in [("1-client", &m.one), ("saturation", m.saturated())] {
-            for (x, f) in cdf_points(&p.m.latency) {
-                let _ = writeln!(
-                    cdf_csv,
-                    "{},{load},{},{x:.3},{f:.6}",
-                    m.label,
-                    p.e.deploy.shape().2
-                );
-            }
+            cdf_csv.extend(cdf_points(&p.m.latency).into_iter().map(
+                |(latency_us, fraction)| CdfRow {
+                    protocol: &m.label,
+                    load,
+                    clients: p.e.deploy.shape().2,
+                    latency_us,
+                    fraction,
+                },
+            ));
         }
     }
     write_summary(&out.join("runs.csv"), &rows)?;
-    write(&out.join("latency_cdf.csv"), &cdf_csv)?;
+    crate::experiment::write_rows(&out.join("latency_cdf.csv"), &cdf_csv)?;
     let curve = |m: &Measured| Series {
         label: m.label.clone(),
         points: m

@@ -299,14 +299,7 @@ fn create_parent(path: &std::path::Path) -> Result<(), String> {
 
 fn write_csv(path: &std::path::Path, rows: &[Row]) -> Result<(), String> {
     create_parent(path)?;
-    let mut w = csv::Writer::from_path(path)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    for r in rows {
-        w.serialize(r)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    }
-    w.flush()
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    crate::experiment::write_rows(path, rows)
 }
 
 /// `harness bench sim`.
