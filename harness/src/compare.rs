@@ -309,33 +309,31 @@ pub(crate) fn compare(
         rows.push(m.one.e.summary_row(&m.one.m, commit));
         rows.extend(m.points.iter().map(|p| p.e.summary_row(&p.m, commit)));
         for (load, p) in [("1-client", &m.one), ("saturation", m.saturated())] {
-            cdf_csv.extend(cdf_points(&p.m.latency).into_iter().map(
-                |(latency_us, fraction)| CdfRow {
-                    protocol: &m.label,
-                    load,
-                    clients: p.e.deploy.shape().2,
-                    latency_us,
-                    fraction,
-                },
-            ));
+            cdf_csv.extend(
+                cdf_points(&p.m.latency)
+                    .into_iter()
+                    .map(|(latency_us, fraction)| CdfRow {
+                        protocol: &m.label,
+                        load,
+                        clients: p.e.deploy.shape().2,
+                        latency_us,
+                        fraction,
+                    }),
+            );
         }
     }
     write_summary(&out.join("runs.csv"), &rows)?;
     crate::experiment::write_rows(&out.join("latency_cdf.csv"), &cdf_csv)?;
-    let curve = |m: &Measured| Series {
-        label: m.label.clone(),
-        points: m
-            .points
-            .iter()
-            .map(|p| (p.m.throughput / 1000.0, us(&p.m.latency, 0.5)))
-            .collect(),
-        errors: Vec::new(),
+    let curve = |m: &Measured| {
+        Series::new(
+            m.label.clone(),
+            m.points
+                .iter()
+                .map(|p| (p.m.throughput / 1000.0, us(&p.m.latency, 0.5)))
+                .collect(),
+        )
     };
-    let cdf = |m: &Measured, p: &Point| Series {
-        label: m.label.clone(),
-        points: cdf_points(&p.m.latency),
-        errors: Vec::new(),
-    };
+    let cdf = |m: &Measured, p: &Point| Series::new(m.label.clone(), cdf_points(&p.m.latency));
     let caption = format!(
         "{} on sim ({}): {} groups x {}, {} B, dest {}",
         measured

@@ -203,22 +203,18 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
             runtime.profile_name(),
             COMMIT
         );
-        let lat = plot::Series {
-            label: "t_typical (half round trip)".into(),
-            points: rows
-                .iter()
+        let lat = plot::Series::new(
+            "t_typical (half round trip)",
+            rows.iter()
                 .map(|r| (r.bytes as f64, r.t_typical_us))
                 .collect(),
-            errors: Vec::new(),
-        };
-        let bw = plot::Series {
-            label: "average bandwidth".into(),
-            points: rows
-                .iter()
+        );
+        let bw = plot::Series::new(
+            "average bandwidth",
+            rows.iter()
                 .map(|r| (r.bytes as f64, r.bw_avg_gbps))
                 .collect(),
-            errors: Vec::new(),
-        };
+        );
         let panels = [
             plot::Panel {
                 title: "Write latency".into(),

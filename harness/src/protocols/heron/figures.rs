@@ -29,8 +29,8 @@
 
 use super::experiment::{Outcome, Setup, Workload};
 use super::Over;
-use crate::experiment::Where;
 use crate::experiment::write_rows;
+use crate::experiment::Where;
 use crate::figure::{panel, write, TABLE_HEAD};
 use crate::plot::{self, Series};
 use crate::protocols::PaperFigure;
@@ -480,11 +480,7 @@ fn fig5_4(
             latency_us,
             fraction,
         }));
-        cdfs.push(Series {
-            label: label.to_string(),
-            points,
-            errors: Vec::new(),
-        });
+        cdfs.push(Series::new(*label, points));
     }
     crate::experiment::write_rows(&out.join("summary.csv"), &rows)?;
     write_rows(&out.join("breakdown.csv"), &csv)?;
@@ -496,10 +492,8 @@ fn fig5_4(
         .filter(|(w, _)| w.2.is_some())
         .map(|(w, m)| (w.1 as f64, m.2))
         .collect();
-    let stage = |name: &str, f: fn(&Breakdown) -> f64| Series {
-        label: name.to_string(),
-        points: spanning.iter().map(|(p, b)| (*p, f(b))).collect(),
-        errors: Vec::new(),
+    let stage = |name: &str, f: fn(&Breakdown) -> f64| {
+        Series::new(name, spanning.iter().map(|(p, b)| (*p, f(b))).collect())
     };
     plot::draw_png(
         &out.join("fig5.4.png"),
@@ -725,11 +719,7 @@ fn fig5_5(
             latency_us,
             fraction,
         }));
-        cdfs.push(Series {
-            label: name.into(),
-            points,
-            errors: Vec::new(),
-        });
+        cdfs.push(Series::new(name, points));
         let x = (i + 1) as f64;
         let one = mean_us(o, Some(0));
         single.push((x, one));
@@ -752,14 +742,8 @@ fn fig5_5(
                 "transaction type",
                 "latency (us)",
                 vec![
-                    Series {
-                        label: "single-partition".into(),
-                        points: single, errors: Vec::new(),
-                    },
-                    Series {
-                        label: "multi-partition".into(),
-                        points: multi, errors: Vec::new(),
-                    },
+                    Series::new("single-partition", single),
+                    Series::new("multi-partition", multi),
                 ],
             ),
             panel("latency CDF", "latency (us)", "fraction", cdfs),
@@ -1019,14 +1003,15 @@ fn table5_1(
     let series: Vec<Series> = TABLE5_1
         .iter()
         .zip(&max)
-        .map(|((label, _, _), m)| Series {
-            label: label.to_string(),
-            points: partitions
-                .iter()
-                .zip(m)
-                .map(|(&p, &t)| (p as f64, t / 1000.0))
-                .collect(),
-            errors: Vec::new(),
+        .map(|((label, _, _), m)| {
+            Series::new(
+                *label,
+                partitions
+                    .iter()
+                    .zip(m)
+                    .map(|(&p, &t)| (p as f64, t / 1000.0))
+                    .collect(),
+            )
         })
         .collect();
     plot::draw_png(
@@ -1560,15 +1545,15 @@ fn table5_2(
         TABLE5_2
             .iter()
             .zip(&found)
-            .map(|(&(p, r, ..), w)| Series {
-                label: format!("{p} partitions x {r} replicas"),
-                points: w
-                    .delays
-                    .iter()
-                    .enumerate()
-                    .map(|(g, d)| ((g + 1) as f64, f(d)))
-                    .collect(),
-                errors: Vec::new(),
+            .map(|(&(p, r, ..), w)| {
+                Series::new(
+                    format!("{p} partitions x {r} replicas"),
+                    w.delays
+                        .iter()
+                        .enumerate()
+                        .map(|(g, d)| ((g + 1) as f64, f(d)))
+                        .collect(),
+                )
             })
             .collect()
     };

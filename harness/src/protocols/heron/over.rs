@@ -210,11 +210,7 @@ pub(crate) fn compare(
     }
     write_rows(&out.join("runs.csv"), &rows)?;
     write_rows(&out.join("latency_cdf.csv"), &cdf_csv)?;
-    let series = |m: &Measured, points: Vec<(f64, f64)>| Series {
-        label: m.over.name().into(),
-        points,
-        errors: Vec::new(),
-    };
+    let series = |m: &Measured, points: Vec<(f64, f64)>| Series::new(m.over.name(), points);
     // Log latency: Ridge at low load waits about Delta (1 ms), RamCast tens of microseconds.
     let mut curves = panel(
         "throughput-latency (clients doubled to saturation)",

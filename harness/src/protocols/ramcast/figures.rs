@@ -206,11 +206,7 @@ pub(crate) fn fig4(
                     fraction,
                 }),
         );
-        let cdf = Series {
-            label: size_label(size),
-            points: cdf_points(&one.latency),
-            errors: Vec::new(),
-        };
+        let cdf = Series::new(size_label(size), cdf_points(&one.latency));
         single.push((size, us(&one.latency, 0.5), latency_measure(&one, 0.95)));
         if size <= 2048 {
             small.push(series);
@@ -593,11 +589,7 @@ pub(crate) fn fig5(
                     fraction,
                 }),
         );
-        let cdf = Series {
-            label: format!("{g} group(s)"),
-            points: cdf_points(&one.latency),
-            errors: Vec::new(),
-        };
+        let cdf = Series::new(format!("{g} group(s)"), cdf_points(&one.latency));
         if dest == DestPolicy::Single {
             cdf_single.push(cdf)
         } else {

@@ -174,11 +174,7 @@ fn groups_panel(title: &str, y: &str, series: Vec<Series>) -> plot::Panel {
 }
 
 fn series(label: &str, points: Vec<(f64, f64)>) -> Series {
-    Series {
-        label: label.into(),
-        points,
-        errors: Vec::new(),
-    }
+    Series::new(label, points)
 }
 
 /// RDMC's figures, each panel on the profile of the cluster the paper ran it on.

@@ -299,7 +299,13 @@ pub(crate) fn fig1(
         })
         .collect();
     let (profile, curves) = measure_all(out, commit, software, quick, &setups, progress)?;
-    let head = ["commit", "software", "size", "dissemination", "destinations"];
+    let head = [
+        "commit",
+        "software",
+        "size",
+        "dissemination",
+        "destinations",
+    ];
     let csv = crate::experiment::csv_table(
         &[&head[..], &CURVE_COLUMNS].concat(),
         curves.iter().map(|c| {
@@ -440,14 +446,15 @@ fn panels(
         .map(|size| {
             let series = disseminations
                 .iter()
-                .map(|&d| Series {
-                    label: label(d),
-                    points: curves
-                        .iter()
-                        .filter(|c| c.setup.size == size && c.setup.dissemination == d)
-                        .map(|c| ((axis.x)(&c.setup) as f64, y(c)))
-                        .collect(),
-                    errors: Vec::new(),
+                .map(|&d| {
+                    Series::new(
+                        label(d),
+                        curves
+                            .iter()
+                            .filter(|c| c.setup.size == size && c.setup.dissemination == d)
+                            .map(|c| ((axis.x)(&c.setup) as f64, y(c)))
+                            .collect(),
+                    )
                 })
                 .collect();
             let mut p = panel(
@@ -959,10 +966,8 @@ pub(crate) fn fig3(
         .collect();
     crate::experiment::write_rows(&out.join("fig3.csv"), &csv)?;
     let x = |p: &Point| p.e.deploy.shape().2 as f64;
-    let series = |label: &str, y: &dyn Fn(&Point) -> f64| Series {
-        label: label.into(),
-        points: points.iter().map(|p| (x(p), y(p))).collect(),
-        errors: Vec::new(),
+    let series = |label: &str, y: &dyn Fn(&Point) -> f64| {
+        Series::new(label, points.iter().map(|p| (x(p), y(p))).collect())
     };
     let by_clients = |title: &str, y_label: &str, series: Vec<Series>| {
         let mut p = panel(title, "clients", y_label, series);

@@ -149,25 +149,23 @@ fn ridge_model(
             let mut series = Vec::new();
             for (name, d) in Dissemination::ALL {
                 let of = |p: &&Point| p.dissemination == d && p.delta == delta;
-                series.push(Series {
-                    label: format!("{name}, measured"),
-                    points: points
+                series.push(Series::new(
+                    format!("{name}, measured"),
+                    points
                         .iter()
                         .filter(of)
                         .map(|p| (p.n as f64, p.rounds))
                         .collect(),
-                    errors: Vec::new(),
-                });
+                ));
                 if d != Dissemination::Direct {
-                    series.push(Series {
-                        label: format!("{name}, paper's formula"),
-                        points: points
+                    series.push(Series::new(
+                        format!("{name}, paper's formula"),
+                        points
                             .iter()
                             .filter(of)
                             .filter_map(|p| Some((p.n as f64, p.formula()? as f64)))
                             .collect(),
-                        errors: Vec::new(),
-                    });
+                    ));
                 }
             }
             panel(
@@ -178,24 +176,24 @@ fn ridge_model(
             )
         })
         .collect::<Vec<_>>();
-    let measured = |d: Dissemination| Series {
-        label: format!("{}, measured", d.name()),
-        points: rates
-            .iter()
-            .filter(|r| r.dissemination == d)
-            .map(|r| (r.n as f64, r.per_round))
-            .collect(),
-        errors: Vec::new(),
+    let measured = |d: Dissemination| {
+        Series::new(
+            format!("{}, measured", d.name()),
+            rates
+                .iter()
+                .filter(|r| r.dissemination == d)
+                .map(|r| (r.n as f64, r.per_round))
+                .collect(),
+        )
     };
     // In the latency panels' order, so each series keeps its colour: a panel colours its
     // series by position.
     let series = vec![
         measured(Dissemination::Ridge),
-        Series {
-            label: "ridge and ring, the model (section 5.2)".into(),
-            points: THROUGHPUT_N.iter().map(|&n| (n as f64, 1.0)).collect(),
-            errors: Vec::new(),
-        },
+        Series::new(
+            "ridge and ring, the model (section 5.2)",
+            THROUGHPUT_N.iter().map(|&n| (n as f64, 1.0)).collect(),
+        ),
         measured(Dissemination::Ring),
     ];
     panels.push(panel(

@@ -258,15 +258,14 @@ fn get<'a>(cells: &'a [Cell], variant: &str, x: f64) -> Option<&'a Cell> {
 }
 
 fn series(cells: &[Cell], variant: &str, f: impl Fn(&Cell) -> f64) -> Series {
-    Series {
-        label: variant.into(),
-        points: cells
+    Series::new(
+        variant,
+        cells
             .iter()
             .filter(|c| c.variant == variant)
             .map(|c| (c.x, f(c)))
             .collect(),
-        errors: Vec::new(),
-    }
+    )
 }
 
 /// The cells as `points.csv`, through the `csv` crate (a variant's label may hold a comma).
@@ -523,17 +522,17 @@ pub(crate) fn fig5_6(
     let normalised: Vec<Series> = labels
         .iter()
         .filter(|l| l.starts_with("TRAM"))
-        .map(|l| Series {
-            label: l.clone(),
-            points: xs
-                .iter()
-                .filter_map(|&x| {
-                    let t = get(&all_cells, l, x)?;
-                    let r = get(&all_cells, &ramcast_for(l), x)?;
-                    Some((x, t.tput / r.tput))
-                })
-                .collect(),
-            errors: Vec::new(),
+        .map(|l| {
+            Series::new(
+                l.clone(),
+                xs.iter()
+                    .filter_map(|&x| {
+                        let t = get(&all_cells, l, x)?;
+                        let r = get(&all_cells, &ramcast_for(l), x)?;
+                        Some((x, t.tput / r.tput))
+                    })
+                    .collect(),
+            )
         })
         .collect();
     let what = if adjacent {

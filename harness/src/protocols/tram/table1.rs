@@ -281,18 +281,7 @@ pub(crate) fn table1(
         "latency of messages by send time (250 us buckets)",
         "send time (ms)",
         "latency (us, log scale)",
-        vec![
-            Series {
-                label: "median".into(),
-                points: med,
-                errors: Vec::new(),
-            },
-            Series {
-                label: "max".into(),
-                points: max,
-                errors: Vec::new(),
-            },
-        ],
+        vec![Series::new("median", med), Series::new("max", max)],
     );
     p.log_y = true;
     plot::draw_png(
