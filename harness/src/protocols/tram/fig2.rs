@@ -308,7 +308,14 @@ pub(crate) fn fig2(
                 "targets",
                 "mean latency, first post to last completion (us)",
                 FIG2.iter()
-                    .map(|&(d, label)| Series::new(label, means(&curve(&cells, d))))
+                    .map(|&(d, label)| {
+                        Series::with_errors(
+                            label,
+                            curve(&cells, d)
+                                .iter()
+                                .map(|c| (f64::from(c.1), c.2 .0, Some((c.2 .1, c.2 .2)))),
+                        )
+                    })
                     .collect(),
             ),
             Panel {

@@ -8,8 +8,7 @@
 
 use crate::experiment::{Experiment, Where};
 use crate::figure::{
-    in_parallel, max_measure, measure, panel, saturate, saturated, size_label, us,
-    write, Point,
+    in_parallel, max_measure, measure, panel, saturate, saturated, size_label, us, write, Point,
 };
 use crate::plot::{self, Panel, Series};
 use crate::protocols::PaperFigure;
