@@ -324,13 +324,15 @@ pub(crate) fn compare(
     }
     write_summary(&out.join("runs.csv"), &rows)?;
     crate::experiment::write_rows(&out.join("latency_cdf.csv"), &cdf_csv)?;
+    // Median latency against throughput, as RamCast's Fig. 4 draws it: the median's interval
+    // as its bar.
     let curve = |m: &Measured| {
-        Series::new(
+        Series::with_errors(
             m.label.clone(),
-            m.points
-                .iter()
-                .map(|p| (p.m.throughput / 1000.0, us(&p.m.latency, 0.5)))
-                .collect(),
+            m.points.iter().map(|p| {
+                let (p50, ci) = p.m.latency_ci(0.5);
+                (p.m.throughput / 1000.0, p50, ci)
+            }),
         )
     };
     let cdf = |m: &Measured, p: &Point| Series::new(m.label.clone(), cdf_points(&p.m.latency));

@@ -11,8 +11,8 @@
 
 use crate::experiment::{Experiment, Measured, Where};
 use crate::figure::{
-    in_parallel, in_parallel_longest_first, max_label, max_throughput, measure, panel, saturate,
-    saturated, size_label, software_bullet, us, write, Point,
+    in_parallel, in_parallel_longest_first, max_label, max_measure, max_throughput, measure, panel,
+    saturate, saturated, size_label, software_bullet, us, write, Point,
 };
 use crate::plot::{self, Series, XScale};
 use crate::verdict::{self, Claim, Measure};
@@ -151,6 +151,14 @@ impl Curve {
     /// Payload bits delivered per second, in Gb/s.
     fn max_gbps(&self) -> f64 {
         gbps(self.max_msgs(), self.setup.size)
+    }
+
+    /// The 95% interval of [`Curve::max_gbps`]: the best point's throughput interval.
+    fn max_gbps_ci(&self) -> Option<(f64, f64)> {
+        let size = self.setup.size;
+        max_measure(&self.points)
+            .ci95
+            .map(|(lo, hi)| (gbps(lo, size), gbps(hi, size)))
     }
 
     /// Whether the sweep stopped at its client cap still growing (the maximum a lower bound).
@@ -340,7 +348,7 @@ pub(crate) fn fig1(
             &disseminations,
             &axis,
             "max throughput (Gb/s)",
-            &|c| c.max_gbps(),
+            &|c| (c.max_gbps(), c.max_gbps_ci()),
         ),
     )?;
     draw_latency(out, &caption, &curves, &disseminations, &axis)?;
@@ -395,7 +403,8 @@ fn draw_latency(
             disseminations,
             axis,
             "mean latency at max power (us)",
-            &|c| mean_us(&c.power().m),
+            // A mean: sectioning estimates quantiles' intervals only.
+            &|c| (mean_us(&c.power().m), None),
         ),
     )
 }
@@ -431,13 +440,13 @@ struct Axis {
 }
 
 /// One panel per message size, one series per dissemination, `y` of each curve against
-/// `axis`.
+/// `axis` (with its 95% interval, drawn as an error bar, where one is estimated).
 fn panels(
     curves: &[Curve],
     disseminations: &[Dissemination],
     axis: &Axis,
     y_label: &str,
-    y: &dyn Fn(&Curve) -> f64,
+    y: &dyn Fn(&Curve) -> (f64, Option<(f64, f64)>),
 ) -> Vec<crate::plot::Panel> {
     let mut sizes: Vec<usize> = curves.iter().map(|c| c.setup.size).collect();
     sizes.dedup();
@@ -447,13 +456,15 @@ fn panels(
             let series = disseminations
                 .iter()
                 .map(|&d| {
-                    Series::new(
+                    Series::with_errors(
                         label(d),
                         curves
                             .iter()
                             .filter(|c| c.setup.size == size && c.setup.dissemination == d)
-                            .map(|c| ((axis.x)(&c.setup) as f64, y(c)))
-                            .collect(),
+                            .map(|c| {
+                                let (v, ci) = y(c);
+                                ((axis.x)(&c.setup) as f64, v, ci)
+                            }),
                     )
                 })
                 .collect();
@@ -763,7 +774,8 @@ pub(crate) fn fig2(
             &disseminations,
             &axis,
             "throughput / one group's",
-            &|c| c.max_msgs() / base(c),
+            // A ratio of two maxima: no interval is estimated for it.
+            &|c| (c.max_msgs() / base(c), None),
         ),
     )?;
     draw_latency(out, &caption, &curves, &disseminations, &axis)?;
@@ -969,6 +981,16 @@ pub(crate) fn fig3(
     let series = |label: &str, y: &dyn Fn(&Point) -> f64| {
         Series::new(label, points.iter().map(|p| (x(p), y(p))).collect())
     };
+    let size = setup.size;
+    let throughput = Series::with_errors(
+        "ridge",
+        points.iter().map(|p| {
+            let ci =
+                p.m.throughput_ci()
+                    .map(|(lo, hi)| (gbps(lo, size), gbps(hi, size)));
+            (x(p), gbps(p.m.throughput, size), ci)
+        }),
+    );
     let by_clients = |title: &str, y_label: &str, series: Vec<Series>| {
         let mut p = panel(title, "clients", y_label, series);
         p.x = XScale::Log2;
@@ -991,11 +1013,7 @@ pub(crate) fn fig3(
                     series("ridge, optimistic", &|p| tally(p).mean_us().0),
                 ],
             ),
-            by_clients(
-                "throughput",
-                "Gb/s",
-                vec![series("ridge", &|p| gbps(p.m.throughput, setup.size))],
-            ),
+            by_clients("throughput", "Gb/s", vec![throughput]),
             by_clients(
                 "mistakes",
                 "% of optimistic deliveries",
