@@ -585,6 +585,39 @@ pub(crate) fn parse_duration(s: &str) -> Result<Nanos, String> {
 mod tests {
     use super::*;
 
+    /// A row keeps the digits `format!` gave it (`1.500`, `22544`) while a label with a comma
+    /// stays one field.
+    #[test]
+    fn rows_keep_their_digits_and_quote_labels() {
+        #[derive(serde::Serialize)]
+        struct Row {
+            label: &'static str,
+            #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+            x: f64,
+            #[serde(serialize_with = "crate::stats::precision::display")]
+            published: f64,
+            formula: Option<u64>,
+        }
+        let path = std::env::temp_dir().join(format!("rows-{}.csv", std::process::id()));
+        let rows = [Row {
+            label: "RamCast (8 groups, all)",
+            x: 1.5,
+            published: 22544.0,
+            formula: None,
+        }];
+        write_rows(&path, &rows).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(
+            text,
+            "label,x,published,formula\n\"RamCast (8 groups, all)\",1.500,22544,\n"
+        );
+        assert_eq!(
+            csv_table(&["x", "variant"], [["64", "a, b"]]),
+            "x,variant\n64,\"a, b\"\n"
+        );
+    }
+
     #[test]
     fn byte_counts_parse_with_units_and_refuse_garbage() {
         assert_eq!(parse_bytes("256MB"), Ok(256 << 20));
