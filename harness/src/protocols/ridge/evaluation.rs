@@ -439,6 +439,9 @@ struct Axis {
     scale: XScale,
 }
 
+/// A 95% interval, `(lo, hi)`.
+type Interval = (f64, f64);
+
 /// One panel per message size, one series per dissemination, `y` of each curve against
 /// `axis` (with its 95% interval, drawn as an error bar, where one is estimated).
 fn panels(
@@ -446,7 +449,7 @@ fn panels(
     disseminations: &[Dissemination],
     axis: &Axis,
     y_label: &str,
-    y: &dyn Fn(&Curve) -> (f64, Option<(f64, f64)>),
+    y: &dyn Fn(&Curve) -> (f64, Option<Interval>),
 ) -> Vec<crate::plot::Panel> {
     let mut sizes: Vec<usize> = curves.iter().map(|c| c.setup.size).collect();
     sizes.dedup();
