@@ -271,6 +271,18 @@ impl Measured {
     }
 }
 
+/// A row of `latency_cdf.csv`: a protocol's CDF at one load.
+#[derive(serde::Serialize)]
+struct CdfRow<'a> {
+    protocol: &'a str,
+    load: &'a str,
+    clients: usize,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    latency_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<6, _>")]
+    fraction: f64,
+}
+
 /// Runs the comparison and writes its outputs into `out`.
 pub(crate) fn compare(
     w: &Workload,
@@ -298,37 +310,38 @@ pub(crate) fn compare(
         })
     })?;
     let mut rows = Vec::new();
-    let mut cdf_csv = String::from("protocol,load,clients,latency_us,fraction\n");
+    let mut cdf_csv = Vec::new();
     for m in &measured {
         rows.push(m.one.e.summary_row(&m.one.m, commit));
         rows.extend(m.points.iter().map(|p| p.e.summary_row(&p.m, commit)));
         for (load, p) in [("1-client", &m.one), ("saturation", m.saturated())] {
-            for (x, f) in cdf_points(&p.m.latency) {
-                let _ = writeln!(
-                    cdf_csv,
-                    "{},{load},{},{x:.3},{f:.6}",
-                    m.label,
-                    p.e.deploy.shape().2
-                );
-            }
+            cdf_csv.extend(
+                cdf_points(&p.m.latency)
+                    .into_iter()
+                    .map(|(latency_us, fraction)| CdfRow {
+                        protocol: &m.label,
+                        load,
+                        clients: p.e.deploy.shape().2,
+                        latency_us,
+                        fraction,
+                    }),
+            );
         }
     }
     write_summary(&out.join("runs.csv"), &rows)?;
-    write(&out.join("latency_cdf.csv"), &cdf_csv)?;
-    let curve = |m: &Measured| Series {
-        label: m.label.clone(),
-        points: m
-            .points
-            .iter()
-            .map(|p| (p.m.throughput / 1000.0, us(&p.m.latency, 0.5)))
-            .collect(),
-        errors: Vec::new(),
+    crate::experiment::write_rows(&out.join("latency_cdf.csv"), &cdf_csv)?;
+    // Median latency against throughput, as RamCast's Fig. 4 draws it: the median's interval
+    // as its bar.
+    let curve = |m: &Measured| {
+        Series::with_errors(
+            m.label.clone(),
+            m.points.iter().map(|p| {
+                let (p50, ci) = p.m.latency_ci(0.5);
+                (p.m.throughput / 1000.0, p50, ci)
+            }),
+        )
     };
-    let cdf = |m: &Measured, p: &Point| Series {
-        label: m.label.clone(),
-        points: cdf_points(&p.m.latency),
-        errors: Vec::new(),
-    };
+    let cdf = |m: &Measured, p: &Point| Series::new(m.label.clone(), cdf_points(&p.m.latency));
     let caption = format!(
         "{} on sim ({}): {} groups x {}, {} B, dest {}",
         measured

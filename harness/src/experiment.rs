@@ -482,6 +482,22 @@ pub(crate) fn write_summary(path: &Path, rows: &[SummaryRow]) -> Result<(), Stri
     write_rows(path, rows)
 }
 
+/// `header` and `rows` as CSV text through the `csv` crate (a field holding a comma or a
+/// quote is quoted): for a table whose columns are only known at run time; a table with fixed
+/// columns is a `serde::Serialize` row written with [`write_rows`].
+pub(crate) fn csv_table<R, F>(header: &[&str], rows: impl IntoIterator<Item = R>) -> String
+where
+    R: IntoIterator<Item = F>,
+    F: AsRef<[u8]>,
+{
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(header).expect("writing to memory");
+    for r in rows {
+        w.write_record(r).expect("writing to memory");
+    }
+    String::from_utf8(w.into_inner().expect("writing to memory")).expect("the fields are UTF-8")
+}
+
 /// Writes `rows` to the CSV file `path`, a header first.
 pub(crate) fn write_rows<R: serde::Serialize>(
     path: &std::path::Path,
@@ -565,6 +581,39 @@ pub(crate) fn parse_duration(s: &str) -> Result<Nanos, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A row keeps the digits `format!` gave it (`1.500`, `22544`) while a label with a comma
+    /// stays one field.
+    #[test]
+    fn rows_keep_their_digits_and_quote_labels() {
+        #[derive(serde::Serialize)]
+        struct Row {
+            label: &'static str,
+            #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+            x: f64,
+            #[serde(serialize_with = "crate::stats::precision::display")]
+            published: f64,
+            formula: Option<u64>,
+        }
+        let path = std::env::temp_dir().join(format!("rows-{}.csv", std::process::id()));
+        let rows = [Row {
+            label: "RamCast (8 groups, all)",
+            x: 1.5,
+            published: 22544.0,
+            formula: None,
+        }];
+        write_rows(&path, &rows).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(
+            text,
+            "label,x,published,formula\n\"RamCast (8 groups, all)\",1.500,22544,\n"
+        );
+        assert_eq!(
+            csv_table(&["x", "variant"], [["64", "a, b"]]),
+            "x,variant\n64,\"a, b\"\n"
+        );
+    }
 
     #[test]
     fn byte_counts_parse_with_units_and_refuse_garbage() {

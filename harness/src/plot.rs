@@ -30,6 +30,16 @@ pub(crate) struct Series {
 }
 
 impl Series {
+    /// A series of `(x, y)` points without error bars: computed values (a model, a CDF), or
+    /// measured ones whose interval is not estimated.
+    pub(crate) fn new(label: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+        Series {
+            label: label.into(),
+            points,
+            errors: Vec::new(),
+        }
+    }
+
     /// A series of `(x, y, 95% interval of y)` points: `None` intervals draw no bar.
     pub(crate) fn with_errors(
         label: impl Into<String>,

@@ -207,14 +207,27 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
         log.write_csv(dir).map_err(|e| e.to_string())?;
         if !m.optimistic_log.is_empty() {
             // Beside the atomic log, never in it: the checker judges atomic deliveries only.
-            let mut csv = String::from("process,index,client,seq\n");
-            for (p, ids) in &m.optimistic_log {
-                for (i, id) in ids.iter().enumerate() {
-                    csv.push_str(&format!("{},{i},{},{}\n", p.0, id.client, id.seq));
-                }
+            #[derive(serde::Serialize)]
+            struct Row {
+                process: u32,
+                index: usize,
+                client: u32,
+                seq: u64,
             }
+            let rows: Vec<Row> = m
+                .optimistic_log
+                .iter()
+                .flat_map(|(p, ids)| {
+                    ids.iter().enumerate().map(|(index, id)| Row {
+                        process: p.0,
+                        index,
+                        client: id.client,
+                        seq: id.seq,
+                    })
+                })
+                .collect();
             let path = dir.join("optimistic.csv");
-            std::fs::write(&path, csv).map_err(|e| format!("{}: {e}", path.display()))?;
+            experiment::write_rows(&path, &rows)?;
             println!(
                 "optimistic deliveries in {} (the checker judges the atomic ones)",
                 path.display()

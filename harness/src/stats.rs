@@ -73,6 +73,21 @@ pub(crate) mod precision {
             None => s.serialize_none(),
         }
     }
+
+    /// Exactly `DP` decimals, as `format!("{x:.3}")` writes them for 3 (`1.500`): a figure's own
+    /// columns, written as they were before they went through the `csv` crate. Used as
+    /// `serialize_with = "crate::stats::precision::fixed::<3, _>"`.
+    pub(crate) fn fixed<const DP: usize, S: serde::Serializer>(
+        x: &f64,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("{:.*}", DP, x))
+    }
+
+    /// As `format!("{x}")` writes it (`22544`, where the `csv` crate writes `22544.0`).
+    pub(crate) fn display<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(x)
+    }
 }
 
 /// `x` rounded to `dp` decimals (never `-0`).

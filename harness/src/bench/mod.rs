@@ -203,22 +203,18 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
             runtime.profile_name(),
             COMMIT
         );
-        let lat = plot::Series {
-            label: "t_typical (half round trip)".into(),
-            points: rows
-                .iter()
+        let lat = plot::Series::new(
+            "t_typical (half round trip)",
+            rows.iter()
                 .map(|r| (r.bytes as f64, r.t_typical_us))
                 .collect(),
-            errors: Vec::new(),
-        };
-        let bw = plot::Series {
-            label: "average bandwidth".into(),
-            points: rows
-                .iter()
+        );
+        let bw = plot::Series::new(
+            "average bandwidth",
+            rows.iter()
                 .map(|r| (r.bytes as f64, r.bw_avg_gbps))
                 .collect(),
-            errors: Vec::new(),
-        };
+        );
         let panels = [
             plot::Panel {
                 title: "Write latency".into(),
@@ -299,14 +295,7 @@ fn create_parent(path: &std::path::Path) -> Result<(), String> {
 
 fn write_csv(path: &std::path::Path, rows: &[Row]) -> Result<(), String> {
     create_parent(path)?;
-    let mut w = csv::Writer::from_path(path)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    for r in rows {
-        w.serialize(r)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    }
-    w.flush()
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    crate::experiment::write_rows(path, rows)
 }
 
 /// `harness bench sim`.

@@ -29,6 +29,7 @@
 
 use super::experiment::{Outcome, Setup, Workload};
 use super::Over;
+use crate::experiment::write_rows;
 use crate::experiment::Where;
 use crate::figure::{panel, write, TABLE_HEAD};
 use crate::plot::{self, Series};
@@ -358,6 +359,85 @@ pub(crate) fn new_order_execution(
     Ok(b.execution)
 }
 
+/// A row of Figure 5.4's `breakdown.csv`: a workload's mean latency and its stages.
+#[derive(serde::Serialize)]
+struct BreakdownRow<'a> {
+    workload: &'a str,
+    partitions: usize,
+    spanning: String,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    mean_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    ordering_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    coordination_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    execution_us: f64,
+    software: &'a str,
+    commit: &'a str,
+}
+
+/// A row of Figure 5.4's `latency_cdf.csv`.
+#[derive(serde::Serialize)]
+struct CdfRow<'a> {
+    workload: &'a str,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    latency_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<6, _>")]
+    fraction: f64,
+}
+
+/// A row of Figure 5.5's `latency_cdf.csv`.
+#[derive(serde::Serialize)]
+struct KindCdfRow<'a> {
+    kind: &'a str,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    latency_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<6, _>")]
+    fraction: f64,
+}
+
+/// A row of Table 5.1's `throughput.csv`: a workload's maximum at a partition count.
+#[derive(serde::Serialize)]
+struct MaxRow<'a> {
+    workload: &'a str,
+    partitions: usize,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<0, _>")]
+    max_per_s: f64,
+    saturated: bool,
+    knee_clients: usize,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<0, _>")]
+    knee_per_s: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    knee_mean_us: f64,
+    software: &'a str,
+    commit: &'a str,
+}
+
+/// A row of Table 5.2's `delays.csv`: one partition at a configuration's maximum.
+#[derive(serde::Serialize)]
+struct DelaysRow<'a> {
+    partitions: usize,
+    replicas: usize,
+    knee_clients: usize,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<0, _>")]
+    max_per_s: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    knee_mean_us: f64,
+    partition: usize,
+    executed: u64,
+    multi: u64,
+    delayed: u64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    delayed_pct: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    delayed_multi_pct: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    avg_delay_us: f64,
+    software: &'a str,
+    commit: &'a str,
+}
+
 /// Figure 5.4.
 fn fig5_4(
     out: &Path,
@@ -377,37 +457,34 @@ fn fig5_4(
         Ok((s, o, b))
     })?;
     let mut rows = Vec::new();
-    let mut csv = String::from(
-        "workload,partitions,spanning,mean_us,ordering_us,coordination_us,execution_us,software,commit\n",
-    );
-    let mut cdf_csv = String::from("workload,latency_us,fraction\n");
+    let mut csv = Vec::new();
+    let mut cdf_csv = Vec::new();
     let mut cdfs = Vec::new();
     for ((label, partitions, spanning), (s, o, b)) in FIG5_4.iter().zip(&measured) {
         rows.extend(s.rows(o, label, commit));
-        let _ = writeln!(
-            csv,
-            "{label},{partitions},{},{:.3},{:.3},{:.3},{:.3},{},{commit}",
-            spanning.map_or("tpcc".into(), |k| k.to_string()),
-            b.total,
-            b.ordering,
-            b.coordination,
-            b.execution,
-            software.name
-        );
+        csv.push(BreakdownRow {
+            workload: label,
+            partitions: *partitions,
+            spanning: spanning.map_or("tpcc".into(), |k| k.to_string()),
+            mean_us: b.total,
+            ordering_us: b.ordering,
+            coordination_us: b.coordination,
+            execution_us: b.execution,
+            software: &software.name,
+            commit,
+        });
         let h = o.latencies(None);
         let points = crate::figure::cdf_points(&h);
-        for (x, f) in &points {
-            let _ = writeln!(cdf_csv, "{label},{x:.3},{f:.6}");
-        }
-        cdfs.push(Series {
-            label: label.to_string(),
-            points,
-            errors: Vec::new(),
-        });
+        cdf_csv.extend(points.iter().map(|&(latency_us, fraction)| CdfRow {
+            workload: label,
+            latency_us,
+            fraction,
+        }));
+        cdfs.push(Series::new(*label, points));
     }
     crate::experiment::write_rows(&out.join("summary.csv"), &rows)?;
-    write(&out.join("breakdown.csv"), &csv)?;
-    write(&out.join("latency_cdf.csv"), &cdf_csv)?;
+    write_rows(&out.join("breakdown.csv"), &csv)?;
+    write_rows(&out.join("latency_cdf.csv"), &cdf_csv)?;
     // The stages against partitions, for the three workloads spanning every partition.
     let spanning: Vec<(f64, Breakdown)> = FIG5_4
         .iter()
@@ -415,10 +492,8 @@ fn fig5_4(
         .filter(|(w, _)| w.2.is_some())
         .map(|(w, m)| (w.1 as f64, m.2))
         .collect();
-    let stage = |name: &str, f: fn(&Breakdown) -> f64| Series {
-        label: name.to_string(),
-        points: spanning.iter().map(|(p, b)| (*p, f(b))).collect(),
-        errors: Vec::new(),
+    let stage = |name: &str, f: fn(&Breakdown) -> f64| {
+        Series::new(name, spanning.iter().map(|(p, b)| (*p, f(b))).collect())
     };
     plot::draw_png(
         &out.join("fig5.4.png"),
@@ -631,7 +706,7 @@ fn fig5_5(
         Ok((s, o))
     })?;
     let mut rows = Vec::new();
-    let mut cdf_csv = String::from("kind,latency_us,fraction\n");
+    let mut cdf_csv = Vec::new();
     let (mut single, mut multi, mut cdfs) = (Vec::new(), Vec::new(), Vec::new());
     // (name, single mean, multi mean or NaN)
     let mut means: Vec<(&str, f64, Option<f64>)> = Vec::new();
@@ -639,14 +714,12 @@ fn fig5_5(
         let name = o.kinds[*kind as usize];
         rows.extend(s.rows(o, name, commit));
         let points = crate::figure::cdf_points(&o.latencies(None));
-        for (x, f) in &points {
-            let _ = writeln!(cdf_csv, "{name},{x:.3},{f:.6}");
-        }
-        cdfs.push(Series {
-            label: name.into(),
-            points,
-            errors: Vec::new(),
-        });
+        cdf_csv.extend(points.iter().map(|&(latency_us, fraction)| KindCdfRow {
+            kind: name,
+            latency_us,
+            fraction,
+        }));
+        cdfs.push(Series::new(name, points));
         let x = (i + 1) as f64;
         let one = mean_us(o, Some(0));
         single.push((x, one));
@@ -657,7 +730,7 @@ fn fig5_5(
         means.push((name, one, m));
     }
     crate::experiment::write_rows(&out.join("summary.csv"), &rows)?;
-    write(&out.join("latency_cdf.csv"), &cdf_csv)?;
+    write_rows(&out.join("latency_cdf.csv"), &cdf_csv)?;
     plot::draw_png(
         &out.join("fig5.5.png"),
         &format!(
@@ -669,14 +742,8 @@ fn fig5_5(
                 "transaction type",
                 "latency (us)",
                 vec![
-                    Series {
-                        label: "single-partition".into(),
-                        points: single, errors: Vec::new(),
-                    },
-                    Series {
-                        label: "multi-partition".into(),
-                        points: multi, errors: Vec::new(),
-                    },
+                    Series::new("single-partition", single),
+                    Series::new("multi-partition", multi),
                 ],
             ),
             panel("latency CDF", "latency (us)", "fraction", cdfs),
@@ -901,9 +968,7 @@ fn table5_1(
         },
     )?;
     let mut rows = Vec::new();
-    let mut csv = String::from(
-        "workload,partitions,max_per_s,saturated,knee_clients,knee_per_s,knee_mean_us,software,commit\n",
-    );
+    let mut csv = Vec::new();
     // max[w][i]: workload w's maximum at partitions[i].
     let mut max = vec![Vec::new(); TABLE5_1.len()];
     // still_growing[w][i]: whether that maximum stopped at the client cap (a lower bound).
@@ -916,15 +981,17 @@ fn table5_1(
         }
         let (t, knee) = best(points);
         let saturated = sweep.saturated;
-        let _ = writeln!(
-            csv,
-            "{},{p},{t:.0},{saturated},{},{:.0},{:.3},{},{commit}",
-            TABLE5_1[w].0,
-            knee.s.cfg.clients,
-            knee.s.throughput(&knee.o),
-            mean_us(&knee.o, None),
-            software.name
-        );
+        csv.push(MaxRow {
+            workload: TABLE5_1[w].0,
+            partitions: p,
+            max_per_s: t,
+            saturated,
+            knee_clients: knee.s.cfg.clients,
+            knee_per_s: knee.s.throughput(&knee.o),
+            knee_mean_us: mean_us(&knee.o, None),
+            software: &software.name,
+            commit,
+        });
         if !saturated {
             capped.push(format!("{} at {p} WH", TABLE5_1[w].0));
         }
@@ -932,18 +999,19 @@ fn table5_1(
         still_growing[w].push(!saturated);
     }
     crate::experiment::write_rows(&out.join("summary.csv"), &rows)?;
-    write(&out.join("throughput.csv"), &csv)?;
+    write_rows(&out.join("throughput.csv"), &csv)?;
     let series: Vec<Series> = TABLE5_1
         .iter()
         .zip(&max)
-        .map(|((label, _, _), m)| Series {
-            label: label.to_string(),
-            points: partitions
-                .iter()
-                .zip(m)
-                .map(|(&p, &t)| (p as f64, t / 1000.0))
-                .collect(),
-            errors: Vec::new(),
+        .map(|((label, _, _), m)| {
+            Series::new(
+                *label,
+                partitions
+                    .iter()
+                    .zip(m)
+                    .map(|(&p, &t)| (p as f64, t / 1000.0))
+                    .collect(),
+            )
         })
         .collect();
     plot::draw_png(
@@ -1431,9 +1499,7 @@ fn table5_2(
         )
     })?;
     let mut rows = Vec::new();
-    let mut csv = String::from(
-        "partitions,replicas,knee_clients,max_per_s,knee_mean_us,partition,executed,multi,delayed,delayed_pct,delayed_multi_pct,avg_delay_us,software,commit\n",
-    );
+    let mut csv = Vec::new();
     let mut found = Vec::new();
     let mut waited_out = 0;
     for (&(p, r, ..), sweep) in TABLE5_2.iter().zip(&sweeps) {
@@ -1449,19 +1515,22 @@ fn table5_2(
             .sum::<u64>();
         let d: Vec<Delays> = (0..p).map(|g| Delays::of(&top.o, g)).collect();
         for (g, d) in d.iter().enumerate() {
-            let _ = writeln!(
-                csv,
-                "{p},{r},{},{t:.0},{lat:.3},{},{},{},{},{:.3},{:.3},{:.3},{},{commit}",
-                top.s.cfg.clients,
-                g + 1,
-                d.executed,
-                d.multi,
-                d.delayed,
-                d.all_pct(),
-                d.multi_pct(),
-                d.delay_us(),
-                software.name
-            );
+            csv.push(DelaysRow {
+                partitions: p,
+                replicas: r,
+                knee_clients: top.s.cfg.clients,
+                max_per_s: t,
+                knee_mean_us: lat,
+                partition: g + 1,
+                executed: d.executed,
+                multi: d.multi,
+                delayed: d.delayed,
+                delayed_pct: d.all_pct(),
+                delayed_multi_pct: d.multi_pct(),
+                avg_delay_us: d.delay_us(),
+                software: &software.name,
+                commit,
+            });
         }
         found.push(Waited {
             max: t,
@@ -1471,20 +1540,20 @@ fn table5_2(
         });
     }
     crate::experiment::write_rows(&out.join("summary.csv"), &rows)?;
-    write(&out.join("delays.csv"), &csv)?;
+    write_rows(&out.join("delays.csv"), &csv)?;
     let series = |f: fn(&Delays) -> f64| -> Vec<Series> {
         TABLE5_2
             .iter()
             .zip(&found)
-            .map(|(&(p, r, ..), w)| Series {
-                label: format!("{p} partitions x {r} replicas"),
-                points: w
-                    .delays
-                    .iter()
-                    .enumerate()
-                    .map(|(g, d)| ((g + 1) as f64, f(d)))
-                    .collect(),
-                errors: Vec::new(),
+            .map(|(&(p, r, ..), w)| {
+                Series::new(
+                    format!("{p} partitions x {r} replicas"),
+                    w.delays
+                        .iter()
+                        .enumerate()
+                        .map(|(g, d)| ((g + 1) as f64, f(d)))
+                        .collect(),
+                )
             })
             .collect()
     };

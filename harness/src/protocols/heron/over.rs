@@ -155,6 +155,18 @@ impl Comparison {
     }
 }
 
+/// A row of `latency_cdf.csv`.
+#[derive(serde::Serialize)]
+struct CdfRow<'a> {
+    multicast: &'a str,
+    load: &'a str,
+    clients: usize,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    latency_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<6, _>")]
+    fraction: f64,
+}
+
 /// Runs the comparison and writes `runs.csv`, `latency_cdf.csv`, `png` and `summary.md` into
 /// `out`; returns the summary's table, the part every caller prints.
 pub(crate) fn compare(
@@ -179,29 +191,26 @@ pub(crate) fn compare(
         })
     })?;
     let mut rows = Vec::new();
-    let mut cdf_csv = String::from("multicast,load,clients,latency_us,fraction\n");
+    let mut cdf_csv = Vec::new();
     for m in &measured {
         for p in std::iter::once(&m.one).chain(&m.points) {
             rows.extend(p.s.rows(&p.o, "tpcc", commit));
         }
         for (load, p) in [("1-client", &m.one), ("saturation", m.peak())] {
             for (x, f) in cdf_points(&all(p)) {
-                let _ = writeln!(
-                    cdf_csv,
-                    "{},{load},{},{x:.3},{f:.6}",
-                    m.over.name(),
-                    p.s.cfg.clients
-                );
+                cdf_csv.push(CdfRow {
+                    multicast: m.over.name(),
+                    load,
+                    clients: p.s.cfg.clients,
+                    latency_us: x,
+                    fraction: f,
+                });
             }
         }
     }
     write_rows(&out.join("runs.csv"), &rows)?;
-    write(&out.join("latency_cdf.csv"), &cdf_csv)?;
-    let series = |m: &Measured, points: Vec<(f64, f64)>| Series {
-        label: m.over.name().into(),
-        points,
-        errors: Vec::new(),
-    };
+    write_rows(&out.join("latency_cdf.csv"), &cdf_csv)?;
+    let series = |m: &Measured, points: Vec<(f64, f64)>| Series::new(m.over.name(), points);
     // Log latency: Ridge at low load waits about Delta (1 ms), RamCast tens of microseconds.
     let mut curves = panel(
         "throughput-latency (clients doubled to saturation)",

@@ -219,22 +219,22 @@ pub(crate) fn fig5_6(
         points.push((size.label, app.fill_bytes(), mean, sd, size.published_us));
     }
     crate::experiment::write_rows(&out.join("summary.csv"), &rows)?;
-    let series = |published: bool| Series {
-        label: if published {
-            "thesis"
-        } else {
-            "measured (mean)"
-        }
-        .into(),
-        points: points
-            .iter()
-            .enumerate()
-            .filter_map(|(i, p)| {
-                let y = if published { p.4? } else { p.2 };
-                Some(((i + 1) as f64, y))
-            })
-            .collect(),
-        errors: Vec::new(),
+    let series = |published: bool| {
+        Series::new(
+            if published {
+                "thesis"
+            } else {
+                "measured (mean)"
+            },
+            points
+                .iter()
+                .enumerate()
+                .filter_map(|(i, p)| {
+                    let y = if published { p.4? } else { p.2 };
+                    Some(((i + 1) as f64, y))
+                })
+                .collect(),
+        )
     };
     let names: Vec<String> = points
         .iter()

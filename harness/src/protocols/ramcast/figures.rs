@@ -126,6 +126,27 @@ pub(crate) fn fig4_max_throughput_64b(
     Ok(max_throughput(&points))
 }
 
+/// A row of Fig. 4's `latency_cdf.csv`: one client, a message size.
+#[derive(serde::Serialize)]
+struct SizeCdfRow {
+    size: usize,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    latency_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<6, _>")]
+    fraction: f64,
+}
+
+/// A row of Fig. 5's `latency_cdf.csv`: one client, single- or all-group messages.
+#[derive(serde::Serialize)]
+struct DestCdfRow<'a> {
+    dest: &'a str,
+    groups: usize,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    latency_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<6, _>")]
+    fraction: f64,
+}
+
 /// RamCast Fig. 4: message size, one group of three replicas.
 pub(crate) fn fig4(
     out: &Path,
@@ -143,7 +164,7 @@ pub(crate) fn fig4(
     let duration = Nanos(if quick { 1_000_000 } else { 2_000_000 });
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let mut rows = Vec::new();
-    let mut cdf_csv = String::from("size,latency_us,fraction\n");
+    let mut cdf_csv = Vec::new();
     let (mut small, mut large, mut cdf_small, mut cdf_large) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut sat = Vec::new();
@@ -177,14 +198,16 @@ pub(crate) fn fig4(
         }
         sat.push((size, max_throughput(&points), max_measure(&points)));
         notes.push((size, max_label(&points)));
-        for (x, f) in cdf_points(&one.latency) {
-            let _ = writeln!(cdf_csv, "{size},{x:.3},{f:.6}");
-        }
-        let cdf = Series {
-            label: size_label(size),
-            points: cdf_points(&one.latency),
-            errors: Vec::new(),
-        };
+        cdf_csv.extend(
+            cdf_points(&one.latency)
+                .into_iter()
+                .map(|(latency_us, fraction)| SizeCdfRow {
+                    size,
+                    latency_us,
+                    fraction,
+                }),
+        );
+        let cdf = Series::new(size_label(size), cdf_points(&one.latency));
         single.push((size, us(&one.latency, 0.5), latency_measure(&one, 0.95)));
         if size <= 2048 {
             small.push(series);
@@ -195,7 +218,7 @@ pub(crate) fn fig4(
         }
     }
     crate::experiment::write_summary(&out.join("throughput_latency.csv"), &rows)?;
-    write(&out.join("latency_cdf.csv"), &cdf_csv)?;
+    crate::experiment::write_rows(&out.join("latency_cdf.csv"), &cdf_csv)?;
     plot::draw_png(
         &out.join("fig4.png"),
         "RamCast Fig. 4 on sim (xl170-cx4): 1 group x 3 replicas, single-group messages",
@@ -527,7 +550,7 @@ pub(crate) fn fig5(
     let duration = Nanos(if quick { 1_000_000 } else { 2_000_000 });
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let mut rows = Vec::new();
-    let mut cdf_csv = String::from("dest,groups,latency_us,fraction\n");
+    let mut cdf_csv = Vec::new();
     let mut results = Vec::new();
     let (mut cdf_single, mut cdf_all) = (Vec::new(), Vec::new());
     let cases: Vec<(DestPolicy, &str, usize)> =
@@ -557,14 +580,17 @@ pub(crate) fn fig5(
         for p in &points {
             rows.push(p.e.summary_row(&p.m, commit));
         }
-        for (x, f) in cdf_points(&one.latency) {
-            let _ = writeln!(cdf_csv, "{label},{g},{x:.3},{f:.6}");
-        }
-        let cdf = Series {
-            label: format!("{g} group(s)"),
-            points: cdf_points(&one.latency),
-            errors: Vec::new(),
-        };
+        cdf_csv.extend(
+            cdf_points(&one.latency)
+                .into_iter()
+                .map(|(latency_us, fraction)| DestCdfRow {
+                    dest: label,
+                    groups: g,
+                    latency_us,
+                    fraction,
+                }),
+        );
+        let cdf = Series::new(format!("{g} group(s)"), cdf_points(&one.latency));
         if dest == DestPolicy::Single {
             cdf_single.push(cdf)
         } else {
@@ -585,7 +611,7 @@ pub(crate) fn fig5(
         ));
     }
     crate::experiment::write_summary(&out.join("throughput.csv"), &rows)?;
-    write(&out.join("latency_cdf.csv"), &cdf_csv)?;
+    crate::experiment::write_rows(&out.join("latency_cdf.csv"), &cdf_csv)?;
     let tput = |label: &str| {
         Series::with_errors(
             format!("RamCast, {label}-group messages"),

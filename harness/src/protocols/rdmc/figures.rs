@@ -174,11 +174,7 @@ fn groups_panel(title: &str, y: &str, series: Vec<Series>) -> plot::Panel {
 }
 
 fn series(label: &str, points: Vec<(f64, f64)>) -> Series {
-    Series {
-        label: label.into(),
-        points,
-        errors: Vec::new(),
-    }
+    Series::new(label, points)
 }
 
 /// RDMC's figures, each panel on the profile of the cluster the paper ran it on.
@@ -237,6 +233,21 @@ pub(crate) const FIGURES: &[PaperFigure] = &[
 /// What `harness figure` announces as an RDMC figure's profile.
 const PER_PANEL: &str = "per panel, named in summary.md";
 
+/// A row of Fig. 4's `breakdown.csv`: where one member's time went.
+#[derive(serde::Serialize)]
+struct BreakdownRow {
+    process: u32,
+    role: &'static str,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<1, _>")]
+    remote_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<1, _>")]
+    block_transfers_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<1, _>")]
+    waiting_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<1, _>")]
+    total_us: f64,
+}
+
 /// RDMC Fig. 4 (and Fig. 5): where the time of one 256 MB transfer to a group of 4 goes.
 pub(crate) fn fig4(
     out: &Path,
@@ -253,7 +264,7 @@ pub(crate) fn fig4(
     // Per member: before its first block landed (others' setup and transfers), its transfers,
     // its waits.
     let us = |t: Nanos| t.as_nanos() as f64 / 1e3;
-    let mut csv = String::from("process,role,remote_us,block_transfers_us,waiting_us,total_us\n");
+    let mut csv = Vec::new();
     let mut members = r.times.clone();
     members.sort_by_key(|t| t.process);
     let mut table = String::from(
@@ -262,15 +273,14 @@ pub(crate) fn fig4(
     for t in &members {
         let role = if t.process.0 == 0 { "root" } else { "receiver" };
         let transfers = t.at.saturating_sub(t.first_block).saturating_sub(t.waiting);
-        let _ = writeln!(
-            csv,
-            "{},{role},{:.1},{:.1},{:.1},{:.1}",
-            t.process.0,
-            us(t.first_block),
-            us(transfers),
-            us(t.waiting),
-            us(t.at)
-        );
+        csv.push(BreakdownRow {
+            process: t.process.0,
+            role,
+            remote_us: us(t.first_block),
+            block_transfers_us: us(transfers),
+            waiting_us: us(t.waiting),
+            total_us: us(t.at),
+        });
         let _ = writeln!(
             table,
             "| {} ({role}) | {:.0} | {:.0} | {:.0} | {:.0} |",
@@ -281,7 +291,7 @@ pub(crate) fn fig4(
             us(t.at)
         );
     }
-    write(&out.join("breakdown.csv"), &csv)?;
+    write_rows(&out.join("breakdown.csv"), &csv)?;
     let far = members
         .iter()
         .filter(|t| t.process.0 != 0)

@@ -11,8 +11,8 @@
 
 use crate::experiment::{Experiment, Measured, Where};
 use crate::figure::{
-    in_parallel, in_parallel_longest_first, max_label, max_throughput, measure, panel, saturate,
-    saturated, size_label, software_bullet, us, write, Point,
+    in_parallel, in_parallel_longest_first, max_label, max_measure, max_throughput, measure, panel,
+    saturate, saturated, size_label, software_bullet, us, write, Point,
 };
 use crate::plot::{self, Series, XScale};
 use crate::verdict::{self, Claim, Measure};
@@ -153,6 +153,14 @@ impl Curve {
         gbps(self.max_msgs(), self.setup.size)
     }
 
+    /// The 95% interval of [`Curve::max_gbps`]: the best point's throughput interval.
+    fn max_gbps_ci(&self) -> Option<(f64, f64)> {
+        let size = self.setup.size;
+        max_measure(&self.points)
+            .ci95
+            .map(|(lo, hi)| (gbps(lo, size), gbps(hi, size)))
+    }
+
     /// Whether the sweep stopped at its client cap still growing (the maximum a lower bound).
     fn capped(&self) -> bool {
         !saturated(&self.points)
@@ -164,17 +172,16 @@ impl Curve {
     }
 
     /// Its cells under [`CURVE_COLUMNS`].
-    fn csv_cells(&self) -> String {
+    fn csv_cells(&self) -> [String; 6] {
         let p = self.power();
-        format!(
-            "{:.1},{:.4},{},{},{:.1},{:.1}",
-            self.max_msgs(),
-            self.max_gbps(),
-            crate::figure::saturated(&self.points),
-            p.e.deploy.shape().2,
-            mean_us(&p.m),
-            us(&p.m.latency, 0.95)
-        )
+        [
+            format!("{:.1}", self.max_msgs()),
+            format!("{:.4}", self.max_gbps()),
+            crate::figure::saturated(&self.points).to_string(),
+            p.e.deploy.shape().2.to_string(),
+            format!("{:.1}", mean_us(&p.m)),
+            format!("{:.1}", us(&p.m.latency, 0.95)),
+        ]
     }
 
     /// Its cells in a summary's table: maximum throughput, and clients, mean and p95 latency
@@ -300,18 +307,27 @@ pub(crate) fn fig1(
         })
         .collect();
     let (profile, curves) = measure_all(out, commit, software, quick, &setups, progress)?;
-    let mut csv = format!("commit,software,size,dissemination,destinations,{CURVE_COLUMNS}\n");
-    for c in &curves {
-        let _ = writeln!(
-            csv,
-            "{commit},{},{},{},{},{}",
-            software.name,
-            c.setup.size,
-            c.setup.dissemination.name(),
-            c.setup.servers,
-            c.csv_cells()
-        );
-    }
+    let head = [
+        "commit",
+        "software",
+        "size",
+        "dissemination",
+        "destinations",
+    ];
+    let csv = crate::experiment::csv_table(
+        &[&head[..], &CURVE_COLUMNS].concat(),
+        curves.iter().map(|c| {
+            [
+                commit.to_string(),
+                software.name.to_string(),
+                c.setup.size.to_string(),
+                c.setup.dissemination.name().to_string(),
+                c.setup.servers.to_string(),
+            ]
+            .into_iter()
+            .chain(c.csv_cells())
+        }),
+    );
     write(&out.join("fig1.csv"), &csv)?;
     let axis = Axis {
         x: |s| s.servers,
@@ -332,7 +348,7 @@ pub(crate) fn fig1(
             &disseminations,
             &axis,
             "max throughput (Gb/s)",
-            &|c| c.max_gbps(),
+            &|c| (c.max_gbps(), c.max_gbps_ci()),
         ),
     )?;
     draw_latency(out, &caption, &curves, &disseminations, &axis)?;
@@ -342,8 +358,34 @@ pub(crate) fn fig1(
 }
 
 /// The columns of a curve's row in a figure's CSV, after the figure's own.
-const CURVE_COLUMNS: &str =
-    "max_msgs_per_s,max_gbps,saturated,power_clients,power_mean_us,power_p95_us";
+const CURVE_COLUMNS: [&str; 6] = [
+    "max_msgs_per_s",
+    "max_gbps",
+    "saturated",
+    "power_clients",
+    "power_mean_us",
+    "power_p95_us",
+];
+
+/// A row of `fig3.csv`: one load of the optimistic run.
+#[derive(serde::Serialize)]
+struct Fig3Row<'a> {
+    commit: &'a str,
+    software: &'a str,
+    clients: usize,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<4, _>")]
+    throughput_gbps: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<1, _>")]
+    client_mean_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<1, _>")]
+    optimistic_mean_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<1, _>")]
+    atomic_mean_us: f64,
+    optimistic_deliveries: u64,
+    mistakes: u64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    mistake_pct: f64,
+}
 
 /// `latency.png`: each curve's mean latency at maximum power, a panel per message size.
 fn draw_latency(
@@ -361,7 +403,8 @@ fn draw_latency(
             disseminations,
             axis,
             "mean latency at max power (us)",
-            &|c| mean_us(&c.power().m),
+            // A mean: sectioning estimates quantiles' intervals only.
+            &|c| (mean_us(&c.power().m), None),
         ),
     )
 }
@@ -396,14 +439,17 @@ struct Axis {
     scale: XScale,
 }
 
+/// A 95% interval, `(lo, hi)`.
+type Interval = (f64, f64);
+
 /// One panel per message size, one series per dissemination, `y` of each curve against
-/// `axis`.
+/// `axis` (with its 95% interval, drawn as an error bar, where one is estimated).
 fn panels(
     curves: &[Curve],
     disseminations: &[Dissemination],
     axis: &Axis,
     y_label: &str,
-    y: &dyn Fn(&Curve) -> f64,
+    y: &dyn Fn(&Curve) -> (f64, Option<Interval>),
 ) -> Vec<crate::plot::Panel> {
     let mut sizes: Vec<usize> = curves.iter().map(|c| c.setup.size).collect();
     sizes.dedup();
@@ -412,14 +458,17 @@ fn panels(
         .map(|size| {
             let series = disseminations
                 .iter()
-                .map(|&d| Series {
-                    label: label(d),
-                    points: curves
-                        .iter()
-                        .filter(|c| c.setup.size == size && c.setup.dissemination == d)
-                        .map(|c| ((axis.x)(&c.setup) as f64, y(c)))
-                        .collect(),
-                    errors: Vec::new(),
+                .map(|&d| {
+                    Series::with_errors(
+                        label(d),
+                        curves
+                            .iter()
+                            .filter(|c| c.setup.size == size && c.setup.dissemination == d)
+                            .map(|c| {
+                                let (v, ci) = y(c);
+                                ((axis.x)(&c.setup) as f64, v, ci)
+                            }),
+                    )
                 })
                 .collect();
             let mut p = panel(
@@ -685,19 +734,29 @@ pub(crate) fn fig2(
             })
             .map_or(f64::NAN, Curve::max_msgs)
     };
-    let mut csv = format!("commit,software,size,dissemination,groups,normalised,{CURVE_COLUMNS}\n");
-    for c in &curves {
-        let _ = writeln!(
-            csv,
-            "{commit},{},{},{},{},{:.3},{}",
-            software.name,
-            c.setup.size,
-            c.setup.dissemination.name(),
-            c.setup.groups,
-            c.max_msgs() / base(c),
-            c.csv_cells()
-        );
-    }
+    let head = [
+        "commit",
+        "software",
+        "size",
+        "dissemination",
+        "groups",
+        "normalised",
+    ];
+    let csv = crate::experiment::csv_table(
+        &[&head[..], &CURVE_COLUMNS].concat(),
+        curves.iter().map(|c| {
+            [
+                commit.to_string(),
+                software.name.to_string(),
+                c.setup.size.to_string(),
+                c.setup.dissemination.name().to_string(),
+                c.setup.groups.to_string(),
+                format!("{:.3}", c.max_msgs() / base(c)),
+            ]
+            .into_iter()
+            .chain(c.csv_cells())
+        }),
+    );
     write(&out.join("fig2.csv"), &csv)?;
     let axis = Axis {
         x: |s| s.groups,
@@ -718,7 +777,8 @@ pub(crate) fn fig2(
             &disseminations,
             &axis,
             "throughput / one group's",
-            &|c| c.max_msgs() / base(c),
+            // A ratio of two maxima: no interval is estimated for it.
+            &|c| (c.max_msgs() / base(c), None),
         ),
     )?;
     draw_latency(out, &caption, &curves, &disseminations, &axis)?;
@@ -900,33 +960,40 @@ pub(crate) fn fig3(
     })?;
     write_points(out, commit, &points)?;
     let tally = |p: &Point| p.m.optimistic.unwrap_or_default();
-    let mut csv = String::from(
-        "commit,software,clients,throughput_gbps,client_mean_us,optimistic_mean_us,atomic_mean_us,optimistic_deliveries,mistakes,mistake_pct\n",
-    );
-    for p in &points {
-        let t = tally(p);
-        let (o, a) = t.mean_us();
-        let _ = writeln!(
-            csv,
-            "{commit},{},{},{:.4},{:.1},{:.1},{:.1},{},{},{:.3}",
-            software.name,
-            p.e.deploy.shape().2,
-            gbps(p.m.throughput, setup.size),
-            mean_us(&p.m),
-            o,
-            a,
-            t.delivered,
-            t.mistakes,
-            pct(t.mistakes, t.delivered)
-        );
-    }
-    write(&out.join("fig3.csv"), &csv)?;
+    let csv: Vec<Fig3Row<'_>> = points
+        .iter()
+        .map(|p| {
+            let t = tally(p);
+            let (o, a) = t.mean_us();
+            Fig3Row {
+                commit,
+                software: &software.name,
+                clients: p.e.deploy.shape().2,
+                throughput_gbps: gbps(p.m.throughput, setup.size),
+                client_mean_us: mean_us(&p.m),
+                optimistic_mean_us: o,
+                atomic_mean_us: a,
+                optimistic_deliveries: t.delivered,
+                mistakes: t.mistakes,
+                mistake_pct: pct(t.mistakes, t.delivered),
+            }
+        })
+        .collect();
+    crate::experiment::write_rows(&out.join("fig3.csv"), &csv)?;
     let x = |p: &Point| p.e.deploy.shape().2 as f64;
-    let series = |label: &str, y: &dyn Fn(&Point) -> f64| Series {
-        label: label.into(),
-        points: points.iter().map(|p| (x(p), y(p))).collect(),
-        errors: Vec::new(),
+    let series = |label: &str, y: &dyn Fn(&Point) -> f64| {
+        Series::new(label, points.iter().map(|p| (x(p), y(p))).collect())
     };
+    let size = setup.size;
+    let throughput = Series::with_errors(
+        "ridge",
+        points.iter().map(|p| {
+            let ci =
+                p.m.throughput_ci()
+                    .map(|(lo, hi)| (gbps(lo, size), gbps(hi, size)));
+            (x(p), gbps(p.m.throughput, size), ci)
+        }),
+    );
     let by_clients = |title: &str, y_label: &str, series: Vec<Series>| {
         let mut p = panel(title, "clients", y_label, series);
         p.x = XScale::Log2;
@@ -949,11 +1016,7 @@ pub(crate) fn fig3(
                     series("ridge, optimistic", &|p| tally(p).mean_us().0),
                 ],
             ),
-            by_clients(
-                "throughput",
-                "Gb/s",
-                vec![series("ridge", &|p| gbps(p.m.throughput, setup.size))],
-            ),
+            by_clients("throughput", "Gb/s", vec![throughput]),
             by_clients(
                 "mistakes",
                 "% of optimistic deliveries",

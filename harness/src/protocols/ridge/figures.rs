@@ -3,6 +3,7 @@
 //! example; and the evaluation's Figs. 1-3 ([`super::evaluation`]).
 
 use super::evaluation;
+use crate::experiment::write_rows;
 use crate::figure::{panel, write};
 use crate::plot::{self, Series};
 use crate::protocols::PaperFigure;
@@ -51,6 +52,32 @@ const DELTAS: [u64; 2] = [2, 5];
 /// Learners of the one group whose throughput is measured (section 5.2), at delta 2.
 const THROUGHPUT_N: [usize; 3] = [6, 9, 12];
 
+/// A row of `rounds.csv`: the model's rounds to learn, measured and by the formula.
+#[derive(serde::Serialize)]
+struct RoundsRow<'a> {
+    commit: &'a str,
+    dissemination: &'a str,
+    n: u64,
+    q: u64,
+    delta: u64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    measured_rounds: f64,
+    /// Empty where the dissemination has no formula.
+    formula_rounds: Option<u64>,
+}
+
+/// A row of the model's `throughput.csv`.
+#[derive(serde::Serialize)]
+struct RateRow<'a> {
+    commit: &'a str,
+    dissemination: &'a str,
+    n: u64,
+    delta: u64,
+    clients: usize,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    values_per_round: f64,
+}
+
 fn ridge_model(
     out: &Path,
     commit: &str,
@@ -76,20 +103,19 @@ fn ridge_model(
             }
         }
     }
-    let mut csv = String::from("commit,dissemination,n,q,delta,measured_rounds,formula_rounds\n");
-    for p in &points {
-        let _ = writeln!(
-            csv,
-            "{commit},{},{},{},{},{:.3},{}",
-            p.dissemination.name(),
-            p.n,
-            p.q,
-            p.delta,
-            p.rounds,
-            p.formula().map_or(String::new(), |f| f.to_string())
-        );
-    }
-    write(&out.join("rounds.csv"), &csv)?;
+    let csv: Vec<RoundsRow<'_>> = points
+        .iter()
+        .map(|p| RoundsRow {
+            commit,
+            dissemination: p.dissemination.name(),
+            n: p.n,
+            q: p.q,
+            delta: p.delta,
+            measured_rounds: p.rounds,
+            formula_rounds: p.formula(),
+        })
+        .collect();
+    write_rows(&out.join("rounds.csv"), &csv)?;
     let rates: Vec<model::Rate> = THROUGHPUT_N
         .iter()
         .flat_map(|&n| {
@@ -105,44 +131,41 @@ fn ridge_model(
             })
         })
         .collect();
-    let mut csv = String::from("commit,dissemination,n,delta,clients,values_per_round\n");
-    for r in &rates {
-        let _ = writeln!(
-            csv,
-            "{commit},{},{},{},{},{:.3}",
-            r.dissemination.name(),
-            r.n,
-            r.delta,
-            r.clients,
-            r.per_round
-        );
-    }
-    write(&out.join("throughput.csv"), &csv)?;
+    let csv: Vec<RateRow<'_>> = rates
+        .iter()
+        .map(|r| RateRow {
+            commit,
+            dissemination: r.dissemination.name(),
+            n: r.n,
+            delta: r.delta,
+            clients: r.clients,
+            values_per_round: r.per_round,
+        })
+        .collect();
+    write_rows(&out.join("throughput.csv"), &csv)?;
     let mut panels = DELTAS
         .iter()
         .map(|&delta| {
             let mut series = Vec::new();
             for (name, d) in Dissemination::ALL {
                 let of = |p: &&Point| p.dissemination == d && p.delta == delta;
-                series.push(Series {
-                    label: format!("{name}, measured"),
-                    points: points
+                series.push(Series::new(
+                    format!("{name}, measured"),
+                    points
                         .iter()
                         .filter(of)
                         .map(|p| (p.n as f64, p.rounds))
                         .collect(),
-                    errors: Vec::new(),
-                });
+                ));
                 if d != Dissemination::Direct {
-                    series.push(Series {
-                        label: format!("{name}, paper's formula"),
-                        points: points
+                    series.push(Series::new(
+                        format!("{name}, paper's formula"),
+                        points
                             .iter()
                             .filter(of)
                             .filter_map(|p| Some((p.n as f64, p.formula()? as f64)))
                             .collect(),
-                        errors: Vec::new(),
-                    });
+                    ));
                 }
             }
             panel(
@@ -153,24 +176,24 @@ fn ridge_model(
             )
         })
         .collect::<Vec<_>>();
-    let measured = |d: Dissemination| Series {
-        label: format!("{}, measured", d.name()),
-        points: rates
-            .iter()
-            .filter(|r| r.dissemination == d)
-            .map(|r| (r.n as f64, r.per_round))
-            .collect(),
-        errors: Vec::new(),
+    let measured = |d: Dissemination| {
+        Series::new(
+            format!("{}, measured", d.name()),
+            rates
+                .iter()
+                .filter(|r| r.dissemination == d)
+                .map(|r| (r.n as f64, r.per_round))
+                .collect(),
+        )
     };
     // In the latency panels' order, so each series keeps its colour: a panel colours its
     // series by position.
     let series = vec![
         measured(Dissemination::Ridge),
-        Series {
-            label: "ridge and ring, the model (section 5.2)".into(),
-            points: THROUGHPUT_N.iter().map(|&n| (n as f64, 1.0)).collect(),
-            errors: Vec::new(),
-        },
+        Series::new(
+            "ridge and ring, the model (section 5.2)",
+            THROUGHPUT_N.iter().map(|&n| (n as f64, 1.0)).collect(),
+        ),
         measured(Dissemination::Ring),
     ];
     panels.push(panel(

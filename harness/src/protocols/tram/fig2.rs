@@ -308,10 +308,13 @@ pub(crate) fn fig2(
                 "targets",
                 "mean latency, first post to last completion (us)",
                 FIG2.iter()
-                    .map(|&(d, label)| Series {
-                        label: label.into(),
-                        points: means(&curve(&cells, d)),
-                        errors: Vec::new(),
+                    .map(|&(d, label)| {
+                        Series::with_errors(
+                            label,
+                            curve(&cells, d)
+                                .iter()
+                                .map(|c| (f64::from(c.1), c.2 .0, Some((c.2 .1, c.2 .2)))),
+                        )
                     })
                     .collect(),
             ),
@@ -325,19 +328,19 @@ pub(crate) fn fig2(
                     "p95 latency, 1 client (us)",
                     disciplines
                         .iter()
-                        .map(|&d| Series {
-                            label: d.to_string(),
-                            points: groups.iter().map(|&g| (g as f64, p95_of(d, g).2)).collect(),
-                            errors: Vec::new(),
+                        .map(|&d| {
+                            Series::new(
+                                d.to_string(),
+                                groups.iter().map(|&g| (g as f64, p95_of(d, g).2)).collect(),
+                            )
                         })
-                        .chain(std::iter::once(Series {
-                            label: "RamCast paper".into(),
-                            points: RAMCAST_FIG5_P95
+                        .chain(std::iter::once(Series::new(
+                            "RamCast paper",
+                            RAMCAST_FIG5_P95
                                 .iter()
                                 .map(|&(g, v)| (g as f64, v))
                                 .collect(),
-                            errors: Vec::new(),
-                        }))
+                        )))
                         .collect(),
                 )
             },

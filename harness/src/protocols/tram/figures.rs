@@ -8,7 +8,7 @@
 
 use crate::experiment::{Experiment, Where};
 use crate::figure::{
-    in_parallel, max_throughput, measure, panel, saturate, saturated, size_label, us, write, Point,
+    in_parallel, max_measure, measure, panel, saturate, saturated, size_label, us, write, Point,
 };
 use crate::plot::{self, Panel, Series};
 use crate::protocols::PaperFigure;
@@ -97,8 +97,12 @@ struct Cell {
     x: f64,
     variant: String,
     p50: f64,
+    /// The 95% interval of `p50`, when every section of the run completed a message.
+    p50_ci: Option<(f64, f64)>,
     p95: f64,
     tput: f64,
+    /// The 95% interval of `tput` (the best point's).
+    tput_ci: Option<(f64, f64)>,
     /// `tput` is a lower bound: the sweep stopped at its client cap still growing.
     capped: bool,
 }
@@ -216,16 +220,17 @@ fn sweep(
         let one_e = experiment(profile, software, v, k, 1, Nanos(duration.as_nanos() * 2));
         let one = measure(&one_e)?;
         rows.push(one_e.summary_row(&one, commit));
-        let (tput, capped) = if throughput {
+        let (tput, tput_ci, capped) = if throughput {
             let points: Vec<Point> = saturate(
                 |c| experiment(profile, software, v, k, c, duration),
                 256,
                 progress,
             )?;
             rows.extend(points.iter().map(|p| p.e.summary_row(&p.m, commit)));
-            (max_throughput(&points), !saturated(&points))
+            let max = max_measure(&points);
+            (max.value, max.ci95, !saturated(&points))
         } else {
-            (0.0, false)
+            (0.0, None, false)
         };
         progress(&format!(
             "{} x={x}: p50 {:.2} us, p95 {:.2} us, max {:.0} msg/s",
@@ -238,8 +243,10 @@ fn sweep(
             x,
             variant: v.label(),
             p50: us(&one.latency, 0.5),
+            p50_ci: one.latency_ci(0.5).1,
             p95: us(&one.latency, 0.95),
             tput,
+            tput_ci,
             capped,
         };
         Ok((cell, rows))
@@ -257,21 +264,31 @@ fn get<'a>(cells: &'a [Cell], variant: &str, x: f64) -> Option<&'a Cell> {
     cells.iter().find(|c| c.variant == variant && c.x == x)
 }
 
-fn series(cells: &[Cell], variant: &str, f: impl Fn(&Cell) -> f64) -> Series {
-    Series {
-        label: variant.into(),
-        points: cells
+/// A variant's median latency (us) against x, its intervals as error bars.
+fn p50_series(cells: &[Cell], variant: &str) -> Series {
+    Series::with_errors(
+        variant,
+        cells
             .iter()
             .filter(|c| c.variant == variant)
-            .map(|c| (c.x, f(c)))
-            .collect(),
-        errors: Vec::new(),
-    }
+            .map(|c| (c.x, c.p50, c.p50_ci)),
+    )
+}
+
+/// A variant's maximum throughput (k msg/s) against x, its intervals as error bars.
+fn tput_series(cells: &[Cell], variant: &str) -> Series {
+    let k = |v: f64| v / 1000.0;
+    Series::with_errors(
+        variant,
+        cells
+            .iter()
+            .filter(|c| c.variant == variant)
+            .map(|c| (c.x, k(c.tput), c.tput_ci.map(|(lo, hi)| (k(lo), k(hi))))),
+    )
 }
 
 /// The cells as `points.csv`, through the `csv` crate (a variant's label may hold a comma).
 fn points_csv(cells: &[Cell], x_name: &str) -> String {
-    let mut w = csv::Writer::from_writer(Vec::new());
     let head = [
         x_name,
         "variant",
@@ -280,19 +297,19 @@ fn points_csv(cells: &[Cell], x_name: &str) -> String {
         "max_throughput_msgs_per_s",
         "max_is_lower_bound",
     ];
-    w.write_record(head).expect("in memory");
-    for c in cells {
-        w.write_record([
-            c.x.to_string(),
-            c.variant.clone(),
-            format!("{:.2}", c.p50),
-            format!("{:.2}", c.p95),
-            format!("{:.0}", c.tput),
-            c.capped.to_string(),
-        ])
-        .expect("in memory");
-    }
-    String::from_utf8(w.into_inner().expect("in memory")).expect("utf-8")
+    crate::experiment::csv_table(
+        &head,
+        cells.iter().map(|c| {
+            [
+                c.x.to_string(),
+                c.variant.clone(),
+                format!("{:.2}", c.p50),
+                format!("{:.2}", c.p95),
+                format!("{:.0}", c.tput),
+                c.capped.to_string(),
+            ]
+        }),
+    )
 }
 
 /// A markdown table: one row per x, latency and throughput per variant, and each TRAM
@@ -524,17 +541,17 @@ pub(crate) fn fig5_6(
     let normalised: Vec<Series> = labels
         .iter()
         .filter(|l| l.starts_with("TRAM"))
-        .map(|l| Series {
-            label: l.clone(),
-            points: xs
-                .iter()
-                .filter_map(|&x| {
-                    let t = get(&all_cells, l, x)?;
-                    let r = get(&all_cells, &ramcast_for(l), x)?;
-                    Some((x, t.tput / r.tput))
-                })
-                .collect(),
-            errors: Vec::new(),
+        .map(|l| {
+            Series::new(
+                l.clone(),
+                xs.iter()
+                    .filter_map(|&x| {
+                        let t = get(&all_cells, l, x)?;
+                        let r = get(&all_cells, &ramcast_for(l), x)?;
+                        Some((x, t.tput / r.tput))
+                    })
+                    .collect(),
+            )
         })
         .collect();
     let what = if adjacent {
@@ -553,10 +570,7 @@ pub(crate) fn fig5_6(
                 "latency, 1 client",
                 "destinations",
                 "median latency (us)",
-                labels
-                    .iter()
-                    .map(|l| series(&all_cells, l, |c| c.p50))
-                    .collect(),
+                labels.iter().map(|l| p50_series(&all_cells, l)).collect(),
             ),
             Panel {
                 log_y: true,
@@ -564,10 +578,7 @@ pub(crate) fn fig5_6(
                     "throughput at saturation",
                     "destinations",
                     "max throughput (k msg/s, log scale)",
-                    labels
-                        .iter()
-                        .map(|l| series(&all_cells, l, |c| c.tput / 1000.0))
-                        .collect(),
+                    labels.iter().map(|l| tput_series(&all_cells, l)).collect(),
                 )
             },
             panel(
@@ -861,20 +872,14 @@ pub(crate) fn fig7(
         "latency, 1 client (TRAM: breadth)",
         "payload",
         "median latency (us)",
-        labels
-            .iter()
-            .map(|l| series(&cells, l, |c| c.p50))
-            .collect(),
+        labels.iter().map(|l| p50_series(&cells, l)).collect(),
     );
     lat.x = plot::XScale::Bytes;
     let mut tp = panel(
         "throughput at saturation (TRAM: depth)",
         "payload",
         "max throughput (k msg/s)",
-        labels
-            .iter()
-            .map(|l| series(&cells, l, |c| c.tput / 1000.0))
-            .collect(),
+        labels.iter().map(|l| tput_series(&cells, l)).collect(),
     );
     tp.x = plot::XScale::Bytes;
     plot::draw_png(
@@ -1011,10 +1016,7 @@ pub(crate) fn fig8(
             "latency vs replicas per group",
             "replicas per group",
             "median latency (us)",
-            labels
-                .iter()
-                .map(|l| series(&cells, l, |c| c.p50))
-                .collect(),
+            labels.iter().map(|l| p50_series(&cells, l)).collect(),
         )],
     )?;
     let mut md =
@@ -1079,8 +1081,10 @@ mod tests {
             x,
             variant: variant.into(),
             p50,
+            p50_ci: None,
             p95: p50 * 1.2,
             tput,
+            tput_ci: None,
             capped,
         }
     }

@@ -13,6 +13,7 @@
 //! fault-free interval before the first event. The whole run's delivery log is checked against
 //! the five properties: no message is lost or duplicated across the three changes.
 
+use crate::experiment::write_rows;
 use crate::figure::{panel, write};
 use crate::plot::{self, Series};
 use crate::verdict::{self, Claim, Measure};
@@ -30,6 +31,64 @@ const PUBLISHED: [(&str, [f64; 4]); 4] = [
     ("#3", [28151.0, 7038.0, 21925.0, 41777.0]),
     ("Total", [28251.0, 13430.0, 4420.0, 50730.0]),
 ];
+
+/// A row of `table1.csv`: an event's delayed messages, measured beside published (us).
+#[derive(serde::Serialize)]
+struct Table1Row<'a> {
+    event: &'a str,
+    delayed_messages: usize,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<1, _>")]
+    avg_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<1, _>")]
+    sd_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<1, _>")]
+    min_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<1, _>")]
+    max_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::display")]
+    published_avg_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::display")]
+    published_sd_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::display")]
+    published_min_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::display")]
+    published_max_us: f64,
+}
+
+/// A row of `delayed.csv`: one delayed message.
+#[derive(serde::Serialize)]
+struct DelayedRow {
+    event: usize,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    sent_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    latency_us: f64,
+}
+
+/// A row of `latency_over_time.csv`: one 250 us bucket of send times.
+#[derive(serde::Serialize)]
+struct OverTimeRow {
+    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
+    sent_us: f64,
+    messages: usize,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<2, _>")]
+    median_latency_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<2, _>")]
+    max_latency_us: f64,
+}
+
+/// A row of `permission_bounds.csv`: an event's average at one end of a documented range.
+#[derive(serde::Serialize)]
+struct BoundRow<'a> {
+    varied: &'a str,
+    ns: u64,
+    event: &'a str,
+    #[serde(serialize_with = "crate::stats::precision::fixed::<1, _>")]
+    avg_us: f64,
+    #[serde(serialize_with = "crate::stats::precision::display")]
+    published_avg_us: f64,
+    violations: usize,
+}
 
 /// Average, standard deviation, min, max of `xs` (us), and the count.
 fn stats(xs: &[f64]) -> (usize, [f64; 4]) {
@@ -155,7 +214,7 @@ pub(crate) fn table1(
         })
         .collect();
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let mut csv = String::from("event,delayed_messages,avg_us,sd_us,min_us,max_us,published_avg_us,published_sd_us,published_min_us,published_max_us\n");
+    let mut csv = Vec::new();
     let mut rows = Vec::new();
     let all: Vec<f64> = per_event.iter().flatten().map(|d| d.1).collect();
     for (k, (name, published)) in PUBLISHED.iter().enumerate() {
@@ -165,25 +224,37 @@ pub(crate) fn table1(
             all.clone()
         };
         let (n, s) = stats(&lats);
-        let _ = writeln!(
-            csv,
-            "{name},{n},{:.1},{:.1},{:.1},{:.1},{},{},{},{}",
-            s[0], s[1], s[2], s[3], published[0], published[1], published[2], published[3]
-        );
+        csv.push(Table1Row {
+            event: name,
+            delayed_messages: n,
+            avg_us: s[0],
+            sd_us: s[1],
+            min_us: s[2],
+            max_us: s[3],
+            published_avg_us: published[0],
+            published_sd_us: published[1],
+            published_min_us: published[2],
+            published_max_us: published[3],
+        });
         rows.push((name, n, s, published));
     }
-    write(&out.join("table1.csv"), &csv)?;
-    let mut delayed = String::from("event,sent_us,latency_us\n");
-    for (k, v) in per_event.iter().enumerate() {
-        for (s, l) in v {
-            let _ = writeln!(delayed, "{},{s:.3},{l:.3}", k + 1);
-        }
-    }
-    write(&out.join("delayed.csv"), &delayed)?;
+    write_rows(&out.join("table1.csv"), &csv)?;
+    let delayed: Vec<DelayedRow> = per_event
+        .iter()
+        .enumerate()
+        .flat_map(|(k, v)| {
+            v.iter().map(move |&(sent_us, latency_us)| DelayedRow {
+                event: k + 1,
+                sent_us,
+                latency_us,
+            })
+        })
+        .collect();
+    write_rows(&out.join("delayed.csv"), &delayed)?;
     // Latency over time: the median and the largest latency of the messages sent in each
     // 250 us bucket.
     let bucket = 250.0;
-    let mut over_time = String::from("sent_us,messages,median_latency_us,max_latency_us\n");
+    let mut over_time = Vec::new();
     let (mut med, mut max) = (Vec::new(), Vec::new());
     let mut i = 0;
     while i < done.len() {
@@ -196,27 +267,21 @@ pub(crate) fn table1(
         lats.sort_by(f64::total_cmp);
         let t = b * bucket / 1000.0;
         let (m, x) = (lats[lats.len() / 2], *lats.last().expect("non-empty"));
-        let _ = writeln!(over_time, "{:.3},{},{m:.2},{x:.2}", b * bucket, lats.len());
+        over_time.push(OverTimeRow {
+            sent_us: b * bucket,
+            messages: lats.len(),
+            median_latency_us: m,
+            max_latency_us: x,
+        });
         med.push((t, m));
         max.push((t, x));
     }
-    write(&out.join("latency_over_time.csv"), &over_time)?;
+    write_rows(&out.join("latency_over_time.csv"), &over_time)?;
     let mut p = panel(
         "latency of messages by send time (250 us buckets)",
         "send time (ms)",
         "latency (us, log scale)",
-        vec![
-            Series {
-                label: "median".into(),
-                points: med,
-                errors: Vec::new(),
-            },
-            Series {
-                label: "max".into(),
-                points: max,
-                errors: Vec::new(),
-            },
-        ],
+        vec![Series::new("median", med), Series::new("max", max)],
     );
     p.log_y = true;
     plot::draw_png(
@@ -270,7 +335,7 @@ pub(crate) fn table1(
         let _ = writeln!(md, "- violation: {v}");
     }
     if !bounds.is_empty() {
-        let mut csv = String::from("varied,ns,event,avg_us,published_avg_us,violations\n");
+        let mut csv = Vec::new();
         let range = |what: &str, low: u64, high: u64, point: u64, source: &str| {
             format!(
                 "- {what}: {} to {}, {} in the profile ({source})\n",
@@ -324,11 +389,14 @@ pub(crate) fn table1(
                 first.as_ref().map_or(String::new(), |v| format!(" (first: {v})"))
             );
             for ((name, published), avg) in PUBLISHED.iter().zip(avgs) {
-                let _ = writeln!(
-                    csv,
-                    "{what},{ns},{name},{avg:.1},{},{violations}",
-                    published[0]
-                );
+                csv.push(BoundRow {
+                    varied: what,
+                    ns: *ns,
+                    event: name,
+                    avg_us: *avg,
+                    published_avg_us: published[0],
+                    violations: *violations,
+                });
             }
         }
         let _ = writeln!(
@@ -342,7 +410,7 @@ pub(crate) fn table1(
              timeout, and its failover takes at least that long.\n",
             suspect
         );
-        write(&out.join("permission_bounds.csv"), &csv)?;
+        write_rows(&out.join("permission_bounds.csv"), &csv)?;
     }
     md.push_str("## Claims\n\n");
     let averages: Vec<(&str, f64)> = rows.iter().map(|(name, _, s, _)| (**name, s[0])).collect();
