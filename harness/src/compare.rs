@@ -342,6 +342,24 @@ pub(crate) fn compare(
         )
     };
     let cdf = |m: &Measured, p: &Point| Series::new(m.label.clone(), cdf_points(&p.m.latency));
+    // The tail: the fraction of messages slower than x (the last point, 0, has no logarithm).
+    let ccdf = |m: &Measured, p: &Point| {
+        let points = cdf_points(&p.m.latency)
+            .into_iter()
+            .map(|(x, f)| (x, 1.0 - f))
+            .filter(|&(_, t)| t > 0.0)
+            .collect();
+        Series::new(m.label.clone(), points)
+    };
+    // Latencies of different protocols can lie decades apart (Ridge's is about its Delta at
+    // light load, a millisecond; RamCast's microseconds): every latency axis is logarithmic.
+    let log = |mut p: plot::Panel, x_log: bool, y_log: bool| {
+        if x_log {
+            p.x = plot::XScale::Log10;
+        }
+        p.log_y = y_log;
+        p
+    };
     let caption = format!(
         "{} on sim ({}): {} groups x {}, {} B, dest {}",
         measured
@@ -359,23 +377,45 @@ pub(crate) fn compare(
         &out.join("compare.png"),
         &caption,
         &[
-            panel(
-                "throughput-latency (clients doubled to saturation)",
-                "throughput (k msg/s)",
-                "median latency (us)",
-                measured.iter().map(curve).collect(),
+            log(
+                panel(
+                    "throughput-latency (clients doubled to saturation)",
+                    "throughput (k msg/s)",
+                    "median latency (us, log)",
+                    measured.iter().map(curve).collect(),
+                ),
+                false,
+                true,
             ),
-            panel(
-                "latency CDF, 1 client",
-                "latency (us)",
-                "fraction",
-                measured.iter().map(|m| cdf(m, &m.one)).collect(),
+            log(
+                panel(
+                    "latency CDF, 1 client",
+                    "latency (us, log)",
+                    "fraction",
+                    measured.iter().map(|m| cdf(m, &m.one)).collect(),
+                ),
+                true,
+                false,
             ),
-            panel(
-                "latency CDF at saturation",
-                "latency (us)",
-                "fraction",
-                measured.iter().map(|m| cdf(m, m.saturated())).collect(),
+            log(
+                panel(
+                    "latency CDF at saturation",
+                    "latency (us, log)",
+                    "fraction",
+                    measured.iter().map(|m| cdf(m, m.saturated())).collect(),
+                ),
+                true,
+                false,
+            ),
+            log(
+                panel(
+                    "tail at saturation: fraction slower than x",
+                    "latency (us, log)",
+                    "fraction slower (log)",
+                    measured.iter().map(|m| ccdf(m, m.saturated())).collect(),
+                ),
+                true,
+                true,
             ),
         ],
     )?;

@@ -254,6 +254,18 @@ fn best(points: &[Point]) -> (f64, &Point) {
     (max, knee)
 }
 
+/// A 95% confidence interval, where one was measured.
+type Interval = Option<(f64, f64)>;
+
+/// The highest throughput of a sweep with its 95% interval (that point's, by sectioning).
+fn peak(points: &[Point]) -> Measure {
+    let p = points
+        .iter()
+        .max_by(|a, b| a.s.throughput(&a.o).total_cmp(&b.s.throughput(&b.o)))
+        .expect("a sweep has a point");
+    Measure::within(p.s.throughput(&p.o), p.s.throughput_ci(&p.o))
+}
+
 /// Whether `software` is a rows-only fit (`heron-java`): its row price was fitted to Figure
 /// 5.4's execution stage.
 fn fitted(software: &Software) -> bool {
@@ -710,6 +722,8 @@ fn fig5_5(
     let (mut single, mut multi, mut cdfs) = (Vec::new(), Vec::new(), Vec::new());
     // (name, single mean, multi mean or NaN)
     let mut means: Vec<(&str, f64, Option<f64>)> = Vec::new();
+    // Their 95% intervals, single then multi-partition.
+    let mut intervals: Vec<[Interval; 2]> = Vec::new();
     for (i, (kind, (s, o))) in KINDS.iter().zip(&measured).enumerate() {
         let name = o.kinds[*kind as usize];
         rows.extend(s.rows(o, name, commit));
@@ -722,11 +736,16 @@ fn fig5_5(
         cdfs.push(Series::new(name, points));
         let x = (i + 1) as f64;
         let one = mean_us(o, Some(0));
-        single.push((x, one));
         let m = (!o.latencies(Some(1)).is_empty()).then(|| mean_us(o, Some(1)));
+        let ci = [
+            o.mean_ci(one, Some(*kind as usize), Some(0)),
+            m.and_then(|m| o.mean_ci(m, Some(*kind as usize), Some(1))),
+        ];
+        single.push((x, one, ci[0]));
         if let Some(m) = m {
-            multi.push((x, m));
+            multi.push((x, m, ci[1]));
         }
+        intervals.push(ci);
         means.push((name, one, m));
     }
     crate::experiment::write_rows(&out.join("summary.csv"), &rows)?;
@@ -742,8 +761,8 @@ fn fig5_5(
                 "transaction type",
                 "latency (us)",
                 vec![
-                    Series::new("single-partition", single),
-                    Series::new("multi-partition", multi),
+                    Series::with_errors("single-partition", single),
+                    Series::with_errors("multi-partition", multi),
                 ],
             ),
             panel("latency CDF", "latency (us)", "fraction", cdfs),
@@ -799,7 +818,7 @@ fn fig5_5(
             "us",
         );
     }
-    let claims = fig5_5_claims(&means);
+    let claims = fig5_5_claims(&means, &intervals);
     md.push_str("\n## Claims\n\n");
     md.push_str(&verdict::table(&claims));
     let undelivered = tpcc(FIG5_5_PARTITIONS, CAPACITY_ONE_CLIENT)
@@ -835,16 +854,24 @@ fn fig5_5(
 /// and multi-partition when any ran, in [`KINDS`]'s order. The quoted latencies are judged as
 /// numbers, each on its own (the ~19 and ~35 us read off the figure too); the comparisons as
 /// orderings, undecided where a multi-partition mean is missing.
-fn fig5_5_claims(means: &[(&str, f64, Option<f64>)]) -> Vec<Claim> {
+fn fig5_5_claims(means: &[(&str, f64, Option<f64>)], ci: &[[Interval; 2]]) -> Vec<Claim> {
     let get = |k: Kind| means[k as usize];
+    // A mean with its interval where known (`span` 0 single-, 1 multi-partition).
+    let at =
+        |k: Kind, span: usize, v: f64| Measure::within(v, ci.get(k as usize).and_then(|c| c[span]));
     let (os, d, sl) = (
         get(Kind::OrderStatus).1,
         get(Kind::Delivery).1,
         get(Kind::StockLevel).1,
     );
     let mut claims = vec![
-        Claim::number("Order-Status: 16.5 us", 16.5, "us", Measure::point(os)),
-        Claim::number("Delivery: 17.6 us", 17.6, "us", Measure::point(d)),
+        Claim::number(
+            "Order-Status: 16.5 us",
+            16.5,
+            "us",
+            at(Kind::OrderStatus, 0, os),
+        ),
+        Claim::number("Delivery: 17.6 us", 17.6, "us", at(Kind::Delivery, 0, d)),
         Claim::ordering(
             "Stock-Level is a heavy local transaction: slower than Order-Status and Delivery",
             "Stock-Level's mean above Order-Status's and Delivery's",
@@ -876,14 +903,14 @@ fn fig5_5_claims(means: &[(&str, f64, Option<f64>)]) -> Vec<Claim> {
         "single-partition transactions ~19 us (New-Order, read off the figure)",
         19.0,
         "us",
-        Measure::point(one),
+        at(Kind::NewOrder, 0, one),
     ));
     claims.push(match multi {
         Some(m) => Claim::number(
             "multi-partition transactions ~35 us (New-Order, read off the figure)",
             35.0,
             "us",
-            Measure::point(m),
+            at(Kind::NewOrder, 1, m),
         ),
         None => Claim::trend(
             "multi-partition transactions ~35 us (New-Order, read off the figure)",
@@ -971,6 +998,8 @@ fn table5_1(
     let mut csv = Vec::new();
     // max[w][i]: workload w's maximum at partitions[i].
     let mut max = vec![Vec::new(); TABLE5_1.len()];
+    // max_ci[w][i]: its 95% interval.
+    let mut max_ci = vec![Vec::new(); TABLE5_1.len()];
     // still_growing[w][i]: whether that maximum stopped at the client cap (a lower bound).
     let mut still_growing = vec![Vec::new(); TABLE5_1.len()];
     let mut capped = Vec::new();
@@ -996,21 +1025,21 @@ fn table5_1(
             capped.push(format!("{} at {p} WH", TABLE5_1[w].0));
         }
         max[w].push(t);
+        max_ci[w].push(peak(points).ci95);
         still_growing[w].push(!saturated);
     }
     crate::experiment::write_rows(&out.join("summary.csv"), &rows)?;
     write_rows(&out.join("throughput.csv"), &csv)?;
     let series: Vec<Series> = TABLE5_1
         .iter()
-        .zip(&max)
-        .map(|((label, _, _), m)| {
-            Series::new(
+        .zip(max.iter().zip(&max_ci))
+        .map(|((label, _, _), (m, ci))| {
+            Series::with_errors(
                 *label,
-                partitions
-                    .iter()
-                    .zip(m)
-                    .map(|(&p, &t)| (p as f64, t / 1000.0))
-                    .collect(),
+                partitions.iter().zip(m).zip(ci).map(|((&p, &t), ci)| {
+                    let k = |(lo, hi): (f64, f64)| (lo / 1000.0, hi / 1000.0);
+                    (p as f64, t / 1000.0, ci.map(k))
+                }),
             )
         })
         .collect();
@@ -1082,7 +1111,7 @@ fn table5_1(
         }
         md.push('\n');
     }
-    let claims = table5_1_claims(partitions, &max, &still_growing);
+    let claims = table5_1_claims(partitions, &max, &max_ci, &still_growing);
     md.push_str("\n## Claims\n\n");
     md.push_str(&verdict::table(&claims));
     let last = partitions.len() - 1;
@@ -1142,6 +1171,8 @@ fn table5_1(
 #[derive(Clone, Copy, Debug)]
 struct Scaling {
     value: f64,
+    /// Its 95% interval, the widest the two maxima's intervals allow ([`Measure::ratio`]).
+    ci95: Option<(f64, f64)>,
     /// The larger configuration's maximum is a lower bound: the factor may be higher.
     may_be_higher: bool,
     /// The smaller configuration's maximum is a lower bound: the factor may be lower.
@@ -1149,10 +1180,13 @@ struct Scaling {
 }
 
 impl Scaling {
-    /// The factor from `max[i]` to `max[i + 1]`, `capped` saying which maxima are lower bounds.
-    fn of(max: &[f64], capped: &[bool], i: usize) -> Scaling {
+    /// The factor from `max[i]` to `max[i + 1]`, `ci` their intervals where known, `capped`
+    /// saying which maxima are lower bounds.
+    fn of(max: &[f64], ci: &[Option<(f64, f64)>], capped: &[bool], i: usize) -> Scaling {
+        let m = |j: usize| Measure::within(max[j], ci.get(j).copied().flatten());
         Scaling {
             value: max[i + 1] / max[i],
+            ci95: Measure::ratio(&m(i + 1), &m(i)).ci95,
             may_be_higher: capped[i + 1],
             may_be_lower: capped[i],
         }
@@ -1180,7 +1214,7 @@ impl Scaling {
     /// over a capped maximum is a lower bound ([`Measure::capped`]); one under a capped maximum
     /// is an upper bound, which decides only a factor already below the band.
     fn claim(self, words: &str, published: f64, detail: String) -> Claim {
-        let m = Measure::point(self.value)
+        let m = Measure::within(self.value, self.ci95)
             .capped(self.may_be_higher && !self.may_be_lower)
             .detail(detail);
         let c = Claim::factor(words, published, m);
@@ -1216,9 +1250,16 @@ const CAPPED: &str = "it rests on a maximum still growing at the client cap";
 /// scaling factor is judged as a factor on its exponent; the thesis's summaries of them
 /// ("little, if anything", "at least 1.49x", "nearly linearly") as a trend, a bound and a
 /// trend over the measured factors, left open where a capped maximum could change them.
-fn table5_1_claims(partitions: &[usize], max: &[Vec<f64>], capped: &[Vec<bool>]) -> Vec<Claim> {
+fn table5_1_claims(
+    partitions: &[usize],
+    max: &[Vec<f64>],
+    ci: &[Vec<Option<(f64, f64)>>],
+    capped: &[Vec<bool>],
+) -> Vec<Claim> {
     let steps = partitions.len() - 1;
-    let scaling = |w: usize, i: usize| Scaling::of(&max[w], &capped[w], i);
+    let scaling = |w: usize, i: usize| {
+        Scaling::of(&max[w], ci.get(w).map_or(&[], Vec::as_slice), &capped[w], i)
+    };
     let mut claims = Vec::new();
     for (w, (label, _, _)) in TABLE5_1.iter().enumerate() {
         for i in 0..steps {
@@ -1352,8 +1393,12 @@ impl Delays {
 /// of each partition at the knee.
 struct Waited {
     max: f64,
+    /// The maximum's 95% interval.
+    max_ci: Option<(f64, f64)>,
     capped: bool,
     latency_us: f64,
+    /// The mean latency's 95% interval.
+    latency_ci: Option<(f64, f64)>,
     delays: Vec<Delays>,
 }
 
@@ -1388,7 +1433,7 @@ fn table5_2_claims(found: &[Waited]) -> Vec<Claim> {
             &format!("{p} partitions x {r} replicas: max throughput {tps:.0} tps"),
             tps,
             "tps",
-            Measure::point(w.max).capped(w.capped),
+            Measure::within(w.max, w.max_ci).capped(w.capped),
         ));
         claims.push(Claim::number(
             &format!(
@@ -1396,7 +1441,7 @@ fn table5_2_claims(found: &[Waited]) -> Vec<Claim> {
             ),
             lat,
             "us",
-            Measure::point(w.latency_us).detail("at the knee"),
+            Measure::within(w.latency_us, w.latency_ci).detail("at the knee"),
         ));
     }
     let (_, worst) = range(found, Delays::all_pct);
@@ -1534,8 +1579,10 @@ fn table5_2(
         }
         found.push(Waited {
             max: t,
+            max_ci: peak(points).ci95,
             capped: !sweep.saturated,
             latency_us: lat,
+            latency_ci: top.o.mean_ci(lat, None, None),
             delays: d,
         });
     }
@@ -1733,7 +1780,7 @@ mod tests {
             ("delivery", 17.0, None),
             ("stock-level", 60.0, None),
         ];
-        let c = fig5_5_claims(&means);
+        let c = fig5_5_claims(&means, &[]);
         let verdicts: Vec<Verdict> = c.iter().map(|c| c.verdict).collect();
         use Verdict::*;
         assert_eq!(
@@ -1751,7 +1798,7 @@ mod tests {
         let mut none = means;
         none[1].2 = None;
         none[0].2 = None;
-        let c = fig5_5_claims(&none);
+        let c = fig5_5_claims(&none, &[]);
         assert_eq!(c[3].verdict, Inconclusive);
         assert_eq!(c[5].verdict, Inconclusive);
     }
@@ -1770,7 +1817,7 @@ mod tests {
             vec![100.0, 190.0, 376.0],
         ];
         let open = vec![vec![false; 3]; 4];
-        let c = table5_1_claims(&partitions, &max, &open);
+        let c = table5_1_claims(&partitions, &max, &[], &open);
         assert_eq!(c.len(), 4 * 2 + 3);
         assert!(matches!(c[0].rule, Rule::Factor { published, .. } if published == 1.37));
         assert_eq!(c[0].verdict, Verdict::NotReproduced, "1.13 against 1.37");
@@ -1788,14 +1835,14 @@ mod tests {
         // band, so open), 2 -> 4 an upper bound (1.70 in the band, so open).
         let mut capped = open.clone();
         capped[0][1] = true;
-        let c = table5_1_claims(&partitions, &max, &capped);
+        let c = table5_1_claims(&partitions, &max, &[], &capped);
         assert_eq!(c[0].verdict, Verdict::LowerBound);
         assert_eq!(c[1].verdict, Verdict::Inconclusive);
         assert_eq!(c[9].verdict, Verdict::Inconclusive, "2 -> 4 may be lower");
         // An upper bound below the band decides.
         let mut low = max.clone();
         low[0][2] = 120.0;
-        let c = table5_1_claims(&partitions, &low, &capped);
+        let c = table5_1_claims(&partitions, &low, &[], &capped);
         assert_eq!(c[1].verdict, Verdict::NotReproduced);
         assert_eq!(
             c[9].verdict,
@@ -1808,6 +1855,7 @@ mod tests {
     fn scaling_bounds_decide_only_what_a_lower_bound_cannot_change() {
         let s = |value, may_be_higher, may_be_lower| Scaling {
             value,
+            ci95: None,
             may_be_higher,
             may_be_lower,
         };
@@ -1826,8 +1874,10 @@ mod tests {
     fn waited(max: f64, capped: bool, latency_us: f64, shares: &[(u64, f64)]) -> Waited {
         Waited {
             max,
+            max_ci: None,
             capped,
             latency_us,
+            latency_ci: None,
             delays: shares
                 .iter()
                 .map(|&(delayed, delay_us)| Delays {
@@ -1888,5 +1938,49 @@ mod tests {
         assert_eq!(c[2].verdict, Verdict::LowerBound);
         assert_eq!(c[2].measured, "at least 30000 tps");
         assert_eq!(c[11].verdict, Verdict::Inconclusive);
+    }
+}
+
+#[cfg(test)]
+mod sections {
+    use super::*;
+
+    /// Heron's clients tally each section of the window: every request issued in the window
+    /// that completed is in one, the intervals hold the whole window's estimates, and
+    /// `summary.csv` carries them.
+    #[test]
+    fn heron_points_get_intervals_by_sectioning() {
+        let none = Software::load("none").unwrap();
+        let (s, o) = one_kind(&testbed().unwrap(), &none, Kind::Payment, Nanos(2_000_000)).unwrap();
+        assert_eq!(o.sections.len(), multicast::workload::SECTIONS);
+        let in_sections: u64 = o
+            .sections
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|t| t.completed)
+            .sum();
+        let completed = o.latencies(None).len();
+        // Requests issued in the warm-up but answered after it count in the window, not in a
+        // section.
+        assert!(
+            in_sections > 0 && in_sections <= completed,
+            "{in_sections} {completed}"
+        );
+        let t = s.throughput(&o);
+        let (lo, hi) = s.throughput_ci(&o).expect("ten sections");
+        assert!(lo <= t && t <= hi, "{lo} {t} {hi}");
+        let mean = mean_us(&o, None);
+        let (lo, hi) = o
+            .mean_ci(mean, None, None)
+            .expect("every section completed some");
+        assert!(
+            lo <= mean && mean <= hi && hi - lo > 0.0,
+            "{lo} {mean} {hi}"
+        );
+        let rows = s.rows(&o, "payment", "c");
+        assert!(rows
+            .iter()
+            .all(|r| r.per_s_ci95_lo.is_some() && r.mean_us_ci95_hi.is_some()));
     }
 }
