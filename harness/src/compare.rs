@@ -589,6 +589,9 @@ pub(crate) fn command(a: crate::CompareArgs) -> Result<std::process::ExitCode, S
         .iter()
         .map(|p| p.parse::<Contender>())
         .collect::<Result<Vec<_>, _>>()?;
+    if a.delta.is_some() && !protocols.iter().any(|c| c.entry.name == "ridge") {
+        return Err("--delta sets Ridge's Delta: add a ridge contender or leave it out".into());
+    }
     let w = Workload {
         groups: a.groups,
         replicas: a.replicas,

@@ -261,17 +261,16 @@ pub(crate) fn max_throughput(points: &[Point]) -> f64 {
     points.iter().map(|p| p.m.throughput).fold(0.0, f64::max)
 }
 
-/// The maximum throughput of a sweep (msg/s) as a claim's measurement: the best point's
-/// throughput with its interval, a lower bound when the sweep stopped still growing.
+/// The maximum throughput of a sweep (msg/s) as a claim's measurement, with the interval of
+/// its knee band ([`crate::stats::plateau`]), a lower bound when the sweep stopped still
+/// growing.
 pub(crate) fn max_measure(points: &[Point]) -> crate::verdict::Measure {
-    let best = points
+    let v: Vec<_> = points
         .iter()
-        .max_by(|a, b| a.m.throughput.total_cmp(&b.m.throughput));
-    crate::verdict::Measure::within(
-        best.map_or(0.0, |p| p.m.throughput),
-        best.and_then(|p| p.m.throughput_ci()),
-    )
-    .capped(!saturated(points))
+        .map(|p| (p.m.throughput, p.m.throughput_ci()))
+        .collect();
+    let (max, ci) = crate::stats::plateau(&v);
+    crate::verdict::Measure::within(max, ci).capped(!saturated(points))
 }
 
 /// A latency quantile of one run (us) as a claim's measurement, with its interval.

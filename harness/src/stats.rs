@@ -158,7 +158,28 @@ pub(crate) fn rate_ci(
     let per = window_s / v.len().max(1) as f64;
     let rates: Vec<f64> = v.iter().map(|c| c / per).collect();
     let q = clients as f64 / window_s;
-    sectioning(point, &rates).map(|(lo, hi)| (lo - q, hi + q))
+    sectioning(point, &rates).map(|(lo, hi)| ((lo - q).max(0.0), hi + q))
+}
+
+/// A sweep's maximum and its 95% interval, from each point's `(value, interval)`: the interval
+/// spans those of every point within 5% of the maximum (the knee band). At saturation several
+/// points share one true maximum, and the highest measured is the one noise pushed up: its
+/// own interval alone would cover the plateau less often than 95%. `None` when the highest
+/// point has no interval.
+pub(crate) fn plateau(points: &[(f64, Option<(f64, f64)>)]) -> (f64, Option<(f64, f64)>) {
+    let Some(&(max, best)) = points.iter().max_by(|a, b| a.0.total_cmp(&b.0)) else {
+        return (0.0, None);
+    };
+    let ci = best.map(|_| {
+        points
+            .iter()
+            .filter(|(v, _)| *v >= 0.95 * max)
+            .map(|&(v, ci)| ci.unwrap_or((v, v)))
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (l, h)| {
+                (lo.min(l), hi.max(h))
+            })
+    });
+    (max, ci)
 }
 
 /// Least-squares slope and R² of `points`.
@@ -207,6 +228,22 @@ mod tests {
         let (m, lo, hi) = mean_ci(&[1.0, 3.0]);
         // sd sqrt(2), n 2: half-width 1.96.
         assert!(m == 2.0 && (lo - 0.04).abs() < 1e-9 && (hi - 3.96).abs() < 1e-9);
+    }
+
+    /// A maximum's interval spans the knee band's, and a rate's never goes below zero.
+    #[test]
+    fn a_plateau_spans_the_knee_band_and_rates_stay_positive() {
+        let points = [
+            (50.0, Some((45.0, 55.0))),
+            (97.0, Some((90.0, 99.0))),
+            (100.0, Some((98.0, 102.0))),
+        ];
+        assert_eq!(plateau(&points), (100.0, Some((90.0, 102.0))));
+        assert_eq!(plateau(&[(100.0, None)]), (100.0, None));
+        assert_eq!(plateau(&[]), (0.0, None));
+        // 100 clients over 1 ms: the quantisation alone is 100 k/s, more than the rate.
+        let (lo, _) = rate_ci(2_000.0, 1e-3, 100, [2u64; 10]).unwrap();
+        assert_eq!(lo, 0.0);
     }
 
     #[test]

@@ -135,14 +135,15 @@ impl Measure {
     }
 
     /// The ratio `num / den` of two positive measurements, its interval the widest the two
-    /// intervals allow (`num_lo / den_hi` .. `num_hi / den_lo`; none unless both have one).
+    /// intervals allow (`num_lo / den_hi` .. `num_hi / den_lo`; none unless both have one and
+    /// the denominator's excludes zero, where the ratio is unbounded).
     /// A lower-bound numerator makes the ratio a lower bound.
     pub(crate) fn ratio(num: &Measure, den: &Measure) -> Measure {
         Measure {
             value: num.value / den.value,
             ci95: num
                 .ci95
-                .zip(den.ci95)
+                .zip(den.ci95.filter(|(dl, _)| *dl > 0.0))
                 .map(|((nl, nh), (dl, dh))| (nl / dh, nh / dl)),
             lower_bound: num.lower_bound,
             detail: String::new(),

@@ -45,7 +45,8 @@ impl RamcastServer {
     /// current state, whatever the op carried. Reconnecting again for it would flush what the
     /// resync just posted, whose failures would reconnect again, forever: on real threads the
     /// local runtime completes a reconnect before it flushes the old queue pair's ops, and two
-    /// servers looped so (`check --runtime local` ramcast seeds 4 and 33). Only the flushed
+    /// servers looped so (`check --runtime local` ramcast seeds 4 and 33, as drawn before the
+    /// large-buffer class of 129ba87 changed seed 4's run). Only the flushed
     /// control message itself is sent again.
     pub(crate) fn drain_completions<N: Nic>(&mut self, nic: &mut N) -> bool {
         let mut worked = false;

@@ -58,7 +58,7 @@ impl RamcastServer {
         }
     }
 
-    /// Sends the queued catch-up items, one message per peer, split by size to fit a message (an
+    /// Sends the queued catch-up items to each peer, in as few messages as fit (an
     /// item can carry a whole entry).
     pub(crate) fn flush_catch<N: Nic>(&mut self, nic: &mut N) -> bool {
         if self.outbox.is_empty() {

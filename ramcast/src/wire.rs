@@ -212,6 +212,19 @@ mod tests {
             assert!(msg.encode().len() <= send_max, "{}", msg.encode().len());
         }
         assert_eq!(parts.concat(), items);
+        // Items that fill a part to the byte: the envelope is what keeps the message within
+        // the limit (with no envelope these would exceed it).
+        let exact = |n: usize| CatchItem {
+            props: vec![(0, 7, 9)],
+            entry: vec![1; n],
+            ..CatchItem::about(1, 3)
+        };
+        let item = bincode::serialized_size(&exact(0)).unwrap() as usize;
+        let full = exact(send_max - ENVELOPE - item);
+        for part in super::parts(vec![full.clone(), full], send_max) {
+            assert_eq!(part.len(), 1);
+            assert!(Wire::Catch { items: part }.encode().len() <= send_max);
+        }
         // Nothing to say is still one (empty) part: a candidate waits for every reply.
         assert_eq!(super::parts(Vec::<Pend>::new(), send_max), vec![vec![]]);
     }

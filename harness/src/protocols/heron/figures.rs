@@ -257,13 +257,15 @@ fn best(points: &[Point]) -> (f64, &Point) {
 /// A 95% confidence interval, where one was measured.
 type Interval = Option<(f64, f64)>;
 
-/// The highest throughput of a sweep with its 95% interval (that point's, by sectioning).
+/// The highest throughput of a sweep with the 95% interval of its knee band
+/// ([`crate::stats::plateau`]).
 fn peak(points: &[Point]) -> Measure {
-    let p = points
+    let v: Vec<_> = points
         .iter()
-        .max_by(|a, b| a.s.throughput(&a.o).total_cmp(&b.s.throughput(&b.o)))
-        .expect("a sweep has a point");
-    Measure::within(p.s.throughput(&p.o), p.s.throughput_ci(&p.o))
+        .map(|p| (p.s.throughput(&p.o), p.s.throughput_ci(&p.o)))
+        .collect();
+    let (max, ci) = crate::stats::plateau(&v);
+    Measure::within(max, ci)
 }
 
 /// Whether `software` is a rows-only fit (`heron-java`): its row price was fitted to Figure
