@@ -879,6 +879,11 @@ fn fig5_5_claims(means: &[(&str, f64, Option<f64>)], ci: &[[Interval; 2]]) -> Ve
             "Stock-Level's mean above Order-Status's and Delivery's",
             format!("{sl:.1} us against {os:.1} and {d:.1} us"),
             sl > os && sl > d,
+        )
+        .undecided_if(
+            at(Kind::StockLevel, 0, sl).overlaps(&at(Kind::OrderStatus, 0, os))
+                || at(Kind::StockLevel, 0, sl).overlaps(&at(Kind::Delivery, 0, d)),
+            "the means' intervals overlap",
         ),
     ];
     let split = [Kind::NewOrder, Kind::Payment].map(get);
@@ -898,7 +903,14 @@ fn fig5_5_claims(means: &[(&str, f64, Option<f64>)], ci: &[[Interval; 2]]) -> Ve
                 .join("; "),
             split.iter().all(|(_, one, m)| m.is_some_and(|m| m > *one)),
         )
-        .undecided_if(missing, "a type ran no multi-partition transaction"),
+        .undecided_if(missing, "a type ran no multi-partition transaction")
+        .undecided_if(
+            [Kind::NewOrder, Kind::Payment].iter().any(|&k| {
+                let (_, one, m) = get(k);
+                m.is_some_and(|m| at(k, 0, one).overlaps(&at(k, 1, m)))
+            }),
+            "a type's single- and multi-partition means' intervals overlap",
+        ),
     );
     let (_, one, multi) = get(Kind::NewOrder);
     claims.push(Claim::number(
