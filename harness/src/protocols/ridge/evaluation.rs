@@ -307,27 +307,9 @@ pub(crate) fn fig1(
         })
         .collect();
     let (profile, curves) = measure_all(out, commit, software, quick, &setups, progress)?;
-    let head = [
-        "commit",
-        "software",
-        "size",
-        "dissemination",
-        "destinations",
-    ];
-    let csv = crate::experiment::csv_table(
-        &[&head[..], &CURVE_COLUMNS].concat(),
-        curves.iter().map(|c| {
-            [
-                commit.to_string(),
-                software.name.to_string(),
-                c.setup.size.to_string(),
-                c.setup.dissemination.name().to_string(),
-                c.setup.servers.to_string(),
-            ]
-            .into_iter()
-            .chain(c.csv_cells())
-        }),
-    );
+    let csv = curves_csv(commit, software, &curves, &["destinations"], |c| {
+        vec![c.setup.servers.to_string()]
+    });
     write(&out.join("fig1.csv"), &csv)?;
     let axis = Axis {
         x: |s| s.servers,
@@ -366,6 +348,32 @@ const CURVE_COLUMNS: [&str; 6] = [
     "power_mean_us",
     "power_p95_us",
 ];
+
+/// Figs. 1 and 2's curve tables: commit, software, size and dissemination, then the figure's
+/// own columns (`head`, filled by `cells`), then every curve's [`CURVE_COLUMNS`].
+fn curves_csv(
+    commit: &str,
+    software: &Software,
+    curves: &[Curve],
+    head: &[&str],
+    cells: impl Fn(&Curve) -> Vec<String>,
+) -> String {
+    let common = ["commit", "software", "size", "dissemination"];
+    crate::experiment::csv_table(
+        &[&common[..], head, &CURVE_COLUMNS].concat(),
+        curves.iter().map(|c| {
+            [
+                commit.to_string(),
+                software.name.to_string(),
+                c.setup.size.to_string(),
+                c.setup.dissemination.name().to_string(),
+            ]
+            .into_iter()
+            .chain(cells(c))
+            .chain(c.csv_cells())
+        }),
+    )
+}
 
 /// A row of `fig3.csv`: one load of the optimistic run.
 #[derive(serde::Serialize)]
@@ -734,29 +742,12 @@ pub(crate) fn fig2(
             })
             .map_or(f64::NAN, Curve::max_msgs)
     };
-    let head = [
-        "commit",
-        "software",
-        "size",
-        "dissemination",
-        "groups",
-        "normalised",
-    ];
-    let csv = crate::experiment::csv_table(
-        &[&head[..], &CURVE_COLUMNS].concat(),
-        curves.iter().map(|c| {
-            [
-                commit.to_string(),
-                software.name.to_string(),
-                c.setup.size.to_string(),
-                c.setup.dissemination.name().to_string(),
-                c.setup.groups.to_string(),
-                format!("{:.3}", c.max_msgs() / base(c)),
-            ]
-            .into_iter()
-            .chain(c.csv_cells())
-        }),
-    );
+    let csv = curves_csv(commit, software, &curves, &["groups", "normalised"], |c| {
+        vec![
+            c.setup.groups.to_string(),
+            format!("{:.3}", c.max_msgs() / base(c)),
+        ]
+    });
     write(&out.join("fig2.csv"), &csv)?;
     let axis = Axis {
         x: |s| s.groups,
