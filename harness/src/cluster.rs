@@ -5,12 +5,21 @@
 //!
 //! ```toml
 //! run = ["--protocol", "ramcast", "--groups", "3", "--clients", "3", "--duration", "10s"]
-//! secret = "8f2c..."            # optional: only nodes that hold it may connect
+//! secret = "8f2c..."            # only nodes that hold it may connect (at least 16 bytes)
 //!
 //! [[node]]                      # node 0 = process 0, and so on
 //! addr = "10.0.0.1:7000"
 //! role = "server g0"            # what the deployment makes of it; checked at start
+//! # listen = "0.0.0.0:7000"     # where it binds, if not at addr (behind NAT)
 //! ```
+//!
+//! Every connection proves the secret (HMAC challenge-response both ways, `transport`'s
+//! `tcp::Secret`); there is no unauthenticated mode. `harness run --runtime tcp` draws a fresh
+//! secret from the OS random source (or takes the hosts file's own) and hands it to each node
+//! down its standard input (`harness node --secret-stdin`): the cluster file it writes holds
+//! none, and its scratch directory is the owner's only (0700). A node listens at its own
+//! address only (loopback for the embedded default), never on every interface unless its
+//! entry's `listen` says so.
 //!
 //! `harness node --cluster FILE --id N` runs node N (on any host: the addresses are the
 //! hosts'), and writes its report (counts, latencies, its part of the delivery log) where
@@ -52,8 +61,9 @@ pub(crate) struct ClusterFile {
     /// a hosts file given to `harness run --cluster`, whose own arguments are the run.
     #[serde(default)]
     pub(crate) run: Vec<String>,
-    /// The cluster secret, if any.
-    #[serde(default)]
+    /// The cluster secret (at least 16 bytes). Left out in a cluster file whose nodes get it
+    /// down their standard input (`harness node --secret-stdin`), as `harness run` starts them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) secret: Option<String>,
     /// Time zero of every node's clock, nanoseconds since the Unix epoch: the nodes start
     /// together then ([`TcpConfig::start_at`]) [default: each when its bootstrap ends].
@@ -72,8 +82,13 @@ pub(crate) struct ClusterFile {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct NodeEntry {
-    /// `host:port` it listens on.
+    /// `host:port` where the other nodes reach it; it listens there too, unless `listen` says
+    /// otherwise.
     pub(crate) addr: String,
+    /// `host:port` it binds instead of `addr` (behind NAT, or `0.0.0.0:PORT` to listen on
+    /// every interface: asked for, never the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) listen: Option<String>,
     /// Its role in the deployment ([`role_of`]); `harness run --cluster` fills it in.
     #[serde(default)]
     pub(crate) role: String,
@@ -85,15 +100,80 @@ pub(crate) struct NodeEntry {
 }
 
 impl ClusterFile {
-    /// Reads and checks a cluster file.
+    /// Reads and checks a cluster file as a whole: at least one node, addresses that resolve,
+    /// none twice and none at port 0, a secret long enough if it has one, a time zero not far
+    /// in the future. The file is read up to [`transport::input::MAX_INPUT`] bytes.
     pub(crate) fn load(path: &Path) -> Result<ClusterFile, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = transport::input::read_capped(path)?;
         let c: ClusterFile =
             toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        if c.nodes.is_empty() {
-            return Err(format!("{}: no [[node]] entries", path.display()));
-        }
+        c.check().map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(c)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.nodes.is_empty() {
+            return Err("no [[node]] entries".into());
+        }
+        let addrs = self.addrs()?;
+        for (i, a) in addrs.iter().enumerate() {
+            if a.port() == 0 {
+                return Err(format!(
+                    "node {i}: address `{}` has port 0; give every node a fixed port",
+                    self.nodes[i].addr
+                ));
+            }
+            if let Some(j) = addrs[..i].iter().position(|b| b == a) {
+                return Err(format!(
+                    "nodes {j} and {i} both at {a}: one address per node"
+                ));
+            }
+        }
+        for (i, n) in self.nodes.iter().enumerate() {
+            if let Some(l) = &n.listen {
+                resolve(l).map_err(|e| format!("node {i}: listen {e}"))?;
+            }
+        }
+        if let Some(s) = &self.secret {
+            tcp::Secret::new(s.as_bytes())?;
+        }
+        if let Some(ns) = self.start_at_unix_ns {
+            let ahead = Duration::from_nanos(ns)
+                .saturating_sub(std::time::UNIX_EPOCH.elapsed().unwrap_or_default());
+            let most = tcp::Bounds::default().start_wait;
+            if ahead > most {
+                return Err(format!(
+                    "start_at_unix_ns is {} s in the future, more than the {} s a node waits; set it closer (or leave it out to start each node when its bootstrap ends)",
+                    ahead.as_secs(),
+                    most.as_secs()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the cluster secret from standard input (one line, as `harness run` writes it),
+    /// for a node started with `--secret-stdin`. A file that has its own must agree.
+    pub(crate) fn read_secret_from_stdin(&mut self) -> Result<(), String> {
+        let mut line = String::new();
+        use std::io::Read;
+        std::io::stdin()
+            .lock()
+            .take(4096)
+            .read_to_string(&mut line)
+            .map_err(|e| format!("--secret-stdin: {e}"))?;
+        let piped = line.trim_end_matches(['\r', '\n']).to_string();
+        tcp::Secret::new(piped.as_bytes()).map_err(|e| format!("--secret-stdin: {e}"))?;
+        match &self.secret {
+            Some(own) if *own != piped => Err(
+                "--secret-stdin: the secret on standard input differs from the cluster file's own"
+                    .into(),
+            ),
+            _ => {
+                self.secret = Some(piped);
+                Ok(())
+            }
+        }
     }
 
     /// Every node's address, resolved.
@@ -101,14 +181,14 @@ impl ClusterFile {
         self.nodes
             .iter()
             .enumerate()
-            .map(|(i, n)| {
-                n.addr
-                    .to_socket_addrs()
-                    .map_err(|e| format!("node {i}: address `{}`: {e}", n.addr))?
-                    .next()
-                    .ok_or_else(|| format!("node {i}: address `{}` resolves to nothing", n.addr))
-            })
+            .map(|(i, n)| resolve(&n.addr).map_err(|e| format!("node {i}: address {e}")))
             .collect()
+    }
+
+    /// Where node `id` binds: its `listen` entry, or its own address.
+    fn bind_addr(&self, id: usize) -> Result<SocketAddr, String> {
+        let n = &self.nodes[id];
+        resolve(n.listen.as_deref().unwrap_or(&n.addr))
     }
 
     /// Checks that this file describes a deployment of `roles` (every node's, in process
@@ -152,9 +232,12 @@ impl ClusterFile {
             }
             faults.extend(f.link_faults(n));
         }
+        let Some(secret) = &self.secret else {
+            return Err("the cluster file has no `secret`: add one of at least 16 bytes (`secret = \"<output of openssl rand -hex 32>\"`), or start the nodes with `harness run --runtime tcp --cluster`, which hands each node one (`harness node --secret-stdin`)".into());
+        };
         Ok(TcpConfig {
             seed,
-            secret: self.secret.as_ref().map(|s| s.as_bytes().to_vec()),
+            secret: tcp::Secret::new(secret.as_bytes())?,
             // Many nodes may share few cores: an idle one parks soon instead of spinning
             // (12 RamCast nodes on 2 cores: 902 msg/s spinning 10 polls, 480 at 200, 153 at
             // 1000).
@@ -185,7 +268,7 @@ pub(crate) struct NodeReport {
     pub(crate) halted: bool,
     /// How the node's run ended, and its connection events.
     pub(crate) stop: String,
-    /// Connections that closed during the run, and why (the last ones).
+    /// Connections that closed or were refused during the run, and why (every one).
     pub(crate) events: Vec<String>,
 }
 
@@ -261,7 +344,7 @@ where
     let mut r = NodeReport {
         role,
         stop: format!("{:?}", run.stop),
-        events: run.events.iter().rev().take(20).rev().cloned().collect(),
+        events: run.events.clone(),
         ..NodeReport::default()
     };
     match &run.process {
@@ -309,13 +392,13 @@ pub(crate) fn run_as_node<P: Process<TcpNic> + Send>(
             specs.len()
         ));
     }
-    let Some(&addr) = addrs.get(id) else {
+    if id >= addrs.len() {
         return Err(format!(
             "--id {id}: the cluster has nodes 0..{}",
             addrs.len()
         ));
-    };
-    let bind = bind_addr(addr);
+    }
+    let bind = cluster.bind_addr(id)?;
     let listener =
         tcp::listen(bind).map_err(|err| format!("node {id}: listen on {bind}: {err}"))?;
     let signals = barrier.map(|_| std::sync::Arc::new(tcp::NodeSignals::default()));
@@ -359,15 +442,12 @@ pub(crate) fn run_as_node<P: Process<TcpNic> + Send>(
     })
 }
 
-/// Where a node listens: every interface, at its advertised port (behind NAT or in a
-/// namespace the advertised address need not be a local one).
-fn bind_addr(advertised: SocketAddr) -> SocketAddr {
-    let any: std::net::IpAddr = if advertised.is_ipv4() {
-        std::net::Ipv4Addr::UNSPECIFIED.into()
-    } else {
-        std::net::Ipv6Addr::UNSPECIFIED.into()
-    };
-    SocketAddr::new(any, advertised.port())
+/// `host:port`, resolved to its first address.
+fn resolve(addr: &str) -> Result<SocketAddr, String> {
+    addr.to_socket_addrs()
+        .map_err(|e| format!("`{addr}`: {e}"))?
+        .next()
+        .ok_or_else(|| format!("`{addr}` resolves to nothing"))
 }
 
 /// A fault of a tcp run: on a node process (the launcher sends it signals) or on the network
@@ -519,6 +599,20 @@ impl ProcessFault {
         }
     }
 
+    /// Whether this fault can make node `i` unresponsive (paused, or its traffic delayed,
+    /// lost or cut), the only way a correct server is excluded and then halts.
+    pub(crate) fn impairs(&self, i: usize) -> bool {
+        let has = |n: &Nodes| match n {
+            Nodes::All => true,
+            Nodes::Some(ids) => ids.contains(&(i as u32)),
+        };
+        match self {
+            ProcessFault::Kill { .. } => false,
+            ProcessFault::Pause { node, .. } => *node as usize == i,
+            ProcessFault::Net { from, to, .. } => has(from) || has(to),
+        }
+    }
+
     /// The node ids it names.
     fn nodes(&self) -> Vec<u32> {
         match self {
@@ -650,7 +744,7 @@ pub(crate) fn spawn_nodes(
     {
         return Err(format!("{f}: the run has nodes 0..{n}"));
     }
-    let places: Vec<(String, Vec<String>)> = match hosts {
+    let places: Vec<(String, Option<String>, Vec<String>)> = match hosts {
         Some(h) => {
             if h.nodes.len() != n {
                 return Err(format!(
@@ -670,22 +764,35 @@ pub(crate) fn spawn_nodes(
                     ));
                 }
             }
-            h.addrs()?;
+            h.check()?;
             h.nodes
                 .iter()
-                .map(|node| (node.addr.clone(), node.exec.clone()))
+                .map(|node| (node.addr.clone(), node.listen.clone(), node.exec.clone()))
                 .collect()
         }
         None => free_ports(n)?
             .into_iter()
-            .map(|p| (format!("127.0.0.1:{p}"), Vec::new()))
+            .map(|p| (format!("127.0.0.1:{p}"), None, Vec::new()))
             .collect(),
+    };
+    // The hosts file's own secret, or a fresh one; it reaches the nodes down their standard
+    // input only, never through a file.
+    let secret = match hosts.and_then(|h| h.secret.as_deref()) {
+        Some(s) => tcp::Secret::new(s.as_bytes())?,
+        None => tcp::Secret::random(),
     };
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     let dir = std::env::temp_dir().join(format!("harness-tcp-{}-{stamp}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|err| format!("{}: {err}", dir.display()))?;
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .recursive(true)
+            .create(&dir)
+            .map_err(|err| format!("{}: {err}", dir.display()))?;
+    }
     let scratch = Scratch(dir.clone());
     // Time zero a little ahead, so every node has bootstrapped by then and they start together.
     let start_at = stamp as u64 + 1_500_000_000 + 50_000_000 * n as u64;
@@ -697,16 +804,13 @@ pub(crate) fn spawn_nodes(
             .map(ProcessFault::to_string)
             .collect(),
         start_at_unix_ns: Some(start_at),
-        secret: Some(format!(
-            "{:016x}{:016x}",
-            transport::rng::mix64(stamp as u64),
-            std::process::id()
-        )),
+        secret: None,
         nodes: places
             .iter()
             .zip(roles)
-            .map(|((addr, _), role)| NodeEntry {
+            .map(|((addr, listen, _), role)| NodeEntry {
                 addr: addr.clone(),
+                listen: listen.clone(),
                 role: role.clone(),
                 exec: Vec::new(),
             })
@@ -732,7 +836,7 @@ pub(crate) fn spawn_nodes(
         + Duration::from_nanos(start_at)
             .saturating_sub(std::time::UNIX_EPOCH.elapsed().unwrap_or_default());
     let mut children: Vec<Child> = Vec::with_capacity(n);
-    for (i, (_, prefix)) in places.iter().enumerate() {
+    for (i, (_, _, prefix)) in places.iter().enumerate() {
         let stderr = std::fs::File::create(dir.join(format!("node-{i}.err")))
             .map_err(|err| err.to_string())?;
         let mut cmd = match prefix.split_first() {
@@ -751,12 +855,18 @@ pub(crate) fn spawn_nodes(
             .arg(i.to_string())
             .arg("--report")
             .arg(dir.join(format!("node-{i}.report")))
-            .stdin(Stdio::null())
+            .arg("--secret-stdin")
+            .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(stderr)
             .spawn()
             .map_err(|err| format!("cannot start node {i}: {err}"))?;
         children.push(child);
+        let child = children.last_mut().expect("just pushed");
+        let mut pipe = child.stdin.take().expect("piped");
+        std::io::Write::write_all(&mut pipe, secret.expose())
+            .and_then(|()| std::io::Write::write_all(&mut pipe, b"\n"))
+            .map_err(|err| format!("cannot hand node {i} the cluster secret: {err}"))?;
     }
     // Faults, in time order, while the nodes run.
     let mut plan: Vec<(Nanos, usize, libc::c_int)> = Vec::new();
@@ -883,6 +993,8 @@ pub(crate) fn launch(
         optimistic_log: Vec::new(),
     };
     let mut changed = std::collections::BTreeSet::new();
+    let mut halts = Vec::new();
+    let mut events = Vec::new();
     for i in 0..n {
         let p = ProcessId(i as u32);
         if killed[i] {
@@ -896,6 +1008,10 @@ pub(crate) fn launch(
         m.delivered += r.completed_in_window;
         record_counts(&mut m.latency, &r.latency)?;
         m.server_deliveries += r.delivered;
+        if r.halted {
+            halts.push((i, r.stop.clone(), r.events.clone()));
+        }
+        events.extend(r.events.iter().map(|ev| (i, ev.clone())));
         if r.changed_leader {
             changed.insert(member_of(&r.role));
         }
@@ -905,7 +1021,66 @@ pub(crate) fn launch(
     }
     m.leader_changes = changed.len();
     m.throughput = m.delivered as f64 / e.duration.as_secs_f64();
+    print_refusals(&events);
+    judge_halts(&halts, &roles, faults)?;
     Ok(m)
+}
+
+/// Connection events of a run's nodes, counted; those a peer's close does not explain (a peer
+/// without the secret, a second claimant, caps, deadlines, a request out of bounds) printed,
+/// so hostile traffic is never hidden.
+/// `events`: (node, event).
+fn print_refusals(events: &[(usize, String)]) {
+    if events.is_empty() {
+        return;
+    }
+    let refused: Vec<&(usize, String)> = events
+        .iter()
+        .filter(|(_, e)| !e.ends_with("the peer closed the connection"))
+        .collect();
+    println!(
+        "  connection events: {} ({} refused, timed out or failed; the rest closed by their peer)",
+        events.len(),
+        refused.len()
+    );
+    for (i, e) in refused.iter().take(10) {
+        println!("    node {i}: {e}");
+    }
+    if refused.len() > 10 {
+        println!("    ... and {} more", refused.len() - 10);
+    }
+}
+
+/// A server halts when it was excluded while unresponsive and then finds its buffers
+/// recycled; only a fault can make a correct server unresponsive. So a halt no fault explains
+/// fails the run, named with its reason (a forged write, a bug); one a fault explains is
+/// printed. `halts`: (node, how its run ended, its connection events).
+fn judge_halts(
+    halts: &[(usize, String, Vec<String>)],
+    roles: &[String],
+    faults: &[ProcessFault],
+) -> Result<(), String> {
+    let mut unexplained = Vec::new();
+    for (i, stop, events) in halts {
+        match faults.iter().find(|f| f.impairs(*i)) {
+            Some(f) => println!("  node {i} ({}) halted after `{f}` made it unresponsive", roles[*i]),
+            None => unexplained.push(format!(
+                "node {i} ({}) halted, yet no fault paused or cut it off: a correct server stopped (run ended {stop}; {} connection events{}{})",
+                roles[*i],
+                events.len(),
+                if events.is_empty() { "" } else { ", the last: " },
+                events[events.len().saturating_sub(5)..].join(" / ")
+            )),
+        }
+    }
+    if unexplained.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the tcp run failed:\n  {}",
+            unexplained.join("\n  ")
+        ))
+    }
 }
 
 /// `n` ports free now, below the kernel's ephemeral range: the nodes' own outgoing connections
@@ -928,7 +1103,7 @@ fn free_ports(n: usize) -> Result<Vec<u16>, String> {
     let mut ports = Vec::with_capacity(n);
     for k in 0..span {
         let p = (first as u32 + (start - first as u32 + k) % span) as u16;
-        if std::net::TcpListener::bind(("0.0.0.0", p)).is_ok() {
+        if std::net::TcpListener::bind(("127.0.0.1", p)).is_ok() {
             ports.push(p);
             if ports.len() == n {
                 return Ok(ports);
@@ -1048,19 +1223,8 @@ mod tests {
             .link_faults(3)
             .is_empty());
         // A cluster file carries them to the nodes, checked against its nodes.
-        let mut c = ClusterFile {
-            run: Vec::new(),
-            secret: None,
-            start_at_unix_ns: None,
-            faults: vec!["partition:0|*@1s+1s".into()],
-            nodes: (0..3)
-                .map(|i| NodeEntry {
-                    addr: format!("127.0.0.1:{}", 7000 + i),
-                    role: String::new(),
-                    exec: Vec::new(),
-                })
-                .collect(),
-        };
+        let mut c = three_nodes();
+        c.faults = vec!["partition:0|*@1s+1s".into()];
         assert_eq!(c.config(1).unwrap().faults.len(), 2);
         c.faults = vec!["delay:0>5@1s+1s=1ms".into()];
         assert!(c.config(1).unwrap_err().contains("nodes 0..3"));
@@ -1076,6 +1240,89 @@ mod tests {
             .contains("lists 3 nodes"));
         let client = vec!["client".to_string(); 3];
         assert!(c.check_node(1, &client).unwrap_err().contains("regenerate"));
+    }
+
+    fn three_nodes() -> ClusterFile {
+        ClusterFile {
+            run: Vec::new(),
+            secret: Some("0123456789abcdef".into()),
+            start_at_unix_ns: None,
+            faults: Vec::new(),
+            nodes: (0..3)
+                .map(|i| NodeEntry {
+                    addr: format!("127.0.0.1:{}", 7000 + i),
+                    listen: None,
+                    role: String::new(),
+                    exec: Vec::new(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_cluster_file_is_checked_as_a_whole() {
+        let c = three_nodes();
+        assert!(c.check().is_ok());
+        assert_eq!(c.bind_addr(1).unwrap().to_string(), "127.0.0.1:7001");
+        let mut twice = c.clone();
+        twice.nodes[2].addr = "127.0.0.1:7000".into();
+        assert!(twice.check().unwrap_err().contains("nodes 0 and 2 both at"));
+        let mut zero = c.clone();
+        zero.nodes[1].addr = "127.0.0.1:0".into();
+        assert!(zero.check().unwrap_err().contains("port 0"));
+        let mut short = c.clone();
+        short.secret = Some("s3cret".into());
+        assert!(short.check().unwrap_err().contains("fewer than the 16"));
+        let mut empty = c.clone();
+        empty.secret = Some(String::new());
+        assert!(empty.check().is_err());
+        let mut later = c.clone();
+        let now = std::time::UNIX_EPOCH.elapsed().unwrap().as_nanos() as u64;
+        later.start_at_unix_ns = Some(now + 3_600_000_000_000);
+        assert!(later.check().unwrap_err().contains("in the future"));
+        later.start_at_unix_ns = Some(now + 2_000_000_000);
+        assert!(later.check().is_ok());
+        // No secret in the file and none handed down: the node refuses to start.
+        let mut none = c.clone();
+        none.secret = None;
+        assert!(none.check().is_ok(), "a node may get it on stdin");
+        assert!(none.config(1).unwrap_err().contains("has no `secret`"));
+        // Binding every interface only when the entry asks.
+        let mut any = c;
+        any.nodes[0].listen = Some("0.0.0.0:7000".into());
+        assert_eq!(any.bind_addr(0).unwrap().to_string(), "0.0.0.0:7000");
+        assert_eq!(any.bind_addr(1).unwrap().to_string(), "127.0.0.1:7001");
+    }
+
+    #[test]
+    fn a_halt_no_fault_explains_fails_the_run_named() {
+        let roles = vec!["server g0".to_string(), "server g0".into(), "client".into()];
+        let halt = vec![(
+            1,
+            "TimeLimit".to_string(),
+            vec!["p1: connection from p2 closed: x".to_string()],
+        )];
+        let e = judge_halts(&halt, &roles, &[]).unwrap_err();
+        assert!(e.contains("node 1 (server g0) halted, yet no fault"), "{e}");
+        assert!(e.contains("connection from p2 closed"), "{e}");
+        // A kill of another node explains nothing; a pause of this one, or a partition
+        // around it, does.
+        let kill: ProcessFault = "kill:0@1s".parse().unwrap();
+        assert!(judge_halts(&halt, &roles, &[kill]).is_err());
+        for f in [
+            "pause:1@1s+1s",
+            "partition:1|*@1s+1s",
+            "delay:*>1@1s+1s=5ms",
+        ] {
+            let f: ProcessFault = f.parse().unwrap();
+            assert!(
+                judge_halts(&halt, &roles, std::slice::from_ref(&f)).is_ok(),
+                "{f}"
+            );
+        }
+        let other: ProcessFault = "pause:0@1s+1s".parse().unwrap();
+        assert!(judge_halts(&halt, &roles, &[other]).is_err());
+        assert!(judge_halts(&[], &roles, &[]).is_ok());
     }
 
     #[test]

@@ -304,6 +304,11 @@ struct NodeArgs {
     /// [default: node-ID.report].
     #[arg(long)]
     report: Option<PathBuf>,
+    /// Read the cluster secret from standard input (one line), as `harness run --runtime tcp`
+    /// hands it down, instead of from the cluster file; if the file has one too, they must
+    /// agree.
+    #[arg(long)]
+    secret_stdin: bool,
 }
 
 #[derive(Args, Debug)]

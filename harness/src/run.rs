@@ -272,7 +272,10 @@ pub(crate) fn tcp_launch(
 /// `harness node`: one node of a tcp cluster.
 pub(crate) fn node(a: crate::NodeArgs) -> Result<ExitCode, String> {
     use clap::Parser;
-    let cluster = crate::cluster::ClusterFile::load(&a.cluster)?;
+    let mut cluster = crate::cluster::ClusterFile::load(&a.cluster)?;
+    if a.secret_stdin {
+        cluster.read_secret_from_stdin()?;
+    }
     let argv = ["harness", "run"]
         .into_iter()
         .map(String::from)

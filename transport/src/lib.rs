@@ -63,6 +63,7 @@ pub mod chaos;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 pub mod image;
+pub mod input;
 pub mod memory;
 pub mod mesh;
 pub mod nic;

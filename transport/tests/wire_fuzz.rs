@@ -24,7 +24,7 @@ fn corpus() -> Vec<u8> {
             from: ProcessId(0),
             regions: vec![8],
             nonce: [4; 16],
-            mac: Some([5; 32]),
+            mac: [5; 32],
         }),
         Frame::Proof([6; 32]),
         Frame::Request {

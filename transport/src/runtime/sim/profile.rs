@@ -70,12 +70,12 @@ pub enum ProfileError {
         why: &'static str,
     },
     /// The file could not be read.
-    #[error("cannot read profile file {path}: {error}")]
+    #[error("cannot read the profile: {error}")]
     Io {
         /// The path.
         path: String,
-        /// The OS error.
-        error: std::io::Error,
+        /// What went wrong (the OS error, or a file too large or not text).
+        error: String,
     },
 }
 
@@ -91,7 +91,7 @@ pub(crate) fn load_text(
     }
     let path = Path::new(name_or_path);
     if name_or_path.ends_with(".toml") || path.exists() {
-        return std::fs::read_to_string(path).map_err(|error| ProfileError::Io {
+        return crate::input::read_capped(path).map_err(|error| ProfileError::Io {
             path: name_or_path.to_string(),
             error,
         });

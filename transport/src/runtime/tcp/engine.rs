@@ -21,10 +21,10 @@
     reason = "the NIC thread is where real time enters the tcp runtime (connect retries)"
 )]
 
-use super::auth;
+use super::auth::{self, Secret};
 use super::faults::{Held, LinkFault};
 use super::wire::{self, Frame, Hello, Mac, Welcome, WireOp, WireStatus, CHUNK, PREAMBLE_LEN};
-use super::NodeShared;
+use super::{Bounds, NodeShared};
 use crate::nic::{Completion, Data, Op, OpKind, Qp, Status, WrId};
 use crate::process::ProcessId;
 use crate::region::{Access, LocalAddr};
@@ -125,6 +125,25 @@ struct Conn {
     base: u64,
     /// What the fault layer holds back ([`super::faults`]).
     held: Held,
+    /// When the connection was accepted or its connect began: the handshake's deadline runs
+    /// from here.
+    opened: Instant,
+    /// Since when a frame has been half received, if one is.
+    partial_since: Option<Instant>,
+    /// Requests are not read while this connection's responses back up
+    /// ([`Bounds::responses`]).
+    paused: bool,
+}
+
+impl Conn {
+    /// Bytes queued and not yet written.
+    fn backlog(&self) -> usize {
+        self.wbuf.len() - self.wpos
+    }
+
+    fn proven(&self) -> bool {
+        matches!(self.phase, Phase::Ready)
+    }
 }
 
 pub(super) struct Engine {
@@ -137,13 +156,17 @@ pub(super) struct Engine {
     /// Reconnects waiting for their queue pairs' answers: op -> answers still due.
     reconnects: BTreeMap<WrId, usize>,
     connect_by: Instant,
-    secret: Option<Vec<u8>>,
+    secret: Secret,
+    /// The one proven connection (acceptor side) per initiator and queue pair, indexed as
+    /// `links`: a second claimant is refused while the first is live.
+    proven: Vec<Option<usize>>,
     /// Reused buffers: a synthetic payload's chunk, and socket reads.
     chunk: Vec<u8>,
     input: Vec<u8>,
     /// The network faults this node's sends suffer, and the draws they make.
     faults: Vec<LinkFault>,
     rng: crate::Rng,
+    bounds: Bounds,
 }
 
 impl Engine {
@@ -180,7 +203,8 @@ impl Engine {
                 epoch: 0,
                 hello: None,
             })
-            .collect();
+            .collect::<Vec<_>>();
+        let proven = vec![None; links.len()];
         Ok(Engine {
             poll,
             listener,
@@ -190,10 +214,12 @@ impl Engine {
             reconnects: BTreeMap::new(),
             connect_by: now + cfg.connect_timeout,
             secret: cfg.secret.clone(),
+            proven,
             chunk: Vec::new(),
             input: vec![0; 64 * 1024],
             rng: crate::Rng::derive(cfg.seed, crate::Purpose::Faults, u64::from(shared.me.0)),
             faults: cfg.faults.clone(),
+            bounds: cfg.bounds,
             shared,
         })
     }
@@ -212,6 +238,7 @@ impl Engine {
             self.connect_due();
             self.take_posts();
             self.flush_all();
+            self.reap();
             self.check_ready();
             // Sleep until a socket, the process or a retry needs us. The process checks
             // `nic_sleeping` after queueing a post, so one of the two sees the other.
@@ -230,6 +257,7 @@ impl Engine {
                         .filter(|l| l.state == LinkState::Connecting && l.conn.is_none())
                         .filter_map(|l| l.retry_at)
                         .chain(held)
+                        .chain(self.deadlines())
                         .min()
                         .map(|t| t.saturating_duration_since(Instant::now()))
                 };
@@ -310,6 +338,7 @@ impl Engine {
         }
         let _ = stream.set_nodelay(true);
         let mut wbuf = Vec::new();
+        let opened = Instant::now();
         wbuf.extend_from_slice(&wire::preamble());
         self.conns[i] = Some(Conn {
             stream,
@@ -323,15 +352,84 @@ impl Engine {
             connected: link.is_none(),
             base: 0,
             held: Held::default(),
+            opened,
+            partial_since: None,
+            paused: false,
         });
         Some(i)
+    }
+
+    /// When the next connection deadline falls: a handshake or a half-received frame.
+    fn deadlines(&self) -> impl Iterator<Item = Instant> + '_ {
+        let b = self.bounds;
+        self.conns.iter().flatten().filter_map(move |c| {
+            let handshake = (!c.proven()).then_some(c.opened + b.handshake);
+            let frame = c.partial_since.map(|t| t + b.frame);
+            handshake.into_iter().chain(frame).min()
+        })
+    }
+
+    /// Closes connections past their deadline: a handshake not finished in
+    /// [`Bounds::handshake`], a frame half received for [`Bounds::frame`]. An initiated
+    /// connection's handshake is tried again until the connect timeout.
+    fn reap(&mut self) {
+        let now = Instant::now();
+        let b = self.bounds;
+        for c in 0..self.conns.len() {
+            let Some(conn) = self.conns[c].as_ref() else {
+                continue;
+            };
+            if !conn.proven() && now >= conn.opened + b.handshake {
+                let reason = format!(
+                    "no finished handshake within {:?} (phase {:?})",
+                    b.handshake, conn.phase
+                );
+                match conn.link {
+                    Some(l) if now < self.connect_by => {
+                        self.shared.log(format!(
+                            "{}: connection to {} dropped: {reason}; trying again",
+                            self.me(),
+                            self.links[l].peer
+                        ));
+                        self.drop_conn(c);
+                        self.links[l].conn = None;
+                        self.links[l].retry_at = Some(now + RETRY);
+                    }
+                    _ => self.close(c, &reason),
+                }
+            } else if conn.partial_since.is_some_and(|t| now >= t + b.frame) {
+                let reason = format!("a frame half received for {:?}", b.frame);
+                self.close(c, &reason);
+            }
+        }
     }
 
     fn accept(&mut self) {
         loop {
             match self.listener.accept() {
-                Ok((stream, _)) => {
-                    self.add_conn(stream, None);
+                Ok((stream, from)) => {
+                    let accepted = self.conns.iter().flatten().filter(|c| c.link.is_none());
+                    let (open, greeting) =
+                        accepted.fold((0, 0), |(o, g), c| (o + 1, g + usize::from(!c.proven())));
+                    let refuse = if open >= self.bounds.connections {
+                        Some(format!("{open} connections open, the most allowed"))
+                    } else if greeting >= self.bounds.handshakes {
+                        Some(format!(
+                            "{greeting} handshakes in progress, the most allowed"
+                        ))
+                    } else {
+                        None
+                    };
+                    match refuse {
+                        // Dropping the stream closes it: the peer sees the refusal at once.
+                        Some(why) => self.shared.log(format!(
+                            "{}: connection from {from} refused at accept: {why}",
+                            self.me()
+                        )),
+                        None => {
+                            self.add_conn(stream, None);
+                        }
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) => {
@@ -388,22 +486,43 @@ impl Engine {
     }
 
     /// Reads what the socket has and handles every whole frame; `Err` closes the connection.
+    /// While the connection's responses back up past [`Bounds::responses`], it stops (frames
+    /// stay in `rbuf`, bytes in the socket) and `flush` resumes it once they drain: a peer
+    /// cannot make the node hold more than one bound's worth for it.
     fn read_from(&mut self, c: usize) -> Result<(), String> {
-        let buf = &mut self.input;
         loop {
-            let conn = self.conns[c].as_mut().expect("live");
+            self.handle_frames(c)?;
+            let Some(conn) = self.conns[c].as_mut() else {
+                return Ok(());
+            };
+            if conn.paused {
+                return Ok(());
+            }
+            let buf = &mut self.input;
             match conn.stream.read(buf) {
                 Ok(0) => return Err("the peer closed the connection".into()),
                 Ok(n) => conn.rbuf.extend_from_slice(&buf[..n]),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(format!("connection failed: {e}")),
             }
         }
+    }
+
+    /// Handles the whole frames in connection `c`'s `rbuf`, pausing it when its responses back
+    /// up; keeps the rest, and notes since when a frame is half received.
+    fn handle_frames(&mut self, c: usize) -> Result<(), String> {
         let mut rbuf = std::mem::take(&mut self.conns[c].as_mut().expect("live").rbuf);
         let mut at = 0;
         let result = loop {
-            if matches!(self.conns[c].as_ref().expect("live").phase, Phase::Preamble) {
+            let conn = self.conns[c].as_mut().expect("live");
+            // Only a target's responses pause it: an initiator always reads its answers, or two
+            // nodes each waiting for the other to drain would both stop.
+            conn.paused = conn.link.is_none() && conn.backlog() > self.bounds.responses;
+            if conn.paused {
+                break Ok(());
+            }
+            if matches!(conn.phase, Phase::Preamble) {
                 let Some(p) = rbuf.get(at..at + PREAMBLE_LEN) else {
                     break Ok(());
                 };
@@ -411,7 +530,7 @@ impl Engine {
                     break Err(e.to_string());
                 }
                 at += PREAMBLE_LEN;
-                self.conns[c].as_mut().expect("live").phase = Phase::Greeting;
+                conn.phase = Phase::Greeting;
                 continue;
             }
             match wire::decode(&rbuf[at..]) {
@@ -430,6 +549,12 @@ impl Engine {
         };
         rbuf.drain(..at);
         if let Some(conn) = self.conns[c].as_mut() {
+            // Whole frames held back by backpressure wait on this node, not on the peer.
+            conn.partial_since = match (rbuf.is_empty() || conn.paused, conn.partial_since) {
+                (true, _) => None,
+                (false, Some(t)) if at == 0 => Some(t),
+                (false, _) => Some(Instant::now()),
+            };
             conn.rbuf = rbuf;
         }
         result
@@ -442,10 +567,7 @@ impl Engine {
             (Some(l), Phase::Greeting, Frame::Welcome(w)) => self.welcomed(c, l, w),
             (None, Phase::Greeting, Frame::Hello(h)) => self.greet(c, h),
             (None, Phase::Proof { hello, welcome }, Frame::Proof(mac)) => {
-                self.check_proof(&hello, &welcome, &mac)?;
-                let conn = self.conns[c].as_mut().expect("live");
-                conn.peer = Some(hello.from);
-                Ok(())
+                self.admit(c, &hello, &welcome, &mac)
             }
             (
                 Some(l),
@@ -496,35 +618,52 @@ impl Engine {
                 hello.from, hello.regions, expected
             ));
         }
-        let mut welcome = Welcome {
+        let nonce = auth::nonce();
+        let welcome = Welcome {
             from: self.me(),
             regions: self.shared.own_region_lens(),
-            nonce: auth::nonce(),
-            mac: None,
+            mac: auth::welcome_tag(&self.secret, &hello, &nonce),
+            nonce,
         };
-        welcome.mac = self
-            .secret
-            .as_ref()
-            .map(|s| auth::welcome_tag(s, &hello, &welcome));
         let conn = self.conns[c].as_mut().expect("live");
         wire::encode(&Frame::Welcome(welcome.clone()), &mut conn.wbuf);
         conn.phase = Phase::Proof { hello, welcome };
         Ok(())
     }
 
-    fn check_proof(&self, hello: &Hello, welcome: &Welcome, mac: &Mac) -> Result<(), String> {
-        match &self.secret {
-            Some(s) if auth::same(mac, &auth::proof_tag(s, hello, welcome)) => Ok(()),
-            Some(_) => Err(format!(
-                "{} does not hold the cluster secret: refused",
-                hello.from
-            )),
-            None if *mac == [0; 32] => Ok(()),
-            None => Err(format!(
-                "{} uses a cluster secret and this node none: give every node the same secret",
-                hello.from
-            )),
+    /// Acceptor: admits the initiator of connection `c` once it proved it holds the secret,
+    /// as the one connection of its claimed id and queue pair. A claim to be this node must
+    /// come from this node's own link (its hello's nonce is one this node drew).
+    fn admit(
+        &mut self,
+        c: usize,
+        hello: &Hello,
+        welcome: &Welcome,
+        mac: &Mac,
+    ) -> Result<(), String> {
+        let who = hello.from;
+        if !auth::proof_holds(&self.secret, hello, welcome, mac) {
+            return Err(format!(
+                "a peer claiming to be {who} does not hold the cluster secret: refused"
+            ));
         }
+        let slot = who.index() * Qp::COUNT + hello.qp as usize;
+        if who == self.me() && self.links[slot].hello.as_ref().map(|h| h.nonce) != Some(hello.nonce)
+        {
+            return Err(format!(
+                "a peer claims to be this node ({who}) on queue pair {}: refused",
+                hello.qp
+            ));
+        }
+        if let Some(first) = self.proven[slot].filter(|&f| f != c && self.conns[f].is_some()) {
+            return Err(format!(
+                "a second connection claims to be {who} on queue pair {} while its first (connection {first}) is live: refused",
+                hello.qp
+            ));
+        }
+        self.proven[slot] = Some(c);
+        self.conns[c].as_mut().expect("live").peer = Some(who);
+        Ok(())
     }
 
     /// Initiator: checks the welcome, proves itself, and sends what waited.
@@ -544,24 +683,13 @@ impl Engine {
                 w.from, w.regions, expected
             ));
         }
-        let proof = match (&self.secret, &w.mac) {
-            (Some(s), Some(mac)) if auth::same(mac, &auth::welcome_tag(s, &hello, &w)) => {
-                auth::proof_tag(s, &hello, &w)
-            }
-            (Some(_), _) => {
-                return Err(format!(
-                    "{} does not hold the cluster secret: refused",
-                    w.from
-                ))
-            }
-            (None, None) => [0; 32],
-            (None, Some(_)) => {
-                return Err(format!(
-                    "{} uses a cluster secret and this node none: give every node the same secret",
-                    w.from
-                ))
-            }
-        };
+        if !auth::welcome_holds(&self.secret, &hello, &w) {
+            return Err(format!(
+                "the node answering as {} does not hold the cluster secret: refused",
+                w.from
+            ));
+        }
+        let proof = auth::proof_tag(&self.secret, &hello, &w);
         let conn = self.conns[c].as_mut().expect("live");
         wire::encode(&Frame::Proof(proof), &mut conn.wbuf);
         let link = &mut self.links[l];
@@ -956,14 +1084,26 @@ impl Engine {
     }
 
     /// Writes what the socket takes now, of what the fault layer lets go; the rest waits for
-    /// the next writable event or release.
+    /// the next writable event or release. A connection paused for backpressure whose
+    /// responses drained is read again here, and what that answers written at once: nothing
+    /// else would wake the loop for it.
     fn flush(&mut self, c: usize) {
+        while self.write_out(c) {
+            if let Err(reason) = self.read_from(c) {
+                self.close(c, &reason);
+                return;
+            }
+        }
+    }
+
+    /// One round of [`Engine::flush`]; `true` when it resumed reading a paused connection.
+    fn write_out(&mut self, c: usize) -> bool {
         let me = self.shared.me;
         let Some(conn) = self.conns[c].as_mut() else {
-            return;
+            return false;
         };
         if !conn.connected {
-            return;
+            return false;
         }
         let end = if self.faults.is_empty() {
             conn.wbuf.len()
@@ -1002,14 +1142,35 @@ impl Engine {
             conn.wbuf.drain(..conn.wpos);
             conn.wpos = 0;
         }
+        let backlog = conn.backlog();
+        let result = result.and_then(|()| {
+            if conn.link.is_some() && backlog > self.bounds.requests {
+                Err(format!(
+                    "the peer left {} MiB of requests unread, past the bound of {} MiB: given up, as a queue pair whose retries ran out",
+                    backlog >> 20,
+                    self.bounds.requests >> 20
+                ))
+            } else {
+                Ok(())
+            }
+        });
+        let resume = conn.paused && backlog <= self.bounds.responses / 2;
         if let Err(reason) = result {
             self.close(c, &reason);
+            return false;
         }
+        if resume {
+            conn.paused = false;
+        }
+        resume
     }
 
     fn drop_conn(&mut self, c: usize) {
         if let Some(mut conn) = self.conns[c].take() {
             let _ = self.poll.registry().deregister(&mut conn.stream);
+        }
+        for p in self.proven.iter_mut().filter(|p| **p == Some(c)) {
+            *p = None;
         }
     }
 

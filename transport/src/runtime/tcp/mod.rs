@@ -17,7 +17,8 @@
 //! table (every node builds the same deployment). Each node connects to every node, itself
 //! included, once per queue pair; the handshake ([`wire`]) checks magic and version, that both
 //! ends run the same deployment (a digest of the region table, and each side's own region
-//! lengths: the region exchange), and, with a cluster secret, that both hold it (`auth.rs`: HMAC-SHA256 both ways). A
+//! lengths: the region exchange), and that both hold the cluster secret ([`Secret`]: HMAC-SHA256
+//! challenge-response both ways; one proven connection per peer and queue pair). A
 //! node starts its process once every connection it initiates is up, or its peer was given up
 //! on after [`TcpConfig::connect_timeout`] (then ops to that peer fail `PeerUnreachable`, as
 //! to a crashed one).
@@ -36,8 +37,10 @@
 //!   not share a clock (protocols only compare their own times).
 //! - [`Nic::take_changes`] says "anything may have changed" (the default): the NIC thread writes
 //!   memory behind the process's back, exactly as a NIC does.
-//! - A node's queue towards a peer that stopped reading grows without bound (RDMA would fail
-//!   the post with a full send queue; the model has no such error).
+//! - A node's queue towards a peer that stopped reading grows up to [`Bounds::requests`]; past
+//!   that the peer is given up, as a queue pair breaks when its retries run out (RDMA would
+//!   also fail posts to a full send queue; the model has no such error). A peer flooding
+//!   requests is not read while its responses back up ([`Bounds::responses`]).
 
 #![allow(
     clippy::disallowed_methods,
@@ -46,6 +49,8 @@
 
 mod auth;
 mod engine;
+pub mod peer;
+pub use auth::{Secret, MIN_SECRET};
 pub mod faults;
 pub mod wire;
 
@@ -74,8 +79,10 @@ pub struct TcpConfig {
     pub connect_timeout: Duration,
     /// Consecutive idle polls before the protocol thread parks.
     pub spin_polls: u32,
-    /// A shared secret: only nodes that hold it may connect (HMAC-SHA256 challenge-response both ways).
-    pub secret: Option<Vec<u8>>,
+    /// The cluster secret: only nodes that hold it may connect (HMAC-SHA256
+    /// challenge-response both ways). There is no unauthenticated mode: the default is a fresh
+    /// random secret, which the in-process runtime's nodes share.
+    pub secret: Secret,
     /// Print connection events (closed connections and why) to stderr as they happen.
     pub verbose: bool,
     /// Start the process at this wall-clock time (after the bootstrap) and count its clock
@@ -85,6 +92,46 @@ pub struct TcpConfig {
     pub start_at: Option<std::time::SystemTime>,
     /// Network faults between the nodes ([`faults`]), timed from the node's time zero.
     pub faults: Vec<faults::LinkFault>,
+    /// What a node holds for its peers at most ([`Bounds`]).
+    pub bounds: Bounds,
+}
+
+/// What a node holds for its peers at most, and how long it waits for them: a peer that stops
+/// reading, floods requests, or opens connections and never finishes them costs bounded memory
+/// and time, never the node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    /// Unsent response bytes on one connection above which the node stops reading that peer's
+    /// requests until they drain (backpressure: the peer's requests wait in its own socket).
+    pub responses: usize,
+    /// Unsent request bytes towards one peer's queue pair above which the node gives the peer
+    /// up (its ops fail `PeerUnreachable`), as an RDMA queue pair breaks once its retry budget
+    /// is spent on a peer that does not acknowledge. Large: a paused peer resumes long before.
+    pub requests: usize,
+    /// Connections from peers open at once (proven or not); more are closed at accept.
+    pub connections: usize,
+    /// Connections from peers still in their handshake at once.
+    pub handshakes: usize,
+    /// From accept (or connect) to a proven connection.
+    pub handshake: Duration,
+    /// How long a frame may stay half received.
+    pub frame: Duration,
+    /// How far in the future [`TcpConfig::start_at`] may lie.
+    pub start_wait: Duration,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Bounds {
+            responses: 4 << 20,
+            requests: 256 << 20,
+            connections: 4096,
+            handshakes: 64,
+            handshake: Duration::from_secs(5),
+            frame: Duration::from_secs(30),
+            start_wait: Duration::from_secs(600),
+        }
+    }
 }
 
 impl Default for TcpConfig {
@@ -94,10 +141,11 @@ impl Default for TcpConfig {
             limits: NicLimits::default(),
             connect_timeout: Duration::from_secs(10),
             spin_polls: 20_000,
-            secret: None,
+            secret: Secret::random(),
             verbose: false,
             start_at: None,
             faults: Vec::new(),
+            bounds: Bounds::default(),
         }
     }
 }
@@ -470,6 +518,20 @@ fn drive<P: Process<TcpNic>>(
     let spin_polls = spec.cfg.spin_polls;
     let seed = spec.cfg.seed;
     let start_at = spec.cfg.start_at;
+    let start_wait = spec.cfg.bounds.start_wait;
+    if let Some(ahead) = start_at.and_then(|t| t.duration_since(std::time::SystemTime::now()).ok())
+    {
+        if ahead > start_wait {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "the start time is {} s away, more than the {} s a node waits (Bounds::start_wait)",
+                    ahead.as_secs(),
+                    start_wait.as_secs()
+                ),
+            ));
+        }
+    }
     std::thread::scope(|scope| {
         let nic_thread = std::thread::Builder::new()
             .name(format!("tcp-nic-{id}"))

@@ -1,7 +1,8 @@
 //! A hostile peer against a real node: a raw socket that speaks the wire format by hand and
 //! tries what a correct node never would.
 
-use super::wire::{self, Frame, Hello, WireOp, WireStatus};
+use super::peer::RawPeer;
+use super::wire::{self, Frame, WireOp, WireStatus};
 use super::*;
 use crate::region::Access;
 use crate::{Progress, RegionId, RemoteAddr, WriteFlags};
@@ -10,7 +11,7 @@ use std::net::TcpStream;
 
 const PATTERN: u8 = 0xA5;
 
-/// Node 0: region 0 writable by p1, region 1 granted to nobody; both start filled with
+/// Node 0: region 0 readable and writable by p1, region 1 granted to nobody; both start filled with
 /// [`PATTERN`]. Every poll copies both regions out, so the test sees what landed.
 #[derive(Default)]
 struct Target {
@@ -21,7 +22,7 @@ struct Target {
 impl<N: Nic> Process<N> for Target {
     fn regions(&self) -> Vec<RegionSpec> {
         vec![
-            RegionSpec::new(64).grant(ProcessId(1), Access::Write),
+            RegionSpec::new(64).grant(ProcessId(1), Access::ReadWrite),
             RegionSpec::new(64),
         ]
     }
@@ -43,90 +44,18 @@ impl<N: Nic> Process<N> for Target {
     }
 }
 
-/// A raw connection to node 0 that claims to be p1.
-struct Raw {
-    stream: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl Raw {
-    fn connect(addr: SocketAddr) -> Raw {
-        let stream = TcpStream::connect(addr).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(5)))
-            .unwrap();
-        Raw {
-            stream,
-            buf: Vec::new(),
-        }
-    }
-
-    fn send(&mut self, frame: &Frame<'_>) {
-        let mut out = Vec::new();
-        wire::encode(frame, &mut out);
-        self.stream.write_all(&out).unwrap();
-    }
-
-    /// The next frame, or `None` once the node closed the connection.
-    fn next(&mut self) -> Option<Frame<'static>> {
-        loop {
-            if let Some((f, used)) = wire::decode(&self.buf).unwrap() {
-                // Re-encode to detach the frame from the buffer.
-                let owned: Frame<'static> = match f {
-                    Frame::Welcome(w) => Frame::Welcome(w),
-                    Frame::Response {
-                        seq,
-                        status,
-                        value,
-                        data,
-                    } => Frame::Response {
-                        seq,
-                        status,
-                        value,
-                        data: Vec::leak(data.to_vec()),
-                    },
-                    other => panic!("node sent {other}"),
-                };
-                self.buf.drain(..used);
-                return Some(owned);
-            }
-            let mut chunk = [0u8; 4096];
-            match self.stream.read(&mut chunk) {
-                Ok(0) | Err(_) => return None,
-                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-            }
-        }
-    }
-
-    /// Preamble, hello as p1 on queue pair 0, welcome, and a proof (all zeros: no secret).
-    fn handshake(&mut self, table: &RegionTable) -> Frame<'static> {
-        self.stream.write_all(&wire::preamble()).unwrap();
-        let mut pre = [0u8; wire::PREAMBLE_LEN];
-        self.stream.read_exact(&mut pre).unwrap();
-        wire::check_preamble(&pre).unwrap();
-        self.send(&Frame::Hello(Hello {
-            from: ProcessId(1),
-            to: ProcessId(0),
-            qp: 0,
-            regions: vec![8],
-            table: table.digest(),
-            nonce: [1; 16],
-        }));
-        let welcome = self.next().expect("a welcome");
-        self.send(&Frame::Proof([0; 32]));
-        welcome
-    }
-
-    fn request(&mut self, seq: u64, op: WireOp<'_>) -> Option<WireStatus> {
-        self.send(&Frame::Request { seq, op });
-        match self.next()? {
-            Frame::Response { seq: s, status, .. } => {
-                assert_eq!(s, seq, "responses come in order");
-                Some(status)
-            }
-            other => panic!("expected a response, got {other}"),
-        }
-    }
+/// Preamble, hello as p1 on queue pair 0, welcome, and a proof under `secret`.
+fn as_p1(raw: &mut RawPeer, table: &RegionTable, secret: &Secret) -> Frame<'static> {
+    raw.handshake(
+        ProcessId(1),
+        ProcessId(0),
+        0,
+        vec![8],
+        table.digest(),
+        secret,
+    )
+    .unwrap()
+    .expect("a welcome")
 }
 
 /// An idle stand-in for p1 (the raw socket plays it); crashed before the run, so node 0 does
@@ -163,12 +92,13 @@ impl<N: Nic> Process<N> for Either {
     }
 }
 
-/// Runs node 0 with `cfg` while `attack` plays p1 against it; returns node 0's process and
-/// its connection events.
+/// Runs node 0 with `cfg` while `attack` plays p1 against it (given node 0's address, the
+/// region table and the cluster secret); returns node 0's process and its connection events.
 fn against_node_0(
     cfg: TcpConfig,
-    attack: impl FnOnce(SocketAddr, &RegionTable),
+    attack: impl FnOnce(SocketAddr, &RegionTable, &Secret),
 ) -> (Target, Vec<String>) {
+    let secret = cfg.secret.clone();
     let procs = vec![Either::T(Target::default()), Either::A(Absent)];
     let specs: Vec<_> = procs.iter().map(Process::<TcpNic>::regions).collect();
     let table = RegionTable::new(&specs);
@@ -178,7 +108,7 @@ fn against_node_0(
     control.crash(ProcessId(1));
     std::thread::scope(|s| {
         let run = s.spawn(move || rt.run(Duration::from_secs(30)));
-        attack(addr, &table);
+        attack(addr, &table, &secret);
         // Let node 0 poll once more after the last request, then end the run.
         std::thread::sleep(Duration::from_millis(200));
         control.stop();
@@ -192,9 +122,9 @@ fn against_node_0(
 
 #[test]
 fn a_peer_writing_outside_its_grant_gets_an_error_and_memory_is_unchanged() {
-    let (target, events) = against_node_0(TcpConfig::default(), |addr, table| {
-        let mut raw = Raw::connect(addr);
-        assert!(matches!(raw.handshake(table), Frame::Welcome(_)));
+    let (target, events) = against_node_0(TcpConfig::default(), |addr, table, secret| {
+        let mut raw = RawPeer::connect(addr).unwrap();
+        assert!(matches!(as_p1(&mut raw, table, secret), Frame::Welcome(_)));
         let write = |region, offset, data| WireOp::Write {
             region,
             offset,
@@ -245,8 +175,8 @@ fn hostile_bytes_close_the_connection_with_a_reason() {
         ),
     ];
     for (bytes, reason) in cases {
-        let (target, events) = against_node_0(TcpConfig::default(), |addr, _| {
-            let mut raw = Raw::connect(addr);
+        let (target, events) = against_node_0(TcpConfig::default(), |addr, _, _| {
+            let mut raw = RawPeer::connect(addr).unwrap();
             raw.stream.write_all(bytes).unwrap();
             let mut sink = Vec::new();
             // The node answers its preamble, then closes.
@@ -259,8 +189,8 @@ fn hostile_bytes_close_the_connection_with_a_reason() {
         );
     }
     // A well-formed preamble followed by a frame that claims to be huge.
-    let (_, events) = against_node_0(TcpConfig::default(), |addr, _| {
-        let mut raw = Raw::connect(addr);
+    let (_, events) = against_node_0(TcpConfig::default(), |addr, _, _| {
+        let mut raw = RawPeer::connect(addr).unwrap();
         raw.stream.write_all(&wire::preamble()).unwrap();
         raw.stream.write_all(&u32::MAX.to_le_bytes()).unwrap();
         let mut sink = Vec::new();
@@ -271,13 +201,14 @@ fn hostile_bytes_close_the_connection_with_a_reason() {
         "{events:?}"
     );
     // Requests before the handshake finished.
-    let (_, events) = against_node_0(TcpConfig::default(), |addr, _| {
-        let mut raw = Raw::connect(addr);
+    let (_, events) = against_node_0(TcpConfig::default(), |addr, _, _| {
+        let mut raw = RawPeer::connect(addr).unwrap();
         raw.stream.write_all(&wire::preamble()).unwrap();
         raw.send(&Frame::Request {
             seq: 0,
             op: WireOp::Reconnect,
-        });
+        })
+        .unwrap();
         let mut sink = Vec::new();
         let _ = raw.stream.read_to_end(&mut sink);
     });
@@ -287,37 +218,82 @@ fn hostile_bytes_close_the_connection_with_a_reason() {
     );
 }
 
+/// A granted write of p1's to region 0.
+fn granted_write() -> WireOp<'static> {
+    WireOp::Write {
+        region: 0,
+        offset: 0,
+        data: &[9; 8],
+        imm: None,
+    }
+}
+
 #[test]
 fn without_the_cluster_secret_a_peer_is_refused() {
-    let cfg = TcpConfig {
-        secret: Some(b"the cluster's secret".to_vec()),
-        ..TcpConfig::default()
-    };
-    let (target, events) = against_node_0(cfg, |addr, table| {
-        let mut raw = Raw::connect(addr);
-        let Frame::Welcome(w) = raw.handshake(table) else {
-            panic!("no welcome");
-        };
-        assert!(w.mac.is_some(), "a node with a secret tags its welcome");
-        // The proof was all zeros: the node closes before any request is applied.
-        let refused = raw.request(
-            0,
-            WireOp::Write {
-                region: 0,
-                offset: 0,
-                data: &[9; 8],
-                imm: None,
-            },
-        );
-        assert_eq!(refused, None);
+    let (target, events) = against_node_0(TcpConfig::default(), |addr, table, _| {
+        let mut raw = RawPeer::connect(addr).unwrap();
+        // A guessed secret: the node answers its welcome, then closes before any request
+        // is applied.
+        assert!(matches!(
+            as_p1(&mut raw, table, &Secret::random()),
+            Frame::Welcome(_)
+        ));
+        assert_eq!(raw.request(0, granted_write()), None);
     });
     assert_eq!(target.seen[0], vec![PATTERN; 64]);
     assert!(
         events
             .iter()
-            .any(|e| e.contains("does not hold the cluster secret")),
+            .any(|e| e.contains("claiming to be p1 does not hold the cluster secret")),
         "{events:?}"
     );
+}
+
+/// A holder of the secret may connect as p1 once per queue pair: a second claimant is refused
+/// while the first is live, and nobody may claim to be node 0 itself.
+#[test]
+fn a_second_claimant_and_a_self_claim_are_refused() {
+    let (target, events) = against_node_0(TcpConfig::default(), |addr, table, secret| {
+        let mut first = RawPeer::connect(addr).unwrap();
+        as_p1(&mut first, table, secret);
+        assert_eq!(first.request(0, granted_write()), Some(WireStatus::Success));
+        let mut second = RawPeer::connect(addr).unwrap();
+        as_p1(&mut second, table, secret);
+        assert_eq!(
+            second.request(0, granted_write()),
+            None,
+            "a second p1 was served"
+        );
+        let mut me = RawPeer::connect(addr).unwrap();
+        me.handshake(
+            ProcessId(0),
+            ProcessId(0),
+            0,
+            vec![64, 64],
+            table.digest(),
+            secret,
+        )
+        .unwrap();
+        assert_eq!(
+            me.request(0, granted_write()),
+            None,
+            "a second p0 was served"
+        );
+        // The first connection still works.
+        assert_eq!(first.request(1, granted_write()), Some(WireStatus::Success));
+    });
+    let mut expect = vec![PATTERN; 64];
+    expect[..8].copy_from_slice(&[9; 8]);
+    assert_eq!(target.seen[0], expect);
+    for reason in [
+        "a second connection claims to be p1 on queue pair 0",
+        "a peer claims to be this node (p0) on queue pair 0",
+    ] {
+        assert!(
+            events.iter().any(|e| e.contains(reason)),
+            "{reason:?} not in {events:?}"
+        );
+    }
 }
 
 /// Two nodes that both hold the secret talk; the run's processes see each other's writes.
@@ -351,7 +327,7 @@ fn nodes_holding_the_secret_connect() {
         }
     }
     let cfg = TcpConfig {
-        secret: Some(b"s".to_vec()),
+        secret: Secret::new(*b"sixteen bytes!!!").unwrap(),
         ..TcpConfig::default()
     };
     let run = TcpRuntime::new(cfg, vec![Ping::default(), Ping::default()])
@@ -419,4 +395,242 @@ fn a_partition_holds_writes_until_it_heals() {
         seen >= Nanos(250_000_000),
         "arrived at {seen}, inside the partition"
     );
+}
+
+/// Node 0 with small bounds, so each test reaches them quickly.
+fn bounded(bounds: Bounds) -> TcpConfig {
+    TcpConfig {
+        bounds,
+        ..TcpConfig::default()
+    }
+}
+
+/// A peer that sends reads and never takes the answers: once its responses back up, the node
+/// stops reading its requests (they wait in the peer's own socket), so the peer's writes
+/// block after a few megabytes of kernel buffers instead of growing the node without bound.
+/// Then it reads, and every request it sent is answered, in order.
+#[test]
+fn a_flood_of_reads_is_throttled_and_nothing_is_lost() {
+    let cfg = bounded(Bounds {
+        responses: 64 << 10,
+        ..Bounds::default()
+    });
+    against_node_0(cfg, |addr, table, secret| {
+        let mut raw = RawPeer::connect(addr).unwrap();
+        as_p1(&mut raw, table, secret);
+        raw.stream
+            .set_write_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let (mut seq, mut sent, mut frame_len) = (0u64, 0usize, 0);
+        let mut blocked = false;
+        while sent < 64 << 20 {
+            let mut batch = Vec::new();
+            for _ in 0..4096 {
+                let op = WireOp::Read {
+                    region: 0,
+                    offset: 0,
+                    len: 64,
+                };
+                wire::encode(&Frame::Request { seq, op }, &mut batch);
+                seq += 1;
+            }
+            frame_len = batch.len() / 4096;
+            match raw.stream.write(&batch) {
+                Ok(n) if n == batch.len() => sent += n,
+                Ok(n) => {
+                    // A partial write: the rest of the batch is dropped, so the node sees a
+                    // half frame; only whole frames count.
+                    sent += n;
+                    blocked = true;
+                    break;
+                }
+                Err(_) => {
+                    blocked = true;
+                    break;
+                }
+            }
+        }
+        assert!(
+            blocked,
+            "the node took {} MiB of requests it could not answer",
+            sent >> 20
+        );
+        assert!(sent < 48 << 20, "{} MiB before backpressure", sent >> 20);
+        // Every whole request is answered, in order, once the peer reads.
+        let whole = (sent / frame_len) as u64;
+        raw.stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        for expect in 0..whole {
+            match raw.next_frame() {
+                Some(Frame::Response { seq, status, .. }) => {
+                    assert_eq!(seq, expect);
+                    assert_eq!(status, WireStatus::Success);
+                }
+                other => panic!("response {expect} of {whole}: {other:?}"),
+            }
+        }
+    });
+}
+
+/// Connections that never say anything: past the cap on handshakes in progress they are
+/// closed at accept, and the rest when the handshake's deadline passes.
+#[test]
+fn idle_connections_are_capped_and_timed_out() {
+    let cfg = bounded(Bounds {
+        handshakes: 8,
+        handshake: Duration::from_millis(400),
+        ..Bounds::default()
+    });
+    let (_, events) = against_node_0(cfg, |addr, _, _| {
+        // Let node 0's own connections to itself finish their handshakes first.
+        std::thread::sleep(Duration::from_millis(100));
+        let mut idle: Vec<TcpStream> = (0..30).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        let closed = |s: &mut TcpStream, wait: u64| {
+            s.set_read_timeout(Some(Duration::from_millis(wait)))
+                .unwrap();
+            let mut buf = [0u8; 64];
+            // The node's preamble first, then end of stream once it closes.
+            loop {
+                match s.read(&mut buf) {
+                    Ok(0) => return true,
+                    Ok(_) => continue,
+                    Err(_) => return false,
+                }
+            }
+        };
+        let refused = idle
+            .iter_mut()
+            .map(|s| closed(s, 50))
+            .filter(|&c| c)
+            .count();
+        assert!(
+            refused >= 30 - 8,
+            "only {refused} of 30 idle connections refused at once"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        let all = idle
+            .iter_mut()
+            .map(|s| closed(s, 200))
+            .filter(|&c| c)
+            .count();
+        assert_eq!(all, 30, "idle connections outlived the handshake deadline");
+    });
+    for reason in ["refused at accept", "no finished handshake within"] {
+        assert!(
+            events.iter().any(|e| e.contains(reason)),
+            "{reason:?} not in {events:?}"
+        );
+    }
+}
+
+/// A proven peer that sends half a frame and stalls is closed when the frame's deadline passes.
+#[test]
+fn a_frame_left_half_sent_is_timed_out() {
+    let cfg = bounded(Bounds {
+        frame: Duration::from_millis(300),
+        ..Bounds::default()
+    });
+    let (_, events) = against_node_0(cfg, |addr, table, secret| {
+        let mut raw = RawPeer::connect(addr).unwrap();
+        as_p1(&mut raw, table, secret);
+        let mut frame = Vec::new();
+        wire::encode(
+            &Frame::Request {
+                seq: 0,
+                op: granted_write(),
+            },
+            &mut frame,
+        );
+        raw.stream.write_all(&frame[..frame.len() / 2]).unwrap();
+        assert_eq!(raw.next_frame(), None, "the node kept a stalled frame");
+    });
+    assert!(
+        events.iter().any(|e| e.contains("a frame half received")),
+        "{events:?}"
+    );
+}
+
+/// A peer that accepts TCP and never answers: the node gives it up when the connect timeout
+/// passes (its handshakes time out and are retried until then), starts, and ops to it fail
+/// `PeerUnreachable` instead of hanging the node.
+#[test]
+fn a_peer_that_never_answers_is_given_up() {
+    #[derive(Default)]
+    struct Poster {
+        status: Option<crate::Status>,
+    }
+    impl<N: Nic> Process<N> for Poster {
+        fn regions(&self) -> Vec<RegionSpec> {
+            vec![RegionSpec::new(8).with_default(Access::Write)]
+        }
+        fn poll(&mut self, nic: &mut N) -> Progress {
+            if nic.id() == ProcessId(0) && self.status.is_none() {
+                if let Some(c) = nic.poll_completion() {
+                    self.status = Some(c.status);
+                } else {
+                    let _ = nic.post_write(
+                        RemoteAddr::new(ProcessId(1), RegionId(0), 0),
+                        &7u64.to_le_bytes(),
+                        WriteFlags::SIGNALED,
+                    );
+                }
+            }
+            Progress::worked(false)
+        }
+        fn done(&self) -> bool {
+            self.status.is_some()
+        }
+    }
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_addr = silent.local_addr().unwrap();
+    // Accepts and holds every connection, says nothing.
+    let held = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        silent.set_nonblocking(true).unwrap();
+        let until = Instant::now() + Duration::from_secs(4);
+        while Instant::now() < until {
+            if let Ok((s, _)) = silent.accept() {
+                held.push(s);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        held.len()
+    });
+    let cfg = TcpConfig {
+        connect_timeout: Duration::from_millis(1500),
+        bounds: Bounds {
+            handshake: Duration::from_millis(300),
+            ..Bounds::default()
+        },
+        ..TcpConfig::default()
+    };
+    let specs = vec![
+        Process::<TcpNic>::regions(&Poster::default()),
+        Process::<TcpNic>::regions(&Poster::default()),
+    ];
+    let listener = listen(SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
+    let addrs = vec![listener.local_addr().unwrap(), silent_addr];
+    let started = Instant::now();
+    let run = run_node(
+        &cfg,
+        ProcessId(0),
+        &specs,
+        addrs,
+        listener,
+        Poster::default(),
+        Duration::from_millis(300),
+        None,
+    )
+    .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(4), "the node hung");
+    assert_eq!(run.process.status, Some(crate::Status::PeerUnreachable));
+    assert!(
+        run.events
+            .iter()
+            .any(|e| e.contains("no finished handshake")),
+        "{:?}",
+        run.events
+    );
+    assert!(held.join().unwrap() >= 2, "the handshake was not retried");
 }

@@ -26,7 +26,7 @@ use std::fmt;
 pub const MAGIC: [u8; 6] = *b"RDMAWB";
 
 /// The wire version; a peer speaking another is refused at connect.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 
 /// Bytes of the preamble: [`MAGIC`] and [`VERSION`].
 pub const PREAMBLE_LEN: usize = 8;
@@ -112,8 +112,8 @@ pub struct Welcome {
     pub regions: Vec<u64>,
     /// A fresh nonce the initiator's [`Frame::Proof`] must cover.
     pub nonce: [u8; 16],
-    /// With a cluster secret: the acceptor's tag over the hello and this nonce.
-    pub mac: Option<Mac>,
+    /// The acceptor's tag over the hello and this nonce, under the cluster secret.
+    pub mac: Mac,
 }
 
 /// A one-sided or two-sided request, as it travels.
@@ -188,7 +188,8 @@ pub enum Frame<'a> {
     Hello(Hello),
     /// Acceptor to initiator, in answer.
     Welcome(Welcome),
-    /// Initiator to acceptor with a cluster secret: its tag over the welcome's nonce.
+    /// Initiator to acceptor: its tag over the hello and the welcome's nonce, under the
+    /// cluster secret.
     Proof(Mac),
     /// An op, numbered from 0 on each connection.
     Request {
@@ -316,7 +317,7 @@ mod tests {
                 from: ProcessId(1),
                 regions: vec![8],
                 nonce: [9; 16],
-                mac: Some([1; 32]),
+                mac: [1; 32],
             }),
             Frame::Proof([2; 32]),
             Frame::Request {
@@ -426,10 +427,11 @@ mod tests {
     fn the_preamble_names_magic_and_version() {
         assert_eq!(check_preamble(&preamble()), Ok(()));
         let mut p = preamble();
+        p[6] = 7;
         p[7] = 9;
         assert!(matches!(
             check_preamble(&p),
-            Err(WireError::Version { theirs: 0x0901 })
+            Err(WireError::Version { theirs: 0x0907 })
         ));
         assert_eq!(
             check_preamble(b"GET / HT"),
