@@ -1026,18 +1026,19 @@ pub(crate) fn launch(
     Ok(m)
 }
 
-/// Connection events of a run's nodes, counted; those a peer's close does not explain (a peer
-/// without the secret, a second claimant, caps, deadlines, a request out of bounds) printed,
-/// so hostile traffic is never hidden.
+/// Connection events of a run's nodes: when any is not a peer's close (a peer without the
+/// secret, a second claimant, caps, deadlines, a request out of bounds), all are counted and
+/// those printed, so hostile traffic is never hidden.
 /// `events`: (node, event).
 fn print_refusals(events: &[(usize, String)]) {
-    if events.is_empty() {
-        return;
-    }
     let refused: Vec<&(usize, String)> = events
         .iter()
         .filter(|(_, e)| !e.ends_with("the peer closed the connection"))
         .collect();
+    // Peers closing at the end of a run is every run's story; only the rest is news.
+    if refused.is_empty() {
+        return;
+    }
     println!(
         "  connection events: {} ({} refused, timed out or failed; the rest closed by their peer)",
         events.len(),

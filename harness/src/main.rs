@@ -734,6 +734,15 @@ fn verify_log(a: VerifyArgs) -> Result<ExitCode, String> {
         deliveries,
         a.log.display()
     );
+    // An empty log satisfies every property vacuously: saying "0 violations" would vouch for
+    // a run that recorded nothing.
+    if log.multicasts.is_empty() || deliveries == 0 {
+        return Err(format!(
+            "{}: the log has {} multicasts and {deliveries} deliveries: nothing to verify (was the run's --log written, and did its clients multicast?)",
+            a.log.display(),
+            log.multicasts.len()
+        ));
+    }
     let violations = multicast::check(&log);
     for v in &violations {
         println!("VIOLATION {v}");

@@ -159,6 +159,13 @@ fn verify_reads_a_delivery_log_and_names_the_violated_property() {
     let o = harness(&["verify", "--log", "/nonexistent/dir"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("processes.csv"), "{}", stderr(&o));
+
+    // A log that recorded nothing vouches for nothing: refused, not "0 violations".
+    std::fs::write(dir.join("multicasts.csv"), "client,msg,dst,completed\n").unwrap();
+    std::fs::write(dir.join("deliveries.csv"), "process,group,index,msg,dst\n").unwrap();
+    let o = harness(&["verify", "--log", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stderr(&o).contains("nothing to verify"), "{}", stderr(&o));
 }
 
 #[test]
