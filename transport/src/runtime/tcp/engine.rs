@@ -43,6 +43,9 @@ pub(super) const WAKER: Token = Token(1);
 const FIRST_CONN: usize = 2;
 /// Pause between two connection attempts to a peer that is not listening yet.
 const RETRY: Duration = Duration::from_millis(20);
+/// How often the loop looks for connections past their deadlines: the deadlines are hundreds
+/// of milliseconds or more, and the scan touches every connection, so not on every turn.
+const REAP_EVERY: Duration = Duration::from_millis(20);
 
 /// An op sent and not yet answered.
 #[derive(Clone, Copy, Debug)]
@@ -167,6 +170,8 @@ pub(super) struct Engine {
     faults: Vec<LinkFault>,
     rng: crate::Rng,
     bounds: Bounds,
+    /// When [`Engine::reap`] runs next.
+    next_reap: Instant,
 }
 
 impl Engine {
@@ -220,6 +225,7 @@ impl Engine {
             rng: crate::Rng::derive(cfg.seed, crate::Purpose::Faults, u64::from(shared.me.0)),
             faults: cfg.faults.clone(),
             bounds: cfg.bounds,
+            next_reap: now,
             shared,
         })
     }
@@ -238,7 +244,11 @@ impl Engine {
             self.connect_due();
             self.take_posts();
             self.flush_all();
-            self.reap();
+            let now = Instant::now();
+            if now >= self.next_reap {
+                self.reap();
+                self.next_reap = now + REAP_EVERY;
+            }
             self.check_ready();
             // Sleep until a socket, the process or a retry needs us. The process checks
             // `nic_sleeping` after queueing a post, so one of the two sees the other.
