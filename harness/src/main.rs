@@ -453,7 +453,7 @@ enum BenchCommand {
     /// re-registration, the numbers TRAM Table 1 and RamCast's leader change depend on.
     Access(AccessArgs),
     /// RDMC over the tcp runtime beside Open MPI's MPI_Bcast over TCP, same sizes and
-    /// process counts, on this host, in one run (needs openmpi-bin and libopenmpi-dev).
+    /// process counts, on this host, in one run (needs Open MPI: `scripts/bench-deps.sh` installs it).
     Bcast(BcastArgs),
 }
 

@@ -95,4 +95,5 @@ conformance!(
     ops_to_a_crashed_peer_fail,
     bad_ops_are_rejected_without_effect,
     synthetic_payload_lands_intact,
+    large_writes_land_intact,
 );

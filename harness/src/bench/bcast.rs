@@ -27,7 +27,7 @@ fn build_mpi(dir: &Path) -> Result<PathBuf, String> {
         .arg(&exe)
         .arg(&src)
         .output()
-        .map_err(|e| format!("cannot run mpicc ({e}): install Open MPI (Debian: apt-get install openmpi-bin libopenmpi-dev)"))?;
+        .map_err(|e| format!("cannot run mpicc ({e}): install Open MPI (`scripts/bench-deps.sh`, or Debian's `apt-get install openmpi-bin libopenmpi-dev`)"))?;
     if !o.status.success() {
         return Err(format!(
             "mpicc failed: {}",
@@ -58,7 +58,9 @@ fn mpi_gbps(exe: &Path, ranks: usize, bytes: usize, repeat: usize) -> Result<f64
         .arg(exe)
         .args([bytes.to_string(), repeat.to_string()])
         .output()
-        .map_err(|e| format!("cannot run mpirun ({e}): install openmpi-bin"))?;
+        .map_err(|e| {
+            format!("cannot run mpirun ({e}): install Open MPI (`scripts/bench-deps.sh`)")
+        })?;
     let out = String::from_utf8_lossy(&o.stdout);
     if !o.status.success() {
         return Err(format!(
@@ -84,8 +86,9 @@ pub(crate) struct BcastRow {
     pub(crate) rdmc_tcp_gbps: f64,
     #[serde(serialize_with = "crate::stats::precision::rate")]
     pub(crate) mpi_bcast_gbps: f64,
+    /// `rdmc_tcp_gbps` over `mpi_bcast_gbps`: at least 1 is the tcp runtime's target.
     #[serde(serialize_with = "crate::stats::precision::rate")]
-    pub(crate) ratio: f64,
+    pub(crate) ratio_vs_mpi: f64,
     pub(crate) commit: String,
 }
 
@@ -196,7 +199,7 @@ fn compare(a: &crate::BcastArgs, exe: &Path) -> Result<Vec<BcastRow>, String> {
                 block_bytes: a.block_size.min(bytes),
                 rdmc_tcp_gbps: r,
                 mpi_bcast_gbps: m,
-                ratio: r / m,
+                ratio_vs_mpi: r / m,
                 commit: crate::COMMIT.to_string(),
             });
         }

@@ -126,7 +126,6 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
         return Err("--qperf compares the tcp runtime with raw TCP: add --runtime tcp".into());
     }
     let qperf = a.qperf.then(qperf::Server::start).transpose()?;
-    let mut baseline = Vec::new();
     let bar = crate::progress::bar(sizes.len() as u64);
     let mut rows = Vec::new();
     for &bytes in &sizes {
@@ -139,10 +138,7 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
             cq_mod: a.cq_mod,
         };
         let (lat, bw_avg, bw_peak, rate) = perf::measure(&runtime, params)?;
-        if let Some(q) = &qperf {
-            let (q_lat, q_bw) = q.measure(bytes, 2)?;
-            baseline.push((bytes, lat.typical, q_lat, bw_avg, q_bw));
-        }
+        let yardstick = qperf.as_ref().map(|q| q.measure(bytes, 2)).transpose()?;
         rows.push(Row {
             runtime: runtime.name().to_string(),
             profile: runtime.profile_name(),
@@ -165,12 +161,16 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
             threads,
             seed: a.seed,
             commit: COMMIT.to_string(),
+            qperf_lat_us: yardstick.map(|(l, _)| l),
+            qperf_bw_gbps: yardstick.map(|(_, b)| b),
+            lat_ratio_vs_qperf: yardstick.map(|(l, _)| lat.typical / l),
+            bw_ratio_vs_qperf: yardstick.map(|(_, b)| bw_avg / b),
         });
         bar.inc(1);
     }
     bar.finish_and_clear();
     print_tables(&rows);
-    if !baseline.is_empty() {
+    if qperf.is_some() {
         println!(
             "tcp runtime (RDMA write semantics, NIC threads) vs qperf (raw TCP), loopback, one run"
         );
@@ -184,11 +184,17 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
             "qperf tcp_bw[Gb/s]",
             "ratio"
         );
-        for (bytes, lat, q_lat, bw, q_bw) in &baseline {
+        for r in &rows {
+            let (Some(q_lat), Some(q_bw)) = (r.qperf_lat_us, r.qperf_bw_gbps) else {
+                continue;
+            };
             println!(
-                " {bytes:<9} {lat:>18.2} {q_lat:>18.2} {:>7.2} {bw:>18.3} {q_bw:>18.3} {:>7.2}",
-                lat / q_lat,
-                bw / q_bw
+                " {:<9} {:>18.2} {q_lat:>18.2} {:>7.2} {:>18.3} {q_bw:>18.3} {:>7.2}",
+                r.bytes,
+                r.t_typical_us,
+                r.t_typical_us / q_lat,
+                r.bw_avg_gbps,
+                r.bw_avg_gbps / q_bw
             );
         }
     }

@@ -22,7 +22,7 @@ impl Drop for Server {
 }
 
 fn missing(e: std::io::Error) -> String {
-    format!("cannot run qperf ({e}): install it (Debian: apt-get install qperf) or leave out --baseline")
+    format!("cannot run qperf ({e}): install it (`scripts/bench-deps.sh`, or Debian's `apt-get install qperf`) or leave out --qperf")
 }
 
 impl Server {

@@ -364,6 +364,18 @@ pub(crate) struct Row {
     pub(crate) threads: usize,
     pub(crate) seed: u64,
     pub(crate) commit: String,
+    /// qperf's `tcp_lat` of this size in the same run (`--qperf`), half the round trip.
+    #[serde(serialize_with = "crate::stats::precision::opt_us")]
+    pub(crate) qperf_lat_us: Option<f64>,
+    /// qperf's `tcp_bw` of this size in the same run (`--qperf`).
+    #[serde(serialize_with = "crate::stats::precision::opt_rate")]
+    pub(crate) qperf_bw_gbps: Option<f64>,
+    /// `t_typical_us` over `qperf_lat_us`: at most 1.5 is the tcp runtime's target.
+    #[serde(serialize_with = "crate::stats::precision::opt_rate")]
+    pub(crate) lat_ratio_vs_qperf: Option<f64>,
+    /// `bw_avg_gbps` over `qperf_bw_gbps`: at least 0.7 is the tcp runtime's target.
+    #[serde(serialize_with = "crate::stats::precision::opt_rate")]
+    pub(crate) bw_ratio_vs_qperf: Option<f64>,
 }
 
 /// Measures one size: the latency ping-pong, then the bandwidth stream.

@@ -5,7 +5,8 @@
 //! signaled op, for every failed one, and `PeerUnreachable` for everything outstanding when a
 //! connection to a peer breaks (its process died). As target it applies peers' requests to the
 //! node's registered regions, after checking bounds and the peer's access under the same lock
-//! `set_access` takes, and answers each in order. A request outside the regions, a frame that
+//! `set_access` takes, and answers in order (writes and sends a batch at a time: [`wire`]'s
+//! acknowledgement rule). A request outside the regions, a frame that
 //! does not decode, or anything out of turn closes that connection with a logged reason; no byte
 //! outside a grant is ever touched.
 //!
@@ -22,6 +23,7 @@
 )]
 
 use super::auth::{self, Secret};
+use super::buffers::{ReadBuf, WriteQueue};
 use super::faults::{Held, LinkFault};
 use super::wire::{self, Frame, Hello, Mac, Welcome, WireOp, WireStatus, CHUNK, PREAMBLE_LEN};
 use super::{Bounds, NodeShared};
@@ -32,7 +34,7 @@ use crate::runtime::shared_memory::SharedRegion;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use std::collections::{BTreeMap, VecDeque};
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -46,6 +48,9 @@ const RETRY: Duration = Duration::from_millis(20);
 /// How often the loop looks for connections past their deadlines: the deadlines are hundreds
 /// of milliseconds or more, and the scan touches every connection, so not on every turn.
 const REAP_EVERY: Duration = Duration::from_millis(20);
+/// Write payloads from this size up go to the socket from the process's own buffer (a
+/// vectored write) instead of being copied into the frame; smaller ones are cheaper to copy.
+const SHARE_AT_LEAST: usize = 16 * 1024;
 
 /// An op sent and not yet answered.
 #[derive(Clone, Copy, Debug)]
@@ -115,17 +120,16 @@ struct Conn {
     /// The initiator, once its hello is accepted (acceptor side).
     peer: Option<ProcessId>,
     phase: Phase,
-    rbuf: Vec<u8>,
-    wbuf: Vec<u8>,
-    /// Bytes of `wbuf` already written: the rest moves to the front only once the written part
-    /// is large, so a queue of megabytes is not shifted after every partial write.
-    wpos: usize,
+    rbuf: ReadBuf,
+    /// What waits for the socket.
+    out: WriteQueue,
     /// The target end of the queue pair is in error (acceptor side).
     error: bool,
+    /// The last write or send done and not answered yet (acceptor side): one response after a
+    /// batch of frames answers it and every earlier one ([`wire`]'s acknowledgement rule).
+    unanswered: Option<u64>,
     /// Whether the connection attempt has completed (initiator side).
     connected: bool,
-    /// Bytes written or dropped from the front of `wbuf` since the connection opened.
-    base: u64,
     /// What the fault layer holds back ([`super::faults`]).
     held: Held,
     /// When the connection was accepted or its connect began: the handshake's deadline runs
@@ -141,7 +145,7 @@ struct Conn {
 impl Conn {
     /// Bytes queued and not yet written.
     fn backlog(&self) -> usize {
-        self.wbuf.len() - self.wpos
+        self.out.backlog()
     }
 
     fn proven(&self) -> bool {
@@ -163,9 +167,8 @@ pub(super) struct Engine {
     /// The one proven connection (acceptor side) per initiator and queue pair, indexed as
     /// `links`: a second claimant is refused while the first is live.
     proven: Vec<Option<usize>>,
-    /// Reused buffers: a synthetic payload's chunk, and socket reads.
+    /// A synthetic payload's chunk, reused.
     chunk: Vec<u8>,
-    input: Vec<u8>,
     /// The network faults this node's sends suffer, and the draws they make.
     faults: Vec<LinkFault>,
     rng: crate::Rng,
@@ -221,7 +224,6 @@ impl Engine {
             secret: cfg.secret.clone(),
             proven,
             chunk: Vec::new(),
-            input: vec![0; 64 * 1024],
             rng: crate::Rng::derive(cfg.seed, crate::Purpose::Faults, u64::from(shared.me.0)),
             faults: cfg.faults.clone(),
             bounds: cfg.bounds,
@@ -347,20 +349,19 @@ impl Engine {
             return None;
         }
         let _ = stream.set_nodelay(true);
-        let mut wbuf = Vec::new();
+        let mut out = WriteQueue::default();
         let opened = Instant::now();
-        wbuf.extend_from_slice(&wire::preamble());
+        out.append(|v| v.extend_from_slice(&wire::preamble()));
         self.conns[i] = Some(Conn {
             stream,
             link,
             peer: None,
             phase: Phase::Preamble,
-            rbuf: Vec::new(),
-            wbuf,
-            wpos: 0,
+            rbuf: ReadBuf::default(),
+            out,
             error: false,
+            unanswered: None,
             connected: link.is_none(),
-            base: 0,
             held: Held::default(),
             opened,
             partial_since: None,
@@ -491,7 +492,8 @@ impl Engine {
             nonce: auth::nonce(),
         };
         let conn = self.conns[c].as_mut().expect("live");
-        wire::encode(&Frame::Hello(hello.clone()), &mut conn.wbuf);
+        conn.out
+            .append(|v| wire::encode(&Frame::Hello(hello.clone()), v));
         self.links[l].hello = Some(hello);
     }
 
@@ -508,10 +510,9 @@ impl Engine {
             if conn.paused {
                 return Ok(());
             }
-            let buf = &mut self.input;
-            match conn.stream.read(buf) {
+            match conn.rbuf.fill(&mut conn.stream) {
                 Ok(0) => return Err("the peer closed the connection".into()),
-                Ok(n) => conn.rbuf.extend_from_slice(&buf[..n]),
+                Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(format!("connection failed: {e}")),
@@ -533,7 +534,7 @@ impl Engine {
                 break Ok(());
             }
             if matches!(conn.phase, Phase::Preamble) {
-                let Some(p) = rbuf.get(at..at + PREAMBLE_LEN) else {
+                let Some(p) = rbuf.data().get(at..at + PREAMBLE_LEN) else {
                     break Ok(());
                 };
                 if let Err(e) = wire::check_preamble(p.try_into().expect("8 bytes")) {
@@ -543,7 +544,7 @@ impl Engine {
                 conn.phase = Phase::Greeting;
                 continue;
             }
-            match wire::decode(&rbuf[at..]) {
+            match wire::decode(&rbuf.data()[at..]) {
                 Ok(None) => break Ok(()),
                 Err(e) => break Err(e.to_string()),
                 Ok(Some((frame, used))) => {
@@ -557,8 +558,17 @@ impl Engine {
                 }
             }
         };
-        rbuf.drain(..at);
+        rbuf.consume(at);
         if let Some(conn) = self.conns[c].as_mut() {
+            if let Some(seq) = conn.unanswered.take() {
+                let f = Frame::Response {
+                    seq,
+                    status: WireStatus::Success,
+                    value: None,
+                    data: &[],
+                };
+                conn.out.append(|v| wire::encode(&f, v));
+            }
             // Whole frames held back by backpressure wait on this node, not on the peer.
             conn.partial_since = match (rbuf.is_empty() || conn.paused, conn.partial_since) {
                 (true, _) => None,
@@ -636,7 +646,8 @@ impl Engine {
             nonce,
         };
         let conn = self.conns[c].as_mut().expect("live");
-        wire::encode(&Frame::Welcome(welcome.clone()), &mut conn.wbuf);
+        conn.out
+            .append(|v| wire::encode(&Frame::Welcome(welcome.clone()), v));
         conn.phase = Phase::Proof { hello, welcome };
         Ok(())
     }
@@ -701,7 +712,7 @@ impl Engine {
         }
         let proof = auth::proof_tag(&self.secret, &hello, &w);
         let conn = self.conns[c].as_mut().expect("live");
-        wire::encode(&Frame::Proof(proof), &mut conn.wbuf);
+        conn.out.append(|v| wire::encode(&Frame::Proof(proof), v));
         let link = &mut self.links[l];
         link.state = LinkState::Ready;
         let waiting = std::mem::take(&mut link.waiting);
@@ -722,7 +733,8 @@ impl Engine {
                 value,
                 data,
             };
-            wire::encode(&f, &mut conn.wbuf);
+            conn.unanswered = None;
+            conn.out.append(|v| wire::encode(&f, v));
         };
         if matches!(op, WireOp::Reconnect) {
             conn.error = false;
@@ -735,6 +747,7 @@ impl Engine {
         }
         let p = peer.index();
         let mut read = Vec::new();
+        let deferrable = matches!(op, WireOp::Write { .. } | WireOp::Send { .. });
         let (allowed, value) = match op {
             WireOp::Write {
                 region,
@@ -824,7 +837,11 @@ impl Engine {
             }
             WireOp::Reconnect => unreachable!("handled above"),
         };
-        if allowed {
+        if allowed && deferrable {
+            // Answered with the batch it arrived in (`handle_frames`): a stream of writes
+            // costs one response per read of the socket, not one per write.
+            conn.unanswered = Some(seq);
+        } else if allowed {
             respond(conn, WireStatus::Success, value, &read);
         } else {
             conn.error = true;
@@ -843,10 +860,30 @@ impl Engine {
         data: &[u8],
     ) -> Result<(), String> {
         let link = &mut self.links[l];
+        let peer = link.peer;
+        // Requests before `seq` still outstanding were done (the acknowledgement rule): only
+        // writes and sends may be answered that way.
+        while let Some(o) = link.outstanding.front().filter(|o| o.seq < seq).copied() {
+            if !matches!(o.kind, OpKind::Write | OpKind::WriteImm | OpKind::Send) {
+                return Err(format!(
+                    "response {seq} passes over request {}, which needs its own answer",
+                    o.seq
+                ));
+            }
+            link.outstanding.pop_front();
+            if o.last && o.signaled {
+                self.shared.complete(Completion {
+                    wr: o.wr,
+                    kind: o.kind,
+                    peer,
+                    status: Status::Success,
+                    value: None,
+                });
+            }
+        }
         let Some(o) = link.outstanding.pop_front().filter(|o| o.seq == seq) else {
             return Err(format!("response {seq} answers no request in order"));
         };
-        let peer = link.peer;
         if o.kind == OpKind::Reconnect {
             let due = self.reconnects.get_mut(&o.wr).expect("reconnect tracked");
             *due -= 1;
@@ -978,6 +1015,16 @@ impl Engine {
                 loop {
                     let n = CHUNK.min(len - at);
                     let last = at + n == len;
+                    if let (Data::Bytes(b), true) = (&data, n >= SHARE_AT_LEAST) {
+                        let imm = if last { imm } else { None };
+                        let payload = b.slice(at..at + n);
+                        self.send_shared_write(l, wr, kind, signaled, last, dst, at, payload, imm);
+                        at += n;
+                        if last {
+                            break;
+                        }
+                        continue;
+                    }
                     let mut chunk = std::mem::take(&mut self.chunk);
                     let bytes: &[u8] = match &data {
                         Data::Bytes(b) => &b[at..at + n],
@@ -1051,6 +1098,31 @@ impl Engine {
         }
     }
 
+    /// Numbers the next request of link `l` and records it as outstanding.
+    fn track(
+        &mut self,
+        l: usize,
+        wr: WrId,
+        kind: OpKind,
+        signaled: bool,
+        last: bool,
+        read_into: Option<(LocalAddr, usize)>,
+    ) -> u64 {
+        let link = &mut self.links[l];
+        let seq = link.next_seq;
+        link.next_seq += 1;
+        link.outstanding.push_back(Outstanding {
+            seq,
+            wr,
+            kind,
+            signaled,
+            last,
+            read_into,
+            epoch: link.epoch,
+        });
+        seq
+    }
+
     #[allow(
         clippy::too_many_arguments,
         reason = "one request's bookkeeping, named at its callers"
@@ -1065,28 +1137,49 @@ impl Engine {
         read_into: Option<(LocalAddr, usize)>,
         op: WireOp<'_>,
     ) {
-        let link = &mut self.links[l];
-        let seq = link.next_seq;
-        link.next_seq += 1;
-        link.outstanding.push_back(Outstanding {
-            seq,
-            wr,
-            kind,
-            signaled,
-            last,
-            read_into,
-            epoch: link.epoch,
-        });
-        let c = link.conn.expect("a ready link has its connection");
+        let seq = self.track(l, wr, kind, signaled, last, read_into);
+        let c = self.links[l].conn.expect("a ready link has its connection");
         let conn = self.conns[c].as_mut().expect("live");
-        wire::encode(&Frame::Request { seq, op }, &mut conn.wbuf);
+        conn.out
+            .append(|v| wire::encode(&Frame::Request { seq, op }, v));
+    }
+
+    /// [`Engine::send_request`] for a write chunk whose payload is queued where the process
+    /// put it rather than copied into the frame.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one request's bookkeeping, named at its caller"
+    )]
+    fn send_shared_write(
+        &mut self,
+        l: usize,
+        wr: WrId,
+        kind: OpKind,
+        signaled: bool,
+        last: bool,
+        dst: crate::RemoteAddr,
+        at: usize,
+        payload: bytes::Bytes,
+        imm: Option<u32>,
+    ) {
+        let seq = self.track(l, wr, kind, signaled, last, None);
+        let link = &self.links[l];
+        let c = link.conn.expect("a ready link has its connection");
+        let out = &mut self.conns[c].as_mut().expect("live").out;
+        let (region, offset) = (dst.region.0, (dst.offset + at) as u64);
+        let mut tail = Vec::new();
+        out.append(|v| {
+            tail = wire::encode_write_around(seq, region, offset, payload.len(), imm, v);
+        });
+        out.share(payload);
+        out.append(|v| v.extend_from_slice(&tail));
     }
 
     fn flush_all(&mut self) {
         for c in 0..self.conns.len() {
             if self.conns[c]
                 .as_ref()
-                .is_some_and(|c| !c.wbuf.is_empty() && c.connected)
+                .is_some_and(|c| c.out.backlog() > 0 && c.connected)
             {
                 self.flush(c);
             }
@@ -1115,8 +1208,8 @@ impl Engine {
         if !conn.connected {
             return false;
         }
-        let end = if self.faults.is_empty() {
-            conn.wbuf.len()
+        let limit = if self.faults.is_empty() {
+            conn.out.backlog()
         } else {
             let peer = conn.link.map(|l| self.links[l].peer).or(conn.peer);
             let now = Instant::now();
@@ -1125,33 +1218,25 @@ impl Engine {
                 .zero
                 .get()
                 .map(|z| now.saturating_duration_since(*z));
-            let queued = conn.base + conn.wbuf.len() as u64;
+            let queued = conn.out.sent() + conn.out.backlog() as u64;
             let free = conn
                 .held
                 .releasable(queued, &self.faults, me, peer, now, t, &mut self.rng);
-            (free - conn.base) as usize
+            (free - conn.out.sent()) as usize
         };
+        let mut written = 0;
         let result = loop {
-            if conn.wpos >= end {
+            if written >= limit {
                 break Ok(());
             }
-            match conn.stream.write(&conn.wbuf[conn.wpos..end]) {
+            match conn.out.write_to(&mut conn.stream, limit - written) {
                 Ok(0) => break Err("the connection accepts no more bytes".to_string()),
-                Ok(n) => conn.wpos += n,
+                Ok(n) => written += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Ok(()),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => break Err(format!("connection failed: {e}")),
             }
         };
-        if conn.wpos == conn.wbuf.len() {
-            conn.base += conn.wbuf.len() as u64;
-            conn.wbuf.clear();
-            conn.wpos = 0;
-        } else if conn.wpos > (1 << 20) && 2 * conn.wpos > conn.wbuf.len() {
-            conn.base += conn.wpos as u64;
-            conn.wbuf.drain(..conn.wpos);
-            conn.wpos = 0;
-        }
         let backlog = conn.backlog();
         let result = result.and_then(|()| {
             if conn.link.is_some() && backlog > self.bounds.requests {

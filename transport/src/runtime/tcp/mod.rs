@@ -48,6 +48,7 @@
 )]
 
 mod auth;
+mod buffers;
 mod engine;
 pub mod peer;
 pub use auth::{Secret, MIN_SECRET};
@@ -298,6 +299,9 @@ pub struct TcpNic {
     rng: Rng,
     next_wr: u64,
     start: Instant,
+    /// Ops were posted since the NIC thread was last woken: the protocol thread rings the
+    /// doorbell once after its poll, so a burst of posts costs one wake-up, not one each.
+    doorbell: bool,
 }
 
 impl fmt::Debug for TcpNic {
@@ -377,7 +381,7 @@ impl Nic for TcpNic {
             .lock()
             .expect("outbox lock")
             .push((wr, op));
-        self.shared.wake_nic();
+        self.doorbell = true;
         Ok(wr)
     }
 
@@ -561,6 +565,7 @@ fn drive<P: Process<TcpNic>>(
             shared: shared.clone(),
             rng: Rng::derive(seed, Purpose::Protocol, id.0 as u64),
             next_wr: 0,
+            doorbell: false,
             start,
         };
         let stop = run_process(&mut process, &mut nic, spin_polls, limit, together);
@@ -587,8 +592,11 @@ fn drive<P: Process<TcpNic>>(
     })
 }
 
-/// The protocol thread: polls, spins while idle, then parks until the NIC thread or a timer
-/// wakes it.
+/// Idle polls the protocol thread spins through before it starts yielding its core.
+const PURE_SPINS: u32 = 256;
+
+/// The protocol thread: polls, spins while idle (yielding its core after [`PURE_SPINS`]), then
+/// parks until the NIC thread or a timer wakes it.
 fn run_process<P: Process<TcpNic>>(
     process: &mut P,
     nic: &mut TcpNic,
@@ -628,6 +636,9 @@ fn run_process<P: Process<TcpNic>>(
         }
         shared.pending.store(false, Ordering::Relaxed);
         let progress = process.poll(nic);
+        if std::mem::take(&mut nic.doorbell) {
+            shared.wake_nic();
+        }
         if process.stopped() {
             shared.crash();
             count_done(together, &mut counted);
@@ -645,7 +656,14 @@ fn run_process<P: Process<TcpNic>>(
         }
         idle = idle.saturating_add(1);
         if idle < spin_polls {
-            std::hint::spin_loop();
+            // Spin briefly, then offer the core at every idle poll: the NIC threads doing this
+            // node's (and, on a small machine, its peers') sends and receives must not wait
+            // for a time slice behind a thread with nothing to do.
+            if idle < PURE_SPINS {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
             continue;
         }
         let now = Instant::now();

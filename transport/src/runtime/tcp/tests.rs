@@ -473,6 +473,48 @@ fn a_flood_of_reads_is_throttled_and_nothing_is_lost() {
     });
 }
 
+/// Writes are acknowledged by batch (a response to request `n` answers every earlier write),
+/// but a read between them gets its own answer with its bytes, in order.
+#[test]
+fn writes_are_acknowledged_together_and_reads_one_by_one() {
+    against_node_0(TcpConfig::default(), |addr, table, secret| {
+        let mut raw = RawPeer::connect(addr).unwrap();
+        as_p1(&mut raw, table, secret);
+        let mut batch = Vec::new();
+        for seq in 0..100u64 {
+            let op = if seq == 50 {
+                WireOp::Read {
+                    region: 0,
+                    offset: 0,
+                    len: 8,
+                }
+            } else {
+                granted_write()
+            };
+            wire::encode(&Frame::Request { seq, op }, &mut batch);
+        }
+        raw.stream.write_all(&batch).unwrap();
+        let mut answered = Vec::new();
+        while answered.last() != Some(&99) {
+            match raw.next_frame() {
+                Some(Frame::Response {
+                    seq, status, data, ..
+                }) => {
+                    assert_eq!(status, WireStatus::Success, "response {seq}");
+                    assert_eq!(data.len(), if seq == 50 { 8 } else { 0 }, "response {seq}");
+                    answered.push(seq);
+                }
+                other => panic!("after responses {answered:?}: {other:?}"),
+            }
+        }
+        assert!(
+            answered.contains(&50),
+            "the read was passed over: {answered:?}"
+        );
+        assert!(answered.windows(2).all(|w| w[0] < w[1]), "{answered:?}");
+    });
+}
+
 /// Connections that never say anything: past the cap on handshakes in progress they are
 /// closed at accept, and the rest when the handshake's deadline passes.
 #[test]

@@ -8,8 +8,12 @@
 //! ```
 //!
 //! A connection carries one direction of one queue pair: its initiator sends a [`Hello`] and
-//! then [`Frame::Request`]s; the acceptor answers a [`Welcome`] and then one
-//! [`Frame::Response`] per request, in request order. Writes and reads larger than
+//! then [`Frame::Request`]s; the acceptor answers a [`Welcome`] and then [`Frame::Response`]s
+//! in request order. Reads, atomics, reconnects and every failure are answered one by one; a
+//! write or send that succeeded may be answered by the next response instead (the
+//! acknowledgement rule: a response to request `n` also says that every earlier request not
+//! answered yet succeeded), so a stream of writes costs one response per batch, as RDMA's
+//! acknowledgements coalesce. Writes and reads larger than
 //! [`CHUNK`] travel as several requests of consecutive offsets (RDMA splits them into packets
 //! the same way), so no frame is ever larger than [`MAX_FRAME`].
 //!
@@ -26,7 +30,7 @@ use std::fmt;
 pub const MAGIC: [u8; 6] = *b"RDMAWB";
 
 /// The wire version; a peer speaking another is refused at connect.
-pub const VERSION: u16 = 2;
+pub const VERSION: u16 = 3;
 
 /// Bytes of the preamble: [`MAGIC`] and [`VERSION`].
 pub const PREAMBLE_LEN: usize = 8;
@@ -199,7 +203,8 @@ pub enum Frame<'a> {
         #[serde(borrow)]
         op: WireOp<'a>,
     },
-    /// The outcome of request `seq`; responses come in request order.
+    /// The outcome of request `seq`, and the success of every earlier write or send not
+    /// answered yet; responses come in request order.
     Response {
         /// The request answered.
         seq: u64,
@@ -251,6 +256,36 @@ pub fn encode(frame: &Frame<'_>, out: &mut Vec<u8>) {
     let len = out.len() - start - 4;
     debug_assert!(len <= MAX_FRAME, "frame of {len} bytes");
     out[start..start + 4].copy_from_slice(&(len as u32).to_le_bytes());
+}
+
+/// Appends the frame of write request `seq` without its payload of `len` bytes, and returns
+/// what follows the payload: the frame is `out`'s new bytes, then the payload, then the
+/// returned bytes, exactly as [`encode`] would lay it out. Lets a large payload go to the
+/// socket from where the process put it.
+pub fn encode_write_around(
+    seq: u64,
+    region: u16,
+    offset: u64,
+    len: usize,
+    imm: Option<u32>,
+    out: &mut Vec<u8>,
+) -> Vec<u8> {
+    let start = out.len();
+    let op = WireOp::Write {
+        region,
+        offset,
+        data: &[],
+        imm,
+    };
+    encode(&Frame::Request { seq, op }, out);
+    // The payload's u64 length prefix ends where the encoding of `imm` (an option: a tag
+    // byte, then the value) begins.
+    let tail = out.split_off(out.len() - if imm.is_some() { 5 } else { 1 });
+    let at = out.len() - 8;
+    out[at..].copy_from_slice(&(len as u64).to_le_bytes());
+    let body = u32::from_le_bytes(out[start..start + 4].try_into().expect("4 bytes")) as usize;
+    out[start..start + 4].copy_from_slice(&((body + len) as u32).to_le_bytes());
+    tail
 }
 
 /// Takes the next whole frame off the front of `buf`: `Ok(None)` if more bytes are needed,
@@ -437,6 +472,26 @@ mod tests {
             check_preamble(b"GET / HT"),
             Err(WireError::NotAWorkbenchPeer)
         );
+    }
+
+    #[test]
+    fn a_write_encoded_around_its_payload_is_the_write_encoded_whole() {
+        for imm in [None, Some(7)] {
+            let data: Vec<u8> = (0..3000u32).map(|i| i as u8).collect();
+            let mut whole = Vec::new();
+            let op = WireOp::Write {
+                region: 3,
+                offset: 4096,
+                data: &data,
+                imm,
+            };
+            encode(&Frame::Request { seq: 11, op }, &mut whole);
+            let mut parts = vec![1, 2];
+            let tail = encode_write_around(11, 3, 4096, data.len(), imm, &mut parts);
+            parts.extend_from_slice(&data);
+            parts.extend_from_slice(&tail);
+            assert_eq!(parts[2..], whole[..]);
+        }
     }
 
     proptest! {
