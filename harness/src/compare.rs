@@ -18,6 +18,7 @@ use crate::figure::{
 };
 use crate::plot::{self, Series};
 use crate::protocols::{self, Shape};
+use crate::totals;
 use multicast::{DestPolicy, Tree};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -546,6 +547,38 @@ fn summary(w: &Workload, measured: &[Measured], commit: &str, contenders: &[Cont
     md
 }
 
+/// Refuses a comparison whose largest runs a contender cannot deploy or this machine cannot
+/// hold ([`crate::totals`]): every contender's sweep may reach the largest power of two within
+/// `--max-clients`, and the contenders run at once.
+fn fits(w: &Workload, contenders: &[Contender]) -> Result<(), String> {
+    let dest_tree = w.dest_tree(contenders);
+    let clients = 1 << w.max_clients.ilog2();
+    let mut processes = Vec::new();
+    for c in contenders {
+        let deploy = (c.entry.deploy)(&c.shape(w, clients, &dest_tree)).map_err(|e| {
+            format!(
+                "{} at {clients} clients, where the sweep may go under --max-clients {}: {e}",
+                c.label(),
+                w.max_clients
+            )
+        })?;
+        processes.extend(deploy.footprint());
+    }
+    let flags = format!(
+        "--max-clients ({}) or --groups ({})",
+        w.max_clients, w.groups
+    );
+    let lower = totals::Lower {
+        memory: flags.clone(),
+        processes: flags,
+    };
+    totals::check(
+        &totals::Needs::of(&processes, Where::Sim, lower),
+        &totals::Limits::probe(false),
+    )
+    .map_err(|e| format!("the sweeps at {clients} clients, every contender at once: {e}"))
+}
+
 /// `harness compare`: prints the header, runs [`compare`], prints the summary.
 pub(crate) fn command(a: crate::CompareArgs) -> Result<std::process::ExitCode, String> {
     use crate::COMMIT;
@@ -605,6 +638,8 @@ pub(crate) fn command(a: crate::CompareArgs) -> Result<std::process::ExitCode, S
             .map_err(|e| e.to_string())?,
         software: Software::load(&a.software).map_err(|e| e.to_string())?,
     };
+    w.validate(&protocols)?;
+    fits(&w, &protocols)?;
     let out = a.out.join(a.name.unwrap_or_else(|| w.default_name()));
     let labels: Vec<String> = protocols.iter().map(|c| c.label()).collect();
     println!(

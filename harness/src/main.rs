@@ -26,6 +26,7 @@ mod run;
 mod stats;
 mod sweep;
 mod testbed;
+mod totals;
 mod verdict;
 
 use bench::transport::MAX_BYTES;
@@ -290,6 +291,15 @@ struct RunArgs {
     /// every node a child process on a free loopback port].
     #[arg(long)]
     cluster: Option<PathBuf>,
+    /// Run even when the run's totals exceed what this machine has. Before anything is
+    /// allocated, a run is refused if its regions need more memory than is available
+    /// (MemAvailable, the memory cgroup's limit), if it starts more threads or processes than
+    /// the limits allow (`ulimit -u`, kernel.threads-max, kernel.pid_max), or, on tcp, if a
+    /// node process would open more sockets than `ulimit -n` or accept more connections than
+    /// the runtime's cap; the refusal says which flags to lower. The simulator allocates a
+    /// large region's pages as they are written: a run that touches few of them fits in less.
+    #[arg(long)]
+    ignore_limits: bool,
 }
 
 #[derive(Args, Debug)]

@@ -1,7 +1,7 @@
 //! `harness run`: one experiment of a registered atomic multicast protocol, or an RDMC bulk
 //! transfer, on the simulator or on threads.
 
-use crate::{experiment, protocols, testbed, RunArgs, RuntimeKind, COMMIT, HERON, RDMC};
+use crate::{experiment, protocols, testbed, totals, RunArgs, RuntimeKind, COMMIT, HERON, RDMC};
 use std::process::ExitCode;
 use transport::runtime::sim::{Profile, Software};
 use transport::Nanos;
@@ -136,6 +136,9 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
         return run_bulk(a);
     }
     let e = experiment(&a)?;
+    if !a.ignore_limits {
+        fits(&a, &e)?;
+    }
     let (groups, replicas, clients) = e.deploy.shape();
     let (slot_bytes, slots) = e.deploy.slots();
     let tree = e
@@ -250,6 +253,24 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses experiment `e` if its totals exceed what this machine has ([`crate::totals`]),
+/// before any of its processes is built. Only the launching command checks: a node of a tcp
+/// run is one of many sharing the machine the launcher checked for all.
+fn fits(a: &RunArgs, e: &experiment::Experiment) -> Result<(), String> {
+    let (groups, replicas, clients) = e.deploy.shape();
+    let groups = match &a.tree {
+        Some(t) => format!("--tree ({t})"),
+        None => format!("--groups ({groups})"),
+    };
+    let lower = totals::Lower {
+        memory: format!("--clients ({clients}), {groups} or --slots ({})", a.slots),
+        processes: format!("--clients ({clients}), {groups} or --replicas ({replicas})"),
+    };
+    let needs = totals::Needs::of(&e.deploy.footprint(), e.runtime, lower);
+    totals::check(&needs, &totals::Limits::probe(a.cluster.is_some()))
+        .map_err(|refusal| format!("{refusal}\n(--ignore-limits runs it anyway)"))
 }
 
 /// What a tcp launch needs beyond the run: this command's own `run` arguments, which every

@@ -253,6 +253,57 @@ fn ramcast_run_rejects_bad_configurations_clearly() {
     }
 }
 
+/// Issue 46's run: 64 groups and 4096 clients pass every flag check but declare 72 GiB of
+/// regions (and on tcp fork 4288 node processes). Every runtime refuses it before allocating
+/// anything, with the estimate and the flags to lower. On a machine with that much memory to
+/// spare, 64 times the slots per client stand in for it, so the test never starts the run.
+#[test]
+fn a_run_larger_than_the_machine_is_refused_before_it_starts() {
+    let available_kb: u64 = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            let line = m
+                .lines()
+                .find(|l| l.starts_with("MemAvailable:"))?
+                .to_owned();
+            line.split_whitespace().nth(1)?.parse().ok()
+        })
+        .unwrap_or(0);
+    let slots = if available_kb < 80 << 20 {
+        "16"
+    } else {
+        "1024"
+    };
+    for runtime in ["sim", "local", "tcp"] {
+        let o = harness(&[
+            "run",
+            "--protocol",
+            "ramcast",
+            "--groups",
+            "64",
+            "--clients",
+            "4096",
+            "--slots",
+            slots,
+            "--duration",
+            "1s",
+            "--runtime",
+            runtime,
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{runtime}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("GiB of memory") && e.contains("lower --clients (4096), --groups (64)"),
+            "{runtime}: {e}"
+        );
+        assert!(
+            e.contains("--ignore-limits runs it anyway"),
+            "{runtime}: {e}"
+        );
+        assert!(stdout(&o).is_empty(), "{runtime} started: {}", stdout(&o));
+    }
+}
+
 #[test]
 fn tram_run_on_a_custom_tree_writes_a_log_that_verifies() {
     let dir = std::env::temp_dir().join(format!("harness-tram-{}", std::process::id()));

@@ -17,7 +17,7 @@ use crate::layout::{local, remote, Hm, Layout, HM, RESP};
 use multicast::{Client, Completed, DestSet, GroupId, Membership, MsgId, MulticastError};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use transport::{Access, Nanos, Nic, Process, ProcessId, Progress, RegionSpec, Work, WriteFlags};
+use transport::{Nanos, Nic, Process, ProcessId, Progress, RegionSpec, Work, WriteFlags};
 
 #[derive(Clone, Copy, Debug)]
 struct InFlight {
@@ -95,7 +95,7 @@ impl TramClient {
 
 impl<N: Nic> Process<N> for TramClient {
     fn regions(&self) -> Vec<RegionSpec> {
-        vec![RegionSpec::new(Layout::resp_bytes(&self.cfg)).with_default(Access::Write)]
+        Layout::client_regions(&self.cfg)
     }
 
     fn poll(&mut self, nic: &mut N) -> Progress {

@@ -22,7 +22,7 @@
 use crate::config::Config;
 use multicast::{DestSet, GroupId, Membership};
 use transport::slot::{SlotCodec, CANARY_BYTES, HEADER_BYTES};
-use transport::{LocalAddr, ProcessId, RegionId, RemoteAddr};
+use transport::{Access, LocalAddr, ProcessId, RegionId, RegionSpec, RemoteAddr};
 
 /// The `HM` buffers of a server.
 pub const HM: RegionId = RegionId(0);
@@ -214,6 +214,21 @@ impl Layout {
     /// Bytes of a client's `RESP`.
     pub fn resp_bytes(cfg: &Config) -> usize {
         8 * cfg.servers()
+    }
+
+    /// The regions of a server of this group, in [`HM`], [`LOG`], [`CTL`], [`SCRATCH`] order.
+    pub fn server_regions(&self) -> Vec<RegionSpec> {
+        vec![
+            RegionSpec::new(self.hm_bytes()).with_default(Access::Write),
+            RegionSpec::new(self.log_bytes()).with_default(Access::None),
+            RegionSpec::new(self.ctl_bytes()).with_default(Access::Write),
+            RegionSpec::new(self.scratch_bytes()).with_default(Access::None),
+        ]
+    }
+
+    /// The region of a client: [`RESP`].
+    pub fn client_regions(cfg: &Config) -> Vec<RegionSpec> {
+        vec![RegionSpec::new(Self::resp_bytes(cfg)).with_default(Access::Write)]
     }
 }
 

@@ -36,8 +36,8 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 use transport::slot::Reject;
 use transport::{
-    Access, Nanos, Nic, OpKind, Process, ProcessId, Progress, Qp, RegionSpec, Status, Timer, Work,
-    WrId, WriteFlags,
+    Nanos, Nic, OpKind, Process, ProcessId, Progress, Qp, RegionSpec, Status, Timer, Work, WrId,
+    WriteFlags,
 };
 
 /// What a replica is doing.
@@ -450,12 +450,7 @@ impl TramServer {
 
 impl<N: Nic> Process<N> for TramServer {
     fn regions(&self) -> Vec<RegionSpec> {
-        vec![
-            RegionSpec::new(self.layout.hm_bytes()).with_default(Access::Write),
-            RegionSpec::new(self.layout.log_bytes()).with_default(Access::None),
-            RegionSpec::new(self.layout.ctl_bytes()).with_default(Access::Write),
-            RegionSpec::new(self.layout.scratch_bytes()).with_default(Access::None),
-        ]
+        self.layout.server_regions()
     }
 
     fn poll(&mut self, nic: &mut N) -> Progress {

@@ -15,6 +15,7 @@ pub(crate) mod ridge;
 pub(crate) mod tram;
 
 use crate::experiment::{Experiment, Measured, Observed};
+use crate::totals::Processes;
 use multicast::{Client, DestPolicy, LoadSpec, Membership, Node, Server, Tree};
 use std::fmt;
 use std::path::Path;
@@ -160,6 +161,11 @@ pub(crate) trait Multicast: 'static {
     }
     /// The registered memory of a run, in one line.
     fn regions(cfg: &Self::Config) -> String;
+    /// Every process of a run by role, with the regions each declares, sized by the code its
+    /// processes declare them with but without building one: a process's own state can cost
+    /// more than its regions (a RamCast server tracks every slot of every client), and the
+    /// estimate must come before anything large is allocated ([`crate::totals`]).
+    fn footprint(cfg: &Self::Config) -> Vec<Processes>;
 }
 
 /// A deployed protocol, whatever it is: what experiments hold.
@@ -174,6 +180,8 @@ pub(crate) trait Deploy: fmt::Debug + Send + Sync {
     fn tree(&self) -> Option<Tree>;
     /// The registered memory of a run, in one line.
     fn regions(&self) -> String;
+    /// Every process of a run by role, with the regions each declares ([`Multicast::footprint`]).
+    fn footprint(&self) -> Vec<Processes>;
     /// Runs experiment `e` on this deployment (`sim` or `local`; a tcp run is launched by
     /// [`crate::cluster::launch`] and served by [`Deploy::serve`]).
     fn execute(&self, e: &Experiment) -> Measured;
@@ -223,6 +231,9 @@ impl<P: Multicast> Deploy for Deployed<P> {
     }
     fn regions(&self) -> String {
         P::regions(&self.0)
+    }
+    fn footprint(&self) -> Vec<Processes> {
+        P::footprint(&self.0)
     }
     fn execute(&self, e: &Experiment) -> Measured {
         e.execute(self.nodes(e))
@@ -417,4 +428,48 @@ pub(crate) fn find(name: &str) -> Result<&'static Entry, String> {
             names.join(", ")
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use multicast::DestPolicy;
+    use transport::{Nanos, RegionSpec};
+
+    /// A refusal states a run's memory from [`Multicast::footprint`], not from built processes:
+    /// it must list the regions the processes declare, process by process in id order, or the
+    /// refusal would misstate the run.
+    fn footprint_is_what_the_processes_declare<P: Multicast>(shape: &Shape) {
+        let cfg = P::configure(shape).unwrap();
+        let load = LoadSpec {
+            dest: shape.dest,
+            groups: cfg.group_count(),
+            tree: P::tree(&cfg).map(Arc::new),
+            size: shape.size,
+            warmup_end: Nanos(0),
+            stop_at: Nanos(1),
+        };
+        let lens = |regions: &[RegionSpec]| regions.iter().map(|r| r.len).collect::<Vec<_>>();
+        let declared: Vec<Vec<usize>> = P::nodes(&cfg, load, 1, false, Clock::Wall)
+            .iter()
+            .map(|n| lens(&Process::<SimNic>::regions(n)))
+            .collect();
+        let estimated: Vec<Vec<usize>> = P::footprint(&cfg)
+            .iter()
+            .flat_map(|p| std::iter::repeat_n(lens(&p.regions), p.count))
+            .collect();
+        assert_eq!(declared, estimated, "{}", P::NAME);
+    }
+
+    #[test]
+    fn every_protocols_footprint_is_what_its_processes_declare() {
+        let shape =
+            |groups| crate::compare::Workload::shape_of(groups, 3, 64, DestPolicy::Random(2), 5);
+        footprint_is_what_the_processes_declare::<ramcast::Ramcast>(&shape(4));
+        // TRAM's base tree has 8 groups; a group's regions depend on its children.
+        footprint_is_what_the_processes_declare::<tram::Tram>(&shape(8));
+        let mut dedicated = shape(4);
+        dedicated.placement = Some(::ridge::Placement::Dedicated);
+        footprint_is_what_the_processes_declare::<ridge::Ridge>(&dedicated);
+    }
 }

@@ -7,7 +7,8 @@ pub(crate) mod software;
 
 use super::{Clock, Multicast, Shape};
 use crate::experiment::Observed;
-use multicast::{LoadSpec, Node};
+use crate::totals::Processes;
+use multicast::{LoadSpec, Membership, Node};
 use ramcast::layout::{slot_bytes_for, Layout};
 use ramcast::{Config, RamcastClient, RamcastServer, Timing};
 
@@ -69,6 +70,23 @@ impl Multicast for Ramcast {
             server[2].len,
             layout.client_regions()[0].len
         )
+    }
+
+    fn footprint(cfg: &Config) -> Vec<Processes> {
+        let layout = Layout::new(cfg);
+        vec![
+            Processes {
+                role: "servers",
+                count: cfg.servers(),
+                // Which leaders may write `T` grants access and changes no length.
+                regions: layout.server_regions(cfg.clients, &[]),
+            },
+            Processes {
+                role: "clients",
+                count: cfg.clients,
+                regions: layout.client_regions(),
+            },
+        ]
     }
 }
 

@@ -8,6 +8,7 @@ pub(crate) mod software;
 
 use super::{Clock, Multicast, Shape, Variants};
 use crate::experiment::Observed;
+use crate::totals::Processes;
 use multicast::{LoadSpec, Membership, Node};
 use ridge::{Config, RidgeClient, RidgeServer};
 use transport::Nanos;
@@ -119,6 +120,23 @@ impl Multicast for Ridge {
             cfg.slot_bytes,
             credits.len
         )
+    }
+
+    fn footprint(cfg: &Config) -> Vec<Processes> {
+        // Every process, whatever its role, declares the mesh's regions and no other.
+        let regions = cfg.mesh().regions().to_vec();
+        [
+            ("servers", cfg.servers()),
+            ("clients", cfg.client_count()),
+            ("dedicated acceptors", cfg.auxiliary_count()),
+        ]
+        .into_iter()
+        .map(|(role, count)| Processes {
+            role,
+            count,
+            regions: regions.clone(),
+        })
+        .collect()
     }
 }
 

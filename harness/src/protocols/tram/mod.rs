@@ -10,7 +10,8 @@ pub(crate) mod table1;
 
 use super::{Clock, Multicast, Shape, Variants};
 use crate::experiment::Observed;
-use multicast::{LoadSpec, Node, Tree};
+use crate::totals::Processes;
+use multicast::{GroupId, LoadSpec, Membership, Node, Tree};
 use tram::layout::Layout;
 use tram::{Config, Timing, TramClient, TramServer};
 
@@ -87,6 +88,23 @@ impl Multicast for Tram {
             cfg.log_slots,
             Layout::resp_bytes(cfg)
         )
+    }
+
+    fn footprint(cfg: &Config) -> Vec<Processes> {
+        // A group's regions depend on its place in the tree (its children's credits).
+        let mut f: Vec<Processes> = (0..cfg.group_count())
+            .map(|g| Processes {
+                role: "servers",
+                count: cfg.replicas,
+                regions: Layout::new(cfg, GroupId(g as u8)).server_regions(),
+            })
+            .collect();
+        f.push(Processes {
+            role: "clients",
+            count: cfg.clients,
+            regions: Layout::client_regions(cfg),
+        });
+        f
     }
 }
 
