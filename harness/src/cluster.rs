@@ -264,8 +264,8 @@ pub(crate) struct NodeReport {
     pub(crate) delivered: u64,
     /// A server through which its group's leadership moved.
     pub(crate) changed_leader: bool,
-    /// A server that halted itself.
-    pub(crate) halted: bool,
+    /// Why a server halted itself, if it did ([`multicast::Server::halt_reason`]).
+    pub(crate) halted: Option<String>,
     /// How the node's run ended, and its connection events.
     pub(crate) stop: String,
     /// Connections that closed or were refused during the run, and why (every one).
@@ -355,7 +355,7 @@ where
         Node::Server(s) | Node::Auxiliary(s) => {
             r.delivered = s.delivered;
             r.changed_leader = s.server.changed_leader();
-            r.halted = s.server.halted();
+            r.halted = s.server.halt_reason().map(str::to_owned);
         }
     }
     if e.log {
@@ -1008,8 +1008,13 @@ pub(crate) fn launch(
         m.delivered += r.completed_in_window;
         record_counts(&mut m.latency, &r.latency)?;
         m.server_deliveries += r.delivered;
-        if r.halted {
-            halts.push((i, r.stop.clone(), r.events.clone()));
+        if let Some(why) = &r.halted {
+            halts.push(Halt {
+                node: i,
+                why: why.clone(),
+                stop: r.stop.clone(),
+                events: r.events.clone(),
+            });
         }
         events.extend(r.events.iter().map(|ev| (i, ev.clone())));
         if r.changed_leader {
@@ -1052,22 +1057,35 @@ fn print_refusals(events: &[(usize, String)]) {
     }
 }
 
+/// A server of a tcp run that halted itself, as its node reported it.
+struct Halt {
+    node: usize,
+    /// What the server found ([`multicast::Server::halt_reason`]).
+    why: String,
+    /// How the node's run ended.
+    stop: String,
+    /// The node's connection events.
+    events: Vec<String>,
+}
+
 /// A server halts when it was excluded while unresponsive and then finds its buffers
 /// recycled; only a fault can make a correct server unresponsive. So a halt no fault explains
-/// fails the run, named with its reason (a forged write, a bug); one a fault explains is
-/// printed. `halts`: (node, how its run ended, its connection events).
-fn judge_halts(
-    halts: &[(usize, String, Vec<String>)],
-    roles: &[String],
-    faults: &[ProcessFault],
-) -> Result<(), String> {
+/// fails the run, named with the server's reason (a forged write, a bug); one a fault explains
+/// is printed.
+fn judge_halts(halts: &[Halt], roles: &[String], faults: &[ProcessFault]) -> Result<(), String> {
     let mut unexplained = Vec::new();
-    for (i, stop, events) in halts {
-        match faults.iter().find(|f| f.impairs(*i)) {
-            Some(f) => println!("  node {i} ({}) halted after `{f}` made it unresponsive", roles[*i]),
+    for h in halts {
+        let (i, events) = (h.node, &h.events);
+        match faults.iter().find(|f| f.impairs(i)) {
+            Some(f) => println!(
+                "  node {i} ({}) halted after `{f}` made it unresponsive: {}",
+                roles[i], h.why
+            ),
             None => unexplained.push(format!(
-                "node {i} ({}) halted, yet no fault paused or cut it off: a correct server stopped (run ended {stop}; {} connection events{}{})",
-                roles[*i],
+                "node {i} ({}) halted, yet no fault paused or cut it off: a correct server stopped. Its reason: {}. (Run ended {}; {} connection events{}{})",
+                roles[i],
+                h.why,
+                h.stop,
                 events.len(),
                 if events.is_empty() { "" } else { ", the last: " },
                 events[events.len().saturating_sub(5)..].join(" / ")
@@ -1298,13 +1316,15 @@ mod tests {
     #[test]
     fn a_halt_no_fault_explains_fails_the_run_named() {
         let roles = vec!["server g0".to_string(), "server g0".into(), "client".into()];
-        let halt = vec![(
-            1,
-            "TimeLimit".to_string(),
-            vec!["p1: connection from p2 closed: x".to_string()],
-        )];
+        let halt = vec![Halt {
+            node: 1,
+            why: "slot 3 holds entry 9".into(),
+            stop: "TimeLimit".into(),
+            events: vec!["p1: connection from p2 closed: x".into()],
+        }];
         let e = judge_halts(&halt, &roles, &[]).unwrap_err();
         assert!(e.contains("node 1 (server g0) halted, yet no fault"), "{e}");
+        assert!(e.contains("Its reason: slot 3 holds entry 9."), "{e}");
         assert!(e.contains("connection from p2 closed"), "{e}");
         // A kill of another node explains nothing; a pause of this one, or a partition
         // around it, does.

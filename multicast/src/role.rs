@@ -95,11 +95,17 @@ pub trait Server {
     fn group(&self) -> GroupId;
     /// The next delivered message, in delivery order.
     fn poll_delivery(&mut self) -> Option<Delivery>;
-    /// True if the server stopped itself because it can no longer take part correctly (for
-    /// example it was excluded while unresponsive and its buffers were recycled); it counts as
-    /// faulty in the run's log, and the runtime treats it as crashed ([`Process::stopped`]).
+    /// Why the server stopped itself, if it did: it can no longer take part correctly (for
+    /// example it was excluded while unresponsive and its buffers were recycled, or its memory
+    /// holds what no correct peer writes). It counts as faulty in the run's log, and the runtime
+    /// treats it as crashed ([`Process::stopped`]). The sentence names what the server found,
+    /// so a report can tell a recycled buffer from a forged write.
+    fn halt_reason(&self) -> Option<&str> {
+        None
+    }
+    /// True if the server stopped itself ([`Server::halt_reason`]).
     fn halted(&self) -> bool {
-        false
+        self.halt_reason().is_some()
     }
 }
 

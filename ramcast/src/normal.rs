@@ -30,8 +30,9 @@ enum Landed {
     Entry(Entry),
     /// Nothing usable yet.
     Nothing,
-    /// A later lap: the client recycled the slot without this server.
-    Lapped,
+    /// A later lap: the client recycled the slot without this server (or a peer wrote what no
+    /// client writes). Says what the slot held, for the halt's report.
+    Lapped(String),
 }
 
 impl RamcastServer {
@@ -100,8 +101,8 @@ impl RamcastServer {
                     self.buffers[c as usize].next += 1;
                     worked = true;
                 }
-                Landed::Lapped => {
-                    self.halted = true;
+                Landed::Lapped(why) => {
+                    self.halt = Some(why);
                     return None;
                 }
                 Landed::Nothing => {
@@ -135,7 +136,13 @@ impl RamcastServer {
                 let header = nic.load_u64(at).expect("own region") as u32;
                 let ahead = header.wrapping_sub(codec_seq(s)) as i32;
                 if header != 0 && ahead >= self.cfg.slots as i32 {
-                    Landed::Lapped
+                    Landed::Lapped(format!(
+                        "slot {} of client {}'s buffer in M holds entry {header}, {ahead} past entry {} that this server waits for (a client runs at most {} ahead): the client recycled the slot without this server, or a peer wrote what no client writes",
+                        self.layout.index(s),
+                        self.cfg.client(c as usize),
+                        codec_seq(s),
+                        self.cfg.slots
+                    ))
                 } else {
                     Landed::Nothing
                 }
@@ -149,7 +156,13 @@ impl RamcastServer {
             && held.seq < s
             && matches!(held.stat, Stat::Mcast | Stat::Ordered)
         {
-            return Landed::Lapped;
+            return Landed::Lapped(format!(
+                "client {}'s entry {} landed in slot {} of M over its entry {} that this server has not delivered: the client recycled the slot without this server",
+                self.cfg.client(c as usize),
+                codec_seq(s),
+                self.layout.index(s),
+                codec_seq(held.seq)
+            ));
         }
         landed
     }

@@ -164,7 +164,8 @@ pub struct RamcastServer {
     /// The failure detector: the leader oracle over the group's heartbeat words.
     pub(crate) omega: Omega,
     pub(crate) deliveries: VecDeque<Delivery>,
-    pub(crate) halted: bool,
+    /// Why this server halted, once it has (a lapped slot: [`crate::normal`]).
+    pub(crate) halt: Option<String>,
     /// Control messages posted and not yet completed.
     pub(crate) sends: BTreeMap<WrId, (ProcessId, Vec<u8>)>,
     /// Control messages a broken queue pair flushed, to send again after its reconnect.
@@ -239,7 +240,7 @@ impl RamcastServer {
             beat_timer: Timer::new(),
             omega: Omega::new(cfg.replicas),
             deliveries: VecDeque::new(),
-            halted: false,
+            halt: None,
             refused: 0,
             relayed: 0,
             outbox: BTreeMap::new(),
@@ -279,7 +280,7 @@ impl RamcastServer {
             },
             self.current_round(),
             self.leader,
-            self.halted,
+            self.halt.is_some(),
             self.pending.len(),
             ldm,
             next,
@@ -539,7 +540,7 @@ impl<N: Nic> Process<N> for RamcastServer {
     }
 
     fn poll(&mut self, nic: &mut N) -> Progress {
-        if self.halted {
+        if self.halt.is_some() {
             return Progress::IDLE;
         }
         // The failure detector first: it reads heartbeats as memory stood when the poll began,
@@ -548,7 +549,7 @@ impl<N: Nic> Process<N> for RamcastServer {
         worked |= self.drain_completions(nic);
         worked |= self.drain_receives(nic);
         worked |= self.poll_buffers(nic);
-        if self.halted {
+        if self.halt.is_some() {
             return Progress::IDLE;
         }
         worked |= self.apply_early(nic);
@@ -561,7 +562,7 @@ impl<N: Nic> Process<N> for RamcastServer {
         // `poll_buffers` looked. Without this, a message with a smaller timestamp could still
         // be missing from `pending` (memory changes during a poll on real threads).
         worked |= self.poll_buffers(nic);
-        if self.halted {
+        if self.halt.is_some() {
             return Progress::IDLE;
         }
         worked |= self.deliver(nic);
@@ -584,7 +585,7 @@ impl Server for RamcastServer {
         self.deliveries.pop_front()
     }
 
-    fn halted(&self) -> bool {
-        self.halted
+    fn halt_reason(&self) -> Option<&str> {
+        self.halt.as_deref()
     }
 }

@@ -160,7 +160,8 @@ pub struct RidgeServer {
     /// When this server last sent its [`Packet::Lead`]s.
     lead_at: Nanos,
     started: bool,
-    halted: bool,
+    /// Why this server halted, once it has.
+    halt: Option<String>,
     /// With [`Config::trace`]: when this server proposed and learned each instance.
     trace: Trace,
     /// With [`Config::optimistic`]: the optimistic deliveries (section 4.5).
@@ -270,7 +271,7 @@ impl RidgeServer {
             overflow: BTreeMap::new(),
             lead_at: Nanos::ZERO,
             started: false,
-            halted: false,
+            halt: None,
             trace: Trace::default(),
             optimism: cfg.optimistic.map(|w| {
                 let mut o = Optimism::new(w.as_nanos() / 1_000, cfg.retain);
@@ -720,7 +721,10 @@ impl RidgeServer {
                         vec![(to, Msg::Fetch { from: next })]
                     }
                     None => {
-                        self.halted = true;
+                        self.halt = Some(format!(
+                            "decision {next} of ensemble {} is trimmed at every acceptor it could ask, or they are suspected: it cannot learn what it missed",
+                            e.0
+                        ));
                         Vec::new()
                     }
                 }
@@ -973,7 +977,7 @@ impl RidgeServer {
         // takes the change hint whole.
         self.mesh.observe_changes(nic);
         let mut buf = std::mem::take(&mut self.buf);
-        while !self.halted {
+        while self.halt.is_none() {
             if let Some(p) = self.local.pop_front() {
                 self.on_packet(nic, self.me, p);
             } else if let Some(from) = self.mesh.recv(nic, &mut buf).expect("ring reads") {
@@ -1023,7 +1027,7 @@ impl<N: Nic> Process<N> for RidgeServer {
     }
 
     fn poll(&mut self, nic: &mut N) -> Progress {
-        if self.halted {
+        if self.halt.is_some() {
             return Progress::worked(false);
         }
         // Failed writes (to a crashed peer) need no handling here: the detector notices.
@@ -1054,7 +1058,7 @@ impl<N: Nic> Process<N> for RidgeServer {
             worked |= delivered > 0;
         }
         worked |= self.fill_gaps(nic);
-        if self.halted {
+        if self.halt.is_some() {
             return Progress::worked(false);
         }
         self.lead(nic);
@@ -1075,8 +1079,8 @@ impl Server for RidgeServer {
         self.deliveries.pop_front()
     }
 
-    fn halted(&self) -> bool {
-        self.halted
+    fn halt_reason(&self) -> Option<&str> {
+        self.halt.as_deref()
     }
 }
 
@@ -1116,7 +1120,7 @@ impl RidgeServer {
         format!(
             "learned {:?} halted {} dropped {} filled {} outbox {}; {}",
             self.learned(),
-            self.halted,
+            self.halt.is_some(),
             self.dropped,
             self.filled,
             self.mesh.queued() + self.overflow.values().map(VecDeque::len).sum::<usize>(),

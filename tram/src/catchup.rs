@@ -36,7 +36,9 @@ impl TramServer {
             if self.lapped(nic, at, i) {
                 // A replica holds a later lap of this slot: this one was evicted long ago and
                 // cannot lead without the entries it missed.
-                self.halted = true;
+                self.halt = Some(format!(
+                    "recovering as leader, it found a later lap in a log (its own or a copy) where entry {i} was due: it was evicted long ago and cannot lead without what it missed"
+                ));
                 return true;
             }
             // Step 4.2: the entry with the highest timestamp.

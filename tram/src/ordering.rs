@@ -542,7 +542,9 @@ impl TramServer {
                 if self.lapped(nic, local(LOG, self.layout.log_slot(i)), i) {
                     // A later lap overwrote an entry this replica never delivered: it was
                     // evicted while slow; it cannot catch up and stops.
-                    self.halted = true;
+                    self.halt = Some(format!(
+                        "log entry {i}, not yet delivered here, was overwritten by a later lap: this replica was evicted while slow, or a peer wrote what no leader writes"
+                    ));
                 }
                 break;
             };

@@ -99,7 +99,8 @@ pub struct TramServer {
     /// Signaled writes and reads in flight: op -> (rank, log index).
     pub(crate) inflight: BTreeMap<WrId, (usize, u64)>,
     pub(crate) delivered: VecDeque<Delivery>,
-    pub(crate) halted: bool,
+    /// Why this replica halted, once it has.
+    pub(crate) halt: Option<String>,
     /// Leader changes this replica took part in as the new leader.
     pub(crate) reigns: u64,
     /// Writes of this replica refused by a revoked permission.
@@ -143,7 +144,7 @@ impl TramServer {
             broken: BTreeSet::new(),
             inflight: BTreeMap::new(),
             delivered: VecDeque::new(),
-            halted: false,
+            halt: None,
             reigns: 0,
             refused: 0,
             buf: Vec::new(),
@@ -212,7 +213,7 @@ impl TramServer {
             self.slot_in,
             self.slot_out,
             self.credit,
-            self.halted,
+            self.halt.is_some(),
             self.reigns
         )
     }
@@ -443,7 +444,9 @@ impl TramServer {
             .expect("own region")
             != 0
         {
-            self.halted = true;
+            self.halt = Some(
+                "a leader set this replica's halt word in CTL: it found the log entries this replica still needed gone from its own log".into(),
+            );
         }
     }
 }
@@ -454,7 +457,7 @@ impl<N: Nic> Process<N> for TramServer {
     }
 
     fn poll(&mut self, nic: &mut N) -> Progress {
-        if self.halted {
+        if self.halt.is_some() {
             return Progress::IDLE;
         }
         let mut worked = self.drain_completions(nic);
@@ -487,8 +490,8 @@ impl Server for TramServer {
         self.delivered.pop_front()
     }
 
-    fn halted(&self) -> bool {
-        self.halted
+    fn halt_reason(&self) -> Option<&str> {
+        self.halt.as_deref()
     }
 }
 

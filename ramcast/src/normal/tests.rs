@@ -88,3 +88,34 @@ fn a_superseded_proposal_never_raises_the_final_timestamp() {
         "delivered in another order than group 0 delivers"
     );
 }
+
+/// A peer holding the cluster secret writes a header no client writes into a follower's `M`: a
+/// later lap of client p4's next slot. The follower halts, and its reason names the slot, the
+/// client and what it found, so a run's report tells a forged write from a recycled buffer
+/// (`harness/tests/forged_write.rs` does this to a tcp node).
+#[test]
+fn a_forged_lapped_header_halts_the_server_with_its_reason() {
+    let cfg = Arc::new(Config::new(1, 3, 2));
+    let mut server = RamcastServer::new(cfg.clone(), GroupId(0), 1);
+    let specs = specs(&cfg);
+    let mut nic = RecordingNic::new(ProcessId(1), specs.clone(), 1);
+    // Client p3 multicasts once, as it should: taken, no halt.
+    let mut client = RamcastClient::new(cfg.clone(), 0);
+    let mut cnic = RecordingNic::new(cfg.client(0), specs, 1);
+    client
+        .try_multicast(&mut cnic, "0".parse().unwrap(), b"x")
+        .unwrap();
+    land_writes(cnic.take_ops(), ProcessId(1), &mut nic);
+    server.poll(&mut nic);
+    assert_eq!(server.halt_reason(), None);
+    // Entry 2^30 where p4's first entry (1) is due.
+    let at = local(M, server.layout.m_slot(1, 0));
+    nic.store_u64(at, 1 << 30).unwrap();
+    server.poll(&mut nic);
+    assert_eq!(
+        server.halt_reason(),
+        Some(
+            "slot 0 of client p4's buffer in M holds entry 1073741824, 1073741823 past entry 1 that this server waits for (a client runs at most 16 ahead): the client recycled the slot without this server, or a peer wrote what no client writes"
+        )
+    );
+}

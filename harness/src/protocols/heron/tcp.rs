@@ -52,8 +52,8 @@ pub(crate) enum Report {
         idle: bool,
         /// Whether its multicast server saw its group's leadership move.
         changed_leader: bool,
-        /// Whether its multicast server halted itself.
-        halted: bool,
+        /// Why its multicast server halted itself, if it did.
+        halted: Option<String>,
     },
     /// A client.
     Client {
@@ -135,7 +135,7 @@ impl Exec for Node<'_> {
                 state: r.state(&run.nic),
                 idle: r.idle(),
                 changed_leader: r.multicast().changed_leader(),
-                halted: r.multicast().halted(),
+                halted: r.multicast().halt_reason().map(str::to_owned),
             },
             HeronNode::Client(c) => Report::Client {
                 index: cfg
@@ -252,10 +252,10 @@ impl Exec for Launch<'_> {
                             "{p} never finished its work (a request still running)"
                         ));
                     }
-                    if *halted {
+                    if let Some(why) = halted {
                         judged
                             .violations
-                            .push(format!("{p}'s multicast server halted itself"));
+                            .push(format!("{p}'s multicast server halted itself: {why}"));
                     }
                 }
                 Report::Client {
