@@ -106,6 +106,12 @@ enum Command {
     /// Checks a delivery log (processes.csv, multicasts.csv, deliveries.csv in one directory)
     /// against the five atomic multicast properties; exits non-zero on a violation.
     Verify(VerifyArgs),
+    /// Prints the region table a tcp run of these `run` arguments agrees on (an atomic
+    /// multicast protocol's): its digest, and every node's role and region lengths. A hand-driven
+    /// peer (`transport::runtime::tcp::peer::RawPeer`) declares them in its hello, so a test can
+    /// play a node of a running cluster, as an insider holding the secret could.
+    #[command(hide = true)]
+    RegionTable(Box<RunArgs>),
 }
 
 /// The bulk multicast protocol `run` also takes (not an atomic multicast: no registry entry).
@@ -724,6 +730,7 @@ fn main() -> ExitCode {
         Command::Calibrate(c) => calibrate::command(c, COMMIT),
         Command::Profiles => list_profiles(),
         Command::Verify(a) => verify_log(a),
+        Command::RegionTable(a) => run::region_table(*a),
     };
     match result {
         Ok(code) => code,

@@ -333,6 +333,27 @@ pub(crate) fn node(a: crate::NodeArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `harness region-table`: the region table of the tcp run `a` describes, one line for its
+/// digest (`table 0x...`), then one per node (`node I ROLE: LEN,LEN,...`).
+pub(crate) fn region_table(a: RunArgs) -> Result<ExitCode, String> {
+    if a.protocol == HERON || a.protocol == RDMC {
+        return Err(format!(
+            "harness region-table: the atomic multicast protocols only, not {}",
+            a.protocol
+        ));
+    }
+    // Built as `harness node` builds it, so the table is the one the nodes agree on.
+    let mut e = experiment(&a)?;
+    e.runtime = experiment::Where::Tcp;
+    let specs = e.deploy.region_specs(&e);
+    println!("table {:#x}", transport::RegionTable::new(&specs).digest());
+    for (i, (role, regions)) in e.deploy.roles(&e).iter().zip(&specs).enumerate() {
+        let lens: Vec<String> = regions.iter().map(|r| r.len.to_string()).collect();
+        println!("node {i} {role}: {}", lens.join(","));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// The RDMC experiment `harness run --protocol rdmc` arguments describe.
 fn bulk_spec(a: &RunArgs) -> Result<protocols::rdmc::BulkSpec, String> {
     let multicast_only = [

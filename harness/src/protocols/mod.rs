@@ -187,6 +187,8 @@ pub(crate) trait Deploy: fmt::Debug + Send + Sync {
     fn execute(&self, e: &Experiment) -> Measured;
     /// Each process's role in experiment `e` ([`crate::cluster::role_of`]), in id order.
     fn roles(&self, e: &Experiment) -> Vec<String>;
+    /// Each process's regions in experiment `e`, in id order, as its tcp node declares them.
+    fn region_specs(&self, e: &Experiment) -> Vec<Vec<transport::RegionSpec>>;
     /// Runs node `id` of experiment `e` on the tcp runtime as `cluster` says, and writes its
     /// report to `report`.
     fn serve(
@@ -240,6 +242,12 @@ impl<P: Multicast> Deploy for Deployed<P> {
     }
     fn roles(&self, e: &Experiment) -> Vec<String> {
         self.nodes(e).iter().map(crate::cluster::role_of).collect()
+    }
+    fn region_specs(&self, e: &Experiment) -> Vec<Vec<transport::RegionSpec>> {
+        self.nodes(e)
+            .iter()
+            .map(Process::<TcpNic>::regions)
+            .collect()
     }
     fn serve(
         &self,
