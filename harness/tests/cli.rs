@@ -972,6 +972,54 @@ fn tcp_run_survives_a_killed_leader_and_a_paused_follower() {
     let _ = std::fs::remove_dir_all(&log);
 }
 
+/// TRAM and Ridge as the README runs them on tcp, shortened: group 0's leader (TRAM) or its
+/// ensembles' coordinator (Ridge) killed, a server of group 1 stopped past its suspicion
+/// timeout; the run's log checks, and `harness verify` agrees on the log it wrote.
+#[test]
+fn tcp_tram_and_ridge_survive_a_killed_leader_and_a_paused_server_and_their_logs_verify() {
+    for protocol in ["tram", "ridge"] {
+        let log = std::env::temp_dir().join(format!(
+            "harness-tcp-faults-{protocol}-{}",
+            std::process::id()
+        ));
+        let mut args = vec!["run", "--protocol", protocol, "--runtime", "tcp"];
+        args.extend_from_slice(if protocol == "tram" {
+            &["--tree", "[-1,0]"][..]
+        } else {
+            &["--groups", "2"][..]
+        });
+        args.extend_from_slice(&[
+            "--clients",
+            "2",
+            "--dest",
+            "random:2",
+            "--duration",
+            "1s",
+            "--fault",
+            "kill:0@400ms",
+            "--fault",
+            "pause:4@300ms+300ms",
+            "--log",
+            log.to_str().unwrap(),
+        ]);
+        let o = harness(&args);
+        let out = stdout(&o);
+        assert!(o.status.success(), "{protocol}: {out}{}", stderr(&o));
+        assert!(out.contains("SIGKILL node 0 (server g0)"), "{out}");
+        assert!(out.contains("SIGSTOP node 4 (server g1)"), "{out}");
+        assert!(out.contains("; 0 violations"), "{protocol}: {out}");
+        let v = harness(&["verify", "--log", log.to_str().unwrap()]);
+        assert!(
+            v.status.success(),
+            "{protocol}: {}{}",
+            stdout(&v),
+            stderr(&v)
+        );
+        assert!(stdout(&v).contains("0 violations"), "{}", stdout(&v));
+        let _ = std::fs::remove_dir_all(&log);
+    }
+}
+
 /// RDMC on the tcp runtime: every member a node process; the run ends once all are done, and
 /// every receiver's copy is checked against what the root sent.
 /// RDMC with a member killed mid-run: the group fails, every survivor is told so, and nothing
