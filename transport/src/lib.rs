@@ -52,7 +52,8 @@
 //! # Building blocks
 //! [`slot`] (entries with canaries), [`ring`] (SPSC message ring with credits), [`payload`]
 //! (synthetic, seed-regenerated payloads), [`image`] (a region's starting bytes, built once
-//! and installed in many processes), [`recording`] (a NIC for exact-op unit tests).
+//! and installed in many processes), [`recording`] (a NIC for exact-op unit tests), [`queue_pair`]
+//! (one queue pair's rules, kept once for every runtime).
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -69,6 +70,7 @@ pub mod mesh;
 pub mod nic;
 pub mod payload;
 pub mod process;
+pub mod queue_pair;
 pub mod recording;
 pub mod region;
 pub mod ring;

@@ -19,7 +19,7 @@ use crate::completion::{map_status, Health};
 use crate::control::{Control, Mailboxes, TcpControl};
 use crate::device::{DeviceChoice, DeviceInfo, NoDevice};
 use crate::handshake::{Action, Handshake};
-use crate::signal::{Piece, Report, SendQueue};
+use crate::signal::{self, Piece, Report, SendQueue, Staged};
 use crate::staging::{Slice, Staging};
 use sideway::ibverbs::address::{AddressHandleAttribute, Gid, GidType};
 use sideway::ibverbs::completion::BasicCompletionQueue;
@@ -371,8 +371,10 @@ impl Link {
             return Ok(false);
         };
         let piece = Piece {
-            staged: slice.charged,
-            at: slice.at,
+            tag: Staged {
+                bytes: slice.charged,
+                at: slice.at,
+            },
             ..piece
         };
         self.post(p, q, piece, Wr::Send { src })
@@ -871,7 +873,7 @@ impl VerbsNic {
         for q in 0..Qp::COUNT {
             let link = &mut self.peers[p.index()].links[q];
             let status = link.health.flushed();
-            let retired = link.sq.fail_all(status);
+            let retired = signal::fail_all(&mut link.sq, status);
             let backlog: Vec<Waiting> = link.backlog.drain(..).collect();
             link.staging = Staging::new(link.staging.capacity());
             link.epoch += 1;
@@ -1037,7 +1039,7 @@ impl VerbsNic {
                 self.me
             );
         }
-        let retired = link.sq.retire(seq, mapped.status);
+        let retired = signal::retire(&mut link.sq, seq, mapped.status);
         link.staging.free(retired.staged);
         let values: Vec<Option<u64>> = retired
             .reports
@@ -1131,7 +1133,7 @@ impl VerbsNic {
     fn break_link(&mut self, p: ProcessId, q: usize) {
         let link = &mut self.peers[p.index()].links[q];
         link.health = Health::Broken(Status::Flushed);
-        let retired = link.sq.fail_all(Status::Flushed);
+        let retired = signal::fail_all(&mut link.sq, Status::Flushed);
         link.staging.free(retired.staged);
         let backlog: Vec<Waiting> = link.backlog.drain(..).collect();
         for r in retired.reports {
@@ -1188,8 +1190,10 @@ impl VerbsNic {
                     };
                     let piece = Piece {
                         last: from + n == total && imm.is_none(),
-                        staged: slice.charged,
-                        at: slice.at,
+                        tag: Staged {
+                            bytes: slice.charged,
+                            at: slice.at,
+                        },
                         ..Piece::whole(w.wr, kind, wants)
                     };
                     let raddr = raddr + from as u64;
@@ -1239,8 +1243,10 @@ impl VerbsNic {
                     return Ok(false);
                 };
                 let piece = Piece {
-                    staged: slice.charged,
-                    at: slice.at,
+                    tag: Staged {
+                        bytes: slice.charged,
+                        at: slice.at,
+                    },
                     ..Piece::whole(w.wr, kind, true)
                 };
                 let wr = match w.op {

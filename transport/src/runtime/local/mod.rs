@@ -27,6 +27,7 @@ pub mod nic_thread;
 use super::shared_memory::{SharedMemory, SharedRegion};
 use crate::nic::{validate, Completion, Nic, NicLimits, Op, OpError, Qp, Recv, Status, WrId};
 use crate::process::{Process, ProcessId};
+use crate::queue_pair::QpState;
 use crate::region::{Access, LocalAddr, RegionTable};
 use crate::rng::{Purpose, Rng};
 use crate::time::Nanos;
@@ -185,8 +186,8 @@ pub struct LocalNic {
     rng: Rng,
     next_wr: u64,
     cq: VecDeque<Completion>,
-    /// Per peer, one flag per queue pair ([`Qp::COUNT`] each): in error until a reconnect.
-    qp_error: Vec<bool>,
+    /// Per peer, its queue pairs' states ([`Qp::COUNT`] each), for synchronous execution.
+    qps: Vec<QpState>,
 }
 
 impl fmt::Debug for LocalNic {
@@ -282,7 +283,9 @@ impl Nic for LocalNic {
                         .reconnect(self.id, *peer);
                 } else {
                     let first = peer.index() * Qp::COUNT;
-                    self.qp_error[first..first + Qp::COUNT].fill(false);
+                    self.qps[first..first + Qp::COUNT]
+                        .iter_mut()
+                        .for_each(QpState::reconnect);
                 }
                 (Status::Success, None)
             }
@@ -308,7 +311,10 @@ impl Nic for LocalNic {
             }
             _ => {
                 let qp = op.peer().index() * Qp::COUNT + op.qp().index();
-                execute(&self.shared, self.id, &op, &mut self.qp_error[qp])
+                let state = &mut self.qps[qp];
+                let result = execute(&self.shared, self.id, &op, !state.in_error());
+                state.failed(state.epoch(), result.0);
+                result
             }
         };
         if status != Status::Success || op.signaled() {
@@ -344,22 +350,20 @@ impl Nic for LocalNic {
 
 /// Executes network op `op` of process `me` against its target's memory, the way a NIC's DMA
 /// engine would, unless the target crashed (`PeerUnreachable`) or the queue pair is in error
-/// (`Flushed`, per `qp_error`). A refused op puts its queue pair in error (`AccessDenied`).
-/// Returns the status and an atomic's old value.
-fn execute(shared: &Shared, me: ProcessId, op: &Op, qp_error: &mut bool) -> (Status, Option<u64>) {
+/// (`Flushed`, unless `live`: its queue pair's [`QpState::executes`]). A refused op returns
+/// `AccessDenied`, and its caller puts the queue pair in error. Returns the status and an
+/// atomic's old value.
+fn execute(shared: &Shared, me: ProcessId, op: &Op, live: bool) -> (Status, Option<u64>) {
     let d = op.peer();
     if shared.procs[d.index()].crashed.load(Ordering::SeqCst) {
         return (Status::PeerUnreachable, None);
     }
-    if *qp_error {
+    if !live {
         return (Status::Flushed, None);
     }
     let target = &shared.procs[d.index()];
     let me_i = me.index();
-    let mut denied = || {
-        *qp_error = true;
-        (Status::AccessDenied, None)
-    };
+    let denied = || (Status::AccessDenied, None);
     match op {
         Op::Write { dst, data, imm, .. } => {
             let region = &target.regions[dst.region.index()];
@@ -655,7 +659,7 @@ impl<P: Process<LocalNic> + Send> LocalRuntime<P> {
                 rng: Rng::derive(cfg.seed, Purpose::Protocol, i as u64),
                 next_wr: 0,
                 cq: VecDeque::new(),
-                qp_error: vec![false; n * Qp::COUNT],
+                qps: vec![QpState::default(); n * Qp::COUNT],
             };
             groups[i % k].push((i, p, nic));
         }

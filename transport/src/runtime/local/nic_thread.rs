@@ -22,6 +22,7 @@
 use super::{execute, Shared};
 use crate::nic::{Completion, Op, Qp, Status, WrId};
 use crate::process::ProcessId;
+use crate::queue_pair::QpState;
 use crate::rng::Rng;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::Ordering;
@@ -42,19 +43,17 @@ struct Queued {
     epoch: u64,
 }
 
-/// State of one queue pair as the NIC thread sees it.
+/// One queue pair as the NIC thread sees it: its queued ops, its error state and epoch.
 #[derive(Debug, Default)]
-struct QpState {
+struct Queue {
     ops: VecDeque<Queued>,
-    /// Bumped by every reconnect.
-    epoch: u64,
-    error: bool,
+    state: QpState,
 }
 
 /// Every queue pair's queued ops and state, and which have ops waiting.
 #[derive(Debug, Default)]
 pub(super) struct NicQueues {
-    qps: BTreeMap<QpKey, QpState>,
+    qps: BTreeMap<QpKey, Queue>,
     /// The queue pairs with ops waiting, each once (drawn from at random).
     ready: Vec<QpKey>,
     /// Per sender, its ops queued and not yet taken.
@@ -71,7 +70,7 @@ impl NicQueues {
         if qp.ops.is_empty() {
             self.ready.push(key);
         }
-        let epoch = qp.epoch;
+        let epoch = qp.state.epoch();
         qp.ops.push_back(Queued { wr, op, epoch });
         let i = me.index();
         if self.queued.len() <= i {
@@ -93,8 +92,7 @@ impl NicQueues {
                 .qps
                 .entry((me.0, peer.index() * Qp::COUNT + q))
                 .or_default();
-            qp.epoch += 1;
-            qp.error = false;
+            qp.state.reconnect();
         }
     }
 
@@ -111,15 +109,13 @@ impl NicQueues {
             self.ready.swap_remove(i);
         }
         self.queued[key.0 as usize] -= 1;
-        let flush = qp.error || op.epoch != qp.epoch;
+        let flush = !qp.state.executes(op.epoch);
         Some((key, op, flush))
     }
 
-    fn fail(&mut self, key: QpKey, epoch: u64) {
+    fn ended(&mut self, key: QpKey, epoch: u64, status: Status) {
         let qp = self.qps.get_mut(&key).expect("exists");
-        if qp.epoch == epoch {
-            qp.error = true;
-        }
+        qp.state.failed(epoch, status);
     }
 }
 
@@ -152,17 +148,14 @@ pub(super) fn run(shared: &Shared, mut rng: Rng) {
         }
         // Execute without the lock: posts and other queue pairs go on meanwhile.
         drop(queues);
-        let mut error = flush;
         let (status, value) = if flush {
             (Status::Flushed, None)
         } else {
-            execute(shared, me, &q.op, &mut error)
+            execute(shared, me, &q.op, true)
         };
         queues = shared.nic.lock().expect("nic lock");
-        if status == Status::AccessDenied {
-            let key = (sender, q.op.peer().index() * Qp::COUNT + q.op.qp().index());
-            queues.fail(key, q.epoch);
-        }
+        let key = (sender, q.op.peer().index() * Qp::COUNT + q.op.qp().index());
+        queues.ended(key, q.epoch, status);
         if status != Status::Success || q.op.signaled() {
             poster.cq.lock().expect("cq lock").push_back(Completion {
                 wr: q.wr,

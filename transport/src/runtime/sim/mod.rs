@@ -324,7 +324,7 @@ impl std::hash::Hasher for MixHasher {
 struct InFlight {
     src: u32,
     posted: Posted,
-    epoch: u32,
+    epoch: u64,
     /// Lost with its sender's crash before it left the NIC: it never lands.
     lost: bool,
     /// Under tearing, the span its pieces land over (zero: it lands at one instant).
@@ -845,8 +845,7 @@ impl<P: Process<SimNic>> Sim<P> {
                 let mut ready = Nanos::ZERO;
                 for k in qp_range(d) {
                     let qp = &mut self.nics[s as usize].qps[k];
-                    qp.error = false;
-                    qp.epoch = qp.epoch.wrapping_add(1);
+                    qp.state.reconnect();
                     qp.ready_at =
                         posted.at.max(qp.ready_at) + Nanos(self.cfg.profile.nic.reconnect_ns);
                     ready = ready.max(qp.ready_at);
@@ -871,12 +870,12 @@ impl<P: Process<SimNic>> Sim<P> {
         self.stats.ops += 1;
         let k = qp_of(d, &posted.op);
         let qp = self.nics[s as usize].qps[k];
-        if qp.error {
+        let Ok(epoch) = qp.state.admit() else {
             let c = failed(&posted, ProcessId(d), Status::Flushed);
             let at = posted.at;
             self.complete(s, at, c);
             return at;
-        }
+        };
         let prof = &self.cfg.profile;
         let bytes = posted.op.wire_bytes();
         let wire = self.wire.serialisation(bytes);
@@ -991,7 +990,7 @@ impl<P: Process<SimNic>> Sim<P> {
         let slot = self.alloc(InFlight {
             src: s,
             posted,
-            epoch: qp.epoch,
+            epoch,
             lost: false,
             spread,
             landing: false,
@@ -1019,7 +1018,7 @@ impl<P: Process<SimNic>> Sim<P> {
             return d;
         }
         let qp = self.nics[s as usize].qps[k];
-        if qp.error || qp.epoch != f.epoch {
+        if !qp.state.executes(f.epoch) {
             let c = failed(&f.posted, ProcessId(d), Status::Flushed);
             self.complete(s, ack, c);
             return d;
@@ -1035,7 +1034,9 @@ impl<P: Process<SimNic>> Sim<P> {
             _ => (true, RegionId(0)),
         };
         if !allowed {
-            self.nics[s as usize].qps[k].error = true;
+            self.nics[s as usize].qps[k]
+                .state
+                .failed(f.epoch, Status::AccessDenied);
             let c = failed(&f.posted, ProcessId(d), Status::AccessDenied);
             self.complete(s, ack, c);
             self.digest.fold(0xDE41 ^ region.0 as u64);

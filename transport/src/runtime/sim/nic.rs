@@ -8,6 +8,7 @@ use crate::image::RegionImage;
 use crate::memory::Memory;
 use crate::nic::{validate, Completion, Nic, NicLimits, Op, OpError, Recv, WrId};
 use crate::process::ProcessId;
+use crate::queue_pair::QpState;
 use crate::region::{LocalAddr, RegionId, RegionTable};
 use crate::rng::Rng;
 use crate::time::Nanos;
@@ -26,10 +27,9 @@ pub(crate) struct Posted {
 /// The sender-side state of the queue pair to one peer.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct QueuePair {
-    /// An op failed with a remote error; later ops are flushed until a reconnect.
-    pub(crate) error: bool,
-    /// Bumped by each reconnect; ops posted under an older epoch are flushed.
-    pub(crate) epoch: u32,
+    /// Error and epoch ([`crate::queue_pair`]): after a remote error later ops are flushed
+    /// until a reconnect, and ops issued under an older epoch are flushed.
+    pub(crate) state: QpState,
     /// The queue pair accepts work again at this time (after a reconnect).
     pub(crate) ready_at: Nanos,
     /// When its last op finished leaving the sender's port.

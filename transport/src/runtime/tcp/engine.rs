@@ -29,6 +29,7 @@ use super::wire::{self, Frame, Hello, Mac, Welcome, WireOp, WireStatus, CHUNK, P
 use super::{Bounds, NodeShared};
 use crate::nic::{Completion, Data, Op, OpKind, Qp, Status, WrId};
 use crate::process::ProcessId;
+use crate::queue_pair::{Piece, Retired, SendQueue};
 use crate::region::{Access, LocalAddr};
 use crate::runtime::shared_memory::SharedRegion;
 use mio::net::{TcpListener, TcpStream};
@@ -52,21 +53,6 @@ const REAP_EVERY: Duration = Duration::from_millis(20);
 /// vectored write) instead of being copied into the frame; smaller ones are cheaper to copy.
 const SHARE_AT_LEAST: usize = 16 * 1024;
 
-/// An op sent and not yet answered.
-#[derive(Clone, Copy, Debug)]
-struct Outstanding {
-    seq: u64,
-    wr: WrId,
-    kind: OpKind,
-    signaled: bool,
-    /// The op's last chunk: its success is the op's.
-    last: bool,
-    /// For a read chunk: where its bytes go, and how many.
-    read_into: Option<(LocalAddr, usize)>,
-    /// The link's epoch when it was sent.
-    epoch: u64,
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum LinkState {
     Connecting,
@@ -84,16 +70,9 @@ struct Link {
     retry_at: Option<Instant>,
     /// Ops posted before the link was ready, in post order.
     waiting: VecDeque<(WrId, Op)>,
-    next_seq: u64,
-    outstanding: VecDeque<Outstanding>,
-    /// The queue pair is in error (an access error came back): ops are flushed until a
-    /// reconnect.
-    error: bool,
-    /// The op whose failure was reported last (its later chunks fail too; one report).
-    failed: Option<WrId>,
-    /// Reconnects so far: a failure answered to a request sent before the last reconnect
-    /// does not put the re-established queue pair back in error.
-    epoch: u64,
+    /// The queue pair's state and its requests on the wire ([`crate::queue_pair`]): their
+    /// wire ids are the frames' sequence numbers.
+    sq: SendQueue<ReadInto>,
     /// The hello this node sent on the current connection (the auth transcript).
     hello: Option<Hello>,
 }
@@ -204,11 +183,7 @@ impl Engine {
                 conn: None,
                 retry_at: Some(now),
                 waiting: VecDeque::new(),
-                next_seq: 0,
-                outstanding: VecDeque::new(),
-                error: false,
-                failed: None,
-                epoch: 0,
+                sq: SendQueue::unbounded(),
                 hello: None,
             })
             .collect::<Vec<_>>();
@@ -850,7 +825,7 @@ impl Engine {
         Ok(())
     }
 
-    /// Initiator: the answer to the oldest outstanding request of link `l`.
+    /// Initiator: the answer to request `seq` of link `l` (see [`answer`]).
     fn answered(
         &mut self,
         l: usize,
@@ -859,86 +834,39 @@ impl Engine {
         value: Option<u64>,
         data: &[u8],
     ) -> Result<(), String> {
-        let link = &mut self.links[l];
+        let Engine {
+            links,
+            shared,
+            reconnects,
+            ..
+        } = self;
+        let link = &mut links[l];
         let peer = link.peer;
-        // Requests before `seq` still outstanding were done (the acknowledgement rule): only
-        // writes and sends may be answered that way.
-        while let Some(o) = link.outstanding.front().filter(|o| o.seq < seq).copied() {
-            if !matches!(o.kind, OpKind::Write | OpKind::WriteImm | OpKind::Send) {
-                return Err(format!(
-                    "response {seq} passes over request {}, which needs its own answer",
-                    o.seq
-                ));
-            }
-            link.outstanding.pop_front();
-            if o.last && o.signaled {
-                self.shared.complete(Completion {
-                    wr: o.wr,
-                    kind: o.kind,
-                    peer,
-                    status: Status::Success,
-                    value: None,
-                });
-            }
-        }
-        let Some(o) = link.outstanding.pop_front().filter(|o| o.seq == seq) else {
-            return Err(format!("response {seq} answers no request in order"));
-        };
-        if o.kind == OpKind::Reconnect {
-            let due = self.reconnects.get_mut(&o.wr).expect("reconnect tracked");
-            *due -= 1;
-            if *due == 0 {
-                self.reconnects.remove(&o.wr);
-                self.shared.complete(Completion {
-                    wr: o.wr,
-                    kind: OpKind::Reconnect,
-                    peer,
-                    status: Status::Success,
-                    value: None,
-                });
-            }
-            return Ok(());
-        }
         let status = match status {
             WireStatus::Success => Status::Success,
             WireStatus::AccessDenied => Status::AccessDenied,
             WireStatus::Flushed => Status::Flushed,
         };
-        if status == Status::Success {
-            if let Some((into, len)) = o.read_into {
-                if data.len() != len {
-                    return Err(format!(
-                        "read response of {} bytes for a read of {len}",
-                        data.len()
-                    ));
-                }
-                self.shared.regions[into.region.index()].write(into.offset, data);
-                self.shared.notify();
+        answer(&mut link.sq, seq, status, data.len(), |r| {
+            if r.piece.kind == OpKind::Reconnect {
+                reconnect_answered(reconnects, shared, r.piece.op, peer);
+                return;
             }
-            if o.last && o.signaled {
-                self.shared.complete(Completion {
-                    wr: o.wr,
-                    kind: o.kind,
+            let answered = r.id == seq;
+            if let (Some((into, _)), Status::Success, true) = (r.piece.tag, r.status, answered) {
+                shared.regions[into.region.index()].write(into.offset, data);
+                shared.notify();
+            }
+            if r.report {
+                shared.complete(Completion {
+                    wr: r.piece.op,
+                    kind: r.piece.kind,
                     peer,
-                    status,
-                    value,
+                    status: r.status,
+                    value: value.filter(|_| answered && r.status == Status::Success),
                 });
             }
-        } else {
-            let link = &mut self.links[l];
-            link.error |= o.epoch == link.epoch;
-            if link.failed != Some(o.wr) {
-                link.failed = Some(o.wr);
-                self.shared.complete(Completion {
-                    wr: o.wr,
-                    kind: o.kind,
-                    peer,
-                    status,
-                    value: None,
-                });
-            }
-        }
-        Ok(())
+        })
     }
 
     fn take_posts(&mut self) {
@@ -954,8 +882,7 @@ impl Engine {
             let mut due = 0;
             for qp in 0..Qp::COUNT {
                 let l = peer.index() * Qp::COUNT + qp;
-                self.links[l].error = false;
-                self.links[l].epoch += 1;
+                self.links[l].sq.reconnect();
                 match self.links[l].state {
                     LinkState::Ready => {
                         self.send_request(
@@ -993,7 +920,7 @@ impl Engine {
                 link.waiting.push_back((wr, op));
                 return;
             }
-            LinkState::Ready if link.error => Some(Status::Flushed),
+            LinkState::Ready if link.sq.state().in_error() => Some(Status::Flushed),
             LinkState::Ready => None,
         };
         if let Some(status) = fail {
@@ -1106,20 +1033,20 @@ impl Engine {
         kind: OpKind,
         signaled: bool,
         last: bool,
-        read_into: Option<(LocalAddr, usize)>,
+        read_into: ReadInto,
     ) -> u64 {
-        let link = &mut self.links[l];
-        let seq = link.next_seq;
-        link.next_seq += 1;
-        link.outstanding.push_back(Outstanding {
-            seq,
-            wr,
+        let piece = Piece {
+            op: wr,
             kind,
-            signaled,
             last,
-            read_into,
-            epoch: link.epoch,
-        });
+            wants: signaled,
+            epoch: 0,
+            tag: read_into,
+        };
+        let (seq, _) = self.links[l]
+            .sq
+            .admit(piece)
+            .expect("bounded in bytes, not requests");
         seq
     }
 
@@ -1134,7 +1061,7 @@ impl Engine {
         kind: OpKind,
         signaled: bool,
         last: bool,
-        read_into: Option<(LocalAddr, usize)>,
+        read_into: ReadInto,
         op: WireOp<'_>,
     ) {
         let seq = self.track(l, wr, kind, signaled, last, read_into);
@@ -1297,40 +1224,200 @@ impl Engine {
     /// The peer of link `l` is gone: everything outstanding or waiting fails, and so will
     /// everything posted to it later.
     fn link_down(&mut self, l: usize, _reason: &str) {
-        let link = &mut self.links[l];
+        let Engine {
+            links,
+            shared,
+            reconnects,
+            ..
+        } = self;
+        let link = &mut links[l];
         link.state = LinkState::Down;
         link.conn = None;
         let peer = link.peer;
+        let waiting = link.waiting.drain(..).map(|(wr, op)| (wr, op.kind()));
         let mut failed: Vec<(WrId, OpKind)> = Vec::new();
-        for o in link.outstanding.drain(..) {
-            if failed.last().map(|f| f.0) != Some(o.wr) && link.failed != Some(o.wr) {
-                failed.push((o.wr, o.kind));
+        link.sq.fail_all(Status::PeerUnreachable, |r| {
+            if r.report {
+                failed.push((r.piece.op, r.piece.kind));
             }
-        }
-        for (wr, op) in link.waiting.drain(..) {
-            failed.push((wr, op.kind()));
-        }
-        for (wr, kind) in failed {
+        });
+        for (wr, kind) in failed.into_iter().chain(waiting) {
             if kind == OpKind::Reconnect {
-                let due = self.reconnects.get_mut(&wr).expect("reconnect tracked");
-                *due -= 1;
-                if *due > 0 {
-                    continue;
-                }
-                self.reconnects.remove(&wr);
+                reconnect_answered(reconnects, shared, wr, peer);
+                continue;
             }
-            let status = if kind == OpKind::Reconnect {
-                Status::Success
-            } else {
-                Status::PeerUnreachable
-            };
-            self.shared.complete(Completion {
+            shared.complete(Completion {
                 wr,
                 kind,
                 peer,
-                status,
+                status: Status::PeerUnreachable,
                 value: None,
             });
         }
+    }
+}
+
+/// Where a read request's bytes go, and how many there are.
+type ReadInto = Option<(LocalAddr, usize)>;
+
+/// One queue pair of reconnect `wr` towards `peer` answered (or was given up on): the reconnect
+/// completes once all of them have.
+fn reconnect_answered(
+    reconnects: &mut BTreeMap<WrId, usize>,
+    shared: &NodeShared,
+    wr: WrId,
+    peer: ProcessId,
+) {
+    let due = reconnects.get_mut(&wr).expect("reconnect tracked");
+    *due -= 1;
+    if *due == 0 {
+        reconnects.remove(&wr);
+        shared.complete(Completion {
+            wr,
+            kind: OpKind::Reconnect,
+            peer,
+            status: Status::Success,
+            value: None,
+        });
+    }
+}
+
+/// Initiator, without sockets: the answer to request `seq` of a queue pair, `status` with
+/// `data_len` bytes of read data, checked against what is outstanding and retired through
+/// `retired` ([`SendQueue::retire`]). Earlier requests still outstanding are retired as done
+/// ([`wire`]'s acknowledgement rule), which only writes and sends may be; an answer that passes
+/// over anything else, answers nothing outstanding, or brings a read the wrong number of bytes
+/// is the peer breaking the protocol: the caller closes the connection with the reason.
+fn answer(
+    sq: &mut SendQueue<ReadInto>,
+    seq: u64,
+    status: Status,
+    data_len: usize,
+    retired: impl FnMut(Retired<ReadInto>),
+) -> Result<(), String> {
+    let implied = |k: OpKind| matches!(k, OpKind::Write | OpKind::WriteImm | OpKind::Send);
+    if let Some((id, _)) = sq
+        .pending()
+        .take_while(|(id, _)| *id < seq)
+        .find(|(_, p)| !implied(p.kind))
+    {
+        return Err(format!(
+            "response {seq} passes over request {id}, which needs its own answer"
+        ));
+    }
+    let Some(piece) = sq.get(seq) else {
+        return Err(format!("response {seq} answers no request in order"));
+    };
+    if let (Some((_, len)), Status::Success) = (piece.tag, status) {
+        if data_len != len {
+            return Err(format!(
+                "read response of {data_len} bytes for a read of {len}"
+            ));
+        }
+    }
+    sq.retire(seq, status, retired);
+    Ok(())
+}
+
+/// The initiator's side of a peer that answers out of turn, without sockets: [`answer`] on a
+/// queue pair's requests.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RegionId;
+
+    /// A queue pair holding, in order: `kinds`, op `i` signalled, one piece each; reads of 8
+    /// bytes into region 0.
+    fn queue(kinds: &[OpKind]) -> SendQueue<ReadInto> {
+        let mut sq = SendQueue::unbounded();
+        for (i, &kind) in kinds.iter().enumerate() {
+            let tag = (kind == OpKind::Read).then(|| (LocalAddr::new(RegionId(0), 0), 8));
+            let piece = Piece {
+                tag,
+                ..Piece::whole(WrId(i as u64), kind, true)
+            };
+            sq.admit(piece).unwrap();
+        }
+        sq
+    }
+
+    /// Answers `seq` and returns the completions the process would see, as (op, status).
+    fn reports(
+        sq: &mut SendQueue<ReadInto>,
+        seq: u64,
+        status: Status,
+        data_len: usize,
+    ) -> Result<Vec<(u64, Status)>, String> {
+        let mut out = Vec::new();
+        answer(sq, seq, status, data_len, |r| {
+            if r.report {
+                out.push((r.piece.op.0, r.status));
+            }
+        })?;
+        Ok(out)
+    }
+
+    #[test]
+    fn one_answer_acknowledges_every_earlier_write_and_send() {
+        use OpKind::*;
+        let mut sq = queue(&[Write, Send, WriteImm, Write]);
+        let got = reports(&mut sq, 3, Status::Success, 0).unwrap();
+        let done = vec![
+            (0, Status::Success),
+            (1, Status::Success),
+            (2, Status::Success),
+        ];
+        assert_eq!(got, [done, vec![(3, Status::Success)]].concat());
+        assert_eq!(sq.outstanding(), 0);
+    }
+
+    #[test]
+    fn an_answer_passing_over_a_read_or_an_atomic_is_refused_and_retires_nothing() {
+        use OpKind::*;
+        for kind in [Read, CompareSwap, FetchAdd, Reconnect] {
+            let mut sq = queue(&[Write, kind, Write]);
+            let err = reports(&mut sq, 2, Status::Success, 0).unwrap_err();
+            assert!(err.contains("passes over request 1"), "{kind:?}: {err}");
+            assert_eq!(sq.outstanding(), 3, "{kind:?}: nothing retired");
+        }
+    }
+
+    #[test]
+    fn an_answer_to_nothing_outstanding_or_a_short_read_is_refused() {
+        use OpKind::*;
+        let err = reports(&mut queue(&[Write]), 1, Status::Success, 0).unwrap_err();
+        assert!(err.contains("answers no request"), "{err}");
+        let mut sq = queue(&[Read]);
+        let err = reports(&mut sq, 0, Status::Success, 7).unwrap_err();
+        assert!(err.contains("7 bytes for a read of 8"), "{err}");
+        assert_eq!(
+            reports(&mut sq, 0, Status::Success, 8),
+            Ok(vec![(0, Status::Success)])
+        );
+        let err = reports(&mut sq, 0, Status::Success, 8).unwrap_err();
+        assert!(err.contains("answers no request"), "answered twice: {err}");
+    }
+
+    #[test]
+    fn a_refusal_flushes_the_queue_pair_until_a_reconnect_and_old_answers_leave_it_alone() {
+        use OpKind::*;
+        let mut sq = queue(&[Write, Write, Read]);
+        assert_eq!(
+            reports(&mut sq, 0, Status::AccessDenied, 0),
+            Ok(vec![(0, Status::AccessDenied)])
+        );
+        assert!(sq.state().in_error());
+        sq.reconnect();
+        // The target flushes what it received before the reconnect: reported, but the re-made
+        // queue pair stays out of error.
+        assert_eq!(
+            reports(&mut sq, 1, Status::Flushed, 0),
+            Ok(vec![(1, Status::Flushed)])
+        );
+        assert_eq!(
+            reports(&mut sq, 2, Status::Flushed, 0),
+            Ok(vec![(2, Status::Flushed)])
+        );
+        assert!(!sq.state().in_error());
     }
 }
