@@ -44,8 +44,11 @@ use std::time::{Duration, Instant};
 const LISTENER: Token = Token(0);
 pub(super) const WAKER: Token = Token(1);
 const FIRST_CONN: usize = 2;
-/// Pause between two connection attempts to a peer that is not listening yet.
+/// Pause between two connection attempts to a peer that is not listening yet; a re-dial
+/// starts with it and doubles it after each failed attempt, up to [`MAX_BACKOFF`].
 const RETRY: Duration = Duration::from_millis(20);
+/// The longest pause between two attempts of a re-dial.
+const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// How often the loop looks for connections past their deadlines: the deadlines are hundreds
 /// of milliseconds or more, and the scan touches every connection, so not on every turn.
 const REAP_EVERY: Duration = Duration::from_millis(20);
@@ -68,6 +71,14 @@ struct Link {
     state: LinkState,
     conn: Option<usize>,
     retry_at: Option<Instant>,
+    /// Connection attempts go on until then; past it the peer is given up.
+    connect_by: Instant,
+    /// The pause after the next failed attempt.
+    backoff: Duration,
+    /// Reconnects re-dialling this link after it went down (the process reconnected to a peer
+    /// it had lost): each completes once the link is up again or given up. Empty while the
+    /// node starts.
+    redialling: Vec<WrId>,
     /// Ops posted before the link was ready, in post order.
     waiting: VecDeque<(WrId, Op)>,
     /// The queue pair's state and its requests on the wire ([`crate::queue_pair`]): their
@@ -139,9 +150,10 @@ pub(super) struct Engine {
     addrs: Vec<SocketAddr>,
     conns: Vec<Option<Conn>>,
     links: Vec<Link>,
-    /// Reconnects waiting for their queue pairs' answers: op -> answers still due.
-    reconnects: BTreeMap<WrId, usize>,
-    connect_by: Instant,
+    /// Reconnects waiting for their queue pairs' answers: op -> answers still due, and the
+    /// worst status so far.
+    reconnects: BTreeMap<WrId, (usize, Status)>,
+    connect_timeout: Duration,
     secret: Secret,
     /// The one proven connection (acceptor side) per initiator and queue pair, indexed as
     /// `links`: a second claimant is refused while the first is live.
@@ -182,6 +194,9 @@ impl Engine {
                 },
                 conn: None,
                 retry_at: Some(now),
+                connect_by: now + cfg.connect_timeout,
+                backoff: RETRY,
+                redialling: Vec::new(),
                 waiting: VecDeque::new(),
                 sq: SendQueue::unbounded(),
                 hello: None,
@@ -195,7 +210,7 @@ impl Engine {
             conns: Vec::new(),
             links,
             reconnects: BTreeMap::new(),
-            connect_by: now + cfg.connect_timeout,
+            connect_timeout: cfg.connect_timeout,
             secret: cfg.secret.clone(),
             proven,
             chunk: Vec::new(),
@@ -287,13 +302,13 @@ impl Engine {
             {
                 continue;
             }
-            if now >= self.connect_by {
+            if now >= link.connect_by {
                 let reason = format!(
                     "{} did not answer at {} within the connect timeout",
                     link.peer,
                     self.addrs[link.peer.index()]
                 );
-                self.link_down(l, &reason);
+                self.give_up(l, &reason);
                 continue;
             }
             match TcpStream::connect(self.addrs[link.peer.index()]) {
@@ -301,8 +316,27 @@ impl Engine {
                     let c = self.add_conn(stream, Some(l));
                     self.links[l].conn = c;
                 }
-                Err(_) => self.links[l].retry_at = Some(now + RETRY),
+                Err(e) => self.attempt_failed(l, &e),
             }
+        }
+    }
+
+    /// A connection attempt of link `l` failed with `e`: tried again after the link's backoff,
+    /// which doubles while it re-dials. A re-dialled peer that refuses the connection has no
+    /// listener any more: its node is gone, and the link is given up at once (while the node
+    /// starts, a refusal only means the peer is not listening yet).
+    fn attempt_failed(&mut self, l: usize, e: &io::Error) {
+        let link = &mut self.links[l];
+        link.conn = None;
+        let redial = !link.redialling.is_empty();
+        if redial && e.kind() == io::ErrorKind::ConnectionRefused {
+            let reason = format!("{} refused the re-dial: its node is gone", link.peer);
+            self.give_up(l, &reason);
+            return;
+        }
+        link.retry_at = Some(Instant::now() + link.backoff);
+        if redial {
+            link.backoff = (link.backoff * 2).min(MAX_BACKOFF);
         }
     }
 
@@ -371,15 +405,15 @@ impl Engine {
                     b.handshake, conn.phase
                 );
                 match conn.link {
-                    Some(l) if now < self.connect_by => {
+                    Some(l) if now < self.links[l].connect_by => {
                         self.shared.log(format!(
                             "{}: connection to {} dropped: {reason}; trying again",
                             self.me(),
                             self.links[l].peer
                         ));
                         self.drop_conn(c);
-                        self.links[l].conn = None;
-                        self.links[l].retry_at = Some(now + RETRY);
+                        let timed_out = io::Error::from(io::ErrorKind::TimedOut);
+                        self.attempt_failed(l, &timed_out);
                     }
                     _ => self.close(c, &reason),
                 }
@@ -439,12 +473,15 @@ impl Engine {
                     self.send_hello(c, l);
                 }
                 Ok(None) => return, // still connecting
-                _ => {
+                failed => {
                     // Refused or unreachable: try again until the connect timeout.
+                    let e = match failed {
+                        Ok(Some(e)) | Err(e) => e,
+                        Ok(None) => io::Error::from(io::ErrorKind::NotConnected),
+                    };
                     let l = conn.link.expect("initiated");
                     self.drop_conn(c);
-                    self.links[l].conn = None;
-                    self.links[l].retry_at = Some(Instant::now() + RETRY);
+                    self.attempt_failed(l, &e);
                     return;
                 }
             }
@@ -691,6 +728,24 @@ impl Engine {
         let link = &mut self.links[l];
         link.state = LinkState::Ready;
         let waiting = std::mem::take(&mut link.waiting);
+        let redialled = std::mem::take(&mut link.redialling);
+        if !redialled.is_empty() {
+            let (p, epoch) = (link.peer, link.sq.state().epoch());
+            self.shared.log(format!(
+                "{}: link to {p} re-dialled (queue pair epoch {epoch})",
+                self.me()
+            ));
+        }
+        for wr in redialled {
+            let peer = self.links[l].peer;
+            reconnect_answered(
+                &mut self.reconnects,
+                &self.shared,
+                wr,
+                peer,
+                Status::Success,
+            );
+        }
         for (wr, op) in waiting {
             self.dispatch(wr, op);
         }
@@ -849,7 +904,7 @@ impl Engine {
         };
         answer(&mut link.sq, seq, status, data.len(), |r| {
             if r.piece.kind == OpKind::Reconnect {
-                reconnect_answered(reconnects, shared, r.piece.op, peer);
+                reconnect_answered(reconnects, shared, r.piece.op, peer, r.status);
                 return;
             }
             let answered = r.id == seq;
@@ -896,7 +951,22 @@ impl Engine {
                         );
                         due += 1;
                     }
-                    LinkState::Connecting | LinkState::Down => {}
+                    LinkState::Down => {
+                        // Lost earlier (a broken connection, a peer given up): dialled again,
+                        // as a new queue pair; ops posted from now on wait for it.
+                        let link = &mut self.links[l];
+                        let now = Instant::now();
+                        link.state = LinkState::Connecting;
+                        link.retry_at = Some(now);
+                        link.connect_by = now + self.connect_timeout;
+                        link.backoff = RETRY;
+                        link.redialling.push(wr);
+                        due += 1;
+                    }
+                    LinkState::Connecting => {
+                        self.links[l].redialling.push(wr);
+                        due += 1;
+                    }
                 }
             }
             if due == 0 {
@@ -908,7 +978,7 @@ impl Engine {
                     value: None,
                 });
             } else {
-                self.reconnects.insert(wr, due);
+                self.reconnects.insert(wr, (due, Status::Success));
             }
             return;
         }
@@ -1208,7 +1278,7 @@ impl Engine {
                 self.shared
                     .log(format!("{}: link to {p} closed: {reason}", self.me()));
                 self.drop_conn(c);
-                self.link_down(l, reason);
+                self.link_down(l);
             }
             None => {
                 let who = peer.map_or("an unidentified peer".to_string(), |p| p.to_string());
@@ -1221,9 +1291,17 @@ impl Engine {
         }
     }
 
+    /// Link `l`'s connection attempts end without a connection, for `reason`.
+    fn give_up(&mut self, l: usize, reason: &str) {
+        let p = self.links[l].peer;
+        self.shared
+            .log(format!("{}: link to {p} given up: {reason}", self.me()));
+        self.link_down(l);
+    }
+
     /// The peer of link `l` is gone: everything outstanding or waiting fails, and so will
     /// everything posted to it later.
-    fn link_down(&mut self, l: usize, _reason: &str) {
+    fn link_down(&mut self, l: usize) {
         let Engine {
             links,
             shared,
@@ -1234,6 +1312,7 @@ impl Engine {
         link.state = LinkState::Down;
         link.conn = None;
         let peer = link.peer;
+        let redialled = link.redialling.drain(..).map(|wr| (wr, OpKind::Reconnect));
         let waiting = link.waiting.drain(..).map(|(wr, op)| (wr, op.kind()));
         let mut failed: Vec<(WrId, OpKind)> = Vec::new();
         link.sq.fail_all(Status::PeerUnreachable, |r| {
@@ -1241,9 +1320,10 @@ impl Engine {
                 failed.push((r.piece.op, r.piece.kind));
             }
         });
-        for (wr, kind) in failed.into_iter().chain(waiting) {
+        for (wr, kind) in failed.into_iter().chain(redialled).chain(waiting) {
             if kind == OpKind::Reconnect {
-                reconnect_answered(reconnects, shared, wr, peer);
+                let lost = Status::PeerUnreachable;
+                reconnect_answered(reconnects, shared, wr, peer, lost);
                 continue;
             }
             shared.complete(Completion {
@@ -1260,23 +1340,29 @@ impl Engine {
 /// Where a read request's bytes go, and how many there are.
 type ReadInto = Option<(LocalAddr, usize)>;
 
-/// One queue pair of reconnect `wr` towards `peer` answered (or was given up on): the reconnect
-/// completes once all of them have.
+/// One queue pair of reconnect `wr` towards `peer` is re-established (`Success`) or lost
+/// (`PeerUnreachable`: its connection broke, or its re-dial was given up). The reconnect
+/// completes once every queue pair has answered: `PeerUnreachable` if any was lost.
 fn reconnect_answered(
-    reconnects: &mut BTreeMap<WrId, usize>,
+    reconnects: &mut BTreeMap<WrId, (usize, Status)>,
     shared: &NodeShared,
     wr: WrId,
     peer: ProcessId,
+    status: Status,
 ) {
-    let due = reconnects.get_mut(&wr).expect("reconnect tracked");
+    let (due, worst) = reconnects.get_mut(&wr).expect("reconnect tracked");
     *due -= 1;
+    if status != Status::Success {
+        *worst = status;
+    }
     if *due == 0 {
+        let status = *worst;
         reconnects.remove(&wr);
         shared.complete(Completion {
             wr,
             kind: OpKind::Reconnect,
             peer,
-            status: Status::Success,
+            status,
             value: None,
         });
     }

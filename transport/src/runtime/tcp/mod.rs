@@ -28,7 +28,15 @@
 //! it; its peers complete everything outstanding towards it, and everything posted later, with
 //! `PeerUnreachable`. A stopped process (`SIGSTOP`) keeps its connections: its peers' ops wait in
 //! the socket buffers and land when it resumes, which is how a false suspicion looks on real
-//! hardware too. Delays, losses and partitions between nodes come from a userspace fault layer
+//! hardware too. A connection lost while its peer may live (closed for a reason, a peer given
+//! up below) is dialled again when the process reconnects to that peer ([`Nic::reconnect`]),
+//! with a backoff from 20 ms doubling to 1 s until [`TcpConfig::connect_timeout`], as a new
+//! queue-pair epoch ([`crate::queue_pair`]); ops posted after the reconnect wait for it. A peer
+//! that refuses the re-dial has no listener, so its node is gone: the reconnect completes
+//! `PeerUnreachable` (as on verbs, when the peer does not answer the reconnection), and so do
+//! later ops, as after a crash.
+//!
+//! Delays, losses and partitions between nodes come from a userspace fault layer
 //! in the NIC thread ([`faults`], [`TcpConfig::faults`]): it holds sends back, in order, as a
 //! reliable connection's retransmissions would.
 //!

@@ -676,3 +676,159 @@ fn a_peer_that_never_answers_is_given_up() {
     );
     assert!(held.join().unwrap() >= 2, "the handshake was not retried");
 }
+
+/// A link given up while its peer lives (here: a partition holds node 0's writes until they
+/// pass [`Bounds::requests`], as a queue pair whose retries ran out) comes back when the process
+/// reconnects: the engine re-dials it with backoff, as a new queue-pair epoch, and writes
+/// posted after the reconnect land once the partition heals.
+#[test]
+fn a_link_given_up_is_re_dialled_when_the_process_reconnects() {
+    use super::faults::{LinkEffect, LinkFault};
+    use crate::Status;
+    const BULK: usize = 64 << 10;
+    #[derive(Default)]
+    struct Redial {
+        lost: Option<Status>,
+        reconnected: bool,
+        marker: Option<Status>,
+        seen: u64,
+    }
+    impl<N: Nic> Process<N> for Redial {
+        fn regions(&self) -> Vec<RegionSpec> {
+            vec![RegionSpec::new(8 + BULK).with_default(Access::Write)]
+        }
+        fn poll(&mut self, nic: &mut N) -> Progress {
+            if nic.id() == ProcessId(1) {
+                self.seen = nic.load_u64(LocalAddr::new(RegionId(0), 0)).unwrap();
+                return Progress::worked(false);
+            }
+            let peer = ProcessId(1);
+            while let Some(c) = nic.poll_completion() {
+                match c.kind {
+                    crate::OpKind::Reconnect => self.reconnected = true,
+                    _ if c.status != Status::Success && self.lost.is_none() => {
+                        self.lost = Some(c.status);
+                        nic.reconnect(peer).unwrap();
+                    }
+                    _ if self.reconnected => self.marker = Some(c.status),
+                    _ => {}
+                }
+            }
+            if self.lost.is_none() && nic.now() >= Nanos(20_000_000) {
+                // Bulk writes into the partition until the link is given up.
+                let dst = RemoteAddr::new(peer, RegionId(0), 8);
+                nic.post_write(dst, &[1; BULK], WriteFlags::SIGNALED)
+                    .unwrap();
+            }
+            if self.reconnected && self.marker.is_none() && nic.now() >= Nanos(400_000_000) {
+                let dst = RemoteAddr::new(peer, RegionId(0), 0);
+                nic.post_write(dst, &7u64.to_le_bytes(), WriteFlags::SIGNALED)
+                    .unwrap();
+                self.marker = Some(Status::Flushed); // until its completion says otherwise
+            }
+            Progress::worked(false).wake_at(Some(nic.now() + Nanos(1_000_000)))
+        }
+        fn done(&self) -> bool {
+            self.marker == Some(Status::Success) || self.seen == 7
+        }
+    }
+    let cfg = TcpConfig {
+        faults: vec![LinkFault {
+            at: Duration::from_millis(10),
+            span: Duration::from_millis(300),
+            from: vec![ProcessId(0)],
+            to: vec![ProcessId(1)],
+            effect: LinkEffect::Partition,
+        }],
+        bounds: Bounds {
+            requests: 1 << 20,
+            ..Bounds::default()
+        },
+        ..TcpConfig::default()
+    };
+    let run = TcpRuntime::new(cfg, vec![Redial::default(), Redial::default()])
+        .unwrap()
+        .run(Duration::from_secs(20));
+    let (p0, p1) = (&run.processes[0], &run.processes[1]);
+    let why = format!("{:?} {:?}", run.stops, run.events);
+    assert_eq!(p0.lost, Some(Status::PeerUnreachable), "{why}");
+    assert!(p0.reconnected, "{why}");
+    assert_eq!(p0.marker, Some(Status::Success), "{why}");
+    assert_eq!(p1.seen, 7, "{why}");
+    let events = run.events[0].join("\n");
+    assert!(events.contains("past the bound"), "{events}");
+    assert!(
+        events.contains("re-dialled (queue pair epoch 1)"),
+        "{events}"
+    );
+}
+
+/// A reconnect to a peer whose node is gone re-dials it, is refused (no listener), and
+/// completes `PeerUnreachable` at once, as do later ops: nothing waits for the connect timeout.
+#[test]
+fn a_reconnect_to_a_node_that_is_gone_fails_at_once() {
+    use crate::{OpKind, Status};
+    #[derive(Default)]
+    struct Survivor {
+        stop: bool,
+        lost: bool,
+        reconnect: Option<(Status, Nanos)>,
+        after: Option<Status>,
+    }
+    impl<N: Nic> Process<N> for Survivor {
+        fn regions(&self) -> Vec<RegionSpec> {
+            vec![RegionSpec::new(8).with_default(Access::Write)]
+        }
+        fn poll(&mut self, nic: &mut N) -> Progress {
+            if nic.id() == ProcessId(1) {
+                self.stop = nic.now() >= Nanos(30_000_000);
+                return Progress::worked(false).wake_at(Some(Nanos(30_000_000)));
+            }
+            let dst = RemoteAddr::new(ProcessId(1), RegionId(0), 0);
+            while let Some(c) = nic.poll_completion() {
+                match c.kind {
+                    OpKind::Reconnect => {
+                        self.reconnect = Some((c.status, nic.now()));
+                        nic.post_write(dst, &[1; 8], WriteFlags::SIGNALED).unwrap();
+                    }
+                    _ if !self.lost => {
+                        self.lost = true;
+                        nic.reconnect(ProcessId(1)).unwrap();
+                    }
+                    _ if self.reconnect.is_some() => self.after = Some(c.status),
+                    _ => {}
+                }
+            }
+            if !self.lost && nic.now() >= Nanos(100_000_000) {
+                nic.post_write(dst, &[1; 8], WriteFlags::SIGNALED).unwrap();
+            }
+            Progress::worked(false).wake_at(Some(nic.now() + Nanos(1_000_000)))
+        }
+        fn done(&self) -> bool {
+            self.after.is_some()
+        }
+        fn stopped(&self) -> bool {
+            self.stop
+        }
+    }
+    let run = TcpRuntime::new(
+        TcpConfig::default(),
+        vec![Survivor::default(), Survivor::default()],
+    )
+    .unwrap()
+    .run(Duration::from_secs(20));
+    let p0 = &run.processes[0];
+    let why = format!("{:?} {:?}", run.stops, run.events);
+    let (status, at) = p0
+        .reconnect
+        .unwrap_or_else(|| panic!("no reconnect: {why}"));
+    assert_eq!(status, Status::PeerUnreachable, "{why}");
+    assert!(at < Nanos(2_000_000_000), "the re-dial waited {at}: {why}");
+    assert_eq!(p0.after, Some(Status::PeerUnreachable), "{why}");
+    assert!(
+        run.events[0]
+            .iter()
+            .any(|e| e.contains("refused the re-dial")),
+        "{why}"
+    );
+}
