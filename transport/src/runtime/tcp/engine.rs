@@ -38,7 +38,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const LISTENER: Token = Token(0);
@@ -145,8 +145,7 @@ impl Conn {
 
 pub(super) struct Engine {
     shared: Arc<NodeShared>,
-    /// Registers sockets with the NIC thread's [`Poll`].
-    registry: mio::Registry,
+    poll: Poll,
     listener: TcpListener,
     addrs: Vec<SocketAddr>,
     conns: Vec<Option<Conn>>,
@@ -167,15 +166,12 @@ pub(super) struct Engine {
     bounds: Bounds,
     /// When [`Engine::reap`] runs next.
     next_reap: Instant,
-    /// When the NIC thread last planned to look next without an event (`None` inside: only on
-    /// an event), from its last turn; `None` before its first.
-    planned: Option<Option<Instant>>,
 }
 
 impl Engine {
     pub(super) fn new(
         shared: Arc<NodeShared>,
-        registry: mio::Registry,
+        poll: Poll,
         listener: std::net::TcpListener,
         addrs: Vec<SocketAddr>,
         down: &[bool],
@@ -183,7 +179,8 @@ impl Engine {
     ) -> io::Result<Engine> {
         listener.set_nonblocking(true)?;
         let mut listener = TcpListener::from_std(listener);
-        registry.register(&mut listener, LISTENER, Interest::READABLE)?;
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)?;
         let now = Instant::now();
         let links = (0..addrs.len())
             .flat_map(|p| (0..Qp::COUNT).map(move |qp| (p, qp)))
@@ -207,7 +204,7 @@ impl Engine {
             .collect::<Vec<_>>();
         let proven = vec![None; links.len()];
         Ok(Engine {
-            registry,
+            poll,
             listener,
             addrs,
             conns: Vec::new(),
@@ -221,7 +218,6 @@ impl Engine {
             faults: cfg.faults.clone(),
             bounds: cfg.bounds,
             next_reap: now,
-            planned: None,
             shared,
         })
     }
@@ -230,100 +226,61 @@ impl Engine {
         self.shared.me
     }
 
-    /// The NIC thread: runs the engine until the node stops. The engine sits behind a lock
-    /// that the protocol thread takes too, to send what it just posted itself ([`post_now`]);
-    /// the NIC thread holds it except while it waits for events. When the thread returns, its
-    /// reference is the last one (the protocol thread's is weak), so the engine drops and every
-    /// connection closes: peers see the node gone.
-    pub(super) fn run(engine: Arc<Mutex<Engine>>, mut poll: Poll) {
+    /// Runs until the node stops; then closes every connection (peers see the node gone).
+    pub(super) fn run(mut self) {
         let mut events = Events::with_capacity(256);
-        let shared = engine.lock().expect("engine lock").shared.clone();
         loop {
-            let timeout = {
-                let mut e = engine.lock().expect("engine lock");
-                if shared.stop.load(Ordering::SeqCst) {
-                    return;
-                }
-                e.turn()
-            };
+            if self.shared.stop.load(Ordering::SeqCst) {
+                return;
+            }
+            self.connect_due();
+            self.take_posts();
+            self.flush_all();
+            let now = Instant::now();
+            if now >= self.next_reap {
+                self.reap();
+                self.next_reap = now + REAP_EVERY;
+            }
+            self.check_ready();
             // Sleep until a socket, the process or a retry needs us. The process checks
             // `nic_sleeping` after queueing a post, so one of the two sees the other.
-            shared.nic_sleeping.store(true, Ordering::SeqCst);
-            let timeout = if !shared.outbox_is_empty() || shared.stop.load(Ordering::SeqCst) {
-                Some(Duration::ZERO)
-            } else {
-                timeout.map(|t| t.saturating_duration_since(Instant::now()))
-            };
-            let polled = poll.poll(&mut events, timeout);
-            shared.nic_sleeping.store(false, Ordering::SeqCst);
+            self.shared.nic_sleeping.store(true, Ordering::SeqCst);
+            let timeout =
+                if !self.shared.outbox_is_empty() || self.shared.stop.load(Ordering::SeqCst) {
+                    Some(Duration::ZERO)
+                } else {
+                    let held = self
+                        .conns
+                        .iter()
+                        .flatten()
+                        .filter_map(|c| c.held.next_release());
+                    self.links
+                        .iter()
+                        .filter(|l| l.state == LinkState::Connecting && l.conn.is_none())
+                        .filter_map(|l| l.retry_at)
+                        .chain(held)
+                        .chain(self.deadlines())
+                        .min()
+                        .map(|t| t.saturating_duration_since(Instant::now()))
+                };
+            let polled = self.poll.poll(&mut events, timeout);
+            self.shared.nic_sleeping.store(false, Ordering::SeqCst);
             if let Err(e) = polled {
                 if e.kind() != io::ErrorKind::Interrupted {
-                    shared.log(format!("event loop failed: {e}; the node stops"));
-                    shared.stop.store(true, Ordering::SeqCst);
+                    self.shared
+                        .log(format!("event loop failed: {e}; the node stops"));
+                    self.shared.stop.store(true, Ordering::SeqCst);
                     return;
                 }
             }
-            let mut e = engine.lock().expect("engine lock");
             for ev in events.iter() {
                 match ev.token() {
-                    LISTENER => e.accept(),
+                    LISTENER => self.accept(),
                     WAKER => {}
-                    Token(t) => e.service(t - FIRST_CONN),
+                    Token(t) => self.service(t - FIRST_CONN),
                 }
             }
         }
-    }
-
-    /// One turn of the NIC thread between two waits: connects, sends what was posted, reaps
-    /// what is past its deadline. Returns when the thread must look again at the latest, and
-    /// plans to.
-    fn turn(&mut self) -> Option<Instant> {
-        self.connect_due();
-        self.take_posts();
-        self.flush_all();
-        let now = Instant::now();
-        if now >= self.next_reap {
-            self.reap();
-            self.next_reap = now + REAP_EVERY;
-        }
-        self.check_ready();
-        let next = self.next_look();
-        self.planned = Some(next);
-        next
-    }
-
-    /// When the NIC thread must look next without an event: a connection attempt, a release
-    /// of the fault layer, a deadline.
-    fn next_look(&self) -> Option<Instant> {
-        let held = self
-            .conns
-            .iter()
-            .flatten()
-            .filter_map(|c| c.held.next_release());
-        self.links
-            .iter()
-            .filter(|l| l.state == LinkState::Connecting && l.conn.is_none())
-            .filter_map(|l| l.retry_at)
-            .chain(held)
-            .chain(self.deadlines())
-            .min()
-    }
-
-    /// The protocol thread sends what it posted, without waking the NIC thread (one thread
-    /// hop less per op, the larger part of a small op's latency on a busy machine). Returns
-    /// whether the NIC thread must still look: bytes the socket did not take wait for it, or
-    /// the posts gave it something to do sooner than it planned (a link to dial, bytes the
-    /// fault layer releases later).
-    pub(super) fn post_now(&mut self) -> bool {
-        self.take_posts();
-        self.flush_all();
-        let sooner = match (self.planned, self.next_look()) {
-            (Some(Some(planned)), Some(next)) => next < planned,
-            (Some(None), next) => next.is_some(),
-            (None, _) => true,
-            (Some(Some(_)), None) => false,
-        };
-        sooner || self.conns.iter().flatten().any(|c| c.backlog() > 0)
     }
 
     /// Marks the node ready once every link is connected or given up on.
@@ -392,7 +349,7 @@ impl Engine {
                 self.conns.push(None);
                 self.conns.len() - 1
             });
-        if let Err(e) = self.registry.register(
+        if let Err(e) = self.poll.registry().register(
             &mut stream,
             Token(FIRST_CONN + i),
             Interest::READABLE | Interest::WRITABLE,
@@ -1302,7 +1259,7 @@ impl Engine {
 
     fn drop_conn(&mut self, c: usize) {
         if let Some(mut conn) = self.conns[c].take() {
-            let _ = self.registry.deregister(&mut conn.stream);
+            let _ = self.poll.registry().deregister(&mut conn.stream);
         }
         for p in self.proven.iter_mut().filter(|p| **p == Some(c)) {
             *p = None;

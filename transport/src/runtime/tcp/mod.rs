@@ -310,27 +310,6 @@ pub struct TcpNic {
     /// Ops were posted since the NIC thread was last woken: the protocol thread rings the
     /// doorbell once after its poll, so a burst of posts costs one wake-up, not one each.
     doorbell: bool,
-    /// The NIC thread's engine, which the protocol thread borrows to send its own posts
-    /// ([`TcpNic::ring`]); weak, so that the engine and its sockets go with the NIC thread.
-    engine: std::sync::Weak<Mutex<engine::Engine>>,
-}
-
-impl TcpNic {
-    /// Rings the doorbell after a poll that posted: sends the posts from this thread if the
-    /// NIC thread is not busy with the engine, and wakes the NIC thread only if that leaves it
-    /// something to do (or it is busy, and the posts wait for it).
-    fn ring(&mut self) {
-        if !std::mem::take(&mut self.doorbell) {
-            return;
-        }
-        let sent = self.engine.upgrade().and_then(|e| {
-            let mut e = e.try_lock().ok()?;
-            Some(e.post_now())
-        });
-        if sent != Some(false) {
-            self.shared.wake_nic();
-        }
-    }
 }
 
 impl fmt::Debug for TcpNic {
@@ -539,15 +518,14 @@ fn drive<P: Process<TcpNic>>(
     let waker = mio::Waker::new(poll.registry(), engine::WAKER)?;
     let _ = shared.waker.set(waker);
     let _ = shared.proc_thread.set(std::thread::current());
-    let engine = Arc::new(Mutex::new(engine::Engine::new(
+    let engine = engine::Engine::new(
         shared.clone(),
-        poll.registry().try_clone()?,
+        poll,
         listener,
         spec.addrs,
         &spec.down,
         spec.cfg,
-    )?));
-    let weak_engine = Arc::downgrade(&engine);
+    )?;
     let id = spec.id;
     let spin_polls = spec.cfg.spin_polls;
     let seed = spec.cfg.seed;
@@ -569,7 +547,7 @@ fn drive<P: Process<TcpNic>>(
     std::thread::scope(|scope| {
         let nic_thread = std::thread::Builder::new()
             .name(format!("tcp-nic-{id}"))
-            .spawn_scoped(scope, move || engine::Engine::run(engine, poll))?;
+            .spawn_scoped(scope, move || engine.run())?;
         {
             let (m, cv) = &shared.ready_signal;
             let mut ready = m.lock().expect("ready lock");
@@ -596,7 +574,6 @@ fn drive<P: Process<TcpNic>>(
             rng: Rng::derive(seed, Purpose::Protocol, id.0 as u64),
             next_wr: 0,
             doorbell: false,
-            engine: weak_engine,
             start,
         };
         let stop = run_process(&mut process, &mut nic, spin_polls, limit, together);
@@ -667,7 +644,9 @@ fn run_process<P: Process<TcpNic>>(
         }
         shared.pending.store(false, Ordering::Relaxed);
         let progress = process.poll(nic);
-        nic.ring();
+        if std::mem::take(&mut nic.doorbell) {
+            shared.wake_nic();
+        }
         if process.stopped() {
             shared.crash();
             count_done(together, &mut counted);
