@@ -3,6 +3,33 @@
 
 use std::process::{Command, Output};
 
+/// A scratch directory of this test process (named after it, so parallel test runs do not
+/// meet), removed when the test ends, passed or failed.
+struct Scratch(std::path::PathBuf);
+
+fn scratch(name: &str) -> Scratch {
+    Scratch(std::env::temp_dir().join(format!("{name}-{}", std::process::id())))
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for Scratch {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 fn harness(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_harness"))
         .args(args)
@@ -44,7 +71,7 @@ fn unknown_profile_names_the_known_ones() {
 
 #[test]
 fn malformed_profile_file_names_field_and_line() {
-    let dir = std::env::temp_dir().join(format!("harness-cli-{}", std::process::id()));
+    let dir = scratch("harness-cli");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("bad.toml");
     let good = transport::runtime::sim::BUILTIN[0].1;
@@ -64,7 +91,7 @@ fn malformed_profile_file_names_field_and_line() {
 
 #[test]
 fn csv_has_every_column_and_png_is_written() {
-    let dir = std::env::temp_dir().join(format!("harness-out-{}", std::process::id()));
+    let dir = scratch("harness-out");
     let csv = dir.join("t.csv");
     let png = dir.join("t.png");
     let o = harness(&[
@@ -128,7 +155,7 @@ fn chaos_check_passes_with_determinism() {
 
 #[test]
 fn verify_reads_a_delivery_log_and_names_the_violated_property() {
-    let dir = std::env::temp_dir().join(format!("harness-verify-{}", std::process::id()));
+    let dir = scratch("harness-verify");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("processes.csv"),
@@ -170,7 +197,7 @@ fn verify_reads_a_delivery_log_and_names_the_violated_property() {
 
 #[test]
 fn ramcast_run_writes_summary_cdf_and_a_log_that_verifies() {
-    let dir = std::env::temp_dir().join(format!("harness-run-{}", std::process::id()));
+    let dir = scratch("harness-run");
     let (out, log) = (dir.join("out"), dir.join("log"));
     let o = harness(&[
         "run",
@@ -306,7 +333,7 @@ fn a_run_larger_than_the_machine_is_refused_before_it_starts() {
 
 #[test]
 fn tram_run_on_a_custom_tree_writes_a_log_that_verifies() {
-    let dir = std::env::temp_dir().join(format!("harness-tram-{}", std::process::id()));
+    let dir = scratch("harness-tram");
     let (out, log) = (dir.join("out"), dir.join("log"));
     let o = harness(&[
         "run",
@@ -338,7 +365,7 @@ fn tram_run_on_a_custom_tree_writes_a_log_that_verifies() {
 
 #[test]
 fn ridge_run_with_optimistic_deliveries_reports_mistakes_and_logs_them_apart() {
-    let dir = std::env::temp_dir().join(format!("harness-ridge-{}", std::process::id()));
+    let dir = scratch("harness-ridge");
     let o = harness(&[
         "run",
         "--protocol",
@@ -466,7 +493,7 @@ fn tram_run_rejects_bad_trees_and_flags_clearly() {
 
 #[test]
 fn rdmc_run_verifies_every_delivery_and_writes_its_parameters() {
-    let dir = std::env::temp_dir().join(format!("harness-rdmc-{}", std::process::id()));
+    let dir = scratch("harness-rdmc");
     let o = harness(&[
         "run",
         "--protocol",
@@ -539,7 +566,7 @@ fn rdmc_run_refuses_flags_that_do_not_apply() {
 
 #[test]
 fn rdmc_figure_quick_writes_csv_png_and_summary() {
-    let dir = std::env::temp_dir().join(format!("harness-rdmc-fig-{}", std::process::id()));
+    let dir = scratch("harness-rdmc-fig");
     let o = harness(&[
         "figure",
         "rdmc-fig10-11",
@@ -638,7 +665,7 @@ fn calibrate_refuses_an_output_directory_that_does_not_exist_before_timing_anyth
 
 #[test]
 fn heron_tpcc_run_reports_every_transaction_and_its_consistency() {
-    let dir = std::env::temp_dir().join(format!("harness-heron-{}", std::process::id()));
+    let dir = scratch("harness-heron");
     let o = harness(&[
         "run",
         "--protocol",
@@ -705,8 +732,8 @@ fn files_under(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<
 
 #[test]
 fn heron_figure_quick_breaks_latency_down_under_each_software_profile_on_any_threads() {
-    let dir = std::env::temp_dir().join(format!("harness-heron-fig-{}", std::process::id()));
-    let one = std::env::temp_dir().join(format!("harness-heron-fig1-{}", std::process::id()));
+    let dir = scratch("harness-heron-fig");
+    let one = scratch("harness-heron-fig1");
     // Three threads, more than CI's cores: the lenses and their points interleave.
     for (out, jobs) in [(&dir, "3"), (&one, "1")] {
         let o = harness(&[
@@ -795,7 +822,7 @@ fn heron_run_refuses_flags_that_do_not_apply() {
 
 #[test]
 fn compare_runs_heron_over_ramcast_and_ridge_and_refuses_tram_and_mixes() {
-    let dir = std::env::temp_dir().join(format!("harness-heron-over-{}", std::process::id()));
+    let dir = scratch("harness-heron-over");
     let o = harness(&[
         "compare",
         "--protocols",
@@ -857,7 +884,7 @@ fn compare_runs_heron_over_ramcast_and_ridge_and_refuses_tram_and_mixes() {
 
 #[test]
 fn heron_fig5_6_quick_transfers_exactly_the_lagged_objects_and_grows_with_them() {
-    let dir = std::env::temp_dir().join(format!("harness-heron-fig56-{}", std::process::id()));
+    let dir = scratch("harness-heron-fig56");
     let o = harness(&[
         "figure",
         "heron-fig5.6",
@@ -906,8 +933,7 @@ fn heron_fig5_6_quick_transfers_exactly_the_lagged_objects_and_grows_with_them()
 #[test]
 fn tcp_runs_of_every_multicast_protocol_check_their_logs() {
     for protocol in ["ramcast", "tram", "ridge"] {
-        let log =
-            std::env::temp_dir().join(format!("harness-tcp-{protocol}-{}", std::process::id()));
+        let log = scratch(&format!("harness-tcp-{protocol}"));
         let mut args = vec![
             "run",
             "--protocol",
@@ -942,7 +968,7 @@ fn tcp_runs_of_every_multicast_protocol_check_their_logs() {
 /// log still satisfies every property.
 #[test]
 fn tcp_run_survives_a_killed_leader_and_a_paused_follower() {
-    let log = std::env::temp_dir().join(format!("harness-tcp-faults-{}", std::process::id()));
+    let log = scratch("harness-tcp-faults");
     let o = harness(&[
         "run",
         "--protocol",
@@ -978,10 +1004,7 @@ fn tcp_run_survives_a_killed_leader_and_a_paused_follower() {
 #[test]
 fn tcp_tram_and_ridge_survive_a_killed_leader_and_a_paused_server_and_their_logs_verify() {
     for protocol in ["tram", "ridge"] {
-        let log = std::env::temp_dir().join(format!(
-            "harness-tcp-faults-{protocol}-{}",
-            std::process::id()
-        ));
+        let log = scratch(&format!("harness-tcp-faults-{protocol}"));
         let mut args = vec!["run", "--protocol", protocol, "--runtime", "tcp"];
         args.extend_from_slice(if protocol == "tram" {
             &["--tree", "[-1,0]"][..]
@@ -1078,7 +1101,7 @@ fn tcp_rdmc_delivers_every_message_intact() {
 /// elects another leader, and the log checks.
 #[test]
 fn tcp_run_survives_a_partitioned_leader_and_slow_lossy_links() {
-    let log = std::env::temp_dir().join(format!("harness-tcp-net-{}", std::process::id()));
+    let log = scratch("harness-tcp-net");
     let o = harness(&[
         "run",
         "--protocol",
@@ -1273,7 +1296,7 @@ fn without_commits(text: &str) -> String {
 fn published_comparisons_are_what_the_code_produces() {
     let results = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/compare");
     let all = std::env::var_os("HARNESS_ALL_COMPARISONS").is_some();
-    let out = std::env::temp_dir().join(format!("harness-published-{}", std::process::id()));
+    let out = scratch("harness-published");
     let mut dirs: Vec<_> = std::fs::read_dir(&results)
         .expect("results/compare")
         .map(|e| e.unwrap().path())
