@@ -152,7 +152,7 @@ pub(super) struct Engine {
     links: Vec<Link>,
     /// Reconnects waiting for their queue pairs' answers: op -> answers still due, and the
     /// worst status so far.
-    reconnects: BTreeMap<WrId, (usize, Status)>,
+    reconnects: Reconnects,
     connect_timeout: Duration,
     secret: Secret,
     /// The one proven connection (acceptor side) per initiator and queue pair, indexed as
@@ -889,13 +889,7 @@ impl Engine {
         value: Option<u64>,
         data: &[u8],
     ) -> Result<(), String> {
-        let Engine {
-            links,
-            shared,
-            reconnects,
-            ..
-        } = self;
-        let link = &mut links[l];
+        let (link, shared, reconnects) = self.link_parts(l);
         let peer = link.peer;
         let status = match status {
             WireStatus::Success => Status::Success,
@@ -1291,6 +1285,12 @@ impl Engine {
         }
     }
 
+    /// Link `l` beside what completing its ops needs: the completion queue and the
+    /// reconnects in progress (borrowed apart from the engine).
+    fn link_parts(&mut self, l: usize) -> (&mut Link, &NodeShared, &mut Reconnects) {
+        (&mut self.links[l], &self.shared, &mut self.reconnects)
+    }
+
     /// Link `l`'s connection attempts end without a connection, for `reason`.
     fn give_up(&mut self, l: usize, reason: &str) {
         let p = self.links[l].peer;
@@ -1302,13 +1302,7 @@ impl Engine {
     /// The peer of link `l` is gone: everything outstanding or waiting fails, and so will
     /// everything posted to it later.
     fn link_down(&mut self, l: usize) {
-        let Engine {
-            links,
-            shared,
-            reconnects,
-            ..
-        } = self;
-        let link = &mut links[l];
+        let (link, shared, reconnects) = self.link_parts(l);
         link.state = LinkState::Down;
         link.conn = None;
         let peer = link.peer;
@@ -1337,6 +1331,10 @@ impl Engine {
     }
 }
 
+/// Reconnects waiting for their queue pairs: op -> answers still due, and the worst status so
+/// far.
+type Reconnects = BTreeMap<WrId, (usize, Status)>;
+
 /// Where a read request's bytes go, and how many there are.
 type ReadInto = Option<(LocalAddr, usize)>;
 
@@ -1344,7 +1342,7 @@ type ReadInto = Option<(LocalAddr, usize)>;
 /// (`PeerUnreachable`: its connection broke, or its re-dial was given up). The reconnect
 /// completes once every queue pair has answered: `PeerUnreachable` if any was lost.
 fn reconnect_answered(
-    reconnects: &mut BTreeMap<WrId, (usize, Status)>,
+    reconnects: &mut Reconnects,
     shared: &NodeShared,
     wr: WrId,
     peer: ProcessId,
