@@ -832,3 +832,103 @@ fn a_reconnect_to_a_node_that_is_gone_fails_at_once() {
         "{why}"
     );
 }
+
+/// Review of 24c38d2: a re-dial whose handshake races the acceptor still holding the old
+/// connection. Node 1's responses to node 0 are partitioned, so node 1's data connection backs
+/// up past [`Bounds::responses`] and stops reading (paused); node 0's writes then back up past
+/// [`Bounds::requests`] and node 0 gives the link up, while node 1 lives and still holds the old
+/// connection (it reads nothing, so it never sees the close). The process reconnects: the
+/// re-dial's welcome is not held (the acceptor does not know the peer yet), node 0 marks the link
+/// Ready and counts the reconnect a success, and node 1 then refuses the proof as a second
+/// claimant. The link is down for good: a write posted after the partition heals fails
+/// `PeerUnreachable`, though the reconnect completed `Success` and the peer never died.
+#[test]
+fn review_a_redial_refused_as_a_second_claimant_still_reports_the_reconnect_success() {
+    use super::faults::{LinkEffect, LinkFault};
+    use crate::{OpKind, Status};
+    const BULK: usize = 64 << 10;
+    #[derive(Default)]
+    struct Racer {
+        reads: bool,
+        lost: Option<Status>,
+        reconnect: Option<Status>,
+        marker: Option<Status>,
+        marker_posted: bool,
+        seen: u64,
+    }
+    impl<N: Nic> Process<N> for Racer {
+        fn regions(&self) -> Vec<RegionSpec> {
+            vec![RegionSpec::new(8 + 4 * BULK).with_default(Access::ReadWrite)]
+        }
+        fn poll(&mut self, nic: &mut N) -> Progress {
+            if nic.id() == ProcessId(1) {
+                self.seen = nic.load_u64(LocalAddr::new(RegionId(0), 0)).unwrap();
+                return Progress::worked(false).wake_at(Some(nic.now() + Nanos(1_000_000)));
+            }
+            let peer = ProcessId(1);
+            while let Some(c) = nic.poll_completion() {
+                match c.kind {
+                    OpKind::Reconnect => self.reconnect = Some(c.status),
+                    _ if c.status != Status::Success && self.lost.is_none() => {
+                        self.lost = Some(c.status);
+                        nic.reconnect(peer).unwrap();
+                    }
+                    _ if self.marker_posted => self.marker = Some(c.status),
+                    _ => {}
+                }
+            }
+            if self.lost.is_none() && nic.now() >= Nanos(20_000_000) {
+                if !self.reads {
+                    // Read responses held by the partition: node 1's connection pauses.
+                    for k in 0..4 {
+                        let src = RemoteAddr::new(peer, RegionId(0), 8 + k * BULK);
+                        nic.post_read(src, BULK, LocalAddr::new(RegionId(0), 8 + k * BULK), false)
+                            .unwrap();
+                    }
+                    self.reads = true;
+                }
+                for _ in 0..16 {
+                    let dst = RemoteAddr::new(peer, RegionId(0), 8);
+                    nic.post_write(dst, &[1; BULK], WriteFlags::NONE).unwrap();
+                }
+            }
+            if self.reconnect.is_some() && !self.marker_posted && nic.now() >= Nanos(900_000_000) {
+                let dst = RemoteAddr::new(peer, RegionId(0), 0);
+                nic.post_write(dst, &7u64.to_le_bytes(), WriteFlags::SIGNALED)
+                    .unwrap();
+                self.marker_posted = true;
+            }
+            Progress::worked(false).wake_at(Some(nic.now() + Nanos(1_000_000)))
+        }
+        fn done(&self) -> bool {
+            self.marker.is_some() || self.seen == 7
+        }
+    }
+    let cfg = TcpConfig {
+        faults: vec![LinkFault {
+            at: Duration::from_millis(10),
+            span: Duration::from_millis(600),
+            from: vec![ProcessId(1)],
+            to: vec![ProcessId(0)],
+            effect: LinkEffect::Partition,
+        }],
+        bounds: Bounds {
+            responses: 64 << 10,
+            requests: 1 << 20,
+            ..Bounds::default()
+        },
+        ..TcpConfig::default()
+    };
+    let run = TcpRuntime::new(cfg, vec![Racer::default(), Racer::default()])
+        .unwrap()
+        .run(Duration::from_secs(3));
+    let p0 = &run.processes[0];
+    let why = format!(
+        "lost {:?} reconnect {:?} marker {:?}; {:?} {:?}",
+        p0.lost, p0.reconnect, p0.marker, run.stops, run.events
+    );
+    assert_eq!(p0.lost, Some(Status::PeerUnreachable), "{why}");
+    assert_eq!(p0.reconnect, Some(Status::Success), "{why}");
+    // The reconnect said the queue pair is back and the peer lives: a later write must land.
+    assert_eq!(p0.marker, Some(Status::Success), "{why}");
+}
