@@ -877,6 +877,7 @@ impl VerbsNic {
             let backlog: Vec<Waiting> = link.backlog.drain(..).collect();
             link.staging = Staging::new(link.staging.capacity());
             link.epoch += 1;
+            link.sq.reconnect();
             link.psn = (self.psns.next_u64() & 0xFF_FFFF) as u32;
             let mut attr = QueuePairAttribute::new();
             attr.setup_state(QueuePairState::Reset);

@@ -59,9 +59,18 @@ const SHARE_AT_LEAST: usize = 16 * 1024;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum LinkState {
     Connecting,
+    /// A re-dialled link whose proof is sent: up once the peer answers the reconnect request
+    /// sent behind it ([`ADMISSION`]), which it reads only after it admitted the connection.
+    /// A peer still holding the old connection refuses the new one as a second claimant; that
+    /// is one failed attempt of the re-dial, not the peer's end.
+    Admitting,
     Ready,
     Down,
 }
+
+/// The request id of the reconnect request that proves a re-dialled link admitted (never a
+/// process's: those count up from 0).
+const ADMISSION: WrId = WrId(u64::MAX);
 
 /// This node's side of one queue pair towards one peer: the connection it initiated.
 #[derive(Debug)]
@@ -725,6 +734,20 @@ impl Engine {
         let proof = auth::proof_tag(&self.secret, &hello, &w);
         let conn = self.conns[c].as_mut().expect("live");
         conn.out.append(|v| wire::encode(&Frame::Proof(proof), v));
+        if !self.links[l].redialling.is_empty() {
+            self.links[l].state = LinkState::Admitting;
+            let op = WireOp::Reconnect;
+            let kind = OpKind::Reconnect;
+            self.send_request(l, ADMISSION, kind, false, true, None, op);
+            return Ok(());
+        }
+        self.up(l);
+        Ok(())
+    }
+
+    /// Link `l` is up: the reconnects that re-dialled it complete, and the ops waiting for it
+    /// go out.
+    fn up(&mut self, l: usize) {
         let link = &mut self.links[l];
         link.state = LinkState::Ready;
         let waiting = std::mem::take(&mut link.waiting);
@@ -749,7 +772,6 @@ impl Engine {
         for (wr, op) in waiting {
             self.dispatch(wr, op);
         }
-        Ok(())
     }
 
     /// Target: applies request `seq` of `peer` and queues its response.
@@ -896,7 +918,12 @@ impl Engine {
             WireStatus::AccessDenied => Status::AccessDenied,
             WireStatus::Flushed => Status::Flushed,
         };
+        let mut admitted = false;
         answer(&mut link.sq, seq, status, data.len(), |r| {
+            if r.piece.op == ADMISSION {
+                admitted = true;
+                return;
+            }
             if r.piece.kind == OpKind::Reconnect {
                 reconnect_answered(reconnects, shared, r.piece.op, peer, r.status);
                 return;
@@ -915,7 +942,11 @@ impl Engine {
                     value: value.filter(|_| answered && r.status == Status::Success),
                 });
             }
-        })
+        })?;
+        if admitted && self.links[l].state == LinkState::Admitting {
+            self.up(l);
+        }
+        Ok(())
     }
 
     fn take_posts(&mut self) {
@@ -957,8 +988,21 @@ impl Engine {
                         link.redialling.push(wr);
                         due += 1;
                     }
-                    LinkState::Connecting => {
-                        self.links[l].redialling.push(wr);
+                    LinkState::Connecting | LinkState::Admitting => {
+                        // Another reconnect during a re-dial: what waits was posted before
+                        // it, and a reconnect flushes what it finds queued.
+                        let link = &mut self.links[l];
+                        link.redialling.push(wr);
+                        let (p, flushed) = (link.peer, std::mem::take(&mut link.waiting));
+                        for (w, op) in flushed {
+                            self.shared.complete(Completion {
+                                wr: w,
+                                kind: op.kind(),
+                                peer: p,
+                                status: Status::Flushed,
+                                value: None,
+                            });
+                        }
                         due += 1;
                     }
                 }
@@ -980,7 +1024,7 @@ impl Engine {
         let link = &mut self.links[l];
         let fail = match link.state {
             LinkState::Down => Some(Status::PeerUnreachable),
-            LinkState::Connecting => {
+            LinkState::Connecting | LinkState::Admitting => {
                 link.waiting.push_back((wr, op));
                 return;
             }
@@ -1272,7 +1316,17 @@ impl Engine {
                 self.shared
                     .log(format!("{}: link to {p} closed: {reason}", self.me()));
                 self.drop_conn(c);
-                self.link_down(l);
+                let link = &mut self.links[l];
+                if link.state != LinkState::Ready && !link.redialling.is_empty() {
+                    // A re-dial's connection closed before the peer admitted it: one failed
+                    // attempt (its only request, the admission probe, goes with it).
+                    link.sq.fail_all(Status::PeerUnreachable, |_| {});
+                    link.state = LinkState::Connecting;
+                    let refused = io::Error::from(io::ErrorKind::ConnectionAborted);
+                    self.attempt_failed(l, &refused);
+                } else {
+                    self.link_down(l);
+                }
             }
             None => {
                 let who = peer.map_or("an unidentified peer".to_string(), |p| p.to_string());
@@ -1310,7 +1364,7 @@ impl Engine {
         let waiting = link.waiting.drain(..).map(|(wr, op)| (wr, op.kind()));
         let mut failed: Vec<(WrId, OpKind)> = Vec::new();
         link.sq.fail_all(Status::PeerUnreachable, |r| {
-            if r.report {
+            if r.report && r.piece.op != ADMISSION {
                 failed.push((r.piece.op, r.piece.kind));
             }
         });

@@ -31,8 +31,12 @@
 //! hardware too. A connection lost while its peer may live (closed for a reason, a peer given
 //! up below) is dialled again when the process reconnects to that peer ([`Nic::reconnect`]),
 //! with a backoff from 20 ms doubling to 1 s until [`TcpConfig::connect_timeout`], as a new
-//! queue-pair epoch ([`crate::queue_pair`]); ops posted after the reconnect wait for it. A peer
-//! that refuses the re-dial has no listener, so its node is gone: the reconnect completes
+//! queue-pair epoch ([`crate::queue_pair`]); ops posted after the reconnect wait for it, and
+//! ops still waiting when another reconnect comes are flushed by it. The link is back once the
+//! peer has admitted the new connection (it answers a reconnect request sent behind the proof):
+//! a peer that still holds the old one refuses a second claimant, which is one failed attempt,
+//! so no old-epoch write can land after the reconnect completes. A peer that refuses the
+//! re-dial's TCP connection has no listener, so its node is gone: the reconnect completes
 //! `PeerUnreachable` (as on verbs, when the peer does not answer the reconnection), and so do
 //! later ops, as after a crash.
 //!

@@ -680,7 +680,8 @@ fn a_peer_that_never_answers_is_given_up() {
 /// A link given up while its peer lives (here: a partition holds node 0's writes until they
 /// pass [`Bounds::requests`], as a queue pair whose retries ran out) comes back when the process
 /// reconnects: the engine re-dials it with backoff, as a new queue-pair epoch, and writes
-/// posted after the reconnect land once the partition heals.
+/// posted after the reconnect land once the partition heals. A write posted between two
+/// reconnects of the re-dial is flushed by the second.
 #[test]
 fn a_link_given_up_is_re_dialled_when_the_process_reconnects() {
     use super::faults::{LinkEffect, LinkFault};
@@ -689,6 +690,9 @@ fn a_link_given_up_is_re_dialled_when_the_process_reconnects() {
     #[derive(Default)]
     struct Redial {
         lost: Option<Status>,
+        /// A write posted between two reconnects during the re-dial, and how it ended.
+        between: Option<(crate::WrId, Option<Status>)>,
+        reconnects: u32,
         reconnected: bool,
         marker: Option<Status>,
         seen: u64,
@@ -705,9 +709,19 @@ fn a_link_given_up_is_re_dialled_when_the_process_reconnects() {
             let peer = ProcessId(1);
             while let Some(c) = nic.poll_completion() {
                 match c.kind {
-                    crate::OpKind::Reconnect => self.reconnected = true,
+                    crate::OpKind::Reconnect => {
+                        self.reconnects += 1;
+                        self.reconnected = self.reconnects == 2;
+                    }
+                    _ if self.between.is_some_and(|b| b.0 == c.wr) => {
+                        self.between = Some((c.wr, Some(c.status)));
+                    }
                     _ if c.status != Status::Success && self.lost.is_none() => {
                         self.lost = Some(c.status);
+                        nic.reconnect(peer).unwrap();
+                        let dst = RemoteAddr::new(peer, RegionId(0), 0);
+                        let wr = nic.post_write(dst, &[2; 8], WriteFlags::SIGNALED).unwrap();
+                        self.between = Some((wr, None));
                         nic.reconnect(peer).unwrap();
                     }
                     _ if self.reconnected => self.marker = Some(c.status),
@@ -753,12 +767,18 @@ fn a_link_given_up_is_re_dialled_when_the_process_reconnects() {
     let why = format!("{:?} {:?}", run.stops, run.events);
     assert_eq!(p0.lost, Some(Status::PeerUnreachable), "{why}");
     assert!(p0.reconnected, "{why}");
+    let flushed = p0.between.and_then(|b| b.1);
+    assert_eq!(
+        flushed,
+        Some(Status::Flushed),
+        "the second reconnect flushes it: {why}"
+    );
     assert_eq!(p0.marker, Some(Status::Success), "{why}");
     assert_eq!(p1.seen, 7, "{why}");
     let events = run.events[0].join("\n");
     assert!(events.contains("past the bound"), "{events}");
     assert!(
-        events.contains("re-dialled (queue pair epoch 1)"),
+        events.contains("re-dialled (queue pair epoch 2)"),
         "{events}"
     );
 }
@@ -833,17 +853,16 @@ fn a_reconnect_to_a_node_that_is_gone_fails_at_once() {
     );
 }
 
-/// Review of 24c38d2: a re-dial whose handshake races the acceptor still holding the old
-/// connection. Node 1's responses to node 0 are partitioned, so node 1's data connection backs
-/// up past [`Bounds::responses`] and stops reading (paused); node 0's writes then back up past
-/// [`Bounds::requests`] and node 0 gives the link up, while node 1 lives and still holds the old
-/// connection (it reads nothing, so it never sees the close). The process reconnects: the
-/// re-dial's welcome is not held (the acceptor does not know the peer yet), node 0 marks the link
-/// Ready and counts the reconnect a success, and node 1 then refuses the proof as a second
-/// claimant. The link is down for good: a write posted after the partition heals fails
-/// `PeerUnreachable`, though the reconnect completed `Success` and the peer never died.
+/// A re-dial that races the peer still holding the old connection (found by review). Node 1's
+/// responses to node 0 are partitioned, so its end of the data connection backs up past
+/// [`Bounds::responses`] and stops reading; node 0's writes then back up past
+/// [`Bounds::requests`] and node 0 gives the link up while node 1 lives and, reading nothing,
+/// never sees the close. Node 1 refuses the re-dial as a second claimant: that is one failed
+/// attempt, retried with backoff, and the reconnect completes `Success` only once node 1 admitted
+/// a connection (it answers the admission request behind the proof), after the partition heals;
+/// a write posted after it lands.
 #[test]
-fn review_a_redial_refused_as_a_second_claimant_still_reports_the_reconnect_success() {
+fn a_re_dial_refused_while_the_peer_holds_the_old_connection_is_tried_again() {
     use super::faults::{LinkEffect, LinkFault};
     use crate::{OpKind, Status};
     const BULK: usize = 64 << 10;
@@ -921,7 +940,7 @@ fn review_a_redial_refused_as_a_second_claimant_still_reports_the_reconnect_succ
     };
     let run = TcpRuntime::new(cfg, vec![Racer::default(), Racer::default()])
         .unwrap()
-        .run(Duration::from_secs(3));
+        .run(Duration::from_secs(10));
     let p0 = &run.processes[0];
     let why = format!(
         "lost {:?} reconnect {:?} marker {:?}; {:?} {:?}",
@@ -931,4 +950,11 @@ fn review_a_redial_refused_as_a_second_claimant_still_reports_the_reconnect_succ
     assert_eq!(p0.reconnect, Some(Status::Success), "{why}");
     // The reconnect said the queue pair is back and the peer lives: a later write must land.
     assert_eq!(p0.marker, Some(Status::Success), "{why}");
+    // The race happened: node 1 refused a re-dial while it held the old connection.
+    assert!(
+        run.events[1]
+            .iter()
+            .any(|e| e.contains("second connection")),
+        "{why}"
+    );
 }
