@@ -337,11 +337,27 @@ fn nodes_holding_the_secret_connect() {
     assert!(run.stops.iter().all(|s| *s == TcpStop::AllDone));
 }
 
+/// Two nodes whose link `from -> to` is cut from 10 ms for `span_ms` ([`super::faults`]), with
+/// `bounds`.
+fn partitioned(from: u32, to: u32, span_ms: u64, bounds: Bounds) -> TcpConfig {
+    use super::faults::{LinkEffect, LinkFault};
+    TcpConfig {
+        faults: vec![LinkFault {
+            at: Duration::from_millis(10),
+            span: Duration::from_millis(span_ms),
+            from: vec![ProcessId(from)],
+            to: vec![ProcessId(to)],
+            effect: LinkEffect::Partition,
+        }],
+        bounds,
+        ..TcpConfig::default()
+    }
+}
+
 /// The fault layer: a write posted while the link is cut arrives, intact and only once the
 /// partition heals (RDMA's reliable connection retransmits; nothing is lost).
 #[test]
 fn a_partition_holds_writes_until_it_heals() {
-    use super::faults::{LinkEffect, LinkFault};
     #[derive(Default)]
     struct Late {
         sent: bool,
@@ -374,16 +390,7 @@ fn a_partition_holds_writes_until_it_heals() {
             self.sent || self.seen_at.is_some()
         }
     }
-    let cfg = TcpConfig {
-        faults: vec![LinkFault {
-            at: Duration::from_millis(10),
-            span: Duration::from_millis(300),
-            from: vec![ProcessId(0)],
-            to: vec![ProcessId(1)],
-            effect: LinkEffect::Partition,
-        }],
-        ..TcpConfig::default()
-    };
+    let cfg = partitioned(0, 1, 300, Bounds::default());
     let run = TcpRuntime::new(cfg, vec![Late::default(), Late::default()])
         .unwrap()
         .run(Duration::from_secs(20));
@@ -684,7 +691,6 @@ fn a_peer_that_never_answers_is_given_up() {
 /// reconnects of the re-dial is flushed by the second.
 #[test]
 fn a_link_given_up_is_re_dialled_when_the_process_reconnects() {
-    use super::faults::{LinkEffect, LinkFault};
     use crate::Status;
     const BULK: usize = 64 << 10;
     #[derive(Default)]
@@ -746,20 +752,15 @@ fn a_link_given_up_is_re_dialled_when_the_process_reconnects() {
             self.marker == Some(Status::Success) || self.seen == 7
         }
     }
-    let cfg = TcpConfig {
-        faults: vec![LinkFault {
-            at: Duration::from_millis(10),
-            span: Duration::from_millis(300),
-            from: vec![ProcessId(0)],
-            to: vec![ProcessId(1)],
-            effect: LinkEffect::Partition,
-        }],
-        bounds: Bounds {
+    let cfg = partitioned(
+        0,
+        1,
+        300,
+        Bounds {
             requests: 1 << 20,
             ..Bounds::default()
         },
-        ..TcpConfig::default()
-    };
+    );
     let run = TcpRuntime::new(cfg, vec![Redial::default(), Redial::default()])
         .unwrap()
         .run(Duration::from_secs(20));
@@ -863,7 +864,6 @@ fn a_reconnect_to_a_node_that_is_gone_fails_at_once() {
 /// a write posted after it lands.
 #[test]
 fn a_re_dial_refused_while_the_peer_holds_the_old_connection_is_tried_again() {
-    use super::faults::{LinkEffect, LinkFault};
     use crate::{OpKind, Status};
     const BULK: usize = 64 << 10;
     #[derive(Default)]
@@ -923,21 +923,16 @@ fn a_re_dial_refused_while_the_peer_holds_the_old_connection_is_tried_again() {
             self.marker.is_some() || self.seen == 7
         }
     }
-    let cfg = TcpConfig {
-        faults: vec![LinkFault {
-            at: Duration::from_millis(10),
-            span: Duration::from_millis(600),
-            from: vec![ProcessId(1)],
-            to: vec![ProcessId(0)],
-            effect: LinkEffect::Partition,
-        }],
-        bounds: Bounds {
+    let cfg = partitioned(
+        1,
+        0,
+        600,
+        Bounds {
             responses: 64 << 10,
             requests: 1 << 20,
             ..Bounds::default()
         },
-        ..TcpConfig::default()
-    };
+    );
     let run = TcpRuntime::new(cfg, vec![Racer::default(), Racer::default()])
         .unwrap()
         .run(Duration::from_secs(10));
