@@ -139,6 +139,8 @@ struct Conn {
     /// Requests are not read while this connection's responses back up
     /// ([`Bounds::responses`]).
     paused: bool,
+    /// When the socket last took a byte of what waits for it (or the connection opened).
+    progressed: Instant,
 }
 
 impl Conn {
@@ -384,6 +386,7 @@ impl Engine {
             opened,
             partial_since: None,
             paused: false,
+            progressed: opened,
         });
         Some(i)
     }
@@ -428,6 +431,8 @@ impl Engine {
                 }
             } else if conn.partial_since.is_some_and(|t| now >= t + b.frame) {
                 let reason = format!("a frame half received for {:?}", b.frame);
+                self.close(c, &reason);
+            } else if let Some(reason) = stalled(conn, &b) {
                 self.close(c, &reason);
             }
         }
@@ -1272,17 +1277,13 @@ impl Engine {
                 Err(e) => break Err(format!("connection failed: {e}")),
             }
         };
+        if written > 0 {
+            conn.progressed = Instant::now();
+        }
         let backlog = conn.backlog();
-        let result = result.and_then(|()| {
-            if conn.link.is_some() && backlog > self.bounds.requests {
-                Err(format!(
-                    "the peer left {} MiB of requests unread, past the bound of {} MiB: given up, as a queue pair whose retries ran out",
-                    backlog >> 20,
-                    self.bounds.requests >> 20
-                ))
-            } else {
-                Ok(())
-            }
+        let result = result.and_then(|()| match stalled(conn, &self.bounds) {
+            Some(reason) => Err(reason),
+            None => Ok(()),
         });
         let resume = conn.paused && backlog <= self.bounds.responses / 2;
         if let Err(reason) = result {
@@ -1383,6 +1384,21 @@ impl Engine {
             });
         }
     }
+}
+
+/// Why connection `conn` (this node's own) is given up, if it is: past [`Bounds::requests`] of
+/// requests unsent, and the peer took no byte for [`Bounds::stall`].
+fn stalled(conn: &Conn, bounds: &Bounds) -> Option<String> {
+    let backlog = conn.backlog();
+    let still = conn.progressed.elapsed();
+    (conn.link.is_some() && backlog > bounds.requests && still >= bounds.stall).then(|| {
+        format!(
+            "the peer left {} MiB of requests unread, past the bound of {} MiB, and took nothing for {:?}: given up, as a queue pair whose retries ran out",
+            backlog >> 20,
+            bounds.requests >> 20,
+            still
+        )
+    })
 }
 
 /// Reconnects waiting for their queue pairs: op -> answers still due, and the worst status so

@@ -50,9 +50,10 @@
 //! - [`Nic::take_changes`] says "anything may have changed" (the default): the NIC thread writes
 //!   memory behind the process's back, exactly as a NIC does.
 //! - A node's queue towards a peer that stopped reading grows up to [`Bounds::requests`]; past
-//!   that the peer is given up, as a queue pair breaks when its retries run out (RDMA would
-//!   also fail posts to a full send queue; the model has no such error). A peer flooding
-//!   requests is not read while its responses back up ([`Bounds::responses`]).
+//!   that, once the peer has taken nothing for [`Bounds::stall`], the peer is given up, as a
+//!   queue pair breaks when its retries run out (RDMA would also fail posts to a full send
+//!   queue; the model has no such error). A peer flooding requests is not read while its
+//!   responses back up ([`Bounds::responses`]).
 
 #![allow(
     clippy::disallowed_methods,
@@ -118,9 +119,14 @@ pub struct Bounds {
     /// requests until they drain (backpressure: the peer's requests wait in its own socket).
     pub responses: usize,
     /// Unsent request bytes towards one peer's queue pair above which the node gives the peer
-    /// up (its ops fail `PeerUnreachable`), as an RDMA queue pair breaks once its retry budget
-    /// is spent on a peer that does not acknowledge. Large: a paused peer resumes long before.
+    /// up (its ops fail `PeerUnreachable`) once the peer has also taken no byte for
+    /// [`Bounds::stall`], as an RDMA queue pair breaks once its retry budget is spent on a peer
+    /// that does not acknowledge. A peer that keeps reading is never given up, however far
+    /// ahead its initiator posts (a stream of 8 MiB writes 128 deep is 1 GiB ahead).
     pub requests: usize,
+    /// How long a peer past [`Bounds::requests`] may take no byte before it is given up.
+    /// Long: a paused peer resumes long before.
+    pub stall: Duration,
     /// Connections from peers open at once (proven or not); more are closed at accept.
     pub connections: usize,
     /// Connections from peers still in their handshake at once.
@@ -138,6 +144,7 @@ impl Default for Bounds {
         Bounds {
             responses: 4 << 20,
             requests: 256 << 20,
+            stall: Duration::from_secs(10),
             connections: 4096,
             handshakes: 64,
             handshake: Duration::from_secs(5),

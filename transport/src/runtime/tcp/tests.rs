@@ -758,6 +758,7 @@ fn a_link_given_up_is_re_dialled_when_the_process_reconnects() {
         300,
         Bounds {
             requests: 1 << 20,
+            stall: Duration::ZERO,
             ..Bounds::default()
         },
     );
@@ -930,6 +931,7 @@ fn a_re_dial_refused_while_the_peer_holds_the_old_connection_is_tried_again() {
         Bounds {
             responses: 64 << 10,
             requests: 1 << 20,
+            stall: Duration::ZERO,
             ..Bounds::default()
         },
     );
@@ -952,4 +954,66 @@ fn a_re_dial_refused_while_the_peer_holds_the_old_connection_is_tried_again() {
             .any(|e| e.contains("second connection")),
         "{why}"
     );
+}
+
+/// A peer that keeps reading is never given up, however far ahead its initiator posts: 64
+/// writes of 1 MiB posted at once, 64 MiB ahead of a 4 MiB [`Bounds::requests`], all land
+/// (`bench transport --sizes 8388608` posts 1 GiB ahead and failed with the byte bound alone).
+#[test]
+fn a_peer_that_keeps_reading_is_not_given_up_however_far_ahead_the_posts_are() {
+    use crate::Status;
+    const MIB: usize = 1 << 20;
+    #[derive(Default)]
+    struct Ahead {
+        posted: bool,
+        target: bool,
+        done: u32,
+        failed: Option<Status>,
+    }
+    impl<N: Nic> Process<N> for Ahead {
+        fn regions(&self) -> Vec<RegionSpec> {
+            vec![RegionSpec::new(MIB).with_default(Access::Write)]
+        }
+        fn poll(&mut self, nic: &mut N) -> Progress {
+            if nic.id() == ProcessId(1) {
+                self.target = true;
+                return Progress::worked(false);
+            }
+            if !self.posted {
+                let payload = bytes::Bytes::from(vec![3u8; MIB]);
+                for _ in 0..64 {
+                    let dst = RemoteAddr::new(ProcessId(1), RegionId(0), 0);
+                    let op = crate::Op::Write {
+                        dst,
+                        data: crate::Data::Bytes(payload.clone()),
+                        imm: None,
+                        flags: WriteFlags::SIGNALED,
+                    };
+                    nic.post(op).unwrap();
+                }
+                self.posted = true;
+            }
+            while let Some(c) = nic.poll_completion() {
+                match c.status {
+                    Status::Success => self.done += 1,
+                    s => self.failed = Some(s),
+                }
+            }
+            Progress::worked(false)
+        }
+        fn done(&self) -> bool {
+            self.target || self.done == 64 || self.failed.is_some()
+        }
+    }
+    let cfg = bounded(Bounds {
+        requests: 4 * MIB,
+        ..Bounds::default()
+    });
+    let run = TcpRuntime::new(cfg, vec![Ahead::default(), Ahead::default()])
+        .unwrap()
+        .run(Duration::from_secs(60));
+    let p0 = &run.processes[0];
+    let why = format!("{:?} {:?}", run.stops, run.events);
+    assert_eq!(p0.failed, None, "{why}");
+    assert_eq!(p0.done, 64, "{why}");
 }
