@@ -743,7 +743,7 @@ impl Engine {
             self.links[l].state = LinkState::Admitting;
             let op = WireOp::Reconnect;
             let kind = OpKind::Reconnect;
-            self.send_request(l, ADMISSION, kind, false, true, None, op);
+            self.send_request(l, Piece::whole(ADMISSION, kind, false), op);
             return Ok(());
         }
         self.up(l);
@@ -970,15 +970,8 @@ impl Engine {
                 self.links[l].sq.reconnect();
                 match self.links[l].state {
                     LinkState::Ready => {
-                        self.send_request(
-                            l,
-                            wr,
-                            OpKind::Reconnect,
-                            false,
-                            true,
-                            None,
-                            WireOp::Reconnect,
-                        );
+                        let piece = Piece::whole(wr, OpKind::Reconnect, false);
+                        self.send_request(l, piece, WireOp::Reconnect);
                         due += 1;
                     }
                     LinkState::Down => {
@@ -1048,6 +1041,12 @@ impl Engine {
         }
         let kind = op.kind();
         let signaled = op.signaled();
+        // A request of this op: its last one carries the op's success.
+        let request = |last, tag| Piece {
+            last,
+            tag,
+            ..Piece::whole(wr, kind, signaled)
+        };
         match op {
             Op::Write { dst, data, imm, .. } => {
                 let len = data.len();
@@ -1058,7 +1057,7 @@ impl Engine {
                     if let (Data::Bytes(b), true) = (&data, n >= SHARE_AT_LEAST) {
                         let imm = if last { imm } else { None };
                         let payload = b.slice(at..at + n);
-                        self.send_shared_write(l, wr, kind, signaled, last, dst, at, payload, imm);
+                        self.send_shared_write(l, request(last, None), dst, at, payload, imm);
                         at += n;
                         if last {
                             break;
@@ -1081,7 +1080,7 @@ impl Engine {
                         data: bytes,
                         imm: if last { imm } else { None },
                     };
-                    self.send_request(l, wr, kind, signaled, last, None, op);
+                    self.send_request(l, request(last, None), op);
                     self.chunk = chunk;
                     at += n;
                     if last {
@@ -1099,7 +1098,7 @@ impl Engine {
                         offset: (src.offset + at) as u64,
                         len: n as u32,
                     };
-                    self.send_request(l, wr, kind, signaled, last, Some((into.add(at), n)), op);
+                    self.send_request(l, request(last, Some((into.add(at), n))), op);
                     at += n;
                     if last {
                         break;
@@ -1113,7 +1112,7 @@ impl Engine {
                     expect,
                     swap,
                 };
-                self.send_request(l, wr, kind, signaled, true, None, op);
+                self.send_request(l, request(true, None), op);
             }
             Op::FetchAdd { dst, add } => {
                 let op = WireOp::FetchAdd {
@@ -1121,41 +1120,17 @@ impl Engine {
                     offset: dst.offset as u64,
                     add,
                 };
-                self.send_request(l, wr, kind, signaled, true, None, op);
+                self.send_request(l, request(true, None), op);
             }
             Op::Send { data, .. } => {
-                self.send_request(
-                    l,
-                    wr,
-                    kind,
-                    signaled,
-                    true,
-                    None,
-                    WireOp::Send { data: &data },
-                );
+                self.send_request(l, request(true, None), WireOp::Send { data: &data });
             }
             Op::SetAccess { .. } | Op::Reconnect { .. } => unreachable!("handled by the caller"),
         }
     }
 
-    /// Numbers the next request of link `l` and records it as outstanding.
-    fn track(
-        &mut self,
-        l: usize,
-        wr: WrId,
-        kind: OpKind,
-        signaled: bool,
-        last: bool,
-        read_into: ReadInto,
-    ) -> u64 {
-        let piece = Piece {
-            op: wr,
-            kind,
-            last,
-            wants: signaled,
-            epoch: 0,
-            tag: read_into,
-        };
+    /// Numbers request `piece` of link `l` and records it as outstanding.
+    fn track(&mut self, l: usize, piece: Piece<ReadInto>) -> u64 {
         let (seq, _) = self.links[l]
             .sq
             .admit(piece)
@@ -1163,21 +1138,9 @@ impl Engine {
         seq
     }
 
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "one request's bookkeeping, named at its callers"
-    )]
-    fn send_request(
-        &mut self,
-        l: usize,
-        wr: WrId,
-        kind: OpKind,
-        signaled: bool,
-        last: bool,
-        read_into: ReadInto,
-        op: WireOp<'_>,
-    ) {
-        let seq = self.track(l, wr, kind, signaled, last, read_into);
+    /// Sends request `piece` of link `l`, `op` on the wire.
+    fn send_request(&mut self, l: usize, piece: Piece<ReadInto>, op: WireOp<'_>) {
+        let seq = self.track(l, piece);
         let c = self.links[l].conn.expect("a ready link has its connection");
         let conn = self.conns[c].as_mut().expect("live");
         conn.out
@@ -1186,23 +1149,16 @@ impl Engine {
 
     /// [`Engine::send_request`] for a write chunk whose payload is queued where the process
     /// put it rather than copied into the frame.
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "one request's bookkeeping, named at its caller"
-    )]
     fn send_shared_write(
         &mut self,
         l: usize,
-        wr: WrId,
-        kind: OpKind,
-        signaled: bool,
-        last: bool,
+        piece: Piece<ReadInto>,
         dst: crate::RemoteAddr,
         at: usize,
         payload: bytes::Bytes,
         imm: Option<u32>,
     ) {
-        let seq = self.track(l, wr, kind, signaled, last, None);
+        let seq = self.track(l, piece);
         let link = &self.links[l];
         let c = link.conn.expect("a ready link has its connection");
         let out = &mut self.conns[c].as_mut().expect("live").out;
