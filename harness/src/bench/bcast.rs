@@ -1,9 +1,10 @@
 //! `harness bench bcast`: RDMC over the tcp runtime held against Open MPI's `MPI_Bcast` over
 //! TCP, the same sizes and process counts, on this host, in one run.
 //!
-//! Both count a broadcast from its start until every receiver has the bytes. RDMC runs one
-//! message per run (its members are node processes, so each run pays their start, outside the
-//! timed part). MPI runs `scripts/mpi_bcast.c` (compiled here with `mpicc`), forced onto its
+//! Both count a broadcast from its start until every receiver has the bytes, from a message
+//! already in the root's memory (MPI's buffer is filled before the first barrier; RDMC's root
+//! makes its message's bytes before the run starts). RDMC runs one message per run (its members
+//! are node processes, so each run pays their start, outside the timed part). MPI runs `scripts/mpi_bcast.c` (compiled here with `mpicc`), forced onto its
 //! TCP transport over loopback (`--mca btl tcp,self`): left alone it would use shared memory,
 //! which is not what RDMC's tcp runtime competes with.
 

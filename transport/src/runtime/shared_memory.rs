@@ -44,6 +44,10 @@ impl std::ops::Deref for SharedRegion {
     }
 }
 
+/// The smallest page size of the platforms we run on: touching one word in each is enough to
+/// make a whole region resident.
+const PAGE: usize = 4096;
+
 /// A region's bytes as 8-byte atomic words: what a process and its NIC (a thread of the
 /// runtime, or real hardware writing by DMA) share. Every word access is atomic, so no word
 /// tears; a longer write lands word by word in ascending address order.
@@ -53,13 +57,19 @@ pub struct Words {
 }
 
 impl Words {
-    /// `len` bytes of zeros (rounded up to whole words, at least one).
+    /// `len` bytes of zeros (rounded up to whole words, at least one), resident from the start.
     pub fn new(len: usize) -> Words {
-        Words {
-            words: (0..len.div_ceil(8).max(1))
-                .map(|_| AtomicU64::new(0))
-                .collect(),
+        let words: Box<[AtomicU64]> = (0..len.div_ceil(8).max(1))
+            .map(|_| AtomicU64::new(0))
+            .collect();
+        // The allocator hands out zeroed pages the kernel maps on first touch; touch every page
+        // now, as registering memory with an RDMA NIC pins it, so the first write a peer makes
+        // does not pay a page fault per 4 KiB on the data path (a fresh 16 MiB receive buffer
+        // took 3x as long to fill as a warm one).
+        for word in words.iter().step_by(PAGE / 8) {
+            word.store(0, Ordering::Relaxed);
         }
+        Words { words }
     }
 
     /// The address of the first byte (stable for the memory's lifetime), for a NIC to register.
@@ -220,5 +230,50 @@ mod tests {
             r.read(offset, &mut part);
             prop_assert_eq!(part, data);
         }
+    }
+
+    /// Resident bytes of the mapping holding `addr` (Linux `/proc/self/smaps`).
+    #[cfg(target_os = "linux")]
+    fn resident(addr: usize) -> Option<usize> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let mut inside = false;
+        for line in smaps.lines() {
+            if let Some((range, _)) = line.split_once(' ') {
+                if let Some((lo, hi)) = range.split_once('-') {
+                    if let (Ok(lo), Ok(hi)) =
+                        (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+                    {
+                        inside = (lo..hi).contains(&addr);
+                        continue;
+                    }
+                }
+            }
+            if inside {
+                if let Some(kb) = line.strip_prefix("Rss:") {
+                    let kb: usize = kb.trim().trim_end_matches("kB").trim().parse().ok()?;
+                    return Some(kb * 1024);
+                }
+            }
+        }
+        None
+    }
+
+    /// A region is resident as soon as it exists (as registered RDMA memory is pinned), so a
+    /// peer's first write does not fault in a page per 4 KiB on the data path.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_new_region_is_resident_before_anything_is_written() {
+        let len = 64 << 20;
+        let words = Words::new(len);
+        let rss = resident(words.addr()).expect("the region's mapping is in smaps");
+        assert!(
+            rss >= len,
+            "only {} of the region's {} MiB are resident",
+            rss >> 20,
+            len >> 20
+        );
+        let mut first = [0xFFu8; 8];
+        words.read(len - 8, &mut first);
+        assert_eq!(first, [0; 8], "a new region reads as zeros");
     }
 }

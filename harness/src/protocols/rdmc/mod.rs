@@ -319,41 +319,65 @@ impl BulkSpec {
             self.runtime,
             Where::Local { .. } | Where::Tcp | Where::Verbs
         ) {
+            // Every receive buffer, and every root's messages (made before the run).
             let buffers = self.nodes * self.senders * self.size;
-            if buffers > 4 << 30 {
+            let messages = self.senders * self.messages * self.size;
+            if buffers + messages > 8 << 30 {
                 return Err(format!(
-                    "the {} runtime allocates every receive buffer: {} nodes x {} groups x {} bytes = {} MiB; use --runtime sim (synthetic payloads), fewer nodes or a smaller --size",
+                    "the {} runtime allocates every receive buffer and every message a root sends: {} nodes x {} groups x {} bytes + {} messages x {} groups x {} bytes = {} MiB; use --runtime sim (synthetic payloads), fewer nodes or messages, or a smaller --size",
                     self.runtime.name(),
                     self.nodes,
                     self.senders,
                     self.size,
-                    buffers >> 20
+                    self.messages,
+                    self.senders,
+                    self.size,
+                    (buffers + messages) >> 20
                 ));
             }
         }
         Ok(())
     }
 
+    /// The content of every message of every group, by (group, sequence number).
+    fn expected(&self) -> Arc<BTreeMap<(u32, u64), Synthetic>> {
+        Arc::new(
+            (0..self.senders as u32)
+                .flat_map(|g| (0..self.messages as u64).map(move |m| (g, m)))
+                .map(|(g, m)| ((g, m), payload(self.seed, g, m, self.size)))
+                .collect(),
+        )
+    }
+
+    /// Every member, its messages queued.
     fn members(&self) -> Result<Vec<Member>, String> {
-        let groups = self.groups();
-        let expected: BTreeMap<(u32, u64), Synthetic> = (0..self.senders as u32)
-            .flat_map(|g| (0..self.messages as u64).map(move |m| (g, m)))
-            .map(|(g, m)| ((g, m), payload(self.seed, g, m, self.size)))
-            .collect();
-        let expected = Arc::new(expected);
-        (0..self.nodes)
-            .map(|p| {
-                let me = ProcessId(p as u32);
-                let mut node = RdmcNode::new(me, &groups, PROBE).map_err(|e| e.to_string())?;
-                if p < self.senders {
-                    for m in 0..self.messages as u64 {
-                        node.send_message(p as u32, expected[&(p as u32, m)])
-                            .map_err(|e| e.to_string())?;
-                    }
-                }
-                Ok(Member::new(node, me, expected.clone()))
-            })
-            .collect()
+        let expected = self.expected();
+        (0..self.nodes).map(|p| self.member(p, &expected)).collect()
+    }
+
+    /// Member `p`, its messages queued if it is a root. On a real runtime a root's messages
+    /// are bytes in its memory before the run starts, as an application's (and MPI's
+    /// benchmark's) buffer is before it broadcasts: generating them is not part of the
+    /// transfer. On the simulator they stay synthetic descriptors.
+    fn member(
+        &self,
+        p: usize,
+        expected: &Arc<BTreeMap<(u32, u64), Synthetic>>,
+    ) -> Result<Member, String> {
+        let me = ProcessId(p as u32);
+        let mut node = RdmcNode::new(me, &self.groups(), PROBE).map_err(|e| e.to_string())?;
+        if p < self.senders {
+            for m in 0..self.messages as u64 {
+                let message = expected[&(p as u32, m)];
+                let data = match self.runtime {
+                    Where::Sim => Data::Synthetic(message),
+                    _ => Data::Bytes(message.to_vec().into()),
+                };
+                node.send_message(p as u32, data)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        Ok(Member::new(node, me, expected.clone()))
     }
 
     /// The CSV row of this experiment's result `r`.
@@ -542,17 +566,21 @@ impl BulkSpec {
         id: usize,
         report: &std::path::Path,
     ) -> Result<(), String> {
-        let members = self.members()?;
-        let specs: Vec<_> = members
-            .iter()
-            .map(Process::<transport::runtime::tcp::TcpNic>::regions)
-            .collect();
-        let Some(member) = members.into_iter().nth(id) else {
+        if id >= self.nodes {
             return Err(format!(
                 "--id {id}: the group has members 0..{}",
-                specs.len()
+                self.nodes
             ));
-        };
+        }
+        // Every member's regions (the region table), but only this node's messages.
+        let specs: Vec<_> = (0..self.nodes)
+            .map(|p| {
+                RdmcNode::new(ProcessId(p as u32), &self.groups(), PROBE)
+                    .map(|n| Process::<transport::runtime::tcp::TcpNic>::regions(&n))
+                    .map_err(|e| e.to_string())
+            })
+            .collect::<Result<_, _>>()?;
+        let member = self.member(id, &self.expected())?;
         let run = crate::cluster::run_as_node(
             cluster,
             id,
