@@ -24,8 +24,8 @@
 
 pub mod nic_thread;
 
-use super::shared_memory::{SharedMemory, SharedRegion};
-use crate::nic::{validate, Completion, Nic, NicLimits, Op, OpError, Qp, Recv, Status, WrId};
+use super::shared_memory::{Recycled, SharedMemory, SharedRegion};
+use crate::nic::{validate, Completion, Data, Nic, NicLimits, Op, OpError, Qp, Recv, Status, WrId};
 use crate::process::{Process, ProcessId};
 use crate::queue_pair::QpState;
 use crate::region::{Access, LocalAddr, RegionTable};
@@ -188,6 +188,8 @@ pub struct LocalNic {
     cq: VecDeque<Completion>,
     /// Per peer, its queue pairs' states ([`Qp::COUNT`] each), for synchronous execution.
     qps: Vec<QpState>,
+    /// Buffers [`Nic::read_data`] copies into, recycled.
+    recycled: Recycled,
 }
 
 impl fmt::Debug for LocalNic {
@@ -234,6 +236,10 @@ impl Nic for LocalNic {
 
     fn read_local(&self, at: LocalAddr, buf: &mut [u8]) -> Result<(), OpError> {
         self.read_shared(at, buf)
+    }
+
+    fn read_data(&self, at: LocalAddr, len: usize) -> Result<Data, OpError> {
+        self.read_data_shared(at, len, &self.recycled)
     }
 
     fn write_local(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
@@ -660,6 +666,7 @@ impl<P: Process<LocalNic> + Send> LocalRuntime<P> {
                 next_wr: 0,
                 cq: VecDeque::new(),
                 qps: vec![QpState::default(); n * Qp::COUNT],
+                recycled: Recycled::default(),
             };
             groups[i % k].push((i, p, nic));
         }

@@ -68,11 +68,11 @@ pub use auth::{Secret, MIN_SECRET};
 pub mod faults;
 pub mod wire;
 
-use crate::nic::{validate, Completion, Nic, NicLimits, Op, OpError, Recv, WrId};
+use crate::nic::{validate, Completion, Data, Nic, NicLimits, Op, OpError, Recv, WrId};
 use crate::process::{Process, ProcessId};
 use crate::region::{LocalAddr, RegionSpec, RegionTable};
 use crate::rng::{Purpose, Rng};
-use crate::runtime::shared_memory::{SharedMemory, SharedRegion};
+use crate::runtime::shared_memory::{Recycled, SharedMemory, SharedRegion};
 use crate::time::Nanos;
 use std::collections::VecDeque;
 use std::fmt;
@@ -321,6 +321,8 @@ pub struct TcpNic {
     /// Ops were posted since the NIC thread was last woken: the protocol thread rings the
     /// doorbell once after its poll, so a burst of posts costs one wake-up, not one each.
     doorbell: bool,
+    /// Buffers [`Nic::read_data`] copies into, recycled.
+    recycled: Recycled,
 }
 
 impl fmt::Debug for TcpNic {
@@ -362,6 +364,10 @@ impl Nic for TcpNic {
 
     fn read_local(&self, at: LocalAddr, buf: &mut [u8]) -> Result<(), OpError> {
         self.read_shared(at, buf)
+    }
+
+    fn read_data(&self, at: LocalAddr, len: usize) -> Result<Data, OpError> {
+        self.read_data_shared(at, len, &self.recycled)
     }
 
     fn write_local(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
@@ -586,6 +592,7 @@ fn drive<P: Process<TcpNic>>(
             next_wr: 0,
             doorbell: false,
             start,
+            recycled: Recycled::default(),
         };
         let stop = run_process(&mut process, &mut nic, spin_polls, limit, together);
         if let Some(s) = together
