@@ -101,7 +101,7 @@ pub(crate) struct NodeEntry {
 
 impl ClusterFile {
     /// Reads and checks a cluster file as a whole: at least one node, addresses that resolve,
-    /// none twice and none at port 0, a secret long enough if it has one, a time zero not far
+    /// none twice and none (nor a `listen`) at port 0, a secret long enough if it has one, a time zero not far
     /// in the future. The file is read up to [`transport::input::MAX_INPUT`] bytes.
     pub(crate) fn load(path: &Path) -> Result<ClusterFile, String> {
         let text = transport::input::read_capped(path)?;
@@ -131,7 +131,14 @@ impl ClusterFile {
         }
         for (i, n) in self.nodes.iter().enumerate() {
             if let Some(l) = &n.listen {
-                resolve(l).map_err(|e| format!("node {i}: listen {e}"))?;
+                let bind = resolve(l).map_err(|e| format!("node {i}: listen {e}"))?;
+                // Peers dial `addr`: a node bound to a port the kernel picks is never found.
+                if bind.port() == 0 {
+                    return Err(format!(
+                        "node {i}: listen `{l}` has port 0; bind the port peers dial at `{}`",
+                        n.addr
+                    ));
+                }
             }
         }
         if let Some(s) = &self.secret {
@@ -1289,6 +1296,12 @@ mod tests {
         let mut zero = c.clone();
         zero.nodes[1].addr = "127.0.0.1:0".into();
         assert!(zero.check().unwrap_err().contains("port 0"));
+        let mut any_port = c.clone();
+        any_port.nodes[1].listen = Some("127.0.0.1:0".into());
+        assert!(any_port
+            .check()
+            .unwrap_err()
+            .contains("listen `127.0.0.1:0` has port 0"));
         let mut short = c.clone();
         short.secret = Some("s3cret".into());
         assert!(short.check().unwrap_err().contains("fewer than the 16"));
