@@ -285,11 +285,46 @@ fn write_rows<T: Serialize>(path: &Path, rows: &[T]) -> Result<(), LogError> {
     })
 }
 
+/// The longest line a log file may have: its rows are a few numbers and a destination list
+/// (thousands of groups fit many times over).
+const MAX_LINE: usize = 1 << 20;
+
+/// A reader that fails on a line longer than [`MAX_LINE`], so a file that is not a log (a
+/// device, a binary) is refused instead of read into memory as one endless row.
+struct LineCapped<R> {
+    inner: R,
+    since_newline: usize,
+}
+
+impl<R: std::io::Read> std::io::Read for LineCapped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        for &b in &buf[..n] {
+            self.since_newline = if b == b'\n' {
+                0
+            } else {
+                self.since_newline + 1
+            };
+            if self.since_newline > MAX_LINE {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("a line longer than {MAX_LINE} bytes: not a delivery log"),
+                ));
+            }
+        }
+        Ok(n)
+    }
+}
+
 fn read_rows<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<(u64, T)>, LogError> {
-    let mut r = csv::Reader::from_path(path).map_err(|e| LogError::Io {
+    let file = std::fs::File::open(path).map_err(|e| LogError::Io {
         path: path.display().to_string(),
         error: e.to_string(),
     })?;
+    let mut r = csv::Reader::from_reader(LineCapped {
+        inner: std::io::BufReader::new(file),
+        since_newline: 0,
+    });
     let mut out = Vec::new();
     for row in r.deserialize::<T>() {
         let row = row.map_err(|e| LogError::Row {
@@ -305,6 +340,21 @@ fn read_rows<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<(u64, T)>,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file with an endless line (`/dev/zero`, a binary) is refused, not read into memory.
+    #[test]
+    fn a_line_longer_than_any_log_row_is_refused() {
+        let dir = std::env::temp_dir().join(format!("log-line-cap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("deliveries.csv");
+        let mut text = b"process,group\n".to_vec();
+        text.extend(std::iter::repeat_n(b'0', MAX_LINE + 1));
+        std::fs::write(&path, &text).unwrap();
+        let e = read_rows::<ProcessRow>(&path).err().map(|e| e.to_string());
+        std::fs::remove_dir_all(&dir).unwrap();
+        let e = e.expect("refused");
+        assert!(e.contains("a line longer than 1048576 bytes"), "{e}");
+    }
 
     #[test]
     fn csv_round_trip_keeps_everything() {
