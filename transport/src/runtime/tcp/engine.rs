@@ -447,13 +447,30 @@ impl Engine {
                         accepted.fold((0, 0), |(o, g), c| (o + 1, g + usize::from(!c.proven())));
                     let refuse = if open >= self.bounds.connections {
                         Some(format!("{open} connections open, the most allowed"))
-                    } else if greeting >= self.bounds.handshakes {
-                        Some(format!(
-                            "{greeting} handshakes in progress, the most allowed"
-                        ))
                     } else {
                         None
                     };
+                    if refuse.is_none() && greeting >= self.bounds.handshakes {
+                        // The oldest unproven connection makes room: refusing the newest
+                        // instead let anyone holding `handshakes` idle sockets lock every
+                        // peer out until the handshake deadline, again and again. A peer
+                        // that holds the secret proves itself within a round trip, so it is
+                        // never the oldest for long.
+                        let oldest = self
+                            .conns
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(i, c)| c.as_ref().map(|c| (i, c)))
+                            .filter(|(_, c)| c.link.is_none() && !c.proven())
+                            .min_by_key(|(_, c)| c.opened)
+                            .map(|(i, _)| i);
+                        if let Some(c) = oldest {
+                            let why = format!(
+                                "evicted: {greeting} handshakes in progress, the most allowed, and a newer connection came"
+                            );
+                            self.close(c, &why);
+                        }
+                    }
                     match refuse {
                         // Dropping the stream closes it: the peer sees the refusal at once.
                         Some(why) => self.shared.log(format!(

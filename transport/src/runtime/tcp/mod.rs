@@ -129,7 +129,7 @@ pub struct Bounds {
     pub stall: Duration,
     /// Connections from peers open at once (proven or not); more are closed at accept.
     pub connections: usize,
-    /// Connections from peers still in their handshake at once.
+    /// Connections from peers still in their handshake at once; a newer one closes the oldest.
     pub handshakes: usize,
     /// From accept (or connect) to a proven connection.
     pub handshake: Duration,

@@ -522,8 +522,8 @@ fn writes_are_acknowledged_together_and_reads_one_by_one() {
     });
 }
 
-/// Connections that never say anything: past the cap on handshakes in progress they are
-/// closed at accept, and the rest when the handshake's deadline passes.
+/// Connections that never say anything: past the cap on handshakes in progress the oldest are
+/// closed as newer ones come, and the rest when the handshake's deadline passes.
 #[test]
 fn idle_connections_are_capped_and_timed_out() {
     let cfg = bounded(Bounds {
@@ -548,6 +548,7 @@ fn idle_connections_are_capped_and_timed_out() {
                 }
             }
         };
+        // The oldest make room for the newer ones: at most 8 are left waiting.
         let refused = idle
             .iter_mut()
             .map(|s| closed(s, 50))
@@ -555,7 +556,7 @@ fn idle_connections_are_capped_and_timed_out() {
             .count();
         assert!(
             refused >= 30 - 8,
-            "only {refused} of 30 idle connections refused at once"
+            "only {refused} of 30 idle connections closed at once"
         );
         std::thread::sleep(Duration::from_millis(500));
         let all = idle
@@ -565,12 +566,41 @@ fn idle_connections_are_capped_and_timed_out() {
             .count();
         assert_eq!(all, 30, "idle connections outlived the handshake deadline");
     });
-    for reason in ["refused at accept", "no finished handshake within"] {
+    for reason in [
+        "evicted: 8 handshakes in progress",
+        "no finished handshake within",
+    ] {
         assert!(
             events.iter().any(|e| e.contains(reason)),
             "{reason:?} not in {events:?}"
         );
     }
+}
+
+/// An outsider holding every handshake slot with idle sockets (it needs no secret for that)
+/// does not lock a peer out: the peer's connection evicts the oldest idle one and proves
+/// itself. Refusing the newest connection instead kept real nodes out of a run for as long as
+/// the outsider kept its sockets open.
+#[test]
+fn idle_sockets_holding_every_handshake_slot_do_not_lock_a_peer_out() {
+    let cfg = bounded(Bounds {
+        handshakes: 8,
+        handshake: Duration::from_secs(30),
+        ..Bounds::default()
+    });
+    let (_, events) = against_node_0(cfg, |addr, table, secret| {
+        std::thread::sleep(Duration::from_millis(100));
+        let idle: Vec<TcpStream> = (0..8).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        std::thread::sleep(Duration::from_millis(100));
+        let mut raw = RawPeer::connect(addr).unwrap();
+        let welcome = as_p1(&mut raw, table, secret);
+        assert!(matches!(welcome, Frame::Welcome(_)), "{welcome:?}");
+        drop(idle);
+    });
+    assert!(
+        events.iter().any(|e| e.contains("evicted")),
+        "no eviction in {events:?}"
+    );
 }
 
 /// A proven peer that sends half a frame and stalls is closed when the frame's deadline passes.
