@@ -325,6 +325,12 @@ fn read_rows<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<(u64, T)>,
         inner: std::io::BufReader::new(file),
         since_newline: 0,
     });
+    // Read the header here: a failure while `deserialize` reads it ends the rows silently.
+    r.headers().map_err(|e| LogError::Row {
+        path: path.display().to_string(),
+        line: 1,
+        message: e.to_string(),
+    })?;
     let mut out = Vec::new();
     for row in r.deserialize::<T>() {
         let row = row.map_err(|e| LogError::Row {
@@ -347,13 +353,17 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("log-line-cap-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("deliveries.csv");
-        let mut text = b"process,group\n".to_vec();
-        text.extend(std::iter::repeat_n(b'0', MAX_LINE + 1));
-        std::fs::write(&path, &text).unwrap();
-        let e = read_rows::<ProcessRow>(&path).err().map(|e| e.to_string());
+        let endless = || std::iter::repeat_n(b'0', MAX_LINE + 1);
+        // In a row, and in the header (where a failure once ended the rows silently).
+        let mut row = b"process,group\n".to_vec();
+        row.extend(endless());
+        for text in [row, endless().collect()] {
+            std::fs::write(&path, &text).unwrap();
+            let e = read_rows::<ProcessRow>(&path).err().map(|e| e.to_string());
+            let e = e.expect("refused");
+            assert!(e.contains("a line longer than 1048576 bytes"), "{e}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
-        let e = e.expect("refused");
-        assert!(e.contains("a line longer than 1048576 bytes"), "{e}");
     }
 
     #[test]
