@@ -361,8 +361,10 @@ impl BulkSpec {
 
     /// Every member, its messages queued.
     fn members(&self) -> Result<Vec<Member>, String> {
-        let expected = self.expected();
-        (0..self.nodes).map(|p| self.member(p, &expected)).collect()
+        let (groups, expected) = (self.groups(), self.expected());
+        (0..self.nodes)
+            .map(|p| self.member(p, &groups, &expected))
+            .collect()
     }
 
     /// Member `p`, its messages queued if it is a root. On a real runtime a root's messages
@@ -372,10 +374,11 @@ impl BulkSpec {
     fn member(
         &self,
         p: usize,
+        groups: &[GroupConfig],
         expected: &Arc<BTreeMap<(u32, u64), Synthetic>>,
     ) -> Result<Member, String> {
         let me = ProcessId(p as u32);
-        let mut node = RdmcNode::new(me, &self.groups(), PROBE).map_err(|e| e.to_string())?;
+        let mut node = RdmcNode::new(me, groups, PROBE).map_err(|e| e.to_string())?;
         if p < self.senders {
             for m in 0..self.messages as u64 {
                 let message = expected[&(p as u32, m)];
@@ -583,14 +586,15 @@ impl BulkSpec {
             ));
         }
         // Every member's regions (the region table), but only this node's messages.
+        let groups = self.groups();
         let specs: Vec<_> = (0..self.nodes)
             .map(|p| {
-                RdmcNode::new(ProcessId(p as u32), &self.groups(), PROBE)
+                RdmcNode::new(ProcessId(p as u32), &groups, PROBE)
                     .map(|n| Process::<transport::runtime::tcp::TcpNic>::regions(&n))
                     .map_err(|e| e.to_string())
             })
             .collect::<Result<_, _>>()?;
-        let member = self.member(id, &self.expected())?;
+        let member = self.member(id, &groups, &self.expected())?;
         let run = crate::cluster::run_as_node(
             cluster,
             id,
