@@ -497,7 +497,8 @@ struct BcastArgs {
     /// Message sizes, comma-separated, with units (KB, MB, GB).
     #[arg(long, value_delimiter = ',', value_parser = experiment::parse_bytes, default_value = "1MB,16MB,256MB")]
     sizes: Vec<usize>,
-    /// Broadcasts per point, for each system (RDMC: one run each).
+    /// Timed broadcasts per point, for each system, after one untimed warm-up broadcast (RDMC:
+    /// all in one run).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
     repeat: u64,
     /// RDMC's algorithm.
