@@ -587,7 +587,11 @@ impl Engine {
                 conn.phase = Phase::Greeting;
                 continue;
             }
-            match wire::decode(&rbuf.data()[at..]) {
+            let max = match conn.phase {
+                Phase::Ready => wire::MAX_FRAME,
+                _ => wire::MAX_GREETING,
+            };
+            match wire::decode_within(&rbuf.data()[at..], max) {
                 Ok(None) => break Ok(()),
                 Err(e) => break Err(e.to_string()),
                 Ok(Some((frame, used))) => {
@@ -1324,6 +1328,11 @@ impl Engine {
         let p = self.links[l].peer;
         self.shared
             .log(format!("{}: link to {p} given up: {reason}", self.me()));
+        self.shared
+            .given_up
+            .lock()
+            .expect("given-up lock")
+            .push((p, reason.to_string()));
         self.link_down(l);
     }
 

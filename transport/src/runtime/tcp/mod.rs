@@ -197,6 +197,8 @@ struct NodeShared {
     /// The node's time zero, once its process starts (the fault layer times faults from it).
     zero: OnceLock<Instant>,
     events: Mutex<Vec<String>>,
+    /// Links given up on, and why (also among `events`).
+    given_up: Mutex<Vec<(ProcessId, String)>>,
     verbose: bool,
 }
 
@@ -439,6 +441,9 @@ pub struct NodeRun<P> {
     pub stop: TcpStop,
     /// Connection events: every closed connection and its reason.
     pub events: Vec<String>,
+    /// The peers whose links this node gave up on (they did not answer within the connect
+    /// timeout, stopped taking what it sent, or refused a re-dial), and why: the run lost them.
+    pub given_up: Vec<(ProcessId, String)>,
     /// The node's clock at the end of the run (from the end of the bootstrap, or from
     /// [`TcpConfig::start_at`]).
     pub elapsed: Duration,
@@ -517,6 +522,7 @@ fn node_shared(s: &NodeSpec<'_>) -> Arc<NodeShared> {
         ready_signal: (Mutex::new(false), Condvar::new()),
         zero: OnceLock::new(),
         events: Mutex::new(Vec::new()),
+        given_up: Mutex::new(Vec::new()),
         verbose: s.cfg.verbose,
     })
 }
@@ -612,6 +618,7 @@ fn drive<P: Process<TcpNic>>(
             process,
             stop,
             events: shared.events.lock().expect("events lock").clone(),
+            given_up: shared.given_up.lock().expect("given-up lock").clone(),
             elapsed: nic.start.elapsed(),
             nic,
         })

@@ -200,6 +200,23 @@ fn hostile_bytes_close_the_connection_with_a_reason() {
         events.iter().any(|e| e.contains("exceeds the limit")),
         "{events:?}"
     );
+    // Before its proof, a peer announcing a frame a proven peer could send (a chunk) is
+    // refused on its length, without the node buffering a byte of it.
+    let (_, events) = against_node_0(TcpConfig::default(), |addr, _, _| {
+        let mut raw = RawPeer::connect(addr).unwrap();
+        raw.stream.write_all(&wire::preamble()).unwrap();
+        raw.stream
+            .write_all(&(wire::CHUNK as u32).to_le_bytes())
+            .unwrap();
+        let mut sink = Vec::new();
+        let _ = raw.stream.read_to_end(&mut sink);
+    });
+    let limit = format!(
+        "frame of {} bytes exceeds the limit of {}",
+        wire::CHUNK,
+        wire::MAX_GREETING
+    );
+    assert!(events.iter().any(|e| e.contains(&limit)), "{events:?}");
     // Requests before the handshake finished.
     let (_, events) = against_node_0(TcpConfig::default(), |addr, _, _| {
         let mut raw = RawPeer::connect(addr).unwrap();

@@ -41,6 +41,11 @@ pub const CHUNK: usize = 1 << 20;
 /// The largest frame body accepted: a [`CHUNK`] of payload and its header, with room to spare.
 pub const MAX_FRAME: usize = CHUNK + 4096;
 
+/// The largest frame a peer may send before it has proven itself (a hello and its proof carry
+/// a node's region lengths, a nonce and a tag): an unknown peer cannot make a node buffer a
+/// chunk's worth for it.
+pub const MAX_GREETING: usize = 64 << 10;
+
 /// The preamble this version sends.
 pub fn preamble() -> [u8; PREAMBLE_LEN] {
     let mut p = [0; PREAMBLE_LEN];
@@ -75,11 +80,13 @@ pub enum WireError {
         /// The peer's version.
         theirs: u16,
     },
-    /// A frame announced more bytes than any frame may have.
-    #[error("frame of {len} bytes exceeds the limit of {MAX_FRAME}")]
+    /// A frame announced more bytes than a frame may have here.
+    #[error("frame of {len} bytes exceeds the limit of {max}")]
     TooLarge {
         /// The announced length.
         len: usize,
+        /// The limit: [`MAX_FRAME`], or [`MAX_GREETING`] before the peer proved itself.
+        max: usize,
     },
     /// The body did not decode.
     #[error("malformed frame: {0}")]
@@ -291,11 +298,18 @@ pub fn encode_write_around(
 /// Takes the next whole frame off the front of `buf`: `Ok(None)` if more bytes are needed,
 /// else the frame and how many bytes it used.
 pub fn decode(buf: &[u8]) -> Result<Option<(Frame<'_>, usize)>, WireError> {
+    decode_within(buf, MAX_FRAME)
+}
+
+/// [`decode`] with frames limited to `max` bytes (at most [`MAX_FRAME`]), refused as soon as
+/// their length is read.
+pub fn decode_within(buf: &[u8], max: usize) -> Result<Option<(Frame<'_>, usize)>, WireError> {
     use bincode::Options;
-    let body = match frame_body(buf, MAX_FRAME) {
+    let max = max.min(MAX_FRAME);
+    let body = match frame_body(buf, max) {
         Ok(Some(body)) => body,
         Ok(None) => return Ok(None),
-        Err(len) => return Err(WireError::TooLarge { len }),
+        Err(len) => return Err(WireError::TooLarge { len, max }),
     };
     let frame = options()
         .deserialize(body)
