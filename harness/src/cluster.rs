@@ -22,8 +22,11 @@
 //! entry's `listen` says so.
 //!
 //! `harness node --cluster FILE --id N` runs node N (on any host: the addresses are the
-//! hosts'), and writes its report (counts, latencies, its part of the delivery log) where
-//! `--report` says. `harness run --runtime tcp` is the embedded default: it writes a cluster
+//! hosts'), and writes its report (counts, latencies, its part of the delivery log, its
+//! connection events) where `--report` says. A node that gave up its link to a peer (it never
+//! answered, stopped taking what was sent, or refused a re-dial) fails, naming the peer and
+//! why, unless a fault the cluster file lists acts on either end: `faults`, or the kills and
+//! pauses under `signalled` that `harness run --runtime tcp` sends by signal. `harness run --runtime tcp` is the embedded default: it writes a cluster
 //! file of free loopback ports, starts every node as a child process, injects the faults asked
 //! for (`--fault kill:N@T`: SIGKILL; `--fault pause:N@T+D`: SIGSTOP, then SIGCONT), collects
 //! the reports, and prints and checks the run as on the other runtimes. With `--cluster
@@ -73,6 +76,11 @@ pub(crate) struct ClusterFile {
     /// (`delay:`, `loss:`, `partition:`), timed from time zero.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) faults: Vec<String>,
+    /// Kills and pauses the launcher sends by signal (`harness run --fault`), listed so that
+    /// each node can tell a link lost to one of them from a failure ([`finish_node`]); the
+    /// nodes inject none of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) signalled: Vec<String>,
     /// One entry per node, in process-id order.
     #[serde(rename = "node")]
     pub(crate) nodes: Vec<NodeEntry>,
@@ -139,6 +147,14 @@ impl ClusterFile {
                         n.addr
                     ));
                 }
+            }
+        }
+        for text in &self.signalled {
+            let f: ProcessFault = text.parse()?;
+            if matches!(f, ProcessFault::Net { .. }) {
+                return Err(format!(
+                    "`{f}` in `signalled`: only kills and pauses go there; network faults go in `faults`"
+                ));
             }
         }
         if let Some(s) = &self.secret {
@@ -273,10 +289,84 @@ pub(crate) struct NodeReport {
     pub(crate) changed_leader: bool,
     /// Why a server halted itself, if it did ([`multicast::Server::halt_reason`]).
     pub(crate) halted: Option<String>,
-    /// How the node's run ended, and its connection events.
+}
+
+/// What every node reports about its connections, beside what its process reports.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Links {
+    /// How the node's run ended.
     pub(crate) stop: String,
     /// Connections that closed or were refused during the run, and why (every one).
     pub(crate) events: Vec<String>,
+    /// The peers whose links the node gave up on, and why.
+    pub(crate) given_up: Vec<(u32, String)>,
+}
+
+impl Links {
+    fn of<P>(run: &tcp::NodeRun<P>) -> Links {
+        Links {
+            stop: format!("{:?}", run.stop),
+            events: run.events.clone(),
+            given_up: run
+                .given_up
+                .iter()
+                .map(|(p, why)| (p.0, why.clone()))
+                .collect(),
+        }
+    }
+}
+
+/// Ends node `id`'s part of a run: writes its report (`value` beside its [`Links`]), then fails
+/// if it gave up a link that no fault of the cluster file explains. A link is lost for a reason:
+/// a peer killed or paused, traffic cut or delayed, or a failure (a peer that never started or
+/// crashed, an address nobody listens on, a firewall); only the last fails the node, so a run
+/// that lost a node nobody meant to lose does not pass as clean.
+pub(crate) fn finish_node<P, T: Serialize>(
+    cluster: &ClusterFile,
+    id: usize,
+    run: &tcp::NodeRun<P>,
+    report: &Path,
+    value: &T,
+) -> Result<(), String> {
+    let links = Links::of(run);
+    write_report(report, &(&links, value))?;
+    let faults: Vec<ProcessFault> = cluster
+        .faults
+        .iter()
+        .chain(&cluster.signalled)
+        .map(|f| f.parse())
+        .collect::<Result<_, _>>()?;
+    unexplained_losses(id, &links.given_up, &faults)
+}
+
+/// [`finish_node`]'s judgement: every link node `me` gave up must be explained by a fault
+/// that touches it or its peer.
+fn unexplained_losses(
+    me: usize,
+    given_up: &[(u32, String)],
+    faults: &[ProcessFault],
+) -> Result<(), String> {
+    // A peer has a link per queue pair: each is named once, with the first reason.
+    let mut lost: Vec<(u32, &str)> = Vec::new();
+    for (peer, why) in given_up {
+        let explained = faults
+            .iter()
+            .any(|f| f.touches(me) || f.touches(*peer as usize));
+        if !explained && !lost.iter().any(|(p, _)| p == peer) {
+            lost.push((*peer, why));
+        }
+    }
+    if lost.is_empty() {
+        return Ok(());
+    }
+    let named: Vec<String> = lost
+        .iter()
+        .map(|(peer, why)| format!("node {peer} ({why})"))
+        .collect();
+    Err(format!(
+        "node {me} gave up its links to {}, and no fault of the run acts on either end: a peer that never started or crashed, an address nobody listens on, a firewall?",
+        named.join(", ")
+    ))
 }
 
 /// A node's role as the cluster file names it: `server gG`, `client`, `auxiliary`.
@@ -350,8 +440,6 @@ where
     )?;
     let mut r = NodeReport {
         role,
-        stop: format!("{:?}", run.stop),
-        events: run.events.clone(),
         ..NodeReport::default()
     };
     match &run.process {
@@ -372,7 +460,7 @@ where
         std::fs::create_dir_all(&dir).map_err(|err| format!("{}: {err}", dir.display()))?;
         log.write_csv(&dir).map_err(|err| err.to_string())?;
     }
-    write_report(report, &r)
+    finish_node(cluster, id, &run, report, &r)
 }
 
 /// Runs `process` as node `id` of `cluster` (`specs`: every node's regions, `seed` the run's)
@@ -620,6 +708,15 @@ impl ProcessFault {
         }
     }
 
+    /// Whether it acts on node `i` at all: kills or pauses it, or acts on its traffic. A link
+    /// to or from such a node may be lost to it.
+    fn touches(&self, i: usize) -> bool {
+        match self {
+            ProcessFault::Kill { node, .. } => *node as usize == i,
+            _ => self.impairs(i),
+        }
+    }
+
     /// The node ids it names.
     fn nodes(&self) -> Vec<u32> {
         match self {
@@ -689,6 +786,31 @@ fn signal(child: &Child, sig: libc::c_int) {
     }
 }
 
+/// Removes the scratch directories in `tmp` of launchers that are gone (`harness-tcp-PID-*`
+/// whose PID runs nothing): a launcher killed with SIGKILL cannot remove its own. They hold
+/// reports and a cluster file, never the secret. A directory whose PID was reused by another
+/// process is left for later.
+fn sweep_orphans(tmp: &Path) {
+    // Without /proc no PID can be told dead: sweep nothing.
+    let (true, Ok(entries)) = (Path::new("/proc/self").exists(), std::fs::read_dir(tmp)) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("harness-tcp-"))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// A scratch directory for one launched run, removed when dropped.
 struct Scratch(PathBuf);
 
@@ -709,8 +831,11 @@ pub(crate) struct Launched {
 }
 
 impl Launched {
-    /// Node `i`'s report.
-    pub(crate) fn report<T: serde::de::DeserializeOwned>(&self, i: usize) -> Result<T, String> {
+    /// Node `i`'s report: its connections and what its process reported ([`finish_node`]).
+    pub(crate) fn report<T: serde::de::DeserializeOwned>(
+        &self,
+        i: usize,
+    ) -> Result<(Links, T), String> {
         let path = self.dir.0.join(format!("node-{i}.report"));
         let bytes = std::fs::read(&path).map_err(|err| format!("{}: {err}", path.display()))?;
         bincode::deserialize(&bytes)
@@ -725,7 +850,7 @@ impl Launched {
 }
 
 /// Writes `report` as node reports are written (bincode).
-pub(crate) fn write_report<T: Serialize>(report: &Path, value: &T) -> Result<(), String> {
+fn write_report<T: Serialize>(report: &Path, value: &T) -> Result<(), String> {
     let bytes = bincode::serialize(value).expect("a report serialises");
     std::fs::write(report, bytes).map_err(|err| format!("{}: {err}", report.display()))
 }
@@ -735,7 +860,8 @@ pub(crate) fn write_report<T: Serialize>(report: &Path, value: &T) -> Result<(),
 /// `faults`; waits for every node. `run_args` are the run's own arguments, which every node
 /// re-parses; `roles` the deployment's node roles; `runs_for` how long a node's clock runs.
 /// With `until_all_done`, the nodes are told to stop once every one not killed is done
-/// ([`run_as_node`] with a barrier).
+/// ([`run_as_node`] with a barrier). `prepare`: how long a node may take to build its part
+/// beyond the usual (an RDMC root making its messages), added to the time before time zero.
 pub(crate) fn spawn_nodes(
     run_args: Vec<String>,
     roles: &[String],
@@ -743,6 +869,7 @@ pub(crate) fn spawn_nodes(
     hosts: Option<&ClusterFile>,
     runs_for: Duration,
     until_all_done: bool,
+    prepare: Duration,
 ) -> Result<Launched, String> {
     let n = roles.len();
     if let Some(f) = faults
@@ -791,6 +918,7 @@ pub(crate) fn spawn_nodes(
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
+    sweep_orphans(&std::env::temp_dir());
     let dir = std::env::temp_dir().join(format!("harness-tcp-{}-{stamp}", std::process::id()));
     {
         use std::os::unix::fs::DirBuilderExt;
@@ -801,13 +929,23 @@ pub(crate) fn spawn_nodes(
             .map_err(|err| format!("{}: {err}", dir.display()))?;
     }
     let scratch = Scratch(dir.clone());
-    // Time zero a little ahead, so every node has bootstrapped by then and they start together.
-    let start_at = stamp as u64 + 1_500_000_000 + 50_000_000 * n as u64;
+    // Time zero a little ahead, so every node has built its part and bootstrapped by then and
+    // they start together. A node still building at time zero is dialled in vain by the others,
+    // who give it up after their connect timeout.
+    let start_at = stamp as u64
+        + 1_500_000_000
+        + 50_000_000 * n as u64
+        + u64::try_from(prepare.as_nanos()).unwrap_or(u64::MAX / 2);
     let cluster = ClusterFile {
         run: run_args,
         faults: faults
             .iter()
             .filter(|f| matches!(f, ProcessFault::Net { .. }))
+            .map(ProcessFault::to_string)
+            .collect(),
+        signalled: faults
+            .iter()
+            .filter(|f| !matches!(f, ProcessFault::Net { .. }))
             .map(ProcessFault::to_string)
             .collect(),
         start_at_unix_ns: Some(start_at),
@@ -981,7 +1119,15 @@ pub(crate) fn launch(
             .saturating_add(DRAIN)
             .as_nanos(),
     );
-    let launched = spawn_nodes(run_args, &roles, faults, hosts, runs_for, false)?;
+    let launched = spawn_nodes(
+        run_args,
+        &roles,
+        faults,
+        hosts,
+        runs_for,
+        false,
+        Duration::ZERO,
+    )?;
     let (n, killed, wall) = (roles.len(), &launched.killed, launched.wall);
     let mut m = Measured {
         delivered: 0,
@@ -1011,7 +1157,7 @@ pub(crate) fn launch(
             }
             continue;
         }
-        let r: NodeReport = launched.report(i)?;
+        let (links, r): (Links, NodeReport) = launched.report(i)?;
         m.delivered += r.completed_in_window;
         record_counts(&mut m.latency, &r.latency)?;
         m.server_deliveries += r.delivered;
@@ -1019,11 +1165,11 @@ pub(crate) fn launch(
             halts.push(Halt {
                 node: i,
                 why: why.clone(),
-                stop: r.stop.clone(),
-                events: r.events.clone(),
+                stop: links.stop.clone(),
+                events: links.events.clone(),
             });
         }
-        events.extend(r.events.iter().map(|ev| (i, ev.clone())));
+        events.extend(links.events.into_iter().map(|ev| (i, ev)));
         if r.changed_leader {
             changed.insert(member_of(&r.role));
         }
@@ -1042,7 +1188,7 @@ pub(crate) fn launch(
 /// secret, a second claimant, caps, deadlines, a request out of bounds), all are counted and
 /// those printed, so hostile traffic is never hidden.
 /// `events`: (node, event).
-fn print_refusals(events: &[(usize, String)]) {
+pub(crate) fn print_refusals(events: &[(usize, String)]) {
     let refused: Vec<&(usize, String)> = events
         .iter()
         .filter(|(_, e)| !e.ends_with("the peer closed the connection"))
@@ -1274,6 +1420,7 @@ mod tests {
             secret: Some("0123456789abcdef".into()),
             start_at_unix_ns: None,
             faults: Vec::new(),
+            signalled: Vec::new(),
             nodes: (0..3)
                 .map(|i| NodeEntry {
                     addr: format!("127.0.0.1:{}", 7000 + i),
@@ -1319,11 +1466,66 @@ mod tests {
         none.secret = None;
         assert!(none.check().is_ok(), "a node may get it on stdin");
         assert!(none.config(1).unwrap_err().contains("has no `secret`"));
+        // Kills and pauses the launcher sends are listed apart from the network faults.
+        let mut signalled = c.clone();
+        signalled.signalled = vec!["kill:1@2s".into(), "pause:2@1s+1s".into()];
+        assert!(signalled.check().is_ok());
+        signalled.signalled.push("partition:0|1@1s+1s".into());
+        assert!(signalled
+            .check()
+            .unwrap_err()
+            .contains("only kills and pauses"));
         // Binding every interface only when the entry asks.
         let mut any = c;
         any.nodes[0].listen = Some("0.0.0.0:7000".into());
         assert_eq!(any.bind_addr(0).unwrap().to_string(), "0.0.0.0:7000");
         assert_eq!(any.bind_addr(1).unwrap().to_string(), "127.0.0.1:7001");
+    }
+
+    /// A dead launcher's scratch directory is removed; a live one's and other names stay.
+    #[test]
+    fn scratch_directories_of_dead_launchers_are_swept() {
+        let tmp = std::env::temp_dir().join(format!("harness-sweep-test-{}", std::process::id()));
+        // Above the kernel's largest pid (2^22), so no process has it.
+        let dead = tmp.join("harness-tcp-4194305-17");
+        let live = tmp.join(format!("harness-tcp-{}-17", std::process::id()));
+        let other = tmp.join("harness-tcp-notapid-1");
+        for d in [&dead, &live, &other] {
+            std::fs::create_dir_all(d).unwrap();
+            std::fs::write(d.join("node-0.report"), b"x").unwrap();
+        }
+        sweep_orphans(&tmp);
+        assert!(!dead.exists());
+        assert!(live.exists() && other.exists());
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    /// A link given up fails its node unless a fault acts on the node or its peer.
+    #[test]
+    fn a_link_lost_to_no_fault_fails_its_node_named() {
+        let lost = [(
+            2,
+            "p2 did not answer at 127.0.0.1:7002 within the connect timeout".into(),
+        )];
+        let e = unexplained_losses(0, &lost, &[]).unwrap_err();
+        assert!(
+            e.contains("node 0 gave up its links to node 2 (p2 did not answer"),
+            "{e}"
+        );
+        let fault = |f: &str| vec![f.parse::<ProcessFault>().unwrap()];
+        for explains in ["kill:2@1s", "pause:0@1s+1s", "partition:2|*@1s+1s"] {
+            assert!(
+                unexplained_losses(0, &lost, &fault(explains)).is_ok(),
+                "{explains}"
+            );
+        }
+        for unrelated in ["kill:1@1s", "pause:1@1s+1s", "delay:1>3@1s+1s=5ms"] {
+            assert!(
+                unexplained_losses(0, &lost, &fault(unrelated)).is_err(),
+                "{unrelated}"
+            );
+        }
+        assert!(unexplained_losses(0, &[], &[]).is_ok());
     }
 
     #[test]

@@ -264,8 +264,11 @@ fn fits(a: &RunArgs, e: &experiment::Experiment) -> Result<(), String> {
         Some(t) => format!("--tree ({t})"),
         None => format!("--groups ({groups})"),
     };
+    let (slot_bytes, slots) = e.deploy.slots();
     let lower = totals::Lower {
-        memory: format!("--clients ({clients}), {groups} or --slots ({})", a.slots),
+        memory: format!(
+            "--clients ({clients}), {groups}, --slots ({slots}) or the slot size ({slot_bytes} B: --slot-bytes, or --size, which it fits)"
+        ),
         processes: format!("--clients ({clients}), {groups} or --replicas ({replicas})"),
     };
     let needs = totals::Needs::of(&e.deploy.footprint(), e.runtime, lower);

@@ -1215,6 +1215,52 @@ fn tcp_flags_are_refused_where_they_do_not_apply() {
     );
 }
 
+/// A node whose peers never answer fails once the connect timeout has passed, naming each peer
+/// it gave up on and why, instead of running alone and exiting 0.
+#[test]
+fn a_node_whose_peers_never_answer_fails_naming_them() {
+    // Ports free now: the client's own, and three where nobody will listen.
+    let ports: Vec<u16> = (0..4)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect::<Vec<_>>()
+        .iter()
+        .map(|l| l.local_addr().unwrap().port())
+        .collect();
+    let roles = ["server g0", "server g0", "server g0", "client"];
+    let mut file = String::from(
+        "run = [\"--protocol\", \"ramcast\", \"--runtime\", \"tcp\", \"--groups\", \"1\", \"--clients\", \"1\", \"--duration\", \"200ms\"]\nsecret = \"0123456789abcdef0123\"\n",
+    );
+    for (port, role) in ports.iter().zip(roles) {
+        file.push_str(&format!(
+            "[[node]]\naddr = \"127.0.0.1:{port}\"\nrole = \"{role}\"\n"
+        ));
+    }
+    let dir = std::env::temp_dir().join(format!("harness-lonely-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cluster = dir.join("cluster.toml");
+    std::fs::write(&cluster, file).unwrap();
+    let report = dir.join("node-3.report");
+    let o = harness(&[
+        "node",
+        "--cluster",
+        cluster.to_str().unwrap(),
+        "--id",
+        "3",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!o.status.success(), "{}", stdout(&o));
+    let err = stderr(&o);
+    for (peer, port) in ports.iter().enumerate().take(3) {
+        let named = format!(
+            "node {peer} (p{peer} did not answer at 127.0.0.1:{port} within the connect timeout)"
+        );
+        assert!(err.contains(&named), "{err}");
+    }
+    assert!(err.contains("node 3 gave up its links to node 0"), "{err}");
+}
+
 /// On a machine without an RDMA device (this project's CI), every verbs command says so, with
 /// the reason, and fails; none pretends to have measured something. Heron is refused on verbs
 /// with what to use instead.

@@ -154,7 +154,7 @@ impl Exec for Node<'_> {
                 history: c.history(),
             },
         };
-        cluster::write_report(self.report, &report)
+        cluster::finish_node(self.cluster, self.id, &run, self.report, &report)
     }
 }
 
@@ -207,13 +207,17 @@ impl Exec for Launch<'_> {
             self.hosts,
             runs_for(s),
             false,
+            Duration::ZERO,
         )?;
-        let mut reports = Vec::new();
+        let (mut reports, mut events) = (Vec::new(), Vec::new());
         for (i, killed) in launched.killed.iter().enumerate() {
             if !killed {
-                reports.push((ProcessId(i as u32), launched.report::<Report>(i)?));
+                let (links, report) = launched.report::<Report>(i)?;
+                events.extend(links.events.into_iter().map(|e| (i, e)));
+                reports.push((ProcessId(i as u32), report));
             }
         }
+        cluster::print_refusals(&events);
         let empty = multicast::workload::empty_latency_histogram;
         let kinds = app.kinds().to_vec();
         let mut sections: Vec<Vec<[Tally; 2]>> = Vec::new();

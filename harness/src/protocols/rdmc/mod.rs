@@ -571,14 +571,20 @@ impl BulkSpec {
         self.validate()?;
         let roles = vec!["member".to_string(); self.nodes];
         let runs_for = Duration::from_nanos(self.timeout.as_nanos());
+        // A root makes its messages' bytes before its node starts: at 1 GB/s, to be safe
+        // (5 GB/s filling on this host, plus the pages faulted in).
+        let prepare = Duration::from_secs_f64((self.messages * self.size) as f64 / 1e9);
         let launched =
-            crate::cluster::spawn_nodes(run_args, &roles, faults, hosts, runs_for, true)?;
-        let mut outcomes = Vec::new();
+            crate::cluster::spawn_nodes(run_args, &roles, faults, hosts, runs_for, true, prepare)?;
+        let (mut outcomes, mut events) = (Vec::new(), Vec::new());
         for (i, killed) in launched.killed.iter().enumerate() {
             if !killed {
-                outcomes.push(launched.report::<MemberOutcome>(i)?);
+                let (links, outcome) = launched.report::<MemberOutcome>(i)?;
+                events.extend(links.events.into_iter().map(|e| (i, e)));
+                outcomes.push(outcome);
             }
         }
+        crate::cluster::print_refusals(&events);
         let mut r = self.result(&outcomes, launched.wall, None);
         if launched.killed.contains(&true) {
             let unresolved = outcomes
@@ -626,7 +632,7 @@ impl BulkSpec {
             Duration::from_nanos(self.timeout.as_nanos()),
             Some(report),
         )?;
-        crate::cluster::write_report(report, &run.process.outcome())
+        crate::cluster::finish_node(cluster, id, &run, report, &run.process.outcome())
     }
 }
 
