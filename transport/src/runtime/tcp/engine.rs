@@ -95,6 +95,12 @@ struct Link {
     sq: SendQueue<ReadInto>,
     /// The hello this node sent on the current connection (the auth transcript).
     hello: Option<Hello>,
+    /// Given up at start: the peer did not answer within the connect timeout. Its own
+    /// connections are refused from then on, until this node's process reconnects to it: a
+    /// queue pair has two ends, and a peer that came up late must not go on using a link this
+    /// node has written off (it would wait on this node forever, while this node treats it
+    /// as crashed).
+    lost_at_start: bool,
 }
 
 #[derive(Debug)]
@@ -211,6 +217,7 @@ impl Engine {
                 waiting: VecDeque::new(),
                 sq: SendQueue::unbounded(),
                 hello: None,
+                lost_at_start: false,
             })
             .collect::<Vec<_>>();
         let proven = vec![None; links.len()];
@@ -319,6 +326,7 @@ impl Engine {
                     link.peer,
                     self.addrs[link.peer.index()]
                 );
+                self.links[l].lost_at_start = self.links[l].redialling.is_empty();
                 self.give_up(l, &reason);
                 continue;
             }
@@ -723,6 +731,12 @@ impl Engine {
                 hello.qp
             ));
         }
+        if self.links[slot].lost_at_start {
+            return Err(format!(
+                "{who} connected on queue pair {} after this node had given it up at start (it did not answer within the connect timeout): refused until this node's process reconnects to it",
+                hello.qp
+            ));
+        }
         if let Some(first) = self.proven[slot].filter(|&f| f != c && self.conns[f].is_some()) {
             return Err(format!(
                 "a second connection claims to be {who} on queue pair {} while its first (connection {first}) is live: refused",
@@ -1005,6 +1019,7 @@ impl Engine {
                         link.connect_by = now + self.connect_timeout;
                         link.backoff = RETRY;
                         link.redialling.push(wr);
+                        link.lost_at_start = false;
                         due += 1;
                     }
                     LinkState::Connecting | LinkState::Admitting => {

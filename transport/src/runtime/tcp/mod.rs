@@ -21,7 +21,9 @@
 //! challenge-response both ways; one proven connection per peer and queue pair). A
 //! node starts its process once every connection it initiates is up, or its peer was given up
 //! on after [`TcpConfig::connect_timeout`] (then ops to that peer fail `PeerUnreachable`, as
-//! to a crashed one).
+//! to a crashed one). A peer given up that way and coming up later is refused when it
+//! connects, until this node's process reconnects to it: as with one queue pair's two ends, it
+//! finds the link broken too, instead of waiting on a node that counts it as crashed.
 //!
 //! # Crashes
 //! A node that dies (`kill -9`, or [`TcpControl::crash`] in one process) closes its sockets with

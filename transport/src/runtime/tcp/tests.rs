@@ -266,6 +266,63 @@ fn without_the_cluster_secret_a_peer_is_refused() {
     );
 }
 
+/// A peer that comes up after this node gave it up at start (the connect timeout passed) is
+/// refused, with the reason, instead of being served while this node treats it as crashed:
+/// otherwise it would wait on this node for ever (an RDMC root whose members had written it
+/// off waited for a `ready_for_block` that never came).
+#[test]
+fn a_peer_given_up_at_start_is_refused_when_it_comes_up_late() {
+    let cfg = TcpConfig {
+        connect_timeout: Duration::from_millis(200),
+        ..TcpConfig::default()
+    };
+    let procs = [Either::T(Target::default()), Either::A(Absent)];
+    let specs: Vec<_> = procs.iter().map(Process::<TcpNic>::regions).collect();
+    let table = RegionTable::new(&specs);
+    let listener = listen("127.0.0.1:0".parse().unwrap()).unwrap();
+    // p1's address: a port nobody listens on while node 0 starts.
+    let absent = listen("127.0.0.1:0".parse().unwrap()).unwrap();
+    let addrs = vec![listener.local_addr().unwrap(), absent.local_addr().unwrap()];
+    drop(absent);
+    let node0 = addrs[0];
+    let [target, _] = procs;
+    let secret = cfg.secret.clone();
+    let run = std::thread::spawn(move || {
+        run_node(
+            &cfg,
+            ProcessId(0),
+            &specs,
+            addrs,
+            listener,
+            target,
+            Duration::from_millis(1500),
+            None,
+        )
+        .unwrap()
+    });
+    std::thread::sleep(Duration::from_millis(700));
+    let mut raw = RawPeer::connect(node0).unwrap();
+    as_p1(&mut raw, &table, &secret);
+    let mut sink = Vec::new();
+    let _ = raw.stream.read_to_end(&mut sink);
+    let run = run.join().unwrap();
+    assert!(
+        run.given_up
+            .iter()
+            .any(|(p, why)| *p == ProcessId(1) && why.contains("did not answer")),
+        "{:?}",
+        run.given_up
+    );
+    assert!(
+        run.events
+            .iter()
+            .any(|e| e
+                .contains("p1 connected on queue pair 0 after this node had given it up at start")),
+        "{:?}",
+        run.events
+    );
+}
+
 /// A holder of the secret may connect as p1 once per queue pair: a second claimant is refused
 /// while the first is live, and nobody may claim to be node 0 itself.
 #[test]
