@@ -353,7 +353,8 @@ impl Engine {
             self.give_up(l, &reason);
             return;
         }
-        link.retry_at = Some(Instant::now() + link.backoff);
+        // Never past the deadline: the peer is given up when it passes, not at the next try.
+        link.retry_at = Some((Instant::now() + link.backoff).min(link.connect_by));
         if redial {
             link.backoff = (link.backoff * 2).min(MAX_BACKOFF);
         }
