@@ -786,27 +786,44 @@ fn signal(child: &Child, sig: libc::c_int) {
     }
 }
 
-/// Removes the scratch directories in `tmp` of launchers that are gone (`harness-tcp-PID-*`
-/// whose PID runs nothing): a launcher killed with SIGKILL cannot remove its own. They hold
-/// reports and a cluster file, never the secret. A directory whose PID was reused by another
-/// process is left for later.
+/// Removes the scratch directories in `tmp` of launchers that are gone: a launcher killed with
+/// SIGKILL cannot remove its own. One is taken for such only if it is exactly what
+/// [`spawn_nodes`] makes (`harness-tcp-PID-STAMP`, both numbers; this user's; mode 0700; a
+/// `cluster.toml` inside) and no process PID is visible. It holds reports and a cluster file,
+/// never the secret. A live launcher in another PID namespace sharing `tmp` would look gone;
+/// its run would fail on its missing reports, nothing else lost.
 fn sweep_orphans(tmp: &Path) {
-    // Without /proc no PID can be told dead: sweep nothing.
-    let (true, Ok(entries)) = (Path::new("/proc/self").exists(), std::fs::read_dir(tmp)) else {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    // Without /proc no PID can be told dead: sweep nothing. This process's uid is its /proc
+    // entry's owner.
+    let (Ok(me), Ok(entries)) = (std::fs::metadata("/proc/self"), std::fs::read_dir(tmp)) else {
         return;
     };
+    let me = me.uid();
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(pid) = name
             .to_str()
             .and_then(|n| n.strip_prefix("harness-tcp-"))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<u32>().ok())
+            .and_then(|rest| rest.split_once('-'))
+            .filter(|(pid, stamp)| {
+                [pid, stamp]
+                    .iter()
+                    .all(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            })
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
         else {
             continue;
         };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_dir_all(entry.path());
+        let path = entry.path();
+        // symlink_metadata: a link named like a scratch directory is not one.
+        let ours = std::fs::symlink_metadata(&path)
+            .is_ok_and(|m| m.is_dir() && m.uid() == me && m.permissions().mode() & 0o777 == 0o700);
+        if ours
+            && path.join("cluster.toml").is_file()
+            && !Path::new(&format!("/proc/{pid}")).exists()
+        {
+            let _ = std::fs::remove_dir_all(&path);
         }
     }
 }
@@ -1490,14 +1507,49 @@ mod tests {
         let dead = tmp.join("harness-tcp-4194305-17");
         let live = tmp.join(format!("harness-tcp-{}-17", std::process::id()));
         let other = tmp.join("harness-tcp-notapid-1");
-        for d in [&dead, &live, &other] {
-            std::fs::create_dir_all(d).unwrap();
-            std::fs::write(d.join("node-0.report"), b"x").unwrap();
+        // As the launcher makes them: private, with a cluster file.
+        let scratch = |d: &Path| {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .recursive(true)
+                .create(d)
+                .unwrap();
+            std::fs::write(d.join("cluster.toml"), b"").unwrap();
+        };
+        let open = tmp.join("harness-tcp-4194306-17");
+        std::fs::create_dir_all(&open).unwrap();
+        std::fs::write(open.join("cluster.toml"), b"").unwrap();
+        let bare = tmp.join("harness-tcp-4194307-17");
+        for d in [&dead, &live, &other, &bare] {
+            scratch(d);
         }
+        std::fs::remove_file(bare.join("cluster.toml")).unwrap();
         sweep_orphans(&tmp);
         assert!(!dead.exists());
-        assert!(live.exists() && other.exists());
+        assert!(
+            live.exists() && other.exists(),
+            "a live launcher's, a name not a pid"
+        );
+        assert!(
+            open.exists() && bare.exists(),
+            "not private, or no cluster file"
+        );
         std::fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    /// A user's own directory whose name merely starts with harness-tcp-<number>- (a date, a
+    /// run number) is not a launcher's scratch directory: it stays.
+    #[test]
+    fn a_users_directory_named_like_a_scratch_directory_stays() {
+        let tmp = std::env::temp_dir().join(format!("harness-sweep-review-{}", std::process::id()));
+        let mine = tmp.join("harness-tcp-2026-11-29-results");
+        std::fs::create_dir_all(&mine).unwrap();
+        std::fs::write(mine.join("fig.csv"), b"precious").unwrap();
+        sweep_orphans(&tmp);
+        let survived = mine.join("fig.csv").exists();
+        std::fs::remove_dir_all(&tmp).unwrap();
+        assert!(survived, "sweep_orphans deleted a user's results directory");
     }
 
     /// A link given up fails its node unless a fault acts on the node or its peer.

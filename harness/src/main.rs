@@ -507,7 +507,8 @@ struct BcastArgs {
     /// RDMC's block size.
     #[arg(long, value_parser = experiment::parse_bytes, default_value = "1MB")]
     block_size: usize,
-    /// Skip points whose receive buffers (nodes x size, each system) exceed this.
+    /// Skip points whose receive buffers and root's messages ((nodes + repeat + 1) x size)
+    /// exceed this.
     #[arg(long, value_parser = experiment::parse_bytes, default_value = "2GB")]
     max_total: usize,
     /// Write one CSV row per point to this file.

@@ -185,6 +185,20 @@ mod tests {
     }
 
     proptest! {
+        /// `verify` agrees with a byte-wise comparison for every window, offset, length and
+        /// single-byte change (or none).
+        #[test]
+        fn verify_agrees_with_comparing_byte_by_byte(seed: u64, start in 0u64..24, len in 0u64..200, off in 0u64..200, n in 0usize..200, at in 0usize..200, flip in 0u8..=255) {
+            let p = Synthetic::new(seed, start + len).window(start, len);
+            let whole = p.to_vec();
+            let mut bytes: Vec<u8> = (0..n).map(|i| whole.get(off as usize + i).copied().unwrap_or(0)).collect();
+            if !bytes.is_empty() { let a = at % bytes.len(); bytes[a] ^= flip; }
+            let want = off + n as u64 <= len && whole[off as usize..off as usize + n] == bytes[..];
+            prop_assert_eq!(p.verify(off, &bytes), want);
+        }
+    }
+
+    proptest! {
         /// Byte `i` of the stream is byte `i % 8` of word `i / 8`, whatever range is filled.
         #[test]
         fn fill_matches_the_bytewise_definition(seed: u64, start in 0u64..64, offset in 0u64..64, len in 0usize..100) {

@@ -178,19 +178,22 @@ impl Words {
 /// and zeroed each time (0.4-1.3 ms per 1 MiB block in a 4-node tcp run, against 50 us for the
 /// copy itself). A recycled buffer is resident and is overwritten whole, so it needs neither.
 ///
-/// Block-sized buffers are kept by the dozen; of larger ones (a delivered message copied out
-/// whole) only the last one freed, so a process delivering message after message reuses one
-/// resident copy: it holds at rest what it held while it used the copy, never more.
+/// Block-sized buffers are kept by the dozen. A pool [`Recycled::with_spare`] also keeps the
+/// last larger one freed (a delivered message copied out whole), so a node delivering message
+/// after message reuses one resident copy: an OS process that is one node (`tcp`) holds at
+/// rest what it held while it used the copy. Where many nodes share a process (`local`), each
+/// would keep its own for the rest of the run, so there none is kept.
 #[derive(Debug, Default)]
 pub(crate) struct Recycled {
     free: Arc<Mutex<Pool>>,
 }
 
-/// Free buffers: block-sized ones, and one larger spare.
+/// Free buffers: block-sized ones, and one larger spare if the pool keeps one.
 #[derive(Debug, Default)]
 struct Pool {
     small: Vec<Vec<u8>>,
     large: Option<Vec<u8>>,
+    keeps_large: bool,
 }
 
 /// Block-sized buffers kept for reuse at most: a few blocks in flight per peer.
@@ -200,6 +203,17 @@ const KEPT: usize = 16;
 const KEPT_BYTES: usize = 4 << 20;
 
 impl Recycled {
+    /// A pool that also keeps one message-sized spare.
+    pub(crate) fn with_spare() -> Recycled {
+        let pool = Pool {
+            keeps_large: true,
+            ..Pool::default()
+        };
+        Recycled {
+            free: Arc::new(Mutex::new(pool)),
+        }
+    }
+
     /// Bytes `[offset, offset + len)` of `words`, in a recycled buffer when one is free.
     pub(crate) fn copy_out(&self, words: &Words, offset: usize, len: usize) -> Bytes {
         let mut buf = {
@@ -239,7 +253,9 @@ impl Drop for Lent {
         let buf = std::mem::take(&mut self.buf);
         let mut free = self.home.lock().expect("recycled buffers lock");
         if buf.len() > KEPT_BYTES {
-            free.large = Some(buf);
+            if free.keeps_large {
+                free.large = Some(buf);
+            }
         } else if free.small.len() < KEPT {
             free.small.push(buf);
         }
@@ -372,7 +388,7 @@ mod tests {
         let words = Words::new(64);
         let data: Vec<u8> = (0..64).collect();
         words.write(0, &data);
-        let pool = Recycled::default();
+        let pool = Recycled::with_spare();
         let a = pool.copy_out(&words, 0, 40);
         let first = a.as_ptr();
         assert_eq!(&a[..], &data[..40]);
@@ -409,5 +425,9 @@ mod tests {
         assert_eq!(&f[KEPT_BYTES - 8..], &[9; 16]);
         let g = pool.copy_out(&big, 0, KEPT_BYTES + 16);
         assert_ne!(g.as_ptr(), large, "only when free");
+        // A pool without a spare keeps none.
+        let plain = Recycled::default();
+        drop(plain.copy_out(&big, 0, KEPT_BYTES + 8));
+        assert!(plain.free.lock().unwrap().large.is_none());
     }
 }

@@ -95,6 +95,8 @@ struct Link {
     sq: SendQueue<ReadInto>,
     /// The hello this node sent on the current connection (the auth transcript).
     hello: Option<Hello>,
+    /// Why the last attempt at start failed, if the peer closed it (the reason given up).
+    last_failure: Option<String>,
     /// Given up at start: the peer did not answer within the connect timeout. Its own
     /// connections are refused from then on, until this node's process reconnects to it: a
     /// queue pair has two ends, and a peer that came up late must not go on using a link this
@@ -199,6 +201,12 @@ impl Engine {
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)?;
         let now = Instant::now();
+        // Peers build their part before they listen: the deadline counts from the run's time
+        // zero when that lies ahead (a launcher sets it after the slowest node's building).
+        let zero = cfg
+            .start_at
+            .and_then(|t| t.duration_since(std::time::SystemTime::now()).ok())
+            .map_or(now, |ahead| now + ahead);
         let links = (0..addrs.len())
             .flat_map(|p| (0..Qp::COUNT).map(move |qp| (p, qp)))
             .map(|(p, qp)| Link {
@@ -211,12 +219,13 @@ impl Engine {
                 },
                 conn: None,
                 retry_at: Some(now),
-                connect_by: now + cfg.connect_timeout,
+                connect_by: zero + cfg.connect_timeout,
                 backoff: RETRY,
                 redialling: Vec::new(),
                 waiting: VecDeque::new(),
                 sq: SendQueue::unbounded(),
                 hello: None,
+                last_failure: None,
                 lost_at_start: false,
             })
             .collect::<Vec<_>>();
@@ -321,12 +330,24 @@ impl Engine {
                 continue;
             }
             if now >= link.connect_by {
-                let reason = format!(
-                    "{} did not answer at {} within the connect timeout",
-                    link.peer,
-                    self.addrs[link.peer.index()]
-                );
-                self.links[l].lost_at_start = self.links[l].redialling.is_empty();
+                let (peer, addr) = (link.peer, self.addrs[link.peer.index()]);
+                let reason = match &link.last_failure {
+                    None => format!("{peer} did not answer at {addr} within the connect timeout"),
+                    Some(why) => format!(
+                        "{peer} at {addr} ended every handshake until the connect timeout (the last: {why}; its own log says why: another deployment or secret?)"
+                    ),
+                };
+                if self.links[l].redialling.is_empty() {
+                    self.links[l].lost_at_start = true;
+                    // A connection the peer made meanwhile goes too: one queue pair, both ends.
+                    if let Some(theirs) = self.proven[l].take() {
+                        let why = format!(
+                            "this node gave {} up at start (its own connection did not come up in time)",
+                            self.links[l].peer
+                        );
+                        self.close(theirs, &why);
+                    }
+                }
                 self.give_up(l, &reason);
                 continue;
             }
@@ -442,7 +463,9 @@ impl Engine {
                 let reason = format!("a frame half received for {:?}", b.frame);
                 self.close(c, &reason);
             } else if let Some(reason) = stalled(conn, &b) {
-                self.close(c, &reason);
+                let l = conn.link.expect("only a link stalls");
+                self.drop_conn(c);
+                self.give_up(l, &reason);
             }
         }
     }
@@ -1310,8 +1333,20 @@ impl Engine {
                 self.shared
                     .log(format!("{}: link to {p} closed: {reason}", self.me()));
                 self.drop_conn(c);
+                let starting = !self.shared.ready.load(Ordering::SeqCst);
                 let link = &mut self.links[l];
-                if link.state != LinkState::Ready && !link.redialling.is_empty() {
+                if starting && link.redialling.is_empty() {
+                    // While the node starts, a connection the peer closed (it refused the
+                    // handshake, or was not ready) is one failed attempt: tried again until
+                    // the connect timeout, then given up with this reason.
+                    link.state = LinkState::Connecting;
+                    link.last_failure = Some(reason.to_string());
+                    let closed = io::Error::from(io::ErrorKind::ConnectionAborted);
+                    self.attempt_failed(l, &closed);
+                    // A peer that refuses is asked less and less often.
+                    let link = &mut self.links[l];
+                    link.backoff = (link.backoff * 2).min(MAX_BACKOFF);
+                } else if link.state != LinkState::Ready && !link.redialling.is_empty() {
                     // A re-dial's connection closed before the peer admitted it: one failed
                     // attempt (its only request, the admission probe, goes with it).
                     link.sq.fail_all(Status::PeerUnreachable, |_| {});
@@ -1344,11 +1379,12 @@ impl Engine {
         let p = self.links[l].peer;
         self.shared
             .log(format!("{}: link to {p} given up: {reason}", self.me()));
-        self.shared
-            .given_up
-            .lock()
-            .expect("given-up lock")
-            .push((p, reason.to_string()));
+        // One entry per peer (a link per queue pair, and re-dials given up again and again).
+        let mut given_up = self.shared.given_up.lock().expect("given-up lock");
+        if !given_up.iter().any(|(q, _)| *q == p) {
+            given_up.push((p, reason.to_string()));
+        }
+        drop(given_up);
         self.link_down(l);
     }
 

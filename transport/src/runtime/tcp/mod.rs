@@ -443,8 +443,10 @@ pub struct NodeRun<P> {
     pub stop: TcpStop,
     /// Connection events: every closed connection and its reason.
     pub events: Vec<String>,
-    /// The peers whose links this node gave up on (they did not answer within the connect
-    /// timeout, stopped taking what it sent, or refused a re-dial), and why: the run lost them.
+    /// The peers whose links this node gave up on, once each with the first reason: they did
+    /// not answer or kept refusing the handshake until the connect timeout, stopped taking what
+    /// it sent, or refused a re-dial. A link the peer closed once the node had started (as a
+    /// crashed or finished node does) is among `events` only.
     pub given_up: Vec<(ProcessId, String)>,
     /// The node's clock at the end of the run (from the end of the bootstrap, or from
     /// [`TcpConfig::start_at`]).
@@ -600,7 +602,7 @@ fn drive<P: Process<TcpNic>>(
             next_wr: 0,
             doorbell: false,
             start,
-            recycled: Recycled::default(),
+            recycled: Recycled::with_spare(),
         };
         let stop = run_process(&mut process, &mut nic, spin_polls, limit, together);
         if let Some(s) = together

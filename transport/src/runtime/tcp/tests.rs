@@ -323,6 +323,55 @@ fn a_peer_given_up_at_start_is_refused_when_it_comes_up_late() {
     );
 }
 
+/// A peer that closes every connection during the handshake at start (as a node of another
+/// deployment, or without the secret, does) is tried again until the connect timeout, then
+/// given up with the reason of the last attempt: the node does not start as if all were well.
+#[test]
+fn a_peer_that_refuses_the_handshake_at_start_is_given_up() {
+    let cfg = TcpConfig {
+        connect_timeout: Duration::from_millis(2000),
+        ..TcpConfig::default()
+    };
+    let procs = [Either::T(Target::default()), Either::A(Absent)];
+    let specs: Vec<_> = procs.iter().map(Process::<TcpNic>::regions).collect();
+    let listener = listen("127.0.0.1:0".parse().unwrap()).unwrap();
+    // p1: accepts and closes every connection at once (a refusing peer).
+    let refuser = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addrs = vec![
+        listener.local_addr().unwrap(),
+        refuser.local_addr().unwrap(),
+    ];
+    std::thread::spawn(move || {
+        for s in refuser.incoming() {
+            drop(s);
+        }
+    });
+    let [target, _] = procs;
+    let run = run_node(
+        &cfg,
+        ProcessId(0),
+        &specs,
+        addrs,
+        listener,
+        target,
+        Duration::from_millis(300),
+        None,
+    )
+    .unwrap();
+    assert!(
+        run.events.iter().any(|e| e.contains("link to p1 closed")),
+        "{:?}",
+        run.events
+    );
+    assert!(
+        run.given_up.iter().any(|(p, why)| *p == ProcessId(1)
+            && why.contains("ended every handshake until the connect timeout (the last: the peer closed the connection")),
+        "given_up {:?}, events {:?}",
+        run.given_up,
+        run.events
+    );
+}
+
 /// A holder of the secret may connect as p1 once per queue pair: a second claimant is refused
 /// while the first is live, and nobody may claim to be node 0 itself.
 #[test]
