@@ -897,8 +897,18 @@ mod tests {
             .find(|m| m.process.0 == 0 && m.msg == 1)
             .unwrap()
             .first_block;
-        let end = r.transfers.iter().map(|t| t.last).max().unwrap();
-        assert!(start > Nanos::ZERO && start < end);
+        // The root starts its second message once it has sent its first, and the stream ends
+        // when the last message reached its last receiver.
+        let root_done_0 = r
+            .times
+            .iter()
+            .find(|m| m.process.0 == 0 && m.msg == 0)
+            .unwrap()
+            .at;
+        assert!(start >= root_done_0, "{start} < {root_done_0}");
+        let end = r.transfers.iter().find(|t| t.msg == 2).unwrap().last;
+        assert_eq!(end, r.transfers.iter().map(|t| t.last).max().unwrap());
+        assert!(start < end);
         let want = 2.0 * s.size as f64 * 8.0 / (end - start).as_nanos() as f64;
         assert!((r.stream_gbps(0, s.size).unwrap() - want).abs() < 1e-9);
         s.messages = 1;
