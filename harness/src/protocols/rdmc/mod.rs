@@ -891,20 +891,16 @@ mod tests {
         s.messages = 3;
         let r = s.run().unwrap();
         assert!(r.clean(), "{r:?}");
-        let start = r
-            .times
-            .iter()
-            .find(|m| m.process.0 == 0 && m.msg == 1)
-            .unwrap()
-            .first_block;
+        let root = |msg| {
+            r.times
+                .iter()
+                .find(|m| m.process.0 == 0 && m.msg == msg)
+                .unwrap()
+        };
+        let start = root(1).first_block;
         // The root starts its second message once it has sent its first, and the stream ends
         // when the last message reached its last receiver.
-        let root_done_0 = r
-            .times
-            .iter()
-            .find(|m| m.process.0 == 0 && m.msg == 0)
-            .unwrap()
-            .at;
+        let root_done_0 = root(0).at;
         assert!(start >= root_done_0, "{start} < {root_done_0}");
         let end = r.transfers.iter().find(|t| t.msg == 2).unwrap().last;
         assert_eq!(end, r.transfers.iter().map(|t| t.last).max().unwrap());

@@ -814,6 +814,8 @@ impl Engine {
     fn up(&mut self, l: usize) {
         let link = &mut self.links[l];
         link.state = LinkState::Ready;
+        // A later give-up (a re-dial's deadline) names its own attempts, not these.
+        link.last_failure = None;
         let waiting = std::mem::take(&mut link.waiting);
         let redialled = std::mem::take(&mut link.redialling);
         if !redialled.is_empty() {
