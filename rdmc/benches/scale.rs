@@ -4,7 +4,7 @@
 //! same transfer and reports the process's peak memory too.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use rdmc::{Algorithm, Event, GroupConfig, RdmcNode};
+use rdmc::{Algorithm, Delivered, Event, GroupConfig, RdmcNode};
 use std::hint::black_box;
 use transport::runtime::sim::{Profile, Sim, SimConfig};
 use transport::{Data, Nanos, ProcessId, Synthetic};
@@ -35,7 +35,7 @@ fn transfer(nodes: usize, size: usize, block: usize) -> usize {
         .map(|mut m| {
             std::iter::from_fn(|| m.poll_event())
                 .filter(
-                    |e| matches!(e, Event::Completed { data: Data::Synthetic(s), .. } if *s == msg),
+                    |e| matches!(e, Event::Completed { data: Delivered::Data(Data::Synthetic(s)), .. } if *s == msg),
                 )
                 .count()
         })

@@ -23,7 +23,11 @@
 //!   the detector crashes next. A failed group stops; a partial message is never delivered.
 //! - **Buffers.** Each group has one receive region of its largest message, declared sparse so
 //!   the simulator keeps synthetic blocks as descriptors (hundreds of MB at hundreds of members
-//!   cost no memory); `local` holds the real bytes.
+//!   cost no memory); `local` holds the real bytes. A completed message is copied out of the
+//!   buffer into the upcall, or, with [`node::Handoff::Lend`], left there for the application
+//!   to read in place until it releases the buffer (the paper's completion callback); the
+//!   member asks for the next message's first block only after the release, so a message lent
+//!   is never overwritten.
 //! - **Work reports** ([`transport::Work`], priced by the simulator's software profile): a
 //!   `Decode` per block arrival (blocks land by RDMA, no copy) and a `Deliver` per message
 //!   completed.
@@ -35,5 +39,5 @@ pub mod node;
 pub mod schedule;
 pub mod wire;
 
-pub use node::{Event, GroupConfig, RdmcError, RdmcNode};
+pub use node::{Delivered, Event, GroupConfig, Handoff, RdmcError, RdmcNode};
 pub use schedule::{Algorithm, Step, Transfer};

@@ -2,7 +2,7 @@
 //! reaching every survivor.
 
 use bytes::Bytes;
-use rdmc::{Algorithm, Event, GroupConfig, RdmcNode};
+use rdmc::{Algorithm, Delivered, Event, GroupConfig, RdmcNode};
 use std::time::Duration;
 use transport::runtime::local::{LocalConfig, LocalNic, LocalRuntime};
 use transport::{Nanos, Process, ProcessId, Progress, RegionSpec};
@@ -91,7 +91,10 @@ fn every_algorithm_delivers_identical_bytes_on_threads() {
                 .events
                 .into_iter()
                 .filter_map(|e| match e {
-                    Event::Completed { data, .. } => Some(data.to_bytes()),
+                    Event::Completed {
+                        data: Delivered::Data(data),
+                        ..
+                    } => Some(data.to_bytes()),
                     _ => None,
                 })
                 .collect();

@@ -108,7 +108,10 @@ fn rdmc_on_the_device_delivers_identical_bytes() {
         for (m, mut node) in run.processes.into_iter().enumerate().skip(1) {
             let got: Vec<Vec<u8>> = std::iter::from_fn(|| node.poll_event())
                 .filter_map(|e| match e {
-                    Event::Completed { data, .. } => Some(data.to_bytes().to_vec()),
+                    Event::Completed {
+                        data: rdmc::Delivered::Data(data),
+                        ..
+                    } => Some(data.to_bytes().to_vec()),
                     _ => None,
                 })
                 .collect();

@@ -109,7 +109,7 @@ impl RdmcRun {
                         node.send_message(p as u32, data).expect("fits the buffer");
                     }
                 }
-                Member::new(node, me, expected.clone())
+                Member::new(node, me, expected.clone(), usize::MAX)
             })
             .collect()
     }
