@@ -23,11 +23,16 @@
 //!   the detector crashes next. A failed group stops; a partial message is never delivered.
 //! - **Buffers.** Each group has one receive region of its largest message, declared sparse so
 //!   the simulator keeps synthetic blocks as descriptors (hundreds of MB at hundreds of members
-//!   cost no memory); `local` holds the real bytes. A completed message is copied out of the
-//!   buffer into the upcall, or, with [`node::Handoff::Lend`], left there for the application
-//!   to read in place until it releases the buffer (the paper's completion callback); the
-//!   member asks for the next message's first block only after the release, so a message lent
-//!   is never overwritten.
+//!   cost no memory); `local` holds the real bytes. A receiver's completed message is copied
+//!   out of the buffer into the upcall, or, with [`node::Handoff::Lend`], left there for the
+//!   application to read in place until it releases it (the paper's completion callback); the
+//!   root's upcall hands back what it sent. A lent message is never overwritten: every block
+//!   written to a member answers a `Ready` of that member, the first of the next message's
+//!   only after the release and the later ones only after that message started, and each
+//!   message's writes match its receive steps one for one, so none is still in flight at
+//!   completion. While it holds a buffer, a member keeps probing its first relay, as while it
+//!   waits for the next message, so a root that dies meanwhile is detected; the group's next
+//!   message waits for the release.
 //! - **Work reports** ([`transport::Work`], priced by the simulator's software profile): a
 //!   `Decode` per block arrival (blocks land by RDMA, no copy) and a `Deliver` per message
 //!   completed.

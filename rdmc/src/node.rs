@@ -82,6 +82,14 @@ pub enum RdmcError {
     /// The group failed earlier.
     #[error("group {0} has failed")]
     Failed(u32),
+    /// A release named a message that is not lent.
+    #[error("message {msg} of group {group} is not lent to the application")]
+    NotLent {
+        /// Group number.
+        group: u32,
+        /// The message named.
+        msg: u64,
+    },
     /// A configuration is unusable.
     #[error("group {id}: {why}")]
     Config {
@@ -158,7 +166,8 @@ pub enum Delivered {
     /// The message: what the root sent, or a receiver's copy ([`Handoff::Copy`]).
     Data(Data),
     /// [`Handoff::Lend`]: the message is the `len` bytes at `at`, in the group's receive
-    /// buffer, until [`RdmcNode::release`].
+    /// buffer, until [`RdmcNode::release`]; after it, the buffer takes the group's next
+    /// message.
     Lent {
         /// Where the message starts (offset 0 of the group's receive region).
         at: LocalAddr,
@@ -239,11 +248,11 @@ struct Group {
     early: Vec<(u64, usize, Nanos)>,
     /// Whether `Ready(FIRST)` went out for `next_msg`.
     asked_first: bool,
-    /// Whether the application holds the receive buffer ([`Handoff::Lend`]).
-    lent: bool,
-    /// Waiting for the next message: since when, when the first relay was last probed, and
-    /// the current probe period (doubling while the group stays idle).
-    idle_since: Nanos,
+    /// The message whose receive buffer the application holds ([`Handoff::Lend`]).
+    lent: Option<u64>,
+    /// Waiting for the next message (or for the application to release the buffer): when the
+    /// first relay was last probed, and the current probe period (doubling while the group
+    /// stays idle).
     idle_probed: Nanos,
     idle_period: Nanos,
 }
@@ -313,8 +322,7 @@ impl RdmcNode {
                 sizes: BTreeMap::new(),
                 early: Vec::new(),
                 asked_first: false,
-                lent: false,
-                idle_since: Nanos::ZERO,
+                lent: None,
                 idle_probed: Nanos::ZERO,
                 idle_period: probe,
                 cfg: cfg.clone(),
@@ -337,10 +345,16 @@ impl RdmcNode {
         self
     }
 
-    /// The application is done with group `id`'s receive buffer, lent by the last
-    /// [`Delivered::Lent`] upcall: the member may take the group's next message into it.
-    pub fn release(&mut self, id: u32) -> Result<(), RdmcError> {
-        self.group_mut(id)?.lent = false;
+    /// The application is done with message `msg` of group `id`, lent by its
+    /// [`Delivered::Lent`] upcall: the member may take the group's next message into the
+    /// buffer. Refused unless `msg` is the message lent, so a release once too often cannot
+    /// free the buffer of a message still being read.
+    pub fn release(&mut self, id: u32, msg: u64) -> Result<(), RdmcError> {
+        let g = self.group_mut(id)?;
+        if g.lent != Some(msg) {
+            return Err(RdmcError::NotLent { group: id, msg });
+        }
+        g.lent = None;
         Ok(())
     }
 
@@ -538,14 +552,13 @@ impl RdmcNode {
                 None => return false,
             }
         } else {
-            if g.lent {
+            if g.lent.is_some() {
                 return false;
             }
             if !g.asked_first {
                 // Ready for the first block of the next message: the buffer is free.
                 g.asked_first = true;
                 let now = nic.now();
-                g.idle_since = now;
                 g.idle_probed = now;
                 g.idle_period = self.probe;
                 let relay = g.cfg.members[g.first_relay.expect("a receiver")];
@@ -765,7 +778,11 @@ impl RdmcNode {
             (Some(d), _) => Delivered::Data(d),
             (None, Handoff::Copy) => Delivered::Data(nic.read_data(at, len).expect("own region")),
             (None, Handoff::Lend) => {
-                g.lent = true;
+                // Held by the application: the first relay is probed meanwhile, as while the
+                // group waits for its next message, so a root that dies is still detected.
+                g.lent = Some(c.msg);
+                g.idle_probed = now;
+                g.idle_period = self.probe;
                 Delivered::Lent { at, len }
             }
         };
@@ -808,9 +825,10 @@ impl RdmcNode {
         true
     }
 
-    /// Whether group `g` waits for its next message (a receiver that said it is ready).
+    /// Whether group `g` waits for its next message: a receiver that said it is ready, or
+    /// whose application holds the last one.
     fn idle_waiting(g: &Group) -> bool {
-        !g.failed && g.cur.is_none() && g.asked_first && g.me != 0
+        !g.failed && g.cur.is_none() && (g.asked_first || g.lent.is_some()) && g.me != 0
     }
 
     /// Probes the first relay of an idle group whose probe period passed, so a crash between

@@ -2,9 +2,9 @@
 //! mid-transfer reaches every survivor as a failure upcall.
 
 use bytes::Bytes;
-use rdmc::{Algorithm, Delivered, Event, GroupConfig, Handoff, RdmcNode};
+use rdmc::{Algorithm, Delivered, Event, GroupConfig, RdmcNode};
 use transport::runtime::sim::{Fault, Profile, Sim, SimConfig};
-use transport::{Nanos, Nic, Process, ProcessId, Progress, RegionSpec, Synthetic};
+use transport::{Nanos, ProcessId, Synthetic};
 
 fn message(seed: u64, len: usize) -> Bytes {
     let mut rng = transport::Rng::from_seed(seed);
@@ -343,113 +343,5 @@ fn first_and_last_block_landings_are_reported_apart_from_the_upcall() {
             t.2 > t.1,
             "relay {i} completed when its last block landed: {times:?}"
         );
-    }
-}
-
-/// A member whose application is lent each completed message ([`Handoff::Lend`]): it reads the
-/// message in the receive buffer and releases the buffer, member `holder` only at `release_at`.
-struct Lender {
-    node: RdmcNode,
-    holder: bool,
-    release_at: Nanos,
-    /// (msg, the bytes read in place, when released, when its first block landed).
-    got: Vec<(u64, Vec<u8>, Nanos, Nanos)>,
-    held: Option<u32>,
-}
-
-impl<N: Nic> Process<N> for Lender {
-    fn regions(&self) -> Vec<RegionSpec> {
-        <RdmcNode as Process<N>>::regions(&self.node)
-    }
-
-    fn poll(&mut self, nic: &mut N) -> Progress {
-        let mut progress = self.node.poll(nic);
-        while let Some(e) = self.node.poll_event() {
-            if let Event::Completed {
-                group,
-                msg,
-                data: Delivered::Lent { at, len },
-                first_block,
-                ..
-            } = e
-            {
-                let mut bytes = vec![0; len];
-                nic.read_local(at, &mut bytes).unwrap();
-                self.got.push((msg, bytes, nic.now(), first_block));
-                self.held = Some(group);
-            }
-        }
-        if let Some(group) = self.held {
-            if !self.holder || nic.now() >= self.release_at {
-                self.node.release(group).unwrap();
-                self.held = None;
-                if let Some(last) = self.got.last_mut() {
-                    last.2 = nic.now();
-                }
-                progress = Progress::worked(true);
-            } else {
-                progress = progress.wake_at(Some(self.release_at));
-            }
-        }
-        progress
-    }
-}
-
-/// A lent message stays in the receive buffer, unchanged, until its member releases it: a
-/// member that holds message 0 for 5 ms reads it intact and gets message 1's first block only
-/// after its release, and every member reads every message as the root sent it.
-#[test]
-fn a_lent_message_is_not_overwritten_before_it_is_released() {
-    let n = 5;
-    let holder = 2;
-    let release_at = Nanos(5_000_000);
-    for alg in Algorithm::ALL {
-        let group = GroupConfig {
-            id: 3,
-            members: (0..n as u32).map(ProcessId).collect(),
-            algorithm: alg,
-            racks: (0..n as u32).map(|i| i % 3).collect(),
-            block_size: 1000,
-            buffer_bytes: 6000,
-        };
-        let msgs = [message(1, 6000), message(2, 5500)];
-        let mut nodes: Vec<Lender> = (0..n)
-            .map(|p| {
-                let node = RdmcNode::new(
-                    ProcessId(p as u32),
-                    std::slice::from_ref(&group),
-                    Nanos(50_000_000),
-                )
-                .unwrap()
-                .with_handoff(Handoff::Lend);
-                Lender {
-                    node,
-                    holder: p == holder,
-                    release_at,
-                    got: Vec::new(),
-                    held: None,
-                }
-            })
-            .collect();
-        for m in &msgs {
-            nodes[0].node.send_message(3, m.clone()).unwrap();
-        }
-        let mut sim = Sim::new(
-            SimConfig::new(1, Profile::load("fractus-100g").unwrap()),
-            nodes,
-        );
-        sim.run(Some(Nanos(100_000_000)));
-        for (p, l) in sim.processes().iter().enumerate().skip(1) {
-            let read: Vec<&[u8]> = l.got.iter().map(|g| &g.1[..]).collect();
-            assert_eq!(read, [&msgs[0][..], &msgs[1][..]], "{alg:?} member {p}");
-            if p == holder {
-                let (released, next_first) = (l.got[0].2, l.got[1].3);
-                assert!(released >= release_at, "{alg:?}: released at {released:?}");
-                assert!(
-                    next_first > released,
-                    "{alg:?}: message 1 landed at {next_first:?}, before the release at {released:?}"
-                );
-            }
-        }
     }
 }

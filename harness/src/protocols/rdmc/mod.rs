@@ -738,7 +738,9 @@ impl Member {
             Delivered::Data(d) => want.map(|w| intact(&d, &w)),
             Delivered::Lent { at, len } => {
                 let whole = want.map(|w| lent_intact(nic, at, len, &w, self.chunk));
-                self.node.release(group).expect("a group of this member");
+                self.node
+                    .release(group, msg)
+                    .expect("the message just lent");
                 whole
             }
         }
@@ -943,11 +945,14 @@ mod tests {
                 let at = LocalAddr::new(transport::RegionId(0), 8);
                 let len = self.want.len as usize;
                 nic.write_local(at, &self.want.to_vec()).unwrap();
+                let other = payload(3, 0, 2, len);
                 for chunk in [100, 1000, usize::MAX] {
                     self.verdicts
                         .push(lent_intact(nic, at, len, &self.want, chunk));
                     self.verdicts
                         .push(!lent_intact(nic, at, len - 1, &self.want, chunk));
+                    self.verdicts
+                        .push(!lent_intact(nic, at, len, &other, chunk));
                 }
                 for flip in [8, 8 + 1500, 8 + len - 1] {
                     let piece = LocalAddr::new(at.region, flip);
@@ -962,7 +967,7 @@ mod tests {
             }
         }
         let probe = Probe {
-            want: payload(3, 0, 1, 3000),
+            want: payload(3, 0, 1, 2500),
             verdicts: Vec::new(),
         };
         let mut sim = Sim::new(
@@ -970,7 +975,7 @@ mod tests {
             vec![probe],
         );
         sim.run(Some(Nanos(1_000_000)));
-        assert_eq!(sim.processes()[0].verdicts, [true; 9]);
+        assert_eq!(sim.processes()[0].verdicts, [true; 12]);
     }
 
     /// A stream counts the messages after the first, from their root's start of the second to
