@@ -1,6 +1,6 @@
-//! `harness run`: one multicast experiment with closed-loop clients, on `sim` or `local`, and
-//! its outputs: `summary.csv` (one row with every parameter), `latency_cdf.csv`, and the
-//! delivery log.
+//! `harness run`: one multicast experiment with closed-loop clients, on `sim`, `local` or
+//! `verbs` (a tcp run is launched by [`crate::cluster::launch`]), and its outputs:
+//! `summary.csv` (one row with every parameter), `latency_cdf.csv`, and the delivery log.
 
 use crate::protocols::Deployment;
 use hdrhistogram::Histogram;

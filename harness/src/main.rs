@@ -68,9 +68,10 @@ const COMMIT: &str = env!("HARNESS_GIT_REV");
     version,
     about = "Workbench for RDMA ordering and replication protocols: benchmarks, checks, experiments.",
     long_about = "Workbench for RDMA ordering and replication protocols.\n\n\
-        Protocols run unchanged on a deterministic simulator (`sim`, calibrated hardware profiles) \
-        or on real threads in one process (`local`). Every run prints its seed, commit and \
-        parameters first."
+        Protocols run unchanged on a deterministic simulator (`sim`, calibrated hardware profiles), \
+        on real threads in one process (`local`), as OS processes with RDMA semantics over TCP \
+        (`tcp`, across machines with a cluster file) or on an RDMA device (`verbs`, in a build \
+        with `--features verbs`). Every run prints its seed, commit and parameters first."
 )]
 struct Cli {
     #[command(subcommand)]

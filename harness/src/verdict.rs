@@ -5,7 +5,7 @@
 //! numeric rule is computed here, from the rule and the measurement, never by the figure: a
 //! figure states what it measured and which rule the paper's words call for.
 //!
-//! A figure writes its claims to `claims.csv` beside its `summary.md` ([`write`]); the summary
+//! A figure writes its claims to `claims.csv` beside its `summary.md` ([`write()`]); the summary
 //! shows them as a table with a rule column ([`table`]), and the lens summary and the results
 //! index are rendered from the records ([`read`]), not parsed back from markdown.
 

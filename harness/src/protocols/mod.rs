@@ -182,7 +182,7 @@ pub(crate) trait Deploy: fmt::Debug + Send + Sync {
     fn regions(&self) -> String;
     /// Every process of a run by role, with the regions each declares ([`Multicast::footprint`]).
     fn footprint(&self) -> Vec<Processes>;
-    /// Runs experiment `e` on this deployment (`sim` or `local`; a tcp run is launched by
+    /// Runs experiment `e` on this deployment (`sim`, `local` or `verbs`; a tcp run is launched by
     /// [`crate::cluster::launch`] and served by [`Deploy::serve`]).
     fn execute(&self, e: &Experiment) -> Measured;
     /// Each process's role in experiment `e` ([`crate::cluster::role_of`]), in id order.

@@ -314,7 +314,7 @@ impl Setup {
     }
 
     /// Runs it (on the simulator or on threads; a tcp run is launched by
-    /// [`super::tcp::launch`], whose nodes each run [`Setup::serve`]).
+    /// [`Setup::launch`], whose nodes each run [`Setup::serve`]).
     pub(crate) fn run(&self) -> Result<Outcome, String> {
         self.dispatch(&Whole)
     }
