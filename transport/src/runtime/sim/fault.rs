@@ -1,9 +1,12 @@
-//! Faults the simulator injects, scheduled explicitly or drawn from the seed.
+//! Faults the simulator injects, scheduled explicitly or drawn from the seed, and how the
+//! simulator applies each when its time comes.
 
-use crate::process::ProcessId;
-use crate::region::RegionId;
-use crate::rng::{Purpose, Rng};
+use super::{qp_of, ActiveLink, Event, Sim, SimNic};
+use crate::process::{Process, ProcessId};
+use crate::region::{Access, RegionId};
+use crate::rng::{mix64, Purpose, Rng};
 use crate::time::Nanos;
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// One fault.
@@ -219,4 +222,146 @@ pub fn random_faults(seed: u64, processes: usize, budget: FaultBudget) -> Vec<Fa
     }
     faults.sort_by_key(|f| f.at());
     faults
+}
+
+/// Applying a fault when its time comes.
+impl<P: Process<SimNic>> Sim<P> {
+    /// Process `p` stops for good ([`Fault::Crash`]).
+    pub(super) fn crash(&mut self, p: usize) {
+        let cpu = &mut self.cpus[p];
+        if cpu.crashed {
+            return;
+        }
+        cpu.crashed = true;
+        if !cpu.done {
+            cpu.done = true;
+            self.not_done -= 1;
+        }
+        self.lose_in_flight(p as u32);
+    }
+
+    /// A crashed process's NIC stops mid-transmission: each of its queue pairs still delivers a
+    /// prefix of its in-flight ops (RC order holds within a queue pair), of a length drawn from
+    /// the seed; the rest is lost. Across queue pairs nothing is ordered, so a multicast or a
+    /// proposal cut short reaches any subset of its destinations.
+    fn lose_in_flight(&mut self, p: u32) {
+        let mut per_qp: BTreeMap<usize, Vec<(u64, u32)>> = BTreeMap::new();
+        for (slot, f) in self.inflight.iter().enumerate() {
+            if let Some(f) = f.as_ref().filter(|f| f.src == p && !f.landing) {
+                let k = qp_of(f.posted.op.peer().0, &f.posted.op);
+                per_qp
+                    .entry(k)
+                    .or_default()
+                    .push((f.posted.wr.0, slot as u32));
+            }
+        }
+        for (k, mut ops) in per_qp {
+            ops.sort_unstable();
+            let draw = mix64(self.cfg.seed ^ (p as u64) << 40 ^ (k as u64) << 8 ^ self.now.0);
+            let keep = (draw % (ops.len() as u64 + 1)) as usize;
+            self.digest.fold(0xC4A5 ^ (k as u64) << 16 ^ keep as u64);
+            for &(_, slot) in &ops[keep..] {
+                if let Some(f) = self.inflight[slot as usize].as_mut() {
+                    f.lost = true;
+                }
+            }
+        }
+    }
+
+    pub(super) fn fault(&mut self, index: usize) -> u32 {
+        let now = self.now;
+        let fault = self.cfg.faults[index].clone();
+        self.digest.fold(0xFA17 ^ index as u64);
+        match fault {
+            Fault::Crash { process, .. } => {
+                self.crash(process.index());
+                process.0
+            }
+            Fault::CrashMidPost { process, .. } => {
+                self.cpus[process.index()].crash_on_post = true;
+                process.0
+            }
+            Fault::Pause {
+                process, duration, ..
+            } => {
+                let cpu = &mut self.cpus[process.index()];
+                cpu.paused_until = cpu.paused_until.max(now + duration);
+                if cpu.scheduled.is_some() {
+                    // Move the pending poll past the pause.
+                    cpu.scheduled = None;
+                    self.wake(process.0, now);
+                }
+                process.0
+            }
+            Fault::Slow {
+                process,
+                duration,
+                factor,
+                at,
+            } => {
+                // A fault with a duration starts a slowdown; its zero-duration follow-up ends it.
+                if now == at && duration > Nanos::ZERO {
+                    self.nics[process.index()].slow = factor.max(1.0);
+                    // Schedule the end of the slowdown as a follow-up fault event.
+                    self.cfg.faults.push(Fault::Slow {
+                        at: now + duration,
+                        process,
+                        duration: Nanos::ZERO,
+                        factor: 1.0,
+                    });
+                    let i = self.cfg.faults.len() - 1;
+                    self.schedule(now + duration, Event::Fault { index: i as u32 });
+                } else {
+                    self.nics[process.index()].slow = 1.0;
+                }
+                process.0
+            }
+            Fault::LinkDelay {
+                from,
+                to,
+                duration,
+                delay,
+                jitter,
+                ..
+            } => {
+                self.links.push(ActiveLink {
+                    from,
+                    to,
+                    until: now + duration,
+                    delay,
+                    jitter,
+                    last_land: Nanos::ZERO,
+                });
+                from.0
+            }
+            Fault::Revoke {
+                owner,
+                region,
+                peer,
+                duration,
+                at,
+            } => {
+                let mem = &mut self.nics[owner.index()].memory;
+                if region.index() < mem.region_count() {
+                    if now == at && duration > Nanos::ZERO {
+                        self.nics[owner.index()].settle(region, peer);
+                        let mem = &mut self.nics[owner.index()].memory;
+                        let _ = mem.set_access(region, peer, Access::None);
+                        self.cfg.faults.push(Fault::Revoke {
+                            at: now + duration,
+                            owner,
+                            region,
+                            peer,
+                            duration: Nanos::ZERO,
+                        });
+                        let i = self.cfg.faults.len() - 1;
+                        self.schedule(now + duration, Event::Fault { index: i as u32 });
+                    } else {
+                        mem.restore_access(region, peer);
+                    }
+                }
+                owner.0
+            }
+        }
+    }
 }

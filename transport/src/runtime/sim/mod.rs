@@ -78,6 +78,7 @@
 //! running [`Digest`]. [`check_determinism`] runs a seed twice and reports the first event at
 //! which the traces diverge.
 
+mod determinism;
 mod fault;
 mod nic;
 mod posting;
@@ -86,6 +87,7 @@ mod queue;
 mod software;
 mod tear;
 
+pub use determinism::{check_determinism, Determinism, Digest, TraceRecord};
 pub use fault::{random_faults, Fault, FaultBudget};
 pub use nic::SimNic;
 pub use posting::{Discipline, Posting};
@@ -102,14 +104,14 @@ pub use tear::{PieceOrder, Tearing};
 use crate::memory::Memory;
 use crate::nic::{Completion, Op, OpKind, Qp, Recv, Status};
 use crate::process::{Process, ProcessId};
-use crate::region::{Access, LocalAddr, RegionId, RegionTable};
+use crate::region::{LocalAddr, RegionId, RegionTable};
 use crate::rng::{mix64, Purpose, Rng};
 use crate::time::Nanos;
 use nic::{Posted, QueuePair};
 use posting::Gate;
 use profile::WireCosts;
 use queue::EventQueue;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 use tear::{Landing, Moved};
@@ -200,50 +202,6 @@ pub struct SimStats {
     pub ops: u64,
     /// Ops carried out in pieces (under [`SimConfig::tearing`]).
     pub torn_ops: u64,
-}
-
-/// One processed event of the trace, for divergence reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TraceRecord {
-    /// Position in the run's event sequence.
-    pub index: u64,
-    /// Virtual time.
-    pub time: Nanos,
-    /// The process concerned.
-    pub process: u32,
-    /// Event kind.
-    pub kind: &'static str,
-    /// The running digest after this event.
-    pub digest: u64,
-}
-
-impl fmt::Display for TraceRecord {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "event #{} at {} ({} on p{}) digest {:016x}",
-            self.index, self.time, self.kind, self.process, self.digest
-        )
-    }
-}
-
-/// The running hash of a run's events, ops and RNG draws.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Digest(pub u64);
-
-impl Digest {
-    /// Folds one value in (FxHash's rotate-xor-multiply: cheap enough for every event, and any
-    /// difference in a folded value changes every later digest).
-    #[inline]
-    fn fold(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x517C_C1B7_2722_0A95);
-    }
-}
-
-impl fmt::Display for Digest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:016x}", self.0)
-    }
 }
 
 #[derive(Debug)]
@@ -1260,144 +1218,6 @@ impl<P: Process<SimNic>> Sim<P> {
         }
         s
     }
-
-    fn crash(&mut self, p: usize) {
-        let cpu = &mut self.cpus[p];
-        if cpu.crashed {
-            return;
-        }
-        cpu.crashed = true;
-        if !cpu.done {
-            cpu.done = true;
-            self.not_done -= 1;
-        }
-        self.lose_in_flight(p as u32);
-    }
-
-    /// A crashed process's NIC stops mid-transmission: each of its queue pairs still delivers a
-    /// prefix of its in-flight ops (RC order holds within a queue pair), of a length drawn from
-    /// the seed; the rest is lost. Across queue pairs nothing is ordered, so a multicast or a
-    /// proposal cut short reaches any subset of its destinations.
-    fn lose_in_flight(&mut self, p: u32) {
-        let mut per_qp: BTreeMap<usize, Vec<(u64, u32)>> = BTreeMap::new();
-        for (slot, f) in self.inflight.iter().enumerate() {
-            if let Some(f) = f.as_ref().filter(|f| f.src == p && !f.landing) {
-                let k = qp_of(f.posted.op.peer().0, &f.posted.op);
-                per_qp
-                    .entry(k)
-                    .or_default()
-                    .push((f.posted.wr.0, slot as u32));
-            }
-        }
-        for (k, mut ops) in per_qp {
-            ops.sort_unstable();
-            let draw = mix64(self.cfg.seed ^ (p as u64) << 40 ^ (k as u64) << 8 ^ self.now.0);
-            let keep = (draw % (ops.len() as u64 + 1)) as usize;
-            self.digest.fold(0xC4A5 ^ (k as u64) << 16 ^ keep as u64);
-            for &(_, slot) in &ops[keep..] {
-                if let Some(f) = self.inflight[slot as usize].as_mut() {
-                    f.lost = true;
-                }
-            }
-        }
-    }
-
-    fn fault(&mut self, index: usize) -> u32 {
-        let now = self.now;
-        let fault = self.cfg.faults[index].clone();
-        self.digest.fold(0xFA17 ^ index as u64);
-        match fault {
-            Fault::Crash { process, .. } => {
-                self.crash(process.index());
-                process.0
-            }
-            Fault::CrashMidPost { process, .. } => {
-                self.cpus[process.index()].crash_on_post = true;
-                process.0
-            }
-            Fault::Pause {
-                process, duration, ..
-            } => {
-                let cpu = &mut self.cpus[process.index()];
-                cpu.paused_until = cpu.paused_until.max(now + duration);
-                if cpu.scheduled.is_some() {
-                    // Move the pending poll past the pause.
-                    cpu.scheduled = None;
-                    self.wake(process.0, now);
-                }
-                process.0
-            }
-            Fault::Slow {
-                process,
-                duration,
-                factor,
-                at,
-            } => {
-                // A fault with a duration starts a slowdown; its zero-duration follow-up ends it.
-                if now == at && duration > Nanos::ZERO {
-                    self.nics[process.index()].slow = factor.max(1.0);
-                    // Schedule the end of the slowdown as a follow-up fault event.
-                    self.cfg.faults.push(Fault::Slow {
-                        at: now + duration,
-                        process,
-                        duration: Nanos::ZERO,
-                        factor: 1.0,
-                    });
-                    let i = self.cfg.faults.len() - 1;
-                    self.schedule(now + duration, Event::Fault { index: i as u32 });
-                } else {
-                    self.nics[process.index()].slow = 1.0;
-                }
-                process.0
-            }
-            Fault::LinkDelay {
-                from,
-                to,
-                duration,
-                delay,
-                jitter,
-                ..
-            } => {
-                self.links.push(ActiveLink {
-                    from,
-                    to,
-                    until: now + duration,
-                    delay,
-                    jitter,
-                    last_land: Nanos::ZERO,
-                });
-                from.0
-            }
-            Fault::Revoke {
-                owner,
-                region,
-                peer,
-                duration,
-                at,
-            } => {
-                let mem = &mut self.nics[owner.index()].memory;
-                if region.index() < mem.region_count() {
-                    if now == at && duration > Nanos::ZERO {
-                        self.nics[owner.index()].settle(region, peer);
-                        let mem = &mut self.nics[owner.index()].memory;
-                        let _ = mem.set_access(region, peer, Access::None);
-                        self.cfg.faults.push(Fault::Revoke {
-                            at: now + duration,
-                            owner,
-                            region,
-                            peer,
-                            duration: Nanos::ZERO,
-                        });
-                        let i = self.cfg.faults.len() - 1;
-                        self.schedule(now + duration, Event::Fault { index: i as u32 });
-                    } else {
-                        mem.restore_access(region, peer);
-                    }
-                }
-                owner.0
-            }
-        }
-    }
 }
 
 /// The index in a NIC's `qps` of the queue pair to peer `d` that carries `op`.
@@ -1418,58 +1238,4 @@ fn failed(posted: &Posted, peer: ProcessId, status: Status) -> Completion {
         status,
         value: None,
     }
-}
-
-/// The outcome of running one seed twice.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Determinism {
-    /// Both runs produced the same trace; the digest they share.
-    Identical(Digest),
-    /// The runs diverged; the first differing event of each (None where a run had ended).
-    Diverged {
-        /// First run's event at the divergence.
-        first: Option<TraceRecord>,
-        /// Second run's event at the divergence.
-        second: Option<TraceRecord>,
-    },
-}
-
-/// Builds and runs the same simulation twice (`build` must construct it from its arguments
-/// only) and compares the event traces, reporting the first divergence. The second run
-/// withholds the change hint ([`SimConfig::exact_changes`]), so one check covers both: that a
-/// seed replays, and that the hint only saves wall time.
-pub fn check_determinism<P, F>(mut build: F, limit: Option<Nanos>) -> Determinism
-where
-    P: Process<SimNic>,
-    F: FnMut() -> Sim<P>,
-{
-    let mut traces = Vec::new();
-    let mut digests = Vec::new();
-    for run in 0..2 {
-        let mut sim = build();
-        if run == 1 {
-            sim.withhold_changes();
-        }
-        sim.cfg.record_trace = true;
-        sim.run(limit);
-        digests.push(sim.digest());
-        traces.push(std::mem::take(&mut sim.trace));
-    }
-    let (a, b) = (&traces[0], &traces[1]);
-    for i in 0..a.len().max(b.len()) {
-        let (x, y) = (a.get(i), b.get(i));
-        if x != y {
-            return Determinism::Diverged {
-                first: x.copied(),
-                second: y.copied(),
-            };
-        }
-    }
-    if digests[0] != digests[1] {
-        return Determinism::Diverged {
-            first: a.last().copied(),
-            second: b.last().copied(),
-        };
-    }
-    Determinism::Identical(digests[0])
 }
