@@ -1,0 +1,275 @@
+//! A node's queue pair towards one peer ([`Link`]) with its staging ring, receive buffers and
+//! backlog; the peer's links and regions ([`Peer`]); and posting one work request
+//! ([`post_wr`]), with the ids that name a work request's peer, queue pair and sequence.
+
+use super::{HEADER, RECV};
+use crate::bootstrap::RemoteRegion;
+use crate::completion::Health;
+use crate::handshake::Handshake;
+use crate::signal::{Piece, SendQueue, Staged};
+use crate::staging::{Slice, Staging};
+use sideway::ibverbs::memory_region::MemoryRegion;
+use sideway::ibverbs::queue_pair::{
+    BasicQueuePair, PostSendGuard, QueuePair, SetInlineData, SetScatterGatherEntry,
+    WorkRequestFlags,
+};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use transport::runtime::shared_memory::Words;
+use transport::{Op, ProcessId, WrId};
+
+/// An op waiting for room in its queue pair, with how much of it is posted.
+#[derive(Debug)]
+pub(super) struct Waiting {
+    pub(super) wr: WrId,
+    pub(super) op: Op,
+    /// Payload bytes of a write posted so far (it goes in pieces).
+    pub(super) sent: usize,
+    /// Every data piece of a write is posted (a write-with-immediate's header may wait).
+    pub(super) data_done: bool,
+}
+
+/// One queue pair towards one peer and what the runtime keeps for it.
+pub(super) struct Link {
+    // Fields drop in order: the queue pair, then the registrations, then the memory they name.
+    pub(super) qp: BasicQueuePair,
+    pub(super) stage_mr: Arc<MemoryRegion>,
+    pub(super) recv_mr: Arc<MemoryRegion>,
+    pub(super) stage_mem: Words,
+    pub(super) recv_mem: Words,
+    pub(super) sq: SendQueue,
+    pub(super) health: Health,
+    pub(super) staging: Staging,
+    /// Bumped at every reset: receive completions of an older incarnation are ignored.
+    pub(super) epoch: u64,
+    pub(super) backlog: VecDeque<Waiting>,
+    pub(super) psn: u32,
+}
+
+impl Link {
+    /// Room in the send queue and `len` bytes of the staging ring, filled by `fill`, as a work
+    /// request's source: `None` until earlier requests retire (the caller keeps its op).
+    pub(super) fn stage(
+        &mut self,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> Option<(Src<'static>, Slice)> {
+        if !self.sq.has_room(1) {
+            return None;
+        }
+        let slice = self.staging.alloc(len)?;
+        let mut buf = vec![0u8; len];
+        fill(&mut buf);
+        self.stage_mem.write(slice.at, &buf);
+        let src = Src::Sge {
+            lkey: self.stage_mr.lkey(),
+            addr: (self.stage_mem.addr() + slice.at) as u64,
+            len: len as u32,
+        };
+        Some((src, slice))
+    }
+
+    /// Admits `piece` to the send queue and posts `wr` for it: `Ok(false)` if the queue is
+    /// full (nothing posted).
+    pub(super) fn post(
+        &mut self,
+        p: ProcessId,
+        q: usize,
+        piece: Piece,
+        wr: Wr<'_>,
+    ) -> Result<bool, String> {
+        let Some((id, signal)) = self.sq.admit(piece) else {
+            return Ok(false);
+        };
+        post_wr(&mut self.qp, send_id(p, q, id), signal, wr)?;
+        Ok(true)
+    }
+
+    /// Posts a two-sided message, `header` then `body`: inline if it fits, else staged.
+    pub(super) fn send(
+        &mut self,
+        p: ProcessId,
+        q: usize,
+        piece: Piece,
+        header: &[u8; HEADER],
+        body: &[u8],
+        inline_max: usize,
+    ) -> Result<bool, String> {
+        let len = HEADER + body.len();
+        if len <= inline_max {
+            let mut bytes = Vec::with_capacity(len);
+            bytes.extend_from_slice(header);
+            bytes.extend_from_slice(body);
+            let src = Src::Inline(&bytes);
+            return self.post(p, q, piece, Wr::Send { src });
+        }
+        let fill = |buf: &mut [u8]| {
+            buf[..HEADER].copy_from_slice(header);
+            buf[HEADER..].copy_from_slice(body);
+        };
+        let Some((src, slice)) = self.stage(len, fill) else {
+            return Ok(false);
+        };
+        let piece = Piece {
+            tag: Staged {
+                bytes: slice.charged,
+                at: slice.at,
+            },
+            ..piece
+        };
+        self.post(p, q, piece, Wr::Send { src })
+    }
+
+    /// Posts receive buffers `ks` (each `size` bytes of the link's receive memory) on the
+    /// queue pair to `p`, tagged with the link's epoch.
+    pub(super) fn post_recvs(
+        &mut self,
+        p: ProcessId,
+        q: usize,
+        ks: std::ops::Range<usize>,
+        size: usize,
+    ) -> Result<(), String> {
+        let (lkey, base, epoch) = (self.recv_mr.lkey(), self.recv_mem.addr(), self.epoch);
+        let mut guard = self.qp.start_post_recv();
+        for k in ks {
+            let h = guard.construct_wr(recv_id(p, q, epoch, k));
+            // SAFETY: buffer `k` of the link's registered receive memory, which the link owns
+            // for as long as its queue pair.
+            unsafe { h.setup_sge(lkey, (base + k * size) as u64, size as u32) };
+        }
+        guard
+            .post()
+            .map_err(|e| format!("ibv_post_recv to {p}: {e}"))
+    }
+}
+
+/// One peer: its queue pairs, its regions as this node addresses them, and a reconnect in
+/// progress.
+pub(super) struct Peer {
+    pub(super) links: Vec<Link>,
+    pub(super) remote: Vec<RemoteRegion>,
+    /// A reconnect with the peer ([`crate::handshake`]).
+    pub(super) hs: Handshake,
+    /// Never connected: it had crashed before the run began.
+    pub(super) down: bool,
+}
+
+pub(super) fn send_id(peer: ProcessId, qp: usize, seq: u64) -> u64 {
+    (peer.0 as u64) << 44 | (qp as u64) << 40 | seq
+}
+
+pub(super) fn recv_id(peer: ProcessId, qp: usize, epoch: u64, k: usize) -> u64 {
+    RECV | (peer.0 as u64) << 40 | (qp as u64) << 36 | (epoch & 0xF_FFFF) << 16 | k as u64
+}
+
+/// A work request's id split back into its parts: (receive?, peer, queue pair, seq or
+/// (epoch, buffer)).
+pub(super) fn split_id(id: u64) -> (bool, ProcessId, usize, u64) {
+    if id & RECV != 0 {
+        (
+            true,
+            ProcessId(((id >> 40) & 0xFFFF) as u32),
+            ((id >> 36) & 0xF) as usize,
+            id & 0xF_FFFF_FFFF,
+        )
+    } else {
+        (
+            false,
+            ProcessId((id >> 44) as u32),
+            ((id >> 40) & 0xF) as usize,
+            id & ((1 << 40) - 1),
+        )
+    }
+}
+
+/// The source of a work request's bytes.
+#[derive(Clone, Copy)]
+pub(super) enum Src<'a> {
+    Inline(&'a [u8]),
+    Sge { lkey: u32, addr: u64, len: u32 },
+}
+
+/// One work request to post.
+#[derive(Clone, Copy)]
+pub(super) enum Wr<'a> {
+    Write {
+        rkey: u32,
+        raddr: u64,
+        src: Src<'a>,
+    },
+    Send {
+        src: Src<'a>,
+    },
+    Read {
+        rkey: u32,
+        raddr: u64,
+        dst: Src<'a>,
+    },
+    Cas {
+        rkey: u32,
+        raddr: u64,
+        expect: u64,
+        swap: u64,
+        dst: Src<'a>,
+    },
+    Faa {
+        rkey: u32,
+        raddr: u64,
+        add: u64,
+        dst: Src<'a>,
+    },
+}
+
+pub(super) fn post_wr(
+    qp: &mut BasicQueuePair,
+    id: u64,
+    signal: bool,
+    wr: Wr<'_>,
+) -> Result<(), String> {
+    let inline = matches!(
+        wr,
+        Wr::Write {
+            src: Src::Inline(_),
+            ..
+        } | Wr::Send {
+            src: Src::Inline(_)
+        }
+    );
+    let mut flags = WorkRequestFlags::none();
+    if signal {
+        flags |= WorkRequestFlags::Signaled;
+    }
+    if inline {
+        flags |= WorkRequestFlags::Inline;
+    }
+    let mut guard = qp.start_post_send();
+    let w = guard.construct_wr(id, flags);
+    let (handle, src) = match wr {
+        Wr::Write { rkey, raddr, src } => (w.setup_write(rkey, raddr), src),
+        Wr::Send { src } => (w.setup_send(), src),
+        Wr::Read { rkey, raddr, dst } => (w.setup_read(rkey, raddr), dst),
+        Wr::Cas {
+            rkey,
+            raddr,
+            expect,
+            swap,
+            dst,
+        } => (w.setup_atomic_compare_swap(rkey, raddr, expect, swap), dst),
+        Wr::Faa {
+            rkey,
+            raddr,
+            add,
+            dst,
+        } => (w.setup_atomic_fetch_add(rkey, raddr, add), dst),
+    };
+    match src {
+        Src::Inline(bytes) => handle.setup_inline_data(bytes),
+        // SAFETY: every sge names registered memory the node owns for the whole run (staging,
+        // receive buffers or a region), within its bounds (checked by `validate` and the
+        // staging ring).
+        Src::Sge { lkey, addr, len } => unsafe { handle.setup_sge(lkey, addr, len) },
+    }
+    guard
+        .post()
+        .map_err(|e| format!("ibv_post_send failed: {e}"))
+}

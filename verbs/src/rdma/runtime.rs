@@ -1,0 +1,209 @@
+//! Running nodes: [`VerbsRuntime`], every node of a run as threads of one OS process, and
+//! [`run_node`], one node of a run across processes and hosts.
+
+use super::{discover, AccessTimings, VerbsConfig, VerbsNic};
+use crate::control::{Control, Mailboxes, TcpControl};
+use crate::device::{DeviceInfo, NoDevice};
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use transport::{Process, ProcessId, RegionSpec};
+
+/// The result of an in-process verbs run.
+#[derive(Debug)]
+pub struct VerbsRun<P> {
+    /// The processes, in id order, as the run left them.
+    pub processes: Vec<P>,
+    /// The device the nodes ran on.
+    pub device: DeviceInfo,
+    /// Every node's access-change timings, in id order.
+    pub access: Vec<AccessTimings>,
+}
+
+/// A handle to crash nodes of a run.
+#[derive(Clone, Debug)]
+pub struct VerbsControl {
+    mailboxes: Arc<Mailboxes>,
+}
+
+impl VerbsControl {
+    /// Crashes process `p`: it stops at once and its queue pairs are destroyed, so its peers'
+    /// ops to it fail `PeerUnreachable` once their retries run out. Before the run, it never
+    /// starts.
+    pub fn crash(&self, p: ProcessId) {
+        self.mailboxes.crash(p);
+    }
+}
+
+/// Every node of a run as threads of this OS process, on one device.
+pub struct VerbsRuntime<P> {
+    cfg: VerbsConfig,
+    processes: Vec<P>,
+    mailboxes: Arc<Mailboxes>,
+    device: DeviceInfo,
+}
+
+impl<P> fmt::Debug for VerbsRuntime<P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("VerbsRuntime")
+            .field("cfg", &self.cfg)
+            .field("device", &self.device)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Polls `process` on `nic` until `stop` says so: the NIC makes progress every round whether
+/// or not the process polls its queues (reconnects answered, finished work requests retired,
+/// backlogs posted). `stop` sees whether the process is done.
+fn drive<P: Process<VerbsNic>>(
+    nic: &mut VerbsNic,
+    process: &mut P,
+    mut stop: impl FnMut(bool) -> bool,
+) {
+    loop {
+        if nic.control.crashed(nic.me) {
+            return;
+        }
+        nic.service_mail();
+        nic.poll_device();
+        let progress = process.poll(nic);
+        if stop(process.done()) {
+            return;
+        }
+        if !progress.did_work {
+            std::thread::yield_now();
+        }
+    }
+}
+
+impl<P: Process<VerbsNic> + Send> VerbsRuntime<P> {
+    /// A run of `processes` (process `i` is `ProcessId(i)`) on the configured device, or no
+    /// device.
+    pub fn new(cfg: VerbsConfig, processes: Vec<P>) -> Result<VerbsRuntime<P>, NoDevice> {
+        let device = discover(&cfg.device)?;
+        let n = processes.len();
+        Ok(VerbsRuntime {
+            cfg,
+            processes,
+            mailboxes: Arc::new(Mailboxes::new(n)),
+            device,
+        })
+    }
+
+    /// The device the run uses.
+    pub fn device(&self) -> &DeviceInfo {
+        &self.device
+    }
+
+    /// A handle to crash nodes.
+    pub fn control(&self) -> VerbsControl {
+        VerbsControl {
+            mailboxes: self.mailboxes.clone(),
+        }
+    }
+
+    /// Runs every node until all live processes are done or `limit` passes. A node that cannot
+    /// set up its queue pairs on a device that was found is a failure, not a skip: it panics
+    /// with what the device refused.
+    pub fn run(self, limit: Duration) -> VerbsRun<P> {
+        let VerbsRuntime {
+            cfg,
+            processes,
+            mailboxes,
+            device,
+        } = self;
+        let specs: Vec<Vec<RegionSpec>> = processes.iter().map(|p| p.regions()).collect();
+        let live = (0..processes.len())
+            .filter(|&i| !mailboxes.crashed(ProcessId(i as u32)))
+            .count();
+        let (done, stop) = (AtomicUsize::new(0), AtomicBool::new(false));
+        let start = Instant::now();
+        let deadline = start + limit;
+        let results: Vec<(P, AccessTimings)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = processes
+                .into_iter()
+                .enumerate()
+                .map(|(i, mut process)| {
+                    let (cfg, specs, done, stop) = (&cfg, &specs, &done, &stop);
+                    let control: Arc<dyn Control> = mailboxes.clone();
+                    scope.spawn(move || {
+                        let me = ProcessId(i as u32);
+                        if control.crashed(me) {
+                            return (process, AccessTimings::default());
+                        }
+                        let mut nic = VerbsNic::open(me, cfg, specs, control, start)
+                            .and_then(|mut nic| nic.bootstrap_in_process().map(|()| nic))
+                            .unwrap_or_else(|e| panic!("verbs node {me} did not start: {e}"));
+                        let mut counted = false;
+                        drive(&mut nic, &mut process, |is_done| {
+                            if is_done && !counted {
+                                counted = true;
+                                done.fetch_add(1, Ordering::AcqRel);
+                            }
+                            if done.load(Ordering::Acquire) >= live || Instant::now() >= deadline {
+                                stop.store(true, Ordering::Release);
+                            }
+                            stop.load(Ordering::Acquire)
+                        });
+                        let timings = nic.access_timings().clone();
+                        drop(nic);
+                        (process, timings)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a verbs node thread panicked"))
+                .collect()
+        });
+        let (processes, access) = results.into_iter().unzip();
+        VerbsRun {
+            processes,
+            device,
+            access,
+        }
+    }
+}
+
+/// One node of a run across OS processes or hosts (what a cluster launcher starts on each):
+/// process `me` of a deployment whose processes declared `specs`, listening on `listener` (its
+/// address in `addrs`, the cluster file's addresses in id order). Connects its queue pairs to
+/// every node through [`TcpControl`], then polls `process` until `limit` passes (the launcher
+/// gives every node the same run length) and returns it. Every node must be started; one that
+/// does not come within `cfg.connect_timeout` fails the bootstrap.
+pub fn run_node<P: Process<VerbsNic>>(
+    cfg: &VerbsConfig,
+    me: ProcessId,
+    specs: &[Vec<RegionSpec>],
+    listener: &std::net::TcpListener,
+    addrs: &[std::net::SocketAddr],
+    mut process: P,
+    limit: Duration,
+) -> Result<P, String> {
+    if addrs.len() != specs.len() {
+        return Err(format!(
+            "{} addresses for {} processes: the cluster file must name one per process",
+            addrs.len(),
+            specs.len()
+        ));
+    }
+    let start = Instant::now();
+    // Until the control channel is up nobody is known to be down.
+    let local: Arc<dyn Control> = Arc::new(Mailboxes::new(specs.len()));
+    let mut nic = VerbsNic::open(me, cfg, specs, local, start)?;
+    let (control, hellos) = TcpControl::connect(
+        me,
+        listener,
+        addrs,
+        &nic.hellos(),
+        nic.table.digest(),
+        cfg.connect_timeout,
+    )
+    .map_err(|e| e.to_string())?;
+    nic.control = control;
+    nic.connect_hellos(hellos)?;
+    let deadline = Instant::now() + limit;
+    drive(&mut nic, &mut process, |_| Instant::now() >= deadline);
+    Ok(process)
+}
