@@ -8,7 +8,7 @@
 //! those runs). A fault phase, a liveness phase in which clients keep multicasting (each
 //! correct client must complete a multicast started after the last fault), a convergence phase
 //! without new multicasts; then halts are judged and the five properties checked on the
-//! delivery log ([`crate::sweep::judge`]).
+//! delivery log ([`crate::sweep::judge::judge`]).
 
 use crate::sweep::{
     check_multicast, check_multicast_local, checking_load, draw_schedule, kinds, local_faults,
