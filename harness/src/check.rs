@@ -53,7 +53,15 @@ fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<(Model, Vec<u64>, boo
         }),
     };
     let (k, n) = a.shard.unwrap_or((0, 1));
-    let (seeds, verbose): (Vec<u64>, bool) = match a.seed {
+    let replayed = match &a.replay {
+        Some(line) => Some(
+            crate::sweep::spec::Spec::parse(line)?
+                .get::<u64>("seed")
+                .map_err(|e| format!("--replay: {e}"))?,
+        ),
+        None => None,
+    };
+    let (seeds, verbose): (Vec<u64>, bool) = match a.seed.or(replayed) {
         Some(s) => (vec![s], true),
         None => (
             (a.first_seed..a.first_seed.saturating_add(a.seeds))
@@ -87,6 +95,15 @@ fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<(Model, Vec<u64>, boo
 
 /// A seeded sweep of one protocol under faults, each run checked against its properties.
 pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
+    let replay = match &a.replay {
+        Some(line) => Some(R::from_spec(line).map_err(|e| {
+            format!(
+                "--replay: {e} (`harness check --protocol {} --seed N` prints a whole line)",
+                R::PROTOCOL
+            )
+        })?),
+        None => None,
+    };
     let (model, seeds, verbose) = check_preamble(a, R::PROTOCOL)?;
     // A report file that cannot be written fails now, not after the sweep.
     if let Some(path) = &a.report {
@@ -105,8 +122,9 @@ pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
             |j| j as usize,
         ),
     };
-    sweep::run_seeds::<R>(
+    sweep::run_seeds(
         &seeds,
+        |seed| replay.clone().unwrap_or_else(|| R::derive(seed)),
         &model,
         a.check_determinism,
         jobs,
@@ -118,13 +136,13 @@ pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
                 CheckRuntime::Local => "real threads (the NIC thread yields between words)".into(),
             };
             if verbose {
-                bar.suspend(|| println!("{}\n  torn landings: {tearing}", run.describe()));
+                bar.suspend(|| println!("{}\n  torn landings: {tearing}", run.spec()));
             }
             tally.add(run.kinds(), out);
             if !out.violations.is_empty() || out.divergence.is_some() {
                 failed.push(seed);
                 bar.suspend(|| {
-                    println!("FAILED seed {seed}: {}", run.describe());
+                    println!("FAILED seed {seed}: {}", run.spec());
                     println!("  torn landings: {tearing}");
                     for v in out.violations.iter().take(10) {
                         println!("  violation: {v}");
@@ -140,18 +158,20 @@ pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
                     }
                     match a.runtime {
                         CheckRuntime::Sim => println!(
-                            "  replay: harness check --protocol {} --seed {seed} --profile {} --software {} --torn {}",
+                            "  replay: harness check --protocol {} --profile {} --software {} --torn {} --replay '{}'",
                             R::PROTOCOL,
                             model.profile.name,
                             a.software,
-                            a.torn
+                            a.torn,
+                            run.spec()
                         ),
                         // Threads do not replay: the same seed is the same workload and
                         // schedule, and another interleaving.
                         CheckRuntime::Local => println!(
-                            "  rerun (threads do not replay: the same workload and schedule, another interleaving): harness check --protocol {} --seed {seed} --runtime local --stretch {}",
+                            "  rerun (threads do not replay: the same workload and schedule, another interleaving): harness check --protocol {} --runtime local --stretch {} --replay '{}'",
                             R::PROTOCOL,
-                            a.stretch
+                            a.stretch,
+                            run.spec()
                         ),
                     }
                 });
@@ -266,6 +286,9 @@ pub(crate) fn command(a: CheckArgs) -> Result<ExitCode, String> {
     }
     if a.report.is_some() {
         return Err("--report is for the protocols' sweeps; chaos prints its report".into());
+    }
+    if a.replay.is_some() {
+        return Err("--replay runs a protocol's run from its line; a chaos run replays from its seed alone (--seed N)".into());
     }
     if a.runtime == CheckRuntime::Local {
         return Err(

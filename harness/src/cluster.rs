@@ -45,6 +45,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
+use transport::runtime::fault_text::FaultText;
 use transport::runtime::tcp::faults::{LinkEffect, LinkFault};
 use transport::runtime::tcp::{self, TcpConfig, TcpNic};
 use transport::{Nanos, Process, ProcessId};
@@ -586,11 +587,9 @@ impl FromStr for ProcessFault {
     type Err = String;
     fn from_str(s: &str) -> Result<ProcessFault, String> {
         let usage = || format!("`{s}`: {FAULT_USAGE}");
-        let time = crate::experiment::parse_duration;
-        let window = |w: &str| -> Result<(Nanos, Nanos), String> {
-            let (at, span) = w.split_once('+').ok_or_else(usage)?;
-            Ok((time(at)?, time(span)?))
-        };
+        let t = FaultText::parse(s).map_err(|e| format!("{e}: {FAULT_USAGE}"))?;
+        let (at, who) = (t.at, t.who);
+        let node = || who.parse::<u32>().map_err(|_| usage());
         let nodes = |n: &str| -> Result<Nodes, String> {
             if n == "*" {
                 return Ok(Nodes::All);
@@ -600,43 +599,28 @@ impl FromStr for ProcessFault {
                 .collect::<Result<_, _>>()
                 .map(Nodes::Some)
         };
-        let (kind, rest) = s.split_once(':').ok_or_else(usage)?;
-        let (who, when) = rest.split_once('@').ok_or_else(usage)?;
-        match kind {
-            "kill" => Ok(ProcessFault::Kill {
-                node: who.parse().map_err(|_| usage())?,
-                at: time(when)?,
+        match (t.kind, t.span, t.value) {
+            ("kill", None, None) => Ok(ProcessFault::Kill { node: node()?, at }),
+            ("pause", Some(span), None) => Ok(ProcessFault::Pause {
+                node: node()?,
+                at,
+                span,
             }),
-            "pause" => {
-                let (at, span) = window(when)?;
-                Ok(ProcessFault::Pause {
-                    node: who.parse().map_err(|_| usage())?,
-                    at,
-                    span,
-                })
-            }
-            "delay" | "loss" | "partition" => {
+            (kind @ ("delay" | "loss" | "partition"), Some(span), value) => {
                 let sides = if kind == "partition" { '|' } else { '>' };
                 let (from, to) = who.split_once(sides).ok_or_else(usage)?;
                 let (from, to) = (nodes(from)?, nodes(to)?);
                 if kind == "partition" && from == Nodes::All && to == Nodes::All {
                     return Err(format!("`{s}`: a partition needs one side named"));
                 }
-                let (w, value) = match kind {
-                    "partition" => (when, None),
-                    _ => {
-                        let (w, v) = when.split_once('=').ok_or_else(usage)?;
-                        (w, Some(v))
-                    }
-                };
-                let (at, span) = window(w)?;
                 let effect = match (kind, value) {
-                    ("delay", Some(v)) => NetEffect::Delay(time(v)?),
+                    ("delay", Some(v)) => NetEffect::Delay(crate::experiment::parse_duration(v)?),
                     ("loss", Some(v)) => match v.parse::<f64>() {
                         Ok(p) if (0.0..=1.0).contains(&p) => NetEffect::Loss(p),
                         _ => return Err(format!("`{s}`: a loss probability is 0 to 1, got `{v}`")),
                     },
-                    _ => NetEffect::Partition,
+                    ("partition", None) => NetEffect::Partition,
+                    _ => return Err(usage()),
                 };
                 Ok(ProcessFault::Net {
                     at,
@@ -666,19 +650,26 @@ impl fmt::Display for Nodes {
 impl fmt::Display for ProcessFault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ProcessFault::Kill { node, at } => write!(f, "kill:{node}@{at}"),
-            ProcessFault::Pause { node, at, span } => write!(f, "pause:{node}@{at}+{span}"),
+            ProcessFault::Kill { node, at } => write!(f, "kill:{node}@{}", at.exact()),
+            ProcessFault::Pause { node, at, span } => {
+                write!(f, "pause:{node}@{}+{}", at.exact(), span.exact())
+            }
             ProcessFault::Net {
                 at,
                 span,
                 from,
                 to,
                 effect,
-            } => match effect {
-                NetEffect::Delay(d) => write!(f, "delay:{from}>{to}@{at}+{span}={d}"),
-                NetEffect::Loss(p) => write!(f, "loss:{from}>{to}@{at}+{span}={p}"),
-                NetEffect::Partition => write!(f, "partition:{from}|{to}@{at}+{span}"),
-            },
+            } => {
+                let (at, span) = (at.exact(), span.exact());
+                match effect {
+                    NetEffect::Delay(d) => {
+                        write!(f, "delay:{from}>{to}@{at}+{span}={}", d.exact())
+                    }
+                    NetEffect::Loss(p) => write!(f, "loss:{from}>{to}@{at}+{span}={p}"),
+                    NetEffect::Partition => write!(f, "partition:{from}|{to}@{at}+{span}"),
+                }
+            }
         }
     }
 }

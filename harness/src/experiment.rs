@@ -553,29 +553,19 @@ pub(crate) fn parse_bytes(s: &str) -> Result<usize, String> {
     Ok(bytes as usize)
 }
 
-/// Parses `10s`, `500ms`, `200us`, `1500ns`.
+/// Parses a duration flag (`10s`, `500ms`, `200us`, `1500ns`; see [`Nanos::from_str`]),
+/// positive and at most an hour.
+///
+/// [`Nanos::from_str`]: std::str::FromStr::from_str
 pub(crate) fn parse_duration(s: &str) -> Result<Nanos, String> {
-    let bad =
-        || format!("`{s}` is not a duration: use a number with s, ms, us or ns, like 10s or 500ms");
-    let s = s.trim();
-    let (num, mult) = if let Some(n) = s.strip_suffix("ms") {
-        (n, 1e6)
-    } else if let Some(n) = s.strip_suffix("us") {
-        (n, 1e3)
-    } else if let Some(n) = s.strip_suffix("ns") {
-        (n, 1.0)
-    } else if let Some(n) = s.strip_suffix('s') {
-        (n, 1e9)
-    } else {
-        return Err(bad());
-    };
-    let v: f64 = num.trim().parse().map_err(|_| bad())?;
-    if v.is_nan() || v <= 0.0 || v * mult > 3.6e12 {
+    let d: Nanos = s.parse()?;
+    if d == Nanos::ZERO || d > Nanos::from_secs(3_600) {
         return Err(format!(
-            "duration `{s}` must be positive and at most one hour"
+            "duration `{}` must be positive and at most one hour",
+            s.trim()
         ));
     }
-    Ok(Nanos((v * mult) as u64))
+    Ok(d)
 }
 
 #[cfg(test)]

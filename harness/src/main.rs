@@ -619,9 +619,15 @@ struct CheckArgs {
     /// First seed of the sweep.
     #[arg(long, default_value_t = 0)]
     first_seed: u64,
-    /// Run exactly this seed, printing its derived parameters (replay a failure).
+    /// Run exactly this seed, printing the run as one line (its parameters and faults, what
+    /// --replay takes).
     #[arg(long)]
     seed: Option<u64>,
+    /// Run exactly the run this line describes (`seed=N key=value ... fault=...`, as `check`
+    /// prints a run): the same parameters and faults whatever later changes do to how seeds
+    /// derive runs. The protocols, not chaos.
+    #[arg(long, value_name = "LINE", conflicts_with_all = ["seed", "seeds", "first_seed", "shard", "report"])]
+    replay: Option<String>,
     /// Keep the delivery logs of failing runs under this directory (ramcast).
     #[arg(long)]
     log: Option<PathBuf>,

@@ -609,6 +609,42 @@ fn rdmc_figure_quick_writes_csv_png_and_summary() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `check --seed N` prints the run as one line; `--replay LINE` runs exactly that run (the
+/// same events), and a line with a misspelt parameter is refused with what to do.
+#[test]
+fn a_run_printed_by_check_replays_from_its_line() {
+    let seeded = stdout(&harness(&["check", "--protocol", "tram", "--seed", "3"]));
+    let line = seeded
+        .lines()
+        .find(|l| l.starts_with("seed=3 "))
+        .unwrap_or_else(|| panic!("{seeded}"));
+    assert!(line.contains(" fault="), "{line}");
+    let replayed = harness(&["check", "--protocol", "tram", "--replay", line]);
+    assert!(replayed.status.success(), "{}", stderr(&replayed));
+    let events = |out: &str| {
+        out.lines()
+            .find(|l| l.starts_with("1 runs in"))
+            .map(|l| l.split("failed; ").nth(1).unwrap_or_default().to_string())
+    };
+    assert_eq!(events(&stdout(&replayed)), events(&seeded), "{seeded}");
+    let bad = harness(&[
+        "check",
+        "--protocol",
+        "tram",
+        "--replay",
+        &line.replace("tree=", "tre="),
+    ]);
+    assert!(!bad.status.success());
+    let e = stderr(&bad);
+    assert!(e.contains("no `tree=`") && e.contains("--seed N"), "{e}");
+    let chaos = harness(&["check", "--replay", line]);
+    assert!(
+        stderr(&chaos).contains("chaos run replays from its seed"),
+        "{}",
+        stderr(&chaos)
+    );
+}
+
 #[test]
 fn a_bad_shard_or_an_unwritable_report_fails_before_the_sweep() {
     for bad in ["3/3", "1", "a/b"] {

@@ -142,6 +142,28 @@ pub enum AllAcceptors {
     FirstGroup,
 }
 
+impl AllAcceptors {
+    /// Every choice, by name.
+    pub const ALL: [(&'static str, AllAcceptors); 2] = [
+        ("spread", AllAcceptors::Spread),
+        ("first-group", AllAcceptors::FirstGroup),
+    ];
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        crate::named::name_of(&Self::ALL, self)
+    }
+}
+
+impl std::str::FromStr for AllAcceptors {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        crate::named::by_name(&Self::ALL, s).ok_or_else(|| {
+            format!("unknown place for e_all's acceptors `{s}`: spread or first-group")
+        })
+    }
+}
+
 /// Failure-detector and retry timing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timing {

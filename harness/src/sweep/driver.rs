@@ -355,7 +355,7 @@ pub(crate) fn run_local<P: Process<LocalNic> + Send>(
 }
 
 /// One seeded checking run of a protocol, as `harness check` drives it.
-pub(crate) trait SeedRun: Sized + Send {
+pub(crate) trait SeedRun: Sized + Send + Sync + Clone + std::fmt::Debug {
     /// The protocol's name on the command line.
     const PROTOCOL: &'static str;
     /// One line for `check --help`: what the sweep injects and checks.
@@ -366,8 +366,10 @@ pub(crate) trait SeedRun: Sized + Send {
     const EXTRA: Option<&'static str>;
     /// Derives every parameter of the run from `seed`.
     fn derive(seed: u64) -> Self;
-    /// The derived parameters, printed for replay.
-    fn describe(&self) -> String;
+    /// The run as one line ([`super::spec`]): every parameter and fault, printed for replay.
+    fn spec(&self) -> String;
+    /// The run a line of [`SeedRun::spec`] describes, exactly.
+    fn from_spec(line: &str) -> Result<Self, String>;
     /// The kinds of fault the run injects.
     fn kinds(&self) -> Kinds;
     /// Runs it (twice with `determinism`) and checks the protocol's properties.
@@ -459,12 +461,14 @@ impl Report {
     }
 }
 
-/// Runs the seeds on `jobs` threads and hands each run and its outcome to `each` in seed order,
+/// Runs the seeds (each the run `run_of` makes of it: derived, or replayed from a line) on
+/// `jobs` threads and hands each run and its outcome to `each` in seed order,
 /// so a sweep's report is the same on any number of threads (runs share nothing: each is
 /// deterministic from its seed). Seeds go in batches of a few per thread; a passing run's
 /// delivery log is dropped at once.
 pub(crate) fn run_seeds<R: SeedRun>(
     seeds: &[u64],
+    run_of: impl Fn(u64) -> R + Sync,
     model: &Model,
     determinism: bool,
     jobs: usize,
@@ -477,7 +481,7 @@ pub(crate) fn run_seeds<R: SeedRun>(
             batch
                 .par_iter()
                 .map(|&seed| {
-                    let run = R::derive(seed);
+                    let run = run_of(seed);
                     // A run that panics (an assertion in a protocol, garbage it trusted) fails
                     // its seed, reported with the panic's message; the sweep goes on.
                     let mut out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -513,18 +517,11 @@ pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
         .unwrap_or_else(|| "(no message)".into())
 }
 
-/// The run a sweep derived from `seed`, checked to be the one it derived then: its eviction
-/// time (`evict_of`), drawn from the seed, is still `evict` nanoseconds. Pinned seeds use it, so
-/// a change to how runs derive fails loudly instead of silently testing another schedule.
+/// The run a line pins ([`SeedRun::spec`], as a sweep printed it when the run failed): exactly
+/// that run, whatever later changes do to how seeds derive runs.
 #[cfg(test)]
-pub(crate) fn derived<R: SeedRun>(seed: u64, evict_of: fn(&R) -> Nanos, evict: u64) -> R {
-    let run = R::derive(seed);
-    assert_eq!(
-        evict_of(&run),
-        Nanos(evict),
-        "seed {seed}: the derivation drifted"
-    );
-    run
+pub(crate) fn pinned<R: SeedRun>(line: &str) -> R {
+    R::from_spec(line).unwrap_or_else(|e| panic!("{line}\n{e}"))
 }
 
 /// Checks `run` on r320-cx3, the profile of the sweeps the pinned seeds came from, and asserts
@@ -561,6 +558,18 @@ pub(crate) fn ci_sweep<R: SeedRun>(
     }
 }
 
+/// Every run derived from seeds `0..seeds` reads back from its line ([`SeedRun::spec`]) to the
+/// same run, field for field: no parameter is left out of the line or read back otherwise.
+#[cfg(test)]
+pub(crate) fn assert_specs_read_back<R: SeedRun>(seeds: u64) {
+    for seed in 0..seeds {
+        let run = R::derive(seed);
+        let line = run.spec();
+        let back = R::from_spec(&line).unwrap_or_else(|e| panic!("{line}\n{e}"));
+        assert_eq!(format!("{back:?}"), format!("{run:?}"), "{line}");
+    }
+}
+
 /// [`assert_passes`] on the built-in profile `profile`.
 #[cfg(test)]
 pub(crate) fn assert_passes_on<R: SeedRun>(run: &R, profile: &str) -> Outcome {
@@ -575,7 +584,7 @@ pub(crate) fn assert_passes_under<R: SeedRun>(run: &R, model: &Model) -> Outcome
     assert!(
         out.violations.is_empty(),
         "{}\n{:?}\n{}",
-        run.describe(),
+        run.spec(),
         out.violations,
         out.states.join("\n")
     );

@@ -8,6 +8,7 @@
 mod driver;
 pub(crate) mod judge;
 mod schedule;
+pub(crate) mod spec;
 mod tally;
 
 pub(crate) use driver::*;
@@ -104,8 +105,9 @@ pub(crate) mod tests {
         let report = |jobs: usize| {
             let mut lines = Vec::new();
             let mut tally = Tally::default();
-            run_seeds::<crate::protocols::tram::check::TramRun>(
+            run_seeds(
                 &seeds,
+                crate::protocols::tram::check::TramRun::derive,
                 &model,
                 false,
                 jobs,
@@ -170,7 +172,7 @@ pub(crate) mod tests {
                 runs: seeds.len() as u64,
                 ..Report::default()
             };
-            run_seeds::<RdmcRun>(&seeds, &model, false, 1, |s, run, o| {
+            run_seeds(&seeds, RdmcRun::derive, &model, false, 1, |s, run, o| {
                 r.tally.add(run.kinds(), o);
                 if !o.violations.is_empty() {
                     r.failed.push(s);

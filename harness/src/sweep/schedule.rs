@@ -41,6 +41,16 @@ impl Phases {
             limit: load_end.saturating_add(CONVERGE),
         }
     }
+
+    /// The phases of a run with `faults` whose multicasts stop at `load_end` (a run read back
+    /// from its line, [`super::spec`]).
+    pub(crate) fn until(faults: &[Fault], load_end: Nanos) -> Phases {
+        Phases {
+            last_fault: faults.iter().map(Fault::end).max().unwrap_or(Nanos::ZERO),
+            load_end,
+            limit: load_end.saturating_add(CONVERGE),
+        }
+    }
 }
 
 /// A run's eviction time, fault schedule and phases, all drawn from its seed.

@@ -2,6 +2,7 @@
 //! real shared memory in one OS process) and `tcp` (one OS process per node, RDMA semantics over
 //! TCP). The `verbs` runtime, on real RDMA devices, is a crate of its own (native dependencies).
 
+pub mod fault_text;
 #[cfg(feature = "local")]
 pub mod local;
 #[cfg(any(feature = "local", feature = "tcp"))]

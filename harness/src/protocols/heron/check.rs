@@ -21,6 +21,7 @@
 use super::experiment::{ridge_config, Multicast, MulticastClient};
 use super::Over;
 use crate::experiment::Observed;
+use crate::sweep::spec::{Spec, SpecWriter};
 use crate::sweep::{
     kinds, local_faults, params_stream, run_local, Kinds, LocalCheck, Model, Outcome, SeedRun,
     Tally, LOCAL_CONVERGE,
@@ -221,7 +222,14 @@ fn stage_region_base(cfg: &heron::Config, over: Over) -> u16 {
 #[derive(Clone, Debug)]
 pub(crate) struct HeronRun {
     seed: u64,
-    chaos: Chaos,
+    /// The deployment.
+    cfg: heron::Config,
+    /// The schedule: [`chaos`]'s, and what [`reach`] adds.
+    faults: Vec<Fault>,
+    /// When the last fault stopped acting.
+    quiet: Nanos,
+    /// When the clients stop issuing requests.
+    stop: Nanos,
     /// TPC-C, or the key-value store.
     tpcc: bool,
     /// The atomic multicast underneath.
@@ -297,7 +305,7 @@ impl HeronRun {
     /// Runs the seed's application over its multicast `on` the simulator or real threads and
     /// judges the run; returns the outcome and, on the simulator, the run's digest.
     fn run_and_judge(&self, on: On<'_>) -> (Outcome, Option<Digest>) {
-        let cfg = &self.chaos.cfg;
+        let cfg = &self.cfg;
         let k = on.stretch();
         match self.over {
             Over::Ramcast => {
@@ -305,7 +313,7 @@ impl HeronRun {
                 // Enough slots that no client waits for a crashed replica's eviction (see
                 // `ramcast_slots`): the late faults of `reach` make runs long enough for a
                 // TPC-C terminal to lap a ring of 128.
-                rc.slots = testing::ramcast_slots(self.chaos.stop);
+                rc.slots = testing::ramcast_slots(self.stop);
                 let t = &mut rc.timing;
                 stretch(
                     k,
@@ -340,7 +348,7 @@ impl HeronRun {
         server: impl Fn(GroupId, usize) -> S,
         client: impl Fn(usize) -> C,
     ) -> (Outcome, Option<Digest>) {
-        let partitions = self.chaos.cfg.partitions;
+        let partitions = self.cfg.partitions;
         if self.tpcc {
             let app = Tpcc::new(partitions, tpcc_scale(), self.seed);
             self.execute(on, app, server, client)
@@ -360,15 +368,15 @@ impl HeronRun {
     ) -> (Outcome, Option<Digest>) {
         let k = on.stretch();
         let x = |t: Nanos| Nanos(t.as_nanos().saturating_mul(k));
-        let mut cfg = self.chaos.cfg.clone();
+        let mut cfg = self.cfg.clone();
         if self.tpcc {
             cfg.max_response = tpcc::MAX_RESPONSE;
         }
-        let (quiet, stop) = (x(self.chaos.quiet), x(self.chaos.stop));
+        let (quiet, stop) = (x(self.quiet), x(self.stop));
         match on {
             On::Sim(model) => {
                 let mut sc = model.config(self.seed);
-                sc.faults = self.chaos.faults.clone();
+                sc.faults = self.faults.clone();
                 let r = testing::run_sim(cfg, Arc::new(app), sc, stop, CONVERGE, server, client);
                 let mut out = Outcome {
                     events: r.run.stats().events,
@@ -409,7 +417,7 @@ impl HeronRun {
                     yield_words: local.yield_words,
                     ..LocalConfig::default()
                 };
-                let faults = local_faults(&self.chaos.faults, k);
+                let faults = local_faults(&self.faults, k);
                 let limit = stop + x(CONVERGE).min(LOCAL_CONVERGE);
                 let run = run_local(lc, nodes, &faults, limit);
                 let r = Finished { run, cfg, app };
@@ -490,38 +498,56 @@ impl SeedRun for HeronRun {
         }
         HeronRun {
             seed,
-            chaos,
+            cfg: chaos.cfg,
+            faults: chaos.faults,
+            quiet: chaos.quiet,
+            stop: chaos.stop,
             tpcc: Rng::derive(seed, Purpose::Workload, 1).chance(0.5),
             over,
         }
     }
 
-    fn describe(&self) -> String {
-        let c = &self.chaos.cfg;
-        let app = if self.tpcc {
-            let s = tpcc_scale();
-            format!(
-                "tpcc items={} customers={} capacity={}",
-                s.items, s.customers, s.capacity
-            )
-        } else {
-            format!("key-value keys=48 multi={MULTI}")
+    /// The application's sizes are constants of the sweep ([`tpcc_scale`], and 48 keys with
+    /// a share [`MULTI`] of two-partition requests): a line names which application only.
+    fn spec(&self) -> String {
+        let c = &self.cfg;
+        SpecWriter::new(self.seed)
+            .put("over", self.over.name())
+            .put("app", if self.tpcc { "tpcc" } else { "key-value" })
+            .put("partitions", c.partitions)
+            .put("replicas", c.replicas)
+            .put("clients", c.clients)
+            .time("extra_wait", c.extra_wait)
+            .time("stop", self.stop)
+            .faults(&self.faults)
+    }
+
+    /// The run [`SeedRun::spec`] wrote; the end of the last fault follows from the faults.
+    fn from_spec(line: &str) -> Result<HeronRun, String> {
+        let mut s = Spec::parse(line)?;
+        let mut cfg =
+            heron::Config::new(s.get("partitions")?, s.get("replicas")?, s.get("clients")?);
+        cfg.extra_wait = s.get("extra_wait")?;
+        let faults = s.faults()?;
+        let run = HeronRun {
+            seed: s.get("seed")?,
+            over: match s.get::<String>("over")?.as_str() {
+                "ramcast" => Over::Ramcast,
+                "ridge" => Over::Ridge,
+                other => return Err(format!("`over={other}`: ramcast or ridge")),
+            },
+            tpcc: match s.get::<String>("app")?.as_str() {
+                "tpcc" => true,
+                "key-value" => false,
+                other => return Err(format!("`app={other}`: tpcc or key-value")),
+            },
+            cfg,
+            quiet: faults.iter().map(Fault::end).max().unwrap_or(Nanos::ZERO),
+            stop: s.get("stop")?,
+            faults,
         };
-        let mut s = format!(
-            "SEED={} over={} app={app} partitions={} replicas={} clients={} extra_wait={} stop={} faults={}",
-            self.seed,
-            self.over.name(),
-            c.partitions,
-            c.replicas,
-            c.clients,
-            c.extra_wait,
-            self.chaos.stop,
-            self.chaos.faults.len()
-        );
-        for f in &self.chaos.faults {
-            s.push_str(&format!("\n  fault: {f}"));
-        }
-        s
+        s.end("heron")?;
+        Ok(run)
     }
 
     fn kinds(&self) -> Kinds {
@@ -529,16 +555,15 @@ impl SeedRun for HeronRun {
             Over::Ramcast => ramcast::Timing::SIM.suspect,
             Over::Ridge => ridge::config::Timing::SIM.suspect,
         };
-        let mut k = kinds(&self.chaos.faults, &self.chaos.cfg, suspect);
+        let mut k = kinds(&self.faults, &self.cfg, suspect);
         k.tpcc = self.tpcc;
         k.over_ridge = self.over == Over::Ridge;
-        k.five_replicas = self.chaos.cfg.replicas == 5;
+        k.five_replicas = self.cfg.replicas == 5;
         k.serve_broken = self
-            .chaos
             .faults
             .iter()
             .any(|f| matches!(f, Fault::Revoke { .. }));
-        k.late_fault = self.chaos.faults.iter().any(|f| f.at() > CHAOS_FAULTS_END);
+        k.late_fault = self.faults.iter().any(|f| f.at() > CHAOS_FAULTS_END);
         k
     }
 
@@ -567,6 +592,13 @@ impl SeedRun for HeronRun {
 mod tests {
     use super::*;
 
+    /// A run's line ([`SeedRun::spec`]) reads back to the same run, for every kind of run the
+    /// seeds derive.
+    #[test]
+    fn runs_read_back_from_their_lines() {
+        crate::sweep::assert_specs_read_back::<HeronRun>(300);
+    }
+
     /// The sweep reaches what the crate's own schedule never draws (issue 44), each in a fair
     /// share of the seeds, and a five-replica run keeps its crashes within f per partition.
     #[test]
@@ -588,12 +620,12 @@ mod tests {
             {
                 seen[i] += b as u32;
             }
-            let cfg = &run.chaos.cfg;
+            let cfg = &run.cfg;
             for g in 0..cfg.partitions {
                 let crashed = cfg
                     .members(GroupId(g as u8))
                     .filter(|&p| {
-                        run.chaos.faults.iter().any(|f| {
+                        run.faults.iter().any(|f| {
                             matches!(*f, Fault::Crash { process, .. } | Fault::CrashMidPost { process, .. } if process == p)
                         })
                     })
@@ -616,8 +648,7 @@ mod tests {
             .find(|r| {
                 !r.tpcc
                     && r.over == Over::Ramcast
-                    && r.chaos
-                        .faults
+                    && r.faults
                         .iter()
                         .any(|f| matches!(f, Fault::Crash { .. } | Fault::CrashMidPost { .. }))
             })

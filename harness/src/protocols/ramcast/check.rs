@@ -10,6 +10,7 @@
 //! without new multicasts; then halts are judged and the five properties checked on the
 //! delivery log ([`crate::sweep::judge::judge`]).
 
+use crate::sweep::spec::{Spec, SpecWriter};
 use crate::sweep::{
     check_multicast, check_multicast_local, checking_load, draw_schedule, kinds, local_faults,
     seeded_sim, Kinds, LocalCheck, Model, Outcome, Phases, SeedRun,
@@ -101,29 +102,45 @@ impl RamcastRun {
         seeded_sim(self.seed, model, self.tie_break, &self.faults, nodes)
     }
 
-    /// The derived parameters, printed up front.
-    pub(crate) fn describe(&self) -> String {
-        let mut s = format!(
-            "SEED={} groups={} replicas={} clients={} slots={} slot_bytes={} dest={} size={} fault_phase={} evict={} load_end={} end={} tie_break={:?} faults={}",
-            self.seed,
-            self.cfg.groups,
-            self.cfg.replicas,
-            self.cfg.clients,
-            self.cfg.slots,
-            self.cfg.slot_bytes,
-            self.dest,
-            self.size,
-            self.fault_phase,
-            self.cfg.timing.evict,
-            self.phases.load_end,
-            self.phases.limit,
-            self.tie_break,
-            self.faults.len()
-        );
-        for f in &self.faults {
-            s.push_str(&format!("\n  fault: {f}"));
-        }
-        s
+    /// The run as one line ([`crate::sweep::spec`]).
+    pub(crate) fn spec(&self) -> String {
+        let c = &self.cfg;
+        SpecWriter::new(self.seed)
+            .put("groups", c.groups)
+            .put("replicas", c.replicas)
+            .put("clients", c.clients)
+            .put("slots", c.slots)
+            .put("slot_bytes", c.slot_bytes)
+            .put("dest", self.dest)
+            .put("size", self.size)
+            .time("fault_phase", self.fault_phase)
+            .time("evict", c.timing.evict)
+            .put("tie_break", self.tie_break)
+            .time("load_end", self.phases.load_end)
+            .faults(&self.faults)
+    }
+
+    /// The run [`RamcastRun::spec`] wrote; the phases follow from the faults.
+    pub(crate) fn from_spec(line: &str) -> Result<RamcastRun, String> {
+        let mut s = Spec::parse(line)?;
+        let mut cfg = Config::new(s.get("groups")?, s.get("replicas")?, s.get("clients")?);
+        cfg.slots = s.get("slots")?;
+        cfg.slot_bytes = s.get("slot_bytes")?;
+        cfg.timing.evict = s.get("evict")?;
+        let fault_phase = s.get("fault_phase")?;
+        let faults = s.faults()?;
+        let run = RamcastRun {
+            seed: s.get("seed")?,
+            phases: Phases::until(&faults, s.get("load_end")?),
+            dest: s.get("dest")?,
+            size: s.get("size")?,
+            tie_break: s.get("tie_break")?,
+            fault_phase,
+            faults,
+            cfg,
+        };
+        s.end("ramcast")?;
+        Ok(run)
     }
 }
 
@@ -136,8 +153,11 @@ impl SeedRun for RamcastRun {
     fn derive(seed: u64) -> Self {
         RamcastRun::derive(seed)
     }
-    fn describe(&self) -> String {
-        RamcastRun::describe(self)
+    fn spec(&self) -> String {
+        RamcastRun::spec(self)
+    }
+    fn from_spec(line: &str) -> Result<Self, String> {
+        RamcastRun::from_spec(line)
     }
     fn kinds(&self) -> Kinds {
         RamcastRun::kinds(self)
@@ -175,39 +195,15 @@ pub(crate) fn check_seed(run: &RamcastRun, model: &Model, determinism: bool) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sweep::pinned;
+
+    /// A run's line ([`SeedRun::spec`]) reads back to the same run, for every kind of run the
+    /// seeds derive.
+    #[test]
+    fn runs_read_back_from_their_lines() {
+        crate::sweep::assert_specs_read_back::<RamcastRun>(300);
+    }
     use transport::ProcessId;
-
-    fn us(x: f64) -> Nanos {
-        Nanos((x * 1000.0).round() as u64)
-    }
-
-    /// A run pinned to a schedule a sweep once printed, so later changes to how seeds derive
-    /// runs do not lose the scenario. Slow factors were printed with one decimal.
-    #[allow(clippy::too_many_arguments)]
-    fn pinned(
-        seed: u64,
-        (groups, replicas, clients, slots): (usize, usize, usize, usize),
-        dest: DestPolicy,
-        size: usize,
-        fault_phase: Nanos,
-        tie_break: TieBreak,
-        faults: Vec<Fault>,
-    ) -> RamcastRun {
-        let mut cfg = Config::new(groups, replicas, clients);
-        cfg.slots = slots;
-        cfg.slot_bytes = 256;
-        let phases = Phases::of(fault_phase, &faults, cfg.timing.evict, 1);
-        RamcastRun {
-            seed,
-            cfg,
-            dest,
-            size,
-            fault_phase,
-            tie_break,
-            faults,
-            phases,
-        }
-    }
 
     /// Schedules that once failed, with their postmortems.
     ///
@@ -227,184 +223,34 @@ mod tests {
     ///   slots carry the entry.
     #[test]
     fn formerly_failing_schedules_pass() {
-        let p = |i: u32| ProcessId(i);
         let runs = [
-            pinned(
-                99,
-                (4, 3, 6, 5),
-                DestPolicy::Random(3),
-                91,
-                us(5126.501),
-                TieBreak::Fifo,
-                vec![
-                    Fault::Crash {
-                        at: us(2862.901),
-                        process: p(0),
-                    },
-                    Fault::Pause {
-                        at: us(2894.401),
-                        process: p(6),
-                        duration: us(1275.209),
-                    },
-                    Fault::Slow {
-                        at: us(3076.120),
-                        process: p(5),
-                        duration: us(713.970),
-                        factor: 5.8,
-                    },
-                    Fault::Slow {
-                        at: us(3215.473),
-                        process: p(2),
-                        duration: us(1107.935),
-                        factor: 8.9,
-                    },
-                    Fault::Slow {
-                        at: us(4283.786),
-                        process: p(9),
-                        duration: us(1336.200),
-                        factor: 9.7,
-                    },
-                    Fault::Crash {
-                        at: us(4690.254),
-                        process: p(15),
-                    },
-                ],
-            ),
-            pinned(
-                205,
-                (3, 5, 2, 2),
-                DestPolicy::Random(2),
-                56,
-                us(2119.769),
-                TieBreak::Fifo,
-                vec![
-                    Fault::Pause {
-                        at: us(126.650),
-                        process: p(12),
-                        duration: us(1254.954),
-                    },
-                    Fault::Crash {
-                        at: us(428.963),
-                        process: p(5),
-                    },
-                    Fault::Slow {
-                        at: us(609.097),
-                        process: p(4),
-                        duration: us(883.667),
-                        factor: 4.2,
-                    },
-                    Fault::Pause {
-                        at: us(656.308),
-                        process: p(10),
-                        duration: us(1120.883),
-                    },
-                    Fault::Crash {
-                        at: us(723.278),
-                        process: p(8),
-                    },
-                    Fault::LinkDelay {
-                        at: us(1433.002),
-                        from: p(2),
-                        to: p(11),
-                        duration: us(734.197),
-                        delay: us(13.480),
-                        jitter: us(6.138),
-                    },
-                    Fault::Crash {
-                        at: us(1649.881),
-                        process: p(2),
-                    },
-                    Fault::Crash {
-                        at: us(1936.514),
-                        process: p(3),
-                    },
-                ],
-            ),
-            pinned(
-                5,
-                (3, 5, 5, 5),
-                DestPolicy::All,
-                101,
-                us(4613.468),
-                TieBreak::Random,
-                vec![
-                    Fault::LinkDelay {
-                        at: us(535.101),
-                        from: p(7),
-                        to: p(9),
-                        duration: us(767.955),
-                        delay: us(17.907),
-                        jitter: us(5.912),
-                    },
-                    Fault::Crash {
-                        at: us(651.709),
-                        process: p(18),
-                    },
-                    Fault::Pause {
-                        at: us(1039.268),
-                        process: p(0),
-                        duration: us(1108.585),
-                    },
-                    Fault::Crash {
-                        at: us(1721.886),
-                        process: p(15),
-                    },
-                    Fault::Crash {
-                        at: us(2384.976),
-                        process: p(17),
-                    },
-                    Fault::Crash {
-                        at: us(3355.296),
-                        process: p(5),
-                    },
-                    Fault::Pause {
-                        at: us(3675.522),
-                        process: p(9),
-                        duration: us(982.433),
-                    },
-                    Fault::Crash {
-                        at: us(3967.852),
-                        process: p(16),
-                    },
-                    Fault::Crash {
-                        at: us(4378.204),
-                        process: p(6),
-                    },
-                ],
-            ),
-            pinned(
-                1226,
-                (2, 3, 2, 7),
-                DestPolicy::Random(2),
-                57,
-                us(2519.419),
-                TieBreak::Fifo,
-                vec![
-                    Fault::CrashMidPost {
-                        at: us(603.403),
-                        process: p(6),
-                    },
-                    Fault::CrashMidPost {
-                        at: us(607.782),
-                        process: p(2),
-                    },
-                    Fault::Pause {
-                        at: us(681.828),
-                        process: p(3),
-                        duration: us(1177.727),
-                    },
-                ],
-            ),
+            "seed=99 groups=4 replicas=3 clients=6 slots=5 slot_bytes=256 dest=random:3 size=91 \
+             fault_phase=5.126501ms evict=20ms tie_break=fifo load_end=28.619986ms \
+             fault=kill:0@2.862901ms fault=pause:6@2.894401ms+1.275209ms \
+             fault=slow:5@3.07612ms+713.97us=5.8 fault=slow:2@3.215473ms+1.107935ms=8.9 \
+             fault=slow:9@4.283786ms+1.3362ms=9.7 fault=kill:15@4.690254ms",
+            "seed=205 groups=3 replicas=5 clients=2 slots=2 slot_bytes=256 dest=random:2 size=56 \
+             fault_phase=2.119769ms evict=20ms tie_break=fifo load_end=25.167199ms \
+             fault=pause:12@126.65us+1.254954ms fault=kill:5@428.963us \
+             fault=slow:4@609.097us+883.667us=4.2 fault=pause:10@656.308us+1.120883ms \
+             fault=kill:8@723.278us fault=delay:2>11@1.433002ms+734.197us=13.48us~6.138us \
+             fault=kill:2@1.649881ms fault=kill:3@1.936514ms",
+            "seed=5 groups=3 replicas=5 clients=5 slots=5 slot_bytes=256 dest=all size=101 \
+             fault_phase=4.613468ms evict=20ms tie_break=random load_end=27.657955ms \
+             fault=delay:7>9@535.101us+767.955us=17.907us~5.912us fault=kill:18@651.709us \
+             fault=pause:0@1.039268ms+1.108585ms fault=kill:15@1.721886ms \
+             fault=kill:17@2.384976ms fault=kill:5@3.355296ms fault=pause:9@3.675522ms+982.433us \
+             fault=kill:16@3.967852ms fault=kill:6@4.378204ms",
+            "seed=1226 groups=2 replicas=3 clients=2 slots=7 slot_bytes=256 dest=random:2 size=57 \
+             fault_phase=2.519419ms evict=20ms tie_break=fifo load_end=25.519419ms \
+             fault=kill-posting:6@603.403us fault=kill-posting:2@607.782us \
+             fault=pause:3@681.828us+1.177727ms",
         ];
         let profile = Model::hardware("r320-cx3");
-        for run in runs {
+        for line in runs {
+            let run: RamcastRun = pinned(line);
             let out = check_seed(&run, &profile, false);
-            assert!(
-                out.violations.is_empty(),
-                "{}\n{:?}",
-                run.describe(),
-                out.violations
-            );
+            assert!(out.violations.is_empty(), "{line}\n{:?}", out.violations);
         }
     }
 
@@ -423,20 +269,29 @@ mod tests {
     /// this test checks that the order is safe. Sweeps now draw eviction times above `relay`.
     #[test]
     fn a_halted_member_no_longer_makes_leaders_churn_into_an_order_violation() {
-        let mut run = RamcastRun::derive(128);
-        run.cfg.timing.evict = Nanos(863_207);
-        run.phases = Phases::of(run.fault_phase, &run.faults, run.cfg.timing.evict, 1);
+        let run: RamcastRun = pinned(
+            "seed=128 groups=1 replicas=5 clients=5 slots=3 slot_bytes=256 dest=single size=122 \
+             fault_phase=5.684065ms evict=863.207us tie_break=random load_end=10.218766ms \
+             fault=slow:2@717.01us+5.769us=5.456118604387918 \
+             fault=slow:2@2.169168ms+1.962975ms=4.320145240468985 fault=kill-posting:7@2.508509ms \
+             fault=pause:0@3.559478ms+932.027us \
+             fault=delay:1>0@3.559478ms+2.796081ms=932.027us~8.038us \
+             fault=delay:2>0@3.559478ms+2.796081ms=932.027us~6.635us \
+             fault=delay:3>0@3.559478ms+2.796081ms=932.027us~9.854us \
+             fault=delay:4>0@3.559478ms+2.796081ms=932.027us~4.386us fault=kill:2@3.967489ms \
+             fault=slow:0@5.243794ms+874.555us=7.047141788546029",
+        );
         let out = check_seed(&run, &Model::hardware("r320-cx3"), false);
         let safety: Vec<&String> = out
             .violations
             .iter()
             .filter(|v| v.contains("order") || v.contains("agreement") || v.contains("integrity"))
             .collect();
-        assert!(safety.is_empty(), "{}\n{safety:?}", run.describe());
+        assert!(safety.is_empty(), "{}\n{safety:?}", run.spec());
         assert!(out.halted > 0, "the scenario needs the halt");
     }
 
-    /// Seed 358 of the first 3,000-seed liveness-phase sweep, derived as that sweep derived it.
+    /// Seed 358 of the first 3,000-seed liveness-phase sweep, as that sweep ran it.
     ///
     /// postmortem: a client whose multicast was refused for lack of slots (a crashed member's
     /// LDM held one back) started the eviction clock in that refusal, after its `poll` had
@@ -445,11 +300,16 @@ mod tests {
     /// loop asks after a refused multicast.
     #[test]
     fn a_refused_multicast_wakes_its_client_when_the_eviction_is_due() {
-        crate::sweep::assert_passes(&derived(358, 1_670_310));
+        crate::sweep::assert_passes(&pinned::<RamcastRun>(
+            "seed=358 groups=4 replicas=3 clients=4 slots=7 slot_bytes=256 dest=single size=96 \
+             fault_phase=2.857691ms evict=1.67031ms tie_break=random load_end=7.528001ms \
+             fault=kill:4@282.719us fault=kill:10@1.218727ms fault=kill-posting:0@2.077488ms \
+             fault=kill-posting:6@2.077488ms fault=kill-posting:12@2.702883ms",
+        ));
     }
 
     /// Seed 1107 of the second 3,000-seed sweep (two groups, single-group destinations drawn
-    /// per attempt), derived as that sweep derived it.
+    /// per attempt), as that sweep ran it.
     ///
     /// postmortem: both groups' leaders crashed. A client refused for group 1 waited out the
     /// eviction there, then drew group 0, only then found it held back by the crashed leader of
@@ -458,10 +318,22 @@ mod tests {
     /// slot, not only the destinations drawn this time.
     #[test]
     fn a_refused_multicast_starts_every_blocked_groups_eviction_clock() {
-        crate::sweep::assert_passes(&derived(1107, 4_266_956));
+        crate::sweep::assert_passes(&pinned::<RamcastRun>(
+            "seed=1107 groups=2 replicas=3 clients=5 slots=8 slot_bytes=256 dest=single size=84 \
+             fault_phase=4.160149ms evict=4.266956ms tie_break=fifo load_end=11.427105ms \
+             fault=delay:0>1@29.082us+1.37048ms=1.019884ms~4.724us \
+             fault=delay:7>1@29.082us+1.37048ms=1.019884ms~6.066us \
+             fault=delay:0>2@29.082us+1.37048ms=1.019884ms~8.454us \
+             fault=delay:7>2@29.082us+1.37048ms=1.019884ms~3.462us \
+             fault=delay:5>7@114.833us+1.962782ms=218.015us~6.436us \
+             fault=delay:1>1@592.467us+1.456303ms=2.193us~9.579us \
+             fault=delay:5>5@751.148us+85.701us=10.094us~7.8us fault=kill:9@2.315377ms \
+             fault=slow:2@2.67721ms+1.457327ms=5.525976924540986 fault=kill:0@3.282898ms \
+             fault=kill:3@3.282898ms",
+        ));
     }
 
-    /// Seeds 44 and 198 of the first sweep with cut-off leaders, derived as that sweep derived
+    /// Seeds 44 and 198 of the first sweep with cut-off leaders, as that sweep ran
     /// them; both failed on RamCast as it stood at 960f8db.
     ///
     /// postmortem (uniform prefix and acyclic order): group 1's leader was cut off from its
@@ -474,11 +346,30 @@ mod tests {
     /// fixed by completed rounds (ramcast's crate docs).
     #[test]
     fn a_cut_off_leaders_proposals_are_never_adopted_below_what_its_successor_delivered() {
-        for (seed, evict) in [(44, 4_596_608), (198, 4_534_714)] {
-            let run = derived(seed, evict);
+        for line in [
+            "seed=44 groups=3 replicas=3 clients=3 slots=5 slot_bytes=256 dest=random:1 size=20 \
+             fault_phase=3.04782ms evict=4.596608ms tie_break=random load_end=12.337681ms \
+             fault=slow:5@6.013us+233.28us=3.1945252879983155 \
+             fault=slow:5@391.761us+1.08507ms=4.310699613421894 fault=kill-posting:10@607.039us \
+             fault=slow:3@992.077us+807.422us=2.747624269361071 \
+             fault=slow:8@2.380974ms+509.782us=7.364925742835238 \
+             fault=delay:3>4@2.693733ms+2.04734ms=1.07671ms~428ns \
+             fault=delay:9>4@2.693733ms+2.04734ms=1.07671ms~2.542us \
+             fault=delay:3>5@2.693733ms+2.04734ms=1.07671ms~7.839us \
+             fault=delay:9>5@2.693733ms+2.04734ms=1.07671ms~6.696us fault=kill:4@3.729129ms",
+            "seed=198 groups=2 replicas=3 clients=4 slots=2 slot_bytes=256 dest=single size=53 \
+             fault_phase=3.424673ms evict=4.534714ms tie_break=random load_end=10.959387ms \
+             fault=delay:3>4@1.111978ms+1.52569ms=1.056651ms~7.27us \
+             fault=delay:8>4@1.111978ms+1.52569ms=1.056651ms~6.961us \
+             fault=delay:3>5@1.111978ms+1.52569ms=1.056651ms~2.995us \
+             fault=delay:8>5@1.111978ms+1.52569ms=1.056651ms~7.015us \
+             fault=pause:2@1.777918ms+1.492223ms fault=kill:4@2.090542ms \
+             fault=delay:0>4@2.350524ms+136.472us=3.541us~6.917us fault=kill-posting:0@2.90152ms",
+        ] {
+            let run: RamcastRun = pinned(line);
             assert!(
                 run.kinds().cut_off,
-                "seed {seed}: the scenario needs the cut-off"
+                "{line}: the scenario needs the cut-off"
             );
             crate::sweep::assert_passes(&run);
         }
@@ -496,8 +387,27 @@ mod tests {
     /// message (`RamcastServer::ack_decided`).
     #[test]
     fn an_acknowledgement_of_a_delivered_slot_survives_a_broken_queue_pair() {
-        for (seed, evict) in [(629, 7_608_348), (1064, 9_189_690)] {
-            crate::sweep::assert_passes(&derived(seed, evict));
+        for line in [
+            "seed=629 groups=3 replicas=3 clients=5 slots=6 slot_bytes=256 dest=all size=143 \
+             fault_phase=4.521173ms evict=7.608348ms tie_break=fifo load_end=16.08323ms \
+             fault=pause:3@51.819us+827.241us \
+             fault=delay:0>1@2.035432ms+3.43945ms=1.857297ms~9.627us \
+             fault=delay:9>1@2.035432ms+3.43945ms=1.857297ms~6.084us \
+             fault=delay:0>2@2.035432ms+3.43945ms=1.857297ms~7.776us \
+             fault=delay:9>2@2.035432ms+3.43945ms=1.857297ms~1.052us \
+             fault=pause:6@2.132051ms+1.489294ms fault=kill:11@2.594186ms \
+             fault=kill-posting:6@2.827638ms fault=kill-posting:4@2.935751ms \
+             fault=kill:1@3.179335ms fault=delay:7>3@3.593665ms+901.707us=11.536us~7.744us",
+            "seed=1064 groups=2 replicas=3 clients=5 slots=8 slot_bytes=256 dest=all size=141 \
+             fault_phase=2.70012ms evict=9.18969ms tie_break=random load_end=15.975682ms \
+             fault=delay:3>4@748.074us+3.037918ms=1.733697ms~2.292us \
+             fault=delay:7>4@748.074us+3.037918ms=1.733697ms~9.42us \
+             fault=delay:3>5@748.074us+3.037918ms=1.733697ms~9.254us \
+             fault=delay:7>5@748.074us+3.037918ms=1.733697ms~1.493us \
+             fault=kill-posting:5@1.282391ms fault=kill-posting:9@1.725344ms \
+             fault=pause:2@2.258336ms+445.77us",
+        ] {
+            crate::sweep::assert_passes(&pinned::<RamcastRun>(line));
         }
     }
 
@@ -519,13 +429,20 @@ mod tests {
     /// seed now draws without the revoke race on p0, and passes.
     #[test]
     fn a_correct_member_slowed_past_evict_beside_a_crash_is_not_excluded_into_a_halt() {
-        let run = derived(4707, 3_399_508);
+        let run = pinned::<RamcastRun>(
+            "seed=4707 groups=1 replicas=3 clients=3 slots=5 slot_bytes=256 dest=all size=150 \
+             fault_phase=4.024263ms evict=3.399508ms tie_break=random load_end=11.930231ms \
+             fault=delay:0>1@236.007us+231.917us=559.587us~3.609us \
+             fault=kill-posting:3@1.745674ms fault=slow:2@2.584971ms+1.851096ms=4.342122482836464 \
+             fault=kill:2@2.971471ms fault=slow:2@3.149667ms+563.76us=5.482693951378636 \
+             fault=kill-posting:4@3.576215ms fault=pause:0@3.810158ms+1.720565ms",
+        );
         let pauses_of_p0 = run
             .faults
             .iter()
             .filter(|f| matches!(f, Fault::Pause { process, .. } if *process == ProcessId(0)))
             .count();
-        assert_eq!(pauses_of_p0, 1, "{}", run.describe());
+        assert_eq!(pauses_of_p0, 1, "{}", run.spec());
         crate::sweep::assert_passes_on(&run, "xl170-cx4");
     }
 
@@ -553,7 +470,21 @@ mod tests {
     /// kept as the regression it was found as.
     #[test]
     fn a_member_never_delivers_past_a_proposal_for_a_message_it_has_not_read() {
-        let run = derived(257, 5_433_679);
+        let run = pinned::<RamcastRun>(
+            "seed=257 groups=1 replicas=5 clients=6 slots=8 slot_bytes=256 dest=all size=69 \
+             fault_phase=3.326035ms evict=5.433679ms tie_break=random load_end=11.759714ms \
+             fault=delay:0>1@303.653us+2.176738ms=1.094681ms~7.209us \
+             fault=delay:7>1@303.653us+2.176738ms=1.094681ms~3.073us \
+             fault=delay:0>2@303.653us+2.176738ms=1.094681ms~3.619us \
+             fault=delay:7>2@303.653us+2.176738ms=1.094681ms~2.39us \
+             fault=delay:0>3@303.653us+2.176738ms=1.094681ms~7.497us \
+             fault=delay:7>3@303.653us+2.176738ms=1.094681ms~2.252us \
+             fault=delay:0>4@303.653us+2.176738ms=1.094681ms~6.003us \
+             fault=delay:7>4@303.653us+2.176738ms=1.094681ms~3.08us fault=kill:5@640.986us \
+             fault=pause:4@721.384us+939.733us fault=kill:0@1.604683ms \
+             fault=kill-posting:4@2.32517ms fault=kill-posting:7@2.855351ms \
+             fault=slow:0@3.208186ms+20.315us=5.234437458420656",
+        );
         crate::sweep::assert_passes_under(&run, &Model::priced("xl170-cx4", "ramcast-java"));
     }
 
@@ -571,14 +502,18 @@ mod tests {
     /// entry is taken (`apply_early`). Fails with the item dropped again.
     #[test]
     fn a_member_paused_through_every_leader_change_still_delivers() {
-        let run = derived(3490, 9_482_564);
+        let run = pinned::<RamcastRun>(
+            "seed=3490 groups=3 replicas=5 clients=5 slots=8 slot_bytes=256 dest=all size=102 \
+             fault_phase=5.935727ms evict=9.482564ms tie_break=random load_end=18.771208ms \
+             fault=kill-posting:7@91.906us fault=pause:4@229.96us+1.69241ms \
+             fault=delay:4>12@313.261us+6.987us=44.386us~1.064us fault=kill-posting:15@1.156617ms \
+             fault=kill-posting:0@1.385943ms fault=kill:5@1.385943ms \
+             fault=kill-posting:10@1.385943ms fault=kill-posting:18@2.355385ms \
+             fault=kill-posting:17@2.653809ms fault=kill-posting:16@3.753998ms \
+             fault=slow:8@3.879674ms+299.642us=3.433608189538802 fault=kill-posting:2@5.071816ms \
+             fault=slow:11@5.676441ms+612.203us=6.541742268622689",
+        );
         crate::sweep::assert_passes_under(&run, &Model::priced("xl170-cx4", "ramcast-java"));
-    }
-
-    /// The seed `seed` as a sweep derived it, with eviction time `evict` (see
-    /// [`crate::sweep::derived`]).
-    fn derived(seed: u64, evict: u64) -> RamcastRun {
-        crate::sweep::derived(seed, |r: &RamcastRun| r.cfg.timing.evict, evict)
     }
 
     /// CI's sweep: 50 seeds with faults, 0 violations (the long sweep is `harness check`).

@@ -30,6 +30,7 @@
 //! or impaired; and in a quarter of the runs a group ensemble's coordinator cut off from its
 //! acceptors by links slowed past three suspicion timeouts ([`cut_off_coordinator`]).
 
+use crate::sweep::spec::{Spec, SpecWriter};
 use crate::sweep::{
     check_multicast, check_multicast_local, checking_load, draw_schedule, impairs, kinds,
     local_faults, params_stream, seeded_sim, Kinds, LocalCheck, Model, Outcome, Phases, SeedRun,
@@ -375,38 +376,68 @@ impl SeedRun for RidgeRun {
         RidgeRun::derive(seed)
     }
 
-    fn describe(&self) -> String {
-        let mut s = format!(
-            "SEED={} dissemination={} optimistic={} groups={} replicas={} acceptors={} placement={} all_acceptors={:?} clients={} delta={} skew={}/{:.0}ppm ring_slots={} outbox={} retain={} dest={} size={} fault_phase={} load_end={} end={} tie_break={:?} faults={}",
-            self.seed,
-            self.cfg.dissemination.name(),
-            self.cfg
-                .optimistic
-                .map_or("off".to_string(), |w| w.to_string()),
-            self.cfg.groups,
-            self.cfg.replicas,
-            self.cfg.acceptors,
-            self.cfg.placement.name(),
-            self.cfg.all_acceptors,
-            self.cfg.clients,
-            self.cfg.delta,
-            self.cfg.skew.max_offset,
-            self.cfg.skew.max_drift_ppm,
-            self.cfg.ring_slots,
-            self.cfg.outbox,
-            self.cfg.retain,
-            self.dest,
-            self.size,
-            self.fault_phase,
-            self.phases.load_end,
-            self.phases.limit,
-            self.tie_break,
-            self.faults.len()
-        );
-        for f in &self.faults {
-            s.push_str(&format!("\n  fault: {f}"));
-        }
-        s
+    fn spec(&self) -> String {
+        let c = &self.cfg;
+        SpecWriter::new(self.seed)
+            .put("dissemination", c.dissemination.name())
+            .put(
+                "optimistic",
+                c.optimistic.map_or("off".into(), |w| w.exact().to_string()),
+            )
+            .put("groups", c.groups)
+            .put("replicas", c.replicas)
+            .put("acceptors", c.acceptors)
+            .put("placement", c.placement.name())
+            .put("all_acceptors", c.all_acceptors.name())
+            .put("clients", c.clients)
+            .time("delta", c.delta)
+            .time("skew_offset", c.skew.max_offset)
+            .put("skew_ppm", c.skew.max_drift_ppm)
+            .put("ring_slots", c.ring_slots)
+            .put("outbox", c.outbox)
+            .put("slot_bytes", c.slot_bytes)
+            .put("retain", c.retain)
+            .put("dest", self.dest)
+            .put("size", self.size)
+            .time("fault_phase", self.fault_phase)
+            .put("tie_break", self.tie_break)
+            .time("load_end", self.phases.load_end)
+            .faults(&self.faults)
+    }
+
+    fn from_spec(line: &str) -> Result<RidgeRun, String> {
+        let mut s = Spec::parse(line)?;
+        let mut cfg = Config::new(s.get("groups")?, s.get("replicas")?, s.get("clients")?);
+        cfg.dissemination = s.get("dissemination")?;
+        cfg.optimistic = match s.get::<String>("optimistic")?.as_str() {
+            "off" => None,
+            wait => Some(wait.parse()?),
+        };
+        cfg.acceptors = s.get("acceptors")?;
+        cfg.placement = s.get("placement")?;
+        cfg.all_acceptors = s.get("all_acceptors")?;
+        cfg.delta = s.get("delta")?;
+        cfg.skew = Skew {
+            max_offset: s.get("skew_offset")?,
+            max_drift_ppm: s.get("skew_ppm")?,
+        };
+        cfg.ring_slots = s.get("ring_slots")?;
+        cfg.outbox = s.get("outbox")?;
+        cfg.slot_bytes = s.get("slot_bytes")?;
+        cfg.retain = s.get("retain")?;
+        let faults = s.faults()?;
+        let run = RidgeRun {
+            seed: s.get("seed")?,
+            phases: Phases::until(&faults, s.get("load_end")?),
+            dest: s.get("dest")?,
+            size: s.get("size")?,
+            fault_phase: s.get("fault_phase")?,
+            tie_break: s.get("tie_break")?,
+            faults,
+            cfg,
+        };
+        s.end("ridge")?;
+        Ok(run)
     }
 
     fn kinds(&self) -> Kinds {
@@ -472,6 +503,13 @@ impl SeedRun for RidgeRun {
 mod tests {
     use super::*;
 
+    /// A run's line ([`SeedRun::spec`]) reads back to the same run, for every kind of run the
+    /// seeds derive.
+    #[test]
+    fn runs_read_back_from_their_lines() {
+        crate::sweep::assert_specs_read_back::<RidgeRun>(300);
+    }
+
     /// The sweep reaches what issue 44 found it never did: mixed single- and multi-group
     /// traffic, retain small enough to trim, spread `e_all` acceptors, a coordinator cut off
     /// from its acceptors (on either placement), each in a fair share of the seeds; spread
@@ -515,49 +553,7 @@ mod tests {
             "{cut_off} {dedicated_cut_off}"
         );
     }
-    use crate::sweep::{assert_passes_on, ci_sweep};
-
-    fn us(x: f64) -> Nanos {
-        Nanos((x * 1000.0).round() as u64)
-    }
-
-    /// A run a sweep once printed, rebuilt from its parameters: the fault schedule depends on
-    /// the seed and the membership only, so it is the one that failed, whatever later changes
-    /// to how seeds derive the other parameters.
-    #[allow(clippy::too_many_arguments)]
-    fn pinned(
-        seed: u64,
-        (groups, replicas, clients): (usize, usize, usize),
-        delta_us: f64,
-        skew: Skew,
-        (ring_slots, outbox, retain): (u32, usize, usize),
-        dest: DestPolicy,
-        size: usize,
-        fault_phase_us: f64,
-        tie_break: TieBreak,
-    ) -> RidgeRun {
-        let mut cfg = Config::new(groups, replicas, clients);
-        cfg.all_acceptors = AllAcceptors::FirstGroup;
-        cfg.delta = us(delta_us);
-        cfg.skew = skew;
-        cfg.ring_slots = ring_slots;
-        cfg.outbox = outbox;
-        cfg.retain = retain;
-        cfg.slot_bytes = 2048;
-        let suspect = cfg.timing.suspect;
-        let stall = Nanos(suspect.as_nanos() * 3 + cfg.timing.retry.as_nanos());
-        let s = draw_schedule(seed, &cfg, suspect, stall, us(fault_phase_us), 2);
-        RidgeRun {
-            seed,
-            cfg,
-            dest,
-            size,
-            fault_phase: us(fault_phase_us),
-            tie_break,
-            faults: s.faults,
-            phases: s.phases,
-        }
-    }
+    use crate::sweep::{assert_passes_on, ci_sweep, pinned};
 
     /// Schedules that once failed, with their postmortems.
     ///
@@ -592,91 +588,63 @@ mod tests {
     ///   learner catching up asks for the next batch as soon as one arrives.
     #[test]
     fn formerly_failing_schedules_pass() {
-        let skew = |offset_us: f64, ppm: f64| Skew {
-            max_offset: us(offset_us),
-            max_drift_ppm: ppm,
-        };
-        let runs = [
-            pinned(
-                29,
-                (1, 5, 6),
-                168.283,
-                Skew::NONE,
-                (10, 4, 3942),
-                DestPolicy::All,
-                133,
-                9665.888,
-                TieBreak::Fifo,
-            ),
-            pinned(
-                380,
-                (2, 3, 4),
-                189.173,
-                skew(543.013, 122.0),
-                (11, 58, 2442),
-                DestPolicy::Single,
-                128,
-                5869.906,
-                TieBreak::Fifo,
-            ),
-            pinned(
-                441,
-                (4, 5, 4),
-                794.123,
-                Skew::NONE,
-                (2, 30, 3445),
-                DestPolicy::Single,
-                153,
-                8030.955,
-                TieBreak::Random,
-            ),
-            {
-                let mut r = pinned(
-                    51,
-                    (4, 3, 3),
-                    515.284,
-                    skew(765.609, 154.0),
-                    (4, 55, 3400),
-                    DestPolicy::Random(2),
-                    133,
-                    9563.756,
-                    TieBreak::Fifo,
-                );
-                r.cfg.dissemination = Dissemination::Direct;
-                r.cfg.optimistic = Some(us(1135.746));
-                r
-            },
-            pinned(
-                887,
-                (1, 3, 6),
-                167.602,
-                Skew::NONE,
-                (9, 15, 1127),
-                DestPolicy::All,
-                73,
-                9595.688,
-                TieBreak::Fifo,
-            ),
-            {
-                let mut r = pinned(
-                    595,
-                    (1, 5, 5),
-                    301.835,
-                    Skew::NONE,
-                    (11, 52, 2352),
-                    DestPolicy::Random(1),
-                    132,
-                    9445.292,
-                    TieBreak::Random,
-                );
-                r.cfg.dissemination = Dissemination::Ring;
-                r
-            },
-        ];
-        for run in &runs {
-            assert!(!run.faults.is_empty(), "seed {}", run.seed);
-            let out = assert_passes_on(run, crate::testbed::RIDGE);
-            assert!(out.leader_changes, "seed {}: no new round", run.seed);
+        for line in [
+            "seed=29 dissemination=ridge optimistic=off groups=1 replicas=5 acceptors=5 \
+             placement=colocated all_acceptors=first-group clients=6 delta=168.283us \
+             skew_offset=0ns skew_ppm=0 ring_slots=10 outbox=4 slot_bytes=2048 retain=3942 \
+             dest=all size=133 fault_phase=9.665888ms tie_break=fifo load_end=26.971998ms \
+             fault=pause:0@672.473us+3.284159ms \
+             fault=delay:1>0@672.473us+9.852477ms=3.284159ms~473ns \
+             fault=delay:2>0@672.473us+9.852477ms=3.284159ms~8.275us \
+             fault=delay:3>0@672.473us+9.852477ms=3.284159ms~7.333us \
+             fault=delay:4>0@672.473us+9.852477ms=3.284159ms~1.523us fault=kill:7@1.377509ms \
+             fault=delay:0>1@3.902868ms+2.746217ms=666.585us~9.009us \
+             fault=slow:3@4.707671ms+2.502302ms=2.687050828043165 fault=kill-posting:5@6.553076ms \
+             fault=delay:4>8@7.993384ms+2.279234ms=1.237094ms~5.123us",
+            "seed=380 dissemination=ridge optimistic=off groups=2 replicas=3 acceptors=3 \
+             placement=colocated all_acceptors=first-group clients=4 delta=189.173us \
+             skew_offset=543.013us skew_ppm=122 ring_slots=11 outbox=58 slot_bytes=2048 \
+             retain=2442 dest=single size=128 fault_phase=5.869906ms tie_break=fifo \
+             load_end=25.67214ms fault=kill:8@525.557us fault=pause:3@1.737574ms+2.256102ms \
+             fault=kill-posting:4@3.92359ms fault=slow:5@3.929204ms+1.181852ms=3.4213249902761906",
+            "seed=441 dissemination=ridge optimistic=off groups=4 replicas=5 acceptors=5 \
+             placement=colocated all_acceptors=first-group clients=4 delta=794.123us \
+             skew_offset=0ns skew_ppm=0 ring_slots=2 outbox=30 slot_bytes=2048 retain=3445 \
+             dest=single size=153 fault_phase=8.030955ms tie_break=random load_end=28.125872ms \
+             fault=pause:2@2.276783ms+2.46196ms fault=kill:22@2.332559ms \
+             fault=slow:0@3.274161ms+1.989008ms=9.27816932337339 fault=kill:6@3.422166ms \
+             fault=kill:19@3.932603ms fault=kill-posting:11@4.751373ms \
+             fault=pause:6@4.843798ms+1.208796ms fault=kill:16@5.32752ms fault=kill:10@5.62762ms \
+             fault=kill-posting:21@7.126409ms fault=pause:5@7.497346ms+3.457806ms \
+             fault=delay:6>5@7.497346ms+10.373418ms=3.457806ms~1.276us \
+             fault=delay:7>5@7.497346ms+10.373418ms=3.457806ms~2.461us \
+             fault=delay:8>5@7.497346ms+10.373418ms=3.457806ms~3.677us \
+             fault=delay:9>5@7.497346ms+10.373418ms=3.457806ms~662ns",
+            "seed=51 dissemination=direct optimistic=1.135746ms groups=4 replicas=3 acceptors=3 \
+             placement=colocated all_acceptors=first-group clients=3 delta=515.284us \
+             skew_offset=765.609us skew_ppm=154 ring_slots=4 outbox=55 slot_bytes=2048 \
+             retain=3400 dest=random:2 size=133 fault_phase=9.563756ms tie_break=fifo \
+             load_end=31.703128ms fault=kill-posting:10@1.702605ms \
+             fault=slow:4@2.040152ms+408.63us=4.438043182084746 \
+             fault=delay:3>5@2.856371ms+1.778486ms=4.664us~1.414us fault=kill:7@6.606965ms \
+             fault=pause:0@9.261237ms+3.770165ms \
+             fault=delay:1>0@9.261237ms+11.310495ms=3.770165ms~6.605us \
+             fault=delay:2>0@9.261237ms+11.310495ms=3.770165ms~5.056us",
+            "seed=887 dissemination=ridge optimistic=off groups=1 replicas=3 acceptors=3 \
+             placement=colocated all_acceptors=first-group clients=6 delta=167.602us \
+             skew_offset=0ns skew_ppm=0 ring_slots=9 outbox=15 slot_bytes=2048 retain=1127 \
+             dest=all size=73 fault_phase=9.595688ms tie_break=fifo load_end=23.041941ms \
+             fault=kill:6@689.472us fault=pause:0@3.82872ms+2.988899ms \
+             fault=delay:1>0@3.82872ms+8.966697ms=2.988899ms~3.999us \
+             fault=delay:2>0@3.82872ms+8.966697ms=2.988899ms~6.158us",
+            "seed=595 dissemination=ring optimistic=off groups=1 replicas=5 acceptors=5 \
+             placement=colocated all_acceptors=first-group clients=5 delta=301.835us \
+             skew_offset=0ns skew_ppm=0 ring_slots=11 outbox=52 slot_bytes=2048 retain=2352 \
+             dest=random:1 size=132 fault_phase=9.445292ms tie_break=random load_end=29.787316ms \
+             fault=kill:1@8.23966ms",
+        ] {
+            let out = assert_passes_on(&pinned::<RidgeRun>(line), crate::testbed::RIDGE);
+            assert!(out.leader_changes, "{line}: no new round");
         }
     }
 

@@ -7,6 +7,7 @@
 //! long enough for one eviction per group on the longest tree path, convergence; halts judged,
 //! the five properties checked.
 
+use crate::sweep::spec::{Spec, SpecWriter};
 use crate::sweep::{
     check_multicast, check_multicast_local, checking_load, draw_schedule, kinds, local_faults,
     seeded_sim, Kinds, LocalCheck, Model, Outcome, Phases, SeedRun,
@@ -145,29 +146,47 @@ impl SeedRun for TramRun {
         TramRun::derive(seed)
     }
 
-    fn describe(&self) -> String {
-        let mut s = format!(
-            "SEED={} tree={} replicas={} clients={} hm_slots={} log_slots={} slot_bytes={} dest={} size={} fault_phase={} evict={} load_end={} end={} tie_break={:?} faults={}",
-            self.seed,
-            self.cfg.tree,
-            self.cfg.replicas,
-            self.cfg.clients,
-            self.cfg.hm_slots,
-            self.cfg.log_slots,
-            self.cfg.slot_bytes,
-            self.dest,
-            self.size,
-            self.fault_phase,
-            self.cfg.timing.evict,
-            self.phases.load_end,
-            self.phases.limit,
-            self.tie_break,
-            self.faults.len()
-        );
-        for f in &self.faults {
-            s.push_str(&format!("\n  fault: {f}"));
-        }
-        s
+    fn spec(&self) -> String {
+        let c = &self.cfg;
+        SpecWriter::new(self.seed)
+            .put("tree", &c.tree)
+            .put("replicas", c.replicas)
+            .put("clients", c.clients)
+            .put("hm_slots", c.hm_slots)
+            .put("log_slots", c.log_slots)
+            .put("slot_bytes", c.slot_bytes)
+            .put("dest", self.dest)
+            .put("size", self.size)
+            .time("fault_phase", self.fault_phase)
+            .time("evict", c.timing.evict)
+            .put("tie_break", self.tie_break)
+            .time("load_end", self.phases.load_end)
+            .faults(&self.faults)
+    }
+
+    /// The run [`SeedRun::spec`] wrote; the phases follow from the faults.
+    fn from_spec(line: &str) -> Result<TramRun, String> {
+        let mut s = Spec::parse(line)?;
+        let tree: Tree = s.get("tree")?;
+        let mut cfg = Config::new(tree, s.get("replicas")?, s.get("clients")?);
+        cfg.hm_slots = s.get("hm_slots")?;
+        cfg.log_slots = s.get("log_slots")?;
+        cfg.slot_bytes = s.get("slot_bytes")?;
+        cfg.timing.evict = s.get("evict")?;
+        let fault_phase = s.get("fault_phase")?;
+        let faults = s.faults()?;
+        let run = TramRun {
+            seed: s.get("seed")?,
+            phases: Phases::until(&faults, s.get("load_end")?),
+            dest: s.get("dest")?,
+            size: s.get("size")?,
+            tie_break: s.get("tie_break")?,
+            fault_phase,
+            faults,
+            cfg,
+        };
+        s.end("tram")?;
+        Ok(run)
     }
 
     fn kinds(&self) -> Kinds {
@@ -189,7 +208,14 @@ impl SeedRun for TramRun {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use transport::ProcessId;
+    use crate::sweep::pinned;
+
+    /// A run's line ([`SeedRun::spec`]) reads back to the same run, for every kind of run the
+    /// seeds derive.
+    #[test]
+    fn runs_read_back_from_their_lines() {
+        crate::sweep::assert_specs_read_back::<TramRun>(300);
+    }
 
     #[test]
     fn random_trees_are_trees_with_any_root() {
@@ -201,87 +227,6 @@ mod tests {
             roots.insert(t.root().0);
         }
         assert_eq!(roots.len(), 5);
-    }
-
-    fn us(x: f64) -> Nanos {
-        Nanos((x * 1000.0).round() as u64)
-    }
-
-    fn crash(at: f64, p: u32) -> Fault {
-        Fault::Crash {
-            at: us(at),
-            process: ProcessId(p),
-        }
-    }
-
-    fn mid(at: f64, p: u32) -> Fault {
-        Fault::CrashMidPost {
-            at: us(at),
-            process: ProcessId(p),
-        }
-    }
-
-    fn pause(at: f64, p: u32, duration: f64) -> Fault {
-        Fault::Pause {
-            at: us(at),
-            process: ProcessId(p),
-            duration: us(duration),
-        }
-    }
-
-    fn slow(at: f64, p: u32, duration: f64, factor: f64) -> Fault {
-        Fault::Slow {
-            at: us(at),
-            process: ProcessId(p),
-            duration: us(duration),
-            factor,
-        }
-    }
-
-    fn link(at: f64, from: u32, to: u32, delay: f64, jitter: f64, duration: f64) -> Fault {
-        Fault::LinkDelay {
-            at: us(at),
-            from: ProcessId(from),
-            to: ProcessId(to),
-            duration: us(duration),
-            delay: us(delay),
-            jitter: us(jitter),
-        }
-    }
-
-    /// A run pinned to a schedule a sweep once printed (slow factors with one decimal), so
-    /// later changes to how seeds derive runs do not lose the scenario.
-    #[allow(clippy::too_many_arguments)]
-    fn pinned(
-        seed: u64,
-        tree: &str,
-        (replicas, clients, hm_slots, log_slots): (usize, usize, usize, usize),
-        dest: DestPolicy,
-        size: usize,
-        fault_phase: f64,
-        tie_break: TieBreak,
-        faults: Vec<Fault>,
-    ) -> TramRun {
-        let mut cfg = Config::new(tree.parse().unwrap(), replicas, clients);
-        cfg.hm_slots = hm_slots;
-        cfg.log_slots = log_slots;
-        cfg.slot_bytes = 256;
-        let phases = Phases::of(
-            us(fault_phase),
-            &faults,
-            cfg.timing.evict,
-            stages(&cfg.tree),
-        );
-        TramRun {
-            seed,
-            cfg,
-            dest,
-            size,
-            fault_phase: us(fault_phase),
-            tie_break,
-            faults,
-            phases,
-        }
     }
 
     /// Schedules that once failed, with their postmortems.
@@ -299,79 +244,36 @@ mod tests {
     ///   decided positions only.
     #[test]
     fn formerly_failing_schedules_pass() {
-        let runs = [
-            pinned(
-                129,
-                "[1,3,4,2,-1]",
-                (5, 1, 7, 7),
-                DestPolicy::All,
-                150,
-                2370.776,
-                TieBreak::Random,
-                vec![
-                    crash(243.965, 23),
-                    slow(407.221, 6, 801.995, 2.0),
-                    crash(852.515, 1),
-                    crash(994.962, 24),
-                    slow(1299.460, 24, 517.719, 5.2),
-                    mid(1434.487, 8),
-                    slow(1945.039, 4, 650.814, 5.2),
-                    mid(2064.591, 5),
-                ],
-            ),
-            pinned(
-                11,
-                "[3,2,3,-1,2]",
-                (3, 6, 7, 4),
-                DestPolicy::Single,
-                35,
-                2856.422,
-                TieBreak::Fifo,
-                vec![
-                    mid(155.337, 18),
-                    pause(714.778, 9, 1039.044),
-                    link(714.778, 10, 9, 1039.044, 4.177, 3117.132),
-                    link(714.778, 11, 9, 1039.044, 1.839, 3117.132),
-                    crash(1052.590, 0),
-                    crash(1276.720, 19),
-                    crash(2397.059, 15),
-                    crash(2445.476, 16),
-                    mid(2460.140, 5),
-                ],
-            ),
-            pinned(
-                252,
-                "[1,-1]",
-                (3, 6, 4, 5),
-                DestPolicy::All,
-                13,
-                3513.076,
-                TieBreak::Random,
-                vec![
-                    pause(288.107, 0, 714.912),
-                    link(288.107, 1, 0, 714.912, 4.504, 2144.736),
-                    link(288.107, 2, 0, 714.912, 8.110, 2144.736),
-                    mid(1814.763, 9),
-                    link(2006.292, 4, 4, 0.447, 1.193, 615.938),
-                    mid(2065.484, 0),
-                    mid(2065.484, 3),
-                    link(3141.979, 3, 1, 36.888, 0.396, 57.208),
-                ],
-            ),
-        ];
-        for run in &runs {
-            crate::sweep::assert_passes_on(run, "r320-cx3");
+        for line in [
+            "seed=129 tree=[1,3,4,2,-1] replicas=5 clients=1 hm_slots=7 log_slots=7 \
+             slot_bytes=256 dest=all size=150 fault_phase=2.370776ms evict=5ms tie_break=random \
+             load_end=35.595853ms fault=kill:23@243.965us fault=slow:6@407.221us+801.995us=2 \
+             fault=kill:1@852.515us fault=kill:24@994.962us fault=slow:24@1.29946ms+517.719us=5.2 \
+             fault=kill-posting:8@1.434487ms fault=slow:4@1.945039ms+650.814us=5.2 \
+             fault=kill-posting:5@2.064591ms",
+            "seed=11 tree=[3,2,3,-1,2] replicas=3 clients=6 hm_slots=7 log_slots=4 slot_bytes=256 \
+             dest=single size=35 fault_phase=2.856422ms evict=5ms tie_break=fifo \
+             load_end=26.83191ms fault=kill-posting:18@155.337us \
+             fault=pause:9@714.778us+1.039044ms \
+             fault=delay:10>9@714.778us+3.117132ms=1.039044ms~4.177us \
+             fault=delay:11>9@714.778us+3.117132ms=1.039044ms~1.839us fault=kill:0@1.05259ms \
+             fault=kill:19@1.27672ms fault=kill:15@2.397059ms fault=kill:16@2.445476ms \
+             fault=kill-posting:5@2.46014ms",
+            "seed=252 tree=[1,-1] replicas=3 clients=6 hm_slots=4 log_slots=5 slot_bytes=256 \
+             dest=all size=13 fault_phase=3.513076ms evict=5ms tie_break=random \
+             load_end=21.513076ms fault=pause:0@288.107us+714.912us \
+             fault=delay:1>0@288.107us+2.144736ms=714.912us~4.504us \
+             fault=delay:2>0@288.107us+2.144736ms=714.912us~8.11us \
+             fault=kill-posting:9@1.814763ms fault=delay:4>4@2.006292ms+615.938us=447ns~1.193us \
+             fault=kill-posting:0@2.065484ms fault=kill-posting:3@2.065484ms \
+             fault=delay:3>1@3.141979ms+57.208us=36.888us~396ns",
+        ] {
+            crate::sweep::assert_passes_on(&pinned::<TramRun>(line), "r320-cx3");
         }
     }
 
-    /// The seed `seed` as a sweep derived it, with eviction time `evict` (see
-    /// [`crate::sweep::derived`]).
-    fn derived(seed: u64, evict: u64) -> TramRun {
-        crate::sweep::derived(seed, |r: &TramRun| r.cfg.timing.evict, evict)
-    }
-
     /// Seed 773 of the first 3,000-seed liveness-phase sweep (single group of 5, eviction 3.2
-    /// ms), derived as that sweep derived it.
+    /// ms), as that sweep ran it.
     ///
     /// postmortem: the leader crashed; its successor could order nothing for 3.2 ms (it waited
     /// for the crashed leader's report to recycle a log slot, as designed), during which the
@@ -382,12 +284,22 @@ mod tests {
     /// member is evicted only after the leader has waited `evict` for it on that slot.
     #[test]
     fn an_up_to_date_follower_is_not_evicted_for_having_had_nothing_to_deliver() {
-        let out = crate::sweep::assert_passes(&derived(773, 3_201_746));
+        let out = crate::sweep::assert_passes(&pinned::<TramRun>(
+            "seed=773 tree=[-1] replicas=5 clients=3 hm_slots=4 log_slots=12 slot_bytes=256 \
+             dest=all size=131 fault_phase=5.35613ms evict=3.201746ms tie_break=random \
+             load_end=17.885827ms fault=pause:2@283.257us+405.84us \
+             fault=kill-posting:0@1.984715ms fault=pause:2@4.206188ms+1.457043ms \
+             fault=kill:3@4.821918ms fault=pause:0@5.109012ms+1.124441ms \
+             fault=delay:1>0@5.109012ms+3.373323ms=1.124441ms~2.101us \
+             fault=delay:2>0@5.109012ms+3.373323ms=1.124441ms~4.08us \
+             fault=delay:3>0@5.109012ms+3.373323ms=1.124441ms~3.973us \
+             fault=delay:4>0@5.109012ms+3.373323ms=1.124441ms~8.422us",
+        ));
         assert_eq!(out.halted, 0);
     }
 
     /// Seed 180 of the first 3,000-seed liveness-phase sweep (a chain of three groups, the
-    /// leaders of all three crashing at once), derived as that sweep derived it.
+    /// leaders of all three crashing at once), as that sweep ran it.
     ///
     /// postmortem: each leader along the chain started waiting for its crashed members only
     /// when it needed their log slot, i.e. once the message reached it, so the evictions came
@@ -396,7 +308,19 @@ mod tests {
     /// phase allows one eviction per group on the longest tree path, plus one.
     #[test]
     fn leaders_along_a_tree_path_evict_their_crashed_members_at_once() {
-        crate::sweep::assert_passes(&derived(180, 6_495_456));
+        crate::sweep::assert_passes(&pinned::<TramRun>(
+            "seed=180 tree=[2,-1,1] replicas=5 clients=6 hm_slots=2 log_slots=6 slot_bytes=256 \
+             dest=all size=61 fault_phase=3.543448ms evict=6.495456ms tie_break=fifo \
+             load_end=34.082129ms fault=kill-posting:1@372.604us fault=kill-posting:19@817.42us \
+             fault=delay:14>15@1.533024ms+956.245us=29.302us~6.761us \
+             fault=pause:5@1.691693ms+1.136204ms \
+             fault=delay:6>5@1.691693ms+3.408612ms=1.136204ms~2.595us \
+             fault=delay:7>5@1.691693ms+3.408612ms=1.136204ms~4.843us \
+             fault=delay:8>5@1.691693ms+3.408612ms=1.136204ms~620ns \
+             fault=delay:9>5@1.691693ms+3.408612ms=1.136204ms~9.326us \
+             fault=kill-posting:14@2.72232ms fault=kill-posting:0@2.850037ms \
+             fault=kill:5@2.850037ms fault=kill:10@2.850037ms",
+        ));
     }
 
     /// Seed 4475 of the 10,000-seed sweep at 02a9e8c (r320-cx3); it failed identically at
@@ -418,37 +342,16 @@ mod tests {
     /// everything else holds.
     #[test]
     fn a_deposed_leader_behind_a_slow_link_is_not_lapped_into_a_halt() {
-        crate::sweep::assert_passes(&derived(4475, 980_965));
-        let mut run = pinned(
-            4475,
-            "[-1]",
-            (3, 6, 6, 6),
-            DestPolicy::Adjacent(1),
-            53,
-            4795.216,
-            TieBreak::Fifo,
-            vec![
-                Fault::LinkDelay {
-                    at: us(962.192),
-                    from: ProcessId(0),
-                    to: ProcessId(1),
-                    duration: us(1849.356),
-                    delay: us(783.358),
-                    jitter: us(7.480),
-                },
-                Fault::Pause {
-                    at: us(2286.223),
-                    process: ProcessId(1),
-                    duration: us(564.425),
-                },
-            ],
-        );
-        run.cfg.timing.evict = Nanos(980_965);
-        run.phases = Phases::of(
-            run.fault_phase,
-            &run.faults,
-            run.cfg.timing.evict,
-            stages(&run.cfg.tree),
+        crate::sweep::assert_passes(&pinned::<TramRun>(
+            "seed=4475 tree=[-1] replicas=3 clients=6 hm_slots=6 log_slots=6 slot_bytes=256 \
+             dest=adjacent:1 size=53 fault_phase=4.795216ms evict=980.965us tie_break=fifo \
+             load_end=9.757146ms fault=pause:1@2.286223ms+564.425us",
+        ));
+        let run: TramRun = pinned(
+            "seed=4475 tree=[-1] replicas=3 clients=6 hm_slots=6 log_slots=6 slot_bytes=256 \
+             dest=adjacent:1 size=53 fault_phase=4.795216ms evict=980.965us tie_break=fifo \
+             load_end=9.757146ms fault=delay:0>1@962.192us+1.849356ms=783.358us~7.48us \
+             fault=pause:1@2.286223ms+564.425us",
         );
         let out = crate::sweep::assert_passes(&run);
         assert_eq!(out.halted, 1, "the scenario needs p0's halt");

@@ -5,11 +5,20 @@ use super::{qp_of, ActiveLink, Event, Sim, SimNic};
 use crate::process::{Process, ProcessId};
 use crate::region::{Access, RegionId};
 use crate::rng::{mix64, Purpose, Rng};
+use crate::runtime::fault_text::FaultText;
 use crate::time::Nanos;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::str::FromStr;
 
 /// One fault.
+///
+/// Its text form ([`fmt::Display`], [`FromStr`]) is the harness's `--fault` form for real
+/// runtimes, exact to the nanosecond, with process ids as numbers: `kill:P@T` ([`Fault::Crash`]),
+/// `kill-posting:P@T` ([`Fault::CrashMidPost`]), `pause:P@T+D`, `slow:P@T+D=FACTOR`,
+/// `delay:FROM>TO@T+D=DELAY~JITTER` ([`Fault::LinkDelay`]; `~JITTER` may be left out) and
+/// `revoke:PEER>OWNER@T+D=REGION` (the peer's ops into the owner's region are refused). A
+/// schedule a sweep drew is printed in it and replays from it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Fault {
     /// The process stops for good at `at`: it is never polled again, ops to it fail with
@@ -115,22 +124,23 @@ impl Fault {
 
 impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let span = |at: &Nanos, d: &Nanos| format!("{}+{}", at.exact(), d.exact());
         match self {
-            Fault::Crash { at, process } => write!(f, "{at} crash {process}"),
+            Fault::Crash { at, process } => write!(f, "kill:{}@{}", process.0, at.exact()),
             Fault::CrashMidPost { at, process } => {
-                write!(f, "{at} crash {process} in the middle of its next posts")
+                write!(f, "kill-posting:{}@{}", process.0, at.exact())
             }
             Fault::Pause {
                 at,
                 process,
                 duration,
-            } => write!(f, "{at} pause {process} for {duration}"),
+            } => write!(f, "pause:{}@{}", process.0, span(at, duration)),
             Fault::Slow {
                 at,
                 process,
                 duration,
                 factor,
-            } => write!(f, "{at} slow {process} x{factor:.1} for {duration}"),
+            } => write!(f, "slow:{}@{}={factor}", process.0, span(at, duration)),
             Fault::LinkDelay {
                 at,
                 from,
@@ -138,15 +148,103 @@ impl fmt::Display for Fault {
                 duration,
                 delay,
                 jitter,
-            } => write!(f, "{at} link {from}->{to} +{delay}~{jitter} for {duration}"),
+            } => write!(
+                f,
+                "delay:{}>{}@{}={}~{}",
+                from.0,
+                to.0,
+                span(at, duration),
+                delay.exact(),
+                jitter.exact()
+            ),
             Fault::Revoke {
                 at,
                 owner,
                 region,
                 peer,
                 duration,
-            } => write!(f, "{at} revoke {peer} on {owner}:{region} for {duration}"),
+            } => write!(
+                f,
+                "revoke:{}>{}@{}={}",
+                peer.0,
+                owner.0,
+                span(at, duration),
+                region.0
+            ),
         }
+    }
+}
+
+/// What [`Fault`]'s text form may be, for errors.
+const FAULT_USAGE: &str = "a simulated fault is kill:P@T, kill-posting:P@T, pause:P@T+D, slow:P@T+D=FACTOR, delay:FROM>TO@T+D=DELAY~JITTER or revoke:PEER>OWNER@T+D=REGION (processes by number, times with units), e.g. kill:3@1.5ms, slow:2@1ms+500us=2.5, delay:0>4@2ms+1ms=20us~5us";
+
+impl FromStr for Fault {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Fault, String> {
+        let usage = |why: String| format!("{why}: {FAULT_USAGE}");
+        let t = FaultText::parse(s).map_err(usage)?;
+        let bad = |what: &str| usage(format!("`{s}`: {what}"));
+        let process = |p: &str| {
+            p.parse::<u32>()
+                .map(ProcessId)
+                .map_err(|_| bad(&format!("`{p}` is not a process number")))
+        };
+        let link = || match t.who.split_once('>') {
+            Some((a, b)) => Ok((process(a)?, process(b)?)),
+            None => Err(bad("a link is FROM>TO")),
+        };
+        let at = t.at;
+        Ok(match (t.kind, t.span, t.value) {
+            ("kill", None, None) => Fault::Crash {
+                at,
+                process: process(t.who)?,
+            },
+            ("kill-posting", None, None) => Fault::CrashMidPost {
+                at,
+                process: process(t.who)?,
+            },
+            ("pause", Some(duration), None) => Fault::Pause {
+                at,
+                process: process(t.who)?,
+                duration,
+            },
+            ("slow", Some(duration), Some(v)) => Fault::Slow {
+                at,
+                process: process(t.who)?,
+                duration,
+                factor: match v.parse::<f64>() {
+                    Ok(x) if x.is_finite() && x >= 1.0 => x,
+                    _ => return Err(bad("a slowdown factor is a number of at least 1")),
+                },
+            },
+            ("delay", Some(duration), Some(v)) => {
+                let (from, to) = link()?;
+                let (delay, jitter) = v.split_once('~').unwrap_or((v, "0ns"));
+                Fault::LinkDelay {
+                    at,
+                    from,
+                    to,
+                    duration,
+                    delay: delay.parse()?,
+                    jitter: jitter.parse()?,
+                }
+            }
+            ("revoke", Some(duration), Some(v)) => {
+                let (peer, owner) = link()?;
+                Fault::Revoke {
+                    at,
+                    owner,
+                    region: RegionId(
+                        v.parse()
+                            .map_err(|_| bad(&format!("`{v}` is not a region number")))?,
+                    ),
+                    peer,
+                    duration,
+                }
+            }
+            _ => return Err(bad("unknown kind, or a duration or value missing or extra")),
+        })
     }
 }
 
@@ -362,6 +460,57 @@ impl<P: Process<SimNic>> Sim<P> {
                 }
                 owner.0
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every fault the seed draws, of every kind, reads back from its text to the same fault.
+    #[test]
+    fn drawn_faults_read_back_from_their_text() {
+        let budget = FaultBudget {
+            horizon: Nanos::from_ms(50),
+            max_crashes: 3,
+            transient: 12,
+            revocable_regions: 3,
+        };
+        let mut kinds = std::collections::BTreeSet::new();
+        for seed in 0..200 {
+            for f in random_faults(seed, 9, budget) {
+                let text = f.to_string();
+                kinds.insert(text.split(':').next().unwrap().to_string());
+                assert_eq!(text.parse::<Fault>().as_ref(), Ok(&f), "{text}");
+            }
+        }
+        assert_eq!(kinds.len(), 5, "{kinds:?}");
+        let mid = Fault::CrashMidPost {
+            at: Nanos(1_500),
+            process: ProcessId(4),
+        };
+        assert_eq!(mid.to_string(), "kill-posting:4@1.5us");
+        assert_eq!("kill-posting:4@1.5us".parse(), Ok(mid));
+        let no_jitter: Fault = "delay:0>4@2ms+1ms=20us".parse().unwrap();
+        assert_eq!(no_jitter.to_string(), "delay:0>4@2ms+1ms=20us~0ns");
+    }
+
+    /// A fault that does not read says what is wrong and what a fault looks like.
+    #[test]
+    fn a_bad_fault_says_what_is_wrong() {
+        for (bad, says) in [
+            ("crash:1@1ms", "unknown kind"),
+            ("kill:1@1ms+1ms", "unknown kind"),
+            ("pause:x@1ms+1ms", "`x` is not a process number"),
+            ("delay:1@1ms+1ms=5us", "a link is FROM>TO"),
+            ("slow:1@1ms+1ms=0.5", "at least 1"),
+            ("revoke:1>2@1ms+1ms=r0", "not a region number"),
+            ("kill:1", "no `@TIME`"),
+        ] {
+            let err = bad.parse::<Fault>().unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+            assert!(err.contains("kill:P@T"), "{bad}: {err}");
         }
     }
 }

@@ -126,6 +126,15 @@ pub enum TieBreak {
     Random,
 }
 
+impl fmt::Display for TieBreak {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TieBreak::Fifo => "fifo",
+            TieBreak::Random => "random",
+        })
+    }
+}
+
 impl std::str::FromStr for TieBreak {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
