@@ -93,7 +93,7 @@ impl Contender {
     fn shape(&self, w: &Workload, clients: usize, dest_tree: &Option<Tree>) -> Shape {
         let mut s = Workload::shape_of(w.groups, w.replicas, w.size, w.dest, clients);
         s.dest_tree = dest_tree.clone();
-        // Only Ridge has a Delta (other protocols refuse it, see `Shape::no_ridge_flags`).
+        // Only Ridge has a Delta.
         if self.entry.name == "ridge" {
             s.delta = w.delta;
         }

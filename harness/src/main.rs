@@ -17,6 +17,7 @@ mod cluster;
 mod compare;
 mod experiment;
 mod figure;
+mod flags;
 mod lens;
 mod plot;
 mod progress;
@@ -115,27 +116,13 @@ enum Command {
     RegionTable(Box<RunArgs>),
 }
 
-/// The bulk multicast protocol `run` also takes (not an atomic multicast: no registry entry).
-const RDMC: &str = "rdmc";
-/// The replicated service `run` also takes (over RamCast; not an atomic multicast).
-const HERON: &str = "heron";
-
-/// `run --protocol`: every registered atomic multicast protocol, and rdmc.
+/// `run --protocol`: every registered atomic multicast protocol, rdmc and heron.
 fn run_protocols() -> clap::builder::PossibleValuesParser {
-    let mut names: Vec<clap::builder::PossibleValue> = protocols::REGISTRY
-        .iter()
-        .map(|e| clap::builder::PossibleValue::new(e.name).help(e.about))
-        .collect();
-    names.push(clap::builder::PossibleValue::new(RDMC).help(
-        "RDMC (Behrens et al., 2016): bulk multicast of large messages; takes --algorithm, \
-         --nodes, --block-size, --senders, --racks, --messages",
-    ));
-    names.push(clap::builder::PossibleValue::new(HERON).help(
-        "Heron (Le, thesis, 2022, chapter 5): partitioned state machine replication over \
-         RamCast (or --over ridge), one warehouse per partition (--groups); takes --app, \
-         --scale, --capacity, --over",
-    ));
-    clap::builder::PossibleValuesParser::new(names)
+    clap::builder::PossibleValuesParser::new(
+        protocols::run_protocols()
+            .into_iter()
+            .map(|(name, about, _)| clap::builder::PossibleValue::new(name).help(about)),
+    )
 }
 
 #[derive(Args, Debug)]
@@ -146,10 +133,6 @@ struct RunArgs {
     /// Groups (1..=64) [default: 1; for tram, the tree's groups].
     #[arg(long)]
     groups: Option<usize>,
-    /// The overlay tree (tram): base, breadth, depth, simple, or a parent array such as
-    /// [-1,0,0,1] (-1 marks the root) [default: base].
-    #[arg(long)]
-    tree: Option<multicast::Tree>,
     /// Replicas per group, 2f+1.
     #[arg(long, default_value_t = 3)]
     replicas: usize,
@@ -160,30 +143,6 @@ struct RunArgs {
     /// 256 MB].
     #[arg(long, value_parser = experiment::parse_bytes)]
     size: Option<usize>,
-    /// RDMC dissemination algorithm: sequential, chain, tree, pipeline, hybrid-chain,
-    /// hybrid-pipeline [default: pipeline].
-    #[arg(long)]
-    algorithm: Option<rdmc::Algorithm>,
-    /// RDMC group size, root included [default: 4].
-    #[arg(long)]
-    nodes: Option<usize>,
-    /// RDMC block size; the last block of a message may be shorter [default: 1MB].
-    #[arg(long, value_parser = experiment::parse_bytes)]
-    block_size: Option<usize>,
-    /// RDMC concurrent senders: this many groups over the same nodes, node i the root of group
-    /// i, all sending at once [default: 1].
-    #[arg(long)]
-    senders: Option<usize>,
-    /// RDMC racks for the hybrid algorithms: the nodes split into this many contiguous ranges
-    /// [default: 1].
-    #[arg(long)]
-    racks: Option<usize>,
-    /// RDMC messages each root submits at time zero, sent in order [default: 1].
-    #[arg(long)]
-    messages: Option<usize>,
-    /// RDMC: give up after this long, simulated on sim, wall on local [default: 600s].
-    #[arg(long, value_parser = experiment::parse_duration)]
-    timeout: Option<Nanos>,
     /// Destinations per message: single, all, random:K, random:A..B (A to B groups, the count
     /// drawn per message: single- and multi-group traffic mixed), group:G, or adjacent:K (K
     /// groups adjacent in the tree, tram).
@@ -223,50 +182,6 @@ struct RunArgs {
     /// Slots per client buffer (tram: per HM buffer).
     #[arg(long, default_value_t = 16)]
     slots: usize,
-    /// Slots of each group's circular LOG (tram).
-    #[arg(long, default_value_t = 64)]
-    log_slots: usize,
-    /// Ridge: an idle ensemble's coordinator proposes a null message after this long, and a
-    /// learner waits up to about this long for an idle ensemble [default: 1ms, the paper's].
-    #[arg(long, value_parser = experiment::parse_duration)]
-    delta: Option<Nanos>,
-    /// Ridge: acceptors per ensemble, 2f + 1, odd; colocated, at most --replicas: a group's
-    /// first servers, the others learners only [default: every server when --replicas is
-    /// odd, all but one when it is even]. The paper's evaluation runs 3, dedicated.
-    #[arg(long)]
-    acceptors: Option<usize>,
-    /// Ridge: where the acceptors run: `colocated` (on the groups' servers) or `dedicated`
-    /// (--acceptors processes of their own per ensemble, started after the clients; the
-    /// servers learn only, as in the paper's evaluation) [default: colocated].
-    #[arg(long)]
-    placement: Option<ridge::Placement>,
-    /// Ridge: how Phase 2 disseminates: `ridge` (the paper's quorum chain and rotating
-    /// distributors), `ring` (Ring Paxos: the value along the learners) or `direct` (LibPaxos:
-    /// 2a to every acceptor, 2b with the value to every learner) [default: ridge].
-    #[arg(long)]
-    dissemination: Option<ridge::paxos::Dissemination>,
-    /// Ridge: optimistic deliveries (section 4.5) with this wait: clients also send each
-    /// message to the learners, which deliver it optimistically once their clock reads its
-    /// timestamp plus the wait; the run reports how many and the mistakes (an optimistic
-    /// delivery out of the atomic order). Coordinators wait as long before proposing.
-    #[arg(long, value_parser = experiment::parse_duration)]
-    optimistic: Option<Nanos>,
-    /// Heron: the replicated application.
-    #[arg(long, value_enum)]
-    app: Option<protocols::heron::App>,
-    /// Heron: the atomic multicast underneath, one with order timestamps (TRAM has none)
-    /// [default: ramcast, the thesis's].
-    #[arg(long, value_enum)]
-    over: Option<protocols::heron::Over>,
-    /// Heron's TPC-C: the specification's cardinalities divided by this (items, customers,
-    /// new orders; 10 districts kept) [default: 100].
-    #[arg(long)]
-    scale: Option<u64>,
-    /// Heron's TPC-C: order rows (and history rows) per district, the initial ones included;
-    /// a New-Order or Payment finding its district full changes nothing and the run says so
-    /// [default: 2000].
-    #[arg(long)]
-    capacity: Option<u64>,
     /// OS threads for the local runtime [default: available cores].
     #[arg(long)]
     threads: Option<usize>,
@@ -307,6 +222,18 @@ struct RunArgs {
     /// large region's pages as they are written: a run that touches few of them fits in less.
     #[arg(long)]
     ignore_limits: bool,
+    #[command(flatten)]
+    tram: protocols::tram::Flags,
+    #[command(flatten)]
+    ridge: protocols::ridge::Flags,
+    #[command(flatten)]
+    rdmc: protocols::rdmc::Flags,
+    #[command(flatten)]
+    heron: protocols::heron::Flags,
+    /// The flags given on the command line (clap ids), for refusing those the protocol does
+    /// not take ([`flags`]); filled by [`parse`].
+    #[arg(skip)]
+    given: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -724,7 +651,10 @@ fn parse_size(s: &str) -> Result<usize, String> {
 
 fn main() -> ExitCode {
     pin_mmap_threshold();
-    let cli = Cli::parse();
+    let cli = match parse(std::env::args_os()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let result = match cli.command {
         Command::Bench(BenchCommand::Transport(a)) => bench::run_transport(a),
         Command::Bench(BenchCommand::Sim(a)) => bench::run_sim(a),
@@ -748,6 +678,23 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Parses a command line, noting which `run` flags it gives ([`RunArgs::given`]).
+fn parse<I, T>(argv: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::{CommandFactory, FromArgMatches};
+    let m = Cli::command().try_get_matches_from(argv)?;
+    let mut cli = Cli::from_arg_matches(&m)?;
+    if let (Command::Run(a) | Command::RegionTable(a), Some((_, sub))) =
+        (&mut cli.command, m.subcommand())
+    {
+        a.given = flags::given(sub);
+    }
+    Ok(cli)
 }
 
 fn verify_log(a: VerifyArgs) -> Result<ExitCode, String> {

@@ -1,43 +1,36 @@
 //! `harness run`: one experiment of a registered atomic multicast protocol, or an RDMC bulk
 //! transfer, on the simulator or on threads.
 
-use crate::{experiment, protocols, testbed, totals, RunArgs, RuntimeKind, COMMIT, HERON, RDMC};
+use crate::protocols::{heron, rdmc};
+use crate::{experiment, protocols, testbed, totals, RunArgs, RuntimeKind, COMMIT};
 use std::process::ExitCode;
 use transport::runtime::sim::{Profile, Software};
 use transport::Nanos;
 
-/// RDMC's own flags, and whether each is given.
-pub(crate) fn rdmc_flags(a: &RunArgs) -> [(&'static str, bool); 7] {
-    [
-        ("--algorithm", a.algorithm.is_some()),
-        ("--nodes", a.nodes.is_some()),
-        ("--block-size", a.block_size.is_some()),
-        ("--senders", a.senders.is_some()),
-        ("--racks", a.racks.is_some()),
-        ("--messages", a.messages.is_some()),
-        ("--timeout", a.timeout.is_some()),
-    ]
+/// Refuses the flags `a` gives that its protocol does not take ([`crate::flags`]).
+fn refuse_foreign(a: &RunArgs) -> Result<(), String> {
+    use clap::CommandFactory;
+    let cli = crate::Cli::command();
+    let run = cli.find_subcommand("run").expect("a run command");
+    crate::flags::refuse_foreign(&a.protocol, &a.given, run)
 }
 
 /// The deployment `harness run` asks for, checked.
 fn deployment(a: &RunArgs) -> Result<protocols::Deployment, String> {
-    if let Some((flag, _)) = rdmc_flags(a).iter().find(|f| f.1) {
-        return Err(format!("{flag} is for --protocol rdmc"));
-    }
     let shape = protocols::Shape {
         groups: a.groups,
-        tree: a.tree.clone(),
+        tree: a.tram.tree.clone(),
         replicas: a.replicas,
         clients: a.clients,
         size: a.size.unwrap_or(64),
         dest: a.dest,
         slots: a.slots,
-        log_slots: a.log_slots,
-        delta: a.delta,
-        acceptors: a.acceptors,
-        placement: a.placement,
-        dissemination: a.dissemination,
-        optimistic: a.optimistic,
+        log_slots: a.tram.log_slots,
+        delta: a.ridge.delta,
+        acceptors: a.ridge.acceptors,
+        placement: a.ridge.placement,
+        dissemination: a.ridge.dissemination,
+        optimistic: a.ridge.optimistic,
         slot_bytes: a.slot_bytes,
         dest_tree: None,
     };
@@ -111,28 +104,20 @@ fn software(a: &RunArgs) -> Result<Software, String> {
 
 /// `harness run`.
 pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
+    refuse_foreign(&a)?;
     if a.cluster.is_some() && a.runtime != RuntimeKind::Tcp {
         return Err("--cluster places the nodes of --runtime tcp".into());
     }
     if !a.fault.is_empty() && a.runtime != RuntimeKind::Tcp {
         return Err("--fault injects faults into node processes of --runtime tcp; the simulator's faults are harness check's".into());
     }
-    if a.protocol == HERON {
+    if a.protocol == heron::NAME {
         if a.runtime == RuntimeKind::Verbs {
             return Err("Heron does not run on verbs yet (its replicas' objects are read back from each node's memory, which the verbs runtime does not hand back): use --runtime local or tcp".into());
         }
         return protocols::heron::run::run(&a, runtime(&a)?);
     }
-    let heron_only = [
-        ("--app", a.app.is_some()),
-        ("--scale", a.scale.is_some()),
-        ("--capacity", a.capacity.is_some()),
-        ("--over", a.over.is_some()),
-    ];
-    if let Some((flag, _)) = heron_only.iter().find(|f| f.1) {
-        return Err(format!("{flag} is for --protocol heron"));
-    }
-    if a.protocol == RDMC {
+    if a.protocol == rdmc::NAME {
         return run_bulk(a);
     }
     let e = experiment(&a)?;
@@ -260,7 +245,7 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
 /// run is one of many sharing the machine the launcher checked for all.
 fn fits(a: &RunArgs, e: &experiment::Experiment) -> Result<(), String> {
     let (groups, replicas, clients) = e.deploy.shape();
-    let groups = match &a.tree {
+    let groups = match &a.tram.tree {
         Some(t) => format!("--tree ({t})"),
         None => format!("--groups ({groups})"),
     };
@@ -295,7 +280,6 @@ pub(crate) fn tcp_launch(
 
 /// `harness node`: one node of a tcp cluster.
 pub(crate) fn node(a: crate::NodeArgs) -> Result<ExitCode, String> {
-    use clap::Parser;
     let mut cluster = crate::cluster::ClusterFile::load(&a.cluster)?;
     if a.secret_stdin {
         cluster.read_secret_from_stdin()?;
@@ -304,7 +288,7 @@ pub(crate) fn node(a: crate::NodeArgs) -> Result<ExitCode, String> {
         .into_iter()
         .map(String::from)
         .chain(cluster.run.iter().cloned());
-    let run = match crate::Cli::try_parse_from(argv) {
+    let run = match crate::parse(argv) {
         Ok(crate::Cli {
             command: crate::Command::Run(r),
         }) => r,
@@ -319,12 +303,13 @@ pub(crate) fn node(a: crate::NodeArgs) -> Result<ExitCode, String> {
     let report = a
         .report
         .unwrap_or_else(|| std::path::PathBuf::from(format!("node-{}.report", a.id)));
-    if run.protocol == HERON {
+    refuse_foreign(&run)?;
+    if run.protocol == heron::NAME {
         let setup = protocols::heron::run::setup(&run, experiment::Where::Tcp)?;
         setup.serve(&cluster, a.id, &report)?;
         return Ok(ExitCode::SUCCESS);
     }
-    if run.protocol == RDMC {
+    if run.protocol == rdmc::NAME {
         let mut spec = bulk_spec(&run)?;
         spec.runtime = experiment::Where::Tcp;
         spec.serve(&cluster, a.id, &report)?;
@@ -339,7 +324,8 @@ pub(crate) fn node(a: crate::NodeArgs) -> Result<ExitCode, String> {
 /// `harness region-table`: the region table of the tcp run `a` describes, one line for its
 /// digest (`table 0x...`), then one per node (`node I ROLE: LEN,LEN,...`).
 pub(crate) fn region_table(a: RunArgs) -> Result<ExitCode, String> {
-    if a.protocol == HERON || a.protocol == RDMC {
+    refuse_foreign(&a)?;
+    if a.protocol == heron::NAME || a.protocol == rdmc::NAME {
         return Err(format!(
             "harness region-table: the atomic multicast protocols only, not {}",
             a.protocol
@@ -359,32 +345,23 @@ pub(crate) fn region_table(a: RunArgs) -> Result<ExitCode, String> {
 
 /// The RDMC experiment `harness run --protocol rdmc` arguments describe.
 fn bulk_spec(a: &RunArgs) -> Result<protocols::rdmc::BulkSpec, String> {
-    let multicast_only = [
-        ("--groups", a.groups.is_some()),
-        ("--tree", a.tree.is_some()),
-        ("--slot-bytes", a.slot_bytes.is_some()),
-        ("--warmup", a.warmup.is_some()),
-        ("--log", a.log.is_some()),
-    ];
-    if let Some((flag, _)) = multicast_only.iter().find(|f| f.1) {
-        return Err(format!(
-            "{flag} is for the atomic multicast protocols; rdmc takes --nodes, --size, --block-size, --algorithm, --senders, --racks, --messages"
-        ));
-    }
     let profile_name = a.profile.clone().unwrap_or_else(|| testbed::RDMC.into());
     Ok(protocols::rdmc::BulkSpec {
-        algorithm: a.algorithm.unwrap_or(rdmc::Algorithm::BinomialPipeline),
-        nodes: a.nodes.unwrap_or(4),
+        algorithm: a
+            .rdmc
+            .algorithm
+            .unwrap_or(::rdmc::Algorithm::BinomialPipeline),
+        nodes: a.rdmc.nodes.unwrap_or(4),
         size: a.size.unwrap_or(256 << 20),
-        block_size: a.block_size.unwrap_or(1 << 20),
-        senders: a.senders.unwrap_or(1),
-        racks: a.racks.unwrap_or(1),
-        messages: a.messages.unwrap_or(1),
+        block_size: a.rdmc.block_size.unwrap_or(1 << 20),
+        senders: a.rdmc.senders.unwrap_or(1),
+        racks: a.rdmc.racks.unwrap_or(1),
+        messages: a.rdmc.messages.unwrap_or(1),
         runtime: runtime(a)?,
         profile: Profile::load(&profile_name).map_err(|e| e.to_string())?,
         software: software(a)?,
         seed: a.seed,
-        timeout: a.timeout.unwrap_or(Nanos(600_000_000_000)),
+        timeout: a.rdmc.timeout.unwrap_or(Nanos(600_000_000_000)),
     })
 }
 

@@ -469,7 +469,10 @@ fn tram_run_rejects_bad_trees_and_flags_clearly() {
             &["--protocol", "tram", "--tree", "depth", "--groups", "3"],
             "does not match the tree",
         ),
-        (&["--protocol", "ramcast", "--tree", "base"], "tree-based"),
+        (
+            &["--protocol", "ramcast", "--tree", "base"],
+            "--tree is not for --protocol ramcast: it is tram's",
+        ),
         (
             &[
                 "--protocol",
@@ -535,11 +538,11 @@ fn rdmc_run_refuses_flags_that_do_not_apply() {
     for (args, want) in [
         (
             vec!["run", "--protocol", "rdmc", "--tree", "base"],
-            "--tree is for the atomic multicast protocols",
+            "--tree is not for --protocol rdmc: it is tram's",
         ),
         (
             vec!["run", "--protocol", "ramcast", "--nodes", "8"],
-            "--nodes is for --protocol rdmc",
+            "--nodes is not for --protocol ramcast: it is rdmc's",
         ),
         (
             vec!["run", "--protocol", "rdmc", "--algorithm", "hybrid-chain"],
@@ -850,7 +853,7 @@ fn heron_run_refuses_flags_that_do_not_apply() {
     }
     let o = harness(&["run", "--app", "tpcc"]);
     assert!(
-        stderr(&o).contains("--app is for --protocol heron"),
+        stderr(&o).contains("--app is not for --protocol ramcast: it is heron's"),
         "{}",
         stderr(&o)
     );

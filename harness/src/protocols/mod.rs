@@ -62,37 +62,6 @@ pub(crate) struct Shape {
 }
 
 impl Shape {
-    /// Refuses Ridge's own flags (`--delta`, `--dissemination`, `--optimistic`,
-    /// `--acceptors`, `--placement`) for protocol `name`.
-    pub(crate) fn no_ridge_flags(&self, name: &str) -> Result<(), String> {
-        if self.acceptors.is_some() {
-            return Err(format!(
-                "--acceptors sets Ridge's acceptors per ensemble; {name}'s replicas are all alike: leave it out"
-            ));
-        }
-        if self.placement.is_some() {
-            return Err(format!(
-                "--placement says where Ridge's acceptors run; {name} has no acceptors: leave it out"
-            ));
-        }
-        if self.delta.is_some() {
-            return Err(format!(
-                "--delta is Ridge's null-message period; {name} has none: leave it out"
-            ));
-        }
-        if self.dissemination.is_some() {
-            return Err(format!(
-                "--dissemination chooses Ridge's Phase 2; {name} has none: leave it out"
-            ));
-        }
-        if self.optimistic.is_some() {
-            return Err(format!(
-                "--optimistic is Ridge's optimistic delivery; {name} has none: leave it out"
-            ));
-        }
-        Ok(())
-    }
-
     /// Refuses a message larger than `max`, what a slot of `slot_bytes` holds (`per` says for
     /// what, when the limit depends on more than the slot).
     pub(crate) fn fits(&self, slot_bytes: usize, max: usize, per: &str) -> Result<(), String> {
@@ -273,6 +242,63 @@ impl<P: Multicast> Deployed<P> {
     }
 }
 
+/// The `run` flags a protocol takes besides those of every run ([`EVERY_RUN`]); `run` refuses
+/// any other flag given on the command line, naming the protocols that take it
+/// ([`crate::flags`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Takes {
+    /// Flags of several protocols it takes, by clap id (`slot_bytes`).
+    pub(crate) shared: &'static [&'static str],
+    /// Its own flags: the `clap::Args` its folder declares (`Flags::augment_args`).
+    pub(crate) own: Option<fn(clap::Command) -> clap::Command>,
+    /// Why it takes what it takes, for a refusal (empty: nothing to add).
+    pub(crate) note: &'static str,
+}
+
+/// The `run` flags of every protocol, by clap id: where and how it runs.
+pub(crate) const EVERY_RUN: &[&str] = &[
+    "protocol",
+    "runtime",
+    "profile",
+    "software",
+    "seed",
+    "threads",
+    "nic_thread",
+    "fault",
+    "cluster",
+];
+
+/// The `run` flags of the atomic multicast protocols, by clap id: a deployment, its load and
+/// its window.
+pub(crate) const MULTICAST_FLAGS: &[&str] = &[
+    "groups",
+    "replicas",
+    "clients",
+    "size",
+    "dest",
+    "duration",
+    "warmup",
+    "posting",
+    "slot_bytes",
+    "slots",
+    "out",
+    "log",
+    "ignore_limits",
+];
+
+/// What `run --protocol` takes: every registered protocol, then RDMC and Heron, with the flags
+/// each takes.
+pub(crate) fn run_protocols() -> Vec<(&'static str, &'static str, Takes)> {
+    REGISTRY
+        .iter()
+        .map(|e| (e.name, e.about, e.takes))
+        .chain([
+            (rdmc::NAME, rdmc::ABOUT, rdmc::TAKES),
+            (heron::NAME, heron::ABOUT, heron::TAKES),
+        ])
+        .collect()
+}
+
 /// A registered protocol.
 pub(crate) struct Entry {
     /// Its name on the command line.
@@ -285,6 +311,8 @@ pub(crate) struct Entry {
     pub(crate) deploy: fn(&Shape) -> Result<Deployment, String>,
     /// Its variants, as `compare` names them (`tram:breadth`), if it has any.
     pub(crate) variants: Option<Variants>,
+    /// The `run` flags it takes.
+    pub(crate) takes: Takes,
 }
 
 /// How a protocol's variants are named and applied.
@@ -309,6 +337,11 @@ pub(crate) const REGISTRY: &[Entry] = &[
         testbed: crate::testbed::RAMCAST,
         deploy: deploy::<ramcast::Ramcast>,
         variants: None,
+        takes: Takes {
+            shared: MULTICAST_FLAGS,
+            own: None,
+            note: "",
+        },
     },
     Entry {
         name: "tram",
@@ -316,6 +349,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
         testbed: crate::testbed::TRAM,
         deploy: deploy::<tram::Tram>,
         variants: Some(tram::TREES),
+        takes: tram::TAKES,
     },
     Entry {
         name: "ridge",
@@ -323,6 +357,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
         testbed: crate::testbed::RIDGE,
         deploy: deploy::<ridge::Ridge>,
         variants: Some(ridge::DISSEMINATIONS),
+        takes: ridge::TAKES,
     },
 ];
 

@@ -12,6 +12,51 @@ pub(crate) mod software;
 pub(crate) mod tcp;
 pub(crate) mod transfer;
 
+/// Its name on the command line.
+pub(crate) const NAME: &str = "heron";
+/// One line for `run --help`.
+pub(crate) const ABOUT: &str = "Heron (Le, thesis, 2022, chapter 5): partitioned state machine replication over RamCast (or --over ridge), one warehouse per partition (--groups); takes --app, --scale, --capacity, --over";
+
+/// Heron's own `run` flags.
+#[derive(clap::Args, Debug)]
+#[group(skip)]
+#[command(next_help_heading = "Heron (--protocol heron)")]
+pub(crate) struct Flags {
+    /// Heron: the replicated application.
+    #[arg(long, value_enum)]
+    pub(crate) app: Option<App>,
+    /// Heron: the atomic multicast underneath, one with order timestamps (TRAM has none)
+    /// [default: ramcast, the thesis's].
+    #[arg(long, value_enum)]
+    pub(crate) over: Option<Over>,
+    /// Heron's TPC-C: the specification's cardinalities divided by this (items, customers,
+    /// new orders; 10 districts kept) [default: 100].
+    #[arg(long)]
+    pub(crate) scale: Option<u64>,
+    /// Heron's TPC-C: order rows (and history rows) per district, the initial ones included;
+    /// a New-Order or Payment finding its district full changes nothing and the run says so
+    /// [default: 2000].
+    #[arg(long)]
+    pub(crate) capacity: Option<u64>,
+}
+
+/// The `run` flags Heron takes: a deployment (partitions as --groups), a window and its own;
+/// the application decides what requests carry and where they go.
+pub(crate) const TAKES: super::Takes = super::Takes {
+    shared: &[
+        "groups",
+        "replicas",
+        "clients",
+        "duration",
+        "warmup",
+        "slot_bytes",
+        "slots",
+        "out",
+    ],
+    own: Some(<Flags as clap::Args>::augment_args),
+    note: "the application decides what requests carry and where they go",
+};
+
 /// The application Heron replicates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum App {

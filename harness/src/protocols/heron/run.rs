@@ -14,31 +14,9 @@ use std::process::ExitCode;
 use transport::runtime::sim::{Profile, SimConfig, Software};
 use transport::Nanos;
 
-/// Refuses the flags of the multicast protocols and of rdmc.
-fn refuse_others(a: &RunArgs) -> Result<(), String> {
-    let mut others = crate::run::rdmc_flags(a).to_vec();
-    others.extend([
-        ("--tree", a.tree.is_some()),
-        ("--size", a.size.is_some()),
-        ("--delta", a.delta.is_some()),
-        ("--acceptors", a.acceptors.is_some()),
-        ("--placement", a.placement.is_some()),
-        ("--dissemination", a.dissemination.is_some()),
-        ("--optimistic", a.optimistic.is_some()),
-        ("--log", a.log.is_some()),
-    ]);
-    match others.iter().find(|f| f.1) {
-        Some((flag, _)) => Err(format!(
-            "{flag} is not for --protocol heron: the application decides what requests carry and where they go; heron takes --app, --over, --groups (partitions), --replicas, --clients, --scale, --capacity, --slots"
-        )),
-        None => Ok(()),
-    }
-}
-
 /// The experiment `harness run --protocol heron` arguments describe (also each node's of a
 /// tcp run).
 pub(crate) fn setup(a: &RunArgs, runtime: Where) -> Result<Setup, String> {
-    refuse_others(a)?;
     let partitions = a.groups.unwrap_or(4);
     if !(1..=64).contains(&partitions) {
         return Err(format!("--groups {partitions}: 1 to 64 partitions"));
@@ -49,18 +27,18 @@ pub(crate) fn setup(a: &RunArgs, runtime: Where) -> Result<Setup, String> {
             a.replicas
         ));
     }
-    let app = a.app.unwrap_or(App::Tpcc);
-    if app != App::Tpcc && (a.scale.is_some() || a.capacity.is_some()) {
+    let app = a.heron.app.unwrap_or(App::Tpcc);
+    if app != App::Tpcc && (a.heron.scale.is_some() || a.heron.capacity.is_some()) {
         return Err(
             "--scale and --capacity size TPC-C's database: use them with --app tpcc".into(),
         );
     }
-    let factor = a.scale.unwrap_or(100);
+    let factor = a.heron.scale.unwrap_or(100);
     if factor == 0 {
         return Err("--scale 0: the specification's size is --scale 1".into());
     }
-    let scale = Scale::scaled(factor, a.capacity.unwrap_or(2_000));
-    if let Some(c) = a.capacity.filter(|&c| c < scale.customers) {
+    let scale = Scale::scaled(factor, a.heron.capacity.unwrap_or(2_000));
+    if let Some(c) = a.heron.capacity.filter(|&c| c < scale.customers) {
         return Err(format!(
             "--capacity {c}: a district starts with {} orders (one per customer at --scale {factor}); give at least that many rows",
             scale.customers
@@ -78,7 +56,7 @@ pub(crate) fn setup(a: &RunArgs, runtime: Where) -> Result<Setup, String> {
     sc.software = software;
     let setup = Setup {
         cfg: heron::Config::new(partitions, a.replicas, a.clients),
-        over: a.over.unwrap_or(Over::Ramcast),
+        over: a.heron.over.unwrap_or(Over::Ramcast),
         slots: a.slots,
         slot_bytes: a.slot_bytes,
         workload: match app {
@@ -96,7 +74,7 @@ pub(crate) fn setup(a: &RunArgs, runtime: Where) -> Result<Setup, String> {
 /// `harness run --protocol heron`.
 pub(crate) fn run(a: &RunArgs, runtime: Where) -> Result<ExitCode, String> {
     let setup = setup(a, runtime)?;
-    let app = a.app.unwrap_or(App::Tpcc);
+    let app = a.heron.app.unwrap_or(App::Tpcc);
     let tpcc_scale = match &setup.workload {
         Workload::Tpcc(t) => Some(t.scale()),
         _ => None,

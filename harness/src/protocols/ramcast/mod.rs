@@ -22,7 +22,6 @@ impl Multicast for Ramcast {
     type Client = RamcastClient;
 
     fn configure(s: &Shape) -> Result<Config, String> {
-        s.no_ridge_flags("ramcast")?;
         if s.tree.is_some() {
             return Err("--tree is for tree-based protocols (tram); ramcast is genuine".into());
         }

@@ -22,6 +22,50 @@ use transport::runtime::local::{LocalConfig, LocalRuntime};
 use transport::runtime::sim::{Profile, Sim, SimConfig, Software};
 use transport::{Data, LocalAddr, Nanos, Nic, Process, ProcessId, Progress, RegionSpec, Synthetic};
 
+/// Its name on the command line.
+pub(crate) const NAME: &str = "rdmc";
+/// One line for `run --help`.
+pub(crate) const ABOUT: &str = "RDMC (Behrens et al., 2016): bulk multicast of large messages; takes --algorithm, --nodes, --block-size, --senders, --racks, --messages";
+
+/// RDMC's own `run` flags.
+#[derive(clap::Args, Debug)]
+#[group(skip)]
+#[command(next_help_heading = "RDMC (--protocol rdmc)")]
+pub(crate) struct Flags {
+    /// RDMC dissemination algorithm: sequential, chain, tree, pipeline, hybrid-chain,
+    /// hybrid-pipeline [default: pipeline].
+    #[arg(long)]
+    pub(crate) algorithm: Option<::rdmc::Algorithm>,
+    /// RDMC group size, root included [default: 4].
+    #[arg(long)]
+    pub(crate) nodes: Option<usize>,
+    /// RDMC block size; the last block of a message may be shorter [default: 1MB].
+    #[arg(long, value_parser = crate::experiment::parse_bytes)]
+    pub(crate) block_size: Option<usize>,
+    /// RDMC concurrent senders: this many groups over the same nodes, node i the root of group
+    /// i, all sending at once [default: 1].
+    #[arg(long)]
+    pub(crate) senders: Option<usize>,
+    /// RDMC racks for the hybrid algorithms: the nodes split into this many contiguous ranges
+    /// [default: 1].
+    #[arg(long)]
+    pub(crate) racks: Option<usize>,
+    /// RDMC messages each root submits at time zero, sent in order [default: 1].
+    #[arg(long)]
+    pub(crate) messages: Option<usize>,
+    /// RDMC: give up after this long, simulated on sim, wall on local [default: 600s].
+    #[arg(long, value_parser = crate::experiment::parse_duration)]
+    pub(crate) timeout: Option<Nanos>,
+}
+
+/// The `run` flags RDMC takes: a message size and its own (a bulk transfer has no groups,
+/// clients, destinations or window).
+pub(crate) const TAKES: crate::protocols::Takes = crate::protocols::Takes {
+    shared: &["size", "posting", "out"],
+    own: Some(<Flags as clap::Args>::augment_args),
+    note: "rdmc sends --messages messages of --size bytes from each of --senders roots to --nodes members",
+};
+
 /// How often a member probes a peer it has waited on this long (failure detection).
 const PROBE: Nanos = Nanos(1_000_000);
 

@@ -6,12 +6,51 @@ pub(crate) mod evaluation;
 pub(crate) mod figures;
 pub(crate) mod software;
 
-use super::{Clock, Multicast, Shape, Variants};
+use super::{Clock, Multicast, Shape, Takes, Variants};
 use crate::experiment::Observed;
 use crate::totals::Processes;
 use multicast::{LoadSpec, Membership, Node};
 use ridge::{Config, RidgeClient, RidgeServer};
 use transport::Nanos;
+
+/// Ridge's own `run` flags.
+#[derive(clap::Args, Debug)]
+#[group(skip)]
+#[command(next_help_heading = "Ridge (--protocol ridge)")]
+pub(crate) struct Flags {
+    /// Ridge: an idle ensemble's coordinator proposes a null message after this long, and a
+    /// learner waits up to about this long for an idle ensemble [default: 1ms, the paper's].
+    #[arg(long, value_parser = crate::experiment::parse_duration)]
+    pub(crate) delta: Option<Nanos>,
+    /// Ridge: acceptors per ensemble, 2f + 1, odd; colocated, at most --replicas: a group's
+    /// first servers, the others learners only [default: every server when --replicas is
+    /// odd, all but one when it is even]. The paper's evaluation runs 3, dedicated.
+    #[arg(long)]
+    pub(crate) acceptors: Option<usize>,
+    /// Ridge: where the acceptors run: `colocated` (on the groups' servers) or `dedicated`
+    /// (--acceptors processes of their own per ensemble, started after the clients; the
+    /// servers learn only, as in the paper's evaluation) [default: colocated].
+    #[arg(long)]
+    pub(crate) placement: Option<::ridge::Placement>,
+    /// Ridge: how Phase 2 disseminates: `ridge` (the paper's quorum chain and rotating
+    /// distributors), `ring` (Ring Paxos: the value along the learners) or `direct` (LibPaxos:
+    /// 2a to every acceptor, 2b with the value to every learner) [default: ridge].
+    #[arg(long)]
+    pub(crate) dissemination: Option<::ridge::paxos::Dissemination>,
+    /// Ridge: optimistic deliveries (section 4.5) with this wait: clients also send each
+    /// message to the learners, which deliver it optimistically once their clock reads its
+    /// timestamp plus the wait; the run reports how many and the mistakes (an optimistic
+    /// delivery out of the atomic order). Coordinators wait as long before proposing.
+    #[arg(long, value_parser = crate::experiment::parse_duration)]
+    pub(crate) optimistic: Option<Nanos>,
+}
+
+/// The `run` flags Ridge takes: the atomic multicast protocols' and its own.
+pub(crate) const TAKES: Takes = Takes {
+    shared: super::MULTICAST_FLAGS,
+    own: Some(<Flags as clap::Args>::augment_args),
+    note: "",
+};
 
 /// Ridge (ensembles of Paxos acceptors, rotating distributors, deterministic merge).
 pub(crate) struct Ridge;

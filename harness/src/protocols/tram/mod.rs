@@ -8,12 +8,33 @@ pub(crate) mod figures;
 pub(crate) mod software;
 pub(crate) mod table1;
 
-use super::{Clock, Multicast, Shape, Variants};
+use super::{Clock, Multicast, Shape, Takes, Variants};
 use crate::experiment::Observed;
 use crate::totals::Processes;
 use multicast::{GroupId, LoadSpec, Membership, Node, Tree};
 use tram::layout::Layout;
 use tram::{Config, Timing, TramClient, TramServer};
+
+/// TRAM's own `run` flags.
+#[derive(clap::Args, Debug)]
+#[group(skip)]
+#[command(next_help_heading = "TRAM (--protocol tram)")]
+pub(crate) struct Flags {
+    /// The overlay tree (tram): base, breadth, depth, simple, or a parent array such as
+    /// [-1,0,0,1] (-1 marks the root) [default: base].
+    #[arg(long)]
+    pub(crate) tree: Option<multicast::Tree>,
+    /// Slots of each group's circular LOG (tram).
+    #[arg(long, default_value_t = 64)]
+    pub(crate) log_slots: usize,
+}
+
+/// The `run` flags TRAM takes: the atomic multicast protocols' and its own.
+pub(crate) const TAKES: Takes = Takes {
+    shared: super::MULTICAST_FLAGS,
+    own: Some(<Flags as clap::Args>::augment_args),
+    note: "",
+};
 
 /// TRAM's variants: its overlay tree, a preset (base, breadth, depth, simple) or a parent
 /// array such as `[-1,0,0,1]`.
@@ -36,7 +57,6 @@ impl Multicast for Tram {
     type Client = TramClient;
 
     fn configure(s: &Shape) -> Result<Config, String> {
-        s.no_ridge_flags("tram")?;
         let tree = s
             .tree
             .clone()
