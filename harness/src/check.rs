@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use transport::runtime::sim::{Profile, Software, DEFAULT_PROFILE, DEFAULT_SOFTWARE};
 
-/// What `--protocol` names besides the protocols of [`protocols::CHECKED`]: the transport
+/// What `--protocol` names besides the protocols of [`protocols::checked`]: the transport
 /// model's own check.
 pub(crate) const CHAOS: &str = "chaos";
 
@@ -17,18 +17,14 @@ pub(crate) fn targets() -> clap::builder::PossibleValuesParser {
     let chaos = clap::builder::PossibleValue::new(CHAOS).help(
         "The transport model itself: random ops under random faults, checked against the model",
     );
-    clap::builder::PossibleValuesParser::new(
-        std::iter::once(chaos).chain(
-            protocols::CHECKED
-                .iter()
-                .map(|c| clap::builder::PossibleValue::new(c.name).help(c.about)),
-        ),
-    )
+    clap::builder::PossibleValuesParser::new(std::iter::once(chaos).chain(
+        protocols::checked().map(|c| clap::builder::PossibleValue::new(c.name).help(c.about)),
+    ))
 }
 
 /// The checked protocol called `name`, if it is one (else it is the chaos check).
 fn checked(name: &str) -> Option<&'static Checked> {
-    protocols::CHECKED.iter().find(|c| c.name == name)
+    protocols::checked().find(|c| c.name == name)
 }
 
 /// The profile a `check` runs on: `--profile`, else the protocol's testbed.
@@ -266,7 +262,7 @@ fn merge_reports(paths: &[PathBuf]) -> Result<ExitCode, String> {
     match checked(&all.protocol) {
         Some(c) => Ok((c.report)(&all)),
         None => {
-            let names: Vec<&str> = protocols::CHECKED.iter().map(|c| c.name).collect();
+            let names: Vec<&str> = protocols::checked().map(|c| c.name).collect();
             Err(format!(
                 "cannot merge reports of `{}`: only the sweeps of {} write them",
                 all.protocol,

@@ -53,15 +53,8 @@ impl std::str::FromStr for Contender {
             Some((n, v)) => (n, Some(v)),
             None => (s, None),
         };
-        if name == "rdmc" {
-            return Err(
-                "rdmc is bulk multicast, not atomic multicast: it has no order to \
-                        compare; use `harness run --protocol rdmc` or its figures"
-                    .into(),
-            );
-        }
         let entry = protocols::find(name)?;
-        let variant = match (&entry.variants, variant) {
+        let variant = match (entry.variants(), variant) {
             (None, None) => None,
             (None, Some(v)) => {
                 return Err(format!(
@@ -103,7 +96,7 @@ impl Contender {
 
     /// Sets this contender's variant, if any, in `s`.
     fn apply_variant(&self, s: &mut Shape) {
-        if let (Some(vs), Some(v)) = (&self.entry.variants, &self.variant) {
+        if let (Some(vs), Some(v)) = (self.entry.variants(), &self.variant) {
             (vs.apply)(v, s).expect("checked when parsed");
         }
     }
@@ -206,7 +199,8 @@ impl Workload {
                     t.groups()
                 ));
             }
-            (c.entry.deploy)(&c.shape(self, 1, &dest_tree))
+            c.entry
+                .deploy(&c.shape(self, 1, &dest_tree))
                 .map_err(|e| format!("{}: {e}", c.label()))?;
         }
         Ok(())
@@ -232,7 +226,7 @@ impl Workload {
         duration: Nanos,
     ) -> Experiment {
         let shape = c.shape(self, clients, dest_tree);
-        let deploy = (c.entry.deploy)(&shape).expect("validated before the runs");
+        let deploy = c.entry.deploy(&shape).expect("validated before the runs");
         Experiment {
             dest_tree: if deploy.tree().is_none() {
                 dest_tree.clone()
@@ -555,13 +549,16 @@ fn fits(w: &Workload, contenders: &[Contender]) -> Result<(), String> {
     let clients = 1 << w.max_clients.ilog2();
     let mut processes = Vec::new();
     for c in contenders {
-        let deploy = (c.entry.deploy)(&c.shape(w, clients, &dest_tree)).map_err(|e| {
-            format!(
-                "{} at {clients} clients, where the sweep may go under --max-clients {}: {e}",
-                c.label(),
-                w.max_clients
-            )
-        })?;
+        let deploy = c
+            .entry
+            .deploy(&c.shape(w, clients, &dest_tree))
+            .map_err(|e| {
+                format!(
+                    "{} at {clients} clients, where the sweep may go under --max-clients {}: {e}",
+                    c.label(),
+                    w.max_clients
+                )
+            })?;
         processes.extend(deploy.footprint());
     }
     let flags = format!(
@@ -585,37 +582,31 @@ pub(crate) fn command(a: crate::CompareArgs) -> Result<std::process::ExitCode, S
     if a.max_clients == 0 {
         return Err("--max-clients must be at least 1".into());
     }
-    let heron = a
+    // A protocol that is not an atomic multicast compares its own way, with itself only
+    // (Heron over each multicast).
+    let name_of = |p: &String| p.split(':').next().unwrap_or_default().to_string();
+    let service = a
         .protocols
         .iter()
-        .filter(|p| p.split(':').next() == Some("heron"));
-    if heron.clone().count() > 0 {
-        if heron.clone().count() < a.protocols.len() {
-            return Err(
-                "heron is a replicated service, not an atomic multicast: compare it with Heron \
-                 over another multicast (--protocols heron:ramcast,heron:ridge), and the \
-                 multicasts with each other in another run"
-                    .into(),
-            );
+        .find_map(|p| match protocols::entry(&name_of(p)) {
+            Some(
+                e @ protocols::Entry {
+                    kind: protocols::Kind::Service(s),
+                    ..
+                },
+            ) => Some((e.name, s)),
+            _ => None,
+        });
+    if let Some((name, service)) = service {
+        let compare = service.compare.map_err(String::from)?;
+        if a.protocols.iter().any(|p| name_of(p) != name) {
+            return Err(format!(
+                "{name} is not an atomic multicast: compare it only with itself over other \
+                 multicasts (--protocols {name}:A,{name}:B), and the multicasts with each other \
+                 in another run"
+            ));
         }
-        if a.delta.is_some() {
-            return Err(
-                "--delta sets Ridge's Delta in a multicast comparison; Heron over Ridge keeps \
-                 Ridge's default, as `harness run --protocol heron` does"
-                    .into(),
-            );
-        }
-        if a.dest.is_some() || a.size.is_some() {
-            return Err(
-                "--dest and --size are not for heron: TPC-C decides where its requests go \
-                 and what they carry"
-                    .into(),
-            );
-        }
-        let overs = heron
-            .map(|p| crate::protocols::heron::over::parse(p))
-            .collect::<Result<Vec<_>, _>>()?;
-        return crate::protocols::heron::over::command(&a, &overs, COMMIT);
+        return compare(&a, &a.protocols);
     }
     let protocols = a
         .protocols

@@ -639,7 +639,10 @@ mod tests {
     fn priced_work_lowers_throughput_and_raises_latency() {
         let measure = |name: &str, software: Software| {
             let shape = crate::compare::Workload::shape_of(8, 3, 64, DestPolicy::Random(2), 4);
-            let deploy = (crate::protocols::find(name).unwrap().deploy)(&shape).unwrap();
+            let deploy = crate::protocols::find(name)
+                .unwrap()
+                .deploy(&shape)
+                .unwrap();
             let e = Experiment {
                 deploy,
                 dest: DestPolicy::Random(2),

@@ -40,10 +40,10 @@ pub(crate) fn refuse_foreign(
     given: &[String],
     run: &Command,
 ) -> Result<(), String> {
-    let all = protocols::run_protocols();
-    let Some((_, _, takes)) = all.iter().find(|(name, _, _)| *name == protocol) else {
+    let Some(entry) = protocols::entry(protocol) else {
         return Ok(());
     };
+    let takes = &entry.takes;
     let mine = ids(takes);
     let Some(flag) = given.iter().find(|id| !mine.contains(id)) else {
         return Ok(());
@@ -63,10 +63,10 @@ pub(crate) fn refuse_foreign(
                 .to_string()
         })
         .unwrap_or_default();
-    let owners: Vec<&str> = all
+    let owners: Vec<&str> = protocols::REGISTRY
         .iter()
-        .filter(|(_, _, t)| ids(t).contains(flag))
-        .map(|(name, _, _)| *name)
+        .filter(|e| ids(&e.takes).contains(flag))
+        .map(|e| e.name)
         .collect();
     let note = if takes.note.is_empty() {
         String::new()
@@ -165,6 +165,7 @@ mod tests {
             (&["harness", "run", "--protocol", "heron", "--size", "64"], "the application decides"),
             (&["harness", "run", "--protocol", "heron", "--posting", "each"], "--posting is not for --protocol heron"),
             (&["harness", "run", "--nodes", "8"], "it is rdmc's (RDMC group size, root included"),
+            (&["harness", "run", "--protocol", "tram", "--dissemination", "ring"], "--dissemination is not for --protocol tram: it is ridge's"),
         ] {
             let err = refusal(bad).unwrap_err();
             assert!(err.contains(says), "{bad:?}: {err}");

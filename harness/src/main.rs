@@ -116,12 +116,12 @@ enum Command {
     RegionTable(Box<RunArgs>),
 }
 
-/// `run --protocol`: every registered atomic multicast protocol, rdmc and heron.
+/// `run --protocol`: every registered protocol.
 fn run_protocols() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(
-        protocols::run_protocols()
-            .into_iter()
-            .map(|(name, about, _)| clap::builder::PossibleValue::new(name).help(about)),
+        protocols::REGISTRY
+            .iter()
+            .map(|e| clap::builder::PossibleValue::new(e.name).help(e.about)),
     )
 }
 

@@ -1,8 +1,8 @@
 //! `harness run`: one experiment of a registered atomic multicast protocol, or an RDMC bulk
 //! transfer, on the simulator or on threads.
 
-use crate::protocols::{heron, rdmc};
-use crate::{experiment, protocols, testbed, totals, RunArgs, RuntimeKind, COMMIT};
+use crate::protocols::{Kind, Service};
+use crate::{experiment, protocols, totals, RunArgs, RuntimeKind, COMMIT};
 use std::process::ExitCode;
 use transport::runtime::sim::{Profile, Software};
 use transport::Nanos;
@@ -13,6 +13,14 @@ fn refuse_foreign(a: &RunArgs) -> Result<(), String> {
     let cli = crate::Cli::command();
     let run = cli.find_subcommand("run").expect("a run command");
     crate::flags::refuse_foreign(&a.protocol, &a.given, run)
+}
+
+/// The protocol called `name`, if it is a [`Service`] (not an atomic multicast).
+fn service(name: &str) -> Option<&'static Service> {
+    match protocols::entry(name).map(|e| &e.kind) {
+        Some(Kind::Service(s)) => Some(s),
+        _ => None,
+    }
 }
 
 /// The deployment `harness run` asks for, checked.
@@ -34,11 +42,11 @@ fn deployment(a: &RunArgs) -> Result<protocols::Deployment, String> {
         slot_bytes: a.slot_bytes,
         dest_tree: None,
     };
-    (protocols::find(&a.protocol)?.deploy)(&shape)
+    protocols::find(&a.protocol)?.deploy(&shape)
 }
 
 /// Where `a` asks to run.
-fn runtime(a: &RunArgs) -> Result<experiment::Where, String> {
+pub(crate) fn runtime(a: &RunArgs) -> Result<experiment::Where, String> {
     match a.runtime {
         RuntimeKind::Sim if a.nic_thread => {
             Err("--nic-thread is for --runtime local (the simulator always models the NIC)".into())
@@ -68,7 +76,7 @@ fn runtime(a: &RunArgs) -> Result<experiment::Where, String> {
 /// The experiment `harness run` arguments describe (an atomic multicast protocol's).
 fn experiment(a: &RunArgs) -> Result<experiment::Experiment, String> {
     let profile_name = a.profile.clone().unwrap_or_else(|| {
-        protocols::find(&a.protocol)
+        protocols::entry(&a.protocol)
             .map_or("", |p| p.testbed)
             .into()
     });
@@ -90,7 +98,7 @@ fn experiment(a: &RunArgs) -> Result<experiment::Experiment, String> {
 }
 
 /// The software profile of `--software`, posting as `--posting` says if given.
-fn software(a: &RunArgs) -> Result<Software, String> {
+pub(crate) fn software(a: &RunArgs) -> Result<Software, String> {
     let mut s = Software::load(&a.software).map_err(|e| e.to_string())?;
     if let Some(discipline) = a.posting {
         s.posting = transport::runtime::sim::Posting {
@@ -111,14 +119,8 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
     if !a.fault.is_empty() && a.runtime != RuntimeKind::Tcp {
         return Err("--fault injects faults into node processes of --runtime tcp; the simulator's faults are harness check's".into());
     }
-    if a.protocol == heron::NAME {
-        if a.runtime == RuntimeKind::Verbs {
-            return Err("Heron does not run on verbs yet (its replicas' objects are read back from each node's memory, which the verbs runtime does not hand back): use --runtime local or tcp".into());
-        }
-        return protocols::heron::run::run(&a, runtime(&a)?);
-    }
-    if a.protocol == rdmc::NAME {
-        return run_bulk(a);
+    if let Some(service) = service(&a.protocol) {
+        return (service.run)(a);
     }
     let e = experiment(&a)?;
     if !a.ignore_limits {
@@ -304,15 +306,8 @@ pub(crate) fn node(a: crate::NodeArgs) -> Result<ExitCode, String> {
         .report
         .unwrap_or_else(|| std::path::PathBuf::from(format!("node-{}.report", a.id)));
     refuse_foreign(&run)?;
-    if run.protocol == heron::NAME {
-        let setup = protocols::heron::run::setup(&run, experiment::Where::Tcp)?;
-        setup.serve(&cluster, a.id, &report)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    if run.protocol == rdmc::NAME {
-        let mut spec = bulk_spec(&run)?;
-        spec.runtime = experiment::Where::Tcp;
-        spec.serve(&cluster, a.id, &report)?;
+    if let Some(service) = service(&run.protocol) {
+        (service.serve)(&run, &cluster, a.id, &report)?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut e = experiment(&run)?;
@@ -325,7 +320,7 @@ pub(crate) fn node(a: crate::NodeArgs) -> Result<ExitCode, String> {
 /// digest (`table 0x...`), then one per node (`node I ROLE: LEN,LEN,...`).
 pub(crate) fn region_table(a: RunArgs) -> Result<ExitCode, String> {
     refuse_foreign(&a)?;
-    if a.protocol == heron::NAME || a.protocol == rdmc::NAME {
+    if service(&a.protocol).is_some() {
         return Err(format!(
             "harness region-table: the atomic multicast protocols only, not {}",
             a.protocol
@@ -341,107 +336,4 @@ pub(crate) fn region_table(a: RunArgs) -> Result<ExitCode, String> {
         println!("node {i} {role}: {}", lens.join(","));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The RDMC experiment `harness run --protocol rdmc` arguments describe.
-fn bulk_spec(a: &RunArgs) -> Result<protocols::rdmc::BulkSpec, String> {
-    let profile_name = a.profile.clone().unwrap_or_else(|| testbed::RDMC.into());
-    Ok(protocols::rdmc::BulkSpec {
-        algorithm: a
-            .rdmc
-            .algorithm
-            .unwrap_or(::rdmc::Algorithm::BinomialPipeline),
-        nodes: a.rdmc.nodes.unwrap_or(4),
-        size: a.size.unwrap_or(256 << 20),
-        block_size: a.rdmc.block_size.unwrap_or(1 << 20),
-        senders: a.rdmc.senders.unwrap_or(1),
-        racks: a.rdmc.racks.unwrap_or(1),
-        messages: a.rdmc.messages.unwrap_or(1),
-        runtime: runtime(a)?,
-        profile: Profile::load(&profile_name).map_err(|e| e.to_string())?,
-        software: software(a)?,
-        seed: a.seed,
-        timeout: a.rdmc.timeout.unwrap_or(Nanos(600_000_000_000)),
-    })
-}
-
-/// `harness run --protocol rdmc`.
-fn run_bulk(a: RunArgs) -> Result<ExitCode, String> {
-    let spec = bulk_spec(&a)?;
-    spec.validate()?;
-    println!(
-        "harness run: protocol=rdmc runtime={} profile={} seed={} commit={COMMIT}\n  algorithm={} nodes={} size={} block={} ({} blocks) senders={} racks={} messages={}",
-        spec.runtime.name(),
-        spec.profile.name,
-        spec.seed,
-        spec.algorithm,
-        spec.nodes,
-        protocols::rdmc::show_bytes(spec.size),
-        protocols::rdmc::show_bytes(spec.block_size),
-        spec.blocks(),
-        spec.senders,
-        spec.racks,
-        spec.messages
-    );
-    let r = if spec.runtime == experiment::Where::Tcp {
-        let (args, hosts) = tcp_launch(&a)?;
-        spec.launch_tcp(args, &a.fault, hosts.as_ref())?
-    } else {
-        spec.run()?
-    };
-    let ms = |t: Nanos| t.as_nanos() as f64 / 1e6;
-    for t in r.transfers.iter().take(8) {
-        println!(
-            "group {} message {}: {} receivers; last at {:.3} ms -> {:.2} Gb/s; first at {:.3} ms, skew {:.1} us",
-            t.group,
-            t.msg,
-            t.receivers,
-            ms(t.last),
-            t.gbps(spec.size),
-            ms(t.first),
-            t.skew().as_nanos() as f64 / 1e3
-        );
-    }
-    if r.transfers.len() > 8 {
-        println!("... {} more messages", r.transfers.len() - 8);
-    }
-    let row = spec.row(&r, COMMIT);
-    println!(
-        "bandwidth (size / time until every receiver has it): mean {:.2} Gb/s, sd {:.2}; aggregate {:.2} Gb/s received per node; {:.0} messages/s; mean skew {:.1} us",
-        row.gbps_mean, row.gbps_sd, row.aggregate_gbps, row.messages_per_s, row.skew_us_mean
-    );
-    println!(
-        "verified: {} of {} receiver deliveries intact; {} corrupt, {} missing, {} failure upcalls",
-        r.transfers
-            .iter()
-            .map(|t| t.receivers)
-            .sum::<usize>()
-            .saturating_sub(r.corrupt),
-        spec.senders * spec.messages * (spec.nodes - 1),
-        r.corrupt,
-        r.missing,
-        r.failures
-    );
-    if let Some(u) = r.unresolved {
-        println!(
-            "members were killed, so the group fails and what was in flight may reach some receivers only (RDMC's promise under failures); surviving members that neither completed every message of a group nor were told it failed: {u}"
-        );
-    }
-    println!(
-        "wall {:.2} s{}; peak memory {}",
-        r.wall.as_secs_f64(),
-        r.events
-            .map_or(String::new(), |e| format!(", {e} simulator events")),
-        protocols::rdmc::peak_rss().map_or("unknown".into(), |b| format!("{} MiB", b >> 20))
-    );
-    if let Some(dir) = &a.out {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        experiment::write_rows(&dir.join("summary.csv"), &[row])?;
-        println!("wrote {}/summary.csv", dir.display());
-    }
-    Ok(if r.clean() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
 }

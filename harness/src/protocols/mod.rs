@@ -1,12 +1,14 @@
-//! The atomic multicast protocols the harness runs: one module per protocol, each implementing
-//! [`Multicast`], and [`REGISTRY`], which names them for the command line. `run`, `compare` and
-//! the figures deploy a protocol through [`Deployment`] and never name one; `check` drives each
-//! protocol's seeded runs through [`crate::sweep::SeedRun`].
+//! The protocols the harness runs, one folder each, and [`REGISTRY`], which lists them: one
+//! [`Entry`] per protocol (its name, testbed, how `run` runs it, the flags it takes, its
+//! `check` sweep, its paper's figures and software profiles). The commands take everything
+//! from the registry and never name a protocol: `run`, `compare` and the figures deploy an
+//! atomic multicast protocol through [`Deployment`]; RDMC and Heron, which are not atomic
+//! multicast, run as a [`Service`]; `check` drives each protocol's seeded runs through
+//! [`crate::sweep::SeedRun`].
 //!
-//! Adding a protocol (see `harness/README.md`): its crate; a module here with a unit type
+//! Adding a protocol (see `harness/README.md`): its crate; a folder here with a unit type
 //! implementing [`Multicast`] (and [`crate::experiment::Observed`] for its server), its
-//! `SeedRun` and its paper's figures; one line each in [`REGISTRY`], [`CHECKED`] and
-//! [`FIGURES`].
+//! `SeedRun`, its paper's figures and its `ENTRY`; one line in [`REGISTRY`] (with its `mod`).
 
 pub(crate) mod heron;
 pub(crate) mod ramcast;
@@ -14,11 +16,13 @@ pub(crate) mod rdmc;
 pub(crate) mod ridge;
 pub(crate) mod tram;
 
+use crate::cluster::ClusterFile;
 use crate::experiment::{Experiment, Measured, Observed};
 use crate::totals::Processes;
 use multicast::{Client, DestPolicy, LoadSpec, Membership, Node, Server, Tree};
 use std::fmt;
 use std::path::Path;
+use std::process::ExitCode;
 use std::sync::Arc;
 use transport::runtime::local::LocalNic;
 use transport::runtime::sim::{SimNic, Software};
@@ -286,20 +290,7 @@ pub(crate) const MULTICAST_FLAGS: &[&str] = &[
     "ignore_limits",
 ];
 
-/// What `run --protocol` takes: every registered protocol, then RDMC and Heron, with the flags
-/// each takes.
-pub(crate) fn run_protocols() -> Vec<(&'static str, &'static str, Takes)> {
-    REGISTRY
-        .iter()
-        .map(|e| (e.name, e.about, e.takes))
-        .chain([
-            (rdmc::NAME, rdmc::ABOUT, rdmc::TAKES),
-            (heron::NAME, heron::ABOUT, heron::TAKES),
-        ])
-        .collect()
-}
-
-/// A registered protocol.
+/// A registered protocol: everything the commands need of it.
 pub(crate) struct Entry {
     /// Its name on the command line.
     pub(crate) name: &'static str,
@@ -307,13 +298,47 @@ pub(crate) struct Entry {
     pub(crate) about: &'static str,
     /// The profile it runs on unless told otherwise (its paper's testbed).
     pub(crate) testbed: &'static str,
-    /// Deploys it as `shape` asks.
-    pub(crate) deploy: fn(&Shape) -> Result<Deployment, String>,
-    /// Its variants, as `compare` names them (`tram:breadth`), if it has any.
-    pub(crate) variants: Option<Variants>,
+    /// How `run` runs it.
+    pub(crate) kind: Kind,
     /// The `run` flags it takes.
     pub(crate) takes: Takes,
+    /// Its seeded sweep under faults (`check --protocol NAME`), if it has one.
+    pub(crate) checked: Option<Checked>,
+    /// Its paper's figures and tables (`figure NAME`), in the order the index lists them.
+    pub(crate) figures: &'static [PaperFigure],
+    /// Its paper prototype's software profiles, each with the published number `calibrate
+    /// paper` fits it to.
+    pub(crate) software: &'static [crate::calibrate::PaperSoftware],
 }
+
+/// How `run` runs a protocol.
+pub(crate) enum Kind {
+    /// An atomic multicast protocol: deployed from the common flags, compared with the others.
+    Multicast {
+        /// Deploys it as `shape` asks.
+        deploy: fn(&Shape) -> Result<Deployment, String>,
+        /// Its variants, as `compare` names them (`tram:breadth`), if it has any.
+        variants: Option<Variants>,
+    },
+    /// Not an atomic multicast (RDMC's bulk transfers, Heron's replicated service): it runs,
+    /// serves tcp nodes and compares its own way.
+    Service(Service),
+}
+
+/// What a protocol that is not an atomic multicast does for each command.
+pub(crate) struct Service {
+    /// `harness run --protocol NAME`.
+    pub(crate) run: fn(crate::RunArgs) -> Result<ExitCode, String>,
+    /// `harness node`: node `id` of a tcp run of these arguments, as the cluster file places
+    /// it; writes its report to the path.
+    pub(crate) serve: fn(&crate::RunArgs, &ClusterFile, usize, &Path) -> Result<(), String>,
+    /// `harness compare --protocols NAME:...` when every contender is one of its own
+    /// (Heron over each multicast); else why it does not compare (RDMC).
+    pub(crate) compare: Result<CompareService, &'static str>,
+}
+
+/// A service's own comparison: the `compare` arguments and its contenders as named.
+pub(crate) type CompareService = fn(&crate::CompareArgs, &[String]) -> Result<ExitCode, String>;
 
 /// How a protocol's variants are named and applied.
 pub(crate) struct Variants {
@@ -325,40 +350,19 @@ pub(crate) struct Variants {
     pub(crate) apply: fn(&str, &mut Shape) -> Result<(), String>,
 }
 
-fn deploy<P: Multicast>(shape: &Shape) -> Result<Deployment, String> {
+/// [`Kind::Multicast`]'s `deploy` for `P`.
+pub(crate) fn deploy<P: Multicast>(shape: &Shape) -> Result<Deployment, String> {
     P::configure(shape).map(deployment::<P>)
 }
 
-/// Every atomic multicast protocol of the workspace.
+/// Every protocol of the workspace, in the order `--help`, `check` and the results index list
+/// them.
 pub(crate) const REGISTRY: &[Entry] = &[
-    Entry {
-        name: "ramcast",
-        about: "RamCast (Le et al., Middleware 2021)",
-        testbed: crate::testbed::RAMCAST,
-        deploy: deploy::<ramcast::Ramcast>,
-        variants: None,
-        takes: Takes {
-            shared: MULTICAST_FLAGS,
-            own: None,
-            note: "",
-        },
-    },
-    Entry {
-        name: "tram",
-        about: "TRAM (Martignetti et al., 2025): tree-based; takes a tree",
-        testbed: crate::testbed::TRAM,
-        deploy: deploy::<tram::Tram>,
-        variants: Some(tram::TREES),
-        takes: tram::TAKES,
-    },
-    Entry {
-        name: "ridge",
-        about: "Ridge (Bezerra, Cason, Pedone, 2015): Paxos ensembles, rotating distributors, deterministic merge; variants ridge:ring, ridge:direct (its evaluation's baselines)",
-        testbed: crate::testbed::RIDGE,
-        deploy: deploy::<ridge::Ridge>,
-        variants: Some(ridge::DISSEMINATIONS),
-        takes: ridge::TAKES,
-    },
+    ramcast::ENTRY,
+    tram::ENTRY,
+    rdmc::ENTRY,
+    ridge::ENTRY,
+    heron::ENTRY,
 ];
 
 /// Makes a figure: writes it under `out` (CSV, PNG, `summary.md`), stamping `commit`; `quick`
@@ -382,40 +386,23 @@ pub(crate) struct PaperFigure {
     /// The profile it runs on, as `harness figure` announces it.
     pub(crate) profile: &'static str,
     /// The software profile of the paper's prototype: the one its summary leads with (see
-    /// [`PAPER_SOFTWARE`]).
+    /// [`paper_software`]).
     pub(crate) software: &'static str,
     /// Makes it.
     pub(crate) make: MakeFigure,
 }
 
-/// Every paper figure, by protocol, in the order `--help` and the results index list them.
-/// The paper prototypes' software profiles, each with the one published number `harness
-/// calibrate paper` fits it to. RDMC has none: its C++ prototype's software overhead is about 1%
-/// of a transfer (RDMC Fig. 4), no published number isolates it, and fitting one would charge a
-/// bandwidth gap to the CPU; RDMC runs with `measured` where a priced profile is asked for.
-pub(crate) const PAPER_SOFTWARE: &[&[crate::calibrate::PaperSoftware]] = &[
-    ramcast::software::PAPER_SOFTWARE,
-    tram::software::PAPER_SOFTWARE,
-    ridge::software::PAPER_SOFTWARE,
-    heron::software::PAPER_SOFTWARE,
-];
-
-/// Every paper prototype's software profile, in registry order.
+/// Every paper prototype's software profile, in registry order. RDMC has none: its C++
+/// prototype's software overhead is about 1% of a transfer (RDMC Fig. 4), no published number
+/// isolates it, and fitting one would charge a bandwidth gap to the CPU; RDMC runs with
+/// `measured` where a priced profile is asked for.
 pub(crate) fn paper_software() -> impl Iterator<Item = &'static crate::calibrate::PaperSoftware> {
-    PAPER_SOFTWARE.iter().flat_map(|p| p.iter())
+    REGISTRY.iter().flat_map(|e| e.software.iter())
 }
 
-pub(crate) const FIGURES: &[&[PaperFigure]] = &[
-    ramcast::figures::FIGURES,
-    tram::figures::FIGURES,
-    rdmc::figures::FIGURES,
-    ridge::figures::FIGURES,
-    heron::figures::FIGURES,
-];
-
-/// Every paper figure, in order.
+/// Every paper figure, in registry order.
 pub(crate) fn figures() -> impl Iterator<Item = &'static PaperFigure> {
-    FIGURES.iter().flat_map(|f| f.iter())
+    REGISTRY.iter().flat_map(|e| e.figures.iter())
 }
 
 /// `harness figure NAME` and `harness reproduce NAME...`: every figure's name, with its help.
@@ -453,24 +440,60 @@ impl Checked {
     }
 }
 
-/// Every protocol `harness check` sweeps under faults.
-pub(crate) const CHECKED: &[Checked] = &[
-    Checked::of::<ramcast::check::RamcastRun>(),
-    Checked::of::<tram::check::TramRun>(),
-    Checked::of::<rdmc::check::RdmcRun>(),
-    Checked::of::<ridge::check::RidgeRun>(),
-    Checked::of::<heron::check::HeronRun>(),
-];
+/// Every protocol `harness check` sweeps under faults, in registry order.
+pub(crate) fn checked() -> impl Iterator<Item = &'static Checked> {
+    REGISTRY.iter().filter_map(|e| e.checked.as_ref())
+}
 
-/// The registered protocol called `name`.
+/// The atomic multicast protocol called `name`.
 pub(crate) fn find(name: &str) -> Result<&'static Entry, String> {
-    REGISTRY.iter().find(|e| e.name == name).ok_or_else(|| {
-        let names: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
-        format!(
-            "unknown protocol `{name}`: the atomic multicast protocols are {}",
-            names.join(", ")
-        )
-    })
+    let multicast = || {
+        REGISTRY
+            .iter()
+            .filter(|e| matches!(e.kind, Kind::Multicast { .. }))
+    };
+    match entry(name) {
+        Some(e) if matches!(e.kind, Kind::Multicast { .. }) => Ok(e),
+        Some(Entry {
+            kind: Kind::Service(Service {
+                compare: Err(why), ..
+            }),
+            ..
+        }) => Err((*why).into()),
+        Some(_) => Err(format!(
+            "{name} is not an atomic multicast protocol: use `harness run --protocol {name}`"
+        )),
+        None => {
+            let names: Vec<&str> = multicast().map(|e| e.name).collect();
+            Err(format!(
+                "unknown protocol `{name}`: the atomic multicast protocols are {}",
+                names.join(", ")
+            ))
+        }
+    }
+}
+
+impl Entry {
+    /// Deploys this atomic multicast protocol as `shape` asks (a service is refused).
+    pub(crate) fn deploy(&self, shape: &Shape) -> Result<Deployment, String> {
+        match &self.kind {
+            Kind::Multicast { deploy, .. } => deploy(shape),
+            Kind::Service(_) => Err(format!("{} is not an atomic multicast protocol", self.name)),
+        }
+    }
+
+    /// Its variants, as `compare` names them, if it has any.
+    pub(crate) fn variants(&self) -> Option<&Variants> {
+        match &self.kind {
+            Kind::Multicast { variants, .. } => variants.as_ref(),
+            Kind::Service(_) => None,
+        }
+    }
+}
+
+/// The protocol called `name`, whatever it is.
+pub(crate) fn entry(name: &str) -> Option<&'static Entry> {
+    REGISTRY.iter().find(|e| e.name == name)
 }
 
 #[cfg(test)]

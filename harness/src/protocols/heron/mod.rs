@@ -1,7 +1,7 @@
 //! Heron (the Heron thesis, chapter 5) in the harness: `check` (Heron over RamCast or Ridge
 //! with the key-value store and TPC-C under faults), `run` (one experiment, on the simulator or
 //! on threads), the thesis's figures and its prototype's software profile. Heron is not an
-//! atomic multicast protocol, so it has no line in [`super::REGISTRY`].
+//! atomic multicast protocol: its registry entry runs it as a [`super::Service`].
 
 pub(crate) mod check;
 pub(crate) mod experiment;
@@ -12,10 +12,7 @@ pub(crate) mod software;
 pub(crate) mod tcp;
 pub(crate) mod transfer;
 
-/// Its name on the command line.
-pub(crate) const NAME: &str = "heron";
-/// One line for `run --help`.
-pub(crate) const ABOUT: &str = "Heron (Le, thesis, 2022, chapter 5): partitioned state machine replication over RamCast (or --over ridge), one warehouse per partition (--groups); takes --app, --scale, --capacity, --over";
+use super::{Checked, Entry, Kind, Service, Takes};
 
 /// Heron's own `run` flags.
 #[derive(clap::Args, Debug)]
@@ -40,21 +37,35 @@ pub(crate) struct Flags {
     pub(crate) capacity: Option<u64>,
 }
 
-/// The `run` flags Heron takes: a deployment (partitions as --groups), a window and its own;
-/// the application decides what requests carry and where they go.
-pub(crate) const TAKES: super::Takes = super::Takes {
-    shared: &[
-        "groups",
-        "replicas",
-        "clients",
-        "duration",
-        "warmup",
-        "slot_bytes",
-        "slots",
-        "out",
-    ],
-    own: Some(<Flags as clap::Args>::augment_args),
-    note: "the application decides what requests carry and where they go",
+/// Heron's line in the registry.
+pub(crate) const ENTRY: Entry = Entry {
+    name: "heron",
+    about: "Heron (Le, thesis, 2022, chapter 5): partitioned state machine replication over RamCast (or --over ridge), one warehouse per partition (--groups); takes --app, --scale, --capacity, --over",
+    testbed: crate::testbed::HERON,
+    kind: Kind::Service(Service {
+        run: run::command,
+        serve: run::serve,
+        compare: Ok(over::compare_command),
+    }),
+    // A deployment (partitions as --groups) and a window: the application decides what
+    // requests carry and where they go.
+    takes: Takes {
+        shared: &[
+            "groups",
+            "replicas",
+            "clients",
+            "duration",
+            "warmup",
+            "slot_bytes",
+            "slots",
+            "out",
+        ],
+        own: Some(<Flags as clap::Args>::augment_args),
+        note: "the application decides what requests carry and where they go",
+    },
+    checked: Some(Checked::of::<check::HeronRun>()),
+    figures: figures::FIGURES,
+    software: software::PAPER_SOFTWARE,
 };
 
 /// The application Heron replicates.

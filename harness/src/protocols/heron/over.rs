@@ -316,7 +316,34 @@ pub(crate) fn parse(name: &str) -> Result<Over, String> {
     }
 }
 
-/// `harness compare --protocols heron:...`: Heron's TPC-C over each multicast named.
+/// `harness compare --protocols heron:...` as the registry calls it: refuses the flags of a
+/// multicast comparison, then compares Heron's TPC-C over each multicast named.
+pub(super) fn compare_command(
+    a: &crate::CompareArgs,
+    contenders: &[String],
+) -> Result<std::process::ExitCode, String> {
+    if a.delta.is_some() {
+        return Err(
+            "--delta sets Ridge's Delta in a multicast comparison; Heron over Ridge keeps \
+             Ridge's default, as `harness run --protocol heron` does"
+                .into(),
+        );
+    }
+    if a.dest.is_some() || a.size.is_some() {
+        return Err(
+            "--dest and --size are not for heron: TPC-C decides where its requests go \
+             and what they carry"
+                .into(),
+        );
+    }
+    let overs = contenders
+        .iter()
+        .map(|p| parse(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    command(a, &overs, crate::COMMIT)
+}
+
+/// Heron's TPC-C over each multicast in `overs`, side by side.
 pub(crate) fn command(
     a: &crate::CompareArgs,
     overs: &[Over],

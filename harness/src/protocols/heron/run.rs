@@ -71,6 +71,24 @@ pub(crate) fn setup(a: &RunArgs, runtime: Where) -> Result<Setup, String> {
     Ok(setup)
 }
 
+/// `harness run --protocol heron` as the registry calls it.
+pub(super) fn command(a: RunArgs) -> Result<ExitCode, String> {
+    if a.runtime == crate::RuntimeKind::Verbs {
+        return Err("Heron does not run on verbs yet (its replicas' objects are read back from each node's memory, which the verbs runtime does not hand back): use --runtime local or tcp".into());
+    }
+    run(&a, crate::run::runtime(&a)?)
+}
+
+/// `harness node`: node `id` of a tcp run of Heron.
+pub(super) fn serve(
+    a: &RunArgs,
+    cluster: &crate::cluster::ClusterFile,
+    id: usize,
+    report: &std::path::Path,
+) -> Result<(), String> {
+    setup(a, Where::Tcp)?.serve(cluster, id, report)
+}
+
 /// `harness run --protocol heron`.
 pub(crate) fn run(a: &RunArgs, runtime: Where) -> Result<ExitCode, String> {
     let setup = setup(a, runtime)?;

@@ -5,12 +5,31 @@ pub(crate) mod check;
 pub(crate) mod figures;
 pub(crate) mod software;
 
-use super::{Clock, Multicast, Shape};
+use super::{Checked, Clock, Entry, Kind, Multicast, Shape, Takes, MULTICAST_FLAGS};
 use crate::experiment::Observed;
 use crate::totals::Processes;
 use multicast::{LoadSpec, Membership, Node};
 use ramcast::layout::{slot_bytes_for, Layout};
 use ramcast::{Config, RamcastClient, RamcastServer, Timing};
+
+/// RamCast's line in the registry.
+pub(crate) const ENTRY: Entry = Entry {
+    name: "ramcast",
+    about: "RamCast (Le et al., Middleware 2021)",
+    testbed: crate::testbed::RAMCAST,
+    kind: Kind::Multicast {
+        deploy: super::deploy::<Ramcast>,
+        variants: None,
+    },
+    takes: Takes {
+        shared: MULTICAST_FLAGS,
+        own: None,
+        note: "",
+    },
+    checked: Some(Checked::of::<check::RamcastRun>()),
+    figures: figures::FIGURES,
+    software: software::PAPER_SOFTWARE,
+};
 
 /// RamCast (genuine atomic multicast over RDMA writes).
 pub(crate) struct Ramcast;

@@ -12,8 +12,10 @@
 
 pub(crate) mod check;
 pub(crate) mod figures;
+mod run;
 
 use crate::experiment::Where;
+use crate::protocols::{Checked, Entry, Kind, Service, Takes};
 use rdmc::{Algorithm, Delivered, Event, GroupConfig, Handoff, RdmcNode};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,11 +23,6 @@ use std::time::{Duration, Instant};
 use transport::runtime::local::{LocalConfig, LocalRuntime};
 use transport::runtime::sim::{Profile, Sim, SimConfig, Software};
 use transport::{Data, LocalAddr, Nanos, Nic, Process, ProcessId, Progress, RegionSpec, Synthetic};
-
-/// Its name on the command line.
-pub(crate) const NAME: &str = "rdmc";
-/// One line for `run --help`.
-pub(crate) const ABOUT: &str = "RDMC (Behrens et al., 2016): bulk multicast of large messages; takes --algorithm, --nodes, --block-size, --senders, --racks, --messages";
 
 /// RDMC's own `run` flags.
 #[derive(clap::Args, Debug)]
@@ -58,12 +55,25 @@ pub(crate) struct Flags {
     pub(crate) timeout: Option<Nanos>,
 }
 
-/// The `run` flags RDMC takes: a message size and its own (a bulk transfer has no groups,
-/// clients, destinations or window).
-pub(crate) const TAKES: crate::protocols::Takes = crate::protocols::Takes {
-    shared: &["size", "posting", "out"],
-    own: Some(<Flags as clap::Args>::augment_args),
-    note: "rdmc sends --messages messages of --size bytes from each of --senders roots to --nodes members",
+/// RDMC's line in the registry.
+pub(crate) const ENTRY: Entry = Entry {
+    name: "rdmc",
+    about: "RDMC (Behrens et al., 2016): bulk multicast of large messages; takes --algorithm, --nodes, --block-size, --senders, --racks, --messages",
+    testbed: crate::testbed::RDMC,
+    kind: Kind::Service(Service {
+        run: run::run,
+        serve: run::serve,
+        compare: Err("rdmc is bulk multicast, not atomic multicast: it has no order to compare; use `harness run --protocol rdmc` or its figures"),
+    }),
+    // A bulk transfer has no groups, clients, destinations or window.
+    takes: Takes {
+        shared: &["size", "posting", "out"],
+        own: Some(<Flags as clap::Args>::augment_args),
+        note: "rdmc sends --messages messages of --size bytes from each of --senders roots to --nodes members",
+    },
+    checked: Some(Checked::of::<check::RdmcRun>()),
+    figures: figures::FIGURES,
+    software: &[],
 };
 
 /// How often a member probes a peer it has waited on this long (failure detection).

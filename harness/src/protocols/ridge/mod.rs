@@ -6,7 +6,7 @@ pub(crate) mod evaluation;
 pub(crate) mod figures;
 pub(crate) mod software;
 
-use super::{Clock, Multicast, Shape, Takes, Variants};
+use super::{Checked, Clock, Entry, Kind, Multicast, Shape, Takes, Variants};
 use crate::experiment::Observed;
 use crate::totals::Processes;
 use multicast::{LoadSpec, Membership, Node};
@@ -45,11 +45,23 @@ pub(crate) struct Flags {
     pub(crate) optimistic: Option<Nanos>,
 }
 
-/// The `run` flags Ridge takes: the atomic multicast protocols' and its own.
-pub(crate) const TAKES: Takes = Takes {
-    shared: super::MULTICAST_FLAGS,
-    own: Some(<Flags as clap::Args>::augment_args),
-    note: "",
+/// Ridge's line in the registry.
+pub(crate) const ENTRY: Entry = Entry {
+    name: "ridge",
+    about: "Ridge (Bezerra, Cason, Pedone, 2015): Paxos ensembles, rotating distributors, deterministic merge; variants ridge:ring, ridge:direct (its evaluation's baselines)",
+    testbed: crate::testbed::RIDGE,
+    kind: Kind::Multicast {
+        deploy: super::deploy::<Ridge>,
+        variants: Some(DISSEMINATIONS),
+    },
+    takes: Takes {
+        shared: super::MULTICAST_FLAGS,
+        own: Some(<Flags as clap::Args>::augment_args),
+        note: "",
+    },
+    checked: Some(Checked::of::<check::RidgeRun>()),
+    figures: figures::FIGURES,
+    software: software::PAPER_SOFTWARE,
 };
 
 /// Ridge (ensembles of Paxos acceptors, rotating distributors, deterministic merge).
@@ -245,26 +257,15 @@ mod tests {
         assert_eq!(find("ridge").unwrap().testbed, "lan-1g");
     }
 
+    /// `--delta` reaches Ridge's configuration; the other protocols are refused it before any
+    /// deployment (`flags::tests`).
     #[test]
-    fn delta_and_dissemination_are_ridges_alone() {
+    fn delta_reaches_ridges_configuration() {
         let mut s = shape(2, 64);
         s.delta = Some(transport::Nanos(20_000));
         assert_eq!(
             Ridge::configure(&s).unwrap().delta,
             transport::Nanos(20_000)
         );
-        for other in ["ramcast", "tram"] {
-            let mut s = s.clone();
-            if other == "tram" {
-                s.groups = None;
-            }
-            let e = (find(other).unwrap().deploy)(&s).unwrap_err();
-            assert!(e.contains("--delta"), "{other}: {e}");
-            let mut s = s.clone();
-            s.delta = None;
-            s.dissemination = Some(ridge::paxos::Dissemination::Ring);
-            let e = (find(other).unwrap().deploy)(&s).unwrap_err();
-            assert!(e.contains("--dissemination"), "{other}: {e}");
-        }
     }
 }

@@ -8,7 +8,7 @@ pub(crate) mod figures;
 pub(crate) mod software;
 pub(crate) mod table1;
 
-use super::{Clock, Multicast, Shape, Takes, Variants};
+use super::{Checked, Clock, Entry, Kind, Multicast, Shape, Takes, Variants};
 use crate::experiment::Observed;
 use crate::totals::Processes;
 use multicast::{GroupId, LoadSpec, Membership, Node, Tree};
@@ -29,11 +29,23 @@ pub(crate) struct Flags {
     pub(crate) log_slots: usize,
 }
 
-/// The `run` flags TRAM takes: the atomic multicast protocols' and its own.
-pub(crate) const TAKES: Takes = Takes {
-    shared: super::MULTICAST_FLAGS,
-    own: Some(<Flags as clap::Args>::augment_args),
-    note: "",
+/// TRAM's line in the registry.
+pub(crate) const ENTRY: Entry = Entry {
+    name: "tram",
+    about: "TRAM (Martignetti et al., 2025): tree-based; takes a tree",
+    testbed: crate::testbed::TRAM,
+    kind: Kind::Multicast {
+        deploy: super::deploy::<Tram>,
+        variants: Some(TREES),
+    },
+    takes: Takes {
+        shared: super::MULTICAST_FLAGS,
+        own: Some(<Flags as clap::Args>::augment_args),
+        note: "",
+    },
+    checked: Some(Checked::of::<check::TramRun>()),
+    figures: figures::FIGURES,
+    software: software::PAPER_SOFTWARE,
 };
 
 /// TRAM's variants: its overlay tree, a preset (base, breadth, depth, simple) or a parent
