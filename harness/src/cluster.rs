@@ -1150,8 +1150,8 @@ pub(crate) fn launch(
         cpu: children_cpu(),
         server_deliveries: 0,
         leader_changes: 0,
-        optimistic: None,
-        optimistic_log: Vec::new(),
+        counters: Default::default(),
+        own_log: None,
     };
     let mut changed = std::collections::BTreeSet::new();
     let mut halts = Vec::new();

@@ -23,13 +23,16 @@ pub(crate) trait Observed {
     fn extra(&self) -> u64 {
         0
     }
-    /// Optimistic deliveries, mistakes and latencies, for protocols that deliver
-    /// optimistically.
-    fn optimistic(&self) -> Option<ridge::optimistic::Tally> {
-        None
+    /// The protocol's own counters, by name, which a run sums over its servers (Ridge's
+    /// optimistic deliveries and mistakes); the protocol reads them back
+    /// ([`crate::protocols::Multicast::report`]).
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
     }
-    /// Its optimistic deliveries in order, where it kept them (runs with `--log`).
-    fn optimistic_log(&self) -> Option<Vec<multicast::MsgId>> {
+    /// Deliveries of a kind of its own, in order, where it kept them (runs with `--log`), and
+    /// the name of that kind (Ridge: `optimistic`): written beside the delivery log, never in
+    /// it.
+    fn own_log(&self) -> Option<(&'static str, Vec<multicast::MsgId>)> {
         None
     }
     /// Its state in one line, for the report of a failing seed.
@@ -166,13 +169,18 @@ pub(crate) struct Measured {
     /// Groups whose leadership changed during the run (false suspicions included), plus one
     /// if a leader changed among the auxiliary processes (Ridge's dedicated acceptors).
     pub(crate) leader_changes: usize,
-    /// Optimistic deliveries, mistakes and latencies, summed over the servers, where the
-    /// protocol makes them.
-    pub(crate) optimistic: Option<ridge::optimistic::Tally>,
-    /// Each server's optimistic deliveries in order, with `--log`, where the protocol makes
-    /// them.
-    pub(crate) optimistic_log: Vec<(ProcessId, Vec<multicast::MsgId>)>,
+    /// The protocol's own counters ([`Observed::counters`]), summed over the servers.
+    pub(crate) counters: Counters,
+    /// Each server's deliveries of the protocol's own kind in order, with `--log`, and the
+    /// kind's name ([`Observed::own_log`]).
+    pub(crate) own_log: Option<(&'static str, Vec<OwnLog>)>,
 }
+
+/// One server's deliveries of the protocol's own kind, in order ([`Observed::own_log`]).
+pub(crate) type OwnLog = (ProcessId, Vec<multicast::MsgId>);
+
+/// A protocol's own counters, by name ([`Observed::counters`]).
+pub(crate) type Counters = std::collections::BTreeMap<&'static str, u64>;
 
 impl Measured {
     /// The 95% interval of [`Measured::throughput`] ([`crate::stats::rate_ci`]).
@@ -278,8 +286,8 @@ impl Experiment {
         let mut delivered = 0;
         let mut server_deliveries = 0;
         let mut changed = std::collections::BTreeSet::new();
-        let mut optimistic: Option<ridge::optimistic::Tally> = None;
-        let mut optimistic_log = Vec::new();
+        let mut counters = Counters::new();
+        let mut own_log: Option<(&'static str, Vec<_>)> = None;
         // Node `i` is process `i`.
         for (i, n) in nodes.iter().enumerate() {
             match n {
@@ -291,11 +299,12 @@ impl Experiment {
                     if s.server.changed_leader() {
                         changed.insert(Some(s.server.group()));
                     }
-                    if let Some(log) = s.server.optimistic_log() {
-                        optimistic_log.push((ProcessId(i as u32), log));
+                    if let Some((kind, log)) = s.server.own_log() {
+                        let logs = &mut own_log.get_or_insert_with(|| (kind, Vec::new())).1;
+                        logs.push((ProcessId(i as u32), log));
                     }
-                    if let Some(t) = s.server.optimistic() {
-                        optimistic.get_or_insert_with(Default::default).merge(&t);
+                    for (name, n) in s.server.counters() {
+                        *counters.entry(name).or_default() += n;
                     }
                 }
                 // Auxiliary processes deliver nothing; a new leader among them (Ridge's
@@ -335,8 +344,8 @@ impl Experiment {
             cpu,
             server_deliveries,
             leader_changes: changed.len(),
-            optimistic,
-            optimistic_log,
+            counters,
+            own_log,
         }
     }
 

@@ -168,14 +168,8 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
         m.leader_changes,
         m.wall.as_secs_f64()
     );
-    if let Some(t) = m.optimistic {
-        let (optimistic_us, atomic_us) = t.mean_us();
-        println!(
-            "optimistic deliveries {} (all servers), mistakes {} ({:.2}%: an optimistic delivery not in the atomic order's place); mean delivery latency at the servers (their clock minus the sender's timestamp): optimistic {optimistic_us:.1} us, atomic {atomic_us:.1} us",
-            t.delivered,
-            t.mistakes,
-            100.0 * t.mistakes as f64 / t.delivered.max(1) as f64
-        );
+    if let Some(line) = e.deploy.report(&m) {
+        println!("{line}");
     }
     if let Some(cpu) = m.cpu.filter(|_| e.runtime != experiment::Where::Sim) {
         if m.server_deliveries > 0 {
@@ -195,7 +189,7 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
     }
     if let (Some(dir), Some(log)) = (&a.log, &m.log) {
         log.write_csv(dir).map_err(|e| e.to_string())?;
-        if !m.optimistic_log.is_empty() {
+        if let Some((kind, logs)) = &m.own_log {
             // Beside the atomic log, never in it: the checker judges atomic deliveries only.
             #[derive(serde::Serialize)]
             struct Row {
@@ -204,8 +198,7 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
                 client: u32,
                 seq: u64,
             }
-            let rows: Vec<Row> = m
-                .optimistic_log
+            let rows: Vec<Row> = logs
                 .iter()
                 .flat_map(|(p, ids)| {
                     ids.iter().enumerate().map(|(index, id)| Row {
@@ -216,10 +209,10 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
                     })
                 })
                 .collect();
-            let path = dir.join("optimistic.csv");
+            let path = dir.join(format!("{kind}.csv"));
             experiment::write_rows(&path, &rows)?;
             println!(
-                "optimistic deliveries in {} (the checker judges the atomic ones)",
+                "{kind} deliveries in {} (the checker judges the atomic ones)",
                 path.display()
             );
         }

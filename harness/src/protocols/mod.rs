@@ -17,7 +17,7 @@ pub(crate) mod ridge;
 pub(crate) mod tram;
 
 use crate::cluster::ClusterFile;
-use crate::experiment::{Experiment, Measured, Observed};
+use crate::experiment::{Counters, Experiment, Measured, Observed};
 use crate::totals::Processes;
 use multicast::{Client, DestPolicy, LoadSpec, Membership, Node, Server, Tree};
 use std::fmt;
@@ -139,6 +139,11 @@ pub(crate) trait Multicast: 'static {
     /// more than its regions (a RamCast server tracks every slot of every client), and the
     /// estimate must come before anything large is allocated ([`crate::totals`]).
     fn footprint(cfg: &Self::Config) -> Vec<Processes>;
+    /// A line on what its own counters came to in a run ([`Observed::counters`], summed over
+    /// the servers), if it counts anything of its own.
+    fn report(_counters: &Counters) -> Option<String> {
+        None
+    }
 }
 
 /// A deployed protocol, whatever it is: what experiments hold.
@@ -155,6 +160,8 @@ pub(crate) trait Deploy: fmt::Debug + Send + Sync {
     fn regions(&self) -> String;
     /// Every process of a run by role, with the regions each declares ([`Multicast::footprint`]).
     fn footprint(&self) -> Vec<Processes>;
+    /// A line on what the protocol's own counters came to in `m` ([`Multicast::report`]).
+    fn report(&self, m: &Measured) -> Option<String>;
     /// Runs experiment `e` on this deployment (`sim`, `local` or `verbs`; a tcp run is launched by
     /// [`crate::cluster::launch`] and served by [`Deploy::serve`]).
     fn execute(&self, e: &Experiment) -> Measured;
@@ -209,6 +216,9 @@ impl<P: Multicast> Deploy for Deployed<P> {
     }
     fn footprint(&self) -> Vec<Processes> {
         P::footprint(&self.0)
+    }
+    fn report(&self, m: &Measured) -> Option<String> {
+        P::report(&m.counters)
     }
     fn execute(&self, e: &Experiment) -> Measured {
         e.execute(self.nodes(e))

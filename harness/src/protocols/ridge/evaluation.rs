@@ -945,12 +945,12 @@ pub(crate) fn fig3(
             "  optimistic clients={clients}: {:.0} msg/s, mean {:.0} us, {:?}",
             m.throughput,
             mean_us(&m),
-            m.optimistic
+            super::optimistic(&m)
         ));
         Ok(Point { e, m })
     })?;
     write_points(out, commit, &points)?;
-    let tally = |p: &Point| p.m.optimistic.unwrap_or_default();
+    let tally = |p: &Point| super::optimistic(&p.m).unwrap_or_default();
     let csv: Vec<Fig3Row<'_>> = points
         .iter()
         .map(|p| {

@@ -67,6 +67,33 @@ pub(crate) const ENTRY: Entry = Entry {
 /// Ridge (ensembles of Paxos acceptors, rotating distributors, deterministic merge).
 pub(crate) struct Ridge;
 
+/// The counters of a learner's optimistic deliveries ([`Observed::counters`]), in the order
+/// of [`ridge::optimistic::Tally`]'s fields.
+const OPTIMISTIC: [&str; 5] = [
+    "optimistic.delivered",
+    "optimistic.mistakes",
+    "optimistic.latency_us",
+    "optimistic.atomic",
+    "optimistic.atomic_latency_us",
+];
+
+/// What a run's optimistic deliveries came to, summed over its learners, if it made any.
+pub(crate) fn optimistic(m: &crate::experiment::Measured) -> Option<ridge::optimistic::Tally> {
+    optimistic_of(&m.counters)
+}
+
+/// [`optimistic`] from the counters alone.
+fn optimistic_of(counters: &crate::experiment::Counters) -> Option<ridge::optimistic::Tally> {
+    let c = |i: usize| counters.get(OPTIMISTIC[i]).copied();
+    Some(ridge::optimistic::Tally {
+        delivered: c(0)?,
+        mistakes: c(1)?,
+        optimistic_us: c(2)?,
+        atomic: c(3)?,
+        atomic_us: c(4)?,
+    })
+}
+
 /// Ridge's variants for `compare` (`ridge:ring`): its dissemination, the paper's or one of
 /// its evaluation's baselines.
 pub(crate) const DISSEMINATIONS: Variants = Variants {
@@ -189,6 +216,17 @@ impl Multicast for Ridge {
         })
         .collect()
     }
+
+    fn report(counters: &crate::experiment::Counters) -> Option<String> {
+        let t = optimistic_of(counters)?;
+        let (optimistic_us, atomic_us) = t.mean_us();
+        Some(format!(
+            "optimistic deliveries {} (all servers), mistakes {} ({:.2}%: an optimistic delivery not in the atomic order's place); mean delivery latency at the servers (their clock minus the sender's timestamp): optimistic {optimistic_us:.1} us, atomic {atomic_us:.1} us",
+            t.delivered,
+            t.mistakes,
+            100.0 * t.mistakes as f64 / t.delivered.max(1) as f64
+        ))
+    }
 }
 
 /// The smallest power of two holding a `size`-byte payload and a packet's own bytes.
@@ -207,11 +245,26 @@ impl Observed for RidgeServer {
     fn extra(&self) -> u64 {
         self.filled()
     }
-    fn optimistic(&self) -> Option<ridge::optimistic::Tally> {
-        RidgeServer::optimistic(self)
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        RidgeServer::optimistic(self).map_or_else(Vec::new, |t| {
+            let ridge::optimistic::Tally {
+                delivered,
+                mistakes,
+                optimistic_us,
+                atomic,
+                atomic_us,
+            } = t;
+            vec![
+                (OPTIMISTIC[0], delivered),
+                (OPTIMISTIC[1], mistakes),
+                (OPTIMISTIC[2], optimistic_us),
+                (OPTIMISTIC[3], atomic),
+                (OPTIMISTIC[4], atomic_us),
+            ]
+        })
     }
-    fn optimistic_log(&self) -> Option<Vec<multicast::MsgId>> {
-        RidgeServer::optimistic_log(self).map(<[_]>::to_vec)
+    fn own_log(&self) -> Option<(&'static str, Vec<multicast::MsgId>)> {
+        RidgeServer::optimistic_log(self).map(|l| ("optimistic", l.to_vec()))
     }
     fn state<N: transport::Nic>(&self, _nic: &N) -> String {
         self.describe()
