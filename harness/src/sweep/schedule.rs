@@ -187,7 +187,7 @@ pub(crate) mod params_stream {
 }
 
 /// Kinds of fault a run contains, for the sweep's counts.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Kinds {
     pub(crate) leader_crash: bool,
     /// Initial leaders of two or more groups crash at the same instant.
@@ -202,29 +202,23 @@ pub(crate) struct Kinds {
     pub(crate) link_delay: bool,
     /// A group's initial leader cut off from its followers by slow links (`cut_off_leader`).
     pub(crate) cut_off: bool,
-    /// Ridge: a learner outside its ensemble's initial quorum (a distributor) crashes.
-    pub(crate) distributor_crash: bool,
-    /// Ridge: the processes' clocks disagree.
-    pub(crate) clock_skew: bool,
-    /// Ridge: the acceptors are processes of their own.
-    pub(crate) dedicated: bool,
-    /// Heron: the run is TPC-C (else the key-value store).
-    pub(crate) tpcc: bool,
-    /// Heron: the run is over Ridge (else over RamCast).
-    pub(crate) over_ridge: bool,
-    /// Ridge: single- and multi-group messages mixed in one run.
-    pub(crate) mixed_dest: bool,
-    /// Ridge: learners keep few decisions, so they trim within the run.
-    pub(crate) small_retain: bool,
-    /// Ridge: `e_all`'s acceptors spread over the groups.
-    pub(crate) spread: bool,
-    /// Heron: partitions of five replicas.
-    pub(crate) five_replicas: bool,
-    /// Heron: a laggard's staging area refuses its responder for a moment once the laggard
-    /// resumes, breaking the queue pair a state transfer is being served on.
-    pub(crate) serve_broken: bool,
-    /// Heron: a fault starts after the first 900 us (the crate's own sweep starts none later).
-    pub(crate) late_fault: bool,
+    /// The protocol's own kinds the run has, by name (Ridge's `clock_skew`, Heron's `tpcc`):
+    /// the sweep counts them and the protocol's tally line reads them back.
+    pub(crate) own: Vec<&'static str>,
+}
+
+impl Kinds {
+    /// Notes the protocol's own kind `name` if the run has it.
+    pub(crate) fn mark(&mut self, name: &'static str, has: bool) {
+        if has && !self.has(name) {
+            self.own.push(name);
+        }
+    }
+
+    /// Whether the run has the protocol's own kind `name`.
+    pub(crate) fn has(&self, name: &str) -> bool {
+        self.own.contains(&name)
+    }
 }
 
 /// The kinds of fault in `faults`; a pause of a group's initial leader longer than `suspect`

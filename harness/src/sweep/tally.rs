@@ -34,49 +34,29 @@ pub(crate) struct Tally {
     pub(crate) events: u64,
     pub(crate) delivered: u64,
     pub(crate) leader_crash: u64,
-    leaders_at_once: u64,
+    pub(crate) leaders_at_once: u64,
     pub(crate) follower_crash: u64,
-    client_crash: u64,
+    pub(crate) client_crash: u64,
     pub(crate) mid_post: u64,
-    false_suspicion: u64,
+    pub(crate) false_suspicion: u64,
     pub(crate) slow: u64,
     pub(crate) link_delay: u64,
-    cut_off: u64,
-    leader_change: u64,
-    revoke_race: u64,
-    halted_runs: u64,
-    halted_servers: u64,
+    pub(crate) cut_off: u64,
+    pub(crate) leader_change: u64,
+    pub(crate) revoke_race: u64,
+    pub(crate) halted_runs: u64,
+    pub(crate) halted_servers: u64,
     /// Per run, completed multicasts started after its last fault.
     post_fault: Vec<u64>,
     pub(crate) extra: u64,
-    /// Ridge's own kinds (absent from earlier reports).
+    /// Runs with each of the protocol's own kinds ([`Kinds::own`]), by name.
     #[serde(default)]
-    distributor_crash: u64,
-    #[serde(default)]
-    clock_skew: u64,
-    #[serde(default)]
-    dedicated: u64,
-    #[serde(default)]
-    tpcc: u64,
-    #[serde(default)]
-    over_ridge: u64,
-    #[serde(default)]
-    mixed_dest: u64,
-    #[serde(default)]
-    small_retain: u64,
-    #[serde(default)]
-    spread: u64,
-    #[serde(default)]
-    five_replicas: u64,
-    #[serde(default)]
-    serve_broken: u64,
-    #[serde(default)]
-    late_fault: u64,
+    own: std::collections::BTreeMap<String, u64>,
     /// Runs with torn landings, and the ops they carried out in pieces.
     #[serde(default)]
-    torn: u64,
+    pub(crate) torn: u64,
     #[serde(default)]
-    torn_ops: u64,
+    pub(crate) torn_ops: u64,
 }
 
 impl Tally {
@@ -100,17 +80,7 @@ impl Tally {
             halted_servers,
             post_fault,
             extra,
-            distributor_crash,
-            clock_skew,
-            dedicated,
-            tpcc,
-            over_ridge,
-            mixed_dest,
-            small_retain,
-            spread,
-            five_replicas,
-            serve_broken,
-            late_fault,
+            own,
             torn,
             torn_ops,
         } = o;
@@ -131,17 +101,9 @@ impl Tally {
         self.halted_servers += halted_servers;
         self.post_fault.extend(post_fault);
         self.extra += extra;
-        self.distributor_crash += distributor_crash;
-        self.clock_skew += clock_skew;
-        self.dedicated += dedicated;
-        self.tpcc += tpcc;
-        self.over_ridge += over_ridge;
-        self.mixed_dest += mixed_dest;
-        self.small_retain += small_retain;
-        self.spread += spread;
-        self.five_replicas += five_replicas;
-        self.serve_broken += serve_broken;
-        self.late_fault += late_fault;
+        for (name, n) in own {
+            *self.own.entry(name.clone()).or_default() += n;
+        }
         self.torn += torn;
         self.torn_ops += torn_ops;
     }
@@ -177,17 +139,9 @@ impl Tally {
         self.halted_servers += out.halted;
         self.post_fault.push(out.post_fault);
         self.extra += n(out.extra > 0);
-        self.distributor_crash += n(k.distributor_crash);
-        self.clock_skew += n(k.clock_skew);
-        self.dedicated += n(k.dedicated);
-        self.tpcc += n(k.tpcc);
-        self.over_ridge += n(k.over_ridge);
-        self.mixed_dest += n(k.mixed_dest);
-        self.small_retain += n(k.small_retain);
-        self.spread += n(k.spread);
-        self.five_replicas += n(k.five_replicas);
-        self.serve_broken += n(k.serve_broken);
-        self.late_fault += n(k.late_fault);
+        for name in &k.own {
+            *self.own.entry(name.to_string()).or_default() += 1;
+        }
         self.torn += n(out.torn_ops > 0);
         self.torn_ops += out.torn_ops;
     }
@@ -200,58 +154,9 @@ impl Tally {
         )
     }
 
-    /// The "runs with" line in Ridge's vocabulary: an ensemble's rank 0 is its initial
-    /// coordinator; colocated, a group's rank 0 is its ensemble's, every server an acceptor,
-    /// ranks beyond f distributors; dedicated, every server a distributor; a leader change is
-    /// a coordinator's round after the first.
-    pub(crate) fn describe_ridge(&self) -> String {
-        let (median, least) = self.post_fault();
-        format!(
-            "runs with: mixed single- and multi-group traffic {}, retain under 256 decisions (trimming) {}, e_all acceptors spread over the groups {}, dedicated acceptors {}, coordinator crash {} (in several ensembles at the same instant {}), acceptor crash {}, distributor crash {}, client crash {}, crash in the middle of posting {}, false suspicion (initial coordinator paused past the timeout) {}, pause/slow {}, link delay {} (coordinator cut off from its acceptors {}), clock skew {}; new round after the first (takeover or fallback) {}, learner filled a gap from an acceptor {}, server halted {} ({} halts); multicasts ordered after the last fault: median {median} per run (least {least}){}",
-            self.mixed_dest,
-            self.small_retain,
-            self.spread,
-            self.dedicated,
-            self.leader_crash,
-            self.leaders_at_once,
-            self.follower_crash,
-            self.distributor_crash,
-            self.client_crash,
-            self.mid_post,
-            self.false_suspicion,
-            self.slow,
-            self.link_delay,
-            self.cut_off,
-            self.clock_skew,
-            self.leader_change,
-            self.extra,
-            self.halted_runs,
-            self.halted_servers,
-            self.describe_torn(),
-        )
-    }
-
-    /// Heron's "runs with" line: the faults in the vocabulary of Heron over RamCast.
-    pub(crate) fn describe_heron(&self) -> String {
-        let (median, least) = self.post_fault();
-        format!(
-            "runs with: over Ridge {} (the others over RamCast), TPC-C {} (the others the key-value store), five replicas per partition {}, multicast leader crash (RamCast leader, Ridge coordinator) {}, other replica crash {}, crash in the middle of posting {}, client crash {}, false suspicion (leader paused past the timeout) {}, pause (laggard) {}, link delay {}, a fault after the first 900 us {}, queue pair broken while a laggard is served (transfer interrupted) {}; leader change happened {}, state transfers installed {}; requests completed that were issued after the last fault: median {median} per run (least {least}){}",
-            self.over_ridge,
-            self.tpcc,
-            self.five_replicas,
-            self.leader_crash,
-            self.follower_crash,
-            self.mid_post,
-            self.client_crash,
-            self.false_suspicion,
-            self.slow,
-            self.link_delay,
-            self.late_fault,
-            self.serve_broken,
-            self.leader_change,
-            self.extra,
-            self.describe_torn(),
-        )
+    /// Runs with the protocol's own kind `name` ([`Kinds::own`]).
+    pub(crate) fn own(&self, name: &str) -> u64 {
+        self.own.get(name).copied().unwrap_or(0)
     }
 
     /// The "runs with" line of a sweep's report; `extra` names the protocol-specific event.

@@ -49,6 +49,16 @@ fn tpcc_scale() -> Scale {
     Scale::scaled(100, 100)
 }
 
+/// Heron's own kinds of run ([`Kinds::own`]): over Ridge (else RamCast); TPC-C (else the
+/// key-value store); partitions of five replicas; a fault after the first 900 us (the crate's
+/// own sweep starts none later); a laggard's staging area refusing its responder for a
+/// moment once the laggard resumes, breaking the queue pair a state transfer is served on.
+const OVER_RIDGE: &str = "over_ridge";
+const TPCC: &str = "tpcc";
+const FIVE_REPLICAS: &str = "five_replicas";
+const LATE_FAULT: &str = "late_fault";
+const SERVE_BROKEN: &str = "serve_broken";
+
 /// Every fault of the crate's own sweep ([`chaos`]) starts before this.
 const CHAOS_FAULTS_END: Nanos = Nanos(900_000);
 
@@ -556,14 +566,19 @@ impl SeedRun for HeronRun {
             Over::Ridge => ridge::config::Timing::SIM.suspect,
         };
         let mut k = kinds(&self.faults, &self.cfg, suspect);
-        k.tpcc = self.tpcc;
-        k.over_ridge = self.over == Over::Ridge;
-        k.five_replicas = self.cfg.replicas == 5;
-        k.serve_broken = self
-            .faults
-            .iter()
-            .any(|f| matches!(f, Fault::Revoke { .. }));
-        k.late_fault = self.faults.iter().any(|f| f.at() > CHAOS_FAULTS_END);
+        k.mark(TPCC, self.tpcc);
+        k.mark(OVER_RIDGE, self.over == Over::Ridge);
+        k.mark(FIVE_REPLICAS, self.cfg.replicas == 5);
+        k.mark(
+            SERVE_BROKEN,
+            self.faults
+                .iter()
+                .any(|f| matches!(f, Fault::Revoke { .. })),
+        );
+        k.mark(
+            LATE_FAULT,
+            self.faults.iter().any(|f| f.at() > CHAOS_FAULTS_END),
+        );
         k
     }
 
@@ -583,8 +598,27 @@ impl SeedRun for HeronRun {
         self.run_and_judge(On::Local(local)).0
     }
 
+    /// Heron's "runs with" line: the faults in the vocabulary of Heron over RamCast.
     fn tally_line(t: &Tally) -> String {
-        t.describe_heron()
+        let (median, least) = t.post_fault();
+        format!(
+            "runs with: over Ridge {} (the others over RamCast), TPC-C {} (the others the key-value store), five replicas per partition {}, multicast leader crash (RamCast leader, Ridge coordinator) {}, other replica crash {}, crash in the middle of posting {}, client crash {}, false suspicion (leader paused past the timeout) {}, pause (laggard) {}, link delay {}, a fault after the first 900 us {}, queue pair broken while a laggard is served (transfer interrupted) {}; leader change happened {}, state transfers installed {}; requests completed that were issued after the last fault: median {median} per run (least {least}){}",
+            t.own(OVER_RIDGE),
+            t.own(TPCC),
+            t.own(FIVE_REPLICAS),
+            t.leader_crash,
+            t.follower_crash,
+            t.mid_post,
+            t.client_crash,
+            t.false_suspicion,
+            t.slow,
+            t.link_delay,
+            t.own(LATE_FAULT),
+            t.own(SERVE_BROKEN),
+            t.leader_change,
+            t.extra,
+            t.describe_torn(),
+        )
     }
 }
 
@@ -608,9 +642,9 @@ mod tests {
             let run = HeronRun::derive(seed);
             let k = run.kinds();
             for (i, b) in [
-                k.five_replicas,
-                k.late_fault,
-                k.serve_broken,
+                k.has(FIVE_REPLICAS),
+                k.has(LATE_FAULT),
+                k.has(SERVE_BROKEN),
                 k.mid_post,
                 k.link_delay,
                 k.false_suspicion,

@@ -191,7 +191,7 @@ impl RidgeRun {
             (p.index() >= cfg.servers() + cfg.clients)
                 .then(|| cfg.dedicated(p.index() - cfg.servers() - cfg.clients))
         };
-        k.dedicated = true;
+        k.mark(DEDICATED, true);
         (k.leader_crash, k.leaders_at_once, k.follower_crash) = (false, false, false);
         (k.false_suspicion, k.cut_off) = (false, false);
         let mut coordinators: Vec<(Nanos, EnsembleId)> = Vec::new();
@@ -361,6 +361,17 @@ fn acceptor_faults(seed: u64, cfg: &Config, fault_phase: Nanos, shared: &[Fault]
     faults
 }
 
+/// Ridge's own kinds of run ([`Kinds::own`]): single- and multi-group messages mixed in one
+/// run; learners keeping few decisions, so they trim within the run; `e_all`'s acceptors
+/// spread over the groups; acceptors as processes of their own; a learner outside its
+/// ensemble's initial quorum (a distributor) crashing; clocks that disagree.
+const MIXED_DEST: &str = "mixed_dest";
+const SMALL_RETAIN: &str = "small_retain";
+const SPREAD: &str = "spread";
+const DEDICATED: &str = "dedicated";
+const DISTRIBUTOR_CRASH: &str = "distributor_crash";
+const CLOCK_SKEW: &str = "clock_skew";
+
 /// The fewest decisions a learner keeps on real threads (`check --runtime local`): the
 /// sweep's smallest draw without small-retain runs.
 const LOCAL_RETAIN: usize = 1024;
@@ -445,12 +456,15 @@ impl SeedRun for RidgeRun {
         if self.cfg.placement == Placement::Dedicated {
             self.dedicated_kinds(&mut k);
         }
-        k.distributor_crash = self.distributor_crash();
-        k.clock_skew = self.cfg.skew != Skew::NONE;
-        k.mixed_dest = matches!(self.dest, DestPolicy::Between(..));
-        k.small_retain = self.cfg.retain < 256;
-        k.spread = self.cfg.placement == Placement::Colocated
-            && self.cfg.all_acceptors == AllAcceptors::Spread;
+        k.mark(DISTRIBUTOR_CRASH, self.distributor_crash());
+        k.mark(CLOCK_SKEW, self.cfg.skew != Skew::NONE);
+        k.mark(MIXED_DEST, matches!(self.dest, DestPolicy::Between(..)));
+        k.mark(SMALL_RETAIN, self.cfg.retain < 256);
+        k.mark(
+            SPREAD,
+            self.cfg.placement == Placement::Colocated
+                && self.cfg.all_acceptors == AllAcceptors::Spread,
+        );
         k
     }
 
@@ -494,8 +508,35 @@ impl SeedRun for RidgeRun {
         check_multicast_local(nodes, &faults, &phases, &cfg, local, self.seed)
     }
 
+    /// The "runs with" line in Ridge's vocabulary: an ensemble's rank 0 is its initial
+    /// coordinator; colocated, a group's rank 0 is its ensemble's, every server an acceptor,
+    /// ranks beyond f distributors; dedicated, every server a distributor; a leader change is
+    /// a coordinator's round after the first.
     fn tally_line(t: &Tally) -> String {
-        t.describe_ridge()
+        let (median, least) = t.post_fault();
+        format!(
+            "runs with: mixed single- and multi-group traffic {}, retain under 256 decisions (trimming) {}, e_all acceptors spread over the groups {}, dedicated acceptors {}, coordinator crash {} (in several ensembles at the same instant {}), acceptor crash {}, distributor crash {}, client crash {}, crash in the middle of posting {}, false suspicion (initial coordinator paused past the timeout) {}, pause/slow {}, link delay {} (coordinator cut off from its acceptors {}), clock skew {}; new round after the first (takeover or fallback) {}, learner filled a gap from an acceptor {}, server halted {} ({} halts); multicasts ordered after the last fault: median {median} per run (least {least}){}",
+            t.own(MIXED_DEST),
+            t.own(SMALL_RETAIN),
+            t.own(SPREAD),
+            t.own(DEDICATED),
+            t.leader_crash,
+            t.leaders_at_once,
+            t.follower_crash,
+            t.own(DISTRIBUTOR_CRASH),
+            t.client_crash,
+            t.mid_post,
+            t.false_suspicion,
+            t.slow,
+            t.link_delay,
+            t.cut_off,
+            t.own(CLOCK_SKEW),
+            t.leader_change,
+            t.extra,
+            t.halted_runs,
+            t.halted_servers,
+            t.describe_torn(),
+        )
     }
 }
 
@@ -521,12 +562,12 @@ mod tests {
         for seed in 0..600 {
             let run = RidgeRun::derive(seed);
             let k = run.kinds();
-            mixed += k.mixed_dest as u32;
-            small += k.small_retain as u32;
-            spread += k.spread as u32;
+            mixed += k.has(MIXED_DEST) as u32;
+            small += k.has(SMALL_RETAIN) as u32;
+            spread += k.has(SPREAD) as u32;
             cut_off += k.cut_off as u32;
-            dedicated_cut_off += (k.cut_off && k.dedicated) as u32;
-            if k.spread {
+            dedicated_cut_off += (k.cut_off && k.has(DEDICATED)) as u32;
+            if k.has(SPREAD) {
                 let all = run
                     .cfg
                     .ensemble(EnsembleId(run.cfg.groups as u16))
@@ -540,7 +581,7 @@ mod tests {
                     "seed {seed}: {faulty} faulty"
                 );
             }
-            if k.small_retain {
+            if k.has(SMALL_RETAIN) {
                 assert!(within_f(&run.cfg, &run.faults), "seed {seed}");
             }
         }
@@ -659,24 +700,24 @@ mod tests {
             let k = run.kinds();
             seen.leader_crash |= k.leader_crash;
             seen.follower_crash |= k.follower_crash;
-            seen.distributor_crash |= k.distributor_crash;
+            seen.mark(DISTRIBUTOR_CRASH, k.has(DISTRIBUTOR_CRASH));
             seen.client_crash |= k.client_crash;
             seen.mid_post |= k.mid_post;
             seen.false_suspicion |= k.false_suspicion;
             seen.slow |= k.slow;
-            seen.clock_skew |= k.clock_skew;
+            seen.mark(CLOCK_SKEW, k.has(CLOCK_SKEW));
             filled |= out.extra > 0;
         });
         // The sweep really injects each fault kind, and learners really fill gaps.
         assert!(
             seen.leader_crash
                 && seen.follower_crash
-                && seen.distributor_crash
+                && seen.has(DISTRIBUTOR_CRASH)
                 && seen.client_crash
                 && seen.mid_post
                 && seen.false_suspicion
                 && seen.slow
-                && seen.clock_skew,
+                && seen.has(CLOCK_SKEW),
             "{seen:?}"
         );
         assert!(filled, "no learner filled a gap");
