@@ -248,17 +248,18 @@ impl Workload {
 }
 
 /// What one contender measured.
-struct Measured {
-    label: String,
+pub(crate) struct Measured {
+    /// Its label ([`Contender::label`]).
+    pub(crate) label: String,
     /// The 1-client run.
-    one: Point,
+    pub(crate) one: Point,
     /// The saturation sweep, clients 1, 2, 4, ...
-    points: Vec<Point>,
+    pub(crate) points: Vec<Point>,
 }
 
 impl Measured {
     /// The sweep's point of highest throughput (where latency is read "at saturation").
-    fn saturated(&self) -> &Point {
+    pub(crate) fn saturated(&self) -> &Point {
         self.points
             .iter()
             .max_by(|a, b| a.m.throughput.total_cmp(&b.m.throughput))
@@ -278,14 +279,15 @@ struct CdfRow<'a> {
     fraction: f64,
 }
 
-/// Runs the comparison and writes its outputs into `out`.
+/// Runs the comparison and writes its outputs into `out`; returns its summary and what each
+/// contender measured.
 pub(crate) fn compare(
     w: &Workload,
     contenders: &[Contender],
     out: &Path,
     commit: &str,
     progress: &(dyn Fn(&str) + Sync),
-) -> Result<String, String> {
+) -> Result<(String, Vec<Measured>), String> {
     w.validate(contenders)?;
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let dest_tree = w.dest_tree(contenders);
@@ -416,7 +418,7 @@ pub(crate) fn compare(
     )?;
     let md = summary(w, &measured, commit, contenders);
     write(&out.join("summary.md"), &md)?;
-    Ok(md)
+    Ok((md, measured))
 }
 
 /// The `summary.md` of a comparison.
@@ -646,7 +648,7 @@ pub(crate) fn command(a: crate::CompareArgs) -> Result<std::process::ExitCode, S
         w.seed,
         out.display()
     );
-    let md = compare(&w, &protocols, &out, COMMIT, &|line: &str| {
+    let (md, _) = compare(&w, &protocols, &out, COMMIT, &|line: &str| {
         println!("{line}")
     })?;
     print!("{md}");
@@ -748,7 +750,8 @@ mod tests {
             "test",
             &|_| {},
         )
-        .unwrap();
+        .unwrap()
+        .0;
         assert!(
             md.contains("| ramcast |") && md.contains("| tram:breadth |"),
             "{md}"

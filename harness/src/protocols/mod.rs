@@ -507,15 +507,15 @@ pub(crate) fn entry(name: &str) -> Option<&'static Entry> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use multicast::DestPolicy;
     use transport::{Nanos, RegionSpec};
 
     /// A refusal states a run's memory from [`Multicast::footprint`], not from built processes:
     /// it must list the regions the processes declare, process by process in id order, or the
-    /// refusal would misstate the run.
-    fn footprint_is_what_the_processes_declare<P: Multicast>(shape: &Shape) {
+    /// refusal would misstate the run. Each protocol's folder may call it on its own shapes.
+    pub(crate) fn footprint_is_what_the_processes_declare<P: Multicast>(shape: &Shape) {
         let cfg = P::configure(shape).unwrap();
         let load = LoadSpec {
             dest: shape.dest,
