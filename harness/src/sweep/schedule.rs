@@ -254,7 +254,7 @@ pub(crate) fn kinds(faults: &[Fault], m: &impl Membership, suspect: Nanos) -> Ki
             } => {
                 k.link_delay = true;
                 // Only `cut_off_leader` delays a leader's links by three timeouts or more.
-                k.cut_off |= delay >= Nanos(suspect.as_nanos() * 3)
+                k.cut_off |= delay >= Nanos(suspect.as_nanos().saturating_mul(3))
                     && m.group_of(from).is_some()
                     && m.rank_of(from) == 0
                     && m.group_of(to) == m.group_of(from);
