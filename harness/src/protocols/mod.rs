@@ -14,6 +14,7 @@ pub(crate) mod heron;
 pub(crate) mod ramcast;
 pub(crate) mod rdmc;
 pub(crate) mod ridge;
+pub(crate) mod skeen;
 pub(crate) mod tram;
 
 use crate::cluster::ClusterFile;
@@ -373,6 +374,7 @@ pub(crate) const REGISTRY: &[Entry] = &[
     rdmc::ENTRY,
     ridge::ENTRY,
     heron::ENTRY,
+    skeen::ENTRY,
 ];
 
 /// Makes a figure: writes it under `out` (CSV, PNG, `summary.md`), stamping `commit`; `quick`

@@ -1,0 +1,158 @@
+//! Skeen's atomic multicast in the harness: the message-passing baseline of TRAM's Fig. 9, one
+//! process per group (not replicated), over the transport's rings. Its deployment from the
+//! common flags, what the harness reads of its servers, its `check` sweep ([`check`]) and the
+//! figure `tram-fig9` ([`figures`]).
+
+pub(crate) mod check;
+pub(crate) mod figures;
+
+use super::{Checked, Clock, Entry, Kind, Multicast, Shape, Takes};
+use crate::experiment::Observed;
+use crate::totals::Processes;
+use multicast::{LoadSpec, Node};
+use skeen::{Config, SkeenClient, SkeenServer};
+
+/// Skeen's line in the registry.
+pub(crate) const ENTRY: Entry = Entry {
+    name: "skeen",
+    about: "Skeen's atomic multicast (1985): one process per group, not replicated, message passing over rings; TRAM Fig. 9's baseline",
+    testbed: crate::testbed::TRAM,
+    kind: Kind::Multicast {
+        deploy: super::deploy::<Skeen>,
+        variants: None,
+    },
+    // Every flag of a multicast deployment but --replicas: a group is one process.
+    takes: Takes {
+        shared: &[
+            "groups",
+            "clients",
+            "size",
+            "dest",
+            "duration",
+            "warmup",
+            "posting",
+            "slot_bytes",
+            "slots",
+            "out",
+            "log",
+            "ignore_limits",
+        ],
+        own: None,
+        note: "skeen runs one process per group, not replicated",
+    },
+    checked: Some(Checked::of::<check::SkeenRun>()),
+    figures: figures::FIGURES,
+    software: &[],
+};
+
+/// Skeen's algorithm (timestamps proposed by every destination, the largest final).
+pub(crate) struct Skeen;
+
+impl Multicast for Skeen {
+    const NAME: &'static str = "skeen";
+    type Config = Config;
+    type Server = SkeenServer;
+    type Client = SkeenClient;
+
+    /// `replicas` is not Skeen's: a comparison with replicated protocols runs it on one process
+    /// per group, as the TRAM paper does (its summary says so).
+    fn configure(s: &Shape) -> Result<Config, String> {
+        if s.tree.is_some() {
+            return Err("--tree is for tree-based protocols (tram); skeen is genuine".into());
+        }
+        let groups = s.groups.unwrap_or(1);
+        s.dest.validate(groups, s.dest_tree.as_ref())?;
+        let mut cfg = Config::new(groups, s.clients);
+        cfg.ring_slots = s.slots as u32;
+        cfg.slot_bytes = s
+            .slot_bytes
+            .unwrap_or_else(|| Config::slot_bytes_for(s.size));
+        cfg.validate().map_err(|e| e.to_string())?;
+        s.fits(
+            cfg.slot_bytes,
+            cfg.max_payload(),
+            " of payload in a Skeen packet",
+        )?;
+        Ok(cfg)
+    }
+
+    /// Skeen has no timeouts: the clock changes nothing.
+    fn nodes(
+        cfg: &Config,
+        load: LoadSpec,
+        seed: u64,
+        log: bool,
+        _clock: Clock<'_>,
+    ) -> Vec<Node<SkeenServer, SkeenClient>> {
+        skeen::nodes(cfg, load, seed, log)
+    }
+
+    fn slots(cfg: &Config) -> (usize, usize) {
+        (cfg.slot_bytes, cfg.ring_slots as usize)
+    }
+
+    fn regions(cfg: &Config) -> String {
+        let [inbox, credits] = cfg.mesh().regions();
+        format!(
+            "per process a mesh inbox of {} B ({} rings of {} slots of {} B, one per process) and {} B of credits; one process per group",
+            inbox.len,
+            cfg.groups + cfg.clients,
+            cfg.ring_slots,
+            cfg.slot_bytes,
+            credits.len
+        )
+    }
+
+    fn footprint(cfg: &Config) -> Vec<Processes> {
+        let regions = cfg.mesh().regions().to_vec();
+        vec![
+            Processes {
+                role: "servers",
+                count: cfg.groups,
+                regions: regions.clone(),
+            },
+            Processes {
+                role: "clients",
+                count: cfg.clients,
+                regions,
+            },
+        ]
+    }
+}
+
+impl Observed for SkeenServer {
+    /// Skeen has no leader.
+    fn changed_leader(&self) -> bool {
+        false
+    }
+    /// Nothing revokes anything.
+    fn refused_writes(&self) -> u64 {
+        0
+    }
+    fn state<N: transport::Nic>(&self, _nic: &N) -> String {
+        self.describe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use multicast::DestPolicy;
+
+    /// The common flags deploy Skeen on one process per group; a message too large for a slot
+    /// and a tree are refused with what to change.
+    #[test]
+    fn a_shape_deploys_one_process_per_group_and_bad_ones_are_refused() {
+        let shape = |size| crate::compare::Workload::shape_of(4, 3, size, DestPolicy::Random(2), 5);
+        let cfg = Skeen::configure(&shape(64)).unwrap();
+        assert_eq!((cfg.groups, cfg.clients), (4, 5));
+        let mut big = shape(64);
+        big.slot_bytes = Some(128);
+        big.size = 4096;
+        assert!(Skeen::configure(&big).unwrap_err().contains("--slot-bytes"));
+        let mut tree = shape(64);
+        tree.tree = Some("base".parse().unwrap());
+        assert!(Skeen::configure(&tree).unwrap_err().contains("tree-based"));
+        crate::protocols::tests::footprint_is_what_the_processes_declare::<Skeen>(&shape(64));
+    }
+}

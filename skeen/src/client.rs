@@ -1,0 +1,169 @@
+//! A Skeen client (Task 1): it sends its message to the server of each destination group and
+//! completes the multicast once every destination's server answered that it delivered it.
+//!
+//! One multicast in flight at a time (the papers' closed-loop clients). A message larger than
+//! a slot allows is refused at once ([`MulticastError::TooLarge`]); nothing is sent. A
+//! destination whose ring and outbox are full does not refuse the multicast: the packet waits
+//! in the client's backlog and goes on a later poll (a client has one message in flight, so
+//! that backlog holds at most one packet per group). The multicast was accepted, and Skeen
+//! needs every destination to get it, so it is never dropped half sent.
+
+use crate::backlog::Backlog;
+use crate::config::Config;
+use crate::wire::Packet;
+use bytes::Bytes;
+use multicast::{Client, Completed, DestSet, Membership, MsgId, MulticastError};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use transport::mesh::Mesh;
+use transport::{Nanos, Nic, Process, ProcessId, Progress, RegionSpec, Work};
+
+/// The multicast in flight.
+#[derive(Debug)]
+struct InFlight {
+    id: MsgId,
+    dst: DestSet,
+    sent_at: Nanos,
+    /// Destination groups whose server answered.
+    answered: DestSet,
+}
+
+/// A Skeen client.
+#[derive(Debug)]
+pub struct SkeenClient {
+    cfg: Arc<Config>,
+    me: ProcessId,
+    mesh: Mesh,
+    backlog: Backlog,
+    next_seq: u64,
+    inflight: Option<InFlight>,
+    completed: VecDeque<Completed>,
+    buf: Vec<u8>,
+}
+
+impl SkeenClient {
+    /// Client `i`.
+    pub fn new(cfg: Arc<Config>, i: usize) -> SkeenClient {
+        let me = cfg.client(i);
+        SkeenClient {
+            mesh: Mesh::new(cfg.mesh(), me).expect("a client is a member of the mesh"),
+            backlog: Backlog::default(),
+            me,
+            next_seq: 0,
+            inflight: None,
+            completed: VecDeque::new(),
+            buf: Vec::new(),
+            cfg,
+        }
+    }
+
+    /// Packets of the multicast in flight still waiting for room in a server's ring.
+    pub fn backlog(&self) -> usize {
+        self.backlog.len()
+    }
+
+    /// The most packets that ever waited in the backlog at once (at most the multicast's destination count).
+    pub fn backlog_peak(&self) -> usize {
+        self.backlog.peak()
+    }
+
+    /// Packets that ever waited in the backlog (a measure of backpressure).
+    pub fn deferred(&self) -> u64 {
+        self.backlog.deferred()
+    }
+
+    /// Whether a multicast is in flight.
+    pub fn in_flight(&self) -> bool {
+        self.inflight.is_some()
+    }
+}
+
+impl<N: Nic> Process<N> for SkeenClient {
+    fn regions(&self) -> Vec<RegionSpec> {
+        self.cfg.mesh().regions().to_vec()
+    }
+
+    fn poll(&mut self, nic: &mut N) -> Progress {
+        // Unsignaled ring writes; a failure means a crashed server (not tolerated, crate docs).
+        while nic.poll_completion().is_some() {}
+        let mut worked = self.mesh.flush(nic).expect("own packets fit");
+        worked |= self.backlog.flush(&mut self.mesh, nic);
+        let mut buf = std::mem::take(&mut self.buf);
+        self.mesh.observe_changes(nic);
+        while let Some(from) = self.mesh.recv(nic, &mut buf).expect("ring reads") {
+            worked = true;
+            nic.work(Work::Decode, 1);
+            let (Ok(Packet::Reply { id, .. }), Some(g)) =
+                (Packet::decode(&buf), self.cfg.group_of(from))
+            else {
+                continue;
+            };
+            let Some(f) = self.inflight.as_mut().filter(|f| f.id == id) else {
+                continue;
+            };
+            if !f.dst.contains(g) {
+                continue;
+            }
+            f.answered = DestSet::from_bits(f.answered.bits() | 1 << g.0);
+            if f.answered == f.dst {
+                let f = self.inflight.take().expect("in flight");
+                let now = nic.now();
+                self.completed.push_back(Completed {
+                    msg: f.id,
+                    sent_at: f.sent_at,
+                    latency: now.saturating_sub(f.sent_at),
+                });
+            }
+        }
+        self.buf = buf;
+        Progress::worked(worked)
+    }
+}
+
+impl<N: Nic> Client<N> for SkeenClient {
+    fn try_multicast(
+        &mut self,
+        nic: &mut N,
+        dst: DestSet,
+        payload: &[u8],
+    ) -> Result<MsgId, MulticastError> {
+        if self.inflight.is_some() {
+            return Err(MulticastError::InFlight);
+        }
+        MulticastError::check_destinations(dst, self.cfg.groups)?;
+        let max = self.cfg.max_payload();
+        if payload.len() > max {
+            return Err(MulticastError::TooLarge {
+                len: payload.len(),
+                max,
+                dst_groups: dst.len(),
+            });
+        }
+        let now = nic.now();
+        let id = MsgId::new(self.me, self.next_seq);
+        self.next_seq += 1;
+        // Task 1: m to the server of each destination group, encoded once.
+        let bytes = Packet::Multicast {
+            id,
+            dst,
+            payload: Bytes::copy_from_slice(payload),
+        }
+        .encode();
+        nic.work(Work::Copy, bytes.len() as u64);
+        for g in dst.groups() {
+            let to = self.cfg.server_of(g);
+            self.backlog.send(&mut self.mesh, nic, to, bytes.clone());
+        }
+        self.inflight = Some(InFlight {
+            id,
+            dst,
+            sent_at: now,
+            answered: DestSet::EMPTY,
+        });
+        Ok(id)
+    }
+
+    fn poll_completed(&mut self) -> Option<Completed> {
+        self.completed.pop_front()
+    }
+}
