@@ -132,7 +132,19 @@ pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
                 CheckRuntime::Local => "real threads (the NIC thread yields between words)".into(),
             };
             if verbose {
-                bar.suspend(|| println!("{}\n  torn landings: {tearing}", run.spec()));
+                bar.suspend(|| {
+                    println!("{}\n  torn landings: {tearing}", run.spec());
+                    if a.runtime == CheckRuntime::Sim {
+                        println!(
+                            "  replay: harness check --protocol {} --profile {} --software {} --torn {} --replay '{}'",
+                            R::PROTOCOL,
+                            model.profile.name,
+                            a.software,
+                            a.torn,
+                            run.spec()
+                        );
+                    }
+                });
             }
             tally.add(run.kinds(), out);
             if !out.violations.is_empty() || out.divergence.is_some() {

@@ -499,7 +499,8 @@ pub(crate) struct CheckArgs {
     pub(crate) seed: Option<u64>,
     /// Run exactly the run this line describes (`seed=N key=value ... fault=...`, as `check`
     /// prints a run): the same parameters and faults whatever later changes do to how seeds
-    /// derive runs. The protocols, not chaos.
+    /// derive runs. The hardware and software profiles and --torn are flags, as the replay
+    /// command `check` prints beside a line gives them. The protocols, not chaos.
     #[arg(long, value_name = "LINE", conflicts_with_all = ["seed", "seeds", "first_seed", "shard", "report"])]
     pub(crate) replay: Option<String>,
     /// Keep the delivery logs of failing runs under this directory (ramcast).

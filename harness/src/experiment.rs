@@ -563,15 +563,19 @@ pub(crate) fn parse_bytes(s: &str) -> Result<usize, String> {
 }
 
 /// Parses a duration flag (`10s`, `500ms`, `200us`, `1500ns`; see [`Nanos::from_str`]),
-/// positive and at most an hour.
+/// positive and at most an hour ([`bounded_duration`]).
 ///
 /// [`Nanos::from_str`]: std::str::FromStr::from_str
 pub(crate) fn parse_duration(s: &str) -> Result<Nanos, String> {
-    let d: Nanos = s.parse()?;
+    bounded_duration(s.parse()?)
+}
+
+/// `d` if it is positive and at most an hour, as every duration a command takes must be.
+pub(crate) fn bounded_duration(d: Nanos) -> Result<Nanos, String> {
     if d == Nanos::ZERO || d > Nanos::from_secs(3_600) {
         return Err(format!(
             "duration `{}` must be positive and at most one hour",
-            s.trim()
+            d.exact()
         ));
     }
     Ok(d)

@@ -7,7 +7,7 @@
 //! process's regions 0 and 1.
 
 use crate::wire::HEADER_BYTES;
-use multicast::{GroupId, Membership, MAX_GROUPS};
+use multicast::{DestSet, GroupId, Membership, MAX_GROUPS};
 use transport::mesh::MeshLayout;
 use transport::ring::RingConfig;
 use transport::slot::{CANARY_BYTES, HEADER_BYTES as SLOT_HEADER_BYTES};
@@ -103,6 +103,13 @@ impl Config {
         (size + HEADER_BYTES + SLOT_FRAMING_BYTES).next_multiple_of(8)
     }
 
+    /// Whether `dst` names only groups of this deployment: a server refuses a multicast to any
+    /// other (its proposal would go to a client, or to no process, and the message would be
+    /// held pending forever, blocking the group).
+    pub fn has_groups(&self, dst: DestSet) -> bool {
+        !dst.is_empty() && dst.groups().all(|g| (g.0 as usize) < self.groups)
+    }
+
     /// Group `g`'s server.
     pub fn server_of(&self, g: GroupId) -> ProcessId {
         self.server(g, 0)
@@ -140,6 +147,19 @@ impl Membership for Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server takes multicasts only to groups of its deployment.
+    #[test]
+    fn destinations_outside_the_deployment_are_not_its_groups() {
+        let cfg = Config::new(2, 4);
+        let set = |gs: &[u8]| DestSet::of(gs.iter().map(|&g| GroupId(g))).unwrap();
+        assert!(cfg.has_groups(set(&[0, 1])));
+        assert!(
+            !cfg.has_groups(set(&[0, 5])),
+            "group 5 is client 3's process id"
+        );
+        assert!(!cfg.has_groups(set(&[40])));
+    }
 
     #[test]
     fn processes_are_servers_by_group_then_clients() {

@@ -39,6 +39,10 @@ pub const GROUP_BITS: u32 = 6;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Stamp(pub u64);
 
+/// The highest clock a proposal may carry: half of a stamp's clock bits, so that no clock a
+/// proposal raises this server's to can wrap the stamps it proposes next.
+pub const MAX_CLOCK: u64 = 1 << (63 - GROUP_BITS);
+
 impl Stamp {
     /// Group `g`'s stamp at clock value `clock`.
     pub const fn new(clock: u64, g: GroupId) -> Stamp {
@@ -84,7 +88,8 @@ pub enum Ignored {
     NotADestination,
     /// A message this server already holds or delivered.
     Duplicate,
-    /// A proposal from a group that is not a destination of its message, or a second one.
+    /// A proposal from a group that is not a destination of its message, a second one, or one
+    /// whose clock is past [`MAX_CLOCK`].
     StrayProposal,
 }
 
@@ -215,6 +220,11 @@ impl Order {
     /// Task 3's input: group `ts.group()`'s proposal `ts` for message `id`. Returns what was
     /// wrong with it, if anything.
     pub fn propose(&mut self, id: MsgId, ts: Stamp) -> Result<(), Ignored> {
+        // A correct server's clock counts its messages and never nears the stamp's 58 bits; a
+        // clock this high would wrap the next stamp below every delivered one.
+        if ts.clock() >= MAX_CLOCK {
+            return Err(self.ignore(Ignored::StrayProposal));
+        }
         let g = ts.group();
         let Some(entry) = self.held.get_mut(&id) else {
             if self.delivered_before(id) || g == self.group {
@@ -307,6 +317,28 @@ mod tests {
             a < Stamp::new(3, GroupId(6)) && Stamp::new(3, GroupId(63)) < Stamp::new(4, GroupId(0))
         );
         assert_eq!(a.to_string(), "3.5");
+    }
+
+    /// A proposal whose clock is past [`MAX_CLOCK`] (no correct server's) is ignored: taking it
+    /// would raise this server's clock until its next stamp wrapped below delivered ones.
+    #[test]
+    fn a_proposal_with_a_clock_near_the_stamps_limit_is_ignored() {
+        let mut o = Order::new(GroupId(0));
+        let a = m(10, 0);
+        assert!(matches!(
+            o.receive(a, dst(&[0, 1]), Bytes::new()),
+            Received::Proposed(_)
+        ));
+        let huge = Stamp::new(MAX_CLOCK, GroupId(1));
+        assert_eq!(o.propose(a, huge), Err(Ignored::StrayProposal));
+        assert_eq!(o.clock(), 1);
+        assert!(o.propose(a, Stamp::new(MAX_CLOCK - 1, GroupId(1))).is_ok());
+        assert_eq!(drain(&mut o).len(), 1);
+        let next = m(10, 1);
+        assert_eq!(
+            o.receive(next, dst(&[0]), Bytes::new()),
+            Received::Proposed(Stamp::new(MAX_CLOCK, GroupId(0)))
+        );
     }
 
     /// The delivery rule: a final message waits behind a pending one whose final stamp may

@@ -101,7 +101,10 @@ impl SkeenServer {
     fn handle<N: Nic>(&mut self, nic: &mut N, from: ProcessId, packet: Packet) {
         match packet {
             Packet::Multicast { id, dst, payload } => {
-                if self.cfg.client_index(from).is_none() || id.client != from.0 {
+                if self.cfg.client_index(from).is_none()
+                    || id.client != from.0
+                    || !self.cfg.has_groups(dst)
+                {
                     self.rejected += 1;
                     return;
                 }

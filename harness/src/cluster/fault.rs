@@ -45,7 +45,11 @@ impl FromStr for ProcessFault {
     fn from_str(s: &str) -> Result<ProcessFault, String> {
         let usage = || format!("`{s}`: {FAULT_USAGE}");
         let t = FaultText::parse(s).map_err(|e| format!("{e}: {FAULT_USAGE}"))?;
-        let (at, who) = (t.at, t.who);
+        // Times of a tcp fault are durations from the nodes' start, bounded as every duration
+        // flag: a pause of no length would send its SIGCONT before its SIGSTOP.
+        let bounded = |d| crate::experiment::bounded_duration(d).map_err(|e| format!("`{s}`: {e}"));
+        let (at, who) = (bounded(t.at)?, t.who);
+        let span = t.span.map(bounded).transpose()?;
         let node = || who.parse::<u32>().map_err(|_| usage());
         let nodes = |n: &str| -> Result<Nodes, String> {
             if n == "*" {
@@ -56,7 +60,7 @@ impl FromStr for ProcessFault {
                 .collect::<Result<_, _>>()
                 .map(Nodes::Some)
         };
-        match (t.kind, t.span, t.value) {
+        match (t.kind, span, t.value) {
             ("kill", None, None) => Ok(ProcessFault::Kill { node: node()?, at }),
             ("pause", Some(span), None) => Ok(ProcessFault::Pause {
                 node: node()?,

@@ -315,6 +315,20 @@ mod tests {
         assert!(err.contains("0 to 1"), "{err}");
         let err = "partition:*|*@1s+1s".parse::<ProcessFault>().unwrap_err();
         assert!(err.contains("one side named"), "{err}");
+        // Times are durations from the start, positive and at most an hour: a pause of no
+        // length would send its SIGCONT before its SIGSTOP and leave the node stopped.
+        for bad in [
+            "pause:3@1s+0s",
+            "kill:0@0s",
+            "kill:0@7200s",
+            "partition:0|*@2s+0ns",
+        ] {
+            let err = bad.parse::<ProcessFault>().unwrap_err();
+            assert!(
+                err.contains("positive and at most one hour"),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]

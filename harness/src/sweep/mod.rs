@@ -327,4 +327,15 @@ pub(crate) mod tests {
         )
         .expect("valid")
     }
+
+    /// A report written before the protocols' own kinds were counted by name (Ridge's
+    /// `clock_skew` as a field of its own) is refused, not merged without them.
+    #[test]
+    fn a_report_with_tally_fields_it_does_not_know_is_refused() {
+        let text = toml::to_string(&Report::default()).expect("serialises");
+        assert!(text.contains("[tally]"), "{text}");
+        let old = text.replace("[tally]", "[tally]\nclock_skew = 3");
+        let err = toml::from_str::<Report>(&old).unwrap_err().to_string();
+        assert!(err.contains("clock_skew"), "{err}");
+    }
 }

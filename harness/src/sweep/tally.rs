@@ -28,8 +28,11 @@ pub(crate) struct Outcome {
     pub(crate) torn_ops: u64,
 }
 
-/// Counts over a sweep: how many runs had each fault kind and each protocol event.
+/// Counts over a sweep: how many runs had each fault kind and each protocol event. A report
+/// whose tally has fields this one does not know (one written before the protocols' own kinds
+/// became [`Tally::own`]) is refused rather than merged without them.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct Tally {
     pub(crate) events: u64,
     pub(crate) delivered: u64,

@@ -70,7 +70,7 @@ impl SeedRun for SkeenRun {
         let budget = FaultBudget {
             horizon: fault_phase,
             max_crashes: 0,
-            transient: rng.below(6) as usize,
+            transient: 1 + rng.below(6) as usize,
             revocable_regions: 0,
         };
         let faults = random_faults(seed, groups + cfg.clients, budget);
