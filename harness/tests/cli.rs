@@ -45,6 +45,13 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// Runs `args` and asserts the command is refused, its error saying `says`.
+fn refused(args: &[&str], says: &str) {
+    let o = harness(args);
+    assert!(!o.status.success(), "{args:?} was accepted");
+    assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+}
+
 #[test]
 fn sizes_out_of_range_are_rejected() {
     for bad in ["0", "8388609", "-3", "big"] {
@@ -274,9 +281,7 @@ fn ramcast_run_rejects_bad_configurations_clearly() {
     for (args, want) in cases {
         let mut all = vec!["run", "--protocol", "ramcast"];
         all.extend_from_slice(args);
-        let o = harness(&all);
-        assert!(!o.status.success(), "{args:?} accepted");
-        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+        refused(&all, want);
     }
 }
 
@@ -488,9 +493,7 @@ fn tram_run_rejects_bad_trees_and_flags_clearly() {
     for (args, want) in cases {
         let mut all = vec!["run"];
         all.extend_from_slice(args);
-        let o = harness(&all);
-        assert!(!o.status.success(), "{args:?} accepted");
-        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+        refused(&all, want);
     }
 }
 
@@ -561,9 +564,7 @@ fn rdmc_run_refuses_flags_that_do_not_apply() {
             "--senders 5 must be between 1 and --nodes (4)",
         ),
     ] {
-        let o = harness(&args);
-        assert!(!o.status.success(), "{args:?} was accepted");
-        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+        refused(&args, want);
     }
 }
 
@@ -847,9 +848,7 @@ fn heron_run_refuses_flags_that_do_not_apply() {
     ] {
         let mut a = vec!["run", "--protocol", "heron", "--duration", "1ms"];
         a.extend(args);
-        let o = harness(&a);
-        assert!(!o.status.success(), "{a:?} accepted");
-        assert!(stderr(&o).contains(says), "{a:?}: {}", stderr(&o));
+        refused(&a, says);
     }
     let o = harness(&["run", "--app", "tpcc"]);
     assert!(
@@ -1240,9 +1239,7 @@ fn tcp_flags_are_refused_where_they_do_not_apply() {
         ),
     ];
     for (args, want) in cases {
-        let o = harness(args);
-        assert!(!o.status.success(), "{args:?} accepted");
-        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+        refused(args, want);
     }
     let missing = std::env::temp_dir().join("no-such-cluster.toml");
     let o = harness(&["node", "--cluster", missing.to_str().unwrap(), "--id", "0"]);
