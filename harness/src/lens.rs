@@ -44,7 +44,13 @@ pub(crate) fn make(
         progress(&format!("{} under software {}", f.name, s.describe()));
         let progress = |line: &str| progress(&format!("[{}] {line}", s.name));
         let dir = out.join(&s.name);
-        (f.make)(&dir, commit, quick, s, &progress)?;
+        (f.make)(&crate::protocols::Making {
+            out: &dir,
+            commit,
+            quick,
+            software: s,
+            progress: &progress,
+        })?;
         if quick {
             mark_quick(&dir.join("summary.md"))?;
         }

@@ -377,16 +377,36 @@ pub(crate) const REGISTRY: &[Entry] = &[
     skeen::ENTRY,
 ];
 
-/// Makes a figure: writes it under `out` (CSV, PNG, `summary.md`), stamping `commit`; `quick`
-/// asks for fewer points and shorter runs; every run charges `software`'s prices; `progress`
-/// gets a line per measured point.
-pub(crate) type MakeFigure = fn(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String>;
+/// What a figure is made with: where it goes (CSV, PNG, `summary.md` under `out`), the commit
+/// it stamps, whether `quick` (fewer points, shorter runs), the software profile every run
+/// charges, and where a line per measured point goes.
+#[derive(Clone, Copy)]
+pub(crate) struct Making<'a> {
+    pub(crate) out: &'a Path,
+    pub(crate) commit: &'a str,
+    pub(crate) quick: bool,
+    pub(crate) software: &'a Software,
+    pub(crate) progress: Progress<'a>,
+}
+
+/// A figure's progress sink: a line per measured point.
+pub(crate) type Progress<'a> = &'a (dyn Fn(&str) + Sync);
+
+impl<'a> Making<'a> {
+    /// Its parts, for a figure function to name them.
+    pub(crate) fn parts(&self) -> (&'a Path, &'a str, bool, &'a Software, Progress<'a>) {
+        (
+            self.out,
+            self.commit,
+            self.quick,
+            self.software,
+            self.progress,
+        )
+    }
+}
+
+/// Makes a figure as [`Making`] says.
+pub(crate) type MakeFigure = fn(&Making<'_>) -> Result<(), String>;
 
 /// A paper figure (or table) the harness reproduces: `harness figure NAME`.
 #[derive(Debug)]

@@ -16,6 +16,7 @@ use super::Over;
 use crate::experiment::{write_rows, Where};
 use crate::figure::{cdf_points, panel, us, write, NO_CLAIMS};
 use crate::plot::{self, Series};
+use crate::protocols::Making;
 use hdrhistogram::Histogram;
 use heron::tpcc::Scale;
 use heron::{Tpcc, Window};
@@ -415,13 +416,8 @@ pub(crate) fn command(
 
 /// The figure `heron-over`: the thesis's TPC-C setup (4 partitions of 3 replicas,
 /// `xl170-cx4`) over RamCast and over Ridge.
-pub(crate) fn figure(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(crate) fn figure(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     let c = Comparison {
         partitions: 4,
         replicas: 3,

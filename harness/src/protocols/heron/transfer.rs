@@ -23,13 +23,13 @@ use super::Over;
 use crate::experiment::Where;
 use crate::figure::{panel, write, TABLE_HEAD};
 use crate::plot::{self, Series};
+use crate::protocols::Making;
 use crate::verdict::{self, Claim, Measure};
 use heron::store::Layout;
 use heron::tpcc::{Scale, Tpcc};
 use heron::{Application, Catchup, Window};
 use multicast::{GroupId, Membership};
 use std::fmt::Write as _;
-use std::path::Path;
 use transport::runtime::sim::{Fault, Profile, SimConfig, Software};
 use transport::Nanos;
 
@@ -169,13 +169,8 @@ fn warehouse_bytes() -> u64 {
 }
 
 /// Figure 5.6.
-pub(crate) fn fig5_6(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(crate) fn fig5_6(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let profile = Profile::load(crate::testbed::HERON).map_err(|e| e.to_string())?;
     let sizes: Vec<&Size> = SIZES.iter().filter(|s| !quick || s.quick).collect();

@@ -8,12 +8,12 @@ use crate::figure::{
     panel, row, saturate, size_label, software_bullet, us, write, TABLE_HEAD,
 };
 use crate::plot::{self, Series};
+use crate::protocols::Making;
 use crate::protocols::PaperFigure;
 use crate::verdict::{self, Claim, Measure};
 use multicast::DestPolicy;
 use ramcast::Config;
 use std::fmt::Write as _;
-use std::path::Path;
 use transport::runtime::sim::DEFAULT_SOFTWARE;
 use transport::runtime::sim::{Profile, Software};
 use transport::Nanos;
@@ -148,13 +148,8 @@ struct DestCdfRow<'a> {
 }
 
 /// RamCast Fig. 4: message size, one group of three replicas.
-pub(crate) fn fig4(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(crate) fn fig4(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     let profile = Profile::load(crate::testbed::RAMCAST).map_err(|e| e.to_string())?;
     let sizes: &[usize] = if quick {
         &[64, 4096, 32768]
@@ -559,13 +554,8 @@ fn fig4_discussion(
 }
 
 /// RamCast Fig. 5: groups, single-group and all-groups messages.
-pub(crate) fn fig5(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(crate) fn fig5(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     let profile = Profile::load(crate::testbed::RAMCAST).map_err(|e| e.to_string())?;
     let groups: &[usize] = if quick { &[1, 2] } else { &[1, 2, 4, 8] };
     let duration = Nanos(if quick { 1_000_000 } else { 2_000_000 });

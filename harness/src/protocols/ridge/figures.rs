@@ -6,13 +6,12 @@ use super::evaluation;
 use crate::experiment::write_rows;
 use crate::figure::{panel, write};
 use crate::plot::{self, Series};
+use crate::protocols::Making;
 use crate::protocols::PaperFigure;
 use crate::verdict::{self, Claim, Measure};
 use ridge::model::{self, Point};
 use ridge::paxos::Dissemination;
 use std::fmt::Write as _;
-use std::path::Path;
-use transport::runtime::sim::Software;
 
 /// Ridge's figures.
 pub(crate) const FIGURES: &[PaperFigure] = &[
@@ -78,13 +77,8 @@ struct RateRow<'a> {
     values_per_round: f64,
 }
 
-fn ridge_model(
-    out: &Path,
-    commit: &str,
-    _quick: bool,
-    _software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+fn ridge_model(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, _quick, _software, progress) = m.parts();
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let mut points: Vec<Point> = Vec::new();
     for delta in DELTAS {

@@ -8,12 +8,12 @@
 use crate::compare::{compare, Contender, Measured, Workload};
 use crate::figure::{max_label, max_throughput, saturated};
 use crate::plot::{self, Series};
+use crate::protocols::Making;
 use crate::protocols::PaperFigure;
 use crate::verdict::{self, Claim, Measure};
 use multicast::DestPolicy;
 use std::fmt::Write as _;
-use std::path::Path;
-use transport::runtime::sim::{Profile, Software};
+use transport::runtime::sim::Profile;
 use transport::Nanos;
 
 /// The figure, on TRAM's testbed.
@@ -49,13 +49,8 @@ fn p50_us(m: &Measured) -> f64 {
 }
 
 /// TRAM Fig. 9: latency at one client and throughput at saturation against destinations.
-pub(crate) fn fig9(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(crate) fn fig9(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     let profile = Profile::load(crate::testbed::TRAM).map_err(|e| e.to_string())?;
     let dests: Vec<usize> = if quick { vec![1, 8] } else { vec![1, 2, 4, 8] };
     let contenders: Vec<Contender> = CONTENDERS

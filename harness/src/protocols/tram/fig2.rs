@@ -9,11 +9,11 @@
 use crate::experiment::Measured;
 use crate::figure::{panel, write};
 use crate::plot::{self, Panel, Series};
+use crate::protocols::Making;
 use crate::stats::{linear_fit, mean_ci};
 use crate::verdict::{self, Claim};
 use multicast::DestPolicy;
 use std::fmt::Write as _;
-use std::path::Path;
 use transport::runtime::sim::{Discipline, Posting, Profile, Sim, SimConfig, Software};
 use transport::*;
 
@@ -170,13 +170,8 @@ fn ramcast(
 }
 
 /// TRAM Fig. 2, and the probe of what each discipline does to RamCast.
-pub(crate) fn fig2(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(crate) fn fig2(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     let profile = Profile::load(crate::testbed::TRAM).map_err(|e| e.to_string())?;
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let rounds = if quick { 50 } else { 500 };

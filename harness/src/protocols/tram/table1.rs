@@ -16,10 +16,10 @@
 use crate::experiment::write_rows;
 use crate::figure::{panel, write};
 use crate::plot::{self, Series};
+use crate::protocols::Making;
 use crate::verdict::{self, Claim, Measure};
 use multicast::{check, collect_log, DestPolicy, GroupId, LoadSpec, Membership, Node, Tree};
 use std::fmt::Write as _;
-use std::path::Path;
 use std::sync::Arc;
 use transport::runtime::sim::{Fault, Profile, Sim, SimConfig, Software};
 use transport::Nanos;
@@ -108,13 +108,8 @@ const PERMISSION_STEPS: [u64; 4] = [30_000, 100_000, 300_000, 1_000_000];
 
 /// Runs the experiment and writes `table1.csv`, `delayed.csv`, `latency_over_time.csv`,
 /// `table1.png` and `summary.md`.
-pub(crate) fn table1(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(crate) fn table1(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     let profile = Profile::load(crate::testbed::TRAM).map_err(|e| e.to_string())?;
     let tree = Tree::preset("breadth").expect("preset");
     let clients = if quick { 20 } else { 100 };

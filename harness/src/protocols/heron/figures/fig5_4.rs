@@ -101,13 +101,8 @@ pub(super) struct CdfRow<'a> {
 }
 
 /// Figure 5.4.
-pub(super) fn fig5_4(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(super) fn fig5_4(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     let profile = start(out)?;
     let duration = Nanos(if quick { 5_000_000 } else { 20_000_000 });
     let measured = crate::figure::in_parallel(&FIG5_4, |&(label, partitions, spanning)| {

@@ -40,13 +40,8 @@ pub(super) fn one_kind(
 }
 
 /// Figure 5.5.
-pub(super) fn fig5_5(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(super) fn fig5_5(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     let profile = start(out)?;
     let duration = Nanos(if quick { 5_000_000 } else { 20_000_000 });
     let measured = crate::figure::in_parallel(&KINDS, |&kind| {

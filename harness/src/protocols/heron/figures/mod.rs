@@ -33,6 +33,7 @@ use crate::experiment::write_rows;
 use crate::experiment::Where;
 use crate::figure::{panel, write, TABLE_HEAD};
 use crate::plot::{self, Series};
+use crate::protocols::Making;
 use crate::protocols::PaperFigure;
 use crate::verdict::{self, Claim, Measure, Verdict};
 use heron::tpcc::{self, Kind, Mix, Scale};

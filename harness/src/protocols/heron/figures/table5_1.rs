@@ -53,13 +53,8 @@ pub(super) const FACTORS: [[f64; 4]; 4] = [
 ];
 
 /// Table 5.1.
-pub(super) fn table5_1(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(super) fn table5_1(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     let profile = start(out)?;
     let partitions: &[usize] = if quick { &[1, 2, 4] } else { &[1, 2, 4, 8, 16] };
     let duration = Nanos(if quick { 2_000_000 } else { 5_000_000 });

@@ -222,13 +222,8 @@ pub(super) fn table5_2_claims(found: &[Waited]) -> Vec<Claim> {
 }
 
 /// Table 5.2.
-pub(super) fn table5_2(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(super) fn table5_2(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     let profile = start(out)?;
     let duration = Nanos(if quick { 2_000_000 } else { 5_000_000 });
     let sweeps = crate::figure::in_parallel(&TABLE5_2, |&(p, r, ..)| {

@@ -15,13 +15,8 @@ pub(super) const VERSUS: [Algorithm; 4] = [
 ];
 
 /// RDMC Figs. 10-11: the algorithms against each other, 256 MB and 8 MB.
-pub(crate) fn fig10_11(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(crate) fn fig10_11(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     let mut ctx = Ctx::start(out, commit, software, progress)?;
     let sizes: Vec<usize> = if quick {
         vec![8 * MB]
@@ -164,13 +159,8 @@ pub(crate) fn fig10_11(
 }
 
 /// RDMC Fig. 12: latency against group size, binomial pipeline against sequential send.
-pub(crate) fn fig12(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(crate) fn fig12(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     let profile = load("sierra-qdr")?;
     let mut ctx = Ctx::start(out, commit, software, progress)?;
     let groups: Vec<usize> = if quick {
@@ -236,13 +226,8 @@ pub(crate) fn fig12(
 }
 
 /// RDMC Figs. 13-14: concurrent senders, each member the root of its own group.
-pub(crate) fn fig13_14(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(crate) fn fig13_14(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     let profile = load("fractus-100g")?;
     let mut ctx = Ctx::start(out, commit, software, progress)?;
     let groups: Vec<usize> = if quick {
@@ -333,13 +318,8 @@ pub(crate) fn fig13_14(
 }
 
 /// RDMC Fig. 15: 1-byte messages per second against group size.
-pub(crate) fn fig15(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(crate) fn fig15(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     let profile = load("fractus-100g")?;
     let mut ctx = Ctx::start(out, commit, software, progress)?;
     let groups: Vec<usize> = if quick {

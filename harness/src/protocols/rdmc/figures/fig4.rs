@@ -18,13 +18,8 @@ pub(super) struct BreakdownRow {
 }
 
 /// RDMC Fig. 4 (and Fig. 5): where the time of one 256 MB transfer to a group of 4 goes.
-pub(crate) fn fig4(
-    out: &Path,
-    commit: &str,
-    _quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(crate) fn fig4(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, _quick, software, progress) = m.parts();
     let profile = load("stampede-fdr")?;
     let mut ctx = Ctx::start(out, commit, software, progress)?;
     let s = spec(&profile, Algorithm::BinomialPipeline, 4, 256 * MB);

@@ -3,13 +3,8 @@
 use super::*;
 
 /// RDMC Fig. 6: bandwidth against block size for 4 .. 256 MB messages, group of 4.
-pub(crate) fn fig6(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(crate) fn fig6(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     let profile = load("stampede-fdr")?;
     let mut ctx = Ctx::start(out, commit, software, progress)?;
     let sizes: Vec<usize> = if quick {

@@ -62,13 +62,8 @@ pub(super) fn table(md: &mut String, head: &str, curves: &[(String, Points)], f:
 }
 
 /// RDMC Figs. 7-9: pipeline bandwidth against group size on Sierra, Stampede and Fractus.
-pub(crate) fn fig7_9(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(crate) fn fig7_9(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     let mut ctx = Ctx::start(out, commit, software, progress)?;
     let sizes: Vec<usize> = if quick {
         vec![MB, 16 * MB]

@@ -8,6 +8,7 @@ use crate::experiment::Where;
 use crate::figure::{panel, write, NO_CLAIMS};
 use crate::plot::{self, Series, XScale};
 use crate::protocols::rdmc::{show_bytes, BulkResult, BulkSpec, Row};
+use crate::protocols::Making;
 use crate::protocols::PaperFigure;
 use crate::verdict::{self, Claim, Measure};
 use rdmc::Algorithm;

@@ -5,13 +5,8 @@ use super::*;
 
 /// `harness figure ridge-fig1`: one group (broadcast), destinations 1 to 32, 200 B, 8 KB and
 /// 64 KB messages, Ridge beside the ring and direct baselines.
-pub(crate) fn fig1(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(crate) fn fig1(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     let dests: &[usize] = if quick { &[1, 8] } else { &[1, 4, 8, 16, 32] };
     let disseminations: Vec<Dissemination> = Dissemination::ALL.iter().map(|d| d.1).collect();
     let setups: Vec<Setup> = sizes(quick)

@@ -5,13 +5,8 @@ use super::*;
 /// `harness figure ridge-fig2`: groups of four servers (3 acceptors per ensemble), single-group
 /// messages, 1 to 8 groups; Ridge beside the ring baseline (Multi-Ring Paxos's scheme: one
 /// ensemble per group), throughput normalised by one group's.
-pub(crate) fn fig2(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(crate) fn fig2(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     let groups: &[usize] = if quick { &[1, 2] } else { &[1, 2, 4, 8] };
     let disseminations = [Dissemination::Ridge, Dissemination::Ring];
     let setups: Vec<Setup> = sizes(quick)

@@ -29,13 +29,8 @@ pub(super) const NTP_OFFSET: Nanos = Nanos(100_000);
 /// `harness figure ridge-fig3`: optimistic deliveries of 64 KB messages in one group of four
 /// servers as load grows: the latency of optimistic and atomic deliveries, throughput, and
 /// the mistakes.
-pub(crate) fn fig3(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(crate) fn fig3(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     let profile = Profile::load(crate::testbed::RIDGE).map_err(|e| e.to_string())?;
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let setup = Setup {

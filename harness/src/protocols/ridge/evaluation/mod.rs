@@ -15,6 +15,7 @@ use crate::figure::{
     saturate, saturated, size_label, software_bullet, us, write, Point,
 };
 use crate::plot::{self, Series, XScale};
+use crate::protocols::Making;
 use crate::verdict::{self, Claim, Measure};
 use multicast::DestPolicy;
 use ridge::paxos::Dissemination;

@@ -3,14 +3,8 @@
 use super::*;
 
 /// TRAM Fig. 5 (uniform random destinations) and Fig. 6 (adjacent destinations).
-pub(crate) fn fig5_6(
-    out: &Path,
-    commit: &str,
-    adjacent: bool,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(crate) fn fig5_6(m: &Making<'_>, adjacent: bool) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     let profile = Profile::load(crate::testbed::TRAM).map_err(|e| e.to_string())?;
     let name = if adjacent { "tram-fig6" } else { "tram-fig5" };
     let xs: Vec<f64> = if quick {

@@ -3,13 +3,8 @@
 use super::*;
 
 /// TRAM Fig. 7: payload size, 8 destinations; breadth for latency, depth for throughput.
-pub(crate) fn fig7(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(crate) fn fig7(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     let profile = Profile::load(crate::testbed::TRAM).map_err(|e| e.to_string())?;
     let sizes: Vec<f64> = if quick {
         vec![64.0, 16384.0]

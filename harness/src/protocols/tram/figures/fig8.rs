@@ -3,13 +3,8 @@
 use super::*;
 
 /// TRAM Fig. 8: the simple tree, 1..7 replicas per group, single-client latency.
-pub(crate) fn fig8(
-    out: &Path,
-    commit: &str,
-    quick: bool,
-    software: &Software,
-    progress: &(dyn Fn(&str) + Sync),
-) -> Result<(), String> {
+pub(crate) fn fig8(m: &Making<'_>) -> Result<(), String> {
+    let (out, commit, quick, software, progress) = m.parts();
     let profile = Profile::load(crate::testbed::TRAM).map_err(|e| e.to_string())?;
     let replicas: Vec<f64> = if quick {
         vec![1.0, 7.0]

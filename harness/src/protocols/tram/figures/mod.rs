@@ -11,11 +11,11 @@ use crate::figure::{
     in_parallel, max_measure, measure, panel, saturate, saturated, size_label, us, write, Point,
 };
 use crate::plot::{self, Panel, Series};
+use crate::protocols::Making;
 use crate::protocols::PaperFigure;
 use crate::verdict::{self, Claim, Measure};
 use multicast::{DestPolicy, Tree};
 use std::fmt::Write as _;
-use std::path::Path;
 use transport::runtime::sim::{Profile, Software};
 use transport::Nanos;
 
@@ -411,18 +411,14 @@ pub(crate) const FIGURES: &[PaperFigure] = &[
         about: "TRAM Fig. 5: uniform random destinations, trees base/breadth/depth against RamCast",
         profile: crate::testbed::TRAM,
         software: "tram-cpp",
-        make: |out, commit, quick, software, progress| {
-            fig5_6(out, commit, false, quick, software, progress)
-        },
+        make: |m| fig5_6(m, false),
     },
     PaperFigure {
         name: "tram-fig6",
         about: "TRAM Fig. 6: destinations adjacent in the tree (\"genuine\" workload)",
         profile: crate::testbed::TRAM,
         software: "tram-cpp",
-        make: |out, commit, quick, software, progress| {
-            fig5_6(out, commit, true, quick, software, progress)
-        },
+        make: |m| fig5_6(m, true),
     },
     PaperFigure {
         name: "tram-fig7",
