@@ -37,6 +37,18 @@ fn harness(args: &[&str]) -> Output {
         .expect("run harness")
 }
 
+/// A command line's words, as a shell would split one without quotes.
+fn args(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+/// Runs `line`'s words, then `more` (paths and other values not written out).
+fn harness_with(line: &str, more: &[&str]) -> Output {
+    let mut all = args(line);
+    all.extend_from_slice(more);
+    harness(&all)
+}
+
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -67,7 +79,7 @@ fn sizes_out_of_range_are_rejected() {
 
 #[test]
 fn unknown_profile_names_the_known_ones() {
-    let o = harness(&["bench", "transport", "--profile", "nonesuch"]);
+    let o = harness(&args("bench transport --profile nonesuch"));
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
     assert!(
@@ -144,14 +156,9 @@ fn csv_has_every_column_and_png_is_written() {
 
 #[test]
 fn chaos_check_passes_with_determinism() {
-    let o = harness(&[
-        "check",
-        "--protocol",
-        "chaos",
-        "--seeds",
-        "12",
-        "--check-determinism",
-    ]);
+    let o = harness(&args(
+        "check --protocol chaos --seeds 12 --check-determinism",
+    ));
     let out = stdout(&o);
     assert!(o.status.success(), "{out}");
     assert!(
@@ -371,23 +378,7 @@ fn tram_run_on_a_custom_tree_writes_a_log_that_verifies() {
 #[test]
 fn ridge_run_with_optimistic_deliveries_reports_mistakes_and_logs_them_apart() {
     let dir = scratch("harness-ridge");
-    let o = harness(&[
-        "run",
-        "--protocol",
-        "ridge",
-        "--groups",
-        "2",
-        "--clients",
-        "4",
-        "--dest",
-        "random:2",
-        "--duration",
-        "20ms",
-        "--optimistic",
-        "500us",
-        "--log",
-        dir.to_str().unwrap(),
-    ]);
+    let o = harness_with("run --protocol ridge --groups 2 --clients 4 --dest random:2 --duration 20ms --optimistic 500us --log", &[dir.to_str().unwrap()]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("optimistic deliveries"), "{out}");
@@ -400,10 +391,10 @@ fn ridge_run_with_optimistic_deliveries_reports_mistakes_and_logs_them_apart() {
     let v = harness(&["verify", "--log", dir.to_str().unwrap()]);
     assert!(v.status.success(), "{}", stdout(&v));
     // Ridge's flags are refused elsewhere, with the reason.
-    let r = harness(&["run", "--protocol", "ramcast", "--optimistic", "1ms"]);
+    let r = harness(&args("run --protocol ramcast --optimistic 1ms"));
     assert!(!r.status.success());
     assert!(stderr(&r).contains("--optimistic"), "{}", stderr(&r));
-    let r = harness(&["run", "--protocol", "ramcast", "--acceptors", "3"]);
+    let r = harness(&args("run --protocol ramcast --acceptors 3"));
     assert!(!r.status.success());
     assert!(stderr(&r).contains("--acceptors"), "{}", stderr(&r));
     // Acceptors per ensemble: odd, and servers of the group.
@@ -427,25 +418,7 @@ fn ridge_run_with_optimistic_deliveries_reports_mistakes_and_logs_them_apart() {
     // Dedicated acceptors: processes of their own, more than a group's servers allowed; the
     // log names them auxiliary and checks they delivered nothing.
     let log = dir.join("dedicated");
-    let r = harness(&[
-        "run",
-        "--protocol",
-        "ridge",
-        "--groups",
-        "2",
-        "--replicas",
-        "1",
-        "--placement",
-        "dedicated",
-        "--acceptors",
-        "5",
-        "--dest",
-        "random:2",
-        "--duration",
-        "10ms",
-        "--log",
-        log.to_str().unwrap(),
-    ]);
+    let r = harness_with("run --protocol ridge --groups 2 --replicas 1 --placement dedicated --acceptors 5 --dest random:2 --duration 10ms --log", &[log.to_str().unwrap()]);
     assert!(r.status.success(), "{}", stderr(&r));
     assert!(
         stdout(&r).contains("5 acceptors per ensemble, processes of their own (p3..p17)"),
@@ -455,10 +428,10 @@ fn ridge_run_with_optimistic_deliveries_reports_mistakes_and_logs_them_apart() {
     assert!(stdout(&r).contains("0 violations"), "{}", stdout(&r));
     let processes = std::fs::read_to_string(log.join("processes.csv")).unwrap();
     assert!(processes.contains("\n17,auxiliary,true"), "{processes}");
-    let r = harness(&["run", "--protocol", "ridge", "--placement", "apart"]);
+    let r = harness(&args("run --protocol ridge --placement apart"));
     assert!(!r.status.success());
     assert!(stderr(&r).contains("colocated"), "{}", stderr(&r));
-    let r = harness(&["run", "--protocol", "tram", "--placement", "dedicated"]);
+    let r = harness(&args("run --protocol tram --placement dedicated"));
     assert!(!r.status.success());
     assert!(stderr(&r).contains("--placement"), "{}", stderr(&r));
     let _ = std::fs::remove_dir_all(&dir);
@@ -500,23 +473,7 @@ fn tram_run_rejects_bad_trees_and_flags_clearly() {
 #[test]
 fn rdmc_run_verifies_every_delivery_and_writes_its_parameters() {
     let dir = scratch("harness-rdmc");
-    let o = harness(&[
-        "run",
-        "--protocol",
-        "rdmc",
-        "--nodes",
-        "13",
-        "--size",
-        "3MB",
-        "--block-size",
-        "256KB",
-        "--senders",
-        "2",
-        "--messages",
-        "2",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
+    let o = harness_with("run --protocol rdmc --nodes 13 --size 3MB --block-size 256KB --senders 2 --messages 2 --out", &[dir.to_str().unwrap()]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("algorithm=pipeline nodes=13 size=3 MiB block=256 KiB (12 blocks)"));
@@ -571,13 +528,10 @@ fn rdmc_run_refuses_flags_that_do_not_apply() {
 #[test]
 fn rdmc_figure_quick_writes_csv_png_and_summary() {
     let dir = scratch("harness-rdmc-fig");
-    let o = harness(&[
-        "figure",
-        "rdmc-fig10-11",
-        "--quick",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
+    let o = harness_with(
+        "figure rdmc-fig10-11 --quick --out",
+        &[dir.to_str().unwrap()],
+    );
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     // One directory per software profile (RDMC's prototype is priced as `measured`), and a
     // summary that puts each claim's verdict under both side by side.
@@ -617,13 +571,13 @@ fn rdmc_figure_quick_writes_csv_png_and_summary() {
 /// same events), and a line with a misspelt parameter is refused with what to do.
 #[test]
 fn a_run_printed_by_check_replays_from_its_line() {
-    let seeded = stdout(&harness(&["check", "--protocol", "tram", "--seed", "3"]));
+    let seeded = stdout(&harness(&args("check --protocol tram --seed 3")));
     let line = seeded
         .lines()
         .find(|l| l.starts_with("seed=3 "))
         .unwrap_or_else(|| panic!("{seeded}"));
     assert!(line.contains(" fault="), "{line}");
-    let replayed = harness(&["check", "--protocol", "tram", "--replay", line]);
+    let replayed = harness_with("check --protocol tram --replay", &[line]);
     assert!(replayed.status.success(), "{}", stderr(&replayed));
     let events = |out: &str| {
         out.lines()
@@ -631,13 +585,10 @@ fn a_run_printed_by_check_replays_from_its_line() {
             .map(|l| l.split("failed; ").nth(1).unwrap_or_default().to_string())
     };
     assert_eq!(events(&stdout(&replayed)), events(&seeded), "{seeded}");
-    let bad = harness(&[
-        "check",
-        "--protocol",
-        "tram",
-        "--replay",
-        &line.replace("tree=", "tre="),
-    ]);
+    let bad = harness_with(
+        "check --protocol tram --replay",
+        &[&line.replace("tree=", "tre=")],
+    );
     assert!(!bad.status.success());
     let e = stderr(&bad);
     assert!(e.contains("no `tree=`") && e.contains("--seed N"), "{e}");
@@ -652,19 +603,13 @@ fn a_run_printed_by_check_replays_from_its_line() {
 #[test]
 fn a_bad_shard_or_an_unwritable_report_fails_before_the_sweep() {
     for bad in ["3/3", "1", "a/b"] {
-        let o = harness(&["check", "--protocol", "rdmc", "--shard", bad]);
+        let o = harness_with("check --protocol rdmc --shard", &[bad]);
         assert_eq!(o.status.code(), Some(2), "--shard {bad} accepted");
         assert!(stderr(&o).contains("must be K/N"), "{}", stderr(&o));
     }
-    let o = harness(&[
-        "check",
-        "--protocol",
-        "rdmc",
-        "--seeds",
-        "1",
-        "--report",
-        "/nonexistent-dir/report.toml",
-    ]);
+    let o = harness(&args(
+        "check --protocol rdmc --seeds 1 --report /nonexistent-dir/report.toml",
+    ));
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains("--report /nonexistent-dir/report.toml"),
@@ -695,7 +640,7 @@ fn calibrate_refuses_an_output_directory_that_does_not_exist_before_timing_anyth
         assert!(!stdout(&o).contains("timing each kind"), "{}", stdout(&o));
         assert!(!stdout(&o).contains("scale "), "{}", stdout(&o));
     }
-    let o = harness(&["calibrate", "paper", "ramcast-java", "--shape", "nope"]);
+    let o = harness(&args("calibrate paper ramcast-java --shape nope"));
     assert!(
         stderr(&o).contains("unknown software profile `nope`"),
         "{}",
@@ -706,21 +651,10 @@ fn calibrate_refuses_an_output_directory_that_does_not_exist_before_timing_anyth
 #[test]
 fn heron_tpcc_run_reports_every_transaction_and_its_consistency() {
     let dir = scratch("harness-heron");
-    let o = harness(&[
-        "run",
-        "--protocol",
-        "heron",
-        "--groups",
-        "2",
-        "--clients",
-        "4",
-        "--duration",
-        "3ms",
-        "--capacity",
-        "200",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
+    let o = harness_with(
+        "run --protocol heron --groups 2 --clients 4 --duration 3ms --capacity 200 --out",
+        &[dir.to_str().unwrap()],
+    );
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", stderr(&o));
     assert!(
@@ -861,21 +795,7 @@ fn heron_run_refuses_flags_that_do_not_apply() {
 #[test]
 fn compare_runs_heron_over_ramcast_and_ridge_and_refuses_tram_and_mixes() {
     let dir = scratch("harness-heron-over");
-    let o = harness(&[
-        "compare",
-        "--protocols",
-        "heron:ramcast,heron:ridge",
-        "--groups",
-        "2",
-        "--duration",
-        "3ms",
-        "--max-clients",
-        "2",
-        "--name",
-        "t",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
+    let o = harness_with("compare --protocols heron:ramcast,heron:ridge --groups 2 --duration 3ms --max-clients 2 --name t --out", &[dir.to_str().unwrap()]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     let out = dir.join("t");
     for f in ["runs.csv", "latency_cdf.csv", "compare.png", "summary.md"] {
@@ -923,15 +843,10 @@ fn compare_runs_heron_over_ramcast_and_ridge_and_refuses_tram_and_mixes() {
 #[test]
 fn heron_fig5_6_quick_transfers_exactly_the_lagged_objects_and_grows_with_them() {
     let dir = scratch("harness-heron-fig56");
-    let o = harness(&[
-        "figure",
-        "heron-fig5.6",
-        "--quick",
-        "--software",
-        "none",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
+    let o = harness_with(
+        "figure heron-fig5.6 --quick --software none --out",
+        &[dir.to_str().unwrap()],
+    );
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     let csv = std::fs::read_to_string(dir.join("none/summary.csv")).unwrap();
     // size,blobs,bytes,seed,transfer_us,...: every point installed its objects' slots exactly
@@ -1007,27 +922,7 @@ fn tcp_runs_of_every_multicast_protocol_check_their_logs() {
 #[test]
 fn tcp_run_survives_a_killed_leader_and_a_paused_follower() {
     let log = scratch("harness-tcp-faults");
-    let o = harness(&[
-        "run",
-        "--protocol",
-        "ramcast",
-        "--runtime",
-        "tcp",
-        "--groups",
-        "2",
-        "--clients",
-        "2",
-        "--dest",
-        "random:2",
-        "--duration",
-        "1s",
-        "--fault",
-        "kill:0@400ms",
-        "--fault",
-        "pause:4@300ms+300ms",
-        "--log",
-        log.to_str().unwrap(),
-    ]);
+    let o = harness_with("run --protocol ramcast --runtime tcp --groups 2 --clients 2 --dest random:2 --duration 1s --fault kill:0@400ms --fault pause:4@300ms+300ms --log", &[log.to_str().unwrap()]);
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", stderr(&o));
     assert!(out.contains("SIGKILL node 0 (server g0)"), "{out}");
@@ -1087,21 +982,7 @@ fn tcp_tram_and_ridge_survive_a_killed_leader_and_a_paused_server_and_their_logs
 /// corrupt, out of sequence or after the failure is delivered (RDMC's promise under failures).
 #[test]
 fn tcp_rdmc_with_a_killed_member_tells_every_survivor() {
-    let o = harness(&[
-        "run",
-        "--protocol",
-        "rdmc",
-        "--runtime",
-        "tcp",
-        "--nodes",
-        "4",
-        "--size",
-        "4MB",
-        "--messages",
-        "400",
-        "--fault",
-        "kill:2@700ms",
-    ]);
+    let o = harness(&args("run --protocol rdmc --runtime tcp --nodes 4 --size 4MB --messages 400 --fault kill:2@700ms"));
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", stderr(&o));
     assert!(out.contains("0 corrupt"), "{out}");
@@ -1111,19 +992,9 @@ fn tcp_rdmc_with_a_killed_member_tells_every_survivor() {
 
 #[test]
 fn tcp_rdmc_delivers_every_message_intact() {
-    let o = harness(&[
-        "run",
-        "--protocol",
-        "rdmc",
-        "--runtime",
-        "tcp",
-        "--nodes",
-        "3",
-        "--size",
-        "3MB",
-        "--messages",
-        "2",
-    ]);
+    let o = harness(&args(
+        "run --protocol rdmc --runtime tcp --nodes 3 --size 3MB --messages 2",
+    ));
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", stderr(&o));
     assert!(
@@ -1140,29 +1011,7 @@ fn tcp_rdmc_delivers_every_message_intact() {
 #[test]
 fn tcp_run_survives_a_partitioned_leader_and_slow_lossy_links() {
     let log = scratch("harness-tcp-net");
-    let o = harness(&[
-        "run",
-        "--protocol",
-        "ramcast",
-        "--runtime",
-        "tcp",
-        "--groups",
-        "2",
-        "--clients",
-        "2",
-        "--dest",
-        "random:2",
-        "--duration",
-        "2s",
-        "--fault",
-        "partition:0|*@300ms+500ms",
-        "--fault",
-        "delay:*>3@200ms+1s=2ms",
-        "--fault",
-        "loss:4>*@200ms+1s=0.2",
-        "--log",
-        log.to_str().unwrap(),
-    ]);
+    let o = harness_with("run --protocol ramcast --runtime tcp --groups 2 --clients 2 --dest random:2 --duration 2s --fault partition:0|*@300ms+500ms --fault delay:*>3@200ms+1s=2ms --fault loss:4>*@200ms+1s=0.2 --log", &[log.to_str().unwrap()]);
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", stderr(&o));
     assert!(out.contains("network faults"), "{out}");
@@ -1180,25 +1029,7 @@ fn tcp_run_survives_a_partitioned_leader_and_slow_lossy_links() {
 /// none had a request issued after the last fault answered, and the run was rightly failed.
 #[test]
 fn tcp_heron_run_is_judged_by_the_oracle_after_a_kill_and_a_pause() {
-    let o = harness(&[
-        "run",
-        "--protocol",
-        "heron",
-        "--app",
-        "kv",
-        "--runtime",
-        "tcp",
-        "--groups",
-        "2",
-        "--clients",
-        "2",
-        "--duration",
-        "7s",
-        "--fault",
-        "kill:0@500ms",
-        "--fault",
-        "pause:3@400ms+400ms",
-    ]);
+    let o = harness(&args("run --protocol heron --app kv --runtime tcp --groups 2 --clients 2 --duration 7s --fault kill:0@500ms --fault pause:3@400ms+400ms"));
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", stderr(&o));
     assert!(out.contains("SIGKILL node 0 (server g0)"), "{out}");
@@ -1333,14 +1164,14 @@ fn verbs_commands_without_a_device_say_so() {
             stderr(&o)
         );
     }
-    let o = harness(&["run", "--protocol", "heron", "--runtime", "verbs"]);
+    let o = harness(&args("run --protocol heron --runtime verbs"));
     assert!(!o.status.success());
     assert!(
         stderr(&o).contains("use --runtime local or tcp"),
         "{}",
         stderr(&o)
     );
-    let o = harness(&["run", "--runtime", "verbs", "--nic-thread"]);
+    let o = harness(&args("run --runtime verbs --nic-thread"));
     assert!(stderr(&o).contains("--runtime local"), "{}", stderr(&o));
 }
 
