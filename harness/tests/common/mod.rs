@@ -1,0 +1,66 @@
+//! What the harness's command-line tests share: running the binary and reading what it said.
+//! Each test crate uses what it needs; the rest is unused there.
+#![allow(dead_code, reason = "each test crate uses some of the helpers")]
+
+use std::process::{Command, Output};
+
+/// A scratch directory of this test process (named after it, so parallel test runs do not
+/// meet), removed when the test ends, passed or failed.
+pub(crate) struct Scratch(std::path::PathBuf);
+
+pub(crate) fn scratch(name: &str) -> Scratch {
+    Scratch(std::env::temp_dir().join(format!("{name}-{}", std::process::id())))
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for Scratch {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub(crate) fn harness(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(args)
+        .output()
+        .expect("run harness")
+}
+
+/// A command line's words, as a shell would split one without quotes.
+pub(crate) fn args(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+/// Runs `line`'s words, then `more` (paths and other values not written out).
+pub(crate) fn harness_with(line: &str, more: &[&str]) -> Output {
+    let mut all = args(line);
+    all.extend_from_slice(more);
+    harness(&all)
+}
+
+pub(crate) fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub(crate) fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Runs `args` and asserts the command is refused, its error saying `says`.
+pub(crate) fn refused(args: &[&str], says: &str) {
+    let o = harness(args);
+    assert!(!o.status.success(), "{args:?} was accepted");
+    assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+}
