@@ -1,10 +1,11 @@
 //! `harness check --protocol skeen`: seeded runs of Skeen on the simulator. Every parameter
-//! comes from the seed: groups (1-6), clients (1-8), destinations (single, all, random:K),
-//! message size, ring slots, the tie-break policy, and the faults Skeen tolerates (its crate
-//! docs): slow processes, pauses and link delays, drawn by [`random_faults`] with no crash and
-//! no revoke. A fault phase, a liveness phase in which every client must complete a multicast
-//! started after the last fault, a convergence phase; the five properties checked on the
-//! delivery log ([`crate::sweep::judge::judge`]).
+//! comes from the seed: groups (1-6), clients (1-8), destinations (single, all, random:K, and
+//! random:1..G mixing single- and multi-group messages), message size, ring slots, the
+//! tie-break policy, and the faults Skeen tolerates (its crate docs): slow processes, pauses
+//! and link delays, drawn by [`random_faults`] with no crash and no revoke, within the first
+//! 2-6 ms or, in a quarter of the runs, as late as 20 ms. A fault phase, a liveness phase in
+//! which every client must complete a multicast started after the last fault, a convergence
+//! phase; the five properties checked on the delivery log ([`crate::sweep::judge::judge`]).
 
 use crate::sweep::spec::{Spec, SpecWriter};
 use crate::sweep::{
@@ -54,14 +55,23 @@ impl SeedRun for SkeenRun {
         let groups = 1 + rng.below(6) as usize;
         let mut cfg = Config::new(groups, 1 + rng.below(8) as usize);
         cfg.ring_slots = 2 + rng.below(15) as u32;
-        let dest = match rng.below(3) {
+        // Mixed single- and multi-group traffic in a quarter of the runs (the count drawn per
+        // message), where Task 4's bound is tested hardest.
+        let dest = match rng.below(4) {
             0 => DestPolicy::Single,
             1 => DestPolicy::All,
+            2 if groups > 1 => DestPolicy::Between(1, groups as u8),
             _ => DestPolicy::Random(1 + rng.below(groups as u64) as usize),
         };
         let size = 8 + rng.below(150) as usize;
         cfg.slot_bytes = Config::slot_bytes_for(size);
-        let fault_phase = Nanos(2_000_000 + rng.below(4_000_000));
+        // Faults within the first 2-6 ms, or in a quarter of the runs as late as 20 ms, long
+        // after the rings and clocks have run ahead.
+        let fault_phase = if rng.chance(0.25) {
+            Nanos(10_000_000 + rng.below(10_000_000))
+        } else {
+            Nanos(2_000_000 + rng.below(4_000_000))
+        };
         let tie_break = if rng.chance(0.5) {
             TieBreak::Random
         } else {
@@ -163,12 +173,18 @@ mod tests {
     fn forty_seeds_under_the_faults_it_tolerates_hold_every_property() {
         let model = Model::hardware(crate::testbed::TRAM);
         let mut seen = Kinds::default();
+        let (mut mixed, mut late) = (0, 0);
         crate::sweep::ci_sweep("SKEEN_CHECK_SEEDS", 40, &model, |run: &SkeenRun, _| {
             let k = run.kinds();
             seen.slow |= k.slow;
             seen.link_delay |= k.link_delay;
+            mixed += matches!(run.dest, DestPolicy::Between(..)) as u32;
+            late += (run.fault_phase > Nanos(10_000_000)) as u32;
             assert!(!k.leader_crash && !k.follower_crash && !k.client_crash);
         });
+        // The sweep really injects both kinds, mixes single- and multi-group traffic, and
+        // faults late in the run.
         assert!(seen.slow && seen.link_delay, "{seen:?}");
+        assert!(mixed > 0 && late > 0, "mixed {mixed}, late {late}");
     }
 }
