@@ -5,39 +5,13 @@
 use crate::protocols::Deployment;
 use hdrhistogram::Histogram;
 use multicast::workload::latency_histogram;
-use multicast::{collect_log, DeliveryLog, DestPolicy, LoadSpec, Node, Server};
+use multicast::{collect_log, DeliveryLog, DestPolicy, LoadSpec, Node, Observed, Server};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use transport::runtime::local::{LocalConfig, LocalNic, LocalRuntime};
 use transport::runtime::sim::{Profile, Sim, SimConfig, SimNic, Software};
 use transport::{Nanos, Process, ProcessId};
-
-/// What the harness asks of a protocol's server beyond [`Server`].
-pub(crate) trait Observed {
-    /// Whether its group's leadership ever moved away from the initial leader through it.
-    fn changed_leader(&self) -> bool;
-    /// Its writes refused because it had been deposed (the revoke race).
-    fn refused_writes(&self) -> u64;
-    /// The protocol's own count that `check` tallies ([`crate::sweep::SeedRun::EXTRA`]).
-    fn extra(&self) -> u64 {
-        0
-    }
-    /// The protocol's own counters, by name, which a run sums over its servers (Ridge's
-    /// optimistic deliveries and mistakes); the protocol reads them back
-    /// ([`crate::protocols::Multicast::report`]).
-    fn counters(&self) -> Vec<(&'static str, u64)> {
-        Vec::new()
-    }
-    /// Deliveries of a kind of its own, in order, where it kept them (runs with `--log`), and
-    /// the name of that kind (Ridge: `optimistic`): written beside the delivery log, never in
-    /// it.
-    fn own_log(&self) -> Option<(&'static str, Vec<multicast::MsgId>)> {
-        None
-    }
-    /// Its state in one line, for the report of a failing seed.
-    fn state<N: transport::Nic>(&self, nic: &N) -> String;
-}
 
 /// Where an experiment runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -21,6 +21,7 @@
 pub mod check;
 pub mod log;
 pub mod membership;
+pub mod observed;
 pub mod omega;
 pub mod role;
 #[cfg(feature = "testing")]
@@ -34,6 +35,7 @@ use std::str::FromStr;
 pub use check::{check, Property, Violation};
 pub use log::{DeliveryLog, LogError, Member, Multicast};
 pub use membership::Membership;
+pub use observed::Observed;
 pub use omega::Omega;
 pub use role::{
     collect_log, deploy, deploy_with_auxiliaries, log_node, Client, Completed, Delivery,

@@ -182,6 +182,7 @@ pub mod server;
 pub mod stamp;
 pub mod wire;
 
+mod observed;
 pub use client::RamcastClient;
 pub use config::{Config, ConfigError, Timing};
 pub use server::RamcastServer;

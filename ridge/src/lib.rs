@@ -80,6 +80,7 @@ pub mod server;
 pub mod value;
 pub mod wire;
 
+mod observed;
 pub use client::RidgeClient;
 pub use config::{Config, ConfigError, Placement};
 pub use mapping::{EnsembleId, Mapping};

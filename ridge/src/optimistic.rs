@@ -127,6 +127,41 @@ pub struct Tally {
 }
 
 impl Tally {
+    /// The names of its fields as a runner's counters ([`multicast::Observed::counters`]), in
+    /// field order.
+    pub const COUNTERS: [&'static str; 5] = [
+        "optimistic.delivered",
+        "optimistic.mistakes",
+        "optimistic.latency_us",
+        "optimistic.atomic",
+        "optimistic.atomic_latency_us",
+    ];
+
+    /// Its fields as named counters ([`Tally::COUNTERS`]).
+    pub fn counters(&self) -> [(&'static str, u64); 5] {
+        let n = Tally::COUNTERS;
+        [
+            (n[0], self.delivered),
+            (n[1], self.mistakes),
+            (n[2], self.optimistic_us),
+            (n[3], self.atomic),
+            (n[4], self.atomic_us),
+        ]
+    }
+
+    /// The tally that named counters ([`Tally::counters`], summed over learners) add up to, if
+    /// `get` has all of them.
+    pub fn from_counters(get: impl Fn(&str) -> Option<u64>) -> Option<Tally> {
+        let c = |i: usize| get(Tally::COUNTERS[i]);
+        Some(Tally {
+            delivered: c(0)?,
+            mistakes: c(1)?,
+            optimistic_us: c(2)?,
+            atomic: c(3)?,
+            atomic_us: c(4)?,
+        })
+    }
+
     /// Adds another learner's.
     pub fn merge(&mut self, o: &Tally) {
         self.delivered += o.delivered;

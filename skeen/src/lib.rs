@@ -89,6 +89,7 @@ pub mod order;
 pub mod server;
 pub mod wire;
 
+mod observed;
 pub use client::SkeenClient;
 pub use config::{Config, ConfigError};
 pub use order::{Order, Stamp};

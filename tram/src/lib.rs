@@ -77,6 +77,7 @@ pub mod layout;
 pub mod ordering;
 pub mod replica;
 
+mod observed;
 pub use client::TramClient;
 pub use config::{Config, ConfigError, Timing};
 pub use replica::TramServer;

@@ -34,9 +34,10 @@
 //! through each entry's `exec` prefix (a network namespace, an ssh login); the reports must
 //! come back to this host's filesystem (a shared directory), as they do in the namespace test.
 
-use crate::experiment::{Experiment, Measured, Observed};
+use crate::experiment::{Experiment, Measured};
 use hdrhistogram::Histogram;
 use multicast::workload::latency_histogram;
+use multicast::Observed;
 use multicast::{DeliveryLog, Member, Node, Server};
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -18,8 +18,9 @@ pub(crate) mod skeen;
 pub(crate) mod tram;
 
 use crate::cluster::ClusterFile;
-use crate::experiment::{Counters, Experiment, Measured, Observed};
+use crate::experiment::{Counters, Experiment, Measured};
 use crate::totals::Processes;
+use multicast::Observed;
 use multicast::{Client, DestPolicy, LoadSpec, Membership, Node, Server, Tree};
 use std::fmt;
 use std::path::Path;

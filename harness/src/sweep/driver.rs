@@ -4,7 +4,7 @@
 use super::judge::judge;
 use super::schedule::{params_stream, Kinds, Phases};
 use super::tally::{Outcome, Tally};
-use crate::experiment::Observed;
+use multicast::Observed;
 use multicast::{DestPolicy, LoadSpec, Membership, Node, Server};
 use transport::rng::{Purpose, Rng};
 use transport::runtime::local::{LocalConfig, LocalNic, LocalRun, LocalRuntime};

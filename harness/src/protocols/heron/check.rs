@@ -20,7 +20,6 @@
 
 use super::experiment::{ridge_config, Multicast, MulticastClient};
 use super::Over;
-use crate::experiment::Observed;
 use crate::sweep::spec::{Spec, SpecWriter};
 use crate::sweep::{
     kinds, local_faults, params_stream, run_local, Kinds, LocalCheck, Model, Outcome, SeedRun,
@@ -30,6 +29,7 @@ use heron::layered::Layered;
 use heron::testing::{self, chaos, Chaos, Finished};
 use heron::tpcc::{self, Scale};
 use heron::{Application, HeronNode, KeyValue, Tpcc, Window};
+use multicast::Observed;
 use multicast::{Client, GroupId, Membership, Server};
 use ramcast::{RamcastClient, RamcastServer};
 use ridge::{RidgeClient, RidgeServer};

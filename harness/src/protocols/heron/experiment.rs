@@ -439,7 +439,7 @@ pub(crate) fn ridge_config(cfg: &heron::Config) -> ridge::Config {
 /// A multicast server Heron runs over, on any runtime.
 pub(crate) trait Multicast:
     Server
-    + crate::experiment::Observed
+    + multicast::Observed
     + Send
     + transport::Process<SimNic>
     + transport::Process<LocalNic>
@@ -451,7 +451,7 @@ pub(crate) trait Multicast:
 }
 impl<S> Multicast for S where
     S: Server
-        + crate::experiment::Observed
+        + multicast::Observed
         + Send
         + transport::Process<SimNic>
         + transport::Process<LocalNic>

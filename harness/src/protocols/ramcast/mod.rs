@@ -6,7 +6,6 @@ pub(crate) mod figures;
 pub(crate) mod software;
 
 use super::{Checked, Clock, Entry, Kind, Multicast, Shape, Takes, MULTICAST_FLAGS};
-use crate::experiment::Observed;
 use crate::totals::Processes;
 use multicast::{LoadSpec, Membership, Node};
 use ramcast::layout::{slot_bytes_for, Layout};
@@ -105,24 +104,5 @@ impl Multicast for Ramcast {
                 regions: layout.client_regions(),
             },
         ]
-    }
-}
-
-impl Observed for RamcastServer {
-    fn changed_leader(&self) -> bool {
-        self.current_round().time() > 0
-    }
-    fn refused_writes(&self) -> u64 {
-        RamcastServer::refused_writes(self)
-    }
-    fn extra(&self) -> u64 {
-        self.relayed_messages()
-    }
-    fn state<N: transport::Nic>(&self, nic: &N) -> String {
-        format!(
-            "{} | first pending: {}",
-            self.describe(),
-            self.describe_pending(nic)
-        )
     }
 }

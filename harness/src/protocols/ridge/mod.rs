@@ -7,7 +7,6 @@ pub(crate) mod figures;
 pub(crate) mod software;
 
 use super::{Checked, Clock, Entry, Kind, Multicast, Shape, Takes, Variants};
-use crate::experiment::Observed;
 use crate::totals::Processes;
 use multicast::{LoadSpec, Membership, Node};
 use ridge::{Config, RidgeClient, RidgeServer};
@@ -67,16 +66,6 @@ pub(crate) const ENTRY: Entry = Entry {
 /// Ridge (ensembles of Paxos acceptors, rotating distributors, deterministic merge).
 pub(crate) struct Ridge;
 
-/// The counters of a learner's optimistic deliveries ([`Observed::counters`]), in the order
-/// of [`ridge::optimistic::Tally`]'s fields.
-const OPTIMISTIC: [&str; 5] = [
-    "optimistic.delivered",
-    "optimistic.mistakes",
-    "optimistic.latency_us",
-    "optimistic.atomic",
-    "optimistic.atomic_latency_us",
-];
-
 /// What a run's optimistic deliveries came to, summed over its learners, if it made any.
 pub(crate) fn optimistic(m: &crate::experiment::Measured) -> Option<ridge::optimistic::Tally> {
     optimistic_of(&m.counters)
@@ -84,14 +73,7 @@ pub(crate) fn optimistic(m: &crate::experiment::Measured) -> Option<ridge::optim
 
 /// [`optimistic`] from the counters alone.
 fn optimistic_of(counters: &crate::experiment::Counters) -> Option<ridge::optimistic::Tally> {
-    let c = |i: usize| counters.get(OPTIMISTIC[i]).copied();
-    Some(ridge::optimistic::Tally {
-        delivered: c(0)?,
-        mistakes: c(1)?,
-        optimistic_us: c(2)?,
-        atomic: c(3)?,
-        atomic_us: c(4)?,
-    })
+    ridge::optimistic::Tally::from_counters(|name| counters.get(name).copied())
 }
 
 /// Ridge's variants for `compare` (`ridge:ring`): its dissemination, the paper's or one of
@@ -232,43 +214,6 @@ impl Multicast for Ridge {
 /// The smallest power of two holding a `size`-byte payload and a packet's own bytes.
 pub(crate) fn slot_bytes_for(size: usize) -> usize {
     (size + ridge::config::OVERHEAD_BYTES + 64).next_power_of_two()
-}
-
-impl Observed for RidgeServer {
-    fn changed_leader(&self) -> bool {
-        self.restarted()
-    }
-    fn refused_writes(&self) -> u64 {
-        // Ridge passes messages; nothing is revoked.
-        0
-    }
-    fn extra(&self) -> u64 {
-        self.filled()
-    }
-    fn counters(&self) -> Vec<(&'static str, u64)> {
-        RidgeServer::optimistic(self).map_or_else(Vec::new, |t| {
-            let ridge::optimistic::Tally {
-                delivered,
-                mistakes,
-                optimistic_us,
-                atomic,
-                atomic_us,
-            } = t;
-            vec![
-                (OPTIMISTIC[0], delivered),
-                (OPTIMISTIC[1], mistakes),
-                (OPTIMISTIC[2], optimistic_us),
-                (OPTIMISTIC[3], atomic),
-                (OPTIMISTIC[4], atomic_us),
-            ]
-        })
-    }
-    fn own_log(&self) -> Option<(&'static str, Vec<multicast::MsgId>)> {
-        RidgeServer::optimistic_log(self).map(|l| ("optimistic", l.to_vec()))
-    }
-    fn state<N: transport::Nic>(&self, _nic: &N) -> String {
-        self.describe()
-    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,6 @@ pub(crate) mod check;
 pub(crate) mod figures;
 
 use super::{Checked, Clock, Entry, Kind, Multicast, Shape, Takes};
-use crate::experiment::Observed;
 use crate::totals::Processes;
 use multicast::{LoadSpec, Node};
 use skeen::{Config, SkeenClient, SkeenServer};
@@ -117,20 +116,6 @@ impl Multicast for Skeen {
                 regions,
             },
         ]
-    }
-}
-
-impl Observed for SkeenServer {
-    /// Skeen has no leader.
-    fn changed_leader(&self) -> bool {
-        false
-    }
-    /// Nothing revokes anything.
-    fn refused_writes(&self) -> u64 {
-        0
-    }
-    fn state<N: transport::Nic>(&self, _nic: &N) -> String {
-        self.describe()
     }
 }
 

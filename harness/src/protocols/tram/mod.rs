@@ -9,7 +9,6 @@ pub(crate) mod software;
 pub(crate) mod table1;
 
 use super::{Checked, Clock, Entry, Kind, Multicast, Shape, Takes, Variants};
-use crate::experiment::Observed;
 use crate::totals::Processes;
 use multicast::{GroupId, LoadSpec, Membership, Node, Tree};
 use tram::layout::Layout;
@@ -137,18 +136,5 @@ impl Multicast for Tram {
             regions: Layout::client_regions(cfg),
         });
         f
-    }
-}
-
-impl Observed for TramServer {
-    fn changed_leader(&self) -> bool {
-        // The initial leader's first reign is not a change.
-        self.reigns() > 1 || (self.reigns() == 1 && !self.initial())
-    }
-    fn refused_writes(&self) -> u64 {
-        TramServer::refused_writes(self)
-    }
-    fn state<N: transport::Nic>(&self, _nic: &N) -> String {
-        self.describe()
     }
 }
