@@ -2,10 +2,10 @@
 //! protocol with a [`SeedRun`], sharded, merged, reported.
 
 use crate::protocols::{self, Checked};
-use crate::sweep::{self, Model, SeedRun};
 use crate::{check_chaos, CheckArgs, CheckRuntime, COMMIT};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use sweep::{Model, SeedRun};
 use transport::runtime::sim::{Profile, Software, DEFAULT_PROFILE, DEFAULT_SOFTWARE};
 
 /// What `--protocol` names besides the protocols of [`protocols::checked`]: the transport
@@ -51,7 +51,7 @@ fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<(Model, Vec<u64>, boo
     let (k, n) = a.shard.unwrap_or((0, 1));
     let replayed = match &a.replay {
         Some(line) => Some(
-            crate::sweep::spec::Spec::parse(line)?
+            sweep::spec::Spec::parse(line)?
                 .get::<u64>("seed")
                 .map_err(|e| format!("--replay: {e}"))?,
         ),

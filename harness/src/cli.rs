@@ -4,7 +4,7 @@
 //! own `run` flags are declared in its folder and flattened in here.
 
 use crate::bench::transport::MAX_BYTES;
-use crate::{calibrate, check, cluster, compare, experiment, figure, flags, protocols, sweep};
+use crate::{calibrate, check, cluster, compare, experiment, figure, flags, protocols};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use transport::runtime::sim::{DEFAULT_PROFILE, DEFAULT_SOFTWARE};

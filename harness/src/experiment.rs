@@ -648,7 +648,7 @@ mod tests {
         };
         for name in ["ramcast", "tram"] {
             let free = measure(name, Software::none());
-            let priced = measure(name, crate::sweep::tests::priced_software());
+            let priced = measure(name, sweep::priced_software());
             assert!(free.0 > 0.0, "{name} delivered nothing");
             assert!(priced.0 < free.0, "{name}: {priced:?} against {free:?}");
             assert!(priced.1 > free.1, "{name}: {priced:?} against {free:?}");

@@ -234,14 +234,9 @@ fn in_order<T: Sync, R: Send>(
     Ok(done.into_iter().map(|(_, r)| r).collect())
 }
 
-/// A pool of `jobs` worker threads for figure points and sweep seeds (`None`: every core).
-/// Work started inside its `install` runs [`in_parallel`] on it.
-pub(crate) fn worker_pool(jobs: Option<usize>) -> Result<rayon::ThreadPool, String> {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs.unwrap_or(0))
-        .build()
-        .map_err(|e| format!("cannot start {} worker threads: {e}", jobs.unwrap_or(0)))
-}
+/// A pool of `jobs` worker threads for figure points (`None`: every core). Work started
+/// inside its `install` runs [`in_parallel`] on it.
+pub(crate) use sweep::worker_pool;
 
 /// Whether the last doubling of clients grew throughput by less than 5% (false: the sweep hit
 /// its client cap still growing, and the maximum is a lower bound).

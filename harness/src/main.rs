@@ -26,7 +26,6 @@ mod protocols;
 mod reproduce;
 mod run;
 mod stats;
-mod sweep;
 mod testbed;
 mod totals;
 mod verdict;

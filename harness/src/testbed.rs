@@ -3,14 +3,14 @@
 //! declared once.
 
 /// RamCast's testbed: CloudLab xl170 nodes, ConnectX-4 (RamCast section 5).
-pub(crate) const RAMCAST: &str = "xl170-cx4";
+pub(crate) const RAMCAST: &str = ramcast::TESTBED;
 /// TRAM's testbed: Dell R320 nodes, ConnectX-3 at 56 Gb/s (TRAM section 5.1); also the
 /// testbed on which the TRAM paper compares TRAM with RamCast, hence `compare`'s default.
-pub(crate) const TRAM: &str = "r320-cx3";
+pub(crate) const TRAM: &str = tram::TESTBED;
 /// RDMC's most recent testbed, Fractus at 100 Gb/s (its figures also use Stampede and Sierra,
 /// each named in their summaries).
 pub(crate) const RDMC: &str = "fractus-100g";
 /// Ridge's testbed: a 1 Gb/s switched LAN with 133 us ping round trips (Ridge section 6.1).
-pub(crate) const RIDGE: &str = "lan-1g";
+pub(crate) const RIDGE: &str = ridge::TESTBED;
 /// Heron's testbed: CloudLab XL170 nodes, ConnectX-4 (the Heron thesis, section 5.3).
 pub(crate) const HERON: &str = "xl170-cx4";

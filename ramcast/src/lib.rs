@@ -182,6 +182,13 @@ pub mod server;
 pub mod stamp;
 pub mod wire;
 
+/// The hardware profile of RamCast's testbed, on which its runs and checks default: CloudLab
+/// xl170 nodes, ConnectX-4 (RamCast section 5).
+pub const TESTBED: &str = "xl170-cx4";
+/// Seeded checking runs of the protocol under injected faults (`harness check`), and the
+/// runs that once failed, pinned as lines ([`sweep`]).
+#[cfg(any(test, feature = "check"))]
+pub mod check;
 mod observed;
 pub use client::RamcastClient;
 pub use config::{Config, ConfigError, Timing};

@@ -80,6 +80,13 @@ pub mod server;
 pub mod value;
 pub mod wire;
 
+/// The hardware profile of Ridge's testbed, on which its runs and checks default: a 1 Gb/s
+/// switched LAN with 133 us ping round trips (Ridge section 6.1).
+pub const TESTBED: &str = "lan-1g";
+/// Seeded checking runs of the protocol under injected faults (`harness check`), and the
+/// runs that once failed, pinned as lines ([`sweep`]).
+#[cfg(any(test, feature = "check"))]
+pub mod check;
 mod observed;
 pub use client::RidgeClient;
 pub use config::{Config, ConfigError, Placement};

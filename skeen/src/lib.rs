@@ -89,6 +89,13 @@ pub mod order;
 pub mod server;
 pub mod wire;
 
+/// The hardware profile Skeen's runs and checks default to: TRAM's testbed (Dell R320,
+/// ConnectX-3), where TRAM's Figure 9 compares TRAM and RamCast with message passing.
+pub const TESTBED: &str = "r320-cx3";
+/// Seeded checking runs of the protocol under injected faults (`harness check`), and the
+/// runs that once failed, pinned as lines ([`sweep`]).
+#[cfg(any(test, feature = "check"))]
+pub mod check;
 mod observed;
 pub use client::SkeenClient;
 pub use config::{Config, ConfigError};

@@ -77,6 +77,13 @@ pub mod layout;
 pub mod ordering;
 pub mod replica;
 
+/// The hardware profile of TRAM's testbed, on which its runs and checks default: Dell R320
+/// nodes, ConnectX-3 at 56 Gb/s (TRAM section 5.1).
+pub const TESTBED: &str = "r320-cx3";
+/// Seeded checking runs of the protocol under injected faults (`harness check`), and the
+/// runs that once failed, pinned as lines ([`sweep`]).
+#[cfg(any(test, feature = "check"))]
+pub mod check;
 mod observed;
 pub use client::TramClient;
 pub use config::{Config, ConfigError, Timing};

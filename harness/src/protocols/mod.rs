@@ -4,7 +4,7 @@
 //! from the registry and never name a protocol: `run`, `compare` and the figures deploy an
 //! atomic multicast protocol through [`Deployment`]; RDMC and Heron, which are not atomic
 //! multicast, run as a [`Service`]; `check` drives each protocol's seeded runs through
-//! [`crate::sweep::SeedRun`].
+//! [`sweep::SeedRun`].
 //!
 //! Adding a protocol (see `harness/README.md`): its crate; a folder here with a unit type
 //! implementing [`Multicast`] (and [`crate::experiment::Observed`] for its server), its
@@ -457,12 +457,12 @@ pub(crate) struct Checked {
     /// Runs the sweep `check` asks for.
     pub(crate) sweep: fn(&crate::CheckArgs) -> Result<std::process::ExitCode, String>,
     /// Prints a sweep's report (merged from shards).
-    pub(crate) report: fn(&crate::sweep::Report) -> std::process::ExitCode,
+    pub(crate) report: fn(&sweep::Report) -> std::process::ExitCode,
 }
 
 impl Checked {
     /// The entry of the protocol whose seeded runs are `R`.
-    pub(crate) const fn of<R: crate::sweep::SeedRun>() -> Checked {
+    pub(crate) const fn of<R: sweep::SeedRun>() -> Checked {
         Checked {
             name: R::PROTOCOL,
             about: R::ABOUT,

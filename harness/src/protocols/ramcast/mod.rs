@@ -1,7 +1,6 @@
 //! RamCast in the harness: its deployment from the common flags and what the harness reads of
 //! its servers.
 
-pub(crate) mod check;
 pub(crate) mod figures;
 pub(crate) mod software;
 
@@ -25,7 +24,7 @@ pub(crate) const ENTRY: Entry = Entry {
         own: None,
         note: "",
     },
-    checked: Some(Checked::of::<check::RamcastRun>()),
+    checked: Some(Checked::of::<ramcast::check::RamcastRun>()),
     figures: figures::FIGURES,
     software: software::PAPER_SOFTWARE,
 };

@@ -16,15 +16,18 @@
 //!   crashed member: nobody hangs.
 
 use crate::protocols::rdmc::{rooted_group, Member};
-use crate::sweep::spec::{list, parse_list, Spec, SpecWriter};
-use crate::sweep::{local_faults, run_local, Kinds, LocalCheck, Model, Outcome, SeedRun, Tally};
 use rdmc::{Algorithm, GroupConfig, RdmcNode};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use sweep::spec::{list, parse_list, Spec, SpecWriter};
+use sweep::{local_faults, run_local, Kinds, LocalCheck, Model, Outcome, SeedRun, Tally};
 use transport::rng::{Purpose, Rng};
 use transport::runtime::local::LocalConfig;
 use transport::runtime::sim::{check_determinism, Determinism, Fault, Sim};
 use transport::{Data, Nanos, ProcessId, Synthetic};
+
+/// The `Purpose::Workload` stream a run's parameters are drawn from ([`sweep::params_stream`]).
+const PARAMS: u64 = u64::MAX - 3;
 
 /// How often members probe a peer they wait on.
 const PROBE: Nanos = Nanos(500_000);
@@ -133,7 +136,7 @@ impl SeedRun for RdmcRun {
     const EXTRA: Option<&'static str> = Some("failure upcalls");
 
     fn derive(seed: u64) -> RdmcRun {
-        let mut rng = Rng::derive(seed, Purpose::Workload, crate::sweep::params_stream::RDMC);
+        let mut rng = Rng::derive(seed, Purpose::Workload, PARAMS);
         let nodes = 2 + rng.below(19) as usize;
         let algorithm = Algorithm::ALL[rng.below(Algorithm::ALL.len() as u64) as usize];
         let racks = if algorithm.uses_racks() {
@@ -386,11 +389,50 @@ impl RdmcRun {
 mod tests {
     use super::*;
 
+    /// Two shards' reports, written as TOML, read back and merged, say what the whole sweep
+    /// says; a shard given twice and a report of another sweep are refused.
+    #[test]
+    fn merged_shard_reports_are_the_whole_sweeps_report() {
+        let model = Model::hardware("r320-cx3");
+        let report = |shard: (u64, u64)| {
+            let seeds: Vec<u64> = (0..10)
+                .skip(shard.0 as usize)
+                .step_by(shard.1 as usize)
+                .collect();
+            let mut r = sweep::Report {
+                protocol: RdmcRun::PROTOCOL.into(),
+                seeds: 10,
+                shard,
+                runs: seeds.len() as u64,
+                ..sweep::Report::default()
+            };
+            sweep::run_seeds(&seeds, RdmcRun::derive, &model, false, 1, |s, run, o| {
+                r.tally.add(run.kinds(), o);
+                if !o.violations.is_empty() {
+                    r.failed.push(s);
+                }
+            })
+            .expect("threads start");
+            let text = toml::to_string(&r).expect("serialises");
+            toml::from_str::<sweep::Report>(&text).expect("reads back")
+        };
+        let whole = report((0, 1));
+        let (merged, missing) = sweep::Report::merge(vec![report((1, 2)), report((0, 2))]).unwrap();
+        assert!(missing.is_empty());
+        assert_eq!(
+            (merged.runs, &merged.failed, merged.tally.describe(None)),
+            (whole.runs, &whole.failed, whole.tally.describe(None))
+        );
+        assert_eq!(merged.tally.events, whole.tally.events);
+        assert!(sweep::Report::merge(vec![report((0, 2)), report((0, 2))]).is_err());
+        assert!(sweep::Report::merge(vec![report((0, 2)), whole]).is_err());
+    }
+
     /// A run's line ([`SeedRun::spec`]) reads back to the same run, for every kind of run the
     /// seeds derive.
     #[test]
     fn runs_read_back_from_their_lines() {
-        crate::sweep::assert_specs_read_back::<RdmcRun>(300);
+        sweep::assert_specs_read_back::<RdmcRun>(300);
     }
 
     /// A lean sweep for CI; `RDMC_SEEDS=N` runs more.

@@ -1,7 +1,6 @@
 //! Ridge in the harness: its deployment from the common flags, what the harness reads of its
 //! servers, and its `check` sweep ([`check`]).
 
-pub(crate) mod check;
 pub(crate) mod evaluation;
 pub(crate) mod figures;
 pub(crate) mod software;
@@ -58,7 +57,7 @@ pub(crate) const ENTRY: Entry = Entry {
         own: Some(<Flags as clap::Args>::augment_args),
         note: "",
     },
-    checked: Some(Checked::of::<check::RidgeRun>()),
+    checked: Some(Checked::of::<ridge::check::RidgeRun>()),
     figures: figures::FIGURES,
     software: software::PAPER_SOFTWARE,
 };

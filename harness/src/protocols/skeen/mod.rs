@@ -3,7 +3,6 @@
 //! common flags, what the harness reads of its servers, its `check` sweep ([`check`]) and the
 //! figure `tram-fig9` ([`figures`]).
 
-pub(crate) mod check;
 pub(crate) mod figures;
 
 use super::{Checked, Clock, Entry, Kind, Multicast, Shape, Takes};
@@ -39,7 +38,7 @@ pub(crate) const ENTRY: Entry = Entry {
         own: None,
         note: "skeen runs one process per group, not replicated",
     },
-    checked: Some(Checked::of::<check::SkeenRun>()),
+    checked: Some(Checked::of::<skeen::check::SkeenRun>()),
     figures: figures::FIGURES,
     software: &[],
 };

@@ -1,7 +1,6 @@
 //! TRAM in the harness: its deployment from the common flags (the tree is its variant) and what
 //! the harness reads of its servers.
 
-pub(crate) mod check;
 pub(crate) mod fig2;
 pub(crate) mod figure_notes;
 pub(crate) mod figures;
@@ -42,7 +41,7 @@ pub(crate) const ENTRY: Entry = Entry {
         own: Some(<Flags as clap::Args>::augment_args),
         note: "",
     },
-    checked: Some(Checked::of::<check::TramRun>()),
+    checked: Some(Checked::of::<tram::check::TramRun>()),
     figures: figures::FIGURES,
     software: software::PAPER_SOFTWARE,
 };

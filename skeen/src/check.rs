@@ -5,49 +5,29 @@
 //! and link delays, drawn by [`random_faults`] with no crash and no revoke, within the first
 //! 2-6 ms or, in a quarter of the runs, as late as 20 ms. A fault phase, a liveness phase in
 //! which every client must complete a multicast started after the last fault, a convergence
-//! phase; the five properties checked on the delivery log ([`crate::sweep::judge::judge`]).
+//! phase; the five properties checked on the delivery log ([`sweep::judge::judge`]).
 
-use crate::sweep::spec::{Spec, SpecWriter};
-use crate::sweep::{
-    check_multicast, check_multicast_local, checking_load, kinds, local_faults, seeded_sim, Kinds,
-    LocalCheck, Model, Outcome, Phases, SeedRun,
-};
-use multicast::DestPolicy;
-use skeen::Config;
+use crate::{Config, SkeenClient, SkeenNode, SkeenServer};
+use multicast::{DestPolicy, LoadSpec};
+use sweep::spec::{Spec, SpecWriter};
+use sweep::{Checkable, MulticastRun, Phases};
 use transport::rng::{Purpose, Rng};
-use transport::runtime::sim::{random_faults, Fault, FaultBudget, Sim, TieBreak};
+use transport::runtime::sim::{random_faults, FaultBudget, TieBreak};
 use transport::Nanos;
 
 /// The stream Skeen's run parameters are drawn from (`skeen` in ASCII), apart from the faults'.
 const PARAMS: u64 = 0x006E_6565_6B73;
 
-/// Everything one checking run is made of.
-#[derive(Clone, Debug)]
-pub(crate) struct SkeenRun {
-    seed: u64,
-    cfg: Config,
-    dest: DestPolicy,
-    size: usize,
-    fault_phase: Nanos,
-    tie_break: TieBreak,
-    faults: Vec<Fault>,
-    /// Fault, liveness and convergence phases.
-    phases: Phases,
-}
+/// A seeded checking run of Skeen.
+pub type SkeenRun = MulticastRun<Config>;
 
-impl SkeenRun {
-    fn build(&self, model: &Model) -> Sim<skeen::SkeenNode> {
-        let load = checking_load(self.dest, self.cfg.groups, None, self.size, &self.phases);
-        let nodes = skeen::nodes(&self.cfg, load, self.seed, true);
-        seeded_sim(self.seed, model, self.tie_break, &self.faults, nodes)
-    }
-}
-
-impl SeedRun for SkeenRun {
+impl Checkable for Config {
+    type Server = SkeenServer;
+    type Client = SkeenClient;
     const PROTOCOL: &'static str = "skeen";
     const ABOUT: &'static str =
         "Skeen (one process per group) under slow processes, pauses and link delays: the faults it tolerates";
-    const TESTBED: &'static str = crate::testbed::TRAM;
+    const TESTBED: &'static str = crate::TESTBED;
     const EXTRA: Option<&'static str> = None;
 
     fn derive(seed: u64) -> SkeenRun {
@@ -84,7 +64,7 @@ impl SeedRun for SkeenRun {
             revocable_regions: 0,
         };
         let faults = random_faults(seed, groups + cfg.clients, budget);
-        SkeenRun {
+        MulticastRun {
             seed,
             phases: Phases::of(fault_phase, &faults, Nanos::ZERO, 1),
             cfg,
@@ -96,74 +76,44 @@ impl SeedRun for SkeenRun {
         }
     }
 
-    fn spec(&self) -> String {
-        let c = &self.cfg;
-        SpecWriter::new(self.seed)
-            .put("groups", c.groups)
-            .put("clients", c.clients)
-            .put("ring_slots", c.ring_slots)
-            .put("slot_bytes", c.slot_bytes)
-            .put("dest", self.dest)
-            .put("size", self.size)
-            .time("fault_phase", self.fault_phase)
-            .put("tie_break", self.tie_break)
-            .time("load_end", self.phases.load_end)
-            .faults(&self.faults)
+    fn write(&self, line: SpecWriter) -> SpecWriter {
+        line.put("groups", self.groups)
+            .put("clients", self.clients)
+            .put("ring_slots", self.ring_slots)
+            .put("slot_bytes", self.slot_bytes)
     }
 
-    fn from_spec(line: &str) -> Result<SkeenRun, String> {
-        let mut s = Spec::parse(line)?;
-        let mut cfg = Config::new(s.get("groups")?, s.get("clients")?);
-        cfg.ring_slots = s.get("ring_slots")?;
-        cfg.slot_bytes = s.get("slot_bytes")?;
-        let faults = s.faults()?;
-        let run = SkeenRun {
-            seed: s.get("seed")?,
-            phases: Phases::until(&faults, s.get("load_end")?),
-            dest: s.get("dest")?,
-            size: s.get("size")?,
-            fault_phase: s.get("fault_phase")?,
-            tie_break: s.get("tie_break")?,
-            faults,
-            cfg,
-        };
-        s.end("skeen")?;
-        Ok(run)
+    fn read(line: &mut Spec<'_>) -> Result<Config, String> {
+        let mut cfg = Config::new(line.get("groups")?, line.get("clients")?);
+        cfg.ring_slots = line.get("ring_slots")?;
+        cfg.slot_bytes = line.get("slot_bytes")?;
+        Ok(cfg)
+    }
+
+    fn nodes(&self, load: LoadSpec, seed: u64) -> Vec<SkeenNode> {
+        crate::nodes(self, load, seed, true)
     }
 
     /// No leader to suspect: a pause is a pause.
-    fn kinds(&self) -> Kinds {
-        kinds(&self.faults, &self.cfg, Nanos::MAX)
+    fn suspect(&self) -> Nanos {
+        Nanos::MAX
     }
 
-    fn check(&self, model: &Model, determinism: bool) -> Outcome {
-        check_multicast(
-            || self.build(model),
-            self.phases.limit,
-            &self.faults,
-            &self.phases,
-            &self.cfg,
-            determinism,
-        )
-    }
-
-    fn check_local(&self, local: &LocalCheck) -> Outcome {
-        let phases = self.phases.stretched(local.stretch);
-        let load = checking_load(self.dest, self.cfg.groups, None, self.size, &phases);
-        let nodes = skeen::nodes(&self.cfg, load, self.seed, true);
-        let faults = local_faults(&self.faults, local.stretch);
-        check_multicast_local(nodes, &faults, &phases, &self.cfg, local, self.seed)
+    /// Skeen has no timeout: nothing to stretch.
+    fn stretched(&self, _k: u64) -> Config {
+        self.clone()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sweep::{Kinds, Model, SeedRun};
 
     /// A run's line ([`SeedRun::spec`]) reads back to the same run.
     #[test]
     fn runs_read_back_from_their_lines() {
-        crate::sweep::assert_specs_read_back::<SkeenRun>(300);
+        sweep::assert_specs_read_back::<SkeenRun>(300);
     }
 
     /// CI's sweep: 40 seeds with slow processes, pauses and link delays, 0 violations, every
@@ -171,10 +121,10 @@ mod tests {
     /// `SKEEN_CHECK_SEEDS=N` runs a longer sweep.
     #[test]
     fn forty_seeds_under_the_faults_it_tolerates_hold_every_property() {
-        let model = Model::hardware(crate::testbed::TRAM);
+        let model = Model::hardware(crate::TESTBED);
         let mut seen = Kinds::default();
         let (mut mixed, mut late) = (0, 0);
-        crate::sweep::ci_sweep("SKEEN_CHECK_SEEDS", 40, &model, |run: &SkeenRun, _| {
+        sweep::ci_sweep("SKEEN_CHECK_SEEDS", 40, &model, |run: &SkeenRun, _| {
             let k = run.kinds();
             seen.slow |= k.slow;
             seen.link_delay |= k.link_delay;

@@ -1,40 +1,27 @@
 //! `harness check --protocol tram`: VOPR-style runs of TRAM on the simulator. Every parameter
 //! comes from the seed: the overlay tree (a random rooted tree over 1-6 groups, any root),
 //! replicas, clients, destinations (single, all, random:K, adjacent:K), buffer sizes, the
-//! tie-break policy and the fault schedule of [`crate::sweep::draw_schedule`], including runs
+//! tie-break policy and the fault schedule of [`sweep::draw_schedule`], including runs
 //! where the leaders of several groups crash at the same instant, and the eviction time. The
-//! phases and the verdict are RamCast's ([`crate::protocols::ramcast::check`]): faults, a liveness phase
-//! long enough for one eviction per group on the longest tree path, convergence; halts judged,
+//! phases and the verdict are RamCast's (`ramcast::check`): faults, a liveness phase long enough
+//! for one eviction per group on the longest tree path, convergence; halts judged,
 //! the five properties checked.
 
-use crate::sweep::spec::{Spec, SpecWriter};
-use crate::sweep::{
-    check_multicast, check_multicast_local, checking_load, draw_schedule, kinds, local_faults,
-    seeded_sim, Kinds, LocalCheck, Model, Outcome, Phases, SeedRun,
-};
-use multicast::{DestPolicy, GroupId, Membership, Tree};
+use crate::{Config, TramClient, TramNode, TramServer};
+use multicast::{DestPolicy, GroupId, LoadSpec, Tree};
 use std::sync::Arc;
-use tram::{Config, TramNode};
+use sweep::spec::{Spec, SpecWriter};
+use sweep::{draw_schedule, Checkable, MulticastRun};
 use transport::rng::{Purpose, Rng};
-use transport::runtime::sim::{Fault, Sim, TieBreak};
+use transport::runtime::sim::TieBreak;
 use transport::Nanos;
 
-/// Everything one checking run is made of.
-#[derive(Clone, Debug)]
-pub(crate) struct TramRun {
-    pub(crate) seed: u64,
-    pub(crate) cfg: Config,
-    pub(crate) dest: DestPolicy,
-    pub(crate) size: usize,
-    pub(crate) fault_phase: Nanos,
-    pub(crate) tie_break: TieBreak,
-    pub(crate) faults: Vec<Fault>,
-    /// Fault, liveness and convergence phases.
-    pub(crate) phases: Phases,
-}
+/// The `Purpose::Workload` stream a run's parameters are drawn from ([`sweep::params_stream`]).
+const PARAMS: u64 = u64::MAX - 2;
 
-/// A random rooted tree over `n` groups: each group but the first hangs under an earlier one,
-/// then the groups are relabelled at random so any group may be the root.
+/// A seeded checking run of TRAM.
+pub type TramRun = MulticastRun<Config>;
+
 /// How many evictions in a row a message may wait out after the last fault: one per group on
 /// the longest root-to-leaf path (each leader on it may still wait for a crashed member when
 /// the message reaches it), and one more for a leader replaced meanwhile, whose successor
@@ -55,6 +42,8 @@ fn stages(tree: &Tree) -> u64 {
         + 1
 }
 
+/// A random rooted tree over `n` groups: each group but the first hangs under an earlier one,
+/// then the groups are relabelled at random so any group may be the root.
 fn random_tree(n: usize, rng: &mut Rng) -> Tree {
     let mut label: Vec<usize> = (0..n).collect();
     for i in (1..n).rev() {
@@ -68,10 +57,17 @@ fn random_tree(n: usize, rng: &mut Rng) -> Tree {
     Tree::from_parents(&parents).expect("a recursive tree is a tree")
 }
 
-impl TramRun {
-    /// Derives a run from `seed`.
-    pub(crate) fn derive(seed: u64) -> TramRun {
-        let mut rng = Rng::derive(seed, Purpose::Workload, crate::sweep::params_stream::TRAM);
+impl Checkable for Config {
+    type Server = TramServer;
+    type Client = TramClient;
+    const PROTOCOL: &'static str = "tram";
+    const ABOUT: &'static str =
+        "TRAM on random trees under the same faults, leaders of several groups crashing at once";
+    const TESTBED: &'static str = crate::TESTBED;
+    const EXTRA: Option<&'static str> = None;
+
+    fn derive(seed: u64) -> TramRun {
+        let mut rng = Rng::derive(seed, Purpose::Workload, PARAMS);
         let groups = 1 + rng.below(6) as usize;
         let tree = random_tree(groups, &mut rng);
         let replicas = if rng.chance(0.7) { 3 } else { 5 };
@@ -99,7 +95,7 @@ impl TramRun {
         let stages = stages(&cfg.tree);
         let schedule = draw_schedule(seed, &cfg, cfg.timing.suspect, stall, fault_phase, stages);
         cfg.timing.evict = schedule.evict;
-        TramRun {
+        MulticastRun {
             seed,
             cfg,
             dest,
@@ -111,110 +107,72 @@ impl TramRun {
         }
     }
 
-    fn build(&self, model: &Model) -> Sim<TramNode> {
-        let tree = Some(Arc::new(self.cfg.tree.clone()));
-        let groups = self.cfg.group_count();
-        let load = checking_load(self.dest, groups, tree, self.size, &self.phases);
-        let nodes = tram::nodes(&self.cfg, load, self.seed, true);
-        seeded_sim(self.seed, model, self.tie_break, &self.faults, nodes)
+    fn write(&self, line: SpecWriter) -> SpecWriter {
+        line.put("tree", &self.tree)
+            .put("replicas", self.replicas)
+            .put("clients", self.clients)
+            .put("hm_slots", self.hm_slots)
+            .put("log_slots", self.log_slots)
+            .put("slot_bytes", self.slot_bytes)
+            .time("evict", self.timing.evict)
     }
-}
 
-impl SeedRun for TramRun {
-    fn check_local(&self, local: &LocalCheck) -> Outcome {
-        let k = local.stretch;
-        let mut cfg = self.cfg.clone();
+    fn read(line: &mut Spec<'_>) -> Result<Config, String> {
+        let tree: Tree = line.get("tree")?;
+        let mut cfg = Config::new(tree, line.get("replicas")?, line.get("clients")?);
+        cfg.hm_slots = line.get("hm_slots")?;
+        cfg.log_slots = line.get("log_slots")?;
+        cfg.slot_bytes = line.get("slot_bytes")?;
+        cfg.timing.evict = line.get("evict")?;
+        Ok(cfg)
+    }
+
+    fn nodes(&self, load: LoadSpec, seed: u64) -> Vec<TramNode> {
+        crate::nodes(self, load, seed, true)
+    }
+
+    fn tree(&self) -> Option<Arc<Tree>> {
+        Some(Arc::new(self.tree.clone()))
+    }
+
+    fn suspect(&self) -> Nanos {
+        self.timing.suspect
+    }
+
+    fn stretched(&self, k: u64) -> Config {
+        let mut cfg = self.clone();
         let t = &mut cfg.timing;
         for x in [&mut t.heartbeat, &mut t.suspect, &mut t.evict] {
             *x = Nanos(x.as_nanos() * k);
         }
-        let phases = self.phases.stretched(k);
-        let tree = Some(Arc::new(cfg.tree.clone()));
-        let load = checking_load(self.dest, cfg.group_count(), tree, self.size, &phases);
-        let nodes = tram::nodes(&cfg, load, self.seed, true);
-        let faults = local_faults(&self.faults, k);
-        check_multicast_local(nodes, &faults, &phases, &cfg, local, self.seed)
-    }
-
-    const PROTOCOL: &'static str = "tram";
-    const ABOUT: &'static str =
-        "TRAM on random trees under the same faults, leaders of several groups crashing at once";
-    const TESTBED: &'static str = crate::testbed::TRAM;
-    const EXTRA: Option<&'static str> = None;
-
-    fn derive(seed: u64) -> Self {
-        TramRun::derive(seed)
-    }
-
-    fn spec(&self) -> String {
-        let c = &self.cfg;
-        SpecWriter::new(self.seed)
-            .put("tree", &c.tree)
-            .put("replicas", c.replicas)
-            .put("clients", c.clients)
-            .put("hm_slots", c.hm_slots)
-            .put("log_slots", c.log_slots)
-            .put("slot_bytes", c.slot_bytes)
-            .put("dest", self.dest)
-            .put("size", self.size)
-            .time("fault_phase", self.fault_phase)
-            .time("evict", c.timing.evict)
-            .put("tie_break", self.tie_break)
-            .time("load_end", self.phases.load_end)
-            .faults(&self.faults)
-    }
-
-    /// The run [`SeedRun::spec`] wrote; the phases follow from the faults.
-    fn from_spec(line: &str) -> Result<TramRun, String> {
-        let mut s = Spec::parse(line)?;
-        let tree: Tree = s.get("tree")?;
-        let mut cfg = Config::new(tree, s.get("replicas")?, s.get("clients")?);
-        cfg.hm_slots = s.get("hm_slots")?;
-        cfg.log_slots = s.get("log_slots")?;
-        cfg.slot_bytes = s.get("slot_bytes")?;
-        cfg.timing.evict = s.get("evict")?;
-        let fault_phase = s.get("fault_phase")?;
-        let faults = s.faults()?;
-        let run = TramRun {
-            seed: s.get("seed")?,
-            phases: Phases::until(&faults, s.get("load_end")?),
-            dest: s.get("dest")?,
-            size: s.get("size")?,
-            tie_break: s.get("tie_break")?,
-            fault_phase,
-            faults,
-            cfg,
-        };
-        s.end("tram")?;
-        Ok(run)
-    }
-
-    fn kinds(&self) -> Kinds {
-        kinds(&self.faults, &self.cfg, self.cfg.timing.suspect)
-    }
-
-    fn check(&self, model: &Model, determinism: bool) -> Outcome {
-        check_multicast(
-            || self.build(model),
-            self.phases.limit,
-            &self.faults,
-            &self.phases,
-            &self.cfg,
-            determinism,
-        )
+        cfg
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::pinned;
+    use sweep::{pinned, Kinds, Model, SeedRun};
+
+    /// The simulator's change hint changes no event of a TRAM run.
+    #[test]
+    fn the_change_hint_changes_no_event_of_a_run() {
+        sweep::assert_hint_changes_no_event::<TramRun>("r320-cx3");
+    }
+
+    /// A sweep reports the same on one thread and on two. TRAM runs are the longest-lived, so
+    /// a batch finishes out of order.
+    #[test]
+    fn a_sweep_reports_the_same_on_one_thread_and_on_two() {
+        let seeds: Vec<u64> = (40..52).collect();
+        sweep::assert_same_report_on_one_thread_and_two::<TramRun>(&seeds, "r320-cx3");
+    }
 
     /// A run's line ([`SeedRun::spec`]) reads back to the same run, for every kind of run the
     /// seeds derive.
     #[test]
     fn runs_read_back_from_their_lines() {
-        crate::sweep::assert_specs_read_back::<TramRun>(300);
+        sweep::assert_specs_read_back::<TramRun>(300);
     }
 
     #[test]
@@ -268,7 +226,7 @@ mod tests {
              fault=kill-posting:0@2.065484ms fault=kill-posting:3@2.065484ms \
              fault=delay:3>1@3.141979ms+57.208us=36.888us~396ns",
         ] {
-            crate::sweep::assert_passes_on(&pinned::<TramRun>(line), "r320-cx3");
+            sweep::assert_passes_on(&pinned::<TramRun>(line), "r320-cx3");
         }
     }
 
@@ -284,7 +242,7 @@ mod tests {
     /// member is evicted only after the leader has waited `evict` for it on that slot.
     #[test]
     fn an_up_to_date_follower_is_not_evicted_for_having_had_nothing_to_deliver() {
-        let out = crate::sweep::assert_passes(&pinned::<TramRun>(
+        let out = sweep::assert_passes(&pinned::<TramRun>(
             "seed=773 tree=[-1] replicas=5 clients=3 hm_slots=4 log_slots=12 slot_bytes=256 \
              dest=all size=131 fault_phase=5.35613ms evict=3.201746ms tie_break=random \
              load_end=17.885827ms fault=pause:2@283.257us+405.84us \
@@ -308,7 +266,7 @@ mod tests {
     /// phase allows one eviction per group on the longest tree path, plus one.
     #[test]
     fn leaders_along_a_tree_path_evict_their_crashed_members_at_once() {
-        crate::sweep::assert_passes(&pinned::<TramRun>(
+        sweep::assert_passes(&pinned::<TramRun>(
             "seed=180 tree=[2,-1,1] replicas=5 clients=6 hm_slots=2 log_slots=6 slot_bytes=256 \
              dest=all size=61 fault_phase=3.543448ms evict=6.495456ms tie_break=fifo \
              load_end=34.082129ms fault=kill-posting:1@372.604us fault=kill-posting:19@817.42us \
@@ -342,7 +300,7 @@ mod tests {
     /// everything else holds.
     #[test]
     fn a_deposed_leader_behind_a_slow_link_is_not_lapped_into_a_halt() {
-        crate::sweep::assert_passes(&pinned::<TramRun>(
+        sweep::assert_passes(&pinned::<TramRun>(
             "seed=4475 tree=[-1] replicas=3 clients=6 hm_slots=6 log_slots=6 slot_bytes=256 \
              dest=adjacent:1 size=53 fault_phase=4.795216ms evict=980.965us tie_break=fifo \
              load_end=9.757146ms fault=pause:1@2.286223ms+564.425us",
@@ -353,7 +311,7 @@ mod tests {
              load_end=9.757146ms fault=delay:0>1@962.192us+1.849356ms=783.358us~7.48us \
              fault=pause:1@2.286223ms+564.425us",
         );
-        let out = crate::sweep::assert_passes(&run);
+        let out = sweep::assert_passes(&run);
         assert_eq!(out.halted, 1, "the scenario needs p0's halt");
     }
 
@@ -363,7 +321,7 @@ mod tests {
     fn fifty_seeds_under_faults_hold_every_property() {
         let profile = Model::hardware("r320-cx3");
         let mut seen = Kinds::default();
-        crate::sweep::ci_sweep("TRAM_SEEDS", 50, &profile, |run: &TramRun, _| {
+        sweep::ci_sweep("TRAM_SEEDS", 50, &profile, |run: &TramRun, _| {
             let k = run.kinds();
             seen.leader_crash |= k.leader_crash;
             seen.leaders_at_once |= k.leaders_at_once;

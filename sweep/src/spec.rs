@@ -14,20 +14,20 @@ use transport::Nanos;
 
 /// Writes a run's line, parameter by parameter.
 #[derive(Debug)]
-pub(crate) struct SpecWriter {
+pub struct SpecWriter {
     line: String,
 }
 
 impl SpecWriter {
     /// A line starting with the run's seed.
-    pub(crate) fn new(seed: u64) -> SpecWriter {
+    pub fn new(seed: u64) -> SpecWriter {
         SpecWriter {
             line: format!("seed={seed}"),
         }
     }
 
     /// Adds `key=value`.
-    pub(crate) fn put(mut self, key: &str, value: impl Display) -> SpecWriter {
+    pub fn put(mut self, key: &str, value: impl Display) -> SpecWriter {
         let value = value.to_string();
         debug_assert!(
             !value.is_empty() && !value.contains(char::is_whitespace),
@@ -38,12 +38,12 @@ impl SpecWriter {
     }
 
     /// Adds a time, in its exact form.
-    pub(crate) fn time(self, key: &str, t: Nanos) -> SpecWriter {
+    pub fn time(self, key: &str, t: Nanos) -> SpecWriter {
         self.put(key, t.exact())
     }
 
     /// Ends the line with the run's faults.
-    pub(crate) fn faults(mut self, faults: &[Fault]) -> String {
+    pub fn faults(mut self, faults: &[Fault]) -> String {
         for f in faults {
             self.line.push_str(&format!(" fault={f}"));
         }
@@ -54,14 +54,14 @@ impl SpecWriter {
 /// A run's line, read parameter by parameter: each is taken once, and whatever is left at the
 /// end is refused, so a misspelt or foreign parameter is never ignored.
 #[derive(Debug)]
-pub(crate) struct Spec<'a> {
+pub struct Spec<'a> {
     words: Vec<(&'a str, &'a str)>,
     faults: Vec<&'a str>,
 }
 
 impl<'a> Spec<'a> {
     /// Splits `line` into its `key=value` words.
-    pub(crate) fn parse(line: &'a str) -> Result<Spec<'a>, String> {
+    pub fn parse(line: &'a str) -> Result<Spec<'a>, String> {
         let mut words = Vec::new();
         let mut faults = Vec::new();
         for word in line.split_whitespace() {
@@ -78,7 +78,7 @@ impl<'a> Spec<'a> {
     }
 
     /// Takes parameter `key`, read as a `T`.
-    pub(crate) fn get<T: FromStr>(&mut self, key: &str) -> Result<T, String>
+    pub fn get<T: FromStr>(&mut self, key: &str) -> Result<T, String>
     where
         T::Err: Display,
     {
@@ -92,7 +92,7 @@ impl<'a> Spec<'a> {
     }
 
     /// Takes the run's faults, in the order given.
-    pub(crate) fn faults(&mut self) -> Result<Vec<Fault>, String> {
+    pub fn faults(&mut self) -> Result<Vec<Fault>, String> {
         std::mem::take(&mut self.faults)
             .into_iter()
             .map(str::parse)
@@ -100,7 +100,7 @@ impl<'a> Spec<'a> {
     }
 
     /// Refuses the parameters nobody took.
-    pub(crate) fn end(self, protocol: &str) -> Result<(), String> {
+    pub fn end(self, protocol: &str) -> Result<(), String> {
         match self.words.first() {
             None => Ok(()),
             Some((k, _)) => Err(format!(
@@ -111,13 +111,13 @@ impl<'a> Spec<'a> {
 }
 
 /// `Vec<T>` as `a,b,c`.
-pub(crate) fn list<T: Display>(xs: &[T]) -> String {
+pub fn list<T: Display>(xs: &[T]) -> String {
     let xs: Vec<String> = xs.iter().map(T::to_string).collect();
     xs.join(",")
 }
 
 /// Reads [`list`]'s form.
-pub(crate) fn parse_list<T: FromStr>(s: &str) -> Result<Vec<T>, String>
+pub fn parse_list<T: FromStr>(s: &str) -> Result<Vec<T>, String>
 where
     T::Err: Display,
 {

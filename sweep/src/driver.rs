@@ -17,12 +17,15 @@ use transport::{Nanos, Process, ProcessId};
 /// What a sweep's runs are simulated on: the hardware profile, the software profile, and
 /// which runs tear their multi-word accesses.
 #[derive(Clone, Debug)]
-pub(crate) struct Model {
-    pub(crate) profile: Profile,
-    pub(crate) software: Software,
-    pub(crate) torn: Torn,
+pub struct Model {
+    /// The hardware profile.
+    pub profile: Profile,
+    /// The software profile (the price of each kind of work).
+    pub software: Software,
+    /// Which runs tear their multi-word accesses.
+    pub torn: Torn,
     /// Run the seeds on the local runtime's threads instead (`check --runtime local`).
-    pub(crate) local: Option<LocalCheck>,
+    pub local: Option<LocalCheck>,
 }
 
 /// Which runs of a sweep the simulator carries multi-word writes and reads out in pieces
@@ -39,7 +42,7 @@ pub(crate) struct Model {
     serde::Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Torn {
+pub enum Torn {
     /// Half the seeds, drawn from each seed, with the piece size, order and window drawn too.
     #[default]
     Drawn,
@@ -61,8 +64,7 @@ impl std::fmt::Display for Torn {
 
 impl Model {
     /// The built-in hardware profile `name`, no software cost.
-    #[cfg(test)]
-    pub(crate) fn hardware(name: &str) -> Model {
+    pub fn hardware(name: &str) -> Model {
         Model {
             profile: Profile::load(name).expect("built-in"),
             software: Software::none(),
@@ -72,8 +74,7 @@ impl Model {
     }
 
     /// The built-in hardware profile `hardware` with the built-in software profile `software`.
-    #[cfg(test)]
-    pub(crate) fn priced(hardware: &str, software: &str) -> Model {
+    pub fn priced(hardware: &str, software: &str) -> Model {
         Model {
             profile: Profile::load(hardware).expect("built-in"),
             software: Software::load(software).expect("built-in"),
@@ -83,7 +84,7 @@ impl Model {
     }
 
     /// A simulation of `nodes` on this model from `seed`.
-    pub(crate) fn config(&self, seed: u64) -> SimConfig {
+    pub fn config(&self, seed: u64) -> SimConfig {
         let mut sc = SimConfig::new(seed, self.profile.clone());
         sc.software = self.software.clone();
         sc.tearing = self.tearing(seed);
@@ -91,7 +92,7 @@ impl Model {
     }
 
     /// Whether and how `seed`'s run tears its multi-word accesses.
-    pub(crate) fn tearing(&self, seed: u64) -> Option<Tearing> {
+    pub fn tearing(&self, seed: u64) -> Option<Tearing> {
         let mut rng = Rng::derive(seed, Purpose::Scheduler, params_stream::TEARING);
         let drawn = rng.chance(0.5);
         let tearing = Tearing::draw(&mut rng);
@@ -105,7 +106,7 @@ impl Model {
 
 /// The clients' load of a checking run: `dest` and `size` from its start until the liveness
 /// phase ends, no warm-up (every completion counts).
-pub(crate) fn checking_load(
+pub fn checking_load(
     dest: DestPolicy,
     groups: usize,
     tree: Option<std::sync::Arc<multicast::Tree>>,
@@ -123,7 +124,7 @@ pub(crate) fn checking_load(
 }
 
 /// The simulation of one seed of a sweep: the seed's tie-break policy and fault schedule.
-pub(crate) fn seeded_sim<P: Process<SimNic>>(
+pub fn seeded_sim<P: Process<SimNic>>(
     seed: u64,
     model: &Model,
     tie_break: TieBreak,
@@ -140,7 +141,7 @@ pub(crate) fn seeded_sim<P: Process<SimNic>>(
 /// and checks it: every server's deliveries and counters, the clients' errors, progress after
 /// the faults, halts, the five properties ([`judge`]); with `determinism`, the seed again
 /// without the simulator's change hint, event by event.
-pub(crate) fn check_multicast<S, C>(
+pub fn check_multicast<S, C>(
     build: impl Fn() -> Sim<Node<S, C>>,
     limit: Nanos,
     faults: &[Fault],
@@ -215,27 +216,27 @@ pub(super) fn judge_run<S: Server + Observed, C>(
 /// The longest convergence phase of a local run: the simulator's [`super::CONVERGE`] stretched would
 /// keep every seed running for seconds after its load, though threads catch up in far less
 /// (the longest wait a stretched schedule holds, an eviction, stays under a second at 100x).
-pub(crate) const LOCAL_CONVERGE: Nanos = Nanos(2_000_000_000);
+pub const LOCAL_CONVERGE: Nanos = Nanos(2_000_000_000);
 
 /// How `harness check --runtime local` runs a seed on real threads: the seed's schedule, its
 /// timeouts and its phases stretched from simulated to wall time, the faults a concurrent
 /// runtime can apply, the NIC thread's interleaving.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct LocalCheck {
+pub struct LocalCheck {
     /// Wall nanoseconds per simulated nanosecond: real threads on shared cores are slower and
     /// noisier than the simulated hardware, and a descheduled thread must not look dead.
-    pub(crate) stretch: u64,
+    pub stretch: u64,
     /// Remote ops on the NIC thread, completed asynchronously and in a random order across
     /// queue pairs.
-    pub(crate) nic_thread: bool,
+    pub nic_thread: bool,
     /// Multi-word ops in pieces, the thread yielded between them (torn accesses likely).
-    pub(crate) yield_words: bool,
+    pub yield_words: bool,
 }
 
 impl Phases {
     /// The phases `k` times as long (a local run's wall-time phases), convergence cut to
     /// [`LOCAL_CONVERGE`] at most.
-    pub(crate) fn stretched(&self, k: u64) -> Phases {
+    pub fn stretched(&self, k: u64) -> Phases {
         let x = |t: Nanos| Nanos(t.as_nanos().saturating_mul(k));
         let converge = x(self.limit.saturating_sub(self.load_end)).min(LOCAL_CONVERGE);
         Phases {
@@ -250,7 +251,7 @@ impl Phases {
 /// times: crashes (one in the middle of posting becomes a plain crash: a thread cannot be
 /// stopped inside a poll) and pauses. Slowdowns, delayed links and revokes are the
 /// simulator's alone.
-pub(crate) fn local_faults(faults: &[Fault], k: u64) -> Vec<Fault> {
+pub fn local_faults(faults: &[Fault], k: u64) -> Vec<Fault> {
     let x = |t: Nanos| Nanos(t.as_nanos().saturating_mul(k));
     faults
         .iter()
@@ -275,7 +276,7 @@ pub(crate) fn local_faults(faults: &[Fault], k: u64) -> Vec<Fault> {
 /// Runs `nodes` on the local runtime under `faults` (wall times, from [`local_faults`]) until
 /// `phases.limit`, a thread of its own applying the faults, and judges the run as
 /// [`check_multicast`] does.
-pub(crate) fn check_multicast_local<S, C>(
+pub fn check_multicast_local<S, C>(
     nodes: Vec<Node<S, C>>,
     faults: &[Fault],
     phases: &Phases,
@@ -314,7 +315,11 @@ where
 
 /// Runs `processes` on the local runtime for `limit` of wall time while another thread
 /// applies `faults` (crashes and pauses) at their times.
-pub(crate) fn run_local<P: Process<LocalNic> + Send>(
+#[allow(
+    clippy::disallowed_methods,
+    reason = "a local run is real threads: its faults are applied at wall-clock times"
+)]
+pub fn run_local<P: Process<LocalNic> + Send>(
     cfg: LocalConfig,
     processes: Vec<P>,
     faults: &[Fault],
@@ -355,7 +360,7 @@ pub(crate) fn run_local<P: Process<LocalNic> + Send>(
 }
 
 /// One seeded checking run of a protocol, as `harness check` drives it.
-pub(crate) trait SeedRun: Sized + Send + Sync + Clone + std::fmt::Debug {
+pub trait SeedRun: Sized + Send + Sync + Clone + std::fmt::Debug {
     /// The protocol's name on the command line.
     const PROTOCOL: &'static str;
     /// One line for `check --help`: what the sweep injects and checks.
@@ -386,24 +391,33 @@ pub(crate) trait SeedRun: Sized + Send + Sync + Clone + std::fmt::Debug {
 /// What a sweep, or one shard of it, found: what `check --report` writes and `check --merge`
 /// reads back (TOML).
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
-pub(crate) struct Report {
-    pub(crate) protocol: String,
-    pub(crate) profile: String,
+pub struct Report {
+    /// The protocol's name on the command line.
+    pub protocol: String,
+    /// The hardware profile's name.
+    pub profile: String,
     /// The software profile (reports written before software profiles existed ran on none).
     #[serde(default = "no_software")]
-    pub(crate) software: String,
-    pub(crate) commit: String,
+    pub software: String,
+    /// The build's commit, so shards of different builds are not merged.
+    pub commit: String,
     /// Which seeds tore their accesses (reports written before tearing existed ran none).
     #[serde(default = "untorn")]
-    pub(crate) torn: Torn,
-    /// The sweep's `--first-seed` and `--seeds`, and the shard `(K, N)` this report covers.
-    pub(crate) first: u64,
-    pub(crate) seeds: u64,
-    pub(crate) shard: (u64, u64),
-    pub(crate) runs: u64,
-    pub(crate) wall_s: f64,
-    pub(crate) failed: Vec<u64>,
-    pub(crate) tally: Tally,
+    pub torn: Torn,
+    /// The sweep's `--first-seed`.
+    pub first: u64,
+    /// The sweep's `--seeds`.
+    pub seeds: u64,
+    /// The shard `(K, N)` this report covers: seeds `first + K`, `first + K + N`, ...
+    pub shard: (u64, u64),
+    /// Runs this report covers.
+    pub runs: u64,
+    /// Wall time the runs took, in seconds.
+    pub wall_s: f64,
+    /// The seeds whose runs failed.
+    pub failed: Vec<u64>,
+    /// What the runs held.
+    pub tally: Tally,
 }
 
 /// [`Report::torn`] of a report that names none.
@@ -419,7 +433,7 @@ pub(super) fn no_software() -> String {
 impl Report {
     /// Sums shard reports of one sweep. Refuses reports of different protocols, profiles,
     /// commits or sweeps, and a shard given twice; says which shards are missing.
-    pub(crate) fn merge(reports: Vec<Report>) -> Result<(Report, Vec<u64>), String> {
+    pub fn merge(reports: Vec<Report>) -> Result<(Report, Vec<u64>), String> {
         let mut it = reports.into_iter();
         let mut all = it.next().ok_or("nothing to merge")?;
         let mut seen = vec![all.shard.0];
@@ -466,7 +480,7 @@ impl Report {
 /// so a sweep's report is the same on any number of threads (runs share nothing: each is
 /// deterministic from its seed). Seeds go in batches of a few per thread; a passing run's
 /// delivery log is dropped at once.
-pub(crate) fn run_seeds<R: SeedRun>(
+pub fn run_seeds<R: SeedRun>(
     seeds: &[u64],
     run_of: impl Fn(u64) -> R + Sync,
     model: &Model,
@@ -475,7 +489,7 @@ pub(crate) fn run_seeds<R: SeedRun>(
     mut each: impl FnMut(u64, &R, &Outcome),
 ) -> Result<(), String> {
     use rayon::prelude::*;
-    let pool = crate::figure::worker_pool(Some(jobs))?;
+    let pool = worker_pool(Some(jobs))?;
     for batch in seeds.chunks(jobs * 8) {
         let done: Vec<(R, Outcome)> = pool.install(|| {
             batch
@@ -508,8 +522,16 @@ pub(crate) fn run_seeds<R: SeedRun>(
     Ok(())
 }
 
+/// A pool of `jobs` worker threads for sweep seeds and figure points (`None`: every core).
+pub fn worker_pool(jobs: Option<usize>) -> Result<rayon::ThreadPool, String> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.unwrap_or(0))
+        .build()
+        .map_err(|e| format!("cannot start {} worker threads: {e}", jobs.unwrap_or(0)))
+}
+
 /// The message a panic carried (`panic!` with a literal or with a format).
-pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+pub fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -519,23 +541,20 @@ pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
 
 /// The run a line pins ([`SeedRun::spec`], as a sweep printed it when the run failed): exactly
 /// that run, whatever later changes do to how seeds derive runs.
-#[cfg(test)]
-pub(crate) fn pinned<R: SeedRun>(line: &str) -> R {
+pub fn pinned<R: SeedRun>(line: &str) -> R {
     R::from_spec(line).unwrap_or_else(|e| panic!("{line}\n{e}"))
 }
 
 /// Checks `run` on r320-cx3, the profile of the sweeps the pinned seeds came from, and asserts
 /// it holds every property (for pinned regression tests); returns its outcome.
-#[cfg(test)]
-pub(crate) fn assert_passes<R: SeedRun>(run: &R) -> Outcome {
+pub fn assert_passes<R: SeedRun>(run: &R) -> Outcome {
     assert_passes_on(run, "r320-cx3")
 }
 
 /// CI's lean sweep of `R`: seeds `0..N` on `model`, `N` from the environment variable `var`
 /// (a longer sweep on demand) or `default`; a run with a violation or no delivery fails the
 /// test, and `each` sees every run and its outcome for the caller's own assertions.
-#[cfg(test)]
-pub(crate) fn ci_sweep<R: SeedRun>(
+pub fn ci_sweep<R: SeedRun>(
     var: &str,
     default: u64,
     model: &Model,
@@ -560,8 +579,7 @@ pub(crate) fn ci_sweep<R: SeedRun>(
 
 /// Every run derived from seeds `0..seeds` reads back from its line ([`SeedRun::spec`]) to the
 /// same run, field for field: no parameter is left out of the line or read back otherwise.
-#[cfg(test)]
-pub(crate) fn assert_specs_read_back<R: SeedRun>(seeds: u64) {
+pub fn assert_specs_read_back<R: SeedRun>(seeds: u64) {
     for seed in 0..seeds {
         let run = R::derive(seed);
         let line = run.spec();
@@ -571,15 +589,13 @@ pub(crate) fn assert_specs_read_back<R: SeedRun>(seeds: u64) {
 }
 
 /// [`assert_passes`] on the built-in profile `profile`.
-#[cfg(test)]
-pub(crate) fn assert_passes_on<R: SeedRun>(run: &R, profile: &str) -> Outcome {
+pub fn assert_passes_on<R: SeedRun>(run: &R, profile: &str) -> Outcome {
     assert_passes_under(run, &Model::hardware(profile))
 }
 
 /// [`assert_passes`] on `model` (hardware and software profile); a failure prints the run,
 /// its violations and every server's final state.
-#[cfg(test)]
-pub(crate) fn assert_passes_under<R: SeedRun>(run: &R, model: &Model) -> Outcome {
+pub fn assert_passes_under<R: SeedRun>(run: &R, model: &Model) -> Outcome {
     let out = run.check(model, false);
     assert!(
         out.violations.is_empty(),
@@ -589,4 +605,69 @@ pub(crate) fn assert_passes_under<R: SeedRun>(run: &R, model: &Model) -> Outcome
         out.states.join("\n")
     );
     out
+}
+
+/// A software profile with every kind of work priced (round numbers, not a calibration), for
+/// tests that a run's outcome does not depend on what the simulator's shortcuts skip.
+pub fn priced_software() -> Software {
+    Software::parse(
+        "test.toml",
+        r#"
+        name = "test"
+        version = 1
+        description = "every kind of work priced"
+        [calibration]
+        source = "none: a test"
+        [costs]
+        scan_ns = 5
+        decode_ns = 200
+        copy_ps_per_byte = 100
+        order_ns = 300
+        deliver_ns = 200
+        "#,
+    )
+    .expect("valid")
+}
+
+/// The simulator's change hint only saves wall time: run again without it, `R`'s seeds 0..6
+/// (four on free work, two with every kind of work priced, since what a protocol reports must
+/// not depend on what the hint skips) go event for event the same (`check_determinism`
+/// withholds the hint on its second run) and deliver.
+pub fn assert_hint_changes_no_event<R: SeedRun>(profile: &str) {
+    let free = Model::hardware(profile);
+    let priced = Model {
+        software: priced_software(),
+        ..free.clone()
+    };
+    for (seed, model) in (0..4)
+        .map(|s| (s, &free))
+        .chain((4..6).map(|s| (s, &priced)))
+    {
+        let out = R::derive(seed).check(model, true);
+        assert_eq!(out.divergence, None, "seed {seed}");
+        assert!(out.delivered > 0, "seed {seed} delivered nothing");
+    }
+}
+
+/// A sweep of `seeds` reports the same on one thread and on two: every run's outcome, in seed
+/// order, and the tally line (runs of different lengths finish out of order in a batch).
+pub fn assert_same_report_on_one_thread_and_two<R: SeedRun>(seeds: &[u64], profile: &str) {
+    let model = Model::hardware(profile);
+    let report = |jobs: usize| {
+        let mut lines = Vec::new();
+        let mut tally = Tally::default();
+        run_seeds(seeds, R::derive, &model, false, jobs, |s, r, o| {
+            tally.add(r.kinds(), o);
+            lines.push(format!(
+                "{s} {} {} {} {} {:?} {:?}",
+                o.events, o.delivered, o.post_fault, o.halted, o.after_each, o.violations
+            ));
+        })
+        .expect("threads start");
+        lines.push(tally.describe(None));
+        lines
+    };
+    let one = report(1);
+    assert_eq!(one.len(), seeds.len() + 1);
+    assert_eq!(one, report(2));
 }

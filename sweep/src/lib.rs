@@ -1,25 +1,35 @@
-//! What every protocol's `harness check` sweep shares: the fault schedule drawn from a seed,
-//! the kinds of fault a run holds, a run's outcome, and the sweep's tally.
+//! VOPR-style checking sweeps of the workbench's protocols, in the spirit of FoundationDB's and
+//! TigerBeetle's simulators: every parameter of a run and its fault schedule drawn from one
+//! seed, the run on the deterministic simulator (or on real threads), the verdicts, and a
+//! tally of what the runs held. `harness check` drives a protocol's runs over many seeds; a
+//! protocol's own tests pin the runs that once failed, each as one line ([`spec`]).
 //!
 //! In parts: [`schedule`] draws a seed's faults and phases and names the kinds of fault a run
 //! holds, [`judge`] gives the verdicts on one run, [`tally`] counts outcomes, and [`driver`]
-//! runs seeds on the simulator or on threads and reports.
+//! runs seeds on the simulator or on threads and reports. A protocol takes part by
+//! implementing [`SeedRun`] (its crate's `check` module, behind its `check` feature) and
+//! [`multicast::Observed`] for its server; an atomic multicast protocol implements
+//! [`Checkable`] for its deployment and its runs are [`MulticastRun`]s.
 
-mod driver;
-pub(crate) mod judge;
-mod schedule;
-pub(crate) mod spec;
-mod tally;
+#![deny(missing_docs)]
 
-pub(crate) use driver::*;
-pub(crate) use schedule::*;
-pub(crate) use tally::*;
+pub mod driver;
+pub mod judge;
+pub mod multicast_run;
+pub mod schedule;
+pub mod spec;
+pub mod tally;
+
+pub use driver::*;
+pub use multicast_run::{Checkable, MulticastRun};
+pub use schedule::*;
+pub use tally::*;
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::judge::judge_halts;
     use super::*;
-    use transport::runtime::sim::{Fault, Software};
+    use transport::runtime::sim::Fault;
     use transport::{Nanos, ProcessId};
 
     /// `--torn drawn` tears about half the seeds, with every piece size and order among them;
@@ -96,108 +106,10 @@ pub(crate) mod tests {
         );
     }
 
-    /// A sweep's report on one thread and on two: every run's outcome, in seed order, and the
-    /// tally line. TRAM runs are the longest-lived, so a batch finishes out of order.
-    #[test]
-    fn a_sweep_reports_the_same_on_one_thread_and_on_two() {
-        let model = Model::hardware("r320-cx3");
-        let seeds: Vec<u64> = (40..52).collect();
-        let report = |jobs: usize| {
-            let mut lines = Vec::new();
-            let mut tally = Tally::default();
-            run_seeds(
-                &seeds,
-                crate::protocols::tram::check::TramRun::derive,
-                &model,
-                false,
-                jobs,
-                |s, r, o| {
-                    tally.add(r.kinds(), o);
-                    lines.push(format!(
-                        "{s} {} {} {} {} {:?} {:?}",
-                        o.events, o.delivered, o.post_fault, o.halted, o.after_each, o.violations
-                    ));
-                },
-            )
-            .expect("threads start");
-            lines.push(tally.describe(None));
-            lines
-        };
-        let one = report(1);
-        assert_eq!(one.len(), seeds.len() + 1);
-        assert_eq!(one, report(2));
-    }
-
-    /// The simulator's change hint only saves wall time: run again without it, seeds with
-    /// faults of every kind go event for event the same (`check_determinism` withholds the hint
-    /// on its second run).
-    #[test]
-    fn the_change_hint_changes_no_event_of_a_run() {
-        let free = Model::hardware("r320-cx3");
-        // Priced work too: what a protocol reports must not depend on what the hint skips.
-        let priced = Model {
-            software: priced_software(),
-            ..free.clone()
-        };
-        for (seed, model) in (0..4)
-            .map(|s| (s, &free))
-            .chain((4..6).map(|s| (s, &priced)))
-        {
-            let runs = [
-                crate::protocols::ramcast::check::RamcastRun::derive(seed).check(model, true),
-                crate::protocols::tram::check::TramRun::derive(seed).check(model, true),
-            ];
-            for out in runs {
-                assert_eq!(out.divergence, None, "seed {seed}");
-                assert!(out.delivered > 0, "seed {seed} delivered nothing");
-            }
-        }
-    }
-
-    /// Two shards' reports, written as TOML, read back and merged, say what the whole sweep
-    /// says; a shard given twice and a report of another sweep are refused.
-    #[test]
-    fn merged_shard_reports_are_the_whole_sweeps_report() {
-        use crate::protocols::rdmc::check::RdmcRun;
-        let model = Model::hardware("r320-cx3");
-        let report = |shard: (u64, u64)| {
-            let seeds: Vec<u64> = (0..10)
-                .skip(shard.0 as usize)
-                .step_by(shard.1 as usize)
-                .collect();
-            let mut r = Report {
-                protocol: RdmcRun::PROTOCOL.into(),
-                seeds: 10,
-                shard,
-                runs: seeds.len() as u64,
-                ..Report::default()
-            };
-            run_seeds(&seeds, RdmcRun::derive, &model, false, 1, |s, run, o| {
-                r.tally.add(run.kinds(), o);
-                if !o.violations.is_empty() {
-                    r.failed.push(s);
-                }
-            })
-            .expect("threads start");
-            let text = toml::to_string(&r).expect("serialises");
-            toml::from_str::<Report>(&text).expect("reads back")
-        };
-        let whole = report((0, 1));
-        let (merged, missing) = Report::merge(vec![report((1, 2)), report((0, 2))]).unwrap();
-        assert!(missing.is_empty());
-        assert_eq!(
-            (merged.runs, &merged.failed, merged.tally.describe(None)),
-            (whole.runs, &whole.failed, whole.tally.describe(None))
-        );
-        assert_eq!(merged.tally.events, whole.tally.events);
-        assert!(Report::merge(vec![report((0, 2)), report((0, 2))]).is_err());
-        assert!(Report::merge(vec![report((0, 2)), whole]).is_err());
-    }
-
     /// The halt verdict on hand-made outcomes: one group of three (f = 1), process 1 halted.
     #[test]
     fn halts_are_judged_against_the_schedule_and_f() {
-        let m = ramcast::Config::new(1, 3, 1);
+        let m = Groups::new(1, 3, 1);
         let none = |_: ProcessId| false;
         let halted = [ProcessId(1)];
         let paused = Fault::Pause {
@@ -221,6 +133,28 @@ pub(crate) mod tests {
         let v = judge_halts(&halted, &crashed, &[paused], &m);
         assert_eq!(v.len(), 1, "{v:?}");
         assert!(v[0].contains("more than f = 1"), "{v:?}");
+    }
+
+    /// A membership of `groups` groups of `replicas` servers and `clients` clients (the
+    /// protocols' own configurations are not at hand here).
+    struct Groups(usize, usize, usize);
+
+    impl Groups {
+        fn new(groups: usize, replicas: usize, clients: usize) -> Groups {
+            Groups(groups, replicas, clients)
+        }
+    }
+
+    impl multicast::Membership for Groups {
+        fn group_count(&self) -> usize {
+            self.0
+        }
+        fn replica_count(&self) -> usize {
+            self.1
+        }
+        fn client_count(&self) -> usize {
+            self.2
+        }
     }
 
     fn us(x: u64) -> Nanos {
@@ -248,7 +182,7 @@ pub(crate) mod tests {
     /// against f once it joins: with p2 down the group has no room, and the drawer refuses it.
     #[test]
     fn impairments_that_together_outlast_eviction_count_against_f() {
-        let m = ramcast::Config::new(1, 3, 3);
+        let m = Groups::new(1, 3, 3);
         let (p0, p1, p2) = (ProcessId(0), ProcessId(1), ProcessId(2));
         let evict = Nanos(3_399_508);
         let suspect = us(300);
@@ -287,7 +221,7 @@ pub(crate) mod tests {
     /// halt of the sender behind it is an outcome, not a correct server stopped.
     #[test]
     fn a_slowed_link_impairs_both_of_its_ends() {
-        let m = ramcast::Config::new(1, 3, 6);
+        let m = Groups::new(1, 3, 6);
         let (p0, p1) = (ProcessId(0), ProcessId(1));
         let link = Fault::LinkDelay {
             at: us(962),
@@ -305,27 +239,6 @@ pub(crate) mod tests {
         assert!(long.faulty[0].is_empty());
         let none = |_: ProcessId| false;
         assert!(judge_halts(&[p0], &none, &[link], &m).is_empty());
-    }
-
-    /// A software profile with every kind of work priced (round numbers, not a calibration).
-    pub(crate) fn priced_software() -> Software {
-        Software::parse(
-            "test.toml",
-            r#"
-            name = "test"
-            version = 1
-            description = "every kind of work priced"
-            [calibration]
-            source = "none: a test"
-            [costs]
-            scan_ns = 5
-            decode_ns = 200
-            copy_ps_per_byte = 100
-            order_ns = 300
-            deliver_ns = 200
-            "#,
-        )
-        .expect("valid")
     }
 
     /// A report written before the protocols' own kinds were counted by name (Ridge's

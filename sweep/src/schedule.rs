@@ -9,19 +9,22 @@ use transport::{Nanos, ProcessId};
 
 /// The convergence phase after the liveness phase: no new multicasts, faults over, every
 /// correct process must catch up.
-pub(crate) const CONVERGE: Nanos = Nanos(60_000_000);
+pub const CONVERGE: Nanos = Nanos(60_000_000);
 
 /// How long clients keep multicasting after the last fault ended and the eviction time passed:
 /// the liveness phase, so ordering after failures is exercised, not only recovery.
-pub(crate) const LIVE: Nanos = Nanos(3_000_000);
+pub const LIVE: Nanos = Nanos(3_000_000);
 
 /// The phases of a checking run: faults until `last_fault` (when the last one stopped acting),
 /// multicasts until `load_end`, then convergence until `limit`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Phases {
-    pub(crate) last_fault: Nanos,
-    pub(crate) load_end: Nanos,
-    pub(crate) limit: Nanos,
+pub struct Phases {
+    /// When the last fault stopped acting.
+    pub last_fault: Nanos,
+    /// When the clients stop starting multicasts.
+    pub load_end: Nanos,
+    /// When the run ends (convergence over).
+    pub limit: Nanos,
 }
 
 impl Phases {
@@ -29,7 +32,7 @@ impl Phases {
     /// that the protocol may have to wait out `stages` times in a row after the last fault (a
     /// TRAM message crosses the groups of a tree path, each of whose leaders may still wait for
     /// a crashed member).
-    pub(crate) fn of(fault_phase: Nanos, faults: &[Fault], evict: Nanos, stages: u64) -> Phases {
+    pub fn of(fault_phase: Nanos, faults: &[Fault], evict: Nanos, stages: u64) -> Phases {
         let last_fault = faults.iter().map(Fault::end).max().unwrap_or(Nanos::ZERO);
         let load_end = fault_phase
             .max(last_fault)
@@ -44,7 +47,7 @@ impl Phases {
 
     /// The phases of a run with `faults` whose multicasts stop at `load_end` (a run read back
     /// from its line, [`super::spec`]).
-    pub(crate) fn until(faults: &[Fault], load_end: Nanos) -> Phases {
+    pub fn until(faults: &[Fault], load_end: Nanos) -> Phases {
         Phases {
             last_fault: faults.iter().map(Fault::end).max().unwrap_or(Nanos::ZERO),
             load_end,
@@ -55,16 +58,19 @@ impl Phases {
 
 /// A run's eviction time, fault schedule and phases, all drawn from its seed.
 #[derive(Clone, Debug)]
-pub(crate) struct Schedule {
-    pub(crate) evict: Nanos,
-    pub(crate) faults: Vec<Fault>,
-    pub(crate) phases: Phases,
+pub struct Schedule {
+    /// The eviction time: how long a member may be unresponsive before it is removed.
+    pub evict: Nanos,
+    /// The faults, in the simulator's terms.
+    pub faults: Vec<Fault>,
+    /// The run's phases.
+    pub phases: Phases,
 }
 
 /// Draws a run's [`Schedule`]: the eviction time ([`draw_evict`], `stall` being how long a
 /// correct member may wait through a failover), the faults of `fault_phase` ([`draw_faults`]),
 /// and the phases, with `stages` evictions in a row allowed after the last fault.
-pub(crate) fn draw_schedule(
+pub fn draw_schedule(
     seed: u64,
     m: &impl Membership,
     suspect: Nanos,
@@ -110,7 +116,7 @@ pub(super) fn evict_is_short(evict: Nanos) -> bool {
 /// it. A link out of `p` counts whatever its other end: to a client, `p`'s reports arrive late;
 /// to a member of its group, `p` looks silent to it (TRAM seed 4475: a leader whose heartbeats
 /// crawled to its follower was deposed, fell a log behind and halted).
-pub(crate) fn impairs(f: &Fault, p: ProcessId) -> bool {
+pub fn impairs(f: &Fault, p: ProcessId) -> bool {
     match *f {
         Fault::Pause { process, .. } | Fault::Slow { process, .. } => process == p,
         Fault::LinkDelay { from, to, .. } => to == p || from == p,
@@ -156,74 +162,62 @@ pub(super) fn longest_impairment(spans: &[(Nanos, Nanos)]) -> Nanos {
     longest
 }
 
-/// The `Purpose::Workload` entity each protocol's sweep derives its run parameters from (groups,
-/// replicas, clients, destinations, ...), in one place so the three stay distinct and clear of
-/// the clients' workload streams, whose entities are process ids.
-pub(crate) mod params_stream {
-    /// `harness check --protocol ramcast`.
-    pub(crate) const RAMCAST: u64 = u64::MAX - 1;
-    /// `harness check --protocol tram`.
-    pub(crate) const TRAM: u64 = u64::MAX - 2;
-    /// `harness check --protocol rdmc`.
-    pub(crate) const RDMC: u64 = u64::MAX - 3;
-    /// `harness check --protocol ridge`.
-    pub(crate) const RIDGE: u64 = u64::MAX - 4;
-    /// `harness check --protocol ridge`: faults of dedicated acceptors.
-    pub(crate) const RIDGE_ACCEPTORS: u64 = u64::MAX - 5;
+/// The streams a sweep derives from a seed apart from the protocols' own. A protocol's
+/// `SeedRun::derive` draws its parameters from `Purpose::Workload` streams of its own, entities
+/// counted down from `u64::MAX` (RamCast `MAX - 1` and `- 9`, TRAM `- 2`, RDMC `- 3`, Ridge
+/// `- 4`, `- 5` and `- 7`, Heron `- 8`): clear of the clients' workload streams, whose entities
+/// are process ids.
+pub mod params_stream {
     /// Every protocol: whether and how the simulator tears the run's multi-word accesses
-    /// (drawn apart from the run's other parameters, so adding it changed none of them).
-    pub(crate) const TEARING: u64 = u64::MAX - 6;
-    /// `harness check --protocol ridge`: mixed destinations, small `retain`, spread `e_all`
-    /// acceptors and the coordinator cut off (issue 44), apart from the earlier draws.
-    pub(crate) const RIDGE_REACH: u64 = u64::MAX - 7;
-    /// `harness check --protocol heron`: five replicas, late faults, link delays, crashes in
-    /// the middle of posting, pauses past the suspicion timeout, queue pairs broken during a
-    /// state transfer (issue 44).
-    pub(crate) const HERON_REACH: u64 = u64::MAX - 8;
-    /// `harness check --protocol ramcast`: one run in eight with large buffers (many clients of
-    /// kilobytes, so a leader change's replies span several messages), apart from the earlier
-    /// draws.
-    pub(crate) const RAMCAST_LARGE: u64 = u64::MAX - 9;
+    /// (a `Purpose::Scheduler` stream, drawn apart from the run's other parameters, so adding
+    /// it changed none of them).
+    pub const TEARING: u64 = u64::MAX - 6;
 }
 
 /// Kinds of fault a run contains, for the sweep's counts.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Kinds {
-    pub(crate) leader_crash: bool,
+pub struct Kinds {
+    /// A group's leader crashes.
+    pub leader_crash: bool,
     /// Initial leaders of two or more groups crash at the same instant.
-    pub(crate) leaders_at_once: bool,
-    pub(crate) follower_crash: bool,
-    pub(crate) client_crash: bool,
+    pub leaders_at_once: bool,
+    /// A follower crashes.
+    pub follower_crash: bool,
+    /// A client crashes.
+    pub client_crash: bool,
     /// A crash in the middle of posting (a client's multicast reaching some destinations only,
     /// a leader's proposal reaching some followers only).
-    pub(crate) mid_post: bool,
-    pub(crate) false_suspicion: bool,
-    pub(crate) slow: bool,
-    pub(crate) link_delay: bool,
+    pub mid_post: bool,
+    /// A pause long enough for a correct process to be suspected.
+    pub false_suspicion: bool,
+    /// A process runs slower for a while.
+    pub slow: bool,
+    /// A link delays what it carries for a while.
+    pub link_delay: bool,
     /// A group's initial leader cut off from its followers by slow links (`cut_off_leader`).
-    pub(crate) cut_off: bool,
+    pub cut_off: bool,
     /// The protocol's own kinds the run has, by name (Ridge's `clock_skew`, Heron's `tpcc`):
     /// the sweep counts them and the protocol's tally line reads them back.
-    pub(crate) own: Vec<&'static str>,
+    pub own: Vec<&'static str>,
 }
 
 impl Kinds {
     /// Notes the protocol's own kind `name` if the run has it.
-    pub(crate) fn mark(&mut self, name: &'static str, has: bool) {
+    pub fn mark(&mut self, name: &'static str, has: bool) {
         if has && !self.has(name) {
             self.own.push(name);
         }
     }
 
     /// Whether the run has the protocol's own kind `name`.
-    pub(crate) fn has(&self, name: &str) -> bool {
+    pub fn has(&self, name: &str) -> bool {
         self.own.contains(&name)
     }
 }
 
 /// The kinds of fault in `faults`; a pause of a group's initial leader longer than `suspect`
 /// is a false suspicion (a paused follower is suspected by nobody: it is a pause).
-pub(crate) fn kinds(faults: &[Fault], m: &impl Membership, suspect: Nanos) -> Kinds {
+pub fn kinds(faults: &[Fault], m: &impl Membership, suspect: Nanos) -> Kinds {
     let mut k = Kinds::default();
     let mut leader_crashes: Vec<(Nanos, GroupId)> = Vec::new();
     for f in faults {

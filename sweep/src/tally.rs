@@ -5,27 +5,34 @@ use multicast::DeliveryLog;
 
 /// The outcome of one run.
 #[derive(Debug, Default)]
-pub(crate) struct Outcome {
-    pub(crate) violations: Vec<String>,
-    pub(crate) events: u64,
-    pub(crate) delivered: u64,
-    pub(crate) leader_changes: bool,
-    pub(crate) refused_writes: u64,
+pub struct Outcome {
+    /// What failed: every property violated, client error and halt not explained by the schedule (empty: the run passed).
+    pub violations: Vec<String>,
+    /// Events the simulator processed.
+    pub events: u64,
+    /// Deliveries summed over the servers.
+    pub delivered: u64,
+    /// Whether some group's leadership moved ([`multicast::Observed::changed_leader`]).
+    pub leader_changes: bool,
+    /// Writes refused because their writer had been deposed (the revoke race).
+    pub refused_writes: u64,
     /// Servers that stopped themselves (a halt is an outcome, judged by [`super::judge::judge`]).
-    pub(crate) halted: u64,
+    pub halted: u64,
     /// Completed multicasts started after the last fault stopped acting.
-    pub(crate) post_fault: u64,
+    pub post_fault: u64,
     /// Per fault of the schedule (in its order), completed multicasts started after it stopped
     /// acting.
-    pub(crate) after_each: Vec<u64>,
+    pub after_each: Vec<u64>,
     /// A protocol-specific event count (RamCast: messages relayed for suspected clients).
-    pub(crate) extra: u64,
-    pub(crate) divergence: Option<String>,
-    pub(crate) log: Option<DeliveryLog>,
+    pub extra: u64,
+    /// The first event at which a second run of the seed diverged (with the determinism check).
+    pub divergence: Option<String>,
+    /// The run's delivery log, kept only for a failing run.
+    pub log: Option<DeliveryLog>,
     /// Each server's final state, for failure reports.
-    pub(crate) states: Vec<String>,
+    pub states: Vec<String>,
     /// Ops the simulator carried out in pieces (torn landings).
-    pub(crate) torn_ops: u64,
+    pub torn_ops: u64,
 }
 
 /// Counts over a sweep: how many runs had each fault kind and each protocol event. A report
@@ -33,38 +40,55 @@ pub(crate) struct Outcome {
 /// became [`Tally::own`]) is refused rather than merged without them.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct Tally {
-    pub(crate) events: u64,
-    pub(crate) delivered: u64,
-    pub(crate) leader_crash: u64,
-    pub(crate) leaders_at_once: u64,
-    pub(crate) follower_crash: u64,
-    pub(crate) client_crash: u64,
-    pub(crate) mid_post: u64,
-    pub(crate) false_suspicion: u64,
-    pub(crate) slow: u64,
-    pub(crate) link_delay: u64,
-    pub(crate) cut_off: u64,
-    pub(crate) leader_change: u64,
-    pub(crate) revoke_race: u64,
-    pub(crate) halted_runs: u64,
-    pub(crate) halted_servers: u64,
+pub struct Tally {
+    /// Events processed over the sweep.
+    pub events: u64,
+    /// Deliveries over the sweep.
+    pub delivered: u64,
+    /// Runs in which a group's leader crashed.
+    pub leader_crash: u64,
+    /// Runs in which leaders of two or more groups crashed at one instant.
+    pub leaders_at_once: u64,
+    /// Runs in which a follower crashed.
+    pub follower_crash: u64,
+    /// Runs in which a client crashed.
+    pub client_crash: u64,
+    /// Runs with a crash in the middle of posting.
+    pub mid_post: u64,
+    /// Runs with a pause long enough to be suspected (a correct process suspected).
+    pub false_suspicion: u64,
+    /// Runs with a slow process.
+    pub slow: u64,
+    /// Runs with a delayed link.
+    pub link_delay: u64,
+    /// Runs with a leader cut off from its followers by slow links.
+    pub cut_off: u64,
+    /// Runs in which some group's leadership moved.
+    pub leader_change: u64,
+    /// Runs in which a deposed writer's write was refused.
+    pub revoke_race: u64,
+    /// Runs in which some server stopped itself.
+    pub halted_runs: u64,
+    /// Servers that stopped themselves, over the sweep.
+    pub halted_servers: u64,
     /// Per run, completed multicasts started after its last fault.
     post_fault: Vec<u64>,
-    pub(crate) extra: u64,
+    /// The protocol's own event count ([`Outcome::extra`]), summed.
+    pub extra: u64,
     /// Runs with each of the protocol's own kinds ([`Kinds::own`]), by name.
     #[serde(default)]
     own: std::collections::BTreeMap<String, u64>,
-    /// Runs with torn landings, and the ops they carried out in pieces.
+    /// Runs with torn landings.
     #[serde(default)]
-    pub(crate) torn: u64,
+    pub torn: u64,
+    /// Ops carried out in pieces, over the torn runs.
     #[serde(default)]
-    pub(crate) torn_ops: u64,
+    pub torn_ops: u64,
 }
 
 impl Tally {
     /// Adds another sweep's counts (a shard of the same sweep).
-    pub(crate) fn merge(&mut self, o: &Tally) {
+    pub fn merge(&mut self, o: &Tally) {
         let Tally {
             events,
             delivered,
@@ -113,7 +137,7 @@ impl Tally {
 
     /// The median over runs of the multicasts completed after the run's last fault, and the
     /// smallest.
-    pub(crate) fn post_fault(&self) -> (u64, u64) {
+    pub fn post_fault(&self) -> (u64, u64) {
         let mut v = self.post_fault.clone();
         v.sort_unstable();
         (
@@ -123,7 +147,7 @@ impl Tally {
     }
 
     /// Adds one run.
-    pub(crate) fn add(&mut self, k: Kinds, out: &Outcome) {
+    pub fn add(&mut self, k: Kinds, out: &Outcome) {
         let n = |b: bool| b as u64;
         self.events += out.events;
         self.delivered += out.delivered;
@@ -150,7 +174,7 @@ impl Tally {
     }
 
     /// The clause on torn landings every sweep's line ends with.
-    pub(crate) fn describe_torn(&self) -> String {
+    pub fn describe_torn(&self) -> String {
         format!(
             "; torn landings (writes and reads in pieces) in {} runs, {} ops",
             self.torn, self.torn_ops
@@ -158,12 +182,12 @@ impl Tally {
     }
 
     /// Runs with the protocol's own kind `name` ([`Kinds::own`]).
-    pub(crate) fn own(&self, name: &str) -> u64 {
+    pub fn own(&self, name: &str) -> u64 {
         self.own.get(name).copied().unwrap_or(0)
     }
 
     /// The "runs with" line of a sweep's report; `extra` names the protocol-specific event.
-    pub(crate) fn describe(&self, extra: Option<&str>) -> String {
+    pub fn describe(&self, extra: Option<&str>) -> String {
         let mut s = format!(
             "runs with: leader crash {} (in several groups at the same instant {}), follower crash {}, client crash {}, crash in the middle of posting (partial multicast or proposal) {}, false suspicion (initial leader paused past the timeout) {}, pause/slow {}, link delay {} (leader cut off from its followers {}); leader change happened {}, deposed leader's write refused (revoke race) {}, server halted {} ({} halts)",
             self.leader_crash,

@@ -1,6 +1,6 @@
 //! `harness check --protocol ramcast`: VOPR-style runs of RamCast on the simulator. Every
 //! parameter comes from the seed: groups, replicas, clients, destinations, buffer sizes, the
-//! tie-break policy, the eviction time and the fault schedule of [`crate::sweep::draw_schedule`]
+//! tie-break policy, the eviction time and the fault schedule of [`sweep::draw_schedule`]
 //! (leader and follower crashes within each group's f, leaders of several groups at once,
 //! client crashes mid-multicast reaching any subset, pauses long enough to be suspected, slow
 //! processes, link delays up to three suspicion timeouts, and a leader cut off from its group by
@@ -8,41 +8,36 @@
 //! those runs). A fault phase, a liveness phase in which clients keep multicasting (each
 //! correct client must complete a multicast started after the last fault), a convergence phase
 //! without new multicasts; then halts are judged and the five properties checked on the
-//! delivery log ([`crate::sweep::judge::judge`]).
+//! delivery log ([`sweep::judge::judge`]).
 
-use crate::sweep::spec::{Spec, SpecWriter};
-use crate::sweep::{
-    check_multicast, check_multicast_local, checking_load, draw_schedule, kinds, local_faults,
-    seeded_sim, Kinds, LocalCheck, Model, Outcome, Phases, SeedRun,
-};
-use multicast::DestPolicy;
-use ramcast::{Config, RamcastNode};
+use crate::{Config, RamcastClient, RamcastNode, RamcastServer};
+use multicast::{DestPolicy, LoadSpec};
+use sweep::spec::{Spec, SpecWriter};
+use sweep::{draw_schedule, Checkable, MulticastRun};
 use transport::rng::{Purpose, Rng};
-use transport::runtime::sim::{Fault, Sim, TieBreak};
+use transport::runtime::sim::TieBreak;
 use transport::Nanos;
 
-/// Everything one checking run is made of.
-#[derive(Clone, Debug)]
-pub(crate) struct RamcastRun {
-    pub(crate) seed: u64,
-    pub(crate) cfg: Config,
-    pub(crate) dest: DestPolicy,
-    pub(crate) size: usize,
-    pub(crate) fault_phase: Nanos,
-    pub(crate) tie_break: TieBreak,
-    pub(crate) faults: Vec<Fault>,
-    /// Fault, liveness and convergence phases.
-    pub(crate) phases: Phases,
-}
+/// The `Purpose::Workload` stream a run's parameters are drawn from ([`sweep::params_stream`]).
+const PARAMS: u64 = u64::MAX - 1;
+/// The stream that makes one run in eight one of large buffers (many clients of kilobytes, so a
+/// leader change's replies span several messages), apart from the earlier draws.
+const LARGE: u64 = u64::MAX - 9;
 
-impl RamcastRun {
-    /// Derives a run from `seed`.
-    pub(crate) fn derive(seed: u64) -> RamcastRun {
-        let mut rng = Rng::derive(
-            seed,
-            Purpose::Workload,
-            crate::sweep::params_stream::RAMCAST,
-        );
+/// A seeded checking run of RamCast.
+pub type RamcastRun = MulticastRun<Config>;
+
+impl Checkable for Config {
+    type Server = RamcastServer;
+    type Client = RamcastClient;
+    const PROTOCOL: &'static str = "ramcast";
+    const ABOUT: &'static str =
+        "RamCast under crashes, client crashes, false suspicions, slow processes and link delays";
+    const TESTBED: &'static str = crate::TESTBED;
+    const EXTRA: Option<&'static str> = Some("Task 10 relay of a suspected client's message");
+
+    fn derive(seed: u64) -> RamcastRun {
+        let mut rng = Rng::derive(seed, Purpose::Workload, PARAMS);
         let groups = 1 + rng.below(4) as usize;
         let replicas = if rng.chance(0.7) { 3 } else { 5 };
         let clients = 1 + rng.below(6) as usize;
@@ -63,23 +58,19 @@ impl RamcastRun {
         };
         // Large buffers: a leader change then carries megabytes of held entries, more than one
         // two-sided message (a 256-client, 16 KB run once panicked on a 4.9 MB catch-up).
-        let mut large = Rng::derive(
-            seed,
-            Purpose::Workload,
-            crate::sweep::params_stream::RAMCAST_LARGE,
-        );
+        let mut large = Rng::derive(seed, Purpose::Workload, LARGE);
         if large.chance(0.125) {
             size = 4096 + large.below(12_288) as usize;
             cfg.clients = 8 + large.below(17) as usize;
             cfg.slots = 8 + large.below(9) as usize;
-            cfg.slot_bytes = ramcast::layout::slot_bytes_for(size, groups);
+            cfg.slot_bytes = crate::layout::slot_bytes_for(size, groups);
         }
         // A correct member may wait a suspicion timeout for a new leader, then `relay` for a
         // crashed client's message to be relayed.
         let stall = cfg.timing.relay.saturating_add(cfg.timing.suspect);
         let schedule = draw_schedule(seed, &cfg, cfg.timing.suspect, stall, fault_phase, 1);
         cfg.timing.evict = schedule.evict;
-        RamcastRun {
+        MulticastRun {
             seed,
             cfg,
             dest,
@@ -91,117 +82,62 @@ impl RamcastRun {
         }
     }
 
-    /// The kinds of fault this run injects.
-    pub(crate) fn kinds(&self) -> Kinds {
-        kinds(&self.faults, &self.cfg, self.cfg.timing.suspect)
+    fn write(&self, line: SpecWriter) -> SpecWriter {
+        line.put("groups", self.groups)
+            .put("replicas", self.replicas)
+            .put("clients", self.clients)
+            .put("slots", self.slots)
+            .put("slot_bytes", self.slot_bytes)
+            .time("evict", self.timing.evict)
     }
 
-    fn build(&self, model: &Model) -> Sim<RamcastNode> {
-        let load = checking_load(self.dest, self.cfg.groups, None, self.size, &self.phases);
-        let nodes = ramcast::nodes(&self.cfg, load, self.seed, true);
-        seeded_sim(self.seed, model, self.tie_break, &self.faults, nodes)
+    fn read(line: &mut Spec<'_>) -> Result<Config, String> {
+        let mut cfg = Config::new(
+            line.get("groups")?,
+            line.get("replicas")?,
+            line.get("clients")?,
+        );
+        cfg.slots = line.get("slots")?;
+        cfg.slot_bytes = line.get("slot_bytes")?;
+        cfg.timing.evict = line.get("evict")?;
+        Ok(cfg)
     }
 
-    /// The run as one line ([`crate::sweep::spec`]).
-    pub(crate) fn spec(&self) -> String {
-        let c = &self.cfg;
-        SpecWriter::new(self.seed)
-            .put("groups", c.groups)
-            .put("replicas", c.replicas)
-            .put("clients", c.clients)
-            .put("slots", c.slots)
-            .put("slot_bytes", c.slot_bytes)
-            .put("dest", self.dest)
-            .put("size", self.size)
-            .time("fault_phase", self.fault_phase)
-            .time("evict", c.timing.evict)
-            .put("tie_break", self.tie_break)
-            .time("load_end", self.phases.load_end)
-            .faults(&self.faults)
+    fn nodes(&self, load: LoadSpec, seed: u64) -> Vec<RamcastNode> {
+        crate::nodes(self, load, seed, true)
     }
 
-    /// The run [`RamcastRun::spec`] wrote; the phases follow from the faults.
-    pub(crate) fn from_spec(line: &str) -> Result<RamcastRun, String> {
-        let mut s = Spec::parse(line)?;
-        let mut cfg = Config::new(s.get("groups")?, s.get("replicas")?, s.get("clients")?);
-        cfg.slots = s.get("slots")?;
-        cfg.slot_bytes = s.get("slot_bytes")?;
-        cfg.timing.evict = s.get("evict")?;
-        let fault_phase = s.get("fault_phase")?;
-        let faults = s.faults()?;
-        let run = RamcastRun {
-            seed: s.get("seed")?,
-            phases: Phases::until(&faults, s.get("load_end")?),
-            dest: s.get("dest")?,
-            size: s.get("size")?,
-            tie_break: s.get("tie_break")?,
-            fault_phase,
-            faults,
-            cfg,
-        };
-        s.end("ramcast")?;
-        Ok(run)
+    fn suspect(&self) -> Nanos {
+        self.timing.suspect
     }
-}
 
-impl SeedRun for RamcastRun {
-    const PROTOCOL: &'static str = "ramcast";
-    const ABOUT: &'static str =
-        "RamCast under crashes, client crashes, false suspicions, slow processes and link delays";
-    const TESTBED: &'static str = crate::testbed::RAMCAST;
-    const EXTRA: Option<&'static str> = Some("Task 10 relay of a suspected client's message");
-    fn derive(seed: u64) -> Self {
-        RamcastRun::derive(seed)
-    }
-    fn spec(&self) -> String {
-        RamcastRun::spec(self)
-    }
-    fn from_spec(line: &str) -> Result<Self, String> {
-        RamcastRun::from_spec(line)
-    }
-    fn kinds(&self) -> Kinds {
-        RamcastRun::kinds(self)
-    }
-    fn check(&self, model: &Model, determinism: bool) -> Outcome {
-        check_seed(self, model, determinism)
-    }
-    fn check_local(&self, local: &LocalCheck) -> Outcome {
-        let k = local.stretch;
-        let mut cfg = self.cfg.clone();
+    fn stretched(&self, k: u64) -> Config {
+        let mut cfg = self.clone();
         let t = &mut cfg.timing;
         for x in [&mut t.heartbeat, &mut t.suspect, &mut t.relay, &mut t.evict] {
             *x = Nanos(x.as_nanos() * k);
         }
-        let phases = self.phases.stretched(k);
-        let load = checking_load(self.dest, cfg.groups, None, self.size, &phases);
-        let nodes = ramcast::nodes(&cfg, load, self.seed, true);
-        let faults = local_faults(&self.faults, k);
-        check_multicast_local(nodes, &faults, &phases, &cfg, local, self.seed)
+        cfg
     }
-}
-
-/// Runs and checks one seed.
-pub(crate) fn check_seed(run: &RamcastRun, model: &Model, determinism: bool) -> Outcome {
-    check_multicast(
-        || run.build(model),
-        run.phases.limit,
-        &run.faults,
-        &run.phases,
-        &run.cfg,
-        determinism,
-    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sweep::pinned;
+    use sweep::{pinned, Model, SeedRun};
+    use transport::runtime::sim::Fault;
+
+    /// The simulator's change hint changes no event of a RamCast run.
+    #[test]
+    fn the_change_hint_changes_no_event_of_a_run() {
+        sweep::assert_hint_changes_no_event::<RamcastRun>("r320-cx3");
+    }
 
     /// A run's line ([`SeedRun::spec`]) reads back to the same run, for every kind of run the
     /// seeds derive.
     #[test]
     fn runs_read_back_from_their_lines() {
-        crate::sweep::assert_specs_read_back::<RamcastRun>(300);
+        sweep::assert_specs_read_back::<RamcastRun>(300);
     }
     use transport::ProcessId;
 
@@ -211,7 +147,7 @@ mod tests {
     ///   `T` but was not processed yet, and re-proposed a fresh timestamp for a chosen slot;
     ///   later, a follower could not order a slot whose acknowledgements were overwritten by
     ///   later rounds. Fixed: MY_STATE reports landed memory; delivered slots are proposed
-    ///   again in the new round and acknowledged (`ramcast::recovery`).
+    ///   again in the new round and acknowledged (`crate::recovery`).
     /// - 205 (liveness): a candidate waited forever for a MY_STATE flushed by a queue pair in
     ///   error. Fixed: control messages are sent again after the reconnect.
     /// - 5 (liveness): a deposed leader missed the proposals of the round that replaced it.
@@ -249,7 +185,7 @@ mod tests {
         let profile = Model::hardware("r320-cx3");
         for line in runs {
             let run: RamcastRun = pinned(line);
-            let out = check_seed(&run, &profile, false);
+            let out = run.check(&profile, false);
             assert!(out.violations.is_empty(), "{line}\n{:?}", out.violations);
         }
     }
@@ -281,7 +217,7 @@ mod tests {
              fault=delay:4>0@3.559478ms+2.796081ms=932.027us~4.386us fault=kill:2@3.967489ms \
              fault=slow:0@5.243794ms+874.555us=7.047141788546029",
         );
-        let out = check_seed(&run, &Model::hardware("r320-cx3"), false);
+        let out = run.check(&Model::hardware("r320-cx3"), false);
         let safety: Vec<&String> = out
             .violations
             .iter()
@@ -300,7 +236,7 @@ mod tests {
     /// loop asks after a refused multicast.
     #[test]
     fn a_refused_multicast_wakes_its_client_when_the_eviction_is_due() {
-        crate::sweep::assert_passes(&pinned::<RamcastRun>(
+        sweep::assert_passes(&pinned::<RamcastRun>(
             "seed=358 groups=4 replicas=3 clients=4 slots=7 slot_bytes=256 dest=single size=96 \
              fault_phase=2.857691ms evict=1.67031ms tie_break=random load_end=7.528001ms \
              fault=kill:4@282.719us fault=kill:10@1.218727ms fault=kill-posting:0@2.077488ms \
@@ -318,7 +254,7 @@ mod tests {
     /// slot, not only the destinations drawn this time.
     #[test]
     fn a_refused_multicast_starts_every_blocked_groups_eviction_clock() {
-        crate::sweep::assert_passes(&pinned::<RamcastRun>(
+        sweep::assert_passes(&pinned::<RamcastRun>(
             "seed=1107 groups=2 replicas=3 clients=5 slots=8 slot_bytes=256 dest=single size=84 \
              fault_phase=4.160149ms evict=4.266956ms tie_break=fifo load_end=11.427105ms \
              fault=delay:0>1@29.082us+1.37048ms=1.019884ms~4.724us \
@@ -371,7 +307,7 @@ mod tests {
                 run.kinds().cut_off,
                 "{line}: the scenario needs the cut-off"
             );
-            crate::sweep::assert_passes(&run);
+            sweep::assert_passes(&run);
         }
     }
 
@@ -407,7 +343,7 @@ mod tests {
              fault=kill-posting:5@1.282391ms fault=kill-posting:9@1.725344ms \
              fault=pause:2@2.258336ms+445.77us",
         ] {
-            crate::sweep::assert_passes(&pinned::<RamcastRun>(line));
+            sweep::assert_passes(&pinned::<RamcastRun>(line));
         }
     }
 
@@ -443,7 +379,7 @@ mod tests {
             .filter(|f| matches!(f, Fault::Pause { process, .. } if *process == ProcessId(0)))
             .count();
         assert_eq!(pauses_of_p0, 1, "{}", run.spec());
-        crate::sweep::assert_passes_on(&run, "xl170-cx4");
+        sweep::assert_passes_on(&run, "xl170-cx4");
     }
 
     /// Seed 257 of the 2,000-seed sweep at 52506f8, the first with the new model on: xl170-cx4
@@ -485,7 +421,7 @@ mod tests {
              fault=kill-posting:4@2.32517ms fault=kill-posting:7@2.855351ms \
              fault=slow:0@3.208186ms+20.315us=5.234437458420656",
         );
-        crate::sweep::assert_passes_under(&run, &Model::priced("xl170-cx4", "ramcast-java"));
+        sweep::assert_passes_under(&run, &Model::priced("xl170-cx4", "ramcast-java"));
     }
 
     /// Seed 3490 of a 3,000-seed sweep (seeds 2000-4999) at aeb9694 with the new model on
@@ -513,7 +449,7 @@ mod tests {
              fault=slow:8@3.879674ms+299.642us=3.433608189538802 fault=kill-posting:2@5.071816ms \
              fault=slow:11@5.676441ms+612.203us=6.541742268622689",
         );
-        crate::sweep::assert_passes_under(&run, &Model::priced("xl170-cx4", "ramcast-java"));
+        sweep::assert_passes_under(&run, &Model::priced("xl170-cx4", "ramcast-java"));
     }
 
     /// CI's sweep: 50 seeds with faults, 0 violations (the long sweep is `harness check`).
@@ -522,7 +458,7 @@ mod tests {
     fn fifty_seeds_under_faults_hold_every_property() {
         let profile = Model::hardware("xl170-cx4");
         let mut kinds = (0, 0, 0);
-        crate::sweep::ci_sweep("RAMCAST_SEEDS", 50, &profile, |run: &RamcastRun, _| {
+        sweep::ci_sweep("RAMCAST_SEEDS", 50, &profile, |run: &RamcastRun, _| {
             let k = run.kinds();
             kinds.0 += k.leader_crash as u32;
             kinds.1 += k.client_crash as u32;

@@ -9,7 +9,7 @@ use transport::{Nanos, ProcessId};
 /// The shared verdict of a multicast run: halts judged, progress after the faults judged, then
 /// the delivery log against the five properties. `nodes` are the run's processes (node `i` is
 /// process `i`), `crashed` says who crashed, `faults` is the schedule.
-pub(crate) fn judge<S: Server, C>(
+pub fn judge<S: Server, C>(
     nodes: &[Node<S, C>],
     crashed: impl Fn(ProcessId) -> bool,
     faults: &[Fault],
@@ -72,7 +72,7 @@ pub(super) fn judge_progress<S, C>(
 /// finds its buffers recycled; only the schedule can make a correct server unresponsive (see
 /// `impairs`), so a halt without such a fault is a failure. And a
 /// group tolerates f faulty members: crashed and halted together must not exceed f.
-pub(crate) fn judge_halts(
+pub fn judge_halts(
     halted: &[ProcessId],
     crashed: &impl Fn(ProcessId) -> bool,
     faults: &[Fault],

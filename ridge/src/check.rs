@@ -1,5 +1,5 @@
 //! `harness check --protocol ridge`: seeded runs of Ridge on the simulator under the shared
-//! fault schedule ([`crate::sweep::draw_schedule`]). Every parameter comes from the seed:
+//! fault schedule ([`sweep::draw_schedule`]). Every parameter comes from the seed:
 //! groups (1-4), replicas (3 or 5; of 5, 3 acceptors in half the runs, the other two servers
 //! learners only), clients, destinations, sizes, Delta, clock skew (offsets up to 2 ms, drift
 //! up to 200 ppm in half the runs), ring (4-16 slots) and outbox (1-64 packets) sizes, small,
@@ -8,7 +8,7 @@
 //! the ring and direct baselines in a quarter each), optimistic deliveries (a quarter of the
 //! runs), and, in a quarter of the runs, acceptors as processes of their own (3 per ensemble,
 //! 2 or 3 servers per group, pure learners). Colocated, `e_all`'s acceptors are group 0's
-//! servers (see [`ridge::config::AllAcceptors`]: the schedule keeps f faults per group, which
+//! servers (see [`crate::config::AllAcceptors`]: the schedule keeps f faults per group, which
 //! spread acceptors do not tolerate).
 //!
 //! In Ridge's vocabulary the schedule's crashes are, colocated: a group's rank 0, its
@@ -30,203 +30,28 @@
 //! or impaired; and in a quarter of the runs a group ensemble's coordinator cut off from its
 //! acceptors by links slowed past three suspicion timeouts ([`cut_off_coordinator`]).
 
-use crate::sweep::spec::{Spec, SpecWriter};
-use crate::sweep::{
-    check_multicast, check_multicast_local, checking_load, draw_schedule, impairs, kinds,
-    local_faults, params_stream, seeded_sim, Kinds, LocalCheck, Model, Outcome, Phases, SeedRun,
-    Tally,
-};
-use multicast::{DestPolicy, Membership};
-use ridge::clock::Skew;
-use ridge::config::AllAcceptors;
-use ridge::paxos::Dissemination;
-use ridge::{Config, EnsembleId, Placement, RidgeNode};
+use crate::clock::Skew;
+use crate::config::AllAcceptors;
+use crate::paxos::Dissemination;
+use crate::{Config, EnsembleId, Placement, RidgeClient, RidgeNode, RidgeServer};
+use multicast::{DestPolicy, LoadSpec, Membership};
+use sweep::spec::{Spec, SpecWriter};
+use sweep::{draw_schedule, impairs, kinds, Checkable, Kinds, MulticastRun, Phases, Tally};
 use transport::rng::{Purpose, Rng};
-use transport::runtime::sim::{Fault, Sim, TieBreak};
+use transport::runtime::sim::{Fault, TieBreak};
 use transport::Nanos;
 use transport::ProcessId;
 
-/// Everything one checking run is made of.
-#[derive(Clone, Debug)]
-pub(crate) struct RidgeRun {
-    pub(crate) seed: u64,
-    pub(crate) cfg: Config,
-    pub(crate) dest: DestPolicy,
-    pub(crate) size: usize,
-    pub(crate) fault_phase: Nanos,
-    pub(crate) tie_break: TieBreak,
-    pub(crate) faults: Vec<Fault>,
-    pub(crate) phases: Phases,
-}
+/// The `Purpose::Workload` stream a run's parameters are drawn from ([`sweep::params_stream`]).
+const PARAMS: u64 = u64::MAX - 4;
+/// The `Purpose::Faults` stream of the faults of dedicated acceptors.
+const ACCEPTORS: u64 = u64::MAX - 5;
+/// The stream of mixed destinations, small `retain`, spread `e_all` acceptors and the
+/// coordinator cut off (issue 44), apart from the earlier draws.
+const REACH: u64 = u64::MAX - 7;
 
-impl RidgeRun {
-    /// Derives a run from `seed`.
-    pub(crate) fn derive(seed: u64) -> RidgeRun {
-        let mut rng = Rng::derive(seed, Purpose::Workload, crate::sweep::params_stream::RIDGE);
-        let groups = 1 + rng.below(4) as usize;
-        let replicas = if rng.chance(0.7) { 3 } else { 5 };
-        let clients = 1 + rng.below(6) as usize;
-        let mut cfg = Config::new(groups, replicas, clients);
-        cfg.all_acceptors = AllAcceptors::FirstGroup;
-        cfg.delta = Nanos(100_000 + rng.below(900_000));
-        if rng.chance(0.5) {
-            cfg.skew = Skew {
-                max_offset: Nanos(rng.below(2_000_000)),
-                max_drift_ppm: rng.unit_f64() * 200.0,
-            };
-        }
-        // At least 4 slots: a 2-slot ring on `lan-1g` (66 us one way) carries about 15 packets
-        // a millisecond, less than the decisions of the null messages of two ensembles at the
-        // smallest Delta drawn fanned out to 20 learners; Ridge promises nothing under
-        // overload (seeds 51, 588, 790 at 2 slots stalled behind their own backlog).
-        cfg.ring_slots = 4 + rng.below(13) as u32;
-        cfg.outbox = 1 + rng.below(64) as usize;
-        cfg.slot_bytes = 2048;
-        cfg.retain = 1024 + rng.below(3072) as usize;
-        let k = 1 + rng.below(groups as u64) as usize;
-        let dest = match rng.below(3) {
-            0 => DestPolicy::Single,
-            1 => DestPolicy::All,
-            _ => DestPolicy::Random(k),
-        };
-        let size = 8 + rng.below(150) as usize;
-        let fault_phase = Nanos(5_000_000 + rng.below(10_000_000));
-        let tie_break = if rng.chance(0.5) {
-            TieBreak::Random
-        } else {
-            TieBreak::Fifo
-        };
-        // The baselines share everything but Phase 2's dissemination: checked alike. Drawn
-        // last, so the parameters above are those earlier sweeps drew for each seed.
-        cfg.dissemination = match rng.below(4) {
-            0 => Dissemination::Ring,
-            1 => Dissemination::Direct,
-            _ => Dissemination::Ridge,
-        };
-        // Optimistic deliveries in a quarter of the runs (coordinators then hold requests
-        // until their timestamp plus the wait, across failovers too), with waits of 0-2 ms.
-        if rng.chance(0.25) {
-            cfg.optimistic = Some(Nanos(rng.below(2_000_000)));
-        }
-        // Groups of 5 with 3 acceptors in half their runs: two servers learn only.
-        if replicas == 5 && rng.chance(0.5) {
-            cfg.acceptors = 3;
-        }
-        // The paper's deployment in a quarter of the runs: 3 acceptors of their own per
-        // ensemble, groups of 2 or 3 pure learners.
-        if rng.chance(0.25) {
-            cfg.placement = Placement::Dedicated;
-            cfg.acceptors = 3;
-            cfg.replicas = 2 + rng.below(2) as usize;
-        }
-        let suspect = cfg.timing.suspect;
-        // A correct learner may wait out a suspicion, a new round and a client's retry; after
-        // the last fault a client may wait for a takeover and then a retry: two evictions'
-        // worth of liveness phase.
-        let stall = Nanos(suspect.as_nanos() * 3 + cfg.timing.retry.as_nanos());
-        let schedule = draw_schedule(seed, &cfg, suspect, stall, fault_phase, 2);
-        let mut faults = schedule.faults;
-        if cfg.placement == Placement::Dedicated {
-            faults.extend(acceptor_faults(seed, &cfg, fault_phase, &faults));
-            faults.sort_by_key(|f| f.at());
-        }
-        let mut dest = dest;
-        let mut reach = Rng::derive(seed, Purpose::Workload, params_stream::RIDGE_REACH);
-        if groups > 1 && reach.chance(1.0 / 3.0) {
-            dest = DestPolicy::Between(1, groups as u8);
-        }
-        let retain = reach.chance(0.5).then(|| 16 + reach.below(240) as usize);
-        let spread = cfg.placement == Placement::Colocated && reach.chance(0.5);
-        let cut_off = cut_off_coordinator(&mut reach, &cfg, fault_phase, &faults);
-        faults.extend(cut_off);
-        faults.sort_by_key(|f| f.at());
-        if spread {
-            cfg.all_acceptors = AllAcceptors::Spread;
-            faults = spare_all_acceptors(&cfg, faults);
-        }
-        // A learner that falls further behind than the acceptors retain halts (it cannot fill
-        // its gap): with few decisions kept, every server the schedule crashes or slows may be
-        // lost, so only where that stays within each group's f.
-        if let Some(retain) = retain.filter(|_| within_f(&cfg, &faults)) {
-            cfg.retain = retain;
-        }
-        let phases = Phases::of(fault_phase, &faults, schedule.evict, 2);
-        RidgeRun {
-            seed,
-            cfg,
-            dest,
-            size,
-            fault_phase,
-            tie_break,
-            faults,
-            phases,
-        }
-    }
-
-    fn build(&self, model: &Model) -> Sim<RidgeNode> {
-        let groups = self.cfg.group_count();
-        let load = checking_load(self.dest, groups, None, self.size, &self.phases);
-        let nodes = ridge::nodes(&self.cfg, load, self.seed, true);
-        seeded_sim(self.seed, model, self.tie_break, &self.faults, nodes)
-    }
-
-    /// Whether the schedule crashes a learner outside its group ensemble's initial quorum (a
-    /// distributor): with dedicated acceptors, any server.
-    fn distributor_crash(&self) -> bool {
-        let f = self.cfg.f();
-        let dedicated = self.cfg.placement == Placement::Dedicated;
-        self.faults.iter().any(|x| match *x {
-            Fault::Crash { process, .. } | Fault::CrashMidPost { process, .. } => {
-                self.cfg.group_of(process).is_some() && (dedicated || self.cfg.rank_of(process) > f)
-            }
-            _ => false,
-        })
-    }
-
-    /// The kinds of the dedicated acceptors' faults: the coordinators are acceptors of rank 0,
-    /// not servers (a server's crash or pause is a distributor's).
-    fn dedicated_kinds(&self, k: &mut Kinds) {
-        let cfg = &self.cfg;
-        let acceptor = |p: ProcessId| {
-            (p.index() >= cfg.servers() + cfg.clients)
-                .then(|| cfg.dedicated(p.index() - cfg.servers() - cfg.clients))
-        };
-        k.mark(DEDICATED, true);
-        (k.leader_crash, k.leaders_at_once, k.follower_crash) = (false, false, false);
-        (k.false_suspicion, k.cut_off) = (false, false);
-        let mut coordinators: Vec<(Nanos, EnsembleId)> = Vec::new();
-        for f in &self.faults {
-            match *f {
-                Fault::Crash { process, at } | Fault::CrashMidPost { process, at } => {
-                    if let Some((e, rank)) = acceptor(process) {
-                        k.follower_crash = true;
-                        if rank == 0 {
-                            k.leader_crash = true;
-                            coordinators.push((at, e));
-                        }
-                    }
-                }
-                Fault::Pause {
-                    process, duration, ..
-                } if duration > cfg.timing.suspect
-                    && acceptor(process).is_some_and(|(_, rank)| rank == 0) =>
-                {
-                    k.false_suspicion = true;
-                }
-                _ => {}
-            }
-        }
-        k.leaders_at_once = coordinators
-            .iter()
-            .any(|&(t, e)| coordinators.iter().any(|&(u, d)| u == t && d != e));
-        // A coordinator cut off from its acceptors ([`cut_off_coordinator`]).
-        k.cut_off = self.faults.iter().any(|f| {
-            matches!(*f, Fault::LinkDelay { from, delay, .. }
-                if delay >= Nanos(cfg.timing.suspect.as_nanos() * 3)
-                    && acceptor(from).is_some_and(|(_, rank)| rank == 0))
-        });
-    }
-}
+/// A seeded checking run of Ridge.
+pub type RidgeRun = MulticastRun<Config>;
 
 /// Whether the schedule crashes or impairs at most f servers of each group.
 fn within_f(cfg: &Config, faults: &[Fault]) -> bool {
@@ -313,7 +138,7 @@ fn spare_all_acceptors(cfg: &Config, faults: Vec<Fault>) -> Vec<Fault> {
 /// false suspicion). In a fifth of the runs with several ensembles, their coordinators all
 /// crash at one instant (if each ensemble's f allows).
 fn acceptor_faults(seed: u64, cfg: &Config, fault_phase: Nanos, shared: &[Fault]) -> Vec<Fault> {
-    let mut rng = Rng::derive(seed, Purpose::Faults, params_stream::RIDGE_ACCEPTORS);
+    let mut rng = Rng::derive(seed, Purpose::Faults, ACCEPTORS);
     let h = fault_phase.as_nanos();
     let (n, f) = (cfg.acceptors, cfg.acceptors / 2);
     let ensembles = cfg.auxiliary_count() / n;
@@ -376,112 +201,175 @@ const CLOCK_SKEW: &str = "clock_skew";
 /// sweep's smallest draw without small-retain runs.
 const LOCAL_RETAIN: usize = 1024;
 
-impl SeedRun for RidgeRun {
+impl Checkable for Config {
+    type Server = RidgeServer;
+    type Client = RidgeClient;
     const PROTOCOL: &'static str = "ridge";
     const ABOUT: &'static str =
         "Ridge under coordinator, acceptor, distributor and client crashes, pauses and clock skew";
-    const TESTBED: &'static str = crate::testbed::RIDGE;
+    const TESTBED: &'static str = crate::TESTBED;
     const EXTRA: Option<&'static str> = Some("learner filled a gap from an acceptor");
 
-    fn derive(seed: u64) -> Self {
-        RidgeRun::derive(seed)
+    fn derive(seed: u64) -> RidgeRun {
+        let mut rng = Rng::derive(seed, Purpose::Workload, PARAMS);
+        let groups = 1 + rng.below(4) as usize;
+        let replicas = if rng.chance(0.7) { 3 } else { 5 };
+        let clients = 1 + rng.below(6) as usize;
+        let mut cfg = Config::new(groups, replicas, clients);
+        cfg.all_acceptors = AllAcceptors::FirstGroup;
+        cfg.delta = Nanos(100_000 + rng.below(900_000));
+        if rng.chance(0.5) {
+            cfg.skew = Skew {
+                max_offset: Nanos(rng.below(2_000_000)),
+                max_drift_ppm: rng.unit_f64() * 200.0,
+            };
+        }
+        // At least 4 slots: a 2-slot ring on `lan-1g` (66 us one way) carries about 15 packets
+        // a millisecond, less than the decisions of the null messages of two ensembles at the
+        // smallest Delta drawn fanned out to 20 learners; Ridge promises nothing under
+        // overload (seeds 51, 588, 790 at 2 slots stalled behind their own backlog).
+        cfg.ring_slots = 4 + rng.below(13) as u32;
+        cfg.outbox = 1 + rng.below(64) as usize;
+        cfg.slot_bytes = 2048;
+        cfg.retain = 1024 + rng.below(3072) as usize;
+        let k = 1 + rng.below(groups as u64) as usize;
+        let dest = match rng.below(3) {
+            0 => DestPolicy::Single,
+            1 => DestPolicy::All,
+            _ => DestPolicy::Random(k),
+        };
+        let size = 8 + rng.below(150) as usize;
+        let fault_phase = Nanos(5_000_000 + rng.below(10_000_000));
+        let tie_break = if rng.chance(0.5) {
+            TieBreak::Random
+        } else {
+            TieBreak::Fifo
+        };
+        // The baselines share everything but Phase 2's dissemination: checked alike. Drawn
+        // last, so the parameters above are those earlier sweeps drew for each seed.
+        cfg.dissemination = match rng.below(4) {
+            0 => Dissemination::Ring,
+            1 => Dissemination::Direct,
+            _ => Dissemination::Ridge,
+        };
+        // Optimistic deliveries in a quarter of the runs (coordinators then hold requests
+        // until their timestamp plus the wait, across failovers too), with waits of 0-2 ms.
+        if rng.chance(0.25) {
+            cfg.optimistic = Some(Nanos(rng.below(2_000_000)));
+        }
+        // Groups of 5 with 3 acceptors in half their runs: two servers learn only.
+        if replicas == 5 && rng.chance(0.5) {
+            cfg.acceptors = 3;
+        }
+        // The paper's deployment in a quarter of the runs: 3 acceptors of their own per
+        // ensemble, groups of 2 or 3 pure learners.
+        if rng.chance(0.25) {
+            cfg.placement = Placement::Dedicated;
+            cfg.acceptors = 3;
+            cfg.replicas = 2 + rng.below(2) as usize;
+        }
+        let suspect = cfg.timing.suspect;
+        // A correct learner may wait out a suspicion, a new round and a client's retry; after
+        // the last fault a client may wait for a takeover and then a retry: two evictions'
+        // worth of liveness phase.
+        let stall = Nanos(suspect.as_nanos() * 3 + cfg.timing.retry.as_nanos());
+        let schedule = draw_schedule(seed, &cfg, suspect, stall, fault_phase, 2);
+        let mut faults = schedule.faults;
+        if cfg.placement == Placement::Dedicated {
+            faults.extend(acceptor_faults(seed, &cfg, fault_phase, &faults));
+            faults.sort_by_key(|f| f.at());
+        }
+        let mut dest = dest;
+        let mut reach = Rng::derive(seed, Purpose::Workload, REACH);
+        if groups > 1 && reach.chance(1.0 / 3.0) {
+            dest = DestPolicy::Between(1, groups as u8);
+        }
+        let retain = reach.chance(0.5).then(|| 16 + reach.below(240) as usize);
+        let spread = cfg.placement == Placement::Colocated && reach.chance(0.5);
+        let cut_off = cut_off_coordinator(&mut reach, &cfg, fault_phase, &faults);
+        faults.extend(cut_off);
+        faults.sort_by_key(|f| f.at());
+        if spread {
+            cfg.all_acceptors = AllAcceptors::Spread;
+            faults = spare_all_acceptors(&cfg, faults);
+        }
+        // A learner that falls further behind than the acceptors retain halts (it cannot fill
+        // its gap): with few decisions kept, every server the schedule crashes or slows may be
+        // lost, so only where that stays within each group's f.
+        if let Some(retain) = retain.filter(|_| within_f(&cfg, &faults)) {
+            cfg.retain = retain;
+        }
+        let phases = Phases::of(fault_phase, &faults, schedule.evict, 2);
+        MulticastRun {
+            seed,
+            cfg,
+            dest,
+            size,
+            fault_phase,
+            tie_break,
+            faults,
+            phases,
+        }
     }
 
-    fn spec(&self) -> String {
-        let c = &self.cfg;
-        SpecWriter::new(self.seed)
-            .put("dissemination", c.dissemination.name())
+    fn write(&self, line: SpecWriter) -> SpecWriter {
+        line.put("dissemination", self.dissemination.name())
             .put(
                 "optimistic",
-                c.optimistic.map_or("off".into(), |w| w.exact().to_string()),
+                self.optimistic
+                    .map_or("off".into(), |w| w.exact().to_string()),
             )
-            .put("groups", c.groups)
-            .put("replicas", c.replicas)
-            .put("acceptors", c.acceptors)
-            .put("placement", c.placement.name())
-            .put("all_acceptors", c.all_acceptors.name())
-            .put("clients", c.clients)
-            .time("delta", c.delta)
-            .time("skew_offset", c.skew.max_offset)
-            .put("skew_ppm", c.skew.max_drift_ppm)
-            .put("ring_slots", c.ring_slots)
-            .put("outbox", c.outbox)
-            .put("slot_bytes", c.slot_bytes)
-            .put("retain", c.retain)
-            .put("dest", self.dest)
-            .put("size", self.size)
-            .time("fault_phase", self.fault_phase)
-            .put("tie_break", self.tie_break)
-            .time("load_end", self.phases.load_end)
-            .faults(&self.faults)
+            .put("groups", self.groups)
+            .put("replicas", self.replicas)
+            .put("acceptors", self.acceptors)
+            .put("placement", self.placement.name())
+            .put("all_acceptors", self.all_acceptors.name())
+            .put("clients", self.clients)
+            .time("delta", self.delta)
+            .time("skew_offset", self.skew.max_offset)
+            .put("skew_ppm", self.skew.max_drift_ppm)
+            .put("ring_slots", self.ring_slots)
+            .put("outbox", self.outbox)
+            .put("slot_bytes", self.slot_bytes)
+            .put("retain", self.retain)
     }
 
-    fn from_spec(line: &str) -> Result<RidgeRun, String> {
-        let mut s = Spec::parse(line)?;
-        let mut cfg = Config::new(s.get("groups")?, s.get("replicas")?, s.get("clients")?);
-        cfg.dissemination = s.get("dissemination")?;
-        cfg.optimistic = match s.get::<String>("optimistic")?.as_str() {
+    fn read(line: &mut Spec<'_>) -> Result<Config, String> {
+        let mut cfg = Config::new(
+            line.get("groups")?,
+            line.get("replicas")?,
+            line.get("clients")?,
+        );
+        cfg.dissemination = line.get("dissemination")?;
+        cfg.optimistic = match line.get::<String>("optimistic")?.as_str() {
             "off" => None,
             wait => Some(wait.parse()?),
         };
-        cfg.acceptors = s.get("acceptors")?;
-        cfg.placement = s.get("placement")?;
-        cfg.all_acceptors = s.get("all_acceptors")?;
-        cfg.delta = s.get("delta")?;
+        cfg.acceptors = line.get("acceptors")?;
+        cfg.placement = line.get("placement")?;
+        cfg.all_acceptors = line.get("all_acceptors")?;
+        cfg.delta = line.get("delta")?;
         cfg.skew = Skew {
-            max_offset: s.get("skew_offset")?,
-            max_drift_ppm: s.get("skew_ppm")?,
+            max_offset: line.get("skew_offset")?,
+            max_drift_ppm: line.get("skew_ppm")?,
         };
-        cfg.ring_slots = s.get("ring_slots")?;
-        cfg.outbox = s.get("outbox")?;
-        cfg.slot_bytes = s.get("slot_bytes")?;
-        cfg.retain = s.get("retain")?;
-        let faults = s.faults()?;
-        let run = RidgeRun {
-            seed: s.get("seed")?,
-            phases: Phases::until(&faults, s.get("load_end")?),
-            dest: s.get("dest")?,
-            size: s.get("size")?,
-            fault_phase: s.get("fault_phase")?,
-            tie_break: s.get("tie_break")?,
-            faults,
-            cfg,
-        };
-        s.end("ridge")?;
-        Ok(run)
+        cfg.ring_slots = line.get("ring_slots")?;
+        cfg.outbox = line.get("outbox")?;
+        cfg.slot_bytes = line.get("slot_bytes")?;
+        cfg.retain = line.get("retain")?;
+        Ok(cfg)
     }
 
-    fn kinds(&self) -> Kinds {
-        let mut k = kinds(&self.faults, &self.cfg, self.cfg.timing.suspect);
-        if self.cfg.placement == Placement::Dedicated {
-            self.dedicated_kinds(&mut k);
-        }
-        k.mark(DISTRIBUTOR_CRASH, self.distributor_crash());
-        k.mark(CLOCK_SKEW, self.cfg.skew != Skew::NONE);
-        k.mark(MIXED_DEST, matches!(self.dest, DestPolicy::Between(..)));
-        k.mark(SMALL_RETAIN, self.cfg.retain < 256);
-        k.mark(
-            SPREAD,
-            self.cfg.placement == Placement::Colocated
-                && self.cfg.all_acceptors == AllAcceptors::Spread,
-        );
-        k
+    fn nodes(&self, load: LoadSpec, seed: u64) -> Vec<RidgeNode> {
+        crate::nodes(self, load, seed, true)
     }
 
-    fn check(&self, model: &Model, determinism: bool) -> Outcome {
-        check_multicast(
-            || self.build(model),
-            self.phases.limit,
-            &self.faults,
-            &self.phases,
-            &self.cfg,
-            determinism,
-        )
+    fn suspect(&self) -> Nanos {
+        self.timing.suspect
     }
 
-    fn check_local(&self, local: &LocalCheck) -> Outcome {
-        let k = local.stretch;
-        let mut cfg = self.cfg.clone();
+    fn stretched(&self, k: u64) -> Config {
+        let mut cfg = self.clone();
         // Every duration of the protocol stretches with the schedule. Delta too: unstretched,
         // each ensemble decided a null every 0.1-1 ms of wall time, tens of thousands in a
         // run, and a learner descheduled for a few milliseconds fell further behind than its
@@ -501,11 +389,24 @@ impl SeedRun for RidgeRun {
         // judge would call that a correct server stopped. Trimming halts are the simulator's
         // to check (the sweep's small-retain runs); here every learner can catch up.
         cfg.retain = cfg.retain.max(LOCAL_RETAIN);
-        let phases = self.phases.stretched(k);
-        let load = checking_load(self.dest, cfg.group_count(), None, self.size, &phases);
-        let nodes = ridge::nodes(&cfg, load, self.seed, true);
-        let faults = local_faults(&self.faults, k);
-        check_multicast_local(nodes, &faults, &phases, &cfg, local, self.seed)
+        cfg
+    }
+
+    fn kinds(run: &RidgeRun) -> Kinds {
+        let mut k = kinds(&run.faults, &run.cfg, run.cfg.timing.suspect);
+        if run.cfg.placement == Placement::Dedicated {
+            dedicated_kinds(run, &mut k);
+        }
+        k.mark(DISTRIBUTOR_CRASH, distributor_crash(run));
+        k.mark(CLOCK_SKEW, run.cfg.skew != Skew::NONE);
+        k.mark(MIXED_DEST, matches!(run.dest, DestPolicy::Between(..)));
+        k.mark(SMALL_RETAIN, run.cfg.retain < 256);
+        k.mark(
+            SPREAD,
+            run.cfg.placement == Placement::Colocated
+                && run.cfg.all_acceptors == AllAcceptors::Spread,
+        );
+        k
     }
 
     /// The "runs with" line in Ridge's vocabulary: an ensemble's rank 0 is its initial
@@ -540,15 +441,73 @@ impl SeedRun for RidgeRun {
     }
 }
 
+/// Whether the schedule crashes a learner outside its group ensemble's initial quorum (a
+/// distributor): with dedicated acceptors, any server.
+fn distributor_crash(run: &RidgeRun) -> bool {
+    let f = run.cfg.f();
+    let dedicated = run.cfg.placement == Placement::Dedicated;
+    run.faults.iter().any(|x| match *x {
+        Fault::Crash { process, .. } | Fault::CrashMidPost { process, .. } => {
+            run.cfg.group_of(process).is_some() && (dedicated || run.cfg.rank_of(process) > f)
+        }
+        _ => false,
+    })
+}
+
+/// The kinds of the dedicated acceptors' faults: the coordinators are acceptors of rank 0,
+/// not servers (a server's crash or pause is a distributor's).
+fn dedicated_kinds(run: &RidgeRun, k: &mut Kinds) {
+    let cfg = &run.cfg;
+    let acceptor = |p: ProcessId| {
+        (p.index() >= cfg.servers() + cfg.clients)
+            .then(|| cfg.dedicated(p.index() - cfg.servers() - cfg.clients))
+    };
+    k.mark(DEDICATED, true);
+    (k.leader_crash, k.leaders_at_once, k.follower_crash) = (false, false, false);
+    (k.false_suspicion, k.cut_off) = (false, false);
+    let mut coordinators: Vec<(Nanos, EnsembleId)> = Vec::new();
+    for f in &run.faults {
+        match *f {
+            Fault::Crash { process, at } | Fault::CrashMidPost { process, at } => {
+                if let Some((e, rank)) = acceptor(process) {
+                    k.follower_crash = true;
+                    if rank == 0 {
+                        k.leader_crash = true;
+                        coordinators.push((at, e));
+                    }
+                }
+            }
+            Fault::Pause {
+                process, duration, ..
+            } if duration > cfg.timing.suspect
+                && acceptor(process).is_some_and(|(_, rank)| rank == 0) =>
+            {
+                k.false_suspicion = true;
+            }
+            _ => {}
+        }
+    }
+    k.leaders_at_once = coordinators
+        .iter()
+        .any(|&(t, e)| coordinators.iter().any(|&(u, d)| u == t && d != e));
+    // A coordinator cut off from its acceptors ([`cut_off_coordinator`]).
+    k.cut_off = run.faults.iter().any(|f| {
+        matches!(*f, Fault::LinkDelay { from, delay, .. }
+            if delay >= Nanos(cfg.timing.suspect.as_nanos() * 3)
+                && acceptor(from).is_some_and(|(_, rank)| rank == 0))
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sweep::{Model, SeedRun};
 
     /// A run's line ([`SeedRun::spec`]) reads back to the same run, for every kind of run the
     /// seeds derive.
     #[test]
     fn runs_read_back_from_their_lines() {
-        crate::sweep::assert_specs_read_back::<RidgeRun>(300);
+        sweep::assert_specs_read_back::<RidgeRun>(300);
     }
 
     /// The sweep reaches what issue 44 found it never did: mixed single- and multi-group
@@ -594,7 +553,7 @@ mod tests {
             "{cut_off} {dedicated_cut_off}"
         );
     }
-    use crate::sweep::{assert_passes_on, ci_sweep, pinned};
+    use sweep::{assert_passes_on, ci_sweep, pinned};
 
     /// Schedules that once failed, with their postmortems.
     ///
@@ -684,7 +643,7 @@ mod tests {
              dest=random:1 size=132 fault_phase=9.445292ms tie_break=random load_end=29.787316ms \
              fault=kill:1@8.23966ms",
         ] {
-            let out = assert_passes_on(&pinned::<RidgeRun>(line), crate::testbed::RIDGE);
+            let out = assert_passes_on(&pinned::<RidgeRun>(line), crate::TESTBED);
             assert!(out.leader_changes, "{line}: no new round");
         }
     }
@@ -693,7 +652,7 @@ mod tests {
     /// `RIDGE_SEEDS=N` runs a longer sweep.
     #[test]
     fn fifty_seeds_under_faults_hold_every_property() {
-        let model = Model::hardware(crate::testbed::RIDGE);
+        let model = Model::hardware(crate::TESTBED);
         let mut seen = Kinds::default();
         let mut filled = false;
         ci_sweep("RIDGE_SEEDS", 50, &model, |run: &RidgeRun, out| {
