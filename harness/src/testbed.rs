@@ -9,7 +9,7 @@ pub(crate) const RAMCAST: &str = ramcast::TESTBED;
 pub(crate) const TRAM: &str = tram::TESTBED;
 /// RDMC's most recent testbed, Fractus at 100 Gb/s (its figures also use Stampede and Sierra,
 /// each named in their summaries).
-pub(crate) const RDMC: &str = "fractus-100g";
+pub(crate) const RDMC: &str = rdmc::TESTBED;
 /// Ridge's testbed: a 1 Gb/s switched LAN with 133 us ping round trips (Ridge section 6.1).
 pub(crate) const RIDGE: &str = ridge::TESTBED;
 /// Heron's testbed: CloudLab XL170 nodes, ConnectX-4 (the Heron thesis, section 5.3).

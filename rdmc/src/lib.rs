@@ -40,9 +40,18 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+/// Seeded checking runs of RDMC under injected faults (`harness check`) ([`sweep`]).
+#[cfg(any(test, feature = "check"))]
+pub mod check;
+pub mod member;
 pub mod node;
 pub mod schedule;
 pub mod wire;
 
 pub use node::{Delivered, Event, GroupConfig, Handoff, RdmcError, RdmcNode};
 pub use schedule::{Algorithm, Step, Transfer};
+
+/// The hardware profile of RDMC's most recent testbed, on which its runs and checks default:
+/// Fractus at 100 Gb/s (its figures also use Stampede and Sierra, each named in their
+/// summaries).
+pub const TESTBED: &str = "fractus-100g";

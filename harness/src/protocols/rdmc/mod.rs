@@ -10,22 +10,22 @@
 //! so 256 MB at 512 members costs no memory; on `local` the bytes are real and compared byte by
 //! byte). A corrupted, truncated or misplaced block fails the run.
 
-pub(crate) mod check;
 pub(crate) mod figures;
 mod run;
 
 use crate::experiment::Where;
 use crate::protocols::{Checked, Entry, Kind, Service, Takes};
-use rdmc::{Algorithm, Delivered, Event, GroupConfig, Handoff, RdmcNode};
+use rdmc::{Algorithm, GroupConfig, RdmcNode};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use transport::runtime::local::{LocalConfig, LocalRuntime};
 use transport::runtime::sim::{Profile, Sim, SimConfig, Software};
-use transport::{Data, LocalAddr, Nanos, Nic, Process, ProcessId, Progress, RegionSpec, Synthetic};
+use transport::{Data, Nanos, Process, ProcessId, Synthetic};
 
-mod member;
-pub(crate) use member::*;
+pub(crate) use rdmc::member::{
+    payload, rooted_group, Member, MemberOutcome, MemberTime, CHECK_CHUNK,
+};
 
 /// RDMC's own `run` flags.
 #[derive(clap::Args, Debug)]
@@ -74,7 +74,7 @@ pub(crate) const ENTRY: Entry = Entry {
         own: Some(<Flags as clap::Args>::augment_args),
         note: "rdmc sends --messages messages of --size bytes from each of --senders roots to --nodes members",
     },
-    checked: Some(Checked::of::<check::RdmcRun>()),
+    checked: Some(Checked::of::<rdmc::check::RdmcRun>()),
     figures: figures::FIGURES,
     software: &[],
 };
@@ -134,21 +134,6 @@ impl Transfer {
     pub(crate) fn skew(&self) -> Nanos {
         self.last_whole.saturating_sub(self.first_whole)
     }
-}
-
-/// One member's view of one message.
-#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
-pub(crate) struct MemberTime {
-    pub(crate) process: ProcessId,
-    pub(crate) group: u32,
-    pub(crate) msg: u64,
-    /// Of the time since it started on the message, waiting before its sends could go.
-    pub(crate) waiting: Nanos,
-    /// When its first block landed, and its last (see [`rdmc::Event::Completed`]).
-    pub(crate) first_block: Nanos,
-    pub(crate) last_block: Nanos,
-    /// When it completed there.
-    pub(crate) at: Nanos,
 }
 
 /// What an experiment measured.
@@ -279,37 +264,6 @@ pub(crate) struct Row {
     pub(crate) failures: usize,
     pub(crate) missing: usize,
     pub(crate) sim_events: u64,
-}
-
-/// Group `root` over `nodes` nodes: node `root` first, then the others in order after it;
-/// with `racks` > 1 (hybrid algorithms) the nodes are split into that many contiguous racks.
-pub(crate) fn rooted_group(
-    nodes: usize,
-    root: usize,
-    algorithm: Algorithm,
-    racks: usize,
-    block_size: usize,
-    buffer_bytes: usize,
-) -> GroupConfig {
-    let members: Vec<ProcessId> = (0..nodes)
-        .map(|i| ProcessId(((root + i) % nodes) as u32))
-        .collect();
-    let racks = if algorithm.uses_racks() {
-        members
-            .iter()
-            .map(|p| (p.0 as usize * racks / nodes) as u32)
-            .collect()
-    } else {
-        Vec::new()
-    };
-    GroupConfig {
-        id: root as u32,
-        members,
-        algorithm,
-        racks,
-        block_size,
-        buffer_bytes,
-    }
 }
 
 impl BulkSpec {
@@ -761,58 +715,6 @@ mod tests {
         }
     }
 
-    /// A message checked where it lies, chunk by chunk, is found corrupt by one byte in any
-    /// chunk, and found intact only whole and of the right length.
-    #[test]
-    fn a_lent_message_is_checked_in_every_chunk() {
-        struct Probe {
-            want: Synthetic,
-            verdicts: Vec<bool>,
-        }
-        impl<N: Nic> Process<N> for Probe {
-            fn regions(&self) -> Vec<RegionSpec> {
-                vec![RegionSpec::new(4096)]
-            }
-            fn poll(&mut self, nic: &mut N) -> Progress {
-                if !self.verdicts.is_empty() {
-                    return Progress::worked(false);
-                }
-                let at = LocalAddr::new(transport::RegionId(0), 8);
-                let len = self.want.len as usize;
-                nic.write_local(at, &self.want.to_vec()).unwrap();
-                let other = payload(3, 0, 2, len);
-                for chunk in [100, 1000, usize::MAX] {
-                    self.verdicts
-                        .push(lent_intact(nic, at, len, &self.want, chunk));
-                    self.verdicts
-                        .push(!lent_intact(nic, at, len - 1, &self.want, chunk));
-                    self.verdicts
-                        .push(!lent_intact(nic, at, len, &other, chunk));
-                }
-                for flip in [8, 8 + 1500, 8 + len - 1] {
-                    let piece = LocalAddr::new(at.region, flip);
-                    let mut b = [0u8];
-                    nic.read_local(piece, &mut b).unwrap();
-                    nic.write_local(piece, &[b[0] ^ 1]).unwrap();
-                    self.verdicts
-                        .push(!lent_intact(nic, at, len, &self.want, 1000));
-                    nic.write_local(piece, &b).unwrap();
-                }
-                Progress::worked(true)
-            }
-        }
-        let probe = Probe {
-            want: payload(3, 0, 1, 2500),
-            verdicts: Vec::new(),
-        };
-        let mut sim = Sim::new(
-            SimConfig::new(1, Profile::load("fractus-100g").unwrap()),
-            vec![probe],
-        );
-        sim.run(Some(Nanos(1_000_000)));
-        assert_eq!(sim.processes()[0].verdicts, [true; 12]);
-    }
-
     /// A stream counts the messages after the first, from their root's start of the second to
     /// the last receiver of the last; without a second message there is no stream.
     #[test]
@@ -839,31 +741,6 @@ mod tests {
         assert!((r.stream_gbps(0, s.size).unwrap() - want).abs() < 1e-9);
         s.messages = 1;
         assert_eq!(s.run().unwrap().stream_gbps(0, s.size), None);
-    }
-
-    /// A wrong payload is caught: the check is not vacuous.
-    #[test]
-    fn a_corrupted_message_is_detected() {
-        let want = payload(1, 0, 0, 1000);
-        assert!(intact(&Data::Synthetic(want), &want));
-        assert!(!intact(&Data::Synthetic(payload(1, 0, 1, 1000)), &want));
-        let mut bytes = want.to_vec();
-        assert!(intact(&Data::Bytes(bytes.clone().into()), &want));
-        bytes[999] ^= 1;
-        assert!(!intact(&Data::Bytes(bytes.into()), &want));
-        assert!(!intact(&Data::Synthetic(payload(1, 0, 0, 999)), &want));
-        // A root checks the ends of what it sent: another message, a changed last byte or
-        // another length are told apart.
-        let bytes = Data::Bytes(want.to_vec().into());
-        assert!(ends_intact(&bytes, &want));
-        assert!(!ends_intact(
-            &Data::Bytes(payload(1, 0, 1, 1000).to_vec().into()),
-            &want
-        ));
-        let mut last = want.to_vec();
-        last[999] ^= 1;
-        assert!(!ends_intact(&Data::Bytes(last.into()), &want));
-        assert!(!ends_intact(&Data::Synthetic(payload(1, 0, 0, 999)), &want));
     }
 
     #[test]

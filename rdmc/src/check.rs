@@ -15,8 +15,8 @@
 //!   the group's messages or got its failure upcall, and the latter only if the group has a
 //!   crashed member: nobody hangs.
 
-use crate::protocols::rdmc::{rooted_group, Member};
-use rdmc::{Algorithm, GroupConfig, RdmcNode};
+use crate::member::{rooted_group, Member};
+use crate::{Algorithm, GroupConfig, RdmcNode};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use sweep::spec::{list, parse_list, Spec, SpecWriter};
@@ -44,7 +44,7 @@ const LOCAL_LIMIT: Nanos = Nanos(30_000_000_000);
 
 /// Everything one checking run is made of.
 #[derive(Clone, Debug)]
-pub(crate) struct RdmcRun {
+pub struct RdmcRun {
     seed: u64,
     nodes: usize,
     algorithm: Algorithm,
@@ -132,7 +132,7 @@ impl SeedRun for RdmcRun {
     const PROTOCOL: &'static str = "rdmc";
     const ABOUT: &'static str =
         "RDMC: random groups, algorithms and messages; members (roots too) crash mid-transfer; integrity, order, failure upcalls to every survivor, nobody hangs";
-    const TESTBED: &'static str = crate::testbed::RDMC;
+    const TESTBED: &'static str = crate::TESTBED;
     const EXTRA: Option<&'static str> = Some("failure upcalls");
 
     fn derive(seed: u64) -> RdmcRun {
