@@ -4,7 +4,7 @@
 use super::*;
 use crate::value::Timestamp;
 use bytes::Bytes;
-use multicast::DestSet;
+use multicast::{DestSet, MsgId};
 use std::collections::VecDeque;
 
 fn p(i: u32) -> ProcessId {

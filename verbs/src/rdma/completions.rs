@@ -1,0 +1,177 @@
+//! Work completions from the device: a send queue's turned into the process's completions, a
+//! receive queue's into its receives; backlogs drained as room frees, and a link broken when
+//! the device refuses a post.
+
+use super::link::{split_id, Waiting};
+use super::{VerbsNic, HEADER, KIND_IMMEDIATE, KIND_MESSAGE};
+use crate::completion::{map_status, Health};
+use crate::signal::{self, Report};
+use std::sync::atomic::Ordering;
+use transport::{Completion, LocalAddr, OpKind, ProcessId, Qp, Recv, RegionId, Status, WrId};
+
+impl VerbsNic {
+    /// Takes every work completion the device has.
+    pub(super) fn poll_device(&mut self) {
+        let mut wcs = Vec::new();
+        while let Ok(poller) = self.cq.start_poll() {
+            let before = wcs.len();
+            wcs.extend(poller.map(|wc| (wc.wr_id(), wc.status(), wc.byte_len())));
+            if wcs.len() == before {
+                break;
+            }
+        }
+        for (id, status, len) in wcs {
+            let (recv, p, q, rest) = split_id(id);
+            if p.index() >= self.peers.len() || q >= Qp::COUNT {
+                continue;
+            }
+            if recv {
+                self.on_receive(p, q, rest, status, len as usize);
+            } else {
+                self.on_send(p, q, rest, status);
+            }
+        }
+        for p in 0..self.peers.len() {
+            for q in 0..Qp::COUNT {
+                self.drain_backlog(ProcessId(p as u32), q);
+            }
+        }
+    }
+
+    fn on_send(&mut self, p: ProcessId, q: usize, seq: u64, status: u32) {
+        let link = &mut self.peers[p.index()].links[q];
+        if !link.sq.holds(seq) {
+            return; // from before a reset
+        }
+        let mapped = map_status(status, &mut link.health);
+        if let Some(name) = mapped.runtime_fault {
+            eprintln!(
+                "verbs {}: the NIC refused a request to {p} with {name}: a bug in the verbs runtime",
+                self.me
+            );
+        }
+        let retired = signal::retire(&mut link.sq, seq, mapped.status);
+        link.staging.free(retired.staged);
+        let values: Vec<Option<u64>> = retired
+            .reports
+            .iter()
+            .map(|r| {
+                let atomic = matches!(r.kind, OpKind::CompareSwap | OpKind::FetchAdd);
+                (atomic && r.status == Status::Success)
+                    .then(|| link.stage_mem.word(r.at).load(Ordering::Acquire))
+            })
+            .collect();
+        let broken = link.health != Health::Up;
+        let failed: Vec<Waiting> = if broken {
+            link.backlog.drain(..).collect()
+        } else {
+            Vec::new()
+        };
+        let flushed = link.health.flushed();
+        for (r, v) in retired.reports.iter().zip(values) {
+            self.report(p, r, v);
+        }
+        for w in failed {
+            self.complete(w.wr, w.op.kind(), p, flushed);
+        }
+    }
+
+    fn on_receive(&mut self, p: ProcessId, q: usize, rest: u64, status: u32, len: usize) {
+        let (epoch, k) = (rest >> 16, (rest & 0xFFFF) as usize);
+        let size = self.cfg.recv_size;
+        let link = &mut self.peers[p.index()].links[q];
+        if epoch != link.epoch & 0xF_FFFF || status != crate::completion::code::SUCCESS {
+            return; // flushed, or from before a reset (its buffer is posted again already)
+        }
+        let mut buf = vec![0u8; len.min(size)];
+        link.recv_mem.read(k * size, &mut buf);
+        if let Err(e) = link.post_recvs(p, q, k..k + 1, size) {
+            eprintln!("verbs {}: {e}", self.me);
+        }
+        if buf.len() < HEADER {
+            eprintln!(
+                "verbs {}: a {}-byte message from {p} without its header",
+                self.me,
+                buf.len()
+            );
+            return;
+        }
+        let word = |at: usize| u64::from_le_bytes(buf[at..at + 8].try_into().expect("8 bytes"));
+        match buf[0] {
+            KIND_MESSAGE => self.rq_out.push_back(Recv::Message {
+                from: p,
+                data: bytes::Bytes::copy_from_slice(&buf[HEADER..]),
+            }),
+            KIND_IMMEDIATE => self.rq_out.push_back(Recv::Immediate {
+                from: p,
+                imm: u32::from_le_bytes(buf[4..8].try_into().expect("4 bytes")),
+                at: LocalAddr::new(
+                    RegionId(u16::from_le_bytes([buf[8], buf[9]])),
+                    word(16) as usize,
+                ),
+                len: word(24) as usize,
+            }),
+            other => eprintln!(
+                "verbs {}: a message from {p} of unknown kind {other}",
+                self.me
+            ),
+        }
+    }
+
+    /// Posts what waits towards `p` on queue pair `q`, in order, while there is room.
+    pub(super) fn drain_backlog(&mut self, p: ProcessId, q: usize) {
+        loop {
+            let link = &mut self.peers[p.index()].links[q];
+            let Some(mut w) = link.backlog.pop_front() else {
+                return;
+            };
+            match self.post_pieces(p, q, &mut w) {
+                Ok(true) => {}
+                Ok(false) => {
+                    self.peers[p.index()].links[q].backlog.push_front(w);
+                    return;
+                }
+                Err(e) => {
+                    eprintln!("verbs {}: {e}", self.me);
+                    self.break_link(p, q);
+                    self.complete(w.wr, w.op.kind(), p, Status::Flushed);
+                }
+            }
+        }
+    }
+
+    /// After a post the device refused (a runtime bug, reported): the pair is in error.
+    fn break_link(&mut self, p: ProcessId, q: usize) {
+        let link = &mut self.peers[p.index()].links[q];
+        link.health = Health::Broken(Status::Flushed);
+        let retired = signal::fail_all(&mut link.sq, Status::Flushed);
+        link.staging.free(retired.staged);
+        let backlog: Vec<Waiting> = link.backlog.drain(..).collect();
+        for r in retired.reports {
+            self.report(p, &r, None);
+        }
+        for w in backlog {
+            self.complete(w.wr, w.op.kind(), p, Status::Flushed);
+        }
+    }
+
+    pub(super) fn complete(&mut self, wr: WrId, kind: OpKind, peer: ProcessId, status: Status) {
+        self.cq_out.push_back(Completion {
+            wr,
+            kind,
+            peer,
+            status,
+            value: None,
+        });
+    }
+
+    pub(super) fn report(&mut self, p: ProcessId, r: &Report, value: Option<u64>) {
+        self.cq_out.push_back(Completion {
+            wr: r.op,
+            kind: r.kind,
+            peer: p,
+            status: r.status,
+            value,
+        });
+    }
+}

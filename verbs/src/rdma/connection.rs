@@ -1,0 +1,419 @@
+//! Bringing a node's queue pairs up and back: opening the node (memory, registrations, queue
+//! pairs in INIT), INIT -> RTR -> RTS against a peer's endpoint, the bootstrap's hellos, and
+//! the reconnect handshake's actions (reset, connect, answer) as control messages arrive.
+
+use super::device::{create_qp, open_device, qp_flags_of, register};
+use super::link::{Link, Peer, Waiting};
+use super::{AccessTimings, VerbsConfig, VerbsNic, HEADER};
+use crate::access::{AccessBook, Rights};
+use crate::bootstrap::{Endpoint, Message, RemoteRegion};
+use crate::completion::Health;
+use crate::control::Control;
+use crate::handshake::{Action, Handshake};
+use crate::signal::{self, SendQueue};
+use crate::staging::Staging;
+use sideway::ibverbs::address::{AddressHandleAttribute, Gid};
+use sideway::ibverbs::queue_pair::{QueuePair, QueuePairAttribute, QueuePairState};
+use std::collections::VecDeque;
+use std::net::Ipv6Addr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use transport::runtime::shared_memory::Words;
+use transport::{
+    NicLimits, OpKind, ProcessId, Purpose, Qp, RegionId, RegionSpec, RegionTable, Rng, Status, WrId,
+};
+
+impl VerbsNic {
+    /// Sets up node `me` of a run whose processes declared `specs`: memory, registrations,
+    /// queue pairs in INIT, receive buffers.
+    pub(super) fn open(
+        me: ProcessId,
+        cfg: &VerbsConfig,
+        specs: &[Vec<RegionSpec>],
+        control: Arc<dyn Control>,
+        start: Instant,
+    ) -> Result<VerbsNic, String> {
+        let (ctx, info, mtu) = open_device(&cfg.device).map_err(|e| e.to_string())?;
+        let n = specs.len();
+        let pd = ctx
+            .alloc_pd()
+            .map_err(|e| format!("ibv_alloc_pd failed: {e}"))?;
+        let per_qp = cfg.send_depth + cfg.recv_depth;
+        let cq = ctx
+            .create_cq_builder()
+            .setup_cqe((n * Qp::COUNT * per_qp + 64) as u32)
+            .build()
+            .map_err(|e| format!("ibv_create_cq failed: {e}"))?;
+        let mine = &specs[me.index()];
+        let book = AccessBook::new(mine, n);
+        let regions: Vec<Words> = mine.iter().map(|s| Words::new(s.len)).collect();
+        let local_mrs = regions
+            .iter()
+            .map(|m| register(&pd, m, Rights::NONE))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut peer_mrs = Vec::with_capacity(regions.len());
+        for (r, mem) in regions.iter().enumerate() {
+            let row = (0..n)
+                .map(|p| {
+                    register(
+                        &pd,
+                        mem,
+                        book.registered(RegionId(r as u16), ProcessId(p as u32)),
+                    )
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            peer_mrs.push(row);
+        }
+        let rng = Rng::derive(cfg.seed, Purpose::Protocol, me.0 as u64);
+        let mut psns = Rng::derive(cfg.seed, Purpose::Scheduler, 1 << 32 | me.0 as u64);
+        let mut inline = cfg.inline;
+        let mut peers = Vec::with_capacity(n);
+        for p in 0..n {
+            let mut links = Vec::with_capacity(Qp::COUNT);
+            for q in 0..Qp::COUNT {
+                let staging = if q == Qp::Data.index() {
+                    cfg.staging
+                } else {
+                    cfg.staging / 16
+                };
+                let stage_mem = Words::new(staging);
+                let stage_mr = register(&pd, &stage_mem, Rights::NONE)?;
+                let recv_mem = Words::new(cfg.recv_depth * cfg.recv_size);
+                let recv_mr = register(&pd, &recv_mem, Rights::NONE)?;
+                let qp = create_qp(&pd, &cq, cfg, &mut inline)?;
+                links.push(Link {
+                    qp,
+                    sq: SendQueue::new(cfg.send_depth),
+                    health: Health::Up,
+                    staging: Staging::new(staging),
+                    stage_mem,
+                    stage_mr,
+                    recv_mem,
+                    recv_mr,
+                    epoch: 0,
+                    backlog: VecDeque::new(),
+                    psn: (psns.next_u64() & 0xFF_FFFF) as u32,
+                });
+            }
+            peers.push(Peer {
+                links,
+                remote: Vec::new(),
+                hs: Handshake::default(),
+                down: control.crashed(ProcessId(p as u32)),
+            });
+        }
+        let limits = NicLimits {
+            inline_max: inline as usize,
+            send_max: cfg.recv_size - HEADER,
+        };
+        let mut nic = VerbsNic {
+            me,
+            cfg: cfg.clone(),
+            info,
+            mtu,
+            table: RegionTable::new(specs),
+            limits,
+            rng,
+            psns,
+            start,
+            next_wr: 0,
+            control,
+            book,
+            cq_out: VecDeque::new(),
+            rq_out: VecDeque::new(),
+            timings: AccessTimings::default(),
+            peers,
+            local_mrs,
+            peer_mrs,
+            regions,
+            cq,
+            pd,
+            _ctx: ctx,
+        };
+        for p in 0..n {
+            for q in 0..Qp::COUNT {
+                nic.init_link(ProcessId(p as u32), q)?;
+            }
+        }
+        Ok(nic)
+    }
+
+    /// Brings a reset queue pair to INIT with the peer's access flags and posts its receive
+    /// buffers.
+    fn init_link(&mut self, p: ProcessId, q: usize) -> Result<(), String> {
+        let flags = qp_flags_of(self.book.flags(p));
+        let (port, depth, size) = (
+            self.cfg.device.port,
+            self.cfg.recv_depth,
+            self.cfg.recv_size,
+        );
+        let link = &mut self.peers[p.index()].links[q];
+        let mut attr = QueuePairAttribute::new();
+        attr.setup_state(QueuePairState::Init)
+            .setup_pkey_index(0)
+            .setup_port(port)
+            .setup_access_flags(flags);
+        link.qp
+            .modify(&attr)
+            .map_err(|e| format!("queue pair to {p} to INIT: {e}"))?;
+        link.post_recvs(p, q, 0..depth, size)
+    }
+
+    /// Moves an INIT queue pair to RTR and RTS against the peer's endpoint.
+    fn connect_link(&mut self, p: ProcessId, q: usize, theirs: &Endpoint) -> Result<(), String> {
+        let (port, gid_index, mtu) = (self.cfg.device.port, self.info.gid_index, self.mtu);
+        let (timeout, retry) = (self.cfg.ack_timeout, self.cfg.retry_cnt);
+        let link = &mut self.peers[p.index()].links[q];
+        let mut attr = QueuePairAttribute::new();
+        attr.setup_state(QueuePairState::ReadyToReceive)
+            .setup_path_mtu(mtu)
+            .setup_dest_qp_num(theirs.qpn[q])
+            .setup_rq_psn(theirs.psn[q])
+            .setup_max_dest_read_atomic(16)
+            .setup_min_rnr_timer(12);
+        let mut ah = AddressHandleAttribute::new();
+        ah.setup_dest_lid(theirs.lid)
+            .setup_port(port)
+            .setup_service_level(0)
+            .setup_grh_src_gid_index(gid_index as u8)
+            .setup_grh_dest_gid(&Gid::from(Ipv6Addr::from(theirs.gid)))
+            .setup_grh_hop_limit(64);
+        attr.setup_address_vector(&ah);
+        link.qp
+            .modify(&attr)
+            .map_err(|e| format!("queue pair to {p} to RTR: {e}"))?;
+        let mut attr = QueuePairAttribute::new();
+        attr.setup_state(QueuePairState::ReadyToSend)
+            .setup_sq_psn(link.psn)
+            .setup_timeout(timeout)
+            .setup_retry_cnt(retry)
+            .setup_rnr_retry(7)
+            .setup_max_read_atomic(16);
+        link.qp
+            .modify(&attr)
+            .map_err(|e| format!("queue pair to {p} to RTS: {e}"))?;
+        link.health = Health::Up;
+        Ok(())
+    }
+
+    /// This node's queue pairs for `p`.
+    fn endpoint(&self, p: ProcessId) -> Endpoint {
+        let links = &self.peers[p.index()].links;
+        let mut e = Endpoint {
+            lid: self.info.lid,
+            gid: self.info.gid,
+            ..Endpoint::default()
+        };
+        for (q, l) in links.iter().enumerate() {
+            e.qpn[q] = l.qp.qp_number();
+            e.psn[q] = l.psn;
+        }
+        // Every reset moves both queue pairs to the peer together.
+        e.incarnation = links[Qp::Data.index()].epoch as u32;
+        e
+    }
+
+    /// This node's regions as `p` addresses them.
+    pub(super) fn regions_for(&self, p: ProcessId) -> Vec<RemoteRegion> {
+        self.regions
+            .iter()
+            .zip(&self.peer_mrs)
+            .map(|(mem, mrs)| RemoteRegion {
+                addr: mem.addr() as u64,
+                len: mem.capacity() as u64,
+                rkey: mrs[p.index()].rkey(),
+            })
+            .collect()
+    }
+
+    /// The hello this node sends each node that is not down (in id order, itself included).
+    pub(super) fn hellos(&self) -> Vec<Message> {
+        let digest = self.table.digest();
+        (0..self.peers.len() as u32)
+            .map(ProcessId)
+            .filter(|p| !self.peers[p.index()].down)
+            .map(|p| Message::Hello {
+                from: self.me.0,
+                to: p.0,
+                table: digest,
+                endpoint: self.endpoint(p),
+                regions: self.regions_for(p),
+            })
+            .collect()
+    }
+
+    /// Connects every queue pair to the endpoints of the hellos received (checked), and marks
+    /// the pairs to nodes that are down unreachable.
+    pub(super) fn connect_hellos(&mut self, hellos: Vec<Message>) -> Result<(), String> {
+        let digest = self.table.digest();
+        for m in hellos {
+            let (from, _) = m.route();
+            crate::bootstrap::check_hello(&m, self.me, from, digest).map_err(|e| e.to_string())?;
+            if let Message::Hello {
+                endpoint, regions, ..
+            } = m
+            {
+                for q in 0..Qp::COUNT {
+                    self.connect_link(from, q, &endpoint)?;
+                }
+                self.peers[from.index()].remote = regions;
+            }
+        }
+        for peer in &mut self.peers {
+            if peer.down {
+                for l in &mut peer.links {
+                    l.health = Health::Broken(Status::PeerUnreachable);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The bootstrap inside one OS process: hellos through the mailboxes.
+    pub(super) fn bootstrap_in_process(&mut self) -> Result<(), String> {
+        for h in self.hellos() {
+            self.control.send(h);
+        }
+        let live = self.peers.iter().filter(|p| !p.down).count();
+        let deadline = Instant::now() + self.cfg.connect_timeout;
+        let mut got = Vec::with_capacity(live);
+        while got.len() < live {
+            match self.control.take(self.me) {
+                Some(m) => got.push(m),
+                None if Instant::now() > deadline => {
+                    return Err(format!(
+                        "{}: {} of {live} hellos after {:?}",
+                        self.me,
+                        got.len(),
+                        self.cfg.connect_timeout
+                    ))
+                }
+                None => std::thread::sleep(Duration::from_millis(1)),
+            }
+        }
+        self.connect_hellos(got)
+    }
+
+    /// Resets the queue pairs to `p` and brings them back to INIT with fresh sequence
+    /// numbers: everything outstanding or waiting towards `p` fails as the pair's health says.
+    fn reset_links(&mut self, p: ProcessId) {
+        for q in 0..Qp::COUNT {
+            let link = &mut self.peers[p.index()].links[q];
+            let status = link.health.flushed();
+            let retired = signal::fail_all(&mut link.sq, status);
+            let backlog: Vec<Waiting> = link.backlog.drain(..).collect();
+            link.staging = Staging::new(link.staging.capacity());
+            link.epoch += 1;
+            link.sq.reconnect();
+            link.psn = (self.psns.next_u64() & 0xFF_FFFF) as u32;
+            let mut attr = QueuePairAttribute::new();
+            attr.setup_state(QueuePairState::Reset);
+            if let Err(e) = link.qp.modify(&attr) {
+                eprintln!("verbs {}: resetting the queue pair to {p}: {e}", self.me);
+            }
+            for r in retired.reports {
+                self.report(p, &r, None);
+            }
+            for w in backlog {
+                self.complete(w.wr, w.op.kind(), p, status);
+            }
+            if let Err(e) = self.init_link(p, q) {
+                eprintln!("verbs {}: {e}", self.me);
+                self.peers[p.index()].links[q].health = Health::Broken(Status::PeerUnreachable);
+            }
+        }
+    }
+
+    fn connect_all(&mut self, p: ProcessId, endpoint: &Endpoint, regions: Vec<RemoteRegion>) {
+        for q in 0..Qp::COUNT {
+            if let Err(e) = self.connect_link(p, q, endpoint) {
+                eprintln!("verbs {}: {e}", self.me);
+                self.peers[p.index()].links[q].health = Health::Broken(Status::PeerUnreachable);
+            }
+        }
+        self.peers[p.index()].remote = regions;
+    }
+
+    /// Performs a handshake's actions towards `p`; `theirs`: the endpoint and regions of the
+    /// message being handled.
+    fn perform(
+        &mut self,
+        p: ProcessId,
+        actions: Vec<Action>,
+        theirs: Option<(&Endpoint, &[RemoteRegion])>,
+    ) {
+        for a in actions {
+            match a {
+                Action::Reset => self.reset_links(p),
+                Action::Connect => {
+                    let (endpoint, regions) = theirs.expect("a connect answers a message");
+                    self.connect_all(p, endpoint, regions.to_vec());
+                }
+                Action::SendReconnect => self.control.send(Message::Reconnect {
+                    from: self.me.0,
+                    to: p.0,
+                    endpoint: self.endpoint(p),
+                    regions: self.regions_for(p),
+                }),
+                Action::SendAccepted => self.control.send(Message::Accepted {
+                    from: self.me.0,
+                    to: p.0,
+                    answers: theirs.expect("an answer to a message").0.incarnation,
+                    endpoint: self.endpoint(p),
+                    regions: self.regions_for(p),
+                }),
+                Action::Complete(wrs, status) => {
+                    for wr in wrs {
+                        self.complete(wr, OpKind::Reconnect, p, status);
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn reconnect(&mut self, p: ProcessId, wr: WrId) {
+        let peer = &mut self.peers[p.index()];
+        if peer.down || self.control.crashed(p) {
+            self.complete(wr, OpKind::Reconnect, p, Status::PeerUnreachable);
+            return;
+        }
+        let up = peer.links.iter().all(|l| l.health == Health::Up);
+        let actions = peer.hs.reconnect(Some(wr), up);
+        self.perform(p, actions, None);
+    }
+
+    /// Answers reconnects from peers and completes this node's own.
+    pub(super) fn service_mail(&mut self) {
+        while let Some(m) = self.control.take(self.me) {
+            let p = m.route().0;
+            match m {
+                Message::Reconnect {
+                    endpoint, regions, ..
+                } => {
+                    let actions = self.peers[p.index()].hs.on_reconnect();
+                    self.perform(p, actions, Some((&endpoint, &regions)));
+                }
+                Message::Accepted {
+                    endpoint,
+                    regions,
+                    answers,
+                    ..
+                } => {
+                    let current = answers == self.endpoint(p).incarnation;
+                    let actions = self.peers[p.index()].hs.on_accepted(current);
+                    self.perform(p, actions, Some((&endpoint, &regions)));
+                }
+                Message::Rekey { regions, .. } => self.peers[p.index()].remote = regions,
+                Message::Hello { .. } => {}
+            }
+        }
+        // Reconnects to peers that crashed meanwhile end unreachable.
+        for i in 0..self.peers.len() {
+            let p = ProcessId(i as u32);
+            if self.peers[i].hs.waiting() && self.control.crashed(p) {
+                let actions = self.peers[i].hs.peer_gone();
+                self.perform(p, actions, None);
+            }
+        }
+    }
+}

@@ -1,0 +1,346 @@
+//! The [`Nic`] a process of the verbs runtime polls: its local memory, posting (an op cut
+//! into work requests: inline, staged chunks, an immediate's header, reads and atomics) and
+//! access changes (queue-pair flags, or re-registration and new rkeys sent to the peer).
+
+use super::device::{qp_flags_of, register};
+use super::link::{Link, Src, Waiting, Wr};
+use super::{VerbsNic, HEADER, KIND_IMMEDIATE, KIND_MESSAGE};
+use crate::access::{Plan, Rights};
+use crate::bootstrap::Message;
+use crate::completion::Health;
+use crate::signal::{Piece, Staged};
+use sideway::ibverbs::queue_pair::{QueuePair, QueuePairAttribute};
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+use transport::runtime::shared_memory::Words;
+use transport::{
+    nic::validate, Access, Completion, LocalAddr, Nanos, Nic, NicLimits, Op, OpError, ProcessId,
+    Recv, RegionId, RegionTable, Rng, Status, WrId,
+};
+
+impl VerbsNic {
+    /// Posts as many pieces of `w` as fit: `Ok(true)` once all are posted.
+    pub(super) fn post_pieces(
+        &mut self,
+        p: ProcessId,
+        q: usize,
+        w: &mut Waiting,
+    ) -> Result<bool, String> {
+        let (inline_max, chunk) = (self.limits.inline_max, self.cfg.chunk);
+        let kind = w.op.kind();
+        let peer = &mut self.peers[p.index()];
+        let remote = |region: RegionId, offset: usize| {
+            let r = peer.remote[region.index()];
+            (r.rkey, r.addr + offset as u64)
+        };
+        match &w.op {
+            Op::Write { dst, .. } => {
+                let remote = remote(dst.region, dst.offset);
+                post_write(&mut peer.links[q], p, q, w, remote, inline_max, chunk)
+            }
+            Op::Send { data, signaled, .. } => {
+                let mut h = [0u8; HEADER];
+                h[0] = KIND_MESSAGE;
+                let piece = Piece::whole(w.wr, kind, *signaled);
+                peer.links[q].send(p, q, piece, &h, data, inline_max)
+            }
+            Op::Read {
+                src,
+                len,
+                into,
+                signaled,
+            } => {
+                let (rkey, raddr) = remote(src.region, src.offset);
+                let dst = Src::Sge {
+                    lkey: self.local_mrs[into.region.index()].lkey(),
+                    addr: (self.regions[into.region.index()].addr() + into.offset) as u64,
+                    len: *len as u32,
+                };
+                let piece = Piece::whole(w.wr, kind, *signaled);
+                self.peers[p.index()].links[q].post(p, q, piece, Wr::Read { rkey, raddr, dst })
+            }
+            Op::CompareSwap { dst, .. } | Op::FetchAdd { dst, .. } => {
+                let remote = remote(dst.region, dst.offset);
+                post_atomic(&mut peer.links[q], p, q, w, remote)
+            }
+            Op::SetAccess { .. } | Op::Reconnect { .. } => {
+                unreachable!("handled when posted")
+            }
+        }
+    }
+
+    fn set_access(&mut self, region: RegionId, p: ProcessId, access: Access) {
+        let began = Instant::now();
+        let plan = self.book.plan(region, p, access);
+        match &plan {
+            Plan::Unchanged => {}
+            Plan::QpFlags { flags, .. } => {
+                self.set_flags(p, *flags);
+                self.timings.fast.push(began.elapsed());
+            }
+            Plan::Reregister { regions, flags, .. } => {
+                for &(r, rights) in regions {
+                    match register(&self.pd, &self.regions[r.index()], rights) {
+                        // The old registration is dropped (deregistered) here: no op of the
+                        // peer lands through it after this returns.
+                        Ok(mr) => self.peer_mrs[r.index()][p.index()] = mr,
+                        Err(e) => eprintln!("verbs {}: re-registering {r} for {p}: {e}", self.me),
+                    }
+                }
+                self.book.apply(region, p, access, &plan);
+                self.set_flags(p, *flags);
+                if !self.peers[p.index()].down {
+                    self.control.send(Message::Rekey {
+                        from: self.me.0,
+                        to: p.0,
+                        regions: self.regions_for(p),
+                    });
+                }
+                self.timings.slow.push(began.elapsed());
+                return;
+            }
+        }
+        self.book.apply(region, p, access, &plan);
+    }
+
+    fn set_flags(&mut self, p: ProcessId, flags: Rights) {
+        for link in &mut self.peers[p.index()].links {
+            let mut attr = QueuePairAttribute::new();
+            attr.setup_access_flags(qp_flags_of(flags));
+            // A pair in error or reset takes the flags when it is brought up again
+            // (`init_link` reads them from the book).
+            if link.health == Health::Up {
+                if let Err(e) = link.qp.modify(&attr) {
+                    eprintln!("verbs: changing the access flags of a queue pair to {p}: {e}");
+                }
+            }
+        }
+    }
+
+    fn check_local(&self, at: LocalAddr, len: usize) -> Result<&Words, OpError> {
+        transport::nic::check_bounds(&self.table, self.me, at.region, at.offset, len)?;
+        Ok(&self.regions[at.region.index()])
+    }
+}
+
+impl Nic for VerbsNic {
+    fn id(&self) -> ProcessId {
+        self.me
+    }
+
+    fn regions(&self) -> &RegionTable {
+        &self.table
+    }
+
+    fn now(&self) -> Nanos {
+        Nanos(self.start.elapsed().as_nanos() as u64)
+    }
+
+    fn rng(&mut self) -> &mut Rng {
+        &mut self.rng
+    }
+
+    fn limits(&self) -> NicLimits {
+        self.limits
+    }
+
+    fn read_local(&self, at: LocalAddr, buf: &mut [u8]) -> Result<(), OpError> {
+        self.check_local(at, buf.len())?.read(at.offset, buf);
+        Ok(())
+    }
+
+    fn write_local(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
+        self.check_local(at, data.len())?.write(at.offset, data);
+        Ok(())
+    }
+
+    fn load_u64(&self, at: LocalAddr) -> Result<u64, OpError> {
+        if at.offset % 8 != 0 {
+            return Err(OpError::Misaligned { offset: at.offset });
+        }
+        Ok(self
+            .check_local(at, 8)?
+            .word(at.offset)
+            .load(Ordering::Acquire))
+    }
+
+    fn store_u64(&mut self, at: LocalAddr, value: u64) -> Result<(), OpError> {
+        if at.offset % 8 != 0 {
+            return Err(OpError::Misaligned { offset: at.offset });
+        }
+        self.check_local(at, 8)?
+            .word(at.offset)
+            .store(value, Ordering::Release);
+        Ok(())
+    }
+
+    fn post(&mut self, op: Op) -> Result<WrId, OpError> {
+        validate(&op, self.me, &self.table, &self.limits)?;
+        if self.control.crashed(self.me) {
+            return Err(OpError::Crashed);
+        }
+        let wr = WrId(self.next_wr);
+        self.next_wr += 1;
+        let p = op.peer();
+        match op {
+            Op::SetAccess { region, access, .. } => self.set_access(region, p, access),
+            Op::Reconnect { .. } => self.reconnect(p, wr),
+            op => {
+                // Rkeys a peer re-registered before this op's cause reached us must be known
+                // before it is posted (the mailbox is checked here, not only between polls).
+                self.service_mail();
+                let q = op.qp().index();
+                let peer = &self.peers[p.index()];
+                let link = &peer.links[q];
+                if peer.down || peer.hs.waiting() || link.health != Health::Up {
+                    let status = if peer.down {
+                        Status::PeerUnreachable
+                    } else {
+                        link.health.flushed()
+                    };
+                    self.complete(wr, op.kind(), p, status);
+                } else {
+                    let w = Waiting {
+                        wr,
+                        op,
+                        sent: 0,
+                        data_done: false,
+                    };
+                    self.peers[p.index()].links[q].backlog.push_back(w);
+                    self.drain_backlog(p, q);
+                }
+            }
+        }
+        Ok(wr)
+    }
+
+    fn poll_completion(&mut self) -> Option<Completion> {
+        if self.cq_out.is_empty() {
+            self.poll_device();
+        }
+        self.cq_out.pop_front()
+    }
+
+    fn poll_recv(&mut self) -> Option<Recv> {
+        if self.rq_out.is_empty() {
+            self.poll_device();
+        }
+        self.rq_out.pop_front()
+    }
+}
+
+/// Posts as many pieces of write `w` to `(rkey, raddr)` as fit on `link`, queue pair `q` to
+/// `p`: inline if it may be, else staged a chunk at a time, then its immediate's header as a
+/// send. `Ok(true)` once all are posted.
+fn post_write(
+    link: &mut Link,
+    p: ProcessId,
+    q: usize,
+    w: &mut Waiting,
+    (rkey, raddr): (u32, u64),
+    inline_max: usize,
+    chunk: usize,
+) -> Result<bool, String> {
+    let kind = w.op.kind();
+    let Op::Write {
+        dst,
+        data,
+        imm,
+        flags,
+    } = &w.op
+    else {
+        unreachable!("a write")
+    };
+    let total = data.len();
+    let wants = flags.signaled;
+    // An empty write is one inline piece of no bytes.
+    if !w.data_done && (total == 0 || flags.inline && total <= inline_max) {
+        let mut bytes = [0u8; 256];
+        if total > bytes.len() {
+            return Err(format!("an inline write of {total} bytes"));
+        }
+        let bytes = &mut bytes[..total];
+        data.copy_to(0, bytes);
+        let piece = Piece {
+            last: imm.is_none(),
+            ..Piece::whole(w.wr, kind, wants)
+        };
+        let src = Src::Inline(bytes);
+        if !link.post(p, q, piece, Wr::Write { rkey, raddr, src })? {
+            return Ok(false);
+        }
+        w.data_done = true;
+    }
+    while !w.data_done {
+        let n = (total - w.sent).min(chunk);
+        let from = w.sent;
+        let Some((src, slice)) = link.stage(n, |buf| data.copy_to(from, buf)) else {
+            return Ok(false);
+        };
+        let piece = Piece {
+            last: from + n == total && imm.is_none(),
+            tag: Staged {
+                bytes: slice.charged,
+                at: slice.at,
+            },
+            ..Piece::whole(w.wr, kind, wants)
+        };
+        let raddr = raddr + from as u64;
+        link.post(p, q, piece, Wr::Write { rkey, raddr, src })?;
+        w.sent += n;
+        w.data_done = w.sent == total;
+    }
+    match imm {
+        None => Ok(true),
+        Some(imm) => {
+            let mut h = [0u8; HEADER];
+            h[0] = KIND_IMMEDIATE;
+            h[4..8].copy_from_slice(&imm.to_le_bytes());
+            h[8..10].copy_from_slice(&dst.region.0.to_le_bytes());
+            h[16..24].copy_from_slice(&(dst.offset as u64).to_le_bytes());
+            h[24..32].copy_from_slice(&(total as u64).to_le_bytes());
+            link.send(p, q, Piece::whole(w.wr, kind, wants), &h, &[], inline_max)
+        }
+    }
+}
+
+/// Posts atomic `w` (a compare-and-swap or a fetch-and-add) to `(rkey, raddr)` on `link`,
+/// queue pair `q` to `p`, its old value landing in staged bytes: `Ok(false)` if the ring has
+/// no room yet.
+fn post_atomic(
+    link: &mut Link,
+    p: ProcessId,
+    q: usize,
+    w: &mut Waiting,
+    (rkey, raddr): (u32, u64),
+) -> Result<bool, String> {
+    let kind = w.op.kind();
+    // The old value lands in 8 staged bytes.
+    let Some((dst, slice)) = link.stage(8, |_| {}) else {
+        return Ok(false);
+    };
+    let piece = Piece {
+        tag: Staged {
+            bytes: slice.charged,
+            at: slice.at,
+        },
+        ..Piece::whole(w.wr, kind, true)
+    };
+    let wr = match w.op {
+        Op::CompareSwap { expect, swap, .. } => Wr::Cas {
+            rkey,
+            raddr,
+            expect,
+            swap,
+            dst,
+        },
+        Op::FetchAdd { add, .. } => Wr::Faa {
+            rkey,
+            raddr,
+            add,
+            dst,
+        },
+        _ => unreachable!("matched above"),
+    };
+    link.post(p, q, piece, wr)
+}
