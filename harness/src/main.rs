@@ -9,6 +9,8 @@
     reason = "the CLI measures and reports the wall-clock time of runs, sweeps and figures"
 )]
 
+use engine::{stats, verdict};
+
 mod bench;
 mod calibrate;
 mod check;
@@ -25,10 +27,8 @@ mod progress;
 mod protocols;
 mod reproduce;
 mod run;
-mod stats;
 mod testbed;
 mod totals;
-mod verdict;
 
 /// Pins glibc's mmap threshold at its initial 128 KiB. glibc raises the threshold once a large
 /// block is freed, so the regions of later simulated runs came from its heap and stayed

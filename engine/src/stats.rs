@@ -3,19 +3,26 @@
 
 /// A summary of latency samples in microseconds.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct LatencySummary {
-    pub(crate) min: f64,
-    pub(crate) max: f64,
-    pub(crate) typical: f64,
-    pub(crate) avg: f64,
-    pub(crate) stdev: f64,
-    pub(crate) p99: f64,
-    pub(crate) p999: f64,
+pub struct LatencySummary {
+    /// The smallest sample.
+    pub min: f64,
+    /// The largest.
+    pub max: f64,
+    /// The median.
+    pub typical: f64,
+    /// The mean.
+    pub avg: f64,
+    /// The standard deviation.
+    pub stdev: f64,
+    /// The 99th percentile (nearest rank).
+    pub p99: f64,
+    /// The 99.9th percentile (nearest rank).
+    pub p999: f64,
 }
 
 impl LatencySummary {
     /// Summarises `samples` (microseconds); `None` when there are none.
-    pub(crate) fn of(samples: &[f64]) -> Option<LatencySummary> {
+    pub fn of(samples: &[f64]) -> Option<LatencySummary> {
         if samples.is_empty() {
             return None;
         }
@@ -40,26 +47,26 @@ impl LatencySummary {
 /// CSV columns written at the precision they were measured to, without the floating-point
 /// noise of the arithmetic that derived them (`1.3009999999999993`, `6.66e-16`). Used as
 /// `#[serde(serialize_with = ...)]` on result rows.
-pub(crate) mod precision {
+pub mod precision {
     /// A time in microseconds, measured in nanoseconds and halved for perftest's half round
     /// trips (means and deviations of such): four decimals, a tenth of a nanosecond.
-    pub(crate) fn us<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    pub fn us<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_f64(super::round_dp(*x, 4))
     }
 
     /// A rate derived from counts and nanosecond spans (Gb/s, messages per second): six
     /// significant digits.
-    pub(crate) fn rate<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    pub fn rate<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_f64(super::round_sig(*x, 6))
     }
 
     /// A fraction of samples (a CDF's ordinate): six decimals.
-    pub(crate) fn fraction<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    pub fn fraction<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_f64(super::round_dp(*x, 6))
     }
 
     /// [`rate`], or an empty field.
-    pub(crate) fn opt_rate<S: serde::Serializer>(x: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    pub fn opt_rate<S: serde::Serializer>(x: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
         match x {
             Some(x) => rate(x, s),
             None => s.serialize_none(),
@@ -67,7 +74,7 @@ pub(crate) mod precision {
     }
 
     /// [`us`], or an empty field.
-    pub(crate) fn opt_us<S: serde::Serializer>(x: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    pub fn opt_us<S: serde::Serializer>(x: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
         match x {
             Some(x) => us(x, s),
             None => s.serialize_none(),
@@ -77,27 +84,24 @@ pub(crate) mod precision {
     /// Exactly `DP` decimals, as `format!("{x:.3}")` writes them for 3 (`1.500`): a figure's own
     /// columns, written as they were before they went through the `csv` crate. Used as
     /// `serialize_with = "crate::stats::precision::fixed::<3, _>"`.
-    pub(crate) fn fixed<const DP: usize, S: serde::Serializer>(
-        x: &f64,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
+    pub fn fixed<const DP: usize, S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(&format_args!("{:.*}", DP, x))
     }
 
     /// As `format!("{x}")` writes it (`22544`, where the `csv` crate writes `22544.0`).
-    pub(crate) fn display<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    pub fn display<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(x)
     }
 }
 
 /// `x` rounded to `dp` decimals (never `-0`).
-pub(crate) fn round_dp(x: f64, dp: i32) -> f64 {
+pub fn round_dp(x: f64, dp: i32) -> f64 {
     let m = 10f64.powi(dp);
     (x * m).round() / m + 0.0
 }
 
 /// `x` rounded to `digits` significant digits.
-pub(crate) fn round_sig(x: f64, digits: usize) -> f64 {
+pub fn round_sig(x: f64, digits: usize) -> f64 {
     if x == 0.0 || !x.is_finite() {
         return x;
     }
@@ -108,7 +112,7 @@ pub(crate) fn round_sig(x: f64, digits: usize) -> f64 {
 
 /// Mean and 95% confidence interval of the mean (normal approximation over independent rounds:
 /// each round draws its own latencies).
-pub(crate) fn mean_ci(v: &[f64]) -> (f64, f64, f64) {
+pub fn mean_ci(v: &[f64]) -> (f64, f64, f64) {
     let n = v.len() as f64;
     let mean = v.iter().sum::<f64>() / n;
     let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
@@ -117,7 +121,7 @@ pub(crate) fn mean_ci(v: &[f64]) -> (f64, f64, f64) {
 }
 
 /// The two-sided 95% quantile of Student's t with `df` degrees of freedom (1.96 beyond 30).
-pub(crate) fn t95(df: usize) -> f64 {
+pub fn t95(df: usize) -> f64 {
     const T: [f64; 30] = [
         12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
         2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
@@ -131,7 +135,7 @@ pub(crate) fn t95(df: usize) -> f64 {
 /// interval is `point` ± t(n-1) × their standard deviation / √n (Asmussen and Glynn,
 /// *Stochastic Simulation*, III.5: batch means whose point estimate is the whole run's, which
 /// suits quantiles, whose mean over batches is biased). `None` with fewer than two sections.
-pub(crate) fn sectioning(point: f64, sections: &[f64]) -> Option<(f64, f64)> {
+pub fn sectioning(point: f64, sections: &[f64]) -> Option<(f64, f64)> {
     let n = sections.len();
     if n < 2 {
         return None;
@@ -148,7 +152,7 @@ pub(crate) fn sectioning(point: f64, sections: &[f64]) -> Option<(f64, f64)> {
 /// one request, so the rate by less than `clients / window_s`. At saturation a closed loop can
 /// settle into a period, every section holding the same count: the sections' spread is then
 /// zero and only the quantisation is left.
-pub(crate) fn rate_ci(
+pub fn rate_ci(
     point: f64,
     window_s: f64,
     clients: usize,
@@ -166,7 +170,7 @@ pub(crate) fn rate_ci(
 /// points share one true maximum, and the highest measured is the one noise pushed up: its
 /// own interval alone would cover the plateau less often than 95%. `None` when the highest
 /// point has no interval.
-pub(crate) fn plateau(points: &[(f64, Option<(f64, f64)>)]) -> (f64, Option<(f64, f64)>) {
+pub fn plateau(points: &[(f64, Option<(f64, f64)>)]) -> (f64, Option<(f64, f64)>) {
     let Some(&(max, best)) = points.iter().max_by(|a, b| a.0.total_cmp(&b.0)) else {
         return (0.0, None);
     };
@@ -183,7 +187,7 @@ pub(crate) fn plateau(points: &[(f64, Option<(f64, f64)>)]) -> (f64, Option<(f64
 }
 
 /// Least-squares slope and R² of `points`.
-pub(crate) fn linear_fit(points: &[(f64, f64)]) -> (f64, f64) {
+pub fn linear_fit(points: &[(f64, f64)]) -> (f64, f64) {
     let n = points.len() as f64;
     let (mx, my) = points
         .iter()

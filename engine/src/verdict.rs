@@ -14,7 +14,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// The tolerance of a quoted number: within 25% of it counts as reproduced.
-pub(crate) const TOLERANCE: f64 = 0.25;
+pub const TOLERANCE: f64 = 0.25;
 
 /// The band of a quoted factor, on its exponent: a measured factor `m` reproduces a published
 /// `p` when `ln m / ln p` is within 25% of 1, and never more narrowly than within
@@ -22,30 +22,48 @@ pub(crate) const TOLERANCE: f64 = 0.25;
 /// scaling factor of 1.13 is within 25% of 1.37, though it gains a third of what the paper's
 /// does) and tight for large ones; the floor keeps factors near 1 ("does not scale": 0.98)
 /// from a band narrower than any measurement's noise.
-pub(crate) const FACTOR_BAND: f64 = 0.25;
+pub const FACTOR_BAND: f64 = 0.25;
 
 /// The narrowest band of a quoted factor: ±10% of it (on a log scale).
-pub(crate) const FACTOR_FLOOR: f64 = 0.10;
+pub const FACTOR_FLOOR: f64 = 0.10;
 
 /// The file a figure's claims are written to, in the directory of its summary.
-pub(crate) const FILE: &str = "claims.csv";
+pub const FILE: &str = "claims.csv";
 
 /// How a claim is judged.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Rule {
+pub enum Rule {
     /// A number the paper quotes, reproduced within a relative `tolerance`.
     Number {
+        /// The paper's number.
         published: f64,
+        /// Its unit.
         unit: String,
+        /// The relative difference that still reproduces it.
         tolerance: f64,
     },
     /// A factor (a ratio, a speed-up, a scaling) the paper quotes, reproduced when the
     /// exponent is within `band` ([`FACTOR_BAND`]).
-    Factor { published: f64, band: f64 },
+    Factor {
+        /// The paper's factor.
+        published: f64,
+        /// The band on the exponent that still reproduces it.
+        band: f64,
+    },
     /// A bound the paper states ("more than 3x", "under 3%"): the measurement on its side.
-    AtLeast { bound: f64, unit: String },
+    AtLeast {
+        /// The bound.
+        bound: f64,
+        /// Its unit.
+        unit: String,
+    },
     /// See [`Rule::AtLeast`].
-    AtMost { bound: f64, unit: String },
+    AtMost {
+        /// The bound.
+        bound: f64,
+        /// Its unit.
+        unit: String,
+    },
     /// An ordering between measured things ("A above B"), with the test applied.
     Ordering(String),
     /// A trend or a shape the paper describes without a number, with the test applied.
@@ -56,8 +74,10 @@ pub(crate) enum Rule {
 
 /// A claim's verdict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub enum Verdict {
+    /// The measurement meets the rule.
     Reproduced,
+    /// It does not.
     NotReproduced,
     /// The measurement's interval straddles the rule's threshold, or the figure could not
     /// decide (its `why` says).
@@ -71,7 +91,7 @@ pub(crate) enum Verdict {
 
 impl Verdict {
     /// The verdict as the tables and `claims.csv` write it.
-    pub(crate) fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             Verdict::Reproduced => "reproduced",
             Verdict::NotReproduced => "not reproduced",
@@ -96,19 +116,20 @@ impl Verdict {
 
 /// What was measured for a numeric rule.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Measure {
-    pub(crate) value: f64,
+pub struct Measure {
+    /// The value.
+    pub value: f64,
     /// The 95% confidence interval of `value`, when the figure has one.
-    pub(crate) ci95: Option<(f64, f64)>,
+    pub ci95: Option<(f64, f64)>,
     /// `value` is a maximum the sweep did not reach: the truth is at least `value`.
-    pub(crate) lower_bound: bool,
+    pub lower_bound: bool,
     /// What the number is, when the claim's words do not say it (`"p95 at 8 groups"`).
-    pub(crate) detail: String,
+    pub detail: String,
 }
 
 impl Measure {
     /// A measured value without an interval.
-    pub(crate) fn point(value: f64) -> Measure {
+    pub fn point(value: f64) -> Measure {
         Measure {
             value,
             ci95: None,
@@ -119,7 +140,7 @@ impl Measure {
 
     /// A measured value with its 95% confidence interval.
     #[cfg(test)]
-    pub(crate) fn ci(value: f64, lo: f64, hi: f64) -> Measure {
+    pub fn ci(value: f64, lo: f64, hi: f64) -> Measure {
         Measure {
             ci95: Some((lo, hi)),
             ..Measure::point(value)
@@ -127,7 +148,7 @@ impl Measure {
     }
 
     /// A measured value with its 95% interval when there is one.
-    pub(crate) fn within(value: f64, ci95: Option<(f64, f64)>) -> Measure {
+    pub fn within(value: f64, ci95: Option<(f64, f64)>) -> Measure {
         Measure {
             ci95,
             ..Measure::point(value)
@@ -138,7 +159,7 @@ impl Measure {
     /// intervals allow (`num_lo / den_hi` .. `num_hi / den_lo`; none unless both have one and
     /// the denominator's excludes zero, where the ratio is unbounded).
     /// A lower-bound numerator makes the ratio a lower bound.
-    pub(crate) fn ratio(num: &Measure, den: &Measure) -> Measure {
+    pub fn ratio(num: &Measure, den: &Measure) -> Measure {
         Measure {
             value: num.value / den.value,
             ci95: num
@@ -152,7 +173,7 @@ impl Measure {
 
     /// Whether the intervals of `self` and `o` overlap (without intervals: whether the values
     /// are equal), so that an ordering of the two rests on noise.
-    pub(crate) fn overlaps(&self, o: &Measure) -> bool {
+    pub fn overlaps(&self, o: &Measure) -> bool {
         let (a, b) = (
             self.ci95.unwrap_or((self.value, self.value)),
             o.ci95.unwrap_or((o.value, o.value)),
@@ -161,20 +182,20 @@ impl Measure {
     }
 
     /// The same measurement in another unit: value and interval multiplied by `k`.
-    pub(crate) fn scaled(mut self, k: f64) -> Measure {
+    pub fn scaled(mut self, k: f64) -> Measure {
         self.value *= k;
         self.ci95 = self.ci95.map(|(lo, hi)| (lo * k, hi * k));
         self
     }
 
     /// Marks the value a lower bound when `capped` (a maximum still growing at the cap).
-    pub(crate) fn capped(mut self, capped: bool) -> Measure {
+    pub fn capped(mut self, capped: bool) -> Measure {
         self.lower_bound = capped;
         self
     }
 
     /// Says what the value is.
-    pub(crate) fn detail(mut self, detail: impl Into<String>) -> Measure {
+    pub fn detail(mut self, detail: impl Into<String>) -> Measure {
         self.detail = detail.into();
         self
     }
@@ -182,22 +203,24 @@ impl Measure {
 
 /// One claim of a paper, judged.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Claim {
+pub struct Claim {
     /// The paper's words, with its number where it quotes one.
-    pub(crate) words: String,
-    pub(crate) rule: Rule,
+    pub words: String,
+    /// The rule it is judged by.
+    pub rule: Rule,
     /// What we measured, as the tables show it.
-    pub(crate) measured: String,
+    pub measured: String,
     /// The measured value and its interval, for numeric rules.
-    pub(crate) value: Option<Measure>,
-    pub(crate) verdict: Verdict,
+    pub value: Option<Measure>,
+    /// What the rule gives.
+    pub verdict: Verdict,
     /// Why the verdict is by construction or inconclusive, when it is.
-    pub(crate) why: String,
+    pub why: String,
 }
 
 impl Claim {
     /// A quoted number (`published`, in `unit`), judged within [`TOLERANCE`].
-    pub(crate) fn number(words: &str, published: f64, unit: &str, m: Measure) -> Claim {
+    pub fn number(words: &str, published: f64, unit: &str, m: Measure) -> Claim {
         Claim::numeric(
             words,
             Rule::Number {
@@ -210,7 +233,7 @@ impl Claim {
     }
 
     /// A quoted factor, judged on its exponent within [`FACTOR_BAND`].
-    pub(crate) fn factor(words: &str, published: f64, m: Measure) -> Claim {
+    pub fn factor(words: &str, published: f64, m: Measure) -> Claim {
         Claim::numeric(
             words,
             Rule::Factor {
@@ -222,29 +245,29 @@ impl Claim {
     }
 
     /// A stated lower bound: the measurement at least `bound`.
-    pub(crate) fn at_least(words: &str, bound: f64, unit: &str, m: Measure) -> Claim {
+    pub fn at_least(words: &str, bound: f64, unit: &str, m: Measure) -> Claim {
         let unit = unit.into();
         Claim::numeric(words, Rule::AtLeast { bound, unit }, m)
     }
 
     /// A stated upper bound: the measurement at most `bound`.
-    pub(crate) fn at_most(words: &str, bound: f64, unit: &str, m: Measure) -> Claim {
+    pub fn at_most(words: &str, bound: f64, unit: &str, m: Measure) -> Claim {
         let unit = unit.into();
         Claim::numeric(words, Rule::AtMost { bound, unit }, m)
     }
 
     /// An ordering between measured things: `rule` says what is compared, `holds` the result.
-    pub(crate) fn ordering(words: &str, rule: &str, measured: String, holds: bool) -> Claim {
+    pub fn ordering(words: &str, rule: &str, measured: String, holds: bool) -> Claim {
         Claim::tested(words, Rule::Ordering(rule.into()), measured, holds)
     }
 
     /// A trend or shape without a quoted number: `rule` says the test, `holds` the result.
-    pub(crate) fn trend(words: &str, rule: &str, measured: String, holds: bool) -> Claim {
+    pub fn trend(words: &str, rule: &str, measured: String, holds: bool) -> Claim {
         Claim::tested(words, Rule::Trend(rule.into()), measured, holds)
     }
 
     /// A claim about something the model does not model (`why`): it holds, as no evidence.
-    pub(crate) fn by_construction(words: &str, measured: String, why: &str) -> Claim {
+    pub fn by_construction(words: &str, measured: String, why: &str) -> Claim {
         Claim {
             words: words.into(),
             rule: Rule::ByConstruction(why.into()),
@@ -257,7 +280,7 @@ impl Claim {
 
     /// Makes an ordering or a trend inconclusive when `undecided` (its test rests on values
     /// whose intervals overlap, or on a maximum that is only a lower bound), saying `why`.
-    pub(crate) fn undecided_if(mut self, undecided: bool, why: &str) -> Claim {
+    pub fn undecided_if(mut self, undecided: bool, why: &str) -> Claim {
         if undecided && self.verdict != Verdict::ByConstruction {
             self.verdict = Verdict::Inconclusive;
             self.why = why.into();
@@ -345,7 +368,7 @@ impl Rule {
     }
 
     /// The rule in words, as the tables' rule column shows it.
-    pub(crate) fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         match self {
             Rule::Number {
                 published,
@@ -404,7 +427,7 @@ fn sp(unit: &str) -> String {
 }
 
 /// A number at the precision a table wants: three significant digits, no fewer integer ones.
-pub(crate) fn num(x: f64) -> String {
+pub fn num(x: f64) -> String {
     let a = x.abs();
     if a >= 100.0 || a == 0.0 || !x.is_finite() {
         format!("{x:.0}")
@@ -440,7 +463,7 @@ fn measured_text(rule: &Rule, m: &Measure) -> String {
 }
 
 /// The verdict column: the verdict, and why when it is by construction or inconclusive.
-pub(crate) fn verdict_text(c: &Claim) -> String {
+pub fn verdict_text(c: &Claim) -> String {
     if c.why.is_empty() {
         c.verdict.label().to_string()
     } else {
@@ -449,11 +472,10 @@ pub(crate) fn verdict_text(c: &Claim) -> String {
 }
 
 /// The head of a claims table.
-pub(crate) const TABLE_HEAD: &str =
-    "| published claim | rule | measured | verdict |\n|---|---|---|---|\n";
+pub const TABLE_HEAD: &str = "| published claim | rule | measured | verdict |\n|---|---|---|---|\n";
 
 /// What the claims are judged by, as the tables' preamble says it.
-pub(crate) const RULES: &str =
+pub const RULES: &str =
     "Rules: a quoted number is reproduced within 25% of it (with an interval, the whole 95% \
          interval within; an interval that straddles the threshold is inconclusive); a quoted \
          factor when its exponent is within 25% (ln measured / ln published in 0.75 .. 1.25), the band \
@@ -463,7 +485,7 @@ pub(crate) const RULES: &str =
          about what the model does not model hold by construction and count as no evidence.";
 
 /// A summary's claims table: what the claims are judged by, then one row per claim.
-pub(crate) fn table(claims: &[Claim]) -> String {
+pub fn table(claims: &[Claim]) -> String {
     let mut md = format!("{RULES}\n\n{TABLE_HEAD}");
     for c in claims {
         let _ = writeln!(
@@ -479,23 +501,26 @@ pub(crate) fn table(claims: &[Claim]) -> String {
 }
 
 /// Text safe in a markdown table cell.
-pub(crate) fn cell(s: &str) -> String {
+pub fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
 /// How many claims got each verdict.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Counts {
-    pub(crate) reproduced: usize,
-    pub(crate) not_reproduced: usize,
+pub struct Counts {
+    /// Reproduced.
+    pub reproduced: usize,
+    /// Not reproduced.
+    pub not_reproduced: usize,
     /// Inconclusive, lower bounds included.
-    pub(crate) inconclusive: usize,
-    pub(crate) by_construction: usize,
+    pub inconclusive: usize,
+    /// By construction.
+    pub by_construction: usize,
 }
 
 impl Counts {
     /// Counts `claims`.
-    pub(crate) fn of(claims: &[Claim]) -> Counts {
+    pub fn of(claims: &[Claim]) -> Counts {
         let mut n = Counts::default();
         for c in claims {
             match c.verdict {
@@ -509,12 +534,12 @@ impl Counts {
     }
 
     /// All claims counted.
-    pub(crate) fn total(&self) -> usize {
+    pub fn total(&self) -> usize {
         self.reproduced + self.not_reproduced + self.inconclusive + self.by_construction
     }
 
     /// Adds `o`.
-    pub(crate) fn add(&mut self, o: Counts) {
+    pub fn add(&mut self, o: Counts) {
         self.reproduced += o.reproduced;
         self.not_reproduced += o.not_reproduced;
         self.inconclusive += o.inconclusive;
@@ -522,7 +547,7 @@ impl Counts {
     }
 
     /// `reproduced / not / inconclusive / by construction`, as the index writes it.
-    pub(crate) fn slashed(&self) -> String {
+    pub fn slashed(&self) -> String {
         format!(
             "{} / {} / {} / {}",
             self.reproduced, self.not_reproduced, self.inconclusive, self.by_construction
@@ -629,7 +654,7 @@ impl Row {
 }
 
 /// Writes `claims` to `dir/claims.csv` (a header only when the paper states none).
-pub(crate) fn write(dir: &Path, claims: &[Claim]) -> Result<(), String> {
+pub fn write(dir: &Path, claims: &[Claim]) -> Result<(), String> {
     let path = dir.join(FILE);
     let err = |e: csv::Error| format!("{}: {e}", path.display());
     let mut w = csv::Writer::from_path(&path).map_err(err)?;
@@ -658,7 +683,7 @@ pub(crate) fn write(dir: &Path, claims: &[Claim]) -> Result<(), String> {
 }
 
 /// The claims a figure wrote to `dir/claims.csv`.
-pub(crate) fn read(dir: &Path) -> Result<Vec<Claim>, String> {
+pub fn read(dir: &Path) -> Result<Vec<Claim>, String> {
     let path = dir.join(FILE);
     let mut r = csv::Reader::from_path(&path).map_err(|e| {
         format!(
