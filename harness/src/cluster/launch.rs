@@ -120,37 +120,7 @@ pub(crate) fn spawn_nodes(
     {
         return Err(format!("{f}: the run has nodes 0..{n}"));
     }
-    let places: Vec<(String, Option<String>, Vec<String>)> = match hosts {
-        Some(h) => {
-            if h.nodes.len() != n {
-                return Err(format!(
-                    "the cluster file lists {} nodes, this run deploys {n} ({})",
-                    h.nodes.len(),
-                    summarize(roles)
-                ));
-            }
-            if !h.run.is_empty() {
-                return Err("the cluster file given to harness run names a run of its own (`run = [...]`); the command line describes the run: remove it".into());
-            }
-            for (i, (node, role)) in h.nodes.iter().zip(roles).enumerate() {
-                if !node.role.is_empty() && node.role != *role {
-                    return Err(format!(
-                        "node {i} is a {role} in this run, the cluster file says `{}`",
-                        node.role
-                    ));
-                }
-            }
-            h.check()?;
-            h.nodes
-                .iter()
-                .map(|node| (node.addr.clone(), node.listen.clone(), node.exec.clone()))
-                .collect()
-        }
-        None => free_ports(n)?
-            .into_iter()
-            .map(|p| (format!("127.0.0.1:{p}"), None, Vec::new()))
-            .collect(),
-    };
+    let places = places(roles, hosts)?;
     // The hosts file's own secret, or a fresh one; it reaches the nodes down their standard
     // input only, never through a file.
     let secret = match hosts.and_then(|h| h.secret.as_deref()) {
@@ -160,16 +130,7 @@ pub(crate) fn spawn_nodes(
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    sweep_orphans(&std::env::temp_dir());
-    let dir = std::env::temp_dir().join(format!("harness-tcp-{}-{stamp}", std::process::id()));
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .recursive(true)
-            .create(&dir)
-            .map_err(|err| format!("{}: {err}", dir.display()))?;
-    }
+    let dir = scratch_dir(stamp)?;
     let scratch = Scratch(dir.clone());
     // Time zero a little ahead, so every node has built its part and bootstrapped by then and
     // they start together. A node still building at time zero is dialled in vain by the others,
@@ -178,38 +139,13 @@ pub(crate) fn spawn_nodes(
         + 1_500_000_000
         + 50_000_000 * n as u64
         + u64::try_from(prepare.as_nanos()).unwrap_or(u64::MAX / 2);
-    let cluster = ClusterFile {
-        run: run_args,
-        faults: faults
-            .iter()
-            .filter(|f| matches!(f, ProcessFault::Net { .. }))
-            .map(ProcessFault::to_string)
-            .collect(),
-        signalled: faults
-            .iter()
-            .filter(|f| !matches!(f, ProcessFault::Net { .. }))
-            .map(ProcessFault::to_string)
-            .collect(),
-        start_at_unix_ns: Some(start_at),
-        secret: None,
-        nodes: places
-            .iter()
-            .zip(roles)
-            .map(|((addr, listen, _), role)| NodeEntry {
-                addr: addr.clone(),
-                listen: listen.clone(),
-                role: role.clone(),
-                exec: Vec::new(),
-            })
-            .collect(),
-    };
+    let cluster = cluster_file(run_args, roles, faults, &places, start_at);
     let cluster_path = dir.join("cluster.toml");
     std::fs::write(
         &cluster_path,
         toml::to_string(&cluster).expect("a cluster file serialises"),
     )
     .map_err(|err| format!("{}: {err}", cluster_path.display()))?;
-    let exe = std::env::current_exe().map_err(|err| format!("cannot find this program: {err}"))?;
     println!("  nodes (one OS process each): {}", node_map(roles));
     if !cluster.faults.is_empty() {
         println!(
@@ -223,69 +159,10 @@ pub(crate) fn spawn_nodes(
         + Duration::from_nanos(start_at)
             .saturating_sub(std::time::UNIX_EPOCH.elapsed().unwrap_or_default());
     let mut children: Vec<Child> = Vec::with_capacity(n);
-    for (i, (_, _, prefix)) in places.iter().enumerate() {
-        let stderr = std::fs::File::create(dir.join(format!("node-{i}.err")))
-            .map_err(|err| err.to_string())?;
-        let mut cmd = match prefix.split_first() {
-            Some((program, args)) => {
-                let mut c = Command::new(program);
-                c.args(args).arg(&exe);
-                c
-            }
-            None => Command::new(&exe),
-        };
-        let child = cmd
-            .arg("node")
-            .arg("--cluster")
-            .arg(&cluster_path)
-            .arg("--id")
-            .arg(i.to_string())
-            .arg("--report")
-            .arg(dir.join(format!("node-{i}.report")))
-            .arg("--secret-stdin")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(stderr)
-            .spawn()
-            .map_err(|err| format!("cannot start node {i}: {err}"))?;
-        children.push(child);
-        let child = children.last_mut().expect("just pushed");
-        let mut pipe = child.stdin.take().expect("piped");
-        std::io::Write::write_all(&mut pipe, secret.expose())
-            .and_then(|()| std::io::Write::write_all(&mut pipe, b"\n"))
-            .map_err(|err| format!("cannot hand node {i} the cluster secret: {err}"))?;
+    for (i, place) in places.iter().enumerate() {
+        children.push(start_node(i, &place.exec, &cluster_path, &dir, &secret)?);
     }
-    // Faults, in time order, while the nodes run.
-    let mut plan: Vec<(Nanos, usize, libc::c_int)> = Vec::new();
-    for f in faults {
-        match *f {
-            ProcessFault::Kill { node, at } => plan.push((at, node as usize, libc::SIGKILL)),
-            ProcessFault::Pause { node, at, span } => {
-                plan.push((at, node as usize, libc::SIGSTOP));
-                plan.push((at.saturating_add(span), node as usize, libc::SIGCONT));
-            }
-            // The nodes inject these themselves (the cluster file lists them).
-            ProcessFault::Net { .. } => {}
-        }
-    }
-    plan.sort();
-    let mut killed = vec![false; n];
-    for (at, node, sig) in plan {
-        let due = zero + Duration::from_nanos(at.as_nanos());
-        std::thread::sleep(due.saturating_duration_since(Instant::now()));
-        signal(&children[node], sig);
-        killed[node] |= sig == libc::SIGKILL;
-        println!(
-            "  t={:.3} s: {} node {node} ({})",
-            Instant::now().saturating_duration_since(zero).as_secs_f64(),
-            match sig {
-                libc::SIGKILL => "SIGKILL",
-                libc::SIGSTOP => "SIGSTOP",
-                _ => "SIGCONT",
-            },
-            roles[node]
-        );
-    }
+    let killed = signal_faults(faults, &children, zero, roles);
     // Every node runs `runs_for` from time zero (its bootstrap may take the connect timeout);
     // past that it is stuck.
     let limit = zero.saturating_duration_since(started)
@@ -305,6 +182,213 @@ pub(crate) fn spawn_nodes(
             std::fs::write(dir.join(next), b"").map_err(|err| err.to_string())?;
         }
     }
+    let failures = wait_for_nodes(&mut children, &killed, roles, &dir, started, limit)?;
+    if !failures.is_empty() {
+        return Err(format!("the tcp run failed:\n  {}", failures.join("\n  ")));
+    }
+    Ok(Launched {
+        dir: scratch,
+        killed,
+        wall: started.elapsed(),
+    })
+}
+
+/// Where a node of a tcp run listens and how it starts.
+struct Place {
+    /// The address the others dial.
+    addr: String,
+    /// Where it binds, if not at `addr`.
+    listen: Option<String>,
+    /// The prefix it starts through (a network namespace, an ssh login; empty: a child here).
+    exec: Vec<String>,
+}
+
+/// Each node's place: the hosts file's, checked against the run's roles, or free loopback
+/// ports.
+fn places(roles: &[String], hosts: Option<&ClusterFile>) -> Result<Vec<Place>, String> {
+    let n = roles.len();
+    let Some(h) = hosts else {
+        return Ok(free_ports(n)?
+            .into_iter()
+            .map(|p| Place {
+                addr: format!("127.0.0.1:{p}"),
+                listen: None,
+                exec: Vec::new(),
+            })
+            .collect());
+    };
+    if h.nodes.len() != n {
+        return Err(format!(
+            "the cluster file lists {} nodes, this run deploys {n} ({})",
+            h.nodes.len(),
+            summarize(roles)
+        ));
+    }
+    if !h.run.is_empty() {
+        return Err("the cluster file given to harness run names a run of its own (`run = [...]`); the command line describes the run: remove it".into());
+    }
+    for (i, (node, role)) in h.nodes.iter().zip(roles).enumerate() {
+        if !node.role.is_empty() && node.role != *role {
+            return Err(format!(
+                "node {i} is a {role} in this run, the cluster file says `{}`",
+                node.role
+            ));
+        }
+    }
+    h.check()?;
+    Ok(h.nodes
+        .iter()
+        .map(|node| Place {
+            addr: node.addr.clone(),
+            listen: node.listen.clone(),
+            exec: node.exec.clone(),
+        })
+        .collect())
+}
+
+/// A fresh scratch directory only this user may enter (orphans of killed launchers swept
+/// first), named after this process and `stamp`.
+fn scratch_dir(stamp: u128) -> Result<PathBuf, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    sweep_orphans(&std::env::temp_dir());
+    let dir = std::env::temp_dir().join(format!("harness-tcp-{}-{stamp}", std::process::id()));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .recursive(true)
+        .create(&dir)
+        .map_err(|err| format!("{}: {err}", dir.display()))?;
+    Ok(dir)
+}
+
+/// The cluster file the nodes read: the run, its network faults (the nodes inject them) and
+/// signalled ones (for the record), time zero, and each node's place and role; no secret.
+fn cluster_file(
+    run: Vec<String>,
+    roles: &[String],
+    faults: &[ProcessFault],
+    places: &[Place],
+    start_at: u64,
+) -> ClusterFile {
+    let net = |f: &&ProcessFault| matches!(f, ProcessFault::Net { .. });
+    ClusterFile {
+        run,
+        faults: faults
+            .iter()
+            .filter(net)
+            .map(ProcessFault::to_string)
+            .collect(),
+        signalled: faults
+            .iter()
+            .filter(|f| !net(f))
+            .map(ProcessFault::to_string)
+            .collect(),
+        start_at_unix_ns: Some(start_at),
+        secret: None,
+        nodes: places
+            .iter()
+            .zip(roles)
+            .map(|(place, role)| NodeEntry {
+                addr: place.addr.clone(),
+                listen: place.listen.clone(),
+                role: role.clone(),
+                exec: Vec::new(),
+            })
+            .collect(),
+    }
+}
+
+/// Starts node `i` as `harness node` (through `prefix`, if any), its standard error to the
+/// scratch directory, and hands it the cluster secret down its standard input.
+fn start_node(
+    i: usize,
+    prefix: &[String],
+    cluster_path: &Path,
+    dir: &Path,
+    secret: &tcp::Secret,
+) -> Result<Child, String> {
+    let exe = std::env::current_exe().map_err(|err| format!("cannot find this program: {err}"))?;
+    let stderr =
+        std::fs::File::create(dir.join(format!("node-{i}.err"))).map_err(|err| err.to_string())?;
+    let mut cmd = match prefix.split_first() {
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg(&exe);
+            c
+        }
+        None => Command::new(&exe),
+    };
+    let mut child = cmd
+        .arg("node")
+        .arg("--cluster")
+        .arg(cluster_path)
+        .arg("--id")
+        .arg(i.to_string())
+        .arg("--report")
+        .arg(dir.join(format!("node-{i}.report")))
+        .arg("--secret-stdin")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(stderr)
+        .spawn()
+        .map_err(|err| format!("cannot start node {i}: {err}"))?;
+    let mut pipe = child.stdin.take().expect("piped");
+    std::io::Write::write_all(&mut pipe, secret.expose())
+        .and_then(|()| std::io::Write::write_all(&mut pipe, b"\n"))
+        .map_err(|err| format!("cannot hand node {i} the cluster secret: {err}"))?;
+    Ok(child)
+}
+
+/// Sends the signalled faults (kills, pauses and their ends) in time order, their times
+/// counted from `zero`, while the nodes run; says which nodes were killed.
+fn signal_faults(
+    faults: &[ProcessFault],
+    children: &[Child],
+    zero: Instant,
+    roles: &[String],
+) -> Vec<bool> {
+    let mut plan: Vec<(Nanos, usize, libc::c_int)> = Vec::new();
+    for f in faults {
+        match *f {
+            ProcessFault::Kill { node, at } => plan.push((at, node as usize, libc::SIGKILL)),
+            ProcessFault::Pause { node, at, span } => {
+                plan.push((at, node as usize, libc::SIGSTOP));
+                plan.push((at.saturating_add(span), node as usize, libc::SIGCONT));
+            }
+            // The nodes inject these themselves (the cluster file lists them).
+            ProcessFault::Net { .. } => {}
+        }
+    }
+    plan.sort();
+    let mut killed = vec![false; children.len()];
+    for (at, node, sig) in plan {
+        let due = zero + Duration::from_nanos(at.as_nanos());
+        std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        signal(&children[node], sig);
+        killed[node] |= sig == libc::SIGKILL;
+        println!(
+            "  t={:.3} s: {} node {node} ({})",
+            Instant::now().saturating_duration_since(zero).as_secs_f64(),
+            match sig {
+                libc::SIGKILL => "SIGKILL",
+                libc::SIGSTOP => "SIGSTOP",
+                _ => "SIGCONT",
+            },
+            roles[node]
+        );
+    }
+    killed
+}
+
+/// Waits for every node until `limit` after `started` (killing those still running then);
+/// says how each node not killed failed, with the tail of its standard error.
+fn wait_for_nodes(
+    children: &mut [Child],
+    killed: &[bool],
+    roles: &[String],
+    dir: &Path,
+    started: Instant,
+    limit: Duration,
+) -> Result<Vec<String>, String> {
     let mut failures = Vec::new();
     for (i, child) in children.iter_mut().enumerate() {
         let status = loop {
@@ -336,14 +420,7 @@ pub(crate) fn spawn_nodes(
             }
         }
     }
-    if !failures.is_empty() {
-        return Err(format!("the tcp run failed:\n  {}", failures.join("\n  ")));
-    }
-    Ok(Launched {
-        dir: scratch,
-        killed,
-        wall: started.elapsed(),
-    })
+    Ok(failures)
 }
 
 /// `harness run --runtime tcp` for an atomic multicast protocol: the nodes run
