@@ -323,6 +323,32 @@ pub(crate) fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// Writes a CSV file of `head` and `rows`, each row's cells already formatted (for rows
+/// whose cells a serialized struct cannot give: some left empty, numbers at a set precision).
+pub(crate) fn write_records<const N: usize>(
+    path: &Path,
+    head: [&str; N],
+    rows: impl IntoIterator<Item = [String; N]>,
+) -> Result<(), String> {
+    let mut w = csv::Writer::from_path(path).map_err(|e| e.to_string())?;
+    w.write_record(head).map_err(|e| e.to_string())?;
+    for r in rows {
+        w.write_record(r).map_err(|e| e.to_string())?;
+    }
+    w.flush().map_err(|e| e.to_string())
+}
+
+/// A markdown table's head: its columns, then the line under them.
+pub(crate) fn table_head<S: std::fmt::Display>(columns: impl IntoIterator<Item = S>) -> String {
+    let mut head = String::from("|");
+    let mut under = String::from("|");
+    for c in columns {
+        let _ = write!(head, " {c} |");
+        under.push_str("---|");
+    }
+    format!("{head}\n{under}\n")
+}
+
 /// A row of the side-by-side table.
 pub(crate) fn row(out: &mut String, what: &str, published: f64, measured: f64, unit: &str) {
     let _ = writeln!(

@@ -96,21 +96,44 @@ fn fig4_saturate(
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<Vec<crate::figure::Point>, String> {
     saturate(
-        |c| {
-            experiment(
-                profile,
-                software,
-                1,
-                c,
-                size,
-                DestPolicy::Single,
-                1,
-                duration,
-            )
-        },
+        |c| one_group(profile, software, size, c, duration),
         1024,
         progress,
     )
+}
+
+/// RamCast Fig. 4's experiment: one group of three, `size`-byte messages, `clients` clients.
+fn one_group(
+    profile: &Profile,
+    software: &Software,
+    size: usize,
+    clients: usize,
+    duration: Nanos,
+) -> Experiment {
+    experiment(
+        profile,
+        software,
+        1,
+        clients,
+        size,
+        DestPolicy::Single,
+        1,
+        duration,
+    )
+}
+
+/// A configuration's throughput sweep (clients doubled from 1 up to `cap`, each point a
+/// window of `duration`) and its single-client run (twice the window); `mk` builds its
+/// experiment for a client count and a window.
+fn sweep_and_one(
+    mk: impl Fn(usize, Nanos) -> Experiment + Sync,
+    duration: Nanos,
+    cap: usize,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<(Vec<crate::figure::Point>, crate::experiment::Measured), String> {
+    let points = saturate(|c| mk(c, duration), cap, progress)?;
+    let one = measure(&mk(1, Nanos(duration.as_nanos() * 2)))?;
+    Ok((points, one))
 }
 
 /// RamCast Fig. 4's maximum throughput with 64 B messages on hardware profile `hardware`, run
@@ -166,18 +189,12 @@ pub(crate) fn fig4(m: &Making<'_>) -> Result<(), String> {
     let mut notes: Vec<(usize, String)> = Vec::new();
     let mut single = Vec::new();
     let measured = in_parallel(sizes, |&size| {
-        let points = fig4_saturate(&profile, software, size, duration, progress)?;
-        let one = experiment(
-            &profile,
-            software,
-            1,
-            1,
-            size,
-            DestPolicy::Single,
-            1,
-            Nanos(duration.as_nanos() * 2),
-        );
-        Ok((points, measure(&one)?))
+        sweep_and_one(
+            |c, d| one_group(&profile, software, size, c, d),
+            duration,
+            1024,
+            progress,
+        )
     })?;
     for (&size, (points, one)) in sizes.iter().zip(measured) {
         // Median latency against throughput, the median's interval as its bar.
@@ -214,6 +231,24 @@ pub(crate) fn fig4(m: &Making<'_>) -> Result<(), String> {
     }
     crate::experiment::write_summary(&out.join("throughput_latency.csv"), &rows)?;
     crate::experiment::write_rows(&out.join("latency_cdf.csv"), &cdf_csv)?;
+    fig4_plot(out, [small, large, cdf_small, cdf_large])?;
+    let mut md = String::from("# RamCast Fig. 4 (message size), reproduced on the simulator\n\n");
+    md.push_str(&profile_note(&profile));
+    let _ = writeln!(md, "\nCommand: `harness figure ramcast-fig4` (commit {commit}). Each throughput point: {} of simulated time after a 10% warm-up; clients doubled until throughput grew by less than 5%. Files: `throughput_latency.csv`, `latency_cdf.csv`, `fig4.png`.\n", duration);
+    md += &fig4_table(&sat, &single, &notes);
+    let claims = fig4_claims(&sat, &single, fitted(software).as_deref());
+    md.push_str("\n## Claims\n\n");
+    md.push_str(&verdict::table(&claims));
+    verdict::write(out, &claims)?;
+    md.push_str(&fig4_discussion(&profile, software, &sat));
+    write(&out.join("summary.md"), &md)?;
+    Ok(())
+}
+
+/// `fig4.png`: median latency against throughput for small and large messages (`curves`
+/// [0] and [1]), and the single-client latency CDFs of each (`curves` [2] and [3]).
+fn fig4_plot(out: &std::path::Path, curves: [Vec<Series>; 4]) -> Result<(), String> {
+    let [small, large, cdf_small, cdf_large] = curves;
     plot::draw_png(
         &out.join("fig4.png"),
         "RamCast Fig. 4 on sim (xl170-cx4): 1 group x 3 replicas, single-group messages",
@@ -243,20 +278,26 @@ pub(crate) fn fig4(m: &Making<'_>) -> Result<(), String> {
                 cdf_large,
             ),
         ],
-    )?;
+    )
+}
+
+/// Fig. 4's side-by-side table, then each size's single-client latency and maximum
+/// throughput: `sat` (size, msg/s, measure), `single` (size, p50, p95) and the maxima's `notes`.
+fn fig4_table(
+    sat: &[(usize, f64, Measure)],
+    single: &[(usize, f64, Measure)],
+    notes: &[(usize, String)],
+) -> String {
     let get = |v: &[(usize, f64, Measure)], s: usize| v.iter().find(|x| x.0 == s).map(|x| x.1);
-    let mut md = String::from("# RamCast Fig. 4 (message size), reproduced on the simulator\n\n");
-    md.push_str(&profile_note(&profile));
-    let _ = writeln!(md, "\nCommand: `harness figure ramcast-fig4` (commit {commit}). Each throughput point: {} of simulated time after a 10% warm-up; clients doubled until throughput grew by less than 5%. Files: `throughput_latency.csv`, `latency_cdf.csv`, `fig4.png`.\n", duration);
-    md.push_str(TABLE_HEAD);
+    let mut md = String::from(TABLE_HEAD);
     for s in [64, 1024, 4096] {
-        if let Some(t) = get(&sat, s) {
+        if let Some(t) = get(sat, s) {
             row(
                 &mut md,
                 &format!(
                     "max throughput, 1 group, {} messages{}",
                     size_label(s),
-                    note(&notes, s)
+                    note(notes, s)
                 ),
                 250.0,
                 t / 1000.0,
@@ -264,12 +305,12 @@ pub(crate) fn fig4(m: &Making<'_>) -> Result<(), String> {
             );
         }
     }
-    if let Some(t) = get(&sat, 32768) {
+    if let Some(t) = get(sat, 32768) {
         row(
             &mut md,
             &format!(
                 "max throughput, 1 group, 32 KB messages{}",
-                note(&notes, 32768)
+                note(notes, 32768)
             ),
             70.0,
             t / 1000.0,
@@ -298,7 +339,7 @@ pub(crate) fn fig4(m: &Making<'_>) -> Result<(), String> {
         );
     }
     md.push_str("\nSingle-client latency per size (us): ");
-    for (s, p50, p95) in &single {
+    for (s, p50, p95) in single {
         let _ = write!(
             md,
             "{}: p50 {p50:.2}, p95 {:.2}; ",
@@ -307,17 +348,11 @@ pub(crate) fn fig4(m: &Making<'_>) -> Result<(), String> {
         );
     }
     md.push_str("\n\nMaximum throughput per size (k msg/s): ");
-    for (s, t, _) in &sat {
+    for (s, t, _) in sat {
         let _ = write!(md, "{}: {:.0}; ", size_label(*s), t / 1000.0);
     }
     md.push('\n');
-    let claims = fig4_claims(&sat, &single, fitted(software).as_deref());
-    md.push_str("\n## Claims\n\n");
-    md.push_str(&verdict::table(&claims));
-    verdict::write(out, &claims)?;
-    md.push_str(&fig4_discussion(&profile, software, &sat));
-    write(&out.join("summary.md"), &md)?;
-    Ok(())
+    md
 }
 
 /// Fig. 4's claims: the paper's statements about it, each judged on the measured maxima `sat`
@@ -570,22 +605,12 @@ pub(crate) fn fig5(m: &Making<'_>) -> Result<(), String> {
             .flat_map(|(dest, label)| groups.iter().map(move |&g| (dest, label, g)))
             .collect();
     let measured = in_parallel(&cases, |&(dest, _, g)| {
-        let points = saturate(
-            |c| experiment(&profile, software, g, c, 64, dest, 1, duration),
+        sweep_and_one(
+            |c, d| experiment(&profile, software, g, c, 64, dest, 1, d),
+            duration,
             256,
             progress,
-        )?;
-        let one = measure(&experiment(
-            &profile,
-            software,
-            g,
-            1,
-            64,
-            dest,
-            1,
-            Nanos(duration.as_nanos() * 2),
-        ))?;
-        Ok((points, one))
+        )
     })?;
     for (&(dest, label, g), (points, one)) in cases.iter().zip(measured) {
         for p in &points {
@@ -623,6 +648,31 @@ pub(crate) fn fig5(m: &Making<'_>) -> Result<(), String> {
     }
     crate::experiment::write_summary(&out.join("throughput.csv"), &rows)?;
     crate::experiment::write_rows(&out.join("latency_cdf.csv"), &cdf_csv)?;
+    fig5_plot(out, &results, cdf_single, cdf_all)?;
+    let mut md = String::from("# RamCast Fig. 5 (groups), reproduced on the simulator\n\n");
+    md.push_str(&profile_note(&profile));
+    let _ = writeln!(md, "\nCommand: `harness figure ramcast-fig5` (commit {commit}). Single-group messages go to one group drawn uniformly per message. Each throughput point: {} of simulated time after a 10% warm-up; clients doubled until throughput grew by less than 5%. Files: `throughput.csv`, `latency_cdf.csv`, `fig5.png`. WBCast is not implemented here; its columns of the paper are not reproduced.\n", duration);
+    md += &fig5_table(groups, &results);
+    let mut claims = fig5_claims(&results, fitted(software).as_deref());
+    let (delays, delays_md) = write_delays_md(&profile, software)?;
+    md += &delays_md;
+    claims.extend(write_delay_claims(delays));
+    md.push_str("\n## Claims\n\n");
+    md.push_str(&verdict::table(&claims));
+    verdict::write(out, &claims)?;
+    md.push_str(&fig5_discussion(&profile, software, &results));
+    write(&out.join("summary.md"), &md)?;
+    Ok(())
+}
+
+/// `fig5.png`: the maximum throughput against the groups, single-group and all-groups, and
+/// the single-client latency CDFs.
+fn fig5_plot(
+    out: &std::path::Path,
+    results: &[Fig5Row<'_>],
+    cdf_single: Vec<Series>,
+    cdf_all: Vec<Series>,
+) -> Result<(), String> {
     let tput = |label: &str| {
         Series::with_errors(
             format!("RamCast, {label}-group messages"),
@@ -661,12 +711,13 @@ pub(crate) fn fig5(m: &Making<'_>) -> Result<(), String> {
                 cdf_all,
             ),
         ],
-    )?;
+    )
+}
+
+/// Fig. 5's side-by-side table: the paper's numbers beside the measured ones.
+fn fig5_table(groups: &[usize], results: &[Fig5Row<'_>]) -> String {
     let find = |label: &str, g: usize| results.iter().find(|r| r.0 == label && r.1 == g);
-    let mut md = String::from("# RamCast Fig. 5 (groups), reproduced on the simulator\n\n");
-    md.push_str(&profile_note(&profile));
-    let _ = writeln!(md, "\nCommand: `harness figure ramcast-fig5` (commit {commit}). Single-group messages go to one group drawn uniformly per message. Each throughput point: {} of simulated time after a 10% warm-up; clients doubled until throughput grew by less than 5%. Files: `throughput.csv`, `latency_cdf.csv`, `fig5.png`. WBCast is not implemented here; its columns of the paper are not reproduced.\n", duration);
-    md.push_str(TABLE_HEAD);
+    let mut md = String::from(TABLE_HEAD);
     if let (Some(a), Some(b)) = (find("single", 1), find("single", *groups.last().unwrap())) {
         let n = *groups.last().unwrap() as f64;
         row(
@@ -721,11 +772,18 @@ pub(crate) fn fig5(m: &Making<'_>) -> Result<(), String> {
             );
         }
     }
-    let mut claims = fig5_claims(&results, fitted(software).as_deref());
+    md
+}
+
+/// The write delays per message, counted by [`write_delays`]: the algorithm's (software
+/// `none`, writes never waited for), and under `software` where it waits for its writes;
+/// returns the algorithm's and the summary's sentence on them.
+fn write_delays_md(profile: &Profile, software: &Software) -> Result<((f64, f64), String), String> {
+    let mut md = String::new();
     // The paper counts the algorithm's write delays: counted without software cost, with
     // writes posted and never waited for; this profile's own count is detail.
     let none = Software::load(DEFAULT_SOFTWARE).map_err(|e| e.to_string())?;
-    let delays = write_delays(&profile, &none)?;
+    let delays = write_delays(profile, &none)?;
     let _ = write!(
         md,
         "\nWrite delays per message, counted with every write taking {PROBE_WRITE_DELAY} \
@@ -734,7 +792,7 @@ pub(crate) fn fig5(m: &Making<'_>) -> Result<(), String> {
         delays.0, delays.1
     );
     if software.posting.of("ramcast").window().is_some() {
-        let own = write_delays(&profile, software)?;
+        let own = write_delays(profile, software)?;
         let _ = write!(
             md,
             "; under `{}` (`{}` posting: a process spins until its writes complete, which puts \
@@ -746,13 +804,7 @@ pub(crate) fn fig5(m: &Making<'_>) -> Result<(), String> {
         );
     }
     md.push_str(".\n");
-    claims.extend(write_delay_claims(delays));
-    md.push_str("\n## Claims\n\n");
-    md.push_str(&verdict::table(&claims));
-    verdict::write(out, &claims)?;
-    md.push_str(&fig5_discussion(&profile, software, &results));
-    write(&out.join("summary.md"), &md)?;
-    Ok(())
+    Ok((delays, md))
 }
 
 /// The one-way write delay of [`write_delays`]'s probe: long enough that every other cost of

@@ -31,7 +31,7 @@ use super::experiment::{Outcome, Setup, Workload};
 use super::Over;
 use crate::experiment::write_rows;
 use crate::experiment::Where;
-use crate::figure::{panel, write, TABLE_HEAD};
+use crate::figure::{panel, table_head, write, TABLE_HEAD};
 use crate::plot::{self, Series};
 use crate::protocols::Making;
 use crate::protocols::PaperFigure;

@@ -86,65 +86,8 @@ pub(super) fn table5_1(m: &Making<'_>) -> Result<(), String> {
             )
         },
     )?;
-    let mut rows = Vec::new();
-    let mut csv = Vec::new();
-    // max[w][i]: workload w's maximum at partitions[i].
-    let mut max = vec![Vec::new(); TABLE5_1.len()];
-    // max_ci[w][i]: its 95% interval.
-    let mut max_ci = vec![Vec::new(); TABLE5_1.len()];
-    // still_growing[w][i]: whether that maximum stopped at the client cap (a lower bound).
-    let mut still_growing = vec![Vec::new(); TABLE5_1.len()];
-    let mut capped = Vec::new();
-    for (&(w, p), sweep) in items.iter().zip(&sweeps) {
-        let points = &sweep.points;
-        for pt in points {
-            rows.extend(pt.s.rows(&pt.o, TABLE5_1[w].0, commit));
-        }
-        let (t, knee) = best(points);
-        let saturated = sweep.saturated;
-        csv.push(MaxRow {
-            workload: TABLE5_1[w].0,
-            partitions: p,
-            max_per_s: t,
-            saturated,
-            knee_clients: knee.s.cfg.clients,
-            knee_per_s: knee.s.throughput(&knee.o),
-            knee_mean_us: mean_us(&knee.o, None),
-            software: &software.name,
-            commit,
-        });
-        if !saturated {
-            capped.push(format!("{} at {p} WH", TABLE5_1[w].0));
-        }
-        max[w].push(t);
-        max_ci[w].push(peak(points).ci95);
-        still_growing[w].push(!saturated);
-    }
-    crate::experiment::write_rows(&out.join("summary.csv"), &rows)?;
-    write_rows(&out.join("throughput.csv"), &csv)?;
-    let series: Vec<Series> = TABLE5_1
-        .iter()
-        .zip(max.iter().zip(&max_ci))
-        .map(|((label, _, _), (m, ci))| {
-            Series::with_errors(
-                *label,
-                partitions.iter().zip(m).zip(ci).map(|((&p, &t), ci)| {
-                    let k = |(lo, hi): (f64, f64)| (lo / 1000.0, hi / 1000.0);
-                    (p as f64, t / 1000.0, ci.map(k))
-                }),
-            )
-        })
-        .collect();
-    plot::draw_png(
-        &out.join("table5.1.png"),
-        "Heron Fig. 5.2 / Table 5.1 on sim (xl170-cx4): maximum throughput, 3 replicas per partition",
-        &[panel(
-            "maximum throughput",
-            "partitions (warehouses)",
-            "throughput (k requests/s)",
-            series,
-        )],
-    )?;
+    let maxima = Maxima::write(out, commit, software, &items, &sweeps)?;
+    maxima.plot(out, partitions)?;
     let mut md = String::new();
     preamble(
         &mut md,
@@ -153,63 +96,166 @@ pub(super) fn table5_1(m: &Making<'_>) -> Result<(), String> {
         commit,
         software,
     );
-    let _ = writeln!(
-        md,
+    let _ = writeln!(md, "{}", method(duration));
+    if !maxima.capped.is_empty() {
+        let _ = writeln!(
+            md,
+            "Still growing at the client cap (the maximum is a lower bound): {}.\n",
+            maxima.capped.join(", ")
+        );
+    }
+    md += &maxima.tables(partitions);
+    let claims = table5_1_claims(
+        partitions,
+        &maxima.max,
+        &maxima.max_ci,
+        &maxima.still_growing,
+    );
+    md.push_str("\n## Claims\n\n");
+    md.push_str(&verdict::table(&claims));
+    md += &discussion(partitions, &maxima.max, software);
+    verdict::write(out, &claims)?;
+    write(&out.join("summary.md"), &md)
+}
+
+/// How each maximum is measured, and what the workloads are.
+fn method(duration: Nanos) -> String {
+    format!(
         "Each maximum: clients doubled from 1 per partition until two doublings in a row raised \
          the best throughput by less than 5% (at most 64 per partition), each point {duration} after a 10% warm-up. Null \
          requests go where TPC-C's would and do nothing. RamCast alone (\"without \
          coordination and execution\") is Heron ordering only: the same null requests \
          multicast by the same clients, each replica answering on delivery. Files: \
          `summary.csv` (every point), `throughput.csv` (maxima), `table5.1.png`.\n"
-    );
-    if !capped.is_empty() {
-        let _ = writeln!(
-            md,
-            "Still growing at the client cap (the maximum is a lower bound): {}.\n",
-            capped.join(", ")
+    )
+}
+
+/// Each workload's maxima over the partitions, from its sweeps.
+struct Maxima {
+    /// `max[w][i]`: workload w's maximum at the i-th partition count.
+    max: Vec<Vec<f64>>,
+    /// `max_ci[w][i]`: its 95% interval.
+    max_ci: Vec<Vec<Interval>>,
+    /// `still_growing[w][i]`: whether that maximum stopped at the client cap (a lower bound).
+    still_growing: Vec<Vec<bool>>,
+    /// The sweeps stopped at their client cap, named.
+    capped: Vec<String>,
+}
+
+impl Maxima {
+    /// The maxima of `sweeps` (one per (workload, partitions) of `items`); writes every point
+    /// to `summary.csv` and the maxima to `throughput.csv`.
+    fn write(
+        out: &Path,
+        commit: &str,
+        software: &Software,
+        items: &[(usize, usize)],
+        sweeps: &[Sweep],
+    ) -> Result<Maxima, String> {
+        let mut rows = Vec::new();
+        let mut csv = Vec::new();
+        let mut maxima = Maxima {
+            max: vec![Vec::new(); TABLE5_1.len()],
+            max_ci: vec![Vec::new(); TABLE5_1.len()],
+            still_growing: vec![Vec::new(); TABLE5_1.len()],
+            capped: Vec::new(),
+        };
+        for (&(w, p), sweep) in items.iter().zip(sweeps) {
+            let points = &sweep.points;
+            for pt in points {
+                rows.extend(pt.s.rows(&pt.o, TABLE5_1[w].0, commit));
+            }
+            let (t, knee) = best(points);
+            let saturated = sweep.saturated;
+            csv.push(MaxRow {
+                workload: TABLE5_1[w].0,
+                partitions: p,
+                max_per_s: t,
+                saturated,
+                knee_clients: knee.s.cfg.clients,
+                knee_per_s: knee.s.throughput(&knee.o),
+                knee_mean_us: mean_us(&knee.o, None),
+                software: &software.name,
+                commit,
+            });
+            if !saturated {
+                maxima.capped.push(format!("{} at {p} WH", TABLE5_1[w].0));
+            }
+            maxima.max[w].push(t);
+            maxima.max_ci[w].push(peak(points).ci95);
+            maxima.still_growing[w].push(!saturated);
+        }
+        crate::experiment::write_rows(&out.join("summary.csv"), &rows)?;
+        write_rows(&out.join("throughput.csv"), &csv)?;
+        Ok(maxima)
+    }
+
+    /// Fig. 5.2: each workload's maximum against the partitions, with its interval.
+    fn plot(&self, out: &Path, partitions: &[usize]) -> Result<(), String> {
+        let series: Vec<Series> = TABLE5_1
+            .iter()
+            .zip(self.max.iter().zip(&self.max_ci))
+            .map(|((label, _, _), (m, ci))| {
+                Series::with_errors(
+                    *label,
+                    partitions.iter().zip(m).zip(ci).map(|((&p, &t), ci)| {
+                        let k = |(lo, hi): (f64, f64)| (lo / 1000.0, hi / 1000.0);
+                        (p as f64, t / 1000.0, ci.map(k))
+                    }),
+                )
+            })
+            .collect();
+        plot::draw_png(
+            &out.join("table5.1.png"),
+            "Heron Fig. 5.2 / Table 5.1 on sim (xl170-cx4): maximum throughput, 3 replicas per partition",
+            &[panel(
+                "maximum throughput",
+                "partitions (warehouses)",
+                "throughput (k requests/s)",
+                series,
+            )],
+        )
+    }
+
+    /// The maxima by partitions, then the scaling factors beside the thesis's.
+    fn tables(&self, partitions: &[usize]) -> String {
+        let mut md = table_head(
+            std::iter::once("workload".to_string())
+                .chain(partitions.iter().map(|p| format!("{p} WH"))),
         );
-    }
-    md.push_str("| workload |");
-    for &p in partitions {
-        let _ = write!(md, " {p} WH |");
-    }
-    md.push_str("\n|---|");
-    for _ in partitions {
-        md.push_str("---|");
-    }
-    md.push('\n');
-    for ((label, _, _), m) in TABLE5_1.iter().zip(&max) {
-        let _ = write!(md, "| {label} |");
-        for t in m {
-            let _ = write!(md, " {:.0} k/s |", t / 1000.0);
+        for ((label, _, _), m) in TABLE5_1.iter().zip(&self.max) {
+            let _ = write!(md, "| {label} |");
+            for t in m {
+                let _ = write!(md, " {:.0} k/s |", t / 1000.0);
+            }
+            md.push('\n');
         }
-        md.push('\n');
-    }
-    md.push_str("\nScaling factors (measured, thesis in parentheses):\n\n| workload |");
-    let steps = partitions.len() - 1;
-    for i in 0..steps {
-        let _ = write!(md, " {} -> {} |", partitions[i], partitions[i + 1]);
-    }
-    md.push_str("\n|---|");
-    for _ in 0..steps {
-        md.push_str("---|");
-    }
-    md.push('\n');
-    let factor = |w: usize, i: usize| max[w][i + 1] / max[w][i];
-    for (w, (label, _, _)) in TABLE5_1.iter().enumerate() {
-        let _ = write!(md, "| {label} |");
-        for (i, published) in FACTORS[w].iter().enumerate().take(steps) {
-            let _ = write!(md, " {:.2} ({published:.2}) |", factor(w, i));
+        md.push_str("\nScaling factors (measured, thesis in parentheses):\n\n");
+        let steps = partitions.len() - 1;
+        md += &table_head(
+            std::iter::once("workload".to_string()).chain(
+                partitions
+                    .windows(2)
+                    .map(|w| format!("{} -> {}", w[0], w[1])),
+            ),
+        );
+        let factor = |w: usize, i: usize| self.max[w][i + 1] / self.max[w][i];
+        for (w, (label, _, _)) in TABLE5_1.iter().enumerate() {
+            let _ = write!(md, "| {label} |");
+            for (i, published) in FACTORS[w].iter().enumerate().take(steps) {
+                let _ = write!(md, " {:.2} ({published:.2}) |", factor(w, i));
+            }
+            md.push('\n');
         }
-        md.push('\n');
+        md
     }
-    let claims = table5_1_claims(partitions, &max, &max_ci, &still_growing);
-    md.push_str("\n## Claims\n\n");
-    md.push_str(&verdict::table(&claims));
+}
+
+/// The summary's discussion: what limits each workload's scaling (`max` as in [`Maxima`]).
+fn discussion(partitions: &[usize], max: &[Vec<f64>], software: &Software) -> String {
     let last = partitions.len() - 1;
     let per_partition = |w: usize| max[w][last] / partitions[last] as f64 / max[w][0];
-    let _ = writeln!(
-        md,
+    let mut md = format!(
         "\n## Discussion\n\n\
          - **From 1 to 2 partitions** null requests go from {:.0} to {:.0} k/s: at 1 partition no \
          request coordinates, from 2 on a replica waits through both coordination phases of \
@@ -220,7 +266,7 @@ pub(super) fn table5_1(m: &Making<'_>) -> Result<(), String> {
          throughput. Clients are terminals bound to a warehouse, so every partition gets the \
          same number of clients.\n\
          - **TPC-C** keeps {:.0}% per partition at {} partitions: the multi-partition \
-         requests' coordination holds each replica involved for their whole length.\n",
+         requests' coordination holds each replica involved for their whole length.\n\n",
         max[1][0] / 1000.0,
         max[1][1.min(last)] / 1000.0,
         partitions[last],
@@ -254,8 +300,7 @@ pub(super) fn table5_1(m: &Making<'_>) -> Result<(), String> {
          NICs and the clients' round trips only.\n"
             .into(),
     ));
-    verdict::write(out, &claims)?;
-    write(&out.join("summary.md"), &md)
+    md
 }
 
 /// A scaling factor between two maxima of a sweep over partitions, and which way the truth may

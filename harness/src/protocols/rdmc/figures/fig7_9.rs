@@ -34,13 +34,9 @@ pub(super) fn gbps_series(label: &str, pts: &[(f64, Row)]) -> Series {
 }
 
 pub(super) fn table(md: &mut String, head: &str, curves: &[(String, Points)], f: fn(&Row) -> f64) {
-    let _ = write!(md, "| {head} |");
-    for (l, _) in curves {
-        let _ = write!(md, " {l} |");
-    }
-    md.push_str("\n|---|");
-    md.push_str(&"---|".repeat(curves.len()));
-    md.push('\n');
+    md.push_str(&table_head(
+        std::iter::once(head).chain(curves.iter().map(|(l, _)| l.as_str())),
+    ));
     let mut xs: Vec<f64> = curves
         .iter()
         .flat_map(|(_, p)| p.iter().map(|q| q.0))
@@ -70,24 +66,7 @@ pub(crate) fn fig7_9(m: &Making<'_>) -> Result<(), String> {
     } else {
         vec![MB, 8 * MB, 64 * MB, 256 * MB]
     };
-    let clusters: [(&str, &str, Vec<usize>); 3] = if quick {
-        [
-            ("Fig. 7", "sierra-qdr", vec![2, 3, 8, 64]),
-            ("Fig. 8", "stampede-fdr", vec![2, 5, 16]),
-            ("Fig. 9", "fractus-100g", vec![2, 3, 8]),
-        ]
-    } else {
-        [
-            (
-                "Fig. 7",
-                "sierra-qdr",
-                vec![2, 3, 4, 8, 16, 32, 64, 128, 256, 512],
-            ),
-            ("Fig. 8", "stampede-fdr", vec![2, 3, 4, 8, 16, 32, 64, 128]),
-            ("Fig. 9", "fractus-100g", vec![2, 3, 4, 5, 6, 8, 10, 12, 16]),
-        ]
-    };
-    let mut profiles = Vec::new();
+    let clusters = clusters(quick);
     let mut panels = Vec::new();
     let mut results = Vec::new();
     for (fig, name, groups) in &clusters {
@@ -109,31 +88,18 @@ pub(crate) fn fig7_9(m: &Making<'_>) -> Result<(), String> {
         );
         p.log_y = false;
         panels.push(p);
-        results.push((*fig, profile.clone(), curves));
-        profiles.push(profile);
+        results.push((*fig, profile, curves));
     }
-    // Sierra's largest point again with less and less of each rack's uplinks left to the
-    // experiment: how much of other jobs' traffic (which the model does not generate) the
-    // published number implies. A sensitivity beside the profile, not a calibration of it.
     let big = *sizes.last().expect("sizes");
     let largest = *clusters[0].2.last().expect("groups");
-    let sierra_profile = &results[0].1;
-    let mut shares = Vec::new();
-    if let Some(up) = sierra_profile.fabric.as_ref().and_then(|f| f.uplink_gbps) {
-        for share in UPLINK_SHARES {
-            let mut p = sierra_profile.clone();
-            p.fabric.as_mut().expect("declared").uplink_gbps = Some(up * share);
-            let (row, _) = ctx.run(&spec(&p, Algorithm::BinomialPipeline, largest, big))?;
-            shares.push((share, p, row));
-        }
-    }
+    let shares = uplink_shares(&mut ctx, &results[0].1, largest, big)?;
     write_rows(&out.join("runs.csv"), &ctx.rows)?;
     plot::draw_png(
         &out.join("fig7-9.png"),
         &format!("RDMC Figs. 7-9 on sim: binomial pipeline, 1 MB blocks, commit {commit}"),
         &panels,
     )?;
-    let refs: Vec<&Profile> = profiles.iter().collect();
+    let refs: Vec<&Profile> = results.iter().map(|r| &r.1).collect();
     let mut md = String::from(
         "# RDMC Figs. 7-9 (bandwidth against group size), reproduced on the simulator\n\n",
     );
@@ -147,6 +113,20 @@ pub(crate) fn fig7_9(m: &Making<'_>) -> Result<(), String> {
         table(&mut md, "group", &named, |r| r.gbps_mean);
     }
     md.push_str("\n## The paper's claims\n\n");
+    let claims = fig7_9_claims(&results, largest, big);
+    md.push_str(&verdict::table(&claims));
+    verdict::write(out, &claims)?;
+    md += &sierra_md(&results[0], largest, big, &shares);
+    write(&out.join("summary.md"), &md)
+}
+
+/// A cluster's curves: its figure, its profile, and a curve per message size.
+type Cluster<'a> = (&'a str, Profile, Vec<(usize, Points)>);
+
+/// Figs. 7-9's claims, from the clusters in the figures' order (Sierra, Stampede, Fractus):
+/// Sierra's largest group (`largest` nodes) at the largest message (`big` bytes), Fractus up
+/// to 8 nodes, and all three's bandwidth against unicast.
+fn fig7_9_claims(results: &[Cluster<'_>], largest: usize, big: usize) -> Vec<Claim> {
     let mut claims = Vec::new();
     let sierra = &results[0].2;
     let sierra_big = &sierra.last().expect("sizes").1;
@@ -208,8 +188,19 @@ pub(crate) fn fig7_9(m: &Making<'_>) -> Result<(), String> {
         stable.join("; "),
         holds,
     ));
-    md.push_str(&verdict::table(&claims));
-    verdict::write(out, &claims)?;
+    claims
+}
+
+/// Why Sierra's large groups are not reproduced on the profile, and the runs of its largest
+/// point with a `share` of the uplinks left (`shares`: share, profile, run).
+fn sierra_md(
+    (_, sierra_profile, sierra): &Cluster<'_>,
+    largest: usize,
+    big: usize,
+    shares: &[(f64, Profile, Row)],
+) -> String {
+    let mut md = String::new();
+    let sierra_big = &sierra.last().expect("sizes").1;
     if let (Some(two), Some(nominal), Some(f)) = (
         at(sierra_big, 2),
         at(sierra_big, largest),
@@ -283,5 +274,48 @@ pub(crate) fn fig7_9(m: &Making<'_>) -> Result<(), String> {
             }
         );
     }
-    write(&out.join("summary.md"), &md)
+    md
+}
+
+/// The clusters of Figs. 7-9: figure, profile, and the group sizes its curves run.
+fn clusters(quick: bool) -> [(&'static str, &'static str, Vec<usize>); 3] {
+    if quick {
+        [
+            ("Fig. 7", "sierra-qdr", vec![2, 3, 8, 64]),
+            ("Fig. 8", "stampede-fdr", vec![2, 5, 16]),
+            ("Fig. 9", "fractus-100g", vec![2, 3, 8]),
+        ]
+    } else {
+        [
+            (
+                "Fig. 7",
+                "sierra-qdr",
+                vec![2, 3, 4, 8, 16, 32, 64, 128, 256, 512],
+            ),
+            ("Fig. 8", "stampede-fdr", vec![2, 3, 4, 8, 16, 32, 64, 128]),
+            ("Fig. 9", "fractus-100g", vec![2, 3, 4, 5, 6, 8, 10, 12, 16]),
+        ]
+    }
+}
+
+/// Sierra's largest point (`largest` nodes, `big` bytes) again with less and less of each
+/// rack's uplinks left to the experiment: how much of other jobs' traffic (which the model
+/// does not generate) the published number implies. A sensitivity beside the profile, not a
+/// calibration of it. Returns (share, profile, run) per share of [`UPLINK_SHARES`].
+fn uplink_shares(
+    ctx: &mut Ctx<'_>,
+    sierra_profile: &Profile,
+    largest: usize,
+    big: usize,
+) -> Result<Vec<(f64, Profile, Row)>, String> {
+    let mut shares = Vec::new();
+    if let Some(up) = sierra_profile.fabric.as_ref().and_then(|f| f.uplink_gbps) {
+        for share in UPLINK_SHARES {
+            let mut p = sierra_profile.clone();
+            p.fabric.as_mut().expect("declared").uplink_gbps = Some(up * share);
+            let (row, _) = ctx.run(&spec(&p, Algorithm::BinomialPipeline, largest, big))?;
+            shares.push((share, p, row));
+        }
+    }
+    Ok(shares)
 }

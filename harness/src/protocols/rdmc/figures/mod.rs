@@ -5,7 +5,7 @@
 
 use crate::experiment::write_rows;
 use crate::experiment::Where;
-use crate::figure::{panel, write, NO_CLAIMS};
+use crate::figure::{panel, table_head, write, NO_CLAIMS};
 use crate::plot::{self, Series, XScale};
 use crate::protocols::rdmc::{show_bytes, BulkResult, BulkSpec, Row};
 use crate::protocols::Making;

@@ -56,6 +56,7 @@ pub(crate) fn fig1(m: &Making<'_>) -> Result<(), String> {
     write(&out.join("summary.md"), &md)
 }
 
+/// Fig. 1's summary and claims.
 pub(super) fn fig1_summary(
     curves: &[Curve],
     profile: &Profile,
@@ -86,22 +87,59 @@ pub(super) fn fig1_summary(
             c.table_cells()
         );
     }
-    let of = |size: usize, d: Dissemination| -> Vec<&Curve> {
-        curves
-            .iter()
-            .filter(|c| c.setup.size == size && c.setup.dissemination == d)
-            .collect()
-    };
-    let list = |cs: &[&Curve], f: &dyn Fn(&Curve) -> f64, unit: &str| -> String {
-        cs.iter()
-            .map(|c| format!("{}: {:.3}{unit}", c.setup.servers, f(c)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let big = 64 << 10;
-    let ridge_big = of(big, Dissemination::Ridge);
-    let ring_big = of(big, Dissemination::Ring);
     md.push_str("\n## Claims\n\n");
+    let mut claims = large_message_claims(curves, software);
+    claims.extend(drop_claims(curves));
+    claims.extend(direct_throughput_claim(curves, dests));
+    claims.extend(latency_claims(curves));
+    md.push_str(&verdict::table(&claims));
+    md.push_str(FIG1_DISCUSSION);
+    md.push_str(&software_bullet(
+        software,
+        "- **Software cost.** Without it (`none`), every process is limited by its link \
+         alone, so 200 B messages are bound by per-message NIC costs (posting, 2 us a send \
+         on this profile) at the last acceptor, which sends a DECISION to every learner.\n"
+            .into(),
+    ));
+    (md, claims)
+}
+
+/// What Fig. 1's summary says after its claims, before the software bullet.
+const FIG1_DISCUSSION: &str = "\nNot compared: Spread (ip-multicast, not in the workbench).\n\n\
+     ## Discussion\n\n\
+     - **Direct's latency.** Our direct baseline (LibPaxos's scheme) has every acceptor \
+     send the value to every learner in turn, so the last learner waits for as many \
+     serialisations as there are learners, and at maximum power its queues are as long \
+     as the others'. LibPaxos is C and our model charges it Ridge's software prices; the \
+     paper's LibPaxos latency advantage is not reproduced by the dissemination alone.\n\
+     - **The acceptors learn too.** Learners fill gaps by asking the acceptors (section \
+     4.4.3), so ours learn their ensemble's decisions: the acceptor outside the quorum \
+     receives each value like a server (one more receiver per value), and distributes \
+     only when every server is suspected (never here). With one destination the server \
+     is every value's distributor and sends it on to that acceptor.\n";
+
+/// The curves of `size`-byte messages under dissemination `d`, by destinations.
+fn of(curves: &[Curve], size: usize, d: Dissemination) -> Vec<&Curve> {
+    curves
+        .iter()
+        .filter(|c| c.setup.size == size && c.setup.dissemination == d)
+        .collect()
+}
+
+/// `f` of each curve of `cs` by its destinations, in one line.
+fn list(cs: &[&Curve], f: &dyn Fn(&Curve) -> f64, unit: &str) -> String {
+    cs.iter()
+        .map(|c| format!("{}: {:.3}{unit}", c.setup.servers, f(c)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The 64 KB claims: Ridge's ~0.8 Gb/s at each destination count (by construction at the
+/// one a fitted profile was fitted to), flat in the destinations, and the ring beside it.
+fn large_message_claims(curves: &[Curve], software: &Software) -> Vec<Claim> {
+    let big = 64 << 10;
+    let ridge_big = of(curves, big, Dissemination::Ridge);
+    let ring_big = of(curves, big, Dissemination::Ring);
     let mut claims = Vec::new();
     if !ridge_big.is_empty() {
         let g: Vec<f64> = ridge_big.iter().map(|c| c.max_gbps()).collect();
@@ -146,8 +184,14 @@ pub(super) fn fig1_summary(
             close,
         ));
     }
+    claims
+}
+
+/// 8 KB and 200 B: Ridge's throughput drops as destinations grow.
+fn drop_claims(curves: &[Curve]) -> Vec<Claim> {
+    let mut claims = Vec::new();
     for size in [8 << 10, 200] {
-        let cs = of(size, Dissemination::Ridge);
+        let cs = of(curves, size, Dissemination::Ridge);
         let (Some(first), Some(last)) = (cs.first(), cs.last()) else {
             continue;
         };
@@ -170,7 +214,11 @@ pub(super) fn fig1_summary(
             last.max_gbps() < first.max_gbps() * 0.9,
         ));
     }
-    // LibPaxos: lowest throughput except for very small messages.
+    claims
+}
+
+/// LibPaxos: lowest throughput except for very small messages.
+fn direct_throughput_claim(curves: &[Curve], dests: &[usize]) -> Option<Claim> {
     let mut lowest = 0;
     let mut cases = 0;
     for &size in &[8 << 10, 64 << 10] {
@@ -193,15 +241,18 @@ pub(super) fn fig1_summary(
             }
         }
     }
-    if cases > 0 {
-        claims.push(Claim::ordering(
+    (cases > 0).then(|| {
+        Claim::ordering(
             "LibPaxos (direct) has the lowest throughput of the Paxos protocols, except with very small messages",
             "direct's maximum below Ridge's and the ring's in every 8 KB and 64 KB case",
             format!("lowest in {lowest} of {cases} cases"),
             lowest == cases,
-        ));
-    }
-    // Latency at maximum power: LibPaxos lowest in most cases; Ridge comparable.
+        )
+    })
+}
+
+/// Latency at maximum power: LibPaxos lowest in most cases; Ridge comparable.
+fn latency_claims(curves: &[Curve]) -> Vec<Claim> {
     let mut direct_lowest = 0;
     let mut comparable = 0;
     let mut n_cases = 0;
@@ -230,42 +281,23 @@ pub(super) fn fig1_summary(
         comparable += usize::from(ridge <= 2.0 * direct);
         worst = worst.max(ridge / direct);
     }
-    if n_cases > 0 {
-        claims.push(Claim::ordering(
+    if n_cases == 0 {
+        return Vec::new();
+    }
+    vec![
+        Claim::ordering(
             "Among the Paxos protocols, LibPaxos (direct) has the lowest latency in most cases",
             "direct's mean latency at maximum power the lowest in more than half the cases",
             format!("lowest in {direct_lowest} of {n_cases} cases"),
             2 * direct_lowest > n_cases,
-        ));
-        claims.push(Claim::trend(
+        ),
+        Claim::trend(
             "Ridge's latency is comparable to LibPaxos's",
             "Ridge's mean latency at maximum power at most twice direct's in every case",
             format!(
                 "at most twice in {comparable} of {n_cases} cases; Ridge / direct at worst {worst:.2}"
             ),
             comparable == n_cases,
-        ));
-    }
-    md.push_str(&verdict::table(&claims));
-    md.push_str(&format!(
-        "\nNot compared: Spread (ip-multicast, not in the workbench).\n\n## Discussion\n\n\
-         - **Direct's latency.** Our direct baseline (LibPaxos's scheme) has every acceptor \
-         send the value to every learner in turn, so the last learner waits for as many \
-         serialisations as there are learners, and at maximum power its queues are as long \
-         as the others'. LibPaxos is C and our model charges it Ridge's software prices; the \
-         paper's LibPaxos latency advantage is not reproduced by the dissemination alone.\n\
-         - **The acceptors learn too.** Learners fill gaps by asking the acceptors (section \
-         4.4.3), so ours learn their ensemble's decisions: the acceptor outside the quorum \
-         receives each value like a server (one more receiver per value), and distributes \
-         only when every server is suspected (never here). With one destination the server \
-         is every value's distributor and sends it on to that acceptor.\n{}",
-        software_bullet(
-            software,
-            "- **Software cost.** Without it (`none`), every process is limited by its link \
-             alone, so 200 B messages are bound by per-message NIC costs (posting, 2 us a send \
-             on this profile) at the last acceptor, which sends a DECISION to every learner.\n"
-                .into()
-        )
-    ));
-    (md, claims)
+        ),
+    ]
 }

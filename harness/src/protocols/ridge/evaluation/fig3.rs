@@ -70,7 +70,47 @@ pub(crate) fn fig3(m: &Making<'_>) -> Result<(), String> {
         Ok(Point { e, m })
     })?;
     write_points(out, commit, &points)?;
-    let tally = |p: &Point| super::super::optimistic(&p.m).unwrap_or_default();
+    write_fig3_csv(out, commit, &software.name, setup.size, &points)?;
+    plot_fig3(out, &profile, software, setup.size, wait, &points)?;
+    let power = power_point(&points);
+    let mut md = fig3_head(&profile, software, commit, loads, wait);
+    md += &fig3_table(&points, power, setup.size);
+    md.push_str("\n## Claims\n\n");
+    let claims = fig3_claims(&points, power, setup.size);
+    md.push_str(&verdict::table(&claims));
+    verdict::write(out, &claims)?;
+    md.push_str(&format!(
+        "{PAYLOAD_ONCE}{}{}",
+        few_mistakes(&profile, setup.size, wait),
+        software_bullet(software, String::new())
+    ));
+    write(&out.join("summary.md"), &md)
+}
+
+/// The optimistic deliveries of point `p`: their count, the mistakes, and the latencies.
+fn tally(p: &Point) -> ridge::optimistic::Tally {
+    super::super::optimistic(&p.m).unwrap_or_default()
+}
+
+/// The clients of point `p`.
+fn clients(p: &Point) -> usize {
+    p.e.deploy.shape().2
+}
+
+/// The share (%) of the optimistic deliveries of point `p` that were mistakes.
+fn mistake_pct(p: &Point) -> f64 {
+    let t = tally(p);
+    pct(t.mistakes, t.delivered)
+}
+
+/// Writes `fig3.csv`: a row per load.
+fn write_fig3_csv(
+    out: &Path,
+    commit: &str,
+    software: &str,
+    size: usize,
+    points: &[Point],
+) -> Result<(), String> {
     let csv: Vec<Fig3Row<'_>> = points
         .iter()
         .map(|p| {
@@ -78,9 +118,9 @@ pub(crate) fn fig3(m: &Making<'_>) -> Result<(), String> {
             let (o, a) = t.mean_us();
             Fig3Row {
                 commit,
-                software: &software.name,
-                clients: p.e.deploy.shape().2,
-                throughput_gbps: gbps(p.m.throughput, setup.size),
+                software,
+                clients: clients(p),
+                throughput_gbps: gbps(p.m.throughput, size),
                 client_mean_us: mean_us(&p.m),
                 optimistic_mean_us: o,
                 atomic_mean_us: a,
@@ -90,12 +130,22 @@ pub(crate) fn fig3(m: &Making<'_>) -> Result<(), String> {
             }
         })
         .collect();
-    crate::experiment::write_rows(&out.join("fig3.csv"), &csv)?;
-    let x = |p: &Point| p.e.deploy.shape().2 as f64;
+    crate::experiment::write_rows(&out.join("fig3.csv"), &csv)
+}
+
+/// `fig3.png`: latency of both deliveries, throughput and mistakes against the clients.
+fn plot_fig3(
+    out: &Path,
+    profile: &Profile,
+    software: &Software,
+    size: usize,
+    wait: Nanos,
+    points: &[Point],
+) -> Result<(), String> {
+    let x = |p: &Point| clients(p) as f64;
     let series = |label: &str, y: &dyn Fn(&Point) -> f64| {
         Series::new(label, points.iter().map(|p| (x(p), y(p))).collect())
     };
-    let size = setup.size;
     let throughput = Series::with_errors(
         "ridge",
         points.iter().map(|p| {
@@ -131,18 +181,24 @@ pub(crate) fn fig3(m: &Making<'_>) -> Result<(), String> {
             by_clients(
                 "mistakes",
                 "% of optimistic deliveries",
-                vec![series("mistakes", &|p| {
-                    pct(tally(p).mistakes, tally(p).delivered)
-                })],
+                vec![series("mistakes", &mistake_pct)],
             ),
         ],
-    )?;
-    let power = power_point(&points);
-    let mut md =
-        String::from("# Ridge Fig. 3 (optimistic deliveries), reproduced on the simulator\n\n");
-    let _ = writeln!(
-        md,
-        "Commit {commit}. {}One group of 4 servers (pure learners; 3 acceptors of their own), 64 KB messages, clients 1 \
+    )
+}
+
+/// The summary's title and its account of the setup: clocks, the wait, what a latency and a
+/// mistake are.
+fn fig3_head(
+    profile: &Profile,
+    software: &Software,
+    commit: &str,
+    loads: &[usize],
+    wait: Nanos,
+) -> String {
+    format!(
+        "# Ridge Fig. 3 (optimistic deliveries), reproduced on the simulator\n\n\
+         Commit {commit}. {}One group of 4 servers (pure learners; 3 acceptors of their own), 64 KB messages, clients 1 \
          to {}; clocks offset up to {} us (NTP on a LAN, a choice: the paper says only that \
          clocks were NTP-synchronised); each client also sends its message to the learners, \
          which deliver it optimistically {} us after its timestamp (one-way latency, 64 KB on \
@@ -153,110 +209,113 @@ pub(crate) fn fig3(m: &Making<'_>) -> Result<(), String> {
          meet the paper's assumption that an ensemble decides in timestamp order, \
          `ridge::optimistic`), so an atomic delivery comes a wait plus consensus after the \
          timestamp, read on the coordinator's clock and then the learner's: with the offsets \
-         drawn, the two latencies compare to within about {} us. `fig3.csv`, `fig3.png`.\n",
-        profile_line(&profile, software),
+         drawn, the two latencies compare to within about {} us. `fig3.csv`, `fig3.png`.\n\n",
+        profile_line(profile, software),
         loads.last().copied().unwrap_or(1),
         NTP_OFFSET.as_nanos() / 1000,
         wait.as_nanos() / 1000,
         2 * NTP_OFFSET.as_nanos() / 1000
-    );
-    md.push_str("| clients | throughput | optimistic latency | atomic latency | mistakes |\n|---|---|---|---|---|\n");
-    for p in &points {
+    )
+}
+
+/// The measured table, a load a row, the point of maximum power marked.
+fn fig3_table(points: &[Point], power: &Point, size: usize) -> String {
+    let mut md = String::from("| clients | throughput | optimistic latency | atomic latency | mistakes |\n|---|---|---|---|---|\n");
+    for p in points {
         let t = tally(p);
         let (o, a) = t.mean_us();
         let _ = writeln!(
             md,
             "| {}{} | {:.3} Gb/s | {o:.0} us | {a:.0} us | {} of {} ({:.2}%) |",
-            p.e.deploy.shape().2,
+            clients(p),
             if std::ptr::eq(p, power) {
                 " (max power)"
             } else {
                 ""
             },
-            gbps(p.m.throughput, setup.size),
+            gbps(p.m.throughput, size),
             t.mistakes,
             t.delivered,
             pct(t.mistakes, t.delivered)
         );
     }
+    md
+}
+
+/// Fig. 3's claims: optimistic deliveries earlier than atomic ones, by more under load; the
+/// mistakes' trend and bound; the maximum throughput unchanged.
+fn fig3_claims(points: &[Point], power: &Point, size: usize) -> Vec<Claim> {
     let (first, last) = (&points[0], &points[points.len() - 1]);
     let gap = |p: &Point| {
         let (o, a) = tally(p).mean_us();
         a - o
     };
     let always_lower = points.iter().all(|p| gap(p) > 0.0);
-    let worst = points
-        .iter()
-        .map(|p| pct(tally(p).mistakes, tally(p).delivered))
-        .fold(0.0, f64::max);
+    let worst = points.iter().map(mistake_pct).fold(0.0, f64::max);
     let max_gbps = points
         .iter()
-        .map(|p| gbps(p.m.throughput, setup.size))
+        .map(|p| gbps(p.m.throughput, size))
         .fold(0.0, f64::max);
-    md.push_str("\n## Claims\n\n");
-    let mut claims = vec![Claim::ordering(
-        "Optimistic deliveries have significantly lower latency than atomic ones",
-        "optimistic mean latency below atomic at every load",
-        format!(
-            "lower at every load: {always_lower}; at max power {:.0} against {:.0} us",
-            tally(power).mean_us().0,
-            tally(power).mean_us().1
+    vec![
+        Claim::ordering(
+            "Optimistic deliveries have significantly lower latency than atomic ones",
+            "optimistic mean latency below atomic at every load",
+            format!(
+                "lower at every load: {always_lower}; at max power {:.0} against {:.0} us",
+                tally(power).mean_us().0,
+                tally(power).mean_us().1
+            ),
+            always_lower,
         ),
-        always_lower,
-    )];
-    claims.push(Claim::trend(
-        "The difference grows with load",
-        "the gap at the most clients above the gap at 1",
-        format!(
-            "{:.0} us at {} client(s), {:.0} us at {}",
-            gap(first),
-            first.e.deploy.shape().2,
-            gap(last),
-            last.e.deploy.shape().2
+        Claim::trend(
+            "The difference grows with load",
+            "the gap at the most clients above the gap at 1",
+            format!(
+                "{:.0} us at {} client(s), {:.0} us at {}",
+                gap(first),
+                clients(first),
+                gap(last),
+                clients(last)
+            ),
+            gap(last) > gap(first),
         ),
-        gap(last) > gap(first),
-    ));
-    claims.push(Claim::trend(
-        "Mistakes tend to increase with load",
-        "the mistake rate at the most clients above the rate at 1",
-        format!(
-            "{:.2}% at {} client(s), {:.2}% at {}",
-            pct(tally(first).mistakes, tally(first).delivered),
-            first.e.deploy.shape().2,
-            pct(tally(last).mistakes, tally(last).delivered),
-            last.e.deploy.shape().2
+        Claim::trend(
+            "Mistakes tend to increase with load",
+            "the mistake rate at the most clients above the rate at 1",
+            format!(
+                "{:.2}% at {} client(s), {:.2}% at {}",
+                mistake_pct(first),
+                clients(first),
+                mistake_pct(last),
+                clients(last)
+            ),
+            mistake_pct(last) > mistake_pct(first),
         ),
-        pct(tally(last).mistakes, tally(last).delivered)
-            > pct(tally(first).mistakes, tally(first).delivered),
-    ));
-    // Not by construction: a process that takes two messages in one poll orders them by
-    // timestamp, one that takes them apart by arrival (`ridge::optimistic`), and the two
-    // orders can differ. The bound is weak evidence here, though (the discussion's "why so
-    // few mistakes"): the setup leaves a mistake only to a process whose CPU falls behind.
-    claims.push(Claim::at_most(
-        "Mistakes never reach 3%, even under heavy load",
-        3.0,
-        "%",
-        Measure::point(worst).detail("the highest rate over the loads"),
-    ));
-    claims.push(Claim::number(
-        "Maximum throughput unchanged by optimistic deliveries (0.8 Gb/s)",
-        0.8,
-        "Gb/s",
-        Measure::point(max_gbps).capped(!saturated(&points)),
-    ));
-    md.push_str(&verdict::table(&claims));
-    verdict::write(out, &claims)?;
-    md.push_str(&format!(
-        "\n## Discussion\n\n- **The payload travels once.** As in the paper, decisions carry \
-         ids only once learners have the sender's copy; the sender skips the ensemble's first \
-         quorum, whose acceptors see the message in the request and in Phase 2 (the third \
-         acceptor gets a copy: it learns, to answer gap fills). A learner lacking a copy fills its decision from the acceptors.\n{}{}",
-        few_mistakes(&profile, setup.size, wait),
-        software_bullet(software, String::new())
-    ));
-    write(&out.join("summary.md"), &md)
+        // Not by construction: a process that takes two messages in one poll orders them by
+        // timestamp, one that takes them apart by arrival (`ridge::optimistic`), and the two
+        // orders can differ. The bound is weak evidence here, though (the discussion's "why so
+        // few mistakes"): the setup leaves a mistake only to a process whose CPU falls behind.
+        Claim::at_most(
+            "Mistakes never reach 3%, even under heavy load",
+            3.0,
+            "%",
+            Measure::point(worst).detail("the highest rate over the loads"),
+        ),
+        Claim::number(
+            "Maximum throughput unchanged by optimistic deliveries (0.8 Gb/s)",
+            0.8,
+            "Gb/s",
+            Measure::point(max_gbps).capped(!saturated(points)),
+        ),
+    ]
 }
+
+/// The discussion's first bullet: how the payload travels.
+const PAYLOAD_ONCE: &str = "\n## Discussion\n\n- **The payload travels once.** As in the \
+     paper, decisions carry ids only once learners have the sender's copy; the sender skips the \
+     ensemble's first quorum, whose acceptors see the message in the request and in Phase 2 \
+     (the third acceptor gets a copy: it learns, to answer gap fills). A learner lacking a copy \
+     fills its decision from the acceptors.\n";
 
 /// Fig. 3's optimistic wait: a copy's time to a learner (one-way latency and `size` bytes on
 /// the wire) and the clocks' disagreement (twice the offset bound).

@@ -4,7 +4,7 @@ use super::*;
 
 /// TRAM Fig. 5 (uniform random destinations) and Fig. 6 (adjacent destinations).
 pub(crate) fn fig5_6(m: &Making<'_>, adjacent: bool) -> Result<(), String> {
-    let (out, commit, quick, software, progress) = m.parts();
+    let (out, commit, quick, software, _) = m.parts();
     let profile = Profile::load(crate::testbed::TRAM).map_err(|e| e.to_string())?;
     let name = if adjacent { "tram-fig6" } else { "tram-fig5" };
     let xs: Vec<f64> = if quick {
@@ -12,139 +12,18 @@ pub(crate) fn fig5_6(m: &Making<'_>, adjacent: bool) -> Result<(), String> {
     } else {
         (1..=8).map(f64::from).collect()
     };
-    let duration = Nanos(if quick { 500_000 } else { 2_000_000 });
-    let ctx = Ctx {
-        profile: &profile,
-        software,
-        duration,
-        commit,
-        progress,
-    };
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let trees = ["base", "breadth", "depth"];
-    let mut all_cells = Vec::new();
-    let mut rows = Vec::new();
-    if adjacent {
-        // Adjacency depends on the tree: each tree's TRAM is compared with RamCast on the same
-        // destination draws. The trees' sweeps run side by side.
-        let per_tree = in_parallel(&trees, |&t| {
-            let variants = [
-                Variant::tram(t),
-                Variant::Ramcast {
-                    dest_tree: Tree::preset(t),
-                },
-            ];
-            sweep(
-                &ctx,
-                &xs,
-                &variants,
-                |x| Knobs {
-                    replicas: 3,
-                    size: 64,
-                    dest: DestPolicy::Adjacent(x as usize),
-                },
-                true,
-            )
-        })?;
-        for (t, (mut cells, r)) in trees.iter().zip(per_tree) {
-            for c in &mut cells {
-                if c.variant == "RamCast" {
-                    c.variant = format!("RamCast ({t} draws)");
-                }
-            }
-            all_cells.extend(cells);
-            rows.extend(r);
-        }
-    } else {
-        let mut variants: Vec<Variant> = trees.iter().map(|t| Variant::tram(t)).collect();
-        variants.push(Variant::Ramcast { dest_tree: None });
-        let (cells, r) = sweep(
-            &ctx,
-            &xs,
-            &variants,
-            |x| Knobs {
-                replicas: 3,
-                size: 64,
-                dest: DestPolicy::Random(x as usize),
-            },
-            true,
-        )?;
-        all_cells = cells;
-        rows = r;
-    }
+    let ctx = Ctx::start(m, &profile)?;
+    let duration = ctx.duration;
+    let (all_cells, rows) = measure_fig5_6(&ctx, &xs, adjacent)?;
     crate::experiment::write_summary(&out.join("runs.csv"), &rows)?;
     write(
         &out.join("points.csv"),
         &points_csv(&all_cells, "destinations"),
     )?;
-    let labels: Vec<String> = {
-        let mut v: Vec<String> = Vec::new();
-        for c in &all_cells {
-            if !v.contains(&c.variant) {
-                v.push(c.variant.clone());
-            }
-        }
-        v
-    };
-    // Normalised throughput: each TRAM tree over the RamCast run on the same draws.
-    let ramcast_for = |tree_label: &str| -> String {
-        if adjacent {
-            format!("RamCast ({} draws)", tree_label.trim_start_matches("TRAM "))
-        } else {
-            "RamCast".into()
-        }
-    };
-    let normalised: Vec<Series> = labels
-        .iter()
-        .filter(|l| l.starts_with("TRAM"))
-        .map(|l| {
-            Series::new(
-                l.clone(),
-                xs.iter()
-                    .filter_map(|&x| {
-                        let t = get(&all_cells, l, x)?;
-                        let r = get(&all_cells, &ramcast_for(l), x)?;
-                        Some((x, t.tput / r.tput))
-                    })
-                    .collect(),
-            )
-        })
-        .collect();
-    let what = if adjacent {
-        "adjacent destinations (\"genuine\" workload)"
-    } else {
-        "uniform random destinations"
-    };
-    plot::draw_png(
-        &out.join(format!("{}.png", &name[5..])),
-        &format!(
-            "TRAM {} on sim (r320-cx3): 8 groups x 3 replicas, 64 B, {what}",
-            if adjacent { "Fig. 6" } else { "Fig. 5" }
-        ),
-        &[
-            panel(
-                "latency, 1 client",
-                "destinations",
-                "median latency (us)",
-                labels.iter().map(|l| p50_series(&all_cells, l)).collect(),
-            ),
-            Panel {
-                log_y: true,
-                ..panel(
-                    "throughput at saturation",
-                    "destinations",
-                    "max throughput (k msg/s, log scale)",
-                    labels.iter().map(|l| tput_series(&all_cells, l)).collect(),
-                )
-            },
-            panel(
-                "throughput normalised by RamCast's",
-                "destinations",
-                "TRAM / RamCast",
-                normalised,
-            ),
-        ],
-    )?;
+    let labels = variants(&all_cells);
+    let ramcast_for = |tree_label: &str| ramcast_for(adjacent, tree_label);
+    let what = what(adjacent);
+    plot_fig5_6(out, name, adjacent, &all_cells, &xs, &labels)?;
     let mut md = format!(
         "# TRAM {} ({what}), reproduced on the simulator\n\n",
         if adjacent { "Fig. 6" } else { "Fig. 5" }
@@ -184,6 +63,144 @@ pub(crate) fn fig5_6(m: &Making<'_>, adjacent: bool) -> Result<(), String> {
     });
     write(&out.join("summary.md"), &md)?;
     verdict::write(out, &claims)
+}
+
+/// Fig. 5's or (`adjacent`) Fig. 6's cells at destinations `xs`, and every run's
+/// `summary.csv` row.
+fn measure_fig5_6(
+    ctx: &Ctx<'_>,
+    xs: &[f64],
+    adjacent: bool,
+) -> Result<(Vec<Cell>, Vec<crate::experiment::SummaryRow>), String> {
+    let trees = ["base", "breadth", "depth"];
+    let mut all_cells = Vec::new();
+    let mut rows = Vec::new();
+    if adjacent {
+        // Adjacency depends on the tree: each tree's TRAM is compared with RamCast on the same
+        // destination draws. The trees' sweeps run side by side.
+        let per_tree = in_parallel(&trees, |&t| {
+            let variants = [
+                Variant::tram(t),
+                Variant::Ramcast {
+                    dest_tree: Tree::preset(t),
+                },
+            ];
+            sweep(ctx, xs, &variants, to(DestPolicy::Adjacent), true)
+        })?;
+        for (t, (mut cells, r)) in trees.iter().zip(per_tree) {
+            for c in &mut cells {
+                if c.variant == "RamCast" {
+                    c.variant = format!("RamCast ({t} draws)");
+                }
+            }
+            all_cells.extend(cells);
+            rows.extend(r);
+        }
+    } else {
+        let mut variants: Vec<Variant> = trees.iter().map(|t| Variant::tram(t)).collect();
+        variants.push(Variant::Ramcast { dest_tree: None });
+        let (cells, r) = sweep(ctx, xs, &variants, to(DestPolicy::Random), true)?;
+        all_cells = cells;
+        rows = r;
+    }
+    Ok((all_cells, rows))
+}
+
+/// The RamCast run TRAM's `tree_label` is normalised by: the one on the same draws.
+fn ramcast_for(adjacent: bool, tree_label: &str) -> String {
+    if adjacent {
+        format!("RamCast ({} draws)", tree_label.trim_start_matches("TRAM "))
+    } else {
+        "RamCast".into()
+    }
+}
+
+/// What Fig. 5's or (`adjacent`) Fig. 6's destinations are.
+fn what(adjacent: bool) -> &'static str {
+    if adjacent {
+        "adjacent destinations (\"genuine\" workload)"
+    } else {
+        "uniform random destinations"
+    }
+}
+
+/// Figs. 5 and 6's knobs: 64 B messages to groups of 3, `dest` of x destinations.
+fn to(dest: fn(usize) -> DestPolicy) -> impl Fn(f64) -> Knobs + Sync {
+    move |x| Knobs {
+        replicas: 3,
+        size: 64,
+        dest: dest(x as usize),
+    }
+}
+
+/// The variants of `cells`, in the order they first appear.
+fn variants(cells: &[Cell]) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for c in cells {
+        if !v.contains(&c.variant) {
+            v.push(c.variant.clone());
+        }
+    }
+    v
+}
+
+/// Fig. 5's or (`adjacent`) Fig. 6's plot: single-client latency, throughput at saturation,
+/// and each TRAM tree's throughput over RamCast's on the same draws.
+fn plot_fig5_6(
+    out: &std::path::Path,
+    name: &str,
+    adjacent: bool,
+    all_cells: &[Cell],
+    xs: &[f64],
+    labels: &[String],
+) -> Result<(), String> {
+    let what = what(adjacent);
+    let normalised: Vec<Series> = labels
+        .iter()
+        .filter(|l| l.starts_with("TRAM"))
+        .map(|l| {
+            Series::new(
+                l.clone(),
+                xs.iter()
+                    .filter_map(|&x| {
+                        let t = get(all_cells, l, x)?;
+                        let r = get(all_cells, &ramcast_for(adjacent, l), x)?;
+                        Some((x, t.tput / r.tput))
+                    })
+                    .collect(),
+            )
+        })
+        .collect();
+    plot::draw_png(
+        &out.join(format!("{}.png", &name[5..])),
+        &format!(
+            "TRAM {} on sim (r320-cx3): 8 groups x 3 replicas, 64 B, {what}",
+            if adjacent { "Fig. 6" } else { "Fig. 5" }
+        ),
+        &[
+            panel(
+                "latency, 1 client",
+                "destinations",
+                "median latency (us)",
+                labels.iter().map(|l| p50_series(all_cells, l)).collect(),
+            ),
+            Panel {
+                log_y: true,
+                ..panel(
+                    "throughput at saturation",
+                    "destinations",
+                    "max throughput (k msg/s, log scale)",
+                    labels.iter().map(|l| tput_series(all_cells, l)).collect(),
+                )
+            },
+            panel(
+                "throughput normalised by RamCast's",
+                "destinations",
+                "TRAM / RamCast",
+                normalised,
+            ),
+        ],
+    )
 }
 
 /// TRAM's trees in Fig. 5, as their cells are labelled.

@@ -4,22 +4,15 @@ use super::*;
 
 /// TRAM Fig. 7: payload size, 8 destinations; breadth for latency, depth for throughput.
 pub(crate) fn fig7(m: &Making<'_>) -> Result<(), String> {
-    let (out, commit, quick, software, progress) = m.parts();
+    let (out, commit, quick, software, _) = m.parts();
     let profile = Profile::load(crate::testbed::TRAM).map_err(|e| e.to_string())?;
     let sizes: Vec<f64> = if quick {
         vec![64.0, 16384.0]
     } else {
         vec![64.0, 256.0, 1024.0, 4096.0, 16384.0]
     };
-    let duration = Nanos(if quick { 500_000 } else { 2_000_000 });
-    let ctx = Ctx {
-        profile: &profile,
-        software,
-        duration,
-        commit,
-        progress,
-    };
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let ctx = Ctx::start(m, &profile)?;
+    let duration = ctx.duration;
     let knobs = |x: f64| Knobs {
         replicas: 3,
         size: x as usize,

@@ -4,22 +4,15 @@ use super::*;
 
 /// TRAM Fig. 8: the simple tree, 1..7 replicas per group, single-client latency.
 pub(crate) fn fig8(m: &Making<'_>) -> Result<(), String> {
-    let (out, commit, quick, software, progress) = m.parts();
+    let (out, commit, quick, _, _) = m.parts();
     let profile = Profile::load(crate::testbed::TRAM).map_err(|e| e.to_string())?;
     let replicas: Vec<f64> = if quick {
         vec![1.0, 7.0]
     } else {
         vec![1.0, 3.0, 5.0, 7.0]
     };
-    let duration = Nanos(if quick { 500_000 } else { 2_000_000 });
-    let ctx = Ctx {
-        profile: &profile,
-        software,
-        duration,
-        commit,
-        progress,
-    };
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let ctx = Ctx::start(m, &profile)?;
+    let duration = ctx.duration;
     let simple = Variant::tram("simple");
     let mut cells = Vec::new();
     let mut rows = Vec::new();
