@@ -20,6 +20,8 @@ pub(crate) const ENTRY: Entry = Entry {
     kind: Kind::Multicast {
         deploy: super::deploy::<Ramcast>,
         variants: None,
+        run_flags: None,
+        delta: None,
     },
     takes: Takes {
         shared: MULTICAST_FLAGS,

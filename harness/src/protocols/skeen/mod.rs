@@ -20,6 +20,8 @@ pub(crate) const ENTRY: Entry = Entry {
     kind: Kind::Multicast {
         deploy: super::deploy::<Skeen>,
         variants: None,
+        run_flags: None,
+        delta: None,
     },
     // Every flag of a multicast deployment but --replicas: a group is one process.
     takes: Takes {

@@ -8,7 +8,7 @@ pub(crate) mod figures;
 pub(crate) mod software;
 pub(crate) mod table1;
 
-use super::{Checked, Clock, Entry, Kind, Multicast, Shape, Takes, Variants};
+use super::{Checked, Clock, Entry, Kind, Multicast, Own, Shape, Takes, Variants};
 use crate::experiment::Observed;
 use crate::totals::Processes;
 use multicast::{GroupId, LoadSpec, Membership, Node, Tree};
@@ -25,8 +25,22 @@ pub(crate) struct Flags {
     #[arg(long)]
     pub(crate) tree: Option<multicast::Tree>,
     /// Slots of each group's circular LOG (tram).
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = Options::default().log_slots)]
     pub(crate) log_slots: usize,
+}
+
+/// What TRAM takes that no other protocol does, in a shape ([`super::Own`]).
+#[derive(Clone, Debug)]
+pub(crate) struct Options {
+    /// Slots of each group's LOG.
+    pub(crate) log_slots: usize,
+}
+
+impl Default for Options {
+    /// What `compare` runs with and `--log-slots` defaults to.
+    fn default() -> Options {
+        Options { log_slots: 64 }
+    }
 }
 
 /// TRAM's line in the registry.
@@ -37,6 +51,13 @@ pub(crate) const ENTRY: Entry = Entry {
     kind: Kind::Multicast {
         deploy: super::deploy::<Tram>,
         variants: Some(TREES),
+        run_flags: Some(|a, shape| {
+            shape.tree = a.tram.tree.clone();
+            shape.own = Own::new(Options {
+                log_slots: a.tram.log_slots,
+            });
+        }),
+        delta: None,
     },
     takes: Takes {
         shared: super::MULTICAST_FLAGS,
@@ -82,7 +103,7 @@ impl Multicast for Tram {
         s.dest.validate(tree.groups(), Some(&tree))?;
         let mut cfg = Config::new(tree, s.replicas, s.clients);
         cfg.hm_slots = s.slots;
-        cfg.log_slots = s.log_slots;
+        cfg.log_slots = s.own.get::<Options>().log_slots;
         cfg.slot_bytes = s
             .slot_bytes
             .unwrap_or_else(|| Layout::slot_bytes_for(s.size));
