@@ -348,6 +348,28 @@ pub(crate) struct Entry {
     /// Its paper prototype's software profiles, each with the published number `calibrate
     /// paper` fits it to.
     pub(crate) software: &'static [crate::calibrate::PaperSoftware],
+    /// Its fixed colours in plots, by label as `compare` names it (`tram:breadth`; its default
+    /// variant, as in `ridge:ridge`, is the protocol's own label), the same in every panel and
+    /// comparison ([`crate::plot::protocol_colour`]); none: coloured by position.
+    pub(crate) colours: &'static [(&'static str, plotters::style::RGBColor)],
+    /// The benchmarks it offers under `harness bench` (RDMC's `bcast`).
+    pub(crate) benches: &'static [Bench],
+}
+
+/// A benchmark a protocol offers: `harness bench NAME`, its flags declared in its folder.
+#[derive(Debug)]
+pub(crate) struct Bench {
+    /// Its name on the command line.
+    pub(crate) name: &'static str,
+    /// Its subcommand: the name, its help and its flags.
+    pub(crate) command: fn() -> clap::Command,
+    /// Runs it with the flags given.
+    pub(crate) run: fn(&clap::ArgMatches) -> Result<ExitCode, String>,
+}
+
+/// Every benchmark the protocols offer, in registry order.
+pub(crate) fn benches() -> impl Iterator<Item = &'static Bench> {
+    REGISTRY.iter().flat_map(|e| e.benches.iter())
 }
 
 /// How `run` runs a protocol.

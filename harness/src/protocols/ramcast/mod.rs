@@ -9,6 +9,7 @@ use super::{Checked, Clock, Entry, Kind, Multicast, Shape, Takes, MULTICAST_FLAG
 use crate::experiment::Observed;
 use crate::totals::Processes;
 use multicast::{LoadSpec, Membership, Node};
+use plotters::style::RGBColor;
 use ramcast::layout::{slot_bytes_for, Layout};
 use ramcast::{Config, RamcastClient, RamcastServer, Timing};
 
@@ -31,6 +32,8 @@ pub(crate) const ENTRY: Entry = Entry {
     checked: Some(Checked::of::<check::RamcastRun>()),
     figures: figures::FIGURES,
     software: software::PAPER_SOFTWARE,
+    colours: &[("ramcast", RGBColor(214, 39, 40))],
+    benches: &[],
 };
 
 /// RamCast (genuine atomic multicast over RDMA writes).

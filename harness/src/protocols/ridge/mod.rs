@@ -10,6 +10,7 @@ use super::{Checked, Clock, Delta, Entry, Kind, Multicast, Own, Shape, Takes, Va
 use crate::experiment::Observed;
 use crate::totals::Processes;
 use multicast::{LoadSpec, Membership, Node};
+use plotters::style::RGBColor;
 use ridge::{Config, RidgeClient, RidgeServer};
 use transport::Nanos;
 
@@ -82,6 +83,12 @@ pub(crate) const ENTRY: Entry = Entry {
     checked: Some(Checked::of::<check::RidgeRun>()),
     figures: figures::FIGURES,
     software: software::PAPER_SOFTWARE,
+    colours: &[
+        ("ridge", RGBColor(140, 86, 75)),
+        ("ridge:ring", RGBColor(188, 189, 34)),
+        ("ridge:direct", RGBColor(23, 190, 207)),
+    ],
+    benches: &[],
 };
 
 /// Ridge (ensembles of Paxos acceptors, rotating distributors, deterministic merge).

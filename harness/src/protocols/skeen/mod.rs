@@ -45,6 +45,8 @@ pub(crate) const ENTRY: Entry = Entry {
     checked: Some(Checked::of::<check::SkeenRun>()),
     figures: figures::FIGURES,
     software: &[],
+    colours: &[],
+    benches: &[],
 };
 
 /// Skeen's algorithm (timestamps proposed by every destination, the largest final).

@@ -12,6 +12,7 @@ use super::{Checked, Clock, Entry, Kind, Multicast, Own, Shape, Takes, Variants}
 use crate::experiment::Observed;
 use crate::totals::Processes;
 use multicast::{GroupId, LoadSpec, Membership, Node, Tree};
+use plotters::style::RGBColor;
 use tram::layout::Layout;
 use tram::{Config, Timing, TramClient, TramServer};
 
@@ -67,6 +68,13 @@ pub(crate) const ENTRY: Entry = Entry {
     checked: Some(Checked::of::<check::TramRun>()),
     figures: figures::FIGURES,
     software: software::PAPER_SOFTWARE,
+    colours: &[
+        ("tram:base", RGBColor(31, 119, 180)),
+        ("tram:breadth", RGBColor(44, 160, 44)),
+        ("tram:depth", RGBColor(255, 127, 14)),
+        ("tram:simple", RGBColor(148, 103, 189)),
+    ],
+    benches: &[],
 };
 
 /// TRAM's variants: its overlay tree, a preset (base, breadth, depth, simple) or a parent
