@@ -181,3 +181,33 @@ impl Observed for TramServer {
         self.describe()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use multicast::DestPolicy;
+
+    /// A refusal states the run's memory from the footprint: it must be what TRAM's processes
+    /// declare, a group's regions depending on its children (the base tree has 8 groups).
+    #[test]
+    fn trams_footprint_is_what_its_processes_declare() {
+        let shape = crate::compare::Workload::shape_of(8, 3, 64, DestPolicy::Random(2), 5);
+        crate::protocols::tests::footprint_is_what_the_processes_declare::<Tram>(&shape);
+    }
+
+    /// `--log-slots` reaches TRAM's configuration through the shape; `compare` runs with
+    /// the default.
+    #[test]
+    fn log_slots_reach_trams_configuration() {
+        let mut shape = crate::compare::Workload::shape_of(8, 3, 64, DestPolicy::Random(2), 5);
+        assert_eq!(Tram::configure(&shape).unwrap().log_slots, 64);
+        shape.own = Own::new(Options { log_slots: 32 });
+        assert_eq!(Tram::configure(&shape).unwrap().log_slots, 32);
+    }
+
+    /// Priced work makes TRAM slower; `none` is the model without software profiles.
+    #[test]
+    fn priced_work_lowers_trams_throughput_and_raises_its_latency() {
+        crate::experiment::tests::priced_work_lowers_throughput_and_raises_latency(&ENTRY);
+    }
+}
