@@ -1,10 +1,10 @@
 //! The protocols the harness runs, one folder each, and [`REGISTRY`], which lists them: one
 //! [`Entry`] per protocol (its name, testbed, how `run` runs it, the flags it takes, its
-//! `check` sweep, its paper's figures and software profiles). The commands take everything
-//! from the registry and never name a protocol: `run`, `compare` and the figures deploy an
-//! atomic multicast protocol through [`Deployment`]; RDMC and Heron, which are not atomic
-//! multicast, run as a [`Service`]; `check` drives each protocol's seeded runs through
-//! [`crate::sweep::SeedRun`].
+//! `check` sweep, its paper's figures and software profiles, its plot colours and benchmarks).
+//! The commands take everything from the registry and never name a protocol: `run`, `compare`
+//! and the figures deploy an atomic multicast protocol through [`Deployment`]; RDMC and
+//! Heron, which are not atomic multicast, run as a [`Service`]; `check` drives each protocol's
+//! seeded runs through [`crate::sweep::SeedRun`].
 //!
 //! Adding a protocol (see `harness/README.md`): its crate; a folder here with a unit type
 //! implementing [`Multicast`] (and [`crate::experiment::Observed`] for its server), its
