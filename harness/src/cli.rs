@@ -343,9 +343,9 @@ pub(crate) enum BenchCommand {
     /// reconnect after a refused write cost on a runtime: on `verbs`, queue-pair flags against
     /// re-registration, the numbers TRAM Table 1 and RamCast's leader change depend on.
     Access(AccessArgs),
-    /// RDMC over the tcp runtime beside Open MPI's MPI_Bcast over TCP, same sizes and
-    /// process counts, on this host, in one run (needs Open MPI: `scripts/bench-deps.sh` installs it).
-    Bcast(BcastArgs),
+    // The benchmarks the protocols offer (`bcast`, RDMC's), from the registry.
+    #[command(flatten)]
+    Offered(crate::bench::Offered),
 }
 
 #[derive(Args, Debug)]
@@ -362,33 +362,6 @@ pub(crate) struct AccessArgs {
     /// Seed of the runtime's processes.
     #[arg(long, default_value_t = 1)]
     pub(crate) seed: u64,
-}
-
-#[derive(Args, Debug)]
-pub(crate) struct BcastArgs {
-    /// Process counts (root included), comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "4,8,16")]
-    pub(crate) nodes: Vec<usize>,
-    /// Message sizes, comma-separated, with units (KB, MB, GB).
-    #[arg(long, value_delimiter = ',', value_parser = experiment::parse_bytes, default_value = "1MB,16MB,256MB")]
-    pub(crate) sizes: Vec<usize>,
-    /// Timed broadcasts per point, for each system, after one untimed warm-up broadcast (RDMC:
-    /// all in one run).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
-    pub(crate) repeat: u64,
-    /// RDMC's algorithm.
-    #[arg(long, default_value = "pipeline")]
-    pub(crate) algorithm: rdmc::Algorithm,
-    /// RDMC's block size.
-    #[arg(long, value_parser = experiment::parse_bytes, default_value = "1MB")]
-    pub(crate) block_size: usize,
-    /// Skip points whose receive buffers and root's messages ((nodes + repeat + 1) x size)
-    /// exceed this.
-    #[arg(long, value_parser = experiment::parse_bytes, default_value = "2GB")]
-    pub(crate) max_total: usize,
-    /// Write one CSV row per point to this file.
-    #[arg(long)]
-    pub(crate) csv: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

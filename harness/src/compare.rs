@@ -86,11 +86,10 @@ impl Contender {
     fn shape(&self, w: &Workload, clients: usize, dest_tree: &Option<Tree>) -> Shape {
         let mut s = Workload::shape_of(w.groups, w.replicas, w.size, w.dest, clients);
         s.dest_tree = dest_tree.clone();
-        // Only Ridge has a Delta.
-        if self.entry.name == "ridge" {
-            s.delta = w.delta;
-        }
         self.apply_variant(&mut s);
+        if let (Some(delta), Some(takes)) = (w.delta, self.entry.delta()) {
+            (takes.apply)(delta, &mut s);
+        }
         s
     }
 
@@ -126,7 +125,7 @@ pub(crate) struct Workload {
     pub(crate) seed: u64,
     /// The saturation sweep stops here even if throughput still grows.
     pub(crate) max_clients: usize,
-    /// Ridge contenders' Delta, if not the paper's 1 ms (`--delta`).
+    /// The Delta of the contenders that take one ([`protocols::Delta`]), if `--delta` sets it.
     pub(crate) delta: Option<Nanos>,
     /// The simulator's profile.
     pub(crate) profile: Profile,
@@ -168,14 +167,9 @@ impl Workload {
             size,
             dest,
             slots: 16,
-            log_slots: 64,
-            delta: None,
-            acceptors: None,
-            placement: None,
-            dissemination: None,
-            optimistic: None,
             slot_bytes: None,
             dest_tree: None,
+            own: protocols::Own::default(),
         }
     }
 
@@ -511,23 +505,22 @@ fn summary(w: &Workload, measured: &[Measured], commit: &str, contenders: &[Cont
             "see its file"
         },
     );
-    let ridge = contenders.iter().any(|c| c.entry.name == "ridge");
-    let _ =
-        writeln!(
-            md,
-            "\nTuning: 16 slots per client buffer (TRAM: per HM buffer), 64 slots per TRAM LOG{}.",
-            if ridge {
-                format!(
-                "; Ridge's Delta {} ({}): an idle ensemble proposes a null message after it and a \
-                 learner waits up to about it, so at light load Ridge's latency is about Delta, \
-                 not its protocol steps (set it with `--delta`)",
-                w.delta.unwrap_or(Nanos(1_000_000)),
-                if w.delta.is_some() { "--delta" } else { "the paper's" }
-            )
-            } else {
-                String::new()
-            }
-        );
+    // Each protocol that takes a Delta says what it is, once however many of its variants run.
+    let mut deltas: Vec<&protocols::Entry> = Vec::new();
+    for c in contenders {
+        if c.entry.delta().is_some() && !deltas.iter().any(|e| e.name == c.entry.name) {
+            deltas.push(c.entry);
+        }
+    }
+    let deltas: String = deltas
+        .iter()
+        .filter_map(|e| e.delta())
+        .map(|d| format!("; {}", (d.note)(w.delta)))
+        .collect();
+    let _ = writeln!(
+        md,
+        "\nTuning: 16 slots per client buffer (TRAM: per HM buffer), 64 slots per TRAM LOG{deltas}."
+    );
     // How each contender posts to several targets: it moves latency with the destinations.
     let posting: Vec<String> = contenders
         .iter()
@@ -615,8 +608,15 @@ pub(crate) fn command(a: crate::CompareArgs) -> Result<std::process::ExitCode, S
         .iter()
         .map(|p| p.parse::<Contender>())
         .collect::<Result<Vec<_>, _>>()?;
-    if a.delta.is_some() && !protocols.iter().any(|c| c.entry.name == "ridge") {
-        return Err("--delta sets Ridge's Delta: add a ridge contender or leave it out".into());
+    if a.delta.is_some() && !protocols.iter().any(|c| c.entry.delta().is_some()) {
+        let takers = || protocols::REGISTRY.iter().filter(|e| e.delta().is_some());
+        let what: Vec<&str> = takers().filter_map(|e| Some(e.delta()?.what)).collect();
+        let names: Vec<&str> = takers().map(|e| e.name).collect();
+        return Err(format!(
+            "--delta sets {}: add a {} contender or leave it out",
+            what.join(", "),
+            names.join(" or ")
+        ));
     }
     let w = Workload {
         groups: a.groups,
@@ -627,7 +627,7 @@ pub(crate) fn command(a: crate::CompareArgs) -> Result<std::process::ExitCode, S
         seed: a.seed,
         max_clients: a.max_clients,
         delta: a.delta,
-        profile: Profile::load(a.profile.as_deref().unwrap_or(crate::testbed::TRAM))
+        profile: Profile::load(a.profile.as_deref().unwrap_or(crate::testbed::COMPARE))
             .map_err(|e| e.to_string())?,
         software: Software::load(&a.software).map_err(|e| e.to_string())?,
     };

@@ -556,7 +556,7 @@ pub(crate) fn bounded_duration(d: Nanos) -> Result<Nanos, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A row keeps the digits `format!` gave it (`1.500`, `22544`) while a label with a comma
@@ -574,7 +574,7 @@ mod tests {
         }
         let path = std::env::temp_dir().join(format!("rows-{}.csv", std::process::id()));
         let rows = [Row {
-            label: "RamCast (8 groups, all)",
+            label: "one protocol (8 groups, all)",
             x: 1.5,
             published: 22544.0,
             formula: None,
@@ -584,7 +584,7 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         assert_eq!(
             text,
-            "label,x,published,formula\n\"RamCast (8 groups, all)\",1.500,22544,\n"
+            "label,x,published,formula\n\"one protocol (8 groups, all)\",1.500,22544,\n"
         );
         assert_eq!(
             csv_table(&["x", "variant"], [["64", "a, b"]]),
@@ -620,18 +620,14 @@ mod tests {
         assert!(process_cpu().unwrap() > before, "CPU time stood still");
     }
 
-    /// Priced work makes every protocol slower on the same workload, and `none` is the model
-    /// without software profiles: the same numbers.
-    #[test]
-    fn priced_work_lowers_throughput_and_raises_latency() {
-        let measure = |name: &str, software: Software| {
+    /// Priced work makes protocol `p` slower on a workload of 8 groups of 3 and 4 clients
+    /// (each protocol's folder calls it), and `none` is the model without software profiles:
+    /// the same numbers.
+    pub(crate) fn priced_work_lowers_throughput_and_raises_latency(p: &crate::protocols::Entry) {
+        let measure = |software: Software| {
             let shape = crate::compare::Workload::shape_of(8, 3, 64, DestPolicy::Random(2), 4);
-            let deploy = crate::protocols::find(name)
-                .unwrap()
-                .deploy(&shape)
-                .unwrap();
             let e = Experiment {
-                deploy,
+                deploy: p.deploy(&shape).unwrap(),
                 dest: DestPolicy::Random(2),
                 size: 64,
                 warmup: Nanos(100_000),
@@ -646,12 +642,11 @@ mod tests {
             let m = e.run();
             (m.throughput, m.latency.value_at_quantile(0.5))
         };
-        for name in ["ramcast", "tram"] {
-            let free = measure(name, Software::none());
-            let priced = measure(name, sweep::priced_software());
-            assert!(free.0 > 0.0, "{name} delivered nothing");
-            assert!(priced.0 < free.0, "{name}: {priced:?} against {free:?}");
-            assert!(priced.1 > free.1, "{name}: {priced:?} against {free:?}");
-        }
+        let name = p.name;
+        let free = measure(Software::none());
+        let priced = measure(sweep::priced_software());
+        assert!(free.0 > 0.0, "{name} delivered nothing");
+        assert!(priced.0 < free.0, "{name}: {priced:?} against {free:?}");
+        assert!(priced.1 > free.1, "{name}: {priced:?} against {free:?}");
     }
 }

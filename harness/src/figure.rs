@@ -392,31 +392,6 @@ mod tests {
 
     /// `--jobs`: a pool of one runs a figure's points on one thread, and any pool returns
     /// them in the items' order.
-    /// A window shorter than one message's latency completes nothing: the point is stretched
-    /// until it completes some, not refused as a collapse.
-    #[test]
-    fn a_window_shorter_than_the_latency_is_stretched_not_refused() {
-        let profile = transport::runtime::sim::Profile::load(crate::testbed::RAMCAST).unwrap();
-        let none = transport::runtime::sim::Software::load("none").unwrap();
-        let e = crate::protocols::ramcast::figures::experiment(
-            &profile,
-            &none,
-            1,
-            1,
-            64,
-            multicast::DestPolicy::Single,
-            1,
-            Nanos(2_000),
-        );
-        assert_eq!(
-            e.run().delivered,
-            0,
-            "the test needs a window without a completion"
-        );
-        let m = measure(&e).expect("stretched until it completes some");
-        assert!(m.delivered > 0 && m.window > Nanos(2_000), "{:?}", m.window);
-    }
-
     #[test]
     fn worker_pools_bound_the_threads_and_keep_the_order() {
         let items: Vec<u64> = (0..64).collect();

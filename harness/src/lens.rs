@@ -259,15 +259,23 @@ mod tests {
         }
     }
 
+    /// A figure whose paper prototype has a software profile of its own.
+    fn a_figure_with_a_priced_prototype() -> &'static PaperFigure {
+        crate::protocols::figures()
+            .find(|f| !["none", "measured"].contains(&f.software))
+            .expect("a paper prototype with a fitted profile")
+    }
+
     #[test]
     fn the_merged_summary_shows_each_claim_under_each_profile_and_names_the_flips() {
-        let f = &crate::protocols::ramcast::figures::FIGURES[0];
-        assert_eq!(lenses(f), ["none", "measured", "ramcast-java"]);
+        let f = a_figure_with_a_priced_prototype();
+        let paper = f.software;
+        assert_eq!(lenses(f), ["none", "measured", paper]);
         let present = vec![
             lens("none", "X Fig. 1", true, 5.0),
-            lens("ramcast-java", "X Fig. 1", true, 7.5),
+            lens(paper, "X Fig. 1", true, 7.5),
         ];
-        let software = vec![Software::none(), Software::load("ramcast-java").unwrap()];
+        let software = vec![Software::none(), Software::load(paper).unwrap()];
         let md = merge(f, "abc", &present, &software, &["fig1.png".into()]);
         assert!(
             md.starts_with("# X Fig. 1, under 2 software profiles\n"),
@@ -283,10 +291,13 @@ mod tests {
         );
         assert!(!md.contains("- fast\n"), "{md}");
         assert!(
-            md.contains("`none` 1 / 1 / 0 / 1; `ramcast-java` 2 / 0 / 0 / 1."),
+            md.contains(&format!("`none` 1 / 1 / 0 / 1; `{paper}` 2 / 0 / 0 / 1.")),
             "{md}"
         );
-        assert!(md.contains("![fig1.png](ramcast-java/fig1.png)"), "{md}");
+        assert!(
+            md.contains(&format!("![fig1.png]({paper}/fig1.png)")),
+            "{md}"
+        );
     }
 
     /// The lenses are read back from their directories: summary and `claims.csv`.
@@ -308,11 +319,22 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// Every figure is made under `none` and `measured`, and under its paper prototype's
+    /// profile, last, each once: a prototype whose profile is one of the two (RDMC's is
+    /// `measured`) has two lenses.
     #[test]
-    fn a_figure_whose_prototype_is_measured_has_two_lenses() {
-        let f = crate::protocols::figures()
-            .find(|f| f.name == "rdmc-fig4")
-            .unwrap();
-        assert_eq!(lenses(f), ["none", "measured"]);
+    fn every_figure_has_its_prototypes_lens_last_and_the_two_of_every_figure() {
+        let mut two = 0;
+        for f in crate::protocols::figures() {
+            let l = lenses(f);
+            assert!(l.contains(&"none") && l.contains(&"measured"), "{}", f.name);
+            assert_eq!(l.last(), Some(&f.software), "{}", f.name);
+            let mut once = l.clone();
+            once.sort();
+            once.dedup();
+            assert_eq!(once.len(), l.len(), "{}: {l:?}", f.name);
+            two += usize::from(l.len() == 2);
+        }
+        assert!(two > 0, "a figure whose prototype is measured");
     }
 }

@@ -70,7 +70,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Transport(a)) => bench::run_transport(a),
         Command::Bench(BenchCommand::Sim(a)) => bench::run_sim(a),
         Command::Bench(BenchCommand::Access(a)) => bench::run_access(a),
-        Command::Bench(BenchCommand::Bcast(a)) => bench::bcast::run(&a),
+        Command::Bench(BenchCommand::Offered(b)) => b.run(),
         Command::Run(a) => run::run(*a),
         Command::Node(a) => run::node(a),
         Command::Figure(a) => reproduce::figure_command(a),

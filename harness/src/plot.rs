@@ -242,31 +242,27 @@ where
 }
 
 /// The fixed colour of a protocol as `harness compare` labels it (`ramcast`, `tram:breadth`,
-/// `ridge:ring`, ...), the same in every panel and every comparison; `None` for other labels,
-/// which are coloured by position. A variant that is not listed (a TRAM tree that is not a
-/// preset) gets a colour drawn from its label, darkened if it is too pale to read on white.
+/// `ridge:ring`, ...), as its registry entry declares it ([`crate::protocols::Entry::colours`]),
+/// the same in every panel and every comparison; `None` for other labels, which are coloured
+/// by position. A variant that is not listed (a TRAM tree that is not a preset) of a protocol
+/// that lists colours gets one drawn from its label, darkened if it is too pale to read on
+/// white.
 pub(crate) fn protocol_colour(label: &str) -> Option<RGBColor> {
-    const FIXED: &[(&str, RGBColor)] = &[
-        ("ramcast", RGBColor(214, 39, 40)),
-        ("tram:base", RGBColor(31, 119, 180)),
-        ("tram:breadth", RGBColor(44, 160, 44)),
-        ("tram:depth", RGBColor(255, 127, 14)),
-        ("tram:simple", RGBColor(148, 103, 189)),
-        ("ridge", RGBColor(140, 86, 75)),
-        ("ridge:ring", RGBColor(188, 189, 34)),
-        ("ridge:direct", RGBColor(23, 190, 207)),
-        ("heron", RGBColor(227, 119, 194)),
-    ];
+    let fixed = || {
+        crate::protocols::REGISTRY
+            .iter()
+            .flat_map(|e| e.colours.iter())
+    };
     // A protocol's default variant named explicitly (`ridge:ridge`) is the protocol.
     let label = match label.split_once(':') {
         Some((name, variant)) if name == variant => name,
         _ => label,
     };
-    if let Some((_, c)) = FIXED.iter().find(|(name, _)| *name == label) {
+    if let Some((_, c)) = fixed().find(|(name, _)| *name == label) {
         return Some(*c);
     }
     let (name, _) = label.split_once(':')?;
-    if !FIXED.iter().any(|(n, _)| n.split(':').next() == Some(name)) {
+    if crate::protocols::entry(name).is_none_or(|e| e.colours.is_empty()) {
         return None;
     }
     // FNV-1a of the label: stable across runs and platforms.
@@ -313,18 +309,34 @@ mod tests {
 
     #[test]
     fn protocols_keep_their_colours_and_drawn_ones_are_readable() {
-        assert_eq!(protocol_colour("ridge:ridge"), protocol_colour("ridge"));
-        assert_ne!(
-            protocol_colour("ridge:ring"),
-            protocol_colour("ridge:direct")
-        );
-        assert_eq!(protocol_colour("latency, measured"), None);
-        for label in ["tram:1-2-3", "tram:0-0", "tram:4;5", "tram:x"] {
-            let c = protocol_colour(label).expect("a TRAM variant");
-            assert!(
-                u32::from(c.0) + u32::from(c.1) + u32::from(c.2) <= 600,
-                "{label}: {c:?}"
-            );
+        let readable = |c: RGBColor| u32::from(c.0) + u32::from(c.1) + u32::from(c.2) <= 600;
+        let mut fixed = Vec::new();
+        for e in crate::protocols::REGISTRY.iter() {
+            for &(label, c) in e.colours {
+                assert!(label.split(':').next() == Some(e.name), "{label}");
+                assert_eq!(protocol_colour(label), Some(c), "{label}");
+                fixed.push(c);
+            }
+            if e.colours.is_empty() {
+                assert_eq!(protocol_colour(e.name), None, "{}", e.name);
+                continue;
+            }
+            // The default variant, as `compare` labels it (`tram:base`, `ridge:ridge`), has a
+            // fixed colour.
+            if let Some(v) = e.variants() {
+                let label = format!("{}:{}", e.name, v.default);
+                assert!(fixed.contains(&protocol_colour(&label).unwrap()), "{label}");
+            }
+            for variant in ["1-2-3", "0-0", "4;5", "x"] {
+                let label = format!("{}:{variant}", e.name);
+                let c = protocol_colour(&label).expect("a variant of a coloured protocol");
+                assert!(readable(c), "{label}: {c:?}");
+            }
         }
+        let mut distinct = fixed.clone();
+        distinct.sort_by_key(|c| (c.0, c.1, c.2));
+        distinct.dedup();
+        assert_eq!(distinct.len(), fixed.len(), "one colour per label");
+        assert_eq!(protocol_colour("latency, measured"), None);
     }
 }

@@ -23,26 +23,30 @@ fn service(name: &str) -> Option<&'static Service> {
     }
 }
 
-/// The deployment `harness run` asks for, checked.
-fn deployment(a: &RunArgs) -> Result<protocols::Deployment, String> {
-    let shape = protocols::Shape {
+/// The protocol `harness run` names, and the shape its flags ask for: the common flags, and
+/// what the protocol's own flags set ([`protocols::Entry::run_flags`]).
+fn shape(a: &RunArgs) -> Result<(&'static protocols::Entry, protocols::Shape), String> {
+    let entry = protocols::find(&a.protocol)?;
+    let mut shape = protocols::Shape {
         groups: a.groups,
-        tree: a.tram.tree.clone(),
+        tree: None,
         replicas: a.replicas,
         clients: a.clients,
         size: a.size.unwrap_or(64),
         dest: a.dest,
         slots: a.slots,
-        log_slots: a.tram.log_slots,
-        delta: a.ridge.delta,
-        acceptors: a.ridge.acceptors,
-        placement: a.ridge.placement,
-        dissemination: a.ridge.dissemination,
-        optimistic: a.ridge.optimistic,
         slot_bytes: a.slot_bytes,
         dest_tree: None,
+        own: protocols::Own::default(),
     };
-    protocols::find(&a.protocol)?.deploy(&shape)
+    entry.run_flags(a, &mut shape);
+    Ok((entry, shape))
+}
+
+/// The deployment `harness run` asks for, checked.
+fn deployment(a: &RunArgs) -> Result<protocols::Deployment, String> {
+    let (entry, shape) = shape(a)?;
+    entry.deploy(&shape)
 }
 
 /// Where `a` asks to run.
@@ -240,7 +244,7 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
 /// run is one of many sharing the machine the launcher checked for all.
 fn fits(a: &RunArgs, e: &experiment::Experiment) -> Result<(), String> {
     let (groups, replicas, clients) = e.deploy.shape();
-    let groups = match &a.tram.tree {
+    let groups = match &shape(a)?.1.tree {
         Some(t) => format!("--tree ({t})"),
         None => format!("--groups ({groups})"),
     };

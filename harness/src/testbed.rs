@@ -4,9 +4,11 @@
 
 /// RamCast's testbed: CloudLab xl170 nodes, ConnectX-4 (RamCast section 5).
 pub(crate) const RAMCAST: &str = ramcast::TESTBED;
-/// TRAM's testbed: Dell R320 nodes, ConnectX-3 at 56 Gb/s (TRAM section 5.1); also the
-/// testbed on which the TRAM paper compares TRAM with RamCast, hence `compare`'s default.
+/// TRAM's testbed: Dell R320 nodes, ConnectX-3 at 56 Gb/s (TRAM section 5.1).
 pub(crate) const TRAM: &str = tram::TESTBED;
+/// `compare`'s default profile: TRAM's testbed, on which the TRAM paper compares TRAM with
+/// RamCast.
+pub(crate) const COMPARE: &str = TRAM;
 /// RDMC's most recent testbed, Fractus at 100 Gb/s (its figures also use Stampede and Sierra,
 /// each named in their summaries).
 pub(crate) const RDMC: &str = rdmc::TESTBED;

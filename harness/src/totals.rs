@@ -353,7 +353,7 @@ mod tests {
 
     /// RamCast's regions at 64 groups of 3 and 4096 clients, the run: 384 MiB per
     /// server, 3 KiB per client.
-    fn ramcast_64x4096() -> Vec<Processes> {
+    fn run_64x3_with_4096_clients() -> Vec<Processes> {
         vec![
             Processes {
                 role: "servers",
@@ -401,7 +401,7 @@ mod tests {
     /// the limit and the flags to lower.
     #[test]
     fn a_run_over_the_memory_it_has_is_refused_with_the_flags_to_lower() {
-        let needs = Needs::of(&ramcast_64x4096(), Where::Sim, lower());
+        let needs = Needs::of(&run_64x3_with_4096_clients(), Where::Sim, lower());
         assert_eq!(needs.bytes, 192 * (384 << 20) + 192 * 24 + 4096 * 3072);
         assert_eq!(needs.tasks, 0);
         let err = check(&needs, &limits(22 << 30, 32768, 1024)).unwrap_err();
@@ -415,7 +415,7 @@ mod tests {
     /// each with its flags.
     #[test]
     fn a_tcp_run_is_refused_for_each_limit_it_exceeds() {
-        let needs = Needs::of(&ramcast_64x4096(), Where::Tcp, lower());
+        let needs = Needs::of(&run_64x3_with_4096_clients(), Where::Tcp, lower());
         assert_eq!(needs.tasks, 4288 * TCP_NODE_THREADS);
         assert_eq!(
             needs.sockets,
@@ -466,7 +466,7 @@ mod tests {
             let needs = Needs::of(&small, runtime, lower());
             assert_eq!(check(&needs, &limits(1 << 30, 4096, 1024)), Ok(()));
         }
-        let needs = Needs::of(&ramcast_64x4096(), Where::Tcp, lower());
+        let needs = Needs::of(&run_64x3_with_4096_clients(), Where::Tcp, lower());
         let unknown = Limits {
             memory: None,
             tasks: None,

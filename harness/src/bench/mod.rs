@@ -1,7 +1,7 @@
-//! Benchmarks: `bench transport` (perftest-style) and `bench sim` (simulator speed).
+//! Benchmarks: `bench transport` (perftest-style), `bench sim` (simulator speed), `bench
+//! access`, and those the protocols offer ([`Offered`]).
 
 pub(crate) mod access;
-pub(crate) mod bcast;
 pub(crate) mod qperf;
 pub(crate) mod sim_speed;
 pub(crate) mod transport;
@@ -12,6 +12,55 @@ use ::transport::runtime::local::{thread_count, LocalConfig};
 use ::transport::runtime::sim::Profile;
 use ::transport::Nanos;
 use std::process::ExitCode;
+
+/// A benchmark a protocol offers ([`crate::protocols::Bench`]), as `harness bench NAME` gave
+/// it: the subcommands come from the registry, so `bench` names no protocol.
+#[derive(Debug)]
+pub(crate) struct Offered {
+    bench: &'static crate::protocols::Bench,
+    /// Its flags as given.
+    matches: clap::ArgMatches,
+}
+
+impl Offered {
+    /// Runs it.
+    pub(crate) fn run(&self) -> Result<ExitCode, String> {
+        (self.bench.run)(&self.matches)
+    }
+}
+
+impl clap::FromArgMatches for Offered {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Offered, clap::Error> {
+        let missing = || clap::Error::new(clap::error::ErrorKind::MissingSubcommand);
+        let (name, matches) = m.subcommand().ok_or_else(missing)?;
+        let bench = crate::protocols::benches()
+            .find(|b| b.name == name)
+            .ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidSubcommand))?;
+        Ok(Offered {
+            bench,
+            matches: matches.clone(),
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Offered::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl clap::Subcommand for Offered {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        crate::protocols::benches().fold(cmd, |cmd, b| cmd.subcommand((b.command)()))
+    }
+
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        Offered::augment_subcommands(cmd)
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        crate::protocols::benches().any(|b| b.name == name)
+    }
+}
 
 /// The runtime a transport measurement runs on (`bench transport`, `calibrate hardware`).
 pub(crate) fn runtime_of(

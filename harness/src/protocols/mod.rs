@@ -1,10 +1,10 @@
 //! The protocols the harness runs, one folder each, and [`REGISTRY`], which lists them: one
 //! [`Entry`] per protocol (its name, testbed, how `run` runs it, the flags it takes, its
-//! `check` sweep, its paper's figures and software profiles). The commands take everything
-//! from the registry and never name a protocol: `run`, `compare` and the figures deploy an
-//! atomic multicast protocol through [`Deployment`]; RDMC and Heron, which are not atomic
-//! multicast, run as a [`Service`]; `check` drives each protocol's seeded runs through
-//! [`sweep::SeedRun`].
+//! `check` sweep, its paper's figures and software profiles, its plot colours and benchmarks).
+//! The commands take everything from the registry and never name a protocol: `run`, `compare`
+//! and the figures deploy an atomic multicast protocol through [`Deployment`]; RDMC and
+//! Heron, which are not atomic multicast, run as a [`Service`]; `check` drives each protocol's
+//! seeded runs through [`sweep::SeedRun`].
 //!
 //! Adding a protocol (see `harness/README.md`): its crate; a folder here with a unit type
 //! implementing [`Multicast`] (and [`crate::experiment::Observed`] for its server), its
@@ -22,6 +22,7 @@ use crate::experiment::{Counters, Experiment, Measured};
 use crate::totals::Processes;
 use multicast::Observed;
 use multicast::{Client, DestPolicy, LoadSpec, Membership, Node, Server, Tree};
+use std::any::Any;
 use std::fmt;
 use std::path::Path;
 use std::process::ExitCode;
@@ -48,23 +49,50 @@ pub(crate) struct Shape {
     pub(crate) dest: DestPolicy,
     /// Slots per client buffer (per HM buffer for TRAM).
     pub(crate) slots: usize,
-    /// Slots of each group's LOG (TRAM).
-    pub(crate) log_slots: usize,
-    /// Ridge's Delta, if given.
-    pub(crate) delta: Option<transport::Nanos>,
-    /// Ridge's acceptors per ensemble, if given.
-    pub(crate) acceptors: Option<usize>,
-    /// Where Ridge's acceptors run, if given.
-    pub(crate) placement: Option<::ridge::Placement>,
-    /// Ridge's dissemination, if given.
-    pub(crate) dissemination: Option<::ridge::paxos::Dissemination>,
-    /// Ridge's optimistic wait, if optimistic deliveries are asked for.
-    pub(crate) optimistic: Option<transport::Nanos>,
     /// Bytes per slot, if given (else the smallest that holds `size`).
     pub(crate) slot_bytes: Option<usize>,
     /// The tree `adjacent:K` destinations are drawn from, for genuine protocols (which have
     /// none of their own) compared with a tree-based one.
     pub(crate) dest_tree: Option<Tree>,
+    /// What the protocol takes that no other does (TRAM's LOG slots, Ridge's Delta and
+    /// dissemination, ...), as its folder set it.
+    pub(crate) own: Own,
+}
+
+/// A protocol's own options in a [`Shape`]: a value of a type its folder chose, set by its
+/// `run` flags ([`Kind::Multicast`]'s `run_flags`), its `compare` variants or `--delta`, and
+/// read back only by that folder, so the shape every protocol shares names none of them.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Own(Option<Arc<dyn Options>>);
+
+/// What [`Own`] holds: any value its folder can print and share between threads.
+trait Options: fmt::Debug + Send + Sync {
+    /// Itself, to be read back as its own type.
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<T: Any + fmt::Debug + Send + Sync> Options for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Own {
+    /// `options` as a protocol's own.
+    pub(crate) fn new<T: Any + fmt::Debug + Send + Sync>(options: T) -> Own {
+        Own(Some(Arc::new(options)))
+    }
+
+    /// The options of type `T`, or `T`'s default where none were set (a shape built by
+    /// `compare`, or one whose options are another protocol's).
+    pub(crate) fn get<T: Any + Clone + Default>(&self) -> T {
+        // Through the `Arc` to the options: an `Arc` is an [`Options`] itself.
+        self.0
+            .as_ref()
+            .and_then(|o| (**o).as_any().downcast_ref::<T>())
+            .cloned()
+            .unwrap_or_default()
+    }
 }
 
 impl Shape {
@@ -321,6 +349,28 @@ pub(crate) struct Entry {
     /// Its paper prototype's software profiles, each with the published number `calibrate
     /// paper` fits it to.
     pub(crate) software: &'static [crate::calibrate::PaperSoftware],
+    /// Its fixed colours in plots, by label as `compare` names it (`tram:breadth`; its default
+    /// variant, as in `ridge:ridge`, is the protocol's own label), the same in every panel and
+    /// comparison ([`crate::plot::protocol_colour`]); none: coloured by position.
+    pub(crate) colours: &'static [(&'static str, plotters::style::RGBColor)],
+    /// The benchmarks it offers under `harness bench` (RDMC's `bcast`).
+    pub(crate) benches: &'static [Bench],
+}
+
+/// A benchmark a protocol offers: `harness bench NAME`, its flags declared in its folder.
+#[derive(Debug)]
+pub(crate) struct Bench {
+    /// Its name on the command line.
+    pub(crate) name: &'static str,
+    /// Its subcommand: the name, its help and its flags.
+    pub(crate) command: fn() -> clap::Command,
+    /// Runs it with the flags given.
+    pub(crate) run: fn(&clap::ArgMatches) -> Result<ExitCode, String>,
+}
+
+/// Every benchmark the protocols offer, in registry order.
+pub(crate) fn benches() -> impl Iterator<Item = &'static Bench> {
+    REGISTRY.iter().flat_map(|e| e.benches.iter())
 }
 
 /// How `run` runs a protocol.
@@ -331,6 +381,11 @@ pub(crate) enum Kind {
         deploy: fn(&Shape) -> Result<Deployment, String>,
         /// Its variants, as `compare` names them (`tram:breadth`), if it has any.
         variants: Option<Variants>,
+        /// Sets in a shape what its own `run` flags ask for (its folder's `Flags` in
+        /// [`crate::RunArgs`]), if it has flags of its own.
+        run_flags: Option<fn(&crate::RunArgs, &mut Shape)>,
+        /// What `compare --delta` sets in it, if it takes a Delta.
+        delta: Option<Delta>,
     },
     /// Not an atomic multicast (RDMC's bulk transfers, Heron's replicated service): it runs,
     /// serves tcp nodes and compares its own way.
@@ -360,6 +415,17 @@ pub(crate) struct Variants {
     pub(crate) default: &'static str,
     /// Sets variant `name` in a shape; an error says which variants exist.
     pub(crate) apply: fn(&str, &mut Shape) -> Result<(), String>,
+}
+
+/// What `compare --delta` means to a protocol that takes it: a time its folder sets (Ridge's
+/// Delta), which the comparison's summary states.
+pub(crate) struct Delta {
+    /// What it sets, for messages (`Ridge's Delta`).
+    pub(crate) what: &'static str,
+    /// Sets it in a shape.
+    pub(crate) apply: fn(transport::Nanos, &mut Shape),
+    /// The summary's clause on it: its value, `--delta`'s if given, and what it does.
+    pub(crate) note: fn(Option<transport::Nanos>) -> String,
 }
 
 /// [`Kind::Multicast`]'s `deploy` for `P`.
@@ -522,6 +588,25 @@ impl Entry {
             Kind::Service(_) => None,
         }
     }
+
+    /// What `compare --delta` sets in it, if it takes a Delta.
+    pub(crate) fn delta(&self) -> Option<&Delta> {
+        match &self.kind {
+            Kind::Multicast { delta, .. } => delta.as_ref(),
+            Kind::Service(_) => None,
+        }
+    }
+
+    /// Sets in `shape` what its own `run` flags in `a` ask for, if it has any.
+    pub(crate) fn run_flags(&self, a: &crate::RunArgs, shape: &mut Shape) {
+        if let Kind::Multicast {
+            run_flags: Some(set),
+            ..
+        } = &self.kind
+        {
+            set(a, shape);
+        }
+    }
 }
 
 /// The protocol called `name`, whatever it is.
@@ -532,7 +617,6 @@ pub(crate) fn entry(name: &str) -> Option<&'static Entry> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use multicast::DestPolicy;
     use transport::{Nanos, RegionSpec};
 
     /// A refusal states a run's memory from [`Multicast::footprint`], not from built processes:
@@ -558,17 +642,5 @@ pub(crate) mod tests {
             .flat_map(|p| std::iter::repeat_n(lens(&p.regions), p.count))
             .collect();
         assert_eq!(declared, estimated, "{}", P::NAME);
-    }
-
-    #[test]
-    fn every_protocols_footprint_is_what_its_processes_declare() {
-        let shape =
-            |groups| crate::compare::Workload::shape_of(groups, 3, 64, DestPolicy::Random(2), 5);
-        footprint_is_what_the_processes_declare::<ramcast::Ramcast>(&shape(4));
-        // TRAM's base tree has 8 groups; a group's regions depend on its children.
-        footprint_is_what_the_processes_declare::<tram::Tram>(&shape(8));
-        let mut dedicated = shape(4);
-        dedicated.placement = Some(::ridge::Placement::Dedicated);
-        footprint_is_what_the_processes_declare::<ridge::Ridge>(&dedicated);
     }
 }

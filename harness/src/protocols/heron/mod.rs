@@ -13,6 +13,7 @@ pub(crate) mod tcp;
 pub(crate) mod transfer;
 
 use super::{Checked, Entry, Kind, Service, Takes};
+use plotters::style::RGBColor;
 
 /// Heron's own `run` flags.
 #[derive(clap::Args, Debug)]
@@ -66,6 +67,8 @@ pub(crate) const ENTRY: Entry = Entry {
     checked: Some(Checked::of::<check::HeronRun>()),
     figures: figures::FIGURES,
     software: software::PAPER_SOFTWARE,
+    colours: &[("heron", RGBColor(227, 119, 194))],
+    benches: &[],
 };
 
 /// The application Heron replicates.

@@ -7,6 +7,7 @@ pub(crate) mod software;
 use super::{Checked, Clock, Entry, Kind, Multicast, Shape, Takes, MULTICAST_FLAGS};
 use crate::totals::Processes;
 use multicast::{LoadSpec, Membership, Node};
+use plotters::style::RGBColor;
 use ramcast::layout::{slot_bytes_for, Layout};
 use ramcast::{Config, RamcastClient, RamcastServer, Timing};
 
@@ -18,6 +19,8 @@ pub(crate) const ENTRY: Entry = Entry {
     kind: Kind::Multicast {
         deploy: super::deploy::<Ramcast>,
         variants: None,
+        run_flags: None,
+        delta: None,
     },
     takes: Takes {
         shared: MULTICAST_FLAGS,
@@ -27,6 +30,8 @@ pub(crate) const ENTRY: Entry = Entry {
     checked: Some(Checked::of::<ramcast::check::RamcastRun>()),
     figures: figures::FIGURES,
     software: software::PAPER_SOFTWARE,
+    colours: &[("ramcast", RGBColor(214, 39, 40))],
+    benches: &[],
 };
 
 /// RamCast (genuine atomic multicast over RDMA writes).
@@ -103,5 +108,54 @@ impl Multicast for Ramcast {
                 regions: layout.client_regions(),
             },
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use multicast::DestPolicy;
+
+    /// A refusal states the run's memory from the footprint: it must be what RamCast's
+    /// processes declare.
+    #[test]
+    fn ramcasts_footprint_is_what_its_processes_declare() {
+        let shape = crate::compare::Workload::shape_of(4, 3, 64, DestPolicy::Random(2), 5);
+        crate::protocols::tests::footprint_is_what_the_processes_declare::<Ramcast>(&shape);
+    }
+
+    /// A figure's window shorter than one message's latency completes nothing: the point is
+    /// stretched until it completes some, not refused as a collapse.
+    #[test]
+    fn a_window_shorter_than_the_latency_is_stretched_not_refused() {
+        let profile = transport::runtime::sim::Profile::load(crate::testbed::RAMCAST).unwrap();
+        let none = transport::runtime::sim::Software::load("none").unwrap();
+        let e = figures::experiment(
+            &profile,
+            &none,
+            1,
+            1,
+            64,
+            DestPolicy::Single,
+            1,
+            transport::Nanos(2_000),
+        );
+        assert_eq!(
+            e.run().delivered,
+            0,
+            "the test needs a window without a completion"
+        );
+        let m = crate::figure::measure(&e).expect("stretched until it completes some");
+        assert!(
+            m.delivered > 0 && m.window > transport::Nanos(2_000),
+            "{:?}",
+            m.window
+        );
+    }
+
+    /// Priced work makes RamCast slower; `none` is the model without software profiles.
+    #[test]
+    fn priced_work_lowers_ramcasts_throughput_and_raises_its_latency() {
+        crate::experiment::tests::priced_work_lowers_throughput_and_raises_latency(&ENTRY);
     }
 }

@@ -10,6 +10,7 @@
 //! so 256 MB at 512 members costs no memory; on `local` the bytes are real and compared byte by
 //! byte). A corrupted, truncated or misplaced block fails the run.
 
+pub(crate) mod bcast;
 pub(crate) mod figures;
 mod run;
 
@@ -77,6 +78,8 @@ pub(crate) const ENTRY: Entry = Entry {
     checked: Some(Checked::of::<rdmc::check::RdmcRun>()),
     figures: figures::FIGURES,
     software: &[],
+    colours: &[],
+    benches: &[bcast::BENCH],
 };
 
 /// How often a member probes a peer it has waited on this long (failure detection).

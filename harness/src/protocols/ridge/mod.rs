@@ -5,14 +5,16 @@ pub(crate) mod evaluation;
 pub(crate) mod figures;
 pub(crate) mod software;
 
-use super::{Checked, Clock, Entry, Kind, Multicast, Shape, Takes, Variants};
+use super::{Checked, Clock, Delta, Entry, Kind, Multicast, Own, Shape, Takes, Variants};
 use crate::totals::Processes;
 use multicast::{LoadSpec, Membership, Node};
+use plotters::style::RGBColor;
 use ridge::{Config, RidgeClient, RidgeServer};
 use transport::Nanos;
 
-/// Ridge's own `run` flags.
-#[derive(clap::Args, Debug)]
+/// Ridge's own `run` flags, also what it takes in a shape ([`super::Own`]): `compare` sets its
+/// dissemination (a variant) and its Delta (`--delta`).
+#[derive(clap::Args, Clone, Debug, Default)]
 #[group(skip)]
 #[command(next_help_heading = "Ridge (--protocol ridge)")]
 pub(crate) struct Flags {
@@ -51,6 +53,25 @@ pub(crate) const ENTRY: Entry = Entry {
     kind: Kind::Multicast {
         deploy: super::deploy::<Ridge>,
         variants: Some(DISSEMINATIONS),
+        run_flags: Some(|a, shape| shape.own = Own::new(a.ridge.clone())),
+        delta: Some(Delta {
+            what: "Ridge's Delta",
+            apply: |delta, shape| {
+                shape.own = Own::new(Flags {
+                    delta: Some(delta),
+                    ..shape.own.get()
+                })
+            },
+            note: |delta| {
+                format!(
+                    "Ridge's Delta {} ({}): an idle ensemble proposes a null message after it and a \
+                     learner waits up to about it, so at light load Ridge's latency is about Delta, \
+                     not its protocol steps (set it with `--delta`)",
+                    delta.unwrap_or(Nanos(1_000_000)),
+                    if delta.is_some() { "--delta" } else { "the paper's" }
+                )
+            },
+        }),
     },
     takes: Takes {
         shared: super::MULTICAST_FLAGS,
@@ -60,6 +81,12 @@ pub(crate) const ENTRY: Entry = Entry {
     checked: Some(Checked::of::<ridge::check::RidgeRun>()),
     figures: figures::FIGURES,
     software: software::PAPER_SOFTWARE,
+    colours: &[
+        ("ridge", RGBColor(140, 86, 75)),
+        ("ridge:ring", RGBColor(188, 189, 34)),
+        ("ridge:direct", RGBColor(23, 190, 207)),
+    ],
+    benches: &[],
 };
 
 /// Ridge (ensembles of Paxos acceptors, rotating distributors, deterministic merge).
@@ -81,7 +108,10 @@ pub(crate) const DISSEMINATIONS: Variants = Variants {
     what: "DISSEMINATION",
     default: "ridge",
     apply: |name, shape| {
-        shape.dissemination = Some(name.parse()?);
+        shape.own = Own::new(Flags {
+            dissemination: Some(name.parse()?),
+            ..shape.own.get()
+        });
         Ok(())
     },
 };
@@ -98,23 +128,24 @@ impl Multicast for Ridge {
         }
         let groups = s.groups.unwrap_or(1);
         s.dest.validate(groups, s.dest_tree.as_ref())?;
+        let own: Flags = s.own.get();
         let mut cfg = Config::new(groups, s.replicas, s.clients);
-        if let Some(delta) = s.delta {
+        if let Some(delta) = own.delta {
             cfg.delta = delta;
         }
-        if let Some(p) = s.placement {
+        if let Some(p) = own.placement {
             cfg.placement = p;
         }
-        if let Some(a) = s.acceptors {
+        if let Some(a) = own.acceptors {
             cfg.acceptors = a;
         } else if cfg.placement == ridge::Placement::Dedicated {
             // The paper's evaluation (section 6.1).
             cfg.acceptors = 3;
         }
-        if let Some(d) = s.dissemination {
+        if let Some(d) = own.dissemination {
             cfg.dissemination = d;
         }
-        cfg.optimistic = s.optimistic;
+        cfg.optimistic = own.optimistic;
         cfg.ring_slots = s.slots as u32;
         cfg.slot_bytes = s.slot_bytes.unwrap_or_else(|| slot_bytes_for(s.size));
         let cfg = cfg.retain_within_budget();
@@ -229,14 +260,9 @@ mod tests {
             size,
             dest: multicast::DestPolicy::Single,
             slots: 16,
-            log_slots: 64,
-            delta: None,
-            acceptors: None,
-            placement: None,
-            dissemination: None,
-            optimistic: None,
             slot_bytes: None,
             dest_tree: None,
+            own: Own::default(),
         }
     }
 
@@ -255,14 +281,33 @@ mod tests {
     }
 
     /// `--delta` reaches Ridge's configuration; the other protocols are refused it before any
-    /// deployment (`flags::tests`).
+    /// deployment (`flags::tests`). `compare --delta` sets it beside a variant's dissemination.
     #[test]
     fn delta_reaches_ridges_configuration() {
         let mut s = shape(2, 64);
-        s.delta = Some(transport::Nanos(20_000));
-        assert_eq!(
-            Ridge::configure(&s).unwrap().delta,
-            transport::Nanos(20_000)
-        );
+        s.own = Own::new(Flags {
+            delta: Some(Nanos(20_000)),
+            ..Flags::default()
+        });
+        assert_eq!(Ridge::configure(&s).unwrap().delta, Nanos(20_000));
+        let mut s = shape(2, 64);
+        (DISSEMINATIONS.apply)("ring", &mut s).unwrap();
+        (ENTRY.delta().unwrap().apply)(Nanos(30_000), &mut s);
+        let cfg = Ridge::configure(&s).unwrap();
+        assert_eq!(cfg.delta, Nanos(30_000));
+        assert_eq!(cfg.dissemination, ridge::paxos::Dissemination::Ring);
+    }
+
+    /// Dedicated acceptors are processes of their own: the footprint lists them as built.
+    #[test]
+    fn ridges_footprint_is_what_its_processes_declare() {
+        let mut dedicated =
+            crate::compare::Workload::shape_of(4, 3, 64, multicast::DestPolicy::Random(2), 5);
+        dedicated.own = Own::new(Flags {
+            placement: Some(ridge::Placement::Dedicated),
+            ..Flags::default()
+        });
+        assert!(Ridge::configure(&dedicated).unwrap().auxiliary_count() > 0);
+        crate::protocols::tests::footprint_is_what_the_processes_declare::<Ridge>(&dedicated);
     }
 }

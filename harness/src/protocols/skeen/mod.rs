@@ -18,6 +18,8 @@ pub(crate) const ENTRY: Entry = Entry {
     kind: Kind::Multicast {
         deploy: super::deploy::<Skeen>,
         variants: None,
+        run_flags: None,
+        delta: None,
     },
     // Every flag of a multicast deployment but --replicas: a group is one process.
     takes: Takes {
@@ -41,6 +43,8 @@ pub(crate) const ENTRY: Entry = Entry {
     checked: Some(Checked::of::<skeen::check::SkeenRun>()),
     figures: figures::FIGURES,
     software: &[],
+    colours: &[],
+    benches: &[],
 };
 
 /// Skeen's algorithm (timestamps proposed by every destination, the largest final).

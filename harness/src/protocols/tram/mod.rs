@@ -7,9 +7,10 @@ pub(crate) mod figures;
 pub(crate) mod software;
 pub(crate) mod table1;
 
-use super::{Checked, Clock, Entry, Kind, Multicast, Shape, Takes, Variants};
+use super::{Checked, Clock, Entry, Kind, Multicast, Own, Shape, Takes, Variants};
 use crate::totals::Processes;
 use multicast::{GroupId, LoadSpec, Membership, Node, Tree};
+use plotters::style::RGBColor;
 use tram::layout::Layout;
 use tram::{Config, Timing, TramClient, TramServer};
 
@@ -23,8 +24,22 @@ pub(crate) struct Flags {
     #[arg(long)]
     pub(crate) tree: Option<multicast::Tree>,
     /// Slots of each group's circular LOG (tram).
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = Options::default().log_slots)]
     pub(crate) log_slots: usize,
+}
+
+/// What TRAM takes that no other protocol does, in a shape ([`super::Own`]).
+#[derive(Clone, Debug)]
+pub(crate) struct Options {
+    /// Slots of each group's LOG.
+    pub(crate) log_slots: usize,
+}
+
+impl Default for Options {
+    /// What `compare` runs with and `--log-slots` defaults to.
+    fn default() -> Options {
+        Options { log_slots: 64 }
+    }
 }
 
 /// TRAM's line in the registry.
@@ -35,6 +50,13 @@ pub(crate) const ENTRY: Entry = Entry {
     kind: Kind::Multicast {
         deploy: super::deploy::<Tram>,
         variants: Some(TREES),
+        run_flags: Some(|a, shape| {
+            shape.tree = a.tram.tree.clone();
+            shape.own = Own::new(Options {
+                log_slots: a.tram.log_slots,
+            });
+        }),
+        delta: None,
     },
     takes: Takes {
         shared: super::MULTICAST_FLAGS,
@@ -44,6 +66,13 @@ pub(crate) const ENTRY: Entry = Entry {
     checked: Some(Checked::of::<tram::check::TramRun>()),
     figures: figures::FIGURES,
     software: software::PAPER_SOFTWARE,
+    colours: &[
+        ("tram:base", RGBColor(31, 119, 180)),
+        ("tram:breadth", RGBColor(44, 160, 44)),
+        ("tram:depth", RGBColor(255, 127, 14)),
+        ("tram:simple", RGBColor(148, 103, 189)),
+    ],
+    benches: &[],
 };
 
 /// TRAM's variants: its overlay tree, a preset (base, breadth, depth, simple) or a parent
@@ -80,7 +109,7 @@ impl Multicast for Tram {
         s.dest.validate(tree.groups(), Some(&tree))?;
         let mut cfg = Config::new(tree, s.replicas, s.clients);
         cfg.hm_slots = s.slots;
-        cfg.log_slots = s.log_slots;
+        cfg.log_slots = s.own.get::<Options>().log_slots;
         cfg.slot_bytes = s
             .slot_bytes
             .unwrap_or_else(|| Layout::slot_bytes_for(s.size));
@@ -135,5 +164,35 @@ impl Multicast for Tram {
             regions: Layout::client_regions(cfg),
         });
         f
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use multicast::DestPolicy;
+
+    /// A refusal states the run's memory from the footprint: it must be what TRAM's processes
+    /// declare, a group's regions depending on its children (the base tree has 8 groups).
+    #[test]
+    fn trams_footprint_is_what_its_processes_declare() {
+        let shape = crate::compare::Workload::shape_of(8, 3, 64, DestPolicy::Random(2), 5);
+        crate::protocols::tests::footprint_is_what_the_processes_declare::<Tram>(&shape);
+    }
+
+    /// `--log-slots` reaches TRAM's configuration through the shape; `compare` runs with
+    /// the default.
+    #[test]
+    fn log_slots_reach_trams_configuration() {
+        let mut shape = crate::compare::Workload::shape_of(8, 3, 64, DestPolicy::Random(2), 5);
+        assert_eq!(Tram::configure(&shape).unwrap().log_slots, 64);
+        shape.own = Own::new(Options { log_slots: 32 });
+        assert_eq!(Tram::configure(&shape).unwrap().log_slots, 32);
+    }
+
+    /// Priced work makes TRAM slower; `none` is the model without software profiles.
+    #[test]
+    fn priced_work_lowers_trams_throughput_and_raises_its_latency() {
+        crate::experiment::tests::priced_work_lowers_throughput_and_raises_latency(&ENTRY);
     }
 }

@@ -12,15 +12,63 @@
 //! TCP transport over loopback (`--mca btl tcp,self`): left alone it would use shared memory,
 //! which is not what RDMC's tcp runtime competes with.
 
-use crate::experiment::Where;
-use crate::protocols::rdmc::BulkSpec;
+use super::{show_bytes, BulkSpec};
+use crate::experiment::{self, Where};
+use crate::protocols::Bench;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitCode};
 use transport::runtime::sim::{Profile, Software};
 use transport::Nanos;
 
+/// `harness bench bcast`, as RDMC's entry offers it.
+pub(super) const BENCH: Bench = Bench {
+    name: "bcast",
+    command: || {
+        <BcastArgs as clap::Args>::augment_args(clap::Command::new("bcast"))
+            .about(
+                "RDMC over the tcp runtime beside Open MPI's MPI_Bcast over TCP, same sizes and \
+                 process counts, on this host, in one run (needs Open MPI: \
+                 `scripts/bench-deps.sh` installs it)",
+            )
+            .long_about(None)
+    },
+    run: |m| {
+        let a =
+            <BcastArgs as clap::FromArgMatches>::from_arg_matches(m).map_err(|e| e.to_string())?;
+        run(&a)
+    },
+};
+
+/// `harness bench bcast`'s flags.
+#[derive(clap::Args, Debug)]
+pub(crate) struct BcastArgs {
+    /// Process counts (root included), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "4,8,16")]
+    pub(crate) nodes: Vec<usize>,
+    /// Message sizes, comma-separated, with units (KB, MB, GB).
+    #[arg(long, value_delimiter = ',', value_parser = experiment::parse_bytes, default_value = "1MB,16MB,256MB")]
+    pub(crate) sizes: Vec<usize>,
+    /// Timed broadcasts per point, for each system, after one untimed warm-up broadcast (RDMC:
+    /// all in one run).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
+    pub(crate) repeat: u64,
+    /// RDMC's algorithm.
+    #[arg(long, default_value = "pipeline")]
+    pub(crate) algorithm: rdmc::Algorithm,
+    /// RDMC's block size.
+    #[arg(long, value_parser = experiment::parse_bytes, default_value = "1MB")]
+    pub(crate) block_size: usize,
+    /// Skip points whose receive buffers and root's messages ((nodes + repeat + 1) x size)
+    /// exceed this.
+    #[arg(long, value_parser = experiment::parse_bytes, default_value = "2GB")]
+    pub(crate) max_total: usize,
+    /// Write one CSV row per point to this file.
+    #[arg(long)]
+    pub(crate) csv: Option<PathBuf>,
+}
+
 /// The MPI program, embedded so the bench runs from any directory.
-const MPI_BCAST_C: &str = include_str!("../../../scripts/mpi_bcast.c");
+const MPI_BCAST_C: &str = include_str!("../../../../scripts/mpi_bcast.c");
 
 /// Compiles the MPI program into `dir`.
 fn build_mpi(dir: &Path) -> Result<PathBuf, String> {
@@ -159,7 +207,7 @@ fn rdmc_gbps(
 }
 
 /// `harness bench bcast`.
-pub(crate) fn run(a: &crate::BcastArgs) -> Result<std::process::ExitCode, String> {
+fn run(a: &BcastArgs) -> Result<ExitCode, String> {
     let dir = std::env::temp_dir().join(format!("harness-bcast-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let exe = build_mpi(&dir);
@@ -167,17 +215,18 @@ pub(crate) fn run(a: &crate::BcastArgs) -> Result<std::process::ExitCode, String
     let _ = std::fs::remove_dir_all(&dir);
     let rows = result?;
     if let Some(path) = &a.csv {
-        crate::experiment::write_rows(path, &rows)?;
+        experiment::write_rows(path, &rows)?;
         println!("wrote {}", path.display());
     }
-    Ok(std::process::ExitCode::SUCCESS)
+    Ok(ExitCode::SUCCESS)
 }
 
-fn compare(a: &crate::BcastArgs, exe: &Path) -> Result<Vec<BcastRow>, String> {
+/// Runs every point of `a`, RDMC then MPI (the program `exe`), printing a line per point.
+fn compare(a: &BcastArgs, exe: &Path) -> Result<Vec<BcastRow>, String> {
     println!(
         "harness bench bcast: RDMC ({}, {} blocks) over the tcp runtime vs Open MPI MPI_Bcast (btl tcp over lo), this host, commit={}; {} broadcasts back to back per point, after one untimed",
         a.algorithm,
-        crate::protocols::rdmc::show_bytes(a.block_size),
+        show_bytes(a.block_size),
         crate::COMMIT,
         a.repeat
     );
@@ -195,8 +244,8 @@ fn compare(a: &crate::BcastArgs, exe: &Path) -> Result<Vec<BcastRow>, String> {
             if held > a.max_total {
                 println!(
                     " {nodes:>5} {:>10}  skipped: {} of receive buffers and the root's {} messages on this host exceed --max-total",
-                    crate::protocols::rdmc::show_bytes(bytes),
-                    crate::protocols::rdmc::show_bytes(held),
+                    show_bytes(bytes),
+                    show_bytes(held),
                     repeat + 1
                 );
                 continue;
@@ -205,7 +254,7 @@ fn compare(a: &crate::BcastArgs, exe: &Path) -> Result<Vec<BcastRow>, String> {
             let m = mpi_gbps(exe, nodes, bytes, repeat)?;
             println!(
                 " {nodes:>5} {:>10} {r:>16.3} {m:>16.3} {:>7.2}",
-                crate::protocols::rdmc::show_bytes(bytes),
+                show_bytes(bytes),
                 r / m
             );
             rows.push(BcastRow {
