@@ -1,12 +1,29 @@
-//! The workbench's measurement engine: what every command and figure of the harness measures
-//! and judges with, whatever the protocol. [`stats`] summarises latency samples (perftest's
-//! definitions) and gives rates and means their confidence intervals; [`verdict`] holds the
-//! papers' claims as records, each judged by the rule the paper's words call for.
+//! The workbench's engine: what every command and figure of the harness runs, measures and
+//! judges with, whatever the protocol. A protocol implements the interface of [`protocol`]
+//! (its configuration, processes, memory and counters); [`experiment`] runs a deployment with
+//! closed-loop clients on the simulator, on threads or on an RDMA device, and [`cluster`] as
+//! one OS process per node over TCP; [`totals`] says what a run will hold before it is built;
+//! [`figure`] measures points and saturation sweeps on all cores, [`plot`] draws them,
+//! [`stats`] summarises latency samples and gives rates and means their confidence intervals,
+//! and [`verdict`] holds the papers' claims as records, each judged by the rule the paper's
+//! words call for; [`progress`] shows long work on a terminal.
 //!
-//! It names no protocol and no command: a protocol reaches it only through what it measured.
+//! It names no protocol and no command: the harness's registry lists the protocols, and its
+//! commands parse the command line and call in here.
 
 #![deny(missing_docs)]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the engine measures and reports the wall-clock time of runs, and runs threads and OS processes"
+)]
 
+pub mod cluster;
+pub mod experiment;
+pub mod figure;
+pub mod plot;
+pub mod progress;
+pub mod protocol;
 pub mod stats;
+pub mod totals;
 pub mod verdict;

@@ -9,26 +9,21 @@
     reason = "the CLI measures and reports the wall-clock time of runs, sweeps and figures"
 )]
 
-use engine::{stats, verdict};
+use engine::{cluster, experiment, figure, progress, stats, totals, verdict};
 
 mod bench;
 mod calibrate;
 mod check;
 mod check_chaos;
 mod cli;
-mod cluster;
 mod compare;
-mod experiment;
-mod figure;
 mod flags;
 mod lens;
 mod plot;
-mod progress;
 mod protocols;
 mod reproduce;
 mod run;
 mod testbed;
-mod totals;
 
 /// Pins glibc's mmap threshold at its initial 128 KiB. glibc raises the threshold once a large
 /// block is freed, so the regions of later simulated runs came from its heap and stayed

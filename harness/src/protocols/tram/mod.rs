@@ -193,6 +193,6 @@ mod tests {
     /// Priced work makes TRAM slower; `none` is the model without software profiles.
     #[test]
     fn priced_work_lowers_trams_throughput_and_raises_its_latency() {
-        crate::experiment::tests::priced_work_lowers_throughput_and_raises_latency(&ENTRY);
+        crate::protocols::tests::priced_work_lowers_throughput_and_raises_latency(&ENTRY);
     }
 }

@@ -64,20 +64,21 @@ impl Drop for Scratch {
 
 /// The nodes of a finished tcp run: their reports (in a scratch directory, removed when this
 /// is dropped) and which nodes were killed.
-pub(crate) struct Launched {
+#[allow(
+    missing_debug_implementations,
+    reason = "it holds child processes' reports on disk, nothing to print"
+)]
+pub struct Launched {
     dir: Scratch,
     /// Nodes killed by a fault: they wrote no report.
-    pub(crate) killed: Vec<bool>,
+    pub killed: Vec<bool>,
     /// From the start of the first node to the end of the last.
-    pub(crate) wall: Duration,
+    pub wall: Duration,
 }
 
 impl Launched {
     /// Node `i`'s report: its connections and what its process reported ([`finish_node`]).
-    pub(crate) fn report<T: serde::de::DeserializeOwned>(
-        &self,
-        i: usize,
-    ) -> Result<(Links, T), String> {
+    pub fn report<T: serde::de::DeserializeOwned>(&self, i: usize) -> Result<(Links, T), String> {
         let path = self.dir.0.join(format!("node-{i}.report"));
         let bytes = std::fs::read(&path).map_err(|err| format!("{}: {err}", path.display()))?;
         bincode::deserialize(&bytes)
@@ -104,7 +105,7 @@ pub(super) fn write_report<T: Serialize>(report: &Path, value: &T) -> Result<(),
 /// With `until_all_done`, the nodes are told to stop once every one not killed is done
 /// ([`run_as_node`] with a barrier). `prepare`: how long a node may take to build its part
 /// beyond the usual (an RDMC root making its messages), added to the time before time zero.
-pub(crate) fn spawn_nodes(
+pub fn spawn_nodes(
     run_args: Vec<String>,
     roles: &[String],
     faults: &[ProcessFault],
@@ -425,7 +426,7 @@ fn wait_for_nodes(
 
 /// `harness run --runtime tcp` for an atomic multicast protocol: the nodes run
 /// ([`spawn_nodes`]), then their reports and log parts are merged into what `run` prints.
-pub(crate) fn launch(
+pub fn launch(
     e: &Experiment,
     run_args: Vec<String>,
     roles: Vec<String>,
@@ -507,7 +508,7 @@ pub(crate) fn launch(
 /// secret, a second claimant, caps, deadlines, a request out of bounds), all are counted and
 /// those printed, so hostile traffic is never hidden.
 /// `events`: (node, event).
-pub(crate) fn print_refusals(events: &[(usize, String)]) {
+pub fn print_refusals(events: &[(usize, String)]) {
     let refused: Vec<&(usize, String)> = events
         .iter()
         .filter(|(_, e)| !e.ends_with("the peer closed the connection"))
@@ -647,7 +648,7 @@ pub(super) fn summarize(roles: &[String]) -> String {
 
 /// CPU time of the finished child processes (every node of a launched run).
 #[allow(unsafe_code)]
-pub(crate) fn children_cpu() -> Option<Duration> {
+pub fn children_cpu() -> Option<Duration> {
     // SAFETY: getrusage fills the struct we pass; it is plain data.
     let usage = unsafe {
         let mut u: libc::rusage = std::mem::zeroed();

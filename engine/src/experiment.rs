@@ -2,7 +2,7 @@
 //! `verbs` (a tcp run is launched by [`crate::cluster::launch`]), and its outputs:
 //! `summary.csv` (one row with every parameter), `latency_cdf.csv`, and the delivery log.
 
-use crate::protocols::Deployment;
+use crate::protocol::Deployment;
 use hdrhistogram::Histogram;
 use multicast::workload::latency_histogram;
 use multicast::{collect_log, DeliveryLog, DestPolicy, LoadSpec, Node, Observed, Server};
@@ -15,12 +15,17 @@ use transport::{Nanos, Process, ProcessId};
 
 /// Where an experiment runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Where {
+pub enum Where {
     /// The simulator with a profile.
     Sim,
     /// Real threads; `threads` OS threads (0: one per core); with `nic_thread`, remote ops
     /// complete on a NIC thread ([`transport::runtime::local::nic_thread`]).
-    Local { threads: usize, nic_thread: bool },
+    Local {
+        /// OS threads (0: one per core).
+        threads: usize,
+        /// Whether remote ops complete on a NIC thread.
+        nic_thread: bool,
+    },
     /// One OS process per node, RDMA semantics over TCP ([`crate::cluster`]).
     Tcp,
     /// Every node a thread of this process on the RDMA device the environment names
@@ -30,30 +35,30 @@ pub(crate) enum Where {
 
 /// A process that also runs on the verbs runtime (every process, in a build without it).
 #[cfg(feature = "verbs")]
-pub(crate) trait OnVerbs: Process<verbs::rdma::VerbsNic> {}
+pub trait OnVerbs: Process<verbs::rdma::VerbsNic> {}
 #[cfg(feature = "verbs")]
 impl<P: Process<verbs::rdma::VerbsNic>> OnVerbs for P {}
 /// A process that also runs on the verbs runtime (every process, in a build without it).
 #[cfg(not(feature = "verbs"))]
-pub(crate) trait OnVerbs {}
+pub trait OnVerbs {}
 #[cfg(not(feature = "verbs"))]
 impl<P> OnVerbs for P {}
 
 /// A multicast client that also runs on the verbs runtime (every client, in a build without it).
 #[cfg(feature = "verbs")]
-pub(crate) trait ClientOnVerbs: multicast::Client<verbs::rdma::VerbsNic> {}
+pub trait ClientOnVerbs: multicast::Client<verbs::rdma::VerbsNic> {}
 #[cfg(feature = "verbs")]
 impl<C: multicast::Client<verbs::rdma::VerbsNic>> ClientOnVerbs for C {}
 /// A multicast client that also runs on the verbs runtime (every client, in a build without it).
 #[cfg(not(feature = "verbs"))]
-pub(crate) trait ClientOnVerbs {}
+pub trait ClientOnVerbs {}
 #[cfg(not(feature = "verbs"))]
 impl<C> ClientOnVerbs for C {}
 
 /// Runs `procs` on the verbs runtime until all are done or `limit` passes: the device named
 /// by the environment, `seed` for the processes' streams.
 #[cfg(feature = "verbs")]
-pub(crate) fn run_on_verbs<P: OnVerbs + Send>(
+pub fn run_on_verbs<P: OnVerbs + Send>(
     procs: Vec<P>,
     seed: u64,
     limit: Duration,
@@ -70,16 +75,12 @@ pub(crate) fn run_on_verbs<P: OnVerbs + Send>(
 
 /// Without the verbs runtime in this build, `--runtime verbs` is refused before it gets here.
 #[cfg(not(feature = "verbs"))]
-pub(crate) fn run_on_verbs<P: OnVerbs + Send>(
-    _: Vec<P>,
-    _: u64,
-    _: Duration,
-) -> Result<Vec<P>, String> {
+pub fn run_on_verbs<P: OnVerbs + Send>(_: Vec<P>, _: u64, _: Duration) -> Result<Vec<P>, String> {
     Err(verbs_missing())
 }
 
 /// What `--runtime verbs` says in a build without the verbs runtime.
-pub(crate) fn verbs_missing() -> String {
+pub fn verbs_missing() -> String {
     format!(
         "{}: this harness was built without the verbs runtime; build it with `cargo run --release -p harness --features verbs -- ...` (scripts/verbs-deps.sh installs what that build needs)",
         verbs::NO_DEVICE
@@ -88,7 +89,7 @@ pub(crate) fn verbs_missing() -> String {
 
 impl Where {
     /// The runtime's name on the command line and in CSV files.
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Where::Sim => "sim",
             Where::Local { .. } => "local",
@@ -100,65 +101,77 @@ impl Where {
 
 /// One experiment.
 #[derive(Clone, Debug)]
-pub(crate) struct Experiment {
-    pub(crate) deploy: Deployment,
-    pub(crate) dest: DestPolicy,
-    pub(crate) size: usize,
-    pub(crate) warmup: Nanos,
-    pub(crate) duration: Nanos,
-    pub(crate) runtime: Where,
-    pub(crate) profile: Profile,
+pub struct Experiment {
+    /// The protocol, configured.
+    pub deploy: Deployment,
+    /// Where the clients multicast.
+    pub dest: DestPolicy,
+    /// Payload bytes per multicast.
+    pub size: usize,
+    /// The warm-up before the measurement window.
+    pub warmup: Nanos,
+    /// The measurement window.
+    pub duration: Nanos,
+    /// Where it runs.
+    pub runtime: Where,
+    /// The hardware profile (the simulator's; the others report it).
+    pub profile: Profile,
     /// What the protocol's reported work costs on the simulator (`--software`).
-    pub(crate) software: Software,
-    pub(crate) seed: u64,
-    pub(crate) log: bool,
+    pub software: Software,
+    /// The seed of every random stream of the run.
+    pub seed: u64,
+    /// Whether the servers keep a delivery log.
+    pub log: bool,
     /// The tree `--dest adjacent:K` draws from when the protocol has none (RamCast given
     /// TRAM's "genuine" workload).
-    pub(crate) dest_tree: Option<multicast::Tree>,
+    pub dest_tree: Option<multicast::Tree>,
 }
 
 /// What an experiment measured.
 #[derive(Debug)]
-pub(crate) struct Measured {
+pub struct Measured {
     /// Multicasts completed that started in the measurement window.
-    pub(crate) delivered: u64,
-    pub(crate) throughput: f64,
+    pub delivered: u64,
+    /// Those per second of the window.
+    pub throughput: f64,
     /// The measurement window's length (a figure may stretch the experiment's: see
     /// [`crate::figure::measure`]).
-    pub(crate) window: Nanos,
+    pub window: Nanos,
     /// Closed-loop clients in the run.
-    pub(crate) clients: usize,
+    pub clients: usize,
     /// Latency over all clients, nanoseconds.
-    pub(crate) latency: Histogram<u64>,
+    pub latency: Histogram<u64>,
     /// Completions and latencies (nanoseconds) over all clients per section of the window
     /// ([`multicast::workload::SECTIONS`] of them; none where the runtime does not report them):
     /// the spread that gives [`Measured::throughput_ci`] and [`Measured::latency_ci`].
-    pub(crate) sections: Vec<(u64, Histogram<u64>)>,
-    pub(crate) log: Option<DeliveryLog>,
-    pub(crate) wall: Duration,
+    pub sections: Vec<(u64, Histogram<u64>)>,
+    /// The delivery log, if the servers kept one.
+    pub log: Option<DeliveryLog>,
+    /// The run's wall-clock time.
+    pub wall: Duration,
     /// CPU time of this process during the run (local runtime), if known.
-    pub(crate) cpu: Option<Duration>,
+    pub cpu: Option<Duration>,
     /// Messages delivered by all servers.
-    pub(crate) server_deliveries: u64,
+    pub server_deliveries: u64,
     /// Groups whose leadership changed during the run (false suspicions included), plus one
     /// if a leader changed among the auxiliary processes (Ridge's dedicated acceptors).
-    pub(crate) leader_changes: usize,
+    pub leader_changes: usize,
     /// The protocol's own counters ([`Observed::counters`]), summed over the servers.
-    pub(crate) counters: Counters,
+    pub counters: Counters,
     /// Each server's deliveries of the protocol's own kind in order, with `--log`, and the
     /// kind's name ([`Observed::own_log`]).
-    pub(crate) own_log: Option<(&'static str, Vec<OwnLog>)>,
+    pub own_log: Option<(&'static str, Vec<OwnLog>)>,
 }
 
 /// One server's deliveries of the protocol's own kind, in order ([`Observed::own_log`]).
-pub(crate) type OwnLog = (ProcessId, Vec<multicast::MsgId>);
+pub type OwnLog = (ProcessId, Vec<multicast::MsgId>);
 
 /// A protocol's own counters, by name ([`Observed::counters`]).
-pub(crate) type Counters = std::collections::BTreeMap<&'static str, u64>;
+pub type Counters = std::collections::BTreeMap<&'static str, u64>;
 
 impl Measured {
     /// The 95% interval of [`Measured::throughput`] ([`crate::stats::rate_ci`]).
-    pub(crate) fn throughput_ci(&self) -> Option<(f64, f64)> {
+    pub fn throughput_ci(&self) -> Option<(f64, f64)> {
         crate::stats::rate_ci(
             self.throughput,
             self.window.as_secs_f64(),
@@ -169,7 +182,7 @@ impl Measured {
 
     /// The latency quantile `q` over the window, in microseconds, and its 95% interval by
     /// sectioning (`None` when a section completed nothing: its quantile does not exist).
-    pub(crate) fn latency_ci(&self, q: f64) -> (f64, Option<(f64, f64)>) {
+    pub fn latency_ci(&self, q: f64) -> (f64, Option<(f64, f64)>) {
         let us = |h: &Histogram<u64>| h.value_at_quantile(q) as f64 / 1000.0;
         let point = us(&self.latency);
         if self.sections.iter().any(|s| s.1.is_empty()) {
@@ -181,12 +194,13 @@ impl Measured {
 }
 
 impl Experiment {
-    pub(crate) fn runtime_name(&self) -> &'static str {
+    /// The runtime's name on the command line.
+    pub fn runtime_name(&self) -> &'static str {
         self.runtime.name()
     }
 
     /// The clients' load.
-    pub(crate) fn load(&self) -> LoadSpec {
+    pub fn load(&self) -> LoadSpec {
         LoadSpec {
             dest: self.dest,
             groups: self.deploy.shape().0,
@@ -202,7 +216,7 @@ impl Experiment {
     }
 
     /// Runs it: warm-up, measurement window, then a drain so in-flight multicasts finish.
-    pub(crate) fn run(&self) -> Measured {
+    pub fn run(&self) -> Measured {
         self.deploy.execute(self)
     }
 
@@ -214,7 +228,7 @@ impl Experiment {
     }
 
     /// Runs `nodes`, the processes of this experiment's deployment, and measures them.
-    pub(crate) fn execute<S, C>(&self, nodes: Vec<Node<S, C>>) -> Measured
+    pub fn execute<S, C>(&self, nodes: Vec<Node<S, C>>) -> Measured
     where
         S: Server + Observed,
         Node<S, C>: Process<SimNic> + Process<LocalNic> + OnVerbs + Send,
@@ -325,7 +339,7 @@ impl Experiment {
 
     /// One `summary.csv` row: the experiment's parameters and what it measured, with 95%
     /// intervals by sectioning where the runtime reports sections.
-    pub(crate) fn summary_row(&self, m: &Measured, commit: &str) -> SummaryRow {
+    pub fn summary_row(&self, m: &Measured, commit: &str) -> SummaryRow {
         let (groups, replicas, clients) = self.deploy.shape();
         let (slot_bytes, slots) = self.deploy.slots();
         let sim = |name: &str| {
@@ -373,7 +387,7 @@ impl Experiment {
 
 /// A row of `summary.csv` (`harness run --out`) and of the figures' run tables.
 #[derive(Clone, Debug, serde::Serialize)]
-pub(crate) struct SummaryRow {
+pub struct SummaryRow {
     protocol: String,
     /// The overlay tree (`-` for genuine protocols), its commas written as `;`.
     tree: String,
@@ -438,7 +452,7 @@ impl std::fmt::Display for SummaryRow {
 }
 
 /// Writes a latency CDF: `latency_us,fraction` at every recorded value.
-pub(crate) fn write_cdf(path: &Path, h: &Histogram<u64>) -> Result<(), String> {
+pub fn write_cdf(path: &Path, h: &Histogram<u64>) -> Result<(), String> {
     #[derive(serde::Serialize)]
     struct Row {
         latency_us: f64,
@@ -461,14 +475,14 @@ pub(crate) fn write_cdf(path: &Path, h: &Histogram<u64>) -> Result<(), String> {
 }
 
 /// Writes `summary.csv` (or a figure's run table) with its header and `rows`.
-pub(crate) fn write_summary(path: &Path, rows: &[SummaryRow]) -> Result<(), String> {
+pub fn write_summary(path: &Path, rows: &[SummaryRow]) -> Result<(), String> {
     write_rows(path, rows)
 }
 
 /// `header` and `rows` as CSV text through the `csv` crate (a field holding a comma or a
 /// quote is quoted): for a table whose columns are only known at run time; a table with fixed
 /// columns is a `serde::Serialize` row written with [`write_rows`].
-pub(crate) fn csv_table<R, F>(header: &[&str], rows: impl IntoIterator<Item = R>) -> String
+pub fn csv_table<R, F>(header: &[&str], rows: impl IntoIterator<Item = R>) -> String
 where
     R: IntoIterator<Item = F>,
     F: AsRef<[u8]>,
@@ -482,10 +496,7 @@ where
 }
 
 /// Writes `rows` to the CSV file `path`, a header first.
-pub(crate) fn write_rows<R: serde::Serialize>(
-    path: &std::path::Path,
-    rows: &[R],
-) -> Result<(), String> {
+pub fn write_rows<R: serde::Serialize>(path: &std::path::Path, rows: &[R]) -> Result<(), String> {
     let err = |e: csv::Error| format!("cannot write {}: {e}", path.display());
     let mut w = csv::Writer::from_path(path).map_err(err)?;
     for r in rows {
@@ -496,7 +507,7 @@ pub(crate) fn write_rows<R: serde::Serialize>(
 }
 
 /// CPU time this process used so far (user + system), from /proc; `None` where unavailable.
-pub(crate) fn process_cpu() -> Option<Duration> {
+pub fn process_cpu() -> Option<Duration> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     let rest = stat.rsplit_once(')')?.1;
     let fields: Vec<&str> = rest.split_whitespace().collect();
@@ -507,7 +518,7 @@ pub(crate) fn process_cpu() -> Option<Duration> {
 
 /// Parses a byte count: a number with an optional unit B, KB, MB, GB (powers of 1024, as the
 /// paper's MB; KiB, MiB, GiB are accepted too).
-pub(crate) fn parse_bytes(s: &str) -> Result<usize, String> {
+pub fn parse_bytes(s: &str) -> Result<usize, String> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -540,12 +551,12 @@ pub(crate) fn parse_bytes(s: &str) -> Result<usize, String> {
 /// positive and at most an hour ([`bounded_duration`]).
 ///
 /// [`Nanos::from_str`]: std::str::FromStr::from_str
-pub(crate) fn parse_duration(s: &str) -> Result<Nanos, String> {
+pub fn parse_duration(s: &str) -> Result<Nanos, String> {
     bounded_duration(s.parse()?)
 }
 
 /// `d` if it is positive and at most an hour, as every duration a command takes must be.
-pub(crate) fn bounded_duration(d: Nanos) -> Result<Nanos, String> {
+pub fn bounded_duration(d: Nanos) -> Result<Nanos, String> {
     if d == Nanos::ZERO || d > Nanos::from_secs(3_600) {
         return Err(format!(
             "duration `{}` must be positive and at most one hour",
@@ -556,7 +567,7 @@ pub(crate) fn bounded_duration(d: Nanos) -> Result<Nanos, String> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
 
     /// A row keeps the digits `format!` gave it (`1.500`, `22544`) while a label with a comma
@@ -618,35 +629,5 @@ pub(crate) mod tests {
             x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
         }
         assert!(process_cpu().unwrap() > before, "CPU time stood still");
-    }
-
-    /// Priced work makes protocol `p` slower on a workload of 8 groups of 3 and 4 clients
-    /// (each protocol's folder calls it), and `none` is the model without software profiles:
-    /// the same numbers.
-    pub(crate) fn priced_work_lowers_throughput_and_raises_latency(p: &crate::protocols::Entry) {
-        let measure = |software: Software| {
-            let shape = crate::compare::Workload::shape_of(8, 3, 64, DestPolicy::Random(2), 4);
-            let e = Experiment {
-                deploy: p.deploy(&shape).unwrap(),
-                dest: DestPolicy::Random(2),
-                size: 64,
-                warmup: Nanos(100_000),
-                duration: Nanos(1_000_000),
-                runtime: Where::Sim,
-                profile: Profile::load("r320-cx3").unwrap(),
-                software,
-                seed: 1,
-                log: false,
-                dest_tree: None,
-            };
-            let m = e.run();
-            (m.throughput, m.latency.value_at_quantile(0.5))
-        };
-        let name = p.name;
-        let free = measure(Software::none());
-        let priced = measure(sweep::priced_software());
-        assert!(free.0 > 0.0, "{name} delivered nothing");
-        assert!(priced.0 < free.0, "{name}: {priced:?} against {free:?}");
-        assert!(priced.1 > free.1, "{name}: {priced:?} against {free:?}");
     }
 }

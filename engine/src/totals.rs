@@ -9,7 +9,7 @@
 //!
 //! What the estimate counts:
 //! - **Memory**: every process's regions, sized by the code its processes declare them with
-//!   ([`crate::protocols::Multicast::footprint`]), plus [`NODE_PROCESS_BYTES`] per node process
+//!   ([`crate::protocol::Multicast::footprint`]), plus [`NODE_PROCESS_BYTES`] per node process
 //!   on tcp. Regions the simulator allocates page by page as they are written count whole: a
 //!   closed-loop client goes round its buffers within a few laps, so a long run touches them.
 //! - **Tasks**: threads and processes the run starts: [`TCP_NODE_THREADS`] per node process on
@@ -29,22 +29,22 @@ use transport::{Qp, RegionSpec};
 
 /// Processes of one role in a run, and the regions each of them declares.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Processes {
+pub struct Processes {
     /// The role, plural and ending in s, as messages write it (`servers`: `servers' regions`).
-    pub(crate) role: &'static str,
+    pub role: &'static str,
     /// How many of them run.
-    pub(crate) count: usize,
+    pub count: usize,
     /// The regions one of them declares.
-    pub(crate) regions: Vec<RegionSpec>,
+    pub regions: Vec<RegionSpec>,
 }
 
 /// Memory of a tcp node process beyond its regions: measured, a debug node of the README's tcp
 /// run holds 1.3 MB of its own (`RssAnon`); rounded up for its thread stacks, sockets and page
 /// tables. The binary's code is shared by all nodes and not counted.
-pub(crate) const NODE_PROCESS_BYTES: u64 = 2 << 20;
+pub const NODE_PROCESS_BYTES: u64 = 2 << 20;
 
 /// Threads of a tcp node process: its process's and its NIC's.
-pub(crate) const TCP_NODE_THREADS: u64 = 2;
+pub const TCP_NODE_THREADS: u64 = 2;
 
 /// Descriptors of a tcp node process besides its connections: standard streams, the listener,
 /// the poller and its waker, the files it writes; rounded up.
@@ -53,44 +53,44 @@ const TCP_NODE_FILES: u64 = 16;
 /// The flags that set a run's totals, with their values, as a refusal names them
 /// (`--clients (4096), --groups (64) or --slots (16)`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Lower {
+pub struct Lower {
     /// The flags that set its memory.
-    pub(crate) memory: String,
+    pub memory: String,
     /// The flags that set how many processes it has.
-    pub(crate) processes: String,
+    pub processes: String,
 }
 
 /// What a run takes of the machine, estimated before anything is built (see the module doc).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Needs {
+pub struct Needs {
     /// Bytes of memory.
-    pub(crate) bytes: u64,
+    pub bytes: u64,
     /// What those bytes are (`192 servers' regions: 72.0 GiB, 4096 clients' regions: 12.0 MiB`).
-    pub(crate) parts: String,
+    pub parts: String,
     /// Threads and processes started.
-    pub(crate) tasks: u64,
+    pub tasks: u64,
     /// What those tasks are.
-    pub(crate) tasks_are: String,
+    pub tasks_are: String,
     /// On tcp: each node process's sockets.
-    pub(crate) sockets: Option<Sockets>,
+    pub sockets: Option<Sockets>,
     /// The flags to lower.
-    pub(crate) lower: Lower,
+    pub lower: Lower,
 }
 
 /// The sockets of each node process of a tcp run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Sockets {
+pub struct Sockets {
     /// Node processes.
-    pub(crate) nodes: u64,
+    pub nodes: u64,
     /// Descriptors one opens.
-    pub(crate) descriptors: u64,
+    pub descriptors: u64,
     /// Connections one accepts.
-    pub(crate) connections: u64,
+    pub connections: u64,
 }
 
 impl Needs {
     /// What a run of `processes` on `runtime` takes; `lower` names the flags that set it.
-    pub(crate) fn of(processes: &[Processes], runtime: Where, lower: Lower) -> Needs {
+    pub fn of(processes: &[Processes], runtime: Where, lower: Lower) -> Needs {
         let nodes: u64 = processes.iter().map(|p| p.count as u64).sum();
         // Bytes by role, in the order the roles first appear (TRAM's servers come a group at a
         // time, their regions sized by the group's place in the tree).
@@ -163,30 +163,30 @@ impl Needs {
 
 /// One limit and where it comes from, for the message (`MemAvailable in /proc/meminfo`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Limit {
+pub struct Limit {
     /// The limit.
-    pub(crate) value: u64,
+    pub value: u64,
     /// Where it comes from.
-    pub(crate) source: String,
+    pub source: String,
 }
 
 /// What the machine (and the tcp runtime) allows a run; `None` where it is not known.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Limits {
+pub struct Limits {
     /// Bytes of memory.
-    pub(crate) memory: Option<Limit>,
+    pub memory: Option<Limit>,
     /// Threads and processes, already running ones included.
-    pub(crate) tasks: Option<Limit>,
+    pub tasks: Option<Limit>,
     /// Descriptors per process.
-    pub(crate) descriptors: Option<Limit>,
+    pub descriptors: Option<Limit>,
     /// Connections a tcp node accepts.
-    pub(crate) connections: Limit,
+    pub connections: Limit,
 }
 
 impl Limits {
     /// This machine's limits; with `elsewhere` (a cluster file places the nodes, perhaps on
     /// other hosts), only the tcp runtime's own, which hold on every host.
-    pub(crate) fn probe(elsewhere: bool) -> Limits {
+    pub fn probe(elsewhere: bool) -> Limits {
         let connections = Limit {
             value: tcp::Bounds::default().connections as u64,
             source: "the tcp runtime's bound on connections from peers".into(),
@@ -240,7 +240,7 @@ impl Limits {
 
 /// Refuses a run that needs more than the limits allow: one sentence per limit exceeded, each
 /// with the estimate, the limit and the flags to lower.
-pub(crate) fn check(needs: &Needs, limits: &Limits) -> Result<(), String> {
+pub fn check(needs: &Needs, limits: &Limits) -> Result<(), String> {
     let mut refusals = Vec::new();
     if let Some(m) = limits.memory.as_ref().filter(|m| needs.bytes > m.value) {
         refusals.push(format!(
@@ -290,7 +290,7 @@ pub(crate) fn check(needs: &Needs, limits: &Limits) -> Result<(), String> {
 }
 
 /// A byte count to one decimal in the largest binary unit it reaches (`72.0 GiB`).
-pub(crate) fn approx(bytes: u64) -> String {
+pub fn approx(bytes: u64) -> String {
     let units = [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)];
     match units.iter().find(|u| bytes >= 1 << u.1) {
         Some((unit, shift)) => format!("{:.1} {unit}", bytes as f64 / (1u64 << shift) as f64),

@@ -1,7 +1,7 @@
 //! What every paper figure and `harness compare` share: measuring a point, saturation sweeps
 //! (clients doubled until throughput grows by less than 5%, or a cap), points measured on all
 //! cores, latency CDFs, panels, and the side-by-side and claims tables of the summaries. Each
-//! protocol's figures live in its folder under [`crate::protocols`].
+//! protocol's figures live in its folder of the harness.
 
 use crate::experiment::{Experiment, Measured};
 use crate::plot::{self, Panel, Series};
@@ -14,18 +14,24 @@ use transport::runtime::sim::Software;
 use transport::Nanos;
 
 /// One measured point of a saturation sweep.
-pub(crate) struct Point {
-    pub(crate) e: Experiment,
-    pub(crate) m: Measured,
+#[allow(
+    missing_debug_implementations,
+    reason = "a measurement's histograms are not worth printing"
+)]
+pub struct Point {
+    /// The experiment.
+    pub e: Experiment,
+    /// What it measured.
+    pub m: Measured,
 }
 
 /// The precision a figure point is measured to: the 95% intervals of its throughput, median
 /// and p95 latency each within this fraction of the estimate.
-pub(crate) const PRECISION: f64 = 0.05;
+pub const PRECISION: f64 = 0.05;
 
 /// How far [`measure`] stretches a point's window to reach [`PRECISION`]: at most this many
 /// times the figure's.
-pub(crate) const MAX_STRETCH: u64 = 16;
+pub const MAX_STRETCH: u64 = 16;
 
 /// Runs one point of a figure, its window doubled until its throughput, median and p95 are
 /// each known within [`PRECISION`] at 95% (by sectioning: see `multicast::workload::Section`;
@@ -40,7 +46,7 @@ pub(crate) const MAX_STRETCH: u64 = 16;
 /// window under `measured`, and 67 in 2 s); one that completes none even in the longest window
 /// is refused: a collapse (every leader replaced under load, say) must stop the figure, not
 /// vanish into a maximum.
-pub(crate) fn measure(e: &Experiment) -> Result<Measured, String> {
+pub fn measure(e: &Experiment) -> Result<Measured, String> {
     let mut e = e.clone();
     let cap = e.duration.as_nanos().saturating_mul(MAX_STRETCH);
     loop {
@@ -77,7 +83,7 @@ fn precise(m: &Measured) -> bool {
 }
 
 /// Doubles the clients from 1 until throughput grows by less than 5%; returns every point.
-pub(crate) fn saturate(
+pub fn saturate(
     mk: impl Fn(usize) -> Experiment + Sync,
     max_clients: usize,
     progress: &(dyn Fn(&str) + Sync),
@@ -111,12 +117,12 @@ pub(crate) fn saturate(
 
 /// Worker threads, on as many cores, from which a [`doubling`] sweep measures two doublings at
 /// once.
-pub(crate) const AHEAD_THREADS: usize = 8;
+pub const AHEAD_THREADS: usize = 8;
 
 /// Whether a [`doubling`] sweep on the current pool measures ahead: the pool has
 /// [`AHEAD_THREADS`] threads and the machine as many cores (`--jobs 8` on 2 cores measured
 /// ahead and lost: `figure tram-fig7` 56.7 s against 19.7 s).
-pub(crate) fn measures_ahead() -> bool {
+pub fn measures_ahead() -> bool {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     rayon::current_num_threads().min(cores) >= AHEAD_THREADS
 }
@@ -135,7 +141,7 @@ pub(crate) fn measures_ahead() -> bool {
 /// waits until it is known to be wanted. Which points are kept, and so every output, is the
 /// same either way: an error or a panic at a point measured ahead fails the sweep only if the
 /// sweep then keeps that point, as it would have without measuring ahead.
-pub(crate) fn doubling<P: Send>(
+pub fn doubling<P: Send>(
     ahead: bool,
     first: usize,
     cap: usize,
@@ -197,7 +203,7 @@ pub(crate) fn doubling<P: Send>(
 /// its longest items first ends with short ones and leaves no core idle behind a long tail
 /// ([`in_parallel_longest_first`]). Calls nest: a thread waiting for the other items of an
 /// outer call takes items of an inner one.
-pub(crate) fn in_parallel<T: Sync, R: Send>(
+pub fn in_parallel<T: Sync, R: Send>(
     items: &[T],
     curve: impl Fn(&T) -> Result<R, String> + Sync,
 ) -> Result<Vec<R>, String> {
@@ -207,7 +213,7 @@ pub(crate) fn in_parallel<T: Sync, R: Send>(
 
 /// [`in_parallel`], starting the items in decreasing order of `cost` (a guess at each one's
 /// run time; ties keep the items' order), the results still in the items' order.
-pub(crate) fn in_parallel_longest_first<T: Sync, R: Send>(
+pub fn in_parallel_longest_first<T: Sync, R: Send>(
     items: &[T],
     cost: impl Fn(&T) -> u64,
     curve: impl Fn(&T) -> Result<R, String> + Sync,
@@ -236,11 +242,11 @@ fn in_order<T: Sync, R: Send>(
 
 /// A pool of `jobs` worker threads for figure points (`None`: every core). Work started
 /// inside its `install` runs [`in_parallel`] on it.
-pub(crate) use sweep::worker_pool;
+pub use sweep::worker_pool;
 
 /// Whether the last doubling of clients grew throughput by less than 5% (false: the sweep hit
 /// its client cap still growing, and the maximum is a lower bound).
-pub(crate) fn saturated(points: &[Point]) -> bool {
+pub fn saturated(points: &[Point]) -> bool {
     match points {
         [.., a, b] => b.m.throughput <= a.m.throughput * 1.05,
         _ => false,
@@ -248,7 +254,7 @@ pub(crate) fn saturated(points: &[Point]) -> bool {
 }
 
 /// A figure label for a maximum: marked when the sweep stopped at its client cap still growing.
-pub(crate) fn max_label(points: &[Point]) -> String {
+pub fn max_label(points: &[Point]) -> String {
     match points.last() {
         Some(p) if !saturated(points) => {
             format!(
@@ -260,14 +266,15 @@ pub(crate) fn max_label(points: &[Point]) -> String {
     }
 }
 
-pub(crate) fn max_throughput(points: &[Point]) -> f64 {
+/// The largest throughput of a sweep (msg/s).
+pub fn max_throughput(points: &[Point]) -> f64 {
     points.iter().map(|p| p.m.throughput).fold(0.0, f64::max)
 }
 
 /// The maximum throughput of a sweep (msg/s) as a claim's measurement, with the interval of
 /// its knee band ([`crate::stats::plateau`]), a lower bound when the sweep stopped still
 /// growing.
-pub(crate) fn max_measure(points: &[Point]) -> crate::verdict::Measure {
+pub fn max_measure(points: &[Point]) -> crate::verdict::Measure {
     let v: Vec<_> = points
         .iter()
         .map(|p| (p.m.throughput, p.m.throughput_ci()))
@@ -277,17 +284,18 @@ pub(crate) fn max_measure(points: &[Point]) -> crate::verdict::Measure {
 }
 
 /// A latency quantile of one run (us) as a claim's measurement, with its interval.
-pub(crate) fn latency_measure(m: &Measured, q: f64) -> crate::verdict::Measure {
+pub fn latency_measure(m: &Measured, q: f64) -> crate::verdict::Measure {
     let (v, ci) = m.latency_ci(q);
     crate::verdict::Measure::within(v, ci)
 }
 
-pub(crate) fn us(h: &Histogram<u64>, q: f64) -> f64 {
+/// Quantile `q` of a latency histogram in nanoseconds, in microseconds.
+pub fn us(h: &Histogram<u64>, q: f64) -> f64 {
     h.value_at_quantile(q) as f64 / 1000.0
 }
 
 /// The CDF of a latency histogram, starting at fraction 0 at the smallest value.
-pub(crate) fn cdf_points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
+pub fn cdf_points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
     let total = h.len().max(1) as f64;
     let mut seen = 0;
     let mut points = vec![(h.min() as f64 / 1000.0, 0.0)];
@@ -299,7 +307,7 @@ pub(crate) fn cdf_points(h: &Histogram<u64>) -> Vec<(f64, f64)> {
 }
 
 /// `64 B`, `4K`.
-pub(crate) fn size_label(size: usize) -> String {
+pub fn size_label(size: usize) -> String {
     if size < 1024 {
         format!("{size} B")
     } else {
@@ -308,7 +316,7 @@ pub(crate) fn size_label(size: usize) -> String {
 }
 
 /// A panel with linear axes.
-pub(crate) fn panel(title: &str, x: &str, y: &str, series: Vec<Series>) -> Panel {
+pub fn panel(title: &str, x: &str, y: &str, series: Vec<Series>) -> Panel {
     Panel {
         title: title.into(),
         x_label: x.into(),
@@ -319,13 +327,14 @@ pub(crate) fn panel(title: &str, x: &str, y: &str, series: Vec<Series>) -> Panel
     }
 }
 
-pub(crate) fn write(path: &Path, text: &str) -> Result<(), String> {
+/// Writes `text` to `path`; an error names the file.
+pub fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Writes a CSV file of `head` and `rows`, each row's cells already formatted (for rows
 /// whose cells a serialized struct cannot give: some left empty, numbers at a set precision).
-pub(crate) fn write_records<const N: usize>(
+pub fn write_records<const N: usize>(
     path: &Path,
     head: [&str; N],
     rows: impl IntoIterator<Item = [String; N]>,
@@ -339,7 +348,7 @@ pub(crate) fn write_records<const N: usize>(
 }
 
 /// A markdown table's head: its columns, then the line under them.
-pub(crate) fn table_head<S: std::fmt::Display>(columns: impl IntoIterator<Item = S>) -> String {
+pub fn table_head<S: std::fmt::Display>(columns: impl IntoIterator<Item = S>) -> String {
     let mut head = String::from("|");
     let mut under = String::from("|");
     for c in columns {
@@ -350,7 +359,7 @@ pub(crate) fn table_head<S: std::fmt::Display>(columns: impl IntoIterator<Item =
 }
 
 /// A row of the side-by-side table.
-pub(crate) fn row(out: &mut String, what: &str, published: f64, measured: f64, unit: &str) {
+pub fn row(out: &mut String, what: &str, published: f64, measured: f64, unit: &str) {
     let _ = writeln!(
         out,
         "| {what} | {published:.1} {unit} | {measured:.1} {unit} | {:.2} |",
@@ -360,17 +369,17 @@ pub(crate) fn row(out: &mut String, what: &str, published: f64, measured: f64, u
 
 /// What a summary says when the paper states no claim about the figure (the results index
 /// then says so instead of counting verdicts).
-pub(crate) const NO_CLAIMS: &str =
+pub const NO_CLAIMS: &str =
     "The paper states no number or claim for these figures beyond showing them";
 
 /// The head of a published-against-measured table.
-pub(crate) const TABLE_HEAD: &str =
+pub const TABLE_HEAD: &str =
     "| what | published | measured | measured / published |\n|---|---|---|---|\n";
 
 /// A discussion bullet about software cost: `free` (written for the model without software
 /// cost) under `none`; under a priced profile, what this run charges and what it was calibrated
 /// on, since `free`'s explanation does not hold for this run.
-pub(crate) fn software_bullet(software: &Software, free: String) -> String {
+pub fn software_bullet(software: &Software, free: String) -> String {
     if software.costs.is_free() {
         return free;
     }

@@ -4,30 +4,30 @@ use super::*;
 
 /// What one node of a multicast run reports to whoever collects the run.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub(crate) struct NodeReport {
+pub struct NodeReport {
     /// Its role.
-    pub(crate) role: String,
+    pub role: String,
     /// A client's multicasts completed that started in the window.
-    pub(crate) completed_in_window: u64,
+    pub completed_in_window: u64,
     /// A client's latencies: (nanoseconds, count).
-    pub(crate) latency: Vec<(u64, u64)>,
+    pub latency: Vec<(u64, u64)>,
     /// A server's deliveries.
-    pub(crate) delivered: u64,
+    pub delivered: u64,
     /// A server through which its group's leadership moved.
-    pub(crate) changed_leader: bool,
+    pub changed_leader: bool,
     /// Why a server halted itself, if it did ([`multicast::Server::halt_reason`]).
-    pub(crate) halted: Option<String>,
+    pub halted: Option<String>,
 }
 
 /// What every node reports about its connections, beside what its process reports.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub(crate) struct Links {
+pub struct Links {
     /// How the node's run ended.
-    pub(crate) stop: String,
+    pub stop: String,
     /// Connections that closed or were refused during the run, and why (every one).
-    pub(crate) events: Vec<String>,
+    pub events: Vec<String>,
     /// The peers whose links the node gave up on, and why.
-    pub(crate) given_up: Vec<(u32, String)>,
+    pub given_up: Vec<(u32, String)>,
 }
 
 impl Links {
@@ -49,7 +49,7 @@ impl Links {
 /// a peer killed or paused, traffic cut or delayed, or a failure (a peer that never started or
 /// crashed, an address nobody listens on, a firewall); only the last fails the node, so a run
 /// that lost a node nobody meant to lose does not pass as clean.
-pub(crate) fn finish_node<P, T: Serialize>(
+pub fn finish_node<P, T: Serialize>(
     cluster: &ClusterFile,
     id: usize,
     run: &tcp::NodeRun<P>,
@@ -98,7 +98,7 @@ pub(super) fn unexplained_losses(
 }
 
 /// A node's role as the cluster file names it: `server gG`, `client`, `auxiliary`.
-pub(crate) fn role_of<S: Server, C>(node: &Node<S, C>) -> String {
+pub fn role_of<S: Server, C>(node: &Node<S, C>) -> String {
     match node {
         Node::Server(s) => format!("server g{}", s.server.group().0),
         Node::Client(_) => "client".into(),
@@ -119,14 +119,14 @@ pub(super) fn member_of(role: &str) -> Option<Member> {
 }
 
 /// A histogram as a node report carries it: (value, count) of every recorded value.
-pub(crate) fn histogram_counts(h: &Histogram<u64>) -> Vec<(u64, u64)> {
+pub fn histogram_counts(h: &Histogram<u64>) -> Vec<(u64, u64)> {
     h.iter_recorded()
         .map(|v| (v.value_iterated_to(), v.count_at_value()))
         .collect()
 }
 
 /// Adds a report's [`histogram_counts`] to `h`.
-pub(crate) fn record_counts(h: &mut Histogram<u64>, counts: &[(u64, u64)]) -> Result<(), String> {
+pub fn record_counts(h: &mut Histogram<u64>, counts: &[(u64, u64)]) -> Result<(), String> {
     for &(v, c) in counts {
         h.record_n(v, c).map_err(|err| err.to_string())?;
     }
@@ -140,7 +140,7 @@ pub(super) fn log_dir(report: &Path) -> PathBuf {
 
 /// Runs node `id` of the deployment `nodes` as the cluster file says, then writes its report
 /// (and, with `log`, its part of the delivery log beside it).
-pub(crate) fn serve<S, C>(
+pub fn serve<S, C>(
     e: &Experiment,
     nodes: Vec<Node<S, C>>,
     cluster: &ClusterFile,
@@ -197,7 +197,7 @@ where
 /// its process is, stops polling when the launcher's `stop` file appears beside the report (and
 /// says so: `REPORT.stopped`), and exits when the `exit` file appears. A node that left as soon
 /// as it was done would look crashed to the others while they still need it.
-pub(crate) fn run_as_node<P: Process<TcpNic> + Send>(
+pub fn run_as_node<P: Process<TcpNic> + Send>(
     cluster: &ClusterFile,
     id: usize,
     specs: &[Vec<transport::RegionSpec>],

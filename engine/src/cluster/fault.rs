@@ -6,18 +6,35 @@ use super::*;
 /// A fault of a tcp run: on a node process (the launcher sends it signals) or on the network
 /// between nodes (the nodes' fault layer, [`transport::runtime::tcp::faults`]).
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum ProcessFault {
+pub enum ProcessFault {
     /// SIGKILL node `node` at `at` after start.
-    Kill { node: u32, at: Nanos },
+    Kill {
+        /// The node.
+        node: u32,
+        /// When, after time zero.
+        at: Nanos,
+    },
     /// SIGSTOP node `node` at `at`, SIGCONT `span` later.
-    Pause { node: u32, at: Nanos, span: Nanos },
+    Pause {
+        /// The node.
+        node: u32,
+        /// When, after time zero.
+        at: Nanos,
+        /// For how long.
+        span: Nanos,
+    },
     /// What the nodes `from` send to the nodes `to` during `[at, at + span)` suffers
     /// `effect`; a partition cuts both ways.
     Net {
+        /// When, after time zero.
         at: Nanos,
+        /// For how long.
         span: Nanos,
+        /// The senders.
         from: Nodes,
+        /// The receivers.
         to: Nodes,
+        /// What their sends suffer.
         effect: NetEffect,
     },
 }
@@ -25,16 +42,21 @@ pub(crate) enum ProcessFault {
 /// Some nodes of a run: a list of ids, or `*`, every node (in a partition, every node not on
 /// the other side).
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Nodes {
+pub enum Nodes {
+    /// `*`: every node.
     All,
+    /// These nodes.
     Some(Vec<u32>),
 }
 
 /// What a [`ProcessFault::Net`] does.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) enum NetEffect {
+pub enum NetEffect {
+    /// Every send arrives this much later.
     Delay(Nanos),
+    /// Each send is lost with this probability (and retransmitted a timeout later).
     Loss(f64),
+    /// Nothing passes, either way.
     Partition,
 }
 
@@ -137,7 +159,7 @@ impl fmt::Display for ProcessFault {
 
 impl ProcessFault {
     /// When it stops acting: a kill when it strikes, a pause or a network fault at its end.
-    pub(crate) fn ends_at(&self) -> Nanos {
+    pub fn ends_at(&self) -> Nanos {
         match *self {
             ProcessFault::Kill { at, .. } => at,
             ProcessFault::Pause { at, span, .. } | ProcessFault::Net { at, span, .. } => {
@@ -148,7 +170,7 @@ impl ProcessFault {
 
     /// Whether this fault can make node `i` unresponsive (paused, or its traffic delayed,
     /// lost or cut), the only way a correct server is excluded and then halts.
-    pub(crate) fn impairs(&self, i: usize) -> bool {
+    pub fn impairs(&self, i: usize) -> bool {
         let has = |n: &Nodes| match n {
             Nodes::All => true,
             Nodes::Some(ids) => ids.contains(&(i as u32)),

@@ -55,73 +55,73 @@ mod fault;
 mod launch;
 mod node;
 
-pub(crate) use fault::*;
-pub(crate) use launch::*;
-pub(crate) use node::*;
+pub use fault::*;
+pub use launch::*;
+pub use node::*;
 
 /// How long a multicast run's nodes go on after the clients stop issuing, so what is in
 /// flight completes: longer than a lost request takes to be recovered under the protocols'
 /// wall-clock timing (a Ridge client retries after 1 s; a suspicion takes 200 ms). With 1 s,
 /// a Ridge run whose coordinator was killed ended with its last requests undelivered, which
 /// the checker rightly calls a validity violation of the log as it stood.
-pub(crate) const DRAIN: Nanos = Nanos(3_000_000_000);
+pub const DRAIN: Nanos = Nanos(3_000_000_000);
 
 /// A cluster file.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ClusterFile {
+pub struct ClusterFile {
     /// The arguments of `harness run` every node executes (without `run` itself). Left out in
     /// a hosts file given to `harness run --cluster`, whose own arguments are the run.
     #[serde(default)]
-    pub(crate) run: Vec<String>,
+    pub run: Vec<String>,
     /// The cluster secret (at least 16 bytes). Left out in a cluster file whose nodes get it
     /// down their standard input (`harness node --secret-stdin`), as `harness run` starts them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) secret: Option<String>,
+    pub secret: Option<String>,
     /// Time zero of every node's clock, nanoseconds since the Unix epoch: the nodes start
     /// together then ([`TcpConfig::start_at`]) [default: each when its bootstrap ends].
     #[serde(default)]
-    pub(crate) start_at_unix_ns: Option<u64>,
+    pub start_at_unix_ns: Option<u64>,
     /// Network faults the nodes inject between themselves, in `harness run --fault` syntax
     /// (`delay:`, `loss:`, `partition:`), timed from time zero.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) faults: Vec<String>,
+    pub faults: Vec<String>,
     /// Kills and pauses the launcher sends by signal (`harness run --fault`), listed so that
     /// each node can tell a link lost to one of them from a failure ([`finish_node`]); the
     /// nodes inject none of them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) signalled: Vec<String>,
+    pub signalled: Vec<String>,
     /// One entry per node, in process-id order.
     #[serde(rename = "node")]
-    pub(crate) nodes: Vec<NodeEntry>,
+    pub nodes: Vec<NodeEntry>,
 }
 
 /// One node of a cluster file.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct NodeEntry {
+pub struct NodeEntry {
     /// `host:port` where the other nodes reach it; it listens there too, unless `listen` says
     /// otherwise.
-    pub(crate) addr: String,
+    pub addr: String,
     /// `host:port` it binds instead of `addr` (behind NAT, or `0.0.0.0:PORT` to listen on
     /// every interface: asked for, never the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) listen: Option<String>,
+    pub listen: Option<String>,
     /// Its role in the deployment ([`role_of`]); `harness run --cluster` fills it in.
     #[serde(default)]
-    pub(crate) role: String,
+    pub role: String,
     /// How `harness run --cluster` starts this node: a command prefix such as
     /// `["ip", "netns", "exec", "ns3"]` or `["ssh", "host3"]` (the node's own command line
     /// follows it) [default: none, a child process here].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) exec: Vec<String>,
+    pub exec: Vec<String>,
 }
 
 impl ClusterFile {
     /// Reads and checks a cluster file as a whole: at least one node, addresses that resolve,
     /// none twice and none (nor a `listen`) at port 0, a secret long enough if it has one, a time zero not far
     /// in the future. The file is read up to [`transport::input::MAX_INPUT`] bytes.
-    pub(crate) fn load(path: &Path) -> Result<ClusterFile, String> {
+    pub fn load(path: &Path) -> Result<ClusterFile, String> {
         let text = transport::input::read_capped(path)?;
         let c: ClusterFile =
             toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -187,7 +187,7 @@ impl ClusterFile {
 
     /// Takes the cluster secret from standard input (one line, as `harness run` writes it),
     /// for a node started with `--secret-stdin`. A file that has its own must agree.
-    pub(crate) fn read_secret_from_stdin(&mut self) -> Result<(), String> {
+    pub fn read_secret_from_stdin(&mut self) -> Result<(), String> {
         let mut line = String::new();
         use std::io::Read;
         std::io::stdin()
@@ -210,7 +210,7 @@ impl ClusterFile {
     }
 
     /// Every node's address, resolved.
-    pub(crate) fn addrs(&self) -> Result<Vec<SocketAddr>, String> {
+    pub fn addrs(&self) -> Result<Vec<SocketAddr>, String> {
         self.nodes
             .iter()
             .enumerate()
@@ -226,7 +226,7 @@ impl ClusterFile {
 
     /// Checks that this file describes a deployment of `roles` (every node's, in process
     /// order), and that node `id` is one of them.
-    pub(crate) fn check_node(&self, id: usize, roles: &[String]) -> Result<(), String> {
+    pub fn check_node(&self, id: usize, roles: &[String]) -> Result<(), String> {
         if self.nodes.len() != roles.len() {
             return Err(format!(
                 "the cluster file lists {} nodes, the run it names deploys {}",
@@ -250,7 +250,7 @@ impl ClusterFile {
     }
 
     /// The configuration every node of this cluster runs with.
-    pub(crate) fn config(&self, seed: u64) -> Result<TcpConfig, String> {
+    pub fn config(&self, seed: u64) -> Result<TcpConfig, String> {
         let n = self.nodes.len();
         let mut faults = Vec::new();
         for text in &self.faults {
