@@ -6,7 +6,9 @@
 //! [`figure`] measures points and saturation sweeps on all cores, [`plot`] draws them,
 //! [`stats`] summarises latency samples and gives rates and means their confidence intervals,
 //! and [`verdict`] holds the papers' claims as records, each judged by the rule the paper's
-//! words call for; [`progress`] shows long work on a terminal.
+//! words call for; [`probes`] times each kind of work of the workspace's code on this machine
+//! and [`fit`] fits a paper prototype's software profile to one published number;
+//! [`progress`] shows long work on a terminal.
 //!
 //! It names no protocol and no command: the harness's registry lists the protocols, and its
 //! commands parse the command line and call in here.
@@ -21,7 +23,9 @@
 pub mod cluster;
 pub mod experiment;
 pub mod figure;
+pub mod fit;
 pub mod plot;
+pub mod probes;
 pub mod progress;
 pub mod protocol;
 pub mod stats;

@@ -1,14 +1,13 @@
 //! `harness calibrate`: produces software profiles. `calibrate software` times each kind of
-//! work of our code on this machine ([`probes`]) and writes the `measured` profile;
+//! work of our code on this machine ([`engine::probes`]) and writes the `measured` profile;
 //! `calibrate paper NAME` fits a paper prototype's profile to its one published number
-//! ([`fit`]); `calibrate hardware` measures a device and writes a hardware profile
+//! ([`engine::fit`]); `calibrate hardware` measures a device and writes a hardware profile
 //! ([`hardware`]). The software files land where the built-ins live (`transport/software/`), stamped with the
 //! commit and the date, so a researcher can regenerate them and see the diff.
 
-mod fit;
 mod hardware;
-mod probes;
 
+use engine::{fit, probes};
 pub(crate) use fit::{DeclaredPosting, PaperSoftware, Prices};
 
 use crate::protocols::paper_software;

@@ -20,43 +20,45 @@ use transport::runtime::sim::{
 };
 
 /// A paper prototype's software profile and the one published number it is fitted to.
-pub(crate) struct PaperSoftware {
+#[derive(Debug)]
+pub struct PaperSoftware {
     /// The profile's name (`ramcast-java`).
-    pub(crate) name: &'static str,
+    pub name: &'static str,
     /// What prototype it models.
-    pub(crate) description: &'static str,
+    pub description: &'static str,
     /// The published number, what it is and where it is published.
-    pub(crate) target: &'static str,
+    pub target: &'static str,
     /// The published value.
-    pub(crate) published: f64,
+    pub published: f64,
     /// Its unit.
-    pub(crate) unit: &'static str,
+    pub unit: &'static str,
     /// The profile whose prices it starts from, unless `--shape` names another.
-    pub(crate) shape: &'static str,
+    pub shape: &'static str,
     /// Which prices the factor sets (see the module docs).
-    pub(crate) prices: Prices,
+    pub prices: Prices,
     /// How its processes post to several targets and await completions: declared from the
     /// paper's text, never fitted; the fit simulates with it.
-    pub(crate) posting: DeclaredPosting,
+    pub posting: DeclaredPosting,
     /// Simulates the target's experiment with a software profile and returns the number the
     /// paper reports; it must fall as prices rise (a throughput) or rise with them (a latency).
-    pub(crate) simulate: Simulate,
+    pub simulate: Simulate,
 }
 
 /// A prototype's write discipline as its paper describes it (see [`Posting`]).
-pub(crate) struct DeclaredPosting {
+#[derive(Debug)]
+pub struct DeclaredPosting {
     /// The discipline of every protocol not in `protocols` (`collective`, `batch`, `each`,
     /// `window:N`).
-    pub(crate) discipline: &'static str,
+    pub discipline: &'static str,
     /// Protocols whose prototype posts otherwise, by `--protocol` name.
-    pub(crate) protocols: &'static [(&'static str, &'static str)],
+    pub protocols: &'static [(&'static str, &'static str)],
     /// The paper's words the choice rests on.
-    pub(crate) source: &'static str,
+    pub source: &'static str,
 }
 
 impl DeclaredPosting {
     /// As a software profile declares it.
-    pub(crate) fn posting(&self) -> Result<Posting, String> {
+    pub fn posting(&self) -> Result<Posting, String> {
         Ok(Posting {
             discipline: self.discipline.parse()?,
             protocols: self
@@ -71,7 +73,7 @@ impl DeclaredPosting {
 
 /// Which prices of the shape one factor sets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Prices {
+pub enum Prices {
     /// The per-message prices, scaled; copies and scans keep the shape's prices.
     PerMessage,
     /// Every price but the scan's, copies included, scaled.
@@ -82,7 +84,7 @@ pub(crate) enum Prices {
 }
 
 /// How a [`PaperSoftware`] simulates its target: with a software profile, reporting progress.
-pub(crate) type Simulate = fn(&Software, &(dyn Fn(&str) + Sync)) -> Result<f64, String>;
+pub type Simulate = fn(&Software, &(dyn Fn(&str) + Sync)) -> Result<f64, String>;
 
 /// The smallest and largest factor tried.
 const SCALES: (f64, f64) = (1.0 / 16.0, 256.0);
@@ -94,7 +96,7 @@ const TOLERANCE: f64 = 0.005;
 /// `shape`'s prices set by `scale` as `prices` says: per-message prices times `scale` (rounded
 /// to the nanosecond; a scan keeps its price), copies too for [`Prices::WithCopies`] (rounded
 /// to the picosecond); or only the row price, `scale` times [`ROW_PRICE_UNIT_NS`].
-pub(crate) fn scaled(shape: &WorkCosts, scale: f64, prices: Prices) -> WorkCosts {
+pub fn scaled(shape: &WorkCosts, scale: f64, prices: Prices) -> WorkCosts {
     if prices == Prices::Rows {
         return WorkCosts {
             row_ns: (scale * ROW_PRICE_UNIT_NS).round() as u64,
@@ -120,7 +122,7 @@ pub(crate) fn scaled(shape: &WorkCosts, scale: f64, prices: Prices) -> WorkCosts
 /// The factor whose `value(factor)` is nearest `target`, by bisection in log space between
 /// [`SCALES`]; `value` must be monotonic. Returns the factor and its value, or why the target
 /// is out of reach.
-pub(crate) fn bisect(
+pub fn bisect(
     target: f64,
     mut value: impl FnMut(f64) -> Result<f64, String>,
 ) -> Result<(f64, f64), String> {
@@ -159,7 +161,7 @@ pub(crate) fn bisect(
 
 /// Fits `paper`'s profile on `shape`; `version` is the new profile's, `commit` and `date`
 /// stamp it.
-pub(crate) fn fit(
+pub fn fit(
     paper: &PaperSoftware,
     shape: &Software,
     version: u32,

@@ -26,26 +26,26 @@ use transport::{LocalAddr, ProcessId, RegionId, RegionSpec};
 
 /// How long each probe runs: samples and units per sample.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Effort {
+pub struct Effort {
     /// Samples per probe (the median is kept).
-    pub(crate) samples: usize,
+    pub samples: usize,
     /// Units of work per sample.
-    pub(crate) reps: usize,
+    pub reps: usize,
 }
 
 /// The median cost of one unit of each kind, in nanoseconds (fractional).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Timings {
+pub struct Timings {
     /// Per slot scanned.
-    pub(crate) scan: f64,
+    pub scan: f64,
     /// Per entry decoded (without its bytes).
-    pub(crate) decode: f64,
+    pub decode: f64,
     /// Per byte copied out of an entry.
-    pub(crate) copy_per_byte: f64,
+    pub copy_per_byte: f64,
     /// Per message ordered.
-    pub(crate) order: f64,
+    pub order: f64,
     /// Per message delivered.
-    pub(crate) deliver: f64,
+    pub deliver: f64,
 }
 
 /// Payload sizes of the two decode probes; the line through them gives `Decode` and `Copy`.
@@ -147,7 +147,7 @@ fn deliver_probe<'a>() -> Unit<'a> {
 }
 
 /// Times every kind of work.
-pub(crate) fn measure(effort: Effort) -> Timings {
+pub fn measure(effort: Effort) -> Timings {
     let mut units = [
         read_probe(SMALL, false),
         read_probe(SMALL, true),
