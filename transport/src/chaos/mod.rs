@@ -12,6 +12,8 @@
 //! every path of a runtime, which makes it the workload of the simulator's determinism check
 //! and of `harness check --protocol chaos`.
 
+pub mod seeded;
+
 use crate::nic::{Nic, OpError, Recv, Status, WriteFlags};
 use crate::process::{Process, ProcessId, Progress};
 use crate::region::{Access, LocalAddr, RegionId, RegionSpec, RemoteAddr};
