@@ -258,9 +258,9 @@ pub(crate) const UNCOVERED: &[(&str, &str)] = &[
         "none of these atomic broadcast protocols is implemented here",
     ),
     (
-        "TRAM's headline and Fig. 9 against message passing (ByzCast, Skeen: up to 5.9x \
-         throughput, 106x lower latency)",
-        "no message-passing baseline yet: Skeen's algorithm comes with issue 47",
+        "TRAM Fig. 9's ByzCast curve (message passing, Byzantine fault tolerant)",
+        "ByzCast is not implemented here; the message-passing baseline is Skeen's algorithm \
+         (`tram-fig9`)",
     ),
     (
         "Heron Fig. 5.3 against DynaStar (17-27x throughput, 43.9-72.0x lower latency)",
