@@ -15,4 +15,4 @@ pub(crate) const RDMC: &str = rdmc::TESTBED;
 /// Ridge's testbed: a 1 Gb/s switched LAN with 133 us ping round trips (Ridge section 6.1).
 pub(crate) const RIDGE: &str = ridge::TESTBED;
 /// Heron's testbed: CloudLab XL170 nodes, ConnectX-4 (the Heron thesis, section 5.3).
-pub(crate) const HERON: &str = "xl170-cx4";
+pub(crate) const HERON: &str = heron::TESTBED;

@@ -116,7 +116,7 @@
 //!
 //! # Status
 //! The harness runs `check --protocol heron` (key-value store and TPC-C under faults, over
-//! RamCast and over Ridge), `run --protocol heron [--over ridge]` (TPC-C or the key-value
+//! RamCast and over Ridge: module `check`, behind the `check` feature), `run --protocol heron [--over ridge]` (TPC-C or the key-value
 //! store, on the simulator or on threads) and
 //! the thesis's Table 5.1, Figures 5.4, 5.5 and 5.6 and Table 5.2 (`harness figure heron-*`),
 //! with execution priced per row ([`transport::Work::Row`]) by the `heron-java` software
@@ -129,6 +129,10 @@
 
 pub mod app;
 pub mod catchup;
+/// Seeded checking runs of Heron over RamCast and over Ridge under injected faults (`harness
+/// check`) ([`sweep`]).
+#[cfg(any(test, feature = "check"))]
+pub mod check;
 pub mod client;
 pub mod config;
 pub mod coordination;
@@ -139,6 +143,8 @@ pub mod kv;
 pub mod layered;
 pub mod null;
 pub mod oracle;
+#[cfg(any(test, feature = "check"))]
+pub mod over;
 mod population;
 mod seal;
 pub mod server;
@@ -157,6 +163,10 @@ pub use kv::KeyValue;
 pub use null::NullRequests;
 pub use server::{Counters, Executed, HeronServer};
 pub use tpcc::Tpcc;
+
+/// The hardware profile of Heron's testbed, on which its runs and checks default: CloudLab
+/// XL170 nodes, ConnectX-4 (the Heron thesis, section 5.3).
+pub const TESTBED: &str = "xl170-cx4";
 
 use multicast::{Client, GroupId, Membership, Server};
 use std::collections::BTreeMap;

@@ -6,6 +6,7 @@ use super::Over;
 use crate::experiment::Where;
 use hdrhistogram::Histogram;
 use heron::client::Tally;
+use heron::over::ridge_config;
 use heron::tpcc::Scale;
 use heron::{
     Application, Catchup, Counters, HeronNode, KeyValue, NullRequests, ObjectId, Tpcc, Window,
@@ -425,39 +426,17 @@ impl Exec for Whole {
     }
 }
 
-/// Ridge under Heron: `cfg`'s partitions, replicas and clients, colocated (Heron's replicas
-/// are the processes), with `e_all`'s acceptors in partition 0 rather than spread over the
-/// partitions (Ridge's default). Heron survives a minority of every partition failing;
-/// spread, `e_all` loses its majority when one replica of each of two partitions crashes, and
-/// every partition stops delivering (Heron's chaos seed 38 over Ridge). The simulator's timing.
-pub(crate) fn ridge_config(cfg: &heron::Config) -> ridge::Config {
-    let mut rc = ridge::Config::new(cfg.partitions, cfg.replicas, cfg.clients);
-    rc.all_acceptors = ridge::config::AllAcceptors::FirstGroup;
-    rc
-}
-
-/// A multicast server Heron runs over, on any runtime.
+/// A multicast server Heron runs over, on any runtime: on the simulator and on threads
+/// ([`heron::over::Multicast`]), and over TCP.
 pub(crate) trait Multicast:
-    Server
-    + multicast::Observed
-    + Send
-    + transport::Process<SimNic>
-    + transport::Process<LocalNic>
+    heron::over::Multicast
     + transport::Process<TcpNic>
-    + for<'a> transport::Process<heron::layered::Layered<'a, SimNic>>
-    + for<'a> transport::Process<heron::layered::Layered<'a, LocalNic>>
     + for<'a> transport::Process<heron::layered::Layered<'a, TcpNic>>
 {
 }
 impl<S> Multicast for S where
-    S: Server
-        + multicast::Observed
-        + Send
-        + transport::Process<SimNic>
-        + transport::Process<LocalNic>
+    S: heron::over::Multicast
         + transport::Process<TcpNic>
-        + for<'a> transport::Process<heron::layered::Layered<'a, SimNic>>
-        + for<'a> transport::Process<heron::layered::Layered<'a, LocalNic>>
         + for<'a> transport::Process<heron::layered::Layered<'a, TcpNic>>
 {
 }
@@ -487,12 +466,10 @@ where
     heron::merge_states(last.into_iter().map(|(_, r, nic)| r.state(nic)))
 }
 
-/// A multicast client Heron's clients run over, on any runtime.
-pub(crate) trait MulticastClient:
-    Client<SimNic> + Client<LocalNic> + Client<TcpNic> + Send
-{
-}
-impl<C> MulticastClient for C where C: Client<SimNic> + Client<LocalNic> + Client<TcpNic> + Send {}
+/// A multicast client Heron's clients run over, on any runtime: on the simulator and on
+/// threads ([`heron::over::MulticastClient`]), and over TCP.
+pub(crate) trait MulticastClient: heron::over::MulticastClient + Client<TcpNic> {}
+impl<C> MulticastClient for C where C: heron::over::MulticastClient + Client<TcpNic> {}
 
 /// Deploys Heron with `app` over the multicast processes `server` and `client` build, and
 /// runs it where `s` says.

@@ -3,7 +3,6 @@
 //! on threads), the thesis's figures and its prototype's software profile. Heron is not an
 //! atomic multicast protocol: its registry entry runs it as a [`super::Service`].
 
-pub(crate) mod check;
 pub(crate) mod experiment;
 pub(crate) mod figures;
 pub(crate) mod over;
@@ -13,6 +12,8 @@ pub(crate) mod tcp;
 pub(crate) mod transfer;
 
 use super::{Checked, Entry, Kind, Service, Takes};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+pub(crate) use heron::over::Over;
 use plotters::style::RGBColor;
 
 /// Heron's own `run` flags.
@@ -25,7 +26,7 @@ pub(crate) struct Flags {
     pub(crate) app: Option<App>,
     /// Heron: the atomic multicast underneath, one with order timestamps (TRAM has none)
     /// [default: ramcast, the thesis's].
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = over_values())]
     pub(crate) over: Option<Over>,
     /// Heron's TPC-C: the specification's cardinalities divided by this (items, customers,
     /// new orders; 10 districts kept) [default: 100].
@@ -64,7 +65,7 @@ pub(crate) const ENTRY: Entry = Entry {
         own: Some(<Flags as clap::Args>::augment_args),
         note: "the application decides what requests carry and where they go",
     },
-    checked: Some(Checked::of::<check::HeronRun>()),
+    checked: Some(Checked::of::<heron::check::HeronRun>()),
     figures: figures::FIGURES,
     software: software::PAPER_SOFTWARE,
     colours: &[("heron", RGBColor(227, 119, 194))],
@@ -81,23 +82,16 @@ pub(crate) enum App {
     Kv,
 }
 
-/// The atomic multicast Heron runs over. Heron needs one that gives every delivery an order
-/// timestamp ([`multicast::Delivery::order`]): RamCast (the thesis's) and Ridge do; TRAM orders
-/// along its tree without one, so Heron cannot tag object versions with a TRAM delivery.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Over {
-    /// RamCast, as in the thesis.
-    Ramcast,
-    /// Ridge, colocated, `e_all`'s acceptors in partition 0 (see [`experiment::ridge_config`]).
-    Ridge,
-}
-
-impl Over {
-    /// Its name in CSV and summaries.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Over::Ramcast => "ramcast",
-            Over::Ridge => "ridge",
-        }
-    }
+/// `--over`'s values: [`Over`]'s names, each with its help (word for word what clap drew from
+/// the variants' doc comments while `Over` was the harness's own `ValueEnum`).
+fn over_values() -> impl TypedValueParser<Value = Over> {
+    PossibleValuesParser::new(Over::ALL.map(|o| {
+        PossibleValue::new(o.name()).help(match o {
+            Over::Ramcast => "RamCast, as in the thesis",
+            Over::Ridge => {
+                "Ridge, colocated, `e_all`'s acceptors in partition 0 (see [`experiment::ridge_config`])"
+            }
+        })
+    }))
+    .map(|name| name.parse::<Over>().expect("one of the possible values"))
 }

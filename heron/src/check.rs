@@ -1,13 +1,13 @@
 //! `harness check --protocol heron`: seeded runs on the simulator, half of them over RamCast
 //! and half over Ridge, half with the key-value store and half with TPC-C (each drawn from the
 //! seed). The deployment and
-//! faults come from [`heron::testing::chaos`], the sweep the crate's own tests run (2 or 3
+//! faults come from [`crate::testing::chaos`], the sweep the crate's own tests run (2 or 3
 //! partitions of 3 replicas, 4 clients; per partition a replica crashed, RamCast's initial
 //! leader among them, and another paused long enough to lag, each with probability 1/2; a
 //! client crashed in 30% of the runs; clients issue requests until 3 ms after the last fault,
 //! over Ridge 4 ms more: a Ridge client whose request died with a coordinator asks again only
 //! after its retry timeout).
-//! On top of that schedule, from a stream of its own ([`reach`], issue 44): partitions of five
+//! On top of that schedule, from a stream of its own (`reach`, issue 44): partitions of five
 //! replicas in a quarter of the runs, crashes in the middle of posting, faults late in the run,
 //! pauses past the multicast's suspicion timeout, delayed links, and queue pairs broken while a
 //! laggard's state transfer is being served.
@@ -18,12 +18,11 @@
 //! external linearizability checker; TPC-C runs through the specification's consistency
 //! conditions on the database the replicas end with.
 
-use super::experiment::{ridge_config, Multicast, MulticastClient};
-use super::Over;
-use heron::layered::Layered;
-use heron::testing::{self, chaos, Chaos, Finished};
-use heron::tpcc::{self, Scale};
-use heron::{Application, HeronNode, KeyValue, Tpcc, Window};
+use crate::layered::Layered;
+use crate::over::{ridge_config, Multicast, MulticastClient, Over};
+use crate::testing::{self, chaos, Chaos, Finished};
+use crate::tpcc::{self, Scale};
+use crate::{Application, HeronNode, KeyValue, Tpcc, Window};
 use multicast::Observed;
 use multicast::{Client, GroupId, Membership, Server};
 use ramcast::{RamcastClient, RamcastServer};
@@ -215,7 +214,7 @@ fn reach(seed: u64, chaos: &mut Chaos, over: Over) {
 }
 
 /// How many regions the multicast server under Heron declares (Heron's follow them).
-fn stage_region_base(cfg: &heron::Config, over: Over) -> u16 {
+fn stage_region_base(cfg: &crate::Config, over: Over) -> u16 {
     let g = GroupId(0);
     match over {
         Over::Ramcast => {
@@ -235,10 +234,10 @@ fn stage_region_base(cfg: &heron::Config, over: Over) -> u16 {
 
 /// One checking run.
 #[derive(Clone, Debug)]
-pub(crate) struct HeronRun {
+pub struct HeronRun {
     seed: u64,
     /// The deployment.
-    cfg: heron::Config,
+    cfg: crate::Config,
     /// The schedule: [`chaos`]'s, and what [`reach`] adds.
     faults: Vec<Fault>,
     /// When the last fault stopped acting.
@@ -417,7 +416,7 @@ impl HeronRun {
                     warmup_end: Nanos::ZERO,
                     stop_at: stop,
                 };
-                let nodes = heron::deploy::<LocalNic, _, _, _>(
+                let nodes = crate::deploy::<LocalNic, _, _, _>(
                     cfg.clone(),
                     app.clone(),
                     self.seed,
@@ -495,7 +494,7 @@ impl SeedRun for HeronRun {
     const PROTOCOL: &'static str = "heron";
     const ABOUT: &'static str =
         "Heron over RamCast and over Ridge, key-value store and TPC-C: replica crashes (leaders too), laggards, client crashes; the sequential oracle, an external linearizability checker, TPC-C's consistency conditions, progress after the faults";
-    const TESTBED: &'static str = crate::testbed::HERON;
+    const TESTBED: &'static str = crate::TESTBED;
     const EXTRA: Option<&'static str> = Some("state transfers installed");
 
     fn derive(seed: u64) -> HeronRun {
@@ -522,8 +521,8 @@ impl SeedRun for HeronRun {
         }
     }
 
-    /// The application's sizes are constants of the sweep ([`tpcc_scale`], and 48 keys with
-    /// a share [`MULTI`] of two-partition requests): a line names which application only.
+    /// The application's sizes are constants of the sweep (`tpcc_scale`, and 48 keys with
+    /// a share `MULTI` of two-partition requests): a line names which application only.
     fn spec(&self) -> String {
         let c = &self.cfg;
         SpecWriter::new(self.seed)
@@ -541,7 +540,7 @@ impl SeedRun for HeronRun {
     fn from_spec(line: &str) -> Result<HeronRun, String> {
         let mut s = Spec::parse(line)?;
         let mut cfg =
-            heron::Config::new(s.get("partitions")?, s.get("replicas")?, s.get("clients")?);
+            crate::Config::new(s.get("partitions")?, s.get("replicas")?, s.get("clients")?);
         cfg.extra_wait = s.get("extra_wait")?;
         let faults = s.faults()?;
         let run = HeronRun {
@@ -714,7 +713,7 @@ mod tests {
     /// own tests run 30 key-value seeds and 4 TPC-C ones).
     #[test]
     fn seeds_pass_through_the_harness() {
-        let model = Model::hardware(crate::testbed::HERON);
+        let model = Model::hardware(crate::TESTBED);
         ci_sweep::<HeronRun>("HERON_CHECK_SEEDS", 5, &model, |_, _| {});
     }
 }
