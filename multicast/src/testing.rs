@@ -2,7 +2,8 @@
 //! dev-dependencies): a run on the simulator with a convergence phase, and a run on real
 //! threads, each checked against the five properties. One copy for every protocol's tests.
 
-use crate::{check, collect_log, DeliveryLog, Node, Server};
+use crate::{check, collect_log, DeliveryLog, DestPolicy, LoadSpec, Node, Server, Tree};
+use std::sync::Arc;
 use std::time::Duration;
 use transport::runtime::local::{LocalConfig, LocalNic, LocalRuntime};
 use transport::runtime::sim::{Fault, Profile, Sim, SimConfig, SimNic};
@@ -99,4 +100,38 @@ where
     let v = check(&log);
     assert!(v.is_empty(), "{v:?}");
     log
+}
+
+/// The protocols' concurrent run on real threads (their `local` tests): the clients multicast
+/// 64-byte messages to `dest` among `groups` (over `tree`, for a tree-based protocol) from the
+/// start for 1.5 s, and the run lasts 2.5 s with seed 7, checked as [`run_local_checked`]
+/// checks it. `nodes` builds the processes of that load and seed.
+pub fn run_concurrent<S, C>(
+    dest: DestPolicy,
+    groups: usize,
+    tree: Option<Tree>,
+    min_deliveries: usize,
+    nic_thread: bool,
+    nodes: impl FnOnce(LoadSpec, u64) -> Vec<Node<S, C>>,
+) -> DeliveryLog
+where
+    S: Server,
+    Node<S, C>: Process<LocalNic> + Send,
+{
+    let load = LoadSpec {
+        dest,
+        groups,
+        tree: tree.map(Arc::new),
+        size: 64,
+        warmup_end: Nanos::ZERO,
+        stop_at: Nanos(1_500_000_000),
+    };
+    let seed = 7;
+    run_local_checked(
+        nodes(load, seed),
+        seed,
+        Duration::from_millis(2_500),
+        min_deliveries,
+        nic_thread,
+    )
 }

@@ -11,11 +11,10 @@
 //! delivery log ([`sweep::judge::judge`]).
 
 use crate::{Config, RamcastClient, RamcastNode, RamcastServer};
-use multicast::{DestPolicy, LoadSpec};
+use multicast::LoadSpec;
 use sweep::spec::{Spec, SpecWriter};
-use sweep::{draw_schedule, Checkable, MulticastRun};
+use sweep::{draw, draw_schedule, Checkable, MulticastRun};
 use transport::rng::{Purpose, Rng};
-use transport::runtime::sim::TieBreak;
 use transport::Nanos;
 
 /// The `Purpose::Workload` stream a run's parameters are drawn from ([`sweep::params_stream`]).
@@ -39,23 +38,15 @@ impl Checkable for Config {
     fn derive(seed: u64) -> RamcastRun {
         let mut rng = Rng::derive(seed, Purpose::Workload, PARAMS);
         let groups = 1 + rng.below(4) as usize;
-        let replicas = if rng.chance(0.7) { 3 } else { 5 };
-        let clients = 1 + rng.below(6) as usize;
+        let replicas = draw::replicas(&mut rng);
+        let clients = draw::clients(&mut rng);
         let mut cfg = Config::new(groups, replicas, clients);
         cfg.slots = 2 + rng.below(7) as usize;
         cfg.slot_bytes = 256;
-        let dest = match rng.below(3) {
-            0 => DestPolicy::Single,
-            1 => DestPolicy::All,
-            _ => DestPolicy::Random(1 + rng.below(groups as u64) as usize),
-        };
-        let mut size = 8 + rng.below(150) as usize;
-        let fault_phase = Nanos(2_000_000 + rng.below(4_000_000));
-        let tie_break = if rng.chance(0.5) {
-            TieBreak::Random
-        } else {
-            TieBreak::Fifo
-        };
+        let dest = draw::dest_k_after(&mut rng, groups, false);
+        let mut size = draw::size(&mut rng);
+        let fault_phase = draw::fault_phase(&mut rng);
+        let tie_break = draw::tie_break(&mut rng);
         // Large buffers: a leader change then carries megabytes of held entries, more than one
         // two-sided message (a 256-client, 16 KB run once panicked on a 4.9 MB catch-up).
         let mut large = Rng::derive(seed, Purpose::Workload, LARGE);

@@ -1,11 +1,9 @@
 //! RamCast on real threads: memory changes while a server polls, which the simulator (where
 //! writes land between polls) never shows. Checked against the five properties.
 
-use multicast::testing::run_local_checked;
-use multicast::{DestPolicy, LoadSpec};
+use multicast::testing::run_concurrent;
+use multicast::DestPolicy;
 use ramcast::{nodes, Config, Timing};
-use std::time::Duration;
-use transport::Nanos;
 
 /// Postmortem: a follower read a proposal, then delivered a message with a larger timestamp,
 /// while an entry with a smaller one (copied earlier by the same leader) had landed after the
@@ -15,20 +13,13 @@ use transport::Nanos;
 fn concurrent_run(nic_thread: bool) {
     let mut cfg = Config::new(3, 3, 8);
     cfg.timing = Timing::WALL;
-    let load = LoadSpec {
-        dest: DestPolicy::Random(2),
-        groups: 3,
-        tree: None,
-        size: 64,
-        warmup_end: Nanos::ZERO,
-        stop_at: Nanos(1_500_000_000),
-    };
-    run_local_checked(
-        nodes(&cfg, load, 7, true),
-        7,
-        Duration::from_millis(2_500),
+    run_concurrent(
+        DestPolicy::Random(2),
+        3,
+        None,
         1000,
         nic_thread,
+        |load, seed| nodes(&cfg, load, seed, true),
     );
 }
 

@@ -36,9 +36,9 @@ use crate::paxos::Dissemination;
 use crate::{Config, EnsembleId, Placement, RidgeClient, RidgeNode, RidgeServer};
 use multicast::{DestPolicy, LoadSpec, Membership};
 use sweep::spec::{Spec, SpecWriter};
-use sweep::{draw_schedule, impairs, kinds, Checkable, Kinds, MulticastRun, Phases, Tally};
+use sweep::{draw, draw_schedule, impairs, kinds, Checkable, Kinds, MulticastRun, Phases, Tally};
 use transport::rng::{Purpose, Rng};
-use transport::runtime::sim::{Fault, TieBreak};
+use transport::runtime::sim::Fault;
 use transport::Nanos;
 use transport::ProcessId;
 
@@ -213,8 +213,8 @@ impl Checkable for Config {
     fn derive(seed: u64) -> RidgeRun {
         let mut rng = Rng::derive(seed, Purpose::Workload, PARAMS);
         let groups = 1 + rng.below(4) as usize;
-        let replicas = if rng.chance(0.7) { 3 } else { 5 };
-        let clients = 1 + rng.below(6) as usize;
+        let replicas = draw::replicas(&mut rng);
+        let clients = draw::clients(&mut rng);
         let mut cfg = Config::new(groups, replicas, clients);
         cfg.all_acceptors = AllAcceptors::FirstGroup;
         cfg.delta = Nanos(100_000 + rng.below(900_000));
@@ -232,19 +232,10 @@ impl Checkable for Config {
         cfg.outbox = 1 + rng.below(64) as usize;
         cfg.slot_bytes = 2048;
         cfg.retain = 1024 + rng.below(3072) as usize;
-        let k = 1 + rng.below(groups as u64) as usize;
-        let dest = match rng.below(3) {
-            0 => DestPolicy::Single,
-            1 => DestPolicy::All,
-            _ => DestPolicy::Random(k),
-        };
-        let size = 8 + rng.below(150) as usize;
+        let dest = draw::dest_k_first(&mut rng, groups, false);
+        let size = draw::size(&mut rng);
         let fault_phase = Nanos(5_000_000 + rng.below(10_000_000));
-        let tie_break = if rng.chance(0.5) {
-            TieBreak::Random
-        } else {
-            TieBreak::Fifo
-        };
+        let tie_break = draw::tie_break(&mut rng);
         // The baselines share everything but Phase 2's dissemination: checked alike. Drawn
         // last, so the parameters above are those earlier sweeps drew for each seed.
         cfg.dissemination = match rng.below(4) {

@@ -8,11 +8,11 @@
 //! phase; the five properties checked on the delivery log ([`sweep::judge::judge`]).
 
 use crate::{Config, SkeenClient, SkeenNode, SkeenServer};
-use multicast::{DestPolicy, LoadSpec};
+use multicast::LoadSpec;
 use sweep::spec::{Spec, SpecWriter};
-use sweep::{Checkable, MulticastRun, Phases};
+use sweep::{draw, Checkable, MulticastRun, Phases};
 use transport::rng::{Purpose, Rng};
-use transport::runtime::sim::{random_faults, FaultBudget, TieBreak};
+use transport::runtime::sim::{random_faults, FaultBudget};
 use transport::Nanos;
 
 /// The stream Skeen's run parameters are drawn from (`skeen` in ASCII), apart from the faults'.
@@ -37,26 +37,17 @@ impl Checkable for Config {
         cfg.ring_slots = 2 + rng.below(15) as u32;
         // Mixed single- and multi-group traffic in a quarter of the runs (the count drawn per
         // message), where Task 4's bound is tested hardest.
-        let dest = match rng.below(4) {
-            0 => DestPolicy::Single,
-            1 => DestPolicy::All,
-            2 if groups > 1 => DestPolicy::Between(1, groups as u8),
-            _ => DestPolicy::Random(1 + rng.below(groups as u64) as usize),
-        };
-        let size = 8 + rng.below(150) as usize;
+        let dest = draw::dest_k_after(&mut rng, groups, true);
+        let size = draw::size(&mut rng);
         cfg.slot_bytes = Config::slot_bytes_for(size);
         // Faults within the first 2-6 ms, or in a quarter of the runs as late as 20 ms, long
         // after the rings and clocks have run ahead.
         let fault_phase = if rng.chance(0.25) {
             Nanos(10_000_000 + rng.below(10_000_000))
         } else {
-            Nanos(2_000_000 + rng.below(4_000_000))
+            draw::fault_phase(&mut rng)
         };
-        let tie_break = if rng.chance(0.5) {
-            TieBreak::Random
-        } else {
-            TieBreak::Fifo
-        };
+        let tie_break = draw::tie_break(&mut rng);
         let budget = FaultBudget {
             horizon: fault_phase,
             max_crashes: 0,
@@ -108,6 +99,7 @@ impl Checkable for Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use multicast::DestPolicy;
     use sweep::{Kinds, Model, SeedRun};
 
     /// A run's line ([`SeedRun::spec`]) reads back to the same run.

@@ -5,14 +5,16 @@
 //! protocol's own tests pin the runs that once failed, each as one line ([`spec`]).
 //!
 //! In parts: [`schedule`] draws a seed's faults and phases and names the kinds of fault a run
-//! holds, [`judge`] gives the verdicts on one run, [`tally`] counts outcomes, and [`driver`]
-//! runs seeds on the simulator or on threads and reports. A protocol takes part by
+//! holds, [`draw`] draws the run parameters several protocols draw alike, [`judge`] gives the
+//! verdicts on one run, [`tally`] counts outcomes, and [`driver`] runs seeds on the simulator
+//! or on threads and reports. A protocol takes part by
 //! implementing [`SeedRun`] (its crate's `check` module, behind its `check` feature) and
 //! [`multicast::Observed`] for its server; an atomic multicast protocol implements
 //! [`Checkable`] for its deployment and its runs are [`MulticastRun`]s.
 
 #![deny(missing_docs)]
 
+pub mod draw;
 pub mod driver;
 pub mod judge;
 pub mod multicast_run;

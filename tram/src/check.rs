@@ -8,12 +8,11 @@
 //! the five properties checked.
 
 use crate::{Config, TramClient, TramNode, TramServer};
-use multicast::{DestPolicy, GroupId, LoadSpec, Tree};
+use multicast::{GroupId, LoadSpec, Tree};
 use std::sync::Arc;
 use sweep::spec::{Spec, SpecWriter};
-use sweep::{draw_schedule, Checkable, MulticastRun};
+use sweep::{draw, draw_schedule, Checkable, MulticastRun};
 use transport::rng::{Purpose, Rng};
-use transport::runtime::sim::TieBreak;
 use transport::Nanos;
 
 /// The `Purpose::Workload` stream a run's parameters are drawn from ([`sweep::params_stream`]).
@@ -70,26 +69,16 @@ impl Checkable for Config {
         let mut rng = Rng::derive(seed, Purpose::Workload, PARAMS);
         let groups = 1 + rng.below(6) as usize;
         let tree = random_tree(groups, &mut rng);
-        let replicas = if rng.chance(0.7) { 3 } else { 5 };
-        let clients = 1 + rng.below(6) as usize;
+        let replicas = draw::replicas(&mut rng);
+        let clients = draw::clients(&mut rng);
         let mut cfg = Config::new(tree, replicas, clients);
         cfg.hm_slots = 2 + rng.below(7) as usize;
         cfg.log_slots = 4 + rng.below(13) as usize;
         cfg.slot_bytes = 256;
-        let k = 1 + rng.below(groups as u64) as usize;
-        let dest = match rng.below(4) {
-            0 => DestPolicy::Single,
-            1 => DestPolicy::All,
-            2 => DestPolicy::Random(k),
-            _ => DestPolicy::Adjacent(k),
-        };
-        let size = 8 + rng.below(150) as usize;
-        let fault_phase = Nanos(2_000_000 + rng.below(4_000_000));
-        let tie_break = if rng.chance(0.5) {
-            TieBreak::Random
-        } else {
-            TieBreak::Fifo
-        };
+        let dest = draw::dest_k_first(&mut rng, groups, true);
+        let size = draw::size(&mut rng);
+        let fault_phase = draw::fault_phase(&mut rng);
+        let tie_break = draw::tie_break(&mut rng);
         // A correct member may wait a suspicion timeout, then a failover (Algorithms 3-5).
         let stall = Nanos(cfg.timing.suspect.as_nanos() * 2);
         let stages = stages(&cfg.tree);

@@ -1,12 +1,9 @@
 //! TRAM on real threads: memory changes while a replica polls, which the simulator (where
 //! writes land between polls) never shows. Checked against the five properties.
 
-use multicast::testing::run_local_checked;
-use multicast::{DestPolicy, LoadSpec, Membership, Tree};
-use std::sync::Arc;
-use std::time::Duration;
+use multicast::testing::run_concurrent;
+use multicast::{DestPolicy, Membership, Tree};
 use tram::{nodes, Config, Timing};
-use transport::Nanos;
 
 fn concurrent_run(nic_thread: bool) {
     let tree = Tree::preset("base").unwrap();
@@ -15,20 +12,13 @@ fn concurrent_run(nic_thread: bool) {
     // Small buffers: slots are recycled many times while threads race.
     cfg.hm_slots = 4;
     cfg.log_slots = 8;
-    let load = LoadSpec {
-        dest: DestPolicy::Random(3),
-        groups: cfg.group_count(),
-        tree: Some(Arc::new(tree)),
-        size: 64,
-        warmup_end: Nanos::ZERO,
-        stop_at: Nanos(1_500_000_000),
-    };
-    run_local_checked(
-        nodes(&cfg, load, 7, true),
-        7,
-        Duration::from_millis(2_500),
+    run_concurrent(
+        DestPolicy::Random(3),
+        cfg.group_count(),
+        Some(tree),
         1000,
         nic_thread,
+        |load, seed| nodes(&cfg, load, seed, true),
     );
 }
 

@@ -50,10 +50,10 @@ pub(crate) const EVERY_RUN: &[&str] = &[
 ];
 
 /// The `run` flags of the atomic multicast protocols, by clap id: a deployment, its load and
-/// its window.
+/// its window. `replicas` comes first, so that [`UNREPLICATED_FLAGS`] are the others.
 pub(crate) const MULTICAST_FLAGS: &[&str] = &[
-    "groups",
     "replicas",
+    "groups",
     "clients",
     "size",
     "dest",
@@ -66,6 +66,22 @@ pub(crate) const MULTICAST_FLAGS: &[&str] = &[
     "log",
     "ignore_limits",
 ];
+
+/// The `run` flags of an atomic multicast protocol that runs one process per group (Skeen):
+/// those of [`MULTICAST_FLAGS`] but `replicas`.
+pub(crate) const UNREPLICATED_FLAGS: &[&str] = MULTICAST_FLAGS.split_at(1).1;
+
+impl Takes {
+    /// What an atomic multicast protocol with replicated groups takes: [`MULTICAST_FLAGS`] and
+    /// its own flags, if it declares any.
+    pub(crate) const fn multicast(own: Option<fn(clap::Command) -> clap::Command>) -> Takes {
+        Takes {
+            shared: MULTICAST_FLAGS,
+            own,
+            note: "",
+        }
+    }
+}
 
 /// A registered protocol: everything the commands need of it.
 pub(crate) struct Entry {
@@ -127,6 +143,51 @@ pub(crate) enum Kind {
     /// Not an atomic multicast (RDMC's bulk transfers, Heron's replicated service): it runs,
     /// serves tcp nodes and compares its own way.
     Service(Service),
+}
+
+impl Kind {
+    /// An atomic multicast protocol deployed as `P` without variants, flags of its own or a
+    /// Delta.
+    pub(crate) const fn plain<P: Multicast>() -> Kind {
+        Kind::Multicast {
+            deploy: deploy::<P>,
+            variants: None,
+            run_flags: None,
+            delta: None,
+        }
+    }
+}
+
+/// The groups of a genuine protocol's deployment (one without an overlay tree) as `s` asks
+/// (one unless told), once the destinations are valid among them; a tree is refused with
+/// `no_tree`.
+pub(crate) fn genuine_groups(s: &Shape, no_tree: &str) -> Result<usize, String> {
+    if s.tree.is_some() {
+        return Err(no_tree.into());
+    }
+    let groups = s.groups.unwrap_or(1);
+    s.dest.validate(groups, s.dest_tree.as_ref())?;
+    Ok(groups)
+}
+
+/// A footprint of servers and clients ([`Multicast::footprint`]): the servers of each kind in
+/// `servers` (how many, and the regions each of them declares), then `clients` clients that
+/// declare `client_regions`.
+pub(crate) fn servers_then_clients(
+    servers: impl IntoIterator<Item = (usize, Vec<transport::RegionSpec>)>,
+    clients: usize,
+    client_regions: Vec<transport::RegionSpec>,
+) -> Vec<crate::totals::Processes> {
+    let role = |role, (count, regions)| crate::totals::Processes {
+        role,
+        count,
+        regions,
+    };
+    servers
+        .into_iter()
+        .map(|s| role("servers", s))
+        .chain([role("clients", (clients, client_regions))])
+        .collect()
 }
 
 /// What a protocol that is not an atomic multicast does for each command.
@@ -385,6 +446,14 @@ pub(crate) mod tests {
 
     use super::*;
     use transport::{Nanos, RegionSpec};
+
+    /// [`footprint_is_what_the_processes_declare`] on the shape of `compare`'s workload of
+    /// `groups` groups of 3 and 5 clients multicasting 64 bytes to 2 groups.
+    pub(crate) fn footprint_on_groups_is_what_the_processes_declare<P: Multicast>(groups: usize) {
+        let shape =
+            crate::compare::Workload::shape_of(groups, 3, 64, multicast::DestPolicy::Random(2), 5);
+        footprint_is_what_the_processes_declare::<P>(&shape);
+    }
 
     /// A refusal states a run's memory from [`Multicast::footprint`], not from built processes:
     /// it must list the regions the processes declare, process by process in id order, or the

@@ -4,7 +4,8 @@
 pub(crate) mod figures;
 pub(crate) mod software;
 
-use super::{Checked, Clock, Entry, Kind, Multicast, Shape, Takes, MULTICAST_FLAGS};
+use super::{genuine_groups, servers_then_clients, Checked, Clock, Entry, Kind, Multicast};
+use super::{Shape, Takes};
 use crate::totals::Processes;
 use multicast::{LoadSpec, Membership, Node};
 use plotters::style::RGBColor;
@@ -16,17 +17,8 @@ pub(crate) const ENTRY: Entry = Entry {
     name: "ramcast",
     about: "RamCast (Le et al., Middleware 2021)",
     testbed: crate::testbed::RAMCAST,
-    kind: Kind::Multicast {
-        deploy: super::deploy::<Ramcast>,
-        variants: None,
-        run_flags: None,
-        delta: None,
-    },
-    takes: Takes {
-        shared: MULTICAST_FLAGS,
-        own: None,
-        note: "",
-    },
+    kind: Kind::plain::<Ramcast>(),
+    takes: Takes::multicast(None),
     checked: Some(Checked::of::<ramcast::check::RamcastRun>()),
     figures: figures::FIGURES,
     software: software::PAPER_SOFTWARE,
@@ -44,11 +36,10 @@ impl Multicast for Ramcast {
     type Client = RamcastClient;
 
     fn configure(s: &Shape) -> Result<Config, String> {
-        if s.tree.is_some() {
-            return Err("--tree is for tree-based protocols (tram); ramcast is genuine".into());
-        }
-        let groups = s.groups.unwrap_or(1);
-        s.dest.validate(groups, s.dest_tree.as_ref())?;
+        let groups = genuine_groups(
+            s,
+            "--tree is for tree-based protocols (tram); ramcast is genuine",
+        )?;
         let mut cfg = Config::new(groups, s.replicas, s.clients);
         cfg.slots = s.slots;
         let dst_groups = s.dst_groups(groups);
@@ -95,19 +86,13 @@ impl Multicast for Ramcast {
 
     fn footprint(cfg: &Config) -> Vec<Processes> {
         let layout = Layout::new(cfg);
-        vec![
-            Processes {
-                role: "servers",
-                count: cfg.servers(),
-                // Which leaders may write `T` grants access and changes no length.
-                regions: layout.server_regions(cfg.clients, &[]),
-            },
-            Processes {
-                role: "clients",
-                count: cfg.clients,
-                regions: layout.client_regions(),
-            },
-        ]
+        // Which leaders may write `T` grants access and changes no length.
+        let server = layout.server_regions(cfg.clients, &[]);
+        servers_then_clients(
+            [(cfg.servers(), server)],
+            cfg.clients,
+            layout.client_regions(),
+        )
     }
 }
 
@@ -120,8 +105,7 @@ mod tests {
     /// processes declare.
     #[test]
     fn ramcasts_footprint_is_what_its_processes_declare() {
-        let shape = crate::compare::Workload::shape_of(4, 3, 64, DestPolicy::Random(2), 5);
-        crate::protocols::tests::footprint_is_what_the_processes_declare::<Ramcast>(&shape);
+        crate::protocols::tests::footprint_on_groups_is_what_the_processes_declare::<Ramcast>(4);
     }
 
     /// A figure's window shorter than one message's latency completes nothing: the point is

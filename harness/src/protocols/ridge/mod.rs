@@ -5,7 +5,8 @@ pub(crate) mod evaluation;
 pub(crate) mod figures;
 pub(crate) mod software;
 
-use super::{Checked, Clock, Delta, Entry, Kind, Multicast, Own, Shape, Takes, Variants};
+use super::Variants;
+use super::{genuine_groups, Checked, Clock, Delta, Entry, Kind, Multicast, Own, Shape, Takes};
 use crate::totals::Processes;
 use multicast::{LoadSpec, Membership, Node};
 use plotters::style::RGBColor;
@@ -73,11 +74,7 @@ pub(crate) const ENTRY: Entry = Entry {
             },
         }),
     },
-    takes: Takes {
-        shared: super::MULTICAST_FLAGS,
-        own: Some(<Flags as clap::Args>::augment_args),
-        note: "",
-    },
+    takes: Takes::multicast(Some(<Flags as clap::Args>::augment_args)),
     checked: Some(Checked::of::<ridge::check::RidgeRun>()),
     figures: figures::FIGURES,
     software: software::PAPER_SOFTWARE,
@@ -123,11 +120,7 @@ impl Multicast for Ridge {
     type Client = RidgeClient;
 
     fn configure(s: &Shape) -> Result<Config, String> {
-        if s.tree.is_some() {
-            return Err("ridge takes no tree; leave the tree out".into());
-        }
-        let groups = s.groups.unwrap_or(1);
-        s.dest.validate(groups, s.dest_tree.as_ref())?;
+        let groups = genuine_groups(s, "ridge takes no tree; leave the tree out")?;
         let own: Flags = s.own.get();
         let mut cfg = Config::new(groups, s.replicas, s.clients);
         if let Some(delta) = own.delta {

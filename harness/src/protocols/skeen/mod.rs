@@ -5,7 +5,8 @@
 
 pub(crate) mod figures;
 
-use super::{Checked, Clock, Entry, Kind, Multicast, Shape, Takes};
+use super::{genuine_groups, servers_then_clients, Checked, Clock, Entry, Kind, Multicast};
+use super::{Shape, Takes, UNREPLICATED_FLAGS};
 use crate::totals::Processes;
 use multicast::{LoadSpec, Node};
 use skeen::{Config, SkeenClient, SkeenServer};
@@ -15,28 +16,10 @@ pub(crate) const ENTRY: Entry = Entry {
     name: "skeen",
     about: "Skeen's atomic multicast (1985): one process per group, not replicated, message passing over rings; TRAM Fig. 9's baseline",
     testbed: crate::testbed::TRAM,
-    kind: Kind::Multicast {
-        deploy: super::deploy::<Skeen>,
-        variants: None,
-        run_flags: None,
-        delta: None,
-    },
+    kind: Kind::plain::<Skeen>(),
     // Every flag of a multicast deployment but --replicas: a group is one process.
     takes: Takes {
-        shared: &[
-            "groups",
-            "clients",
-            "size",
-            "dest",
-            "duration",
-            "warmup",
-            "posting",
-            "slot_bytes",
-            "slots",
-            "out",
-            "log",
-            "ignore_limits",
-        ],
+        shared: UNREPLICATED_FLAGS,
         own: None,
         note: "skeen runs one process per group, not replicated",
     },
@@ -59,11 +42,10 @@ impl Multicast for Skeen {
     /// `replicas` is not Skeen's: a comparison with replicated protocols runs it on one process
     /// per group, as the TRAM paper does (its summary says so).
     fn configure(s: &Shape) -> Result<Config, String> {
-        if s.tree.is_some() {
-            return Err("--tree is for tree-based protocols (tram); skeen is genuine".into());
-        }
-        let groups = s.groups.unwrap_or(1);
-        s.dest.validate(groups, s.dest_tree.as_ref())?;
+        let groups = genuine_groups(
+            s,
+            "--tree is for tree-based protocols (tram); skeen is genuine",
+        )?;
         let mut cfg = Config::new(groups, s.clients);
         cfg.ring_slots = s.slots as u32;
         cfg.slot_bytes = s
@@ -107,18 +89,7 @@ impl Multicast for Skeen {
 
     fn footprint(cfg: &Config) -> Vec<Processes> {
         let regions = cfg.mesh().regions().to_vec();
-        vec![
-            Processes {
-                role: "servers",
-                count: cfg.groups,
-                regions: regions.clone(),
-            },
-            Processes {
-                role: "clients",
-                count: cfg.clients,
-                regions,
-            },
-        ]
+        servers_then_clients([(cfg.groups, regions.clone())], cfg.clients, regions)
     }
 }
 

@@ -7,7 +7,8 @@ pub(crate) mod figures;
 pub(crate) mod software;
 pub(crate) mod table1;
 
-use super::{Checked, Clock, Entry, Kind, Multicast, Own, Shape, Takes, Variants};
+use super::Variants;
+use super::{servers_then_clients, Checked, Clock, Entry, Kind, Multicast, Own, Shape, Takes};
 use crate::totals::Processes;
 use multicast::{GroupId, LoadSpec, Membership, Node, Tree};
 use plotters::style::RGBColor;
@@ -58,11 +59,7 @@ pub(crate) const ENTRY: Entry = Entry {
         }),
         delta: None,
     },
-    takes: Takes {
-        shared: super::MULTICAST_FLAGS,
-        own: Some(<Flags as clap::Args>::augment_args),
-        note: "",
-    },
+    takes: Takes::multicast(Some(<Flags as clap::Args>::augment_args)),
     checked: Some(Checked::of::<tram::check::TramRun>()),
     figures: figures::FIGURES,
     software: software::PAPER_SOFTWARE,
@@ -151,19 +148,13 @@ impl Multicast for Tram {
 
     fn footprint(cfg: &Config) -> Vec<Processes> {
         // A group's regions depend on its place in the tree (its children's credits).
-        let mut f: Vec<Processes> = (0..cfg.group_count())
-            .map(|g| Processes {
-                role: "servers",
-                count: cfg.replicas,
-                regions: Layout::new(cfg, GroupId(g as u8)).server_regions(),
-            })
-            .collect();
-        f.push(Processes {
-            role: "clients",
-            count: cfg.clients,
-            regions: Layout::client_regions(cfg),
+        let servers = (0..cfg.group_count()).map(|g| {
+            (
+                cfg.replicas,
+                Layout::new(cfg, GroupId(g as u8)).server_regions(),
+            )
         });
-        f
+        servers_then_clients(servers, cfg.clients, Layout::client_regions(cfg))
     }
 }
 
@@ -176,8 +167,7 @@ mod tests {
     /// declare, a group's regions depending on its children (the base tree has 8 groups).
     #[test]
     fn trams_footprint_is_what_its_processes_declare() {
-        let shape = crate::compare::Workload::shape_of(8, 3, 64, DestPolicy::Random(2), 5);
-        crate::protocols::tests::footprint_is_what_the_processes_declare::<Tram>(&shape);
+        crate::protocols::tests::footprint_on_groups_is_what_the_processes_declare::<Tram>(8);
     }
 
     /// `--log-slots` reaches TRAM's configuration through the shape; `compare` runs with
