@@ -132,22 +132,18 @@ fn verify_reads_a_delivery_log_and_names_the_violated_property() {
     std::fs::write(dir.join("deliveries.csv"), swapped).unwrap();
     let o = harness(&["verify", "--log", dir.to_str().unwrap()]);
     assert!(!o.status.success());
-    assert!(
-        stdout(&o).contains("uniform prefix order violated"),
-        "{}",
-        stdout(&o)
-    );
+    prints(&o, "uniform prefix order violated");
 
     let o = harness(&["verify", "--log", "/nonexistent/dir"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("processes.csv"), "{}", stderr(&o));
+    says(&o, "processes.csv");
 
     // A log that recorded nothing vouches for nothing: refused, not "0 violations".
     std::fs::write(dir.join("multicasts.csv"), "client,msg,dst,completed\n").unwrap();
     std::fs::write(dir.join("deliveries.csv"), "process,group,index,msg,dst\n").unwrap();
     let o = harness(&["verify", "--log", dir.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
-    assert!(stderr(&o).contains("nothing to verify"), "{}", stderr(&o));
+    says(&o, "nothing to verify");
 }
 
 #[test]
@@ -172,7 +168,7 @@ fn ramcast_run_writes_summary_cdf_and_a_log_that_verifies() {
         log.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).contains("0 violations"), "{}", stdout(&o));
+    prints(&o, "0 violations");
     let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
     let mut lines = summary.lines();
     let header = lines.next().unwrap();
@@ -306,8 +302,8 @@ fn tram_run_on_a_custom_tree_writes_a_log_that_verifies() {
         log.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).contains("tree=[-1,0,0,1]"), "{}", stdout(&o));
-    assert!(stdout(&o).contains("0 violations"), "{}", stdout(&o));
+    prints(&o, "tree=[-1,0,0,1]");
+    prints(&o, "0 violations");
     let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
     let row = summary.lines().nth(1).unwrap();
     assert!(row.starts_with("tram,[-1;0;0;1],sim,r320-cx3,"), "{row}");
@@ -334,10 +330,10 @@ fn ridge_run_with_optimistic_deliveries_reports_mistakes_and_logs_them_apart() {
     // Ridge's flags are refused elsewhere, with the reason.
     let r = harness(&args("run --protocol ramcast --optimistic 1ms"));
     assert!(!r.status.success());
-    assert!(stderr(&r).contains("--optimistic"), "{}", stderr(&r));
+    says(&r, "--optimistic");
     let r = harness(&args("run --protocol ramcast --acceptors 3"));
     assert!(!r.status.success());
-    assert!(stderr(&r).contains("--acceptors"), "{}", stderr(&r));
+    says(&r, "--acceptors");
     // Acceptors per ensemble: odd, and servers of the group.
     for (replicas, acceptors) in [("3", "2"), ("3", "5")] {
         let r = harness(&[
@@ -361,20 +357,19 @@ fn ridge_run_with_optimistic_deliveries_reports_mistakes_and_logs_them_apart() {
     let log = dir.join("dedicated");
     let r = harness_with("run --protocol ridge --groups 2 --replicas 1 --placement dedicated --acceptors 5 --dest random:2 --duration 10ms --log", &[log.to_str().unwrap()]);
     assert!(r.status.success(), "{}", stderr(&r));
-    assert!(
-        stdout(&r).contains("5 acceptors per ensemble, processes of their own (p3..p17)"),
-        "{}",
-        stdout(&r)
+    prints(
+        &r,
+        "5 acceptors per ensemble, processes of their own (p3..p17)",
     );
-    assert!(stdout(&r).contains("0 violations"), "{}", stdout(&r));
+    prints(&r, "0 violations");
     let processes = std::fs::read_to_string(log.join("processes.csv")).unwrap();
     assert!(processes.contains("\n17,auxiliary,true"), "{processes}");
     let r = harness(&args("run --protocol ridge --placement apart"));
     assert!(!r.status.success());
-    assert!(stderr(&r).contains("colocated"), "{}", stderr(&r));
+    says(&r, "colocated");
     let r = harness(&args("run --protocol tram --placement dedicated"));
     assert!(!r.status.success());
-    assert!(stderr(&r).contains("--placement"), "{}", stderr(&r));
+    says(&r, "--placement");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -534,11 +529,7 @@ fn a_run_printed_by_check_replays_from_its_line() {
     let e = stderr(&bad);
     assert!(e.contains("no `tree=`") && e.contains("--seed N"), "{e}");
     let chaos = harness(&["check", "--replay", line]);
-    assert!(
-        stderr(&chaos).contains("chaos run replays from its seed"),
-        "{}",
-        stderr(&chaos)
-    );
+    says(&chaos, "chaos run replays from its seed");
 }
 
 #[test]
@@ -546,17 +537,13 @@ fn a_bad_shard_or_an_unwritable_report_fails_before_the_sweep() {
     for bad in ["3/3", "1", "a/b"] {
         let o = harness_with("check --protocol rdmc --shard", &[bad]);
         assert_eq!(o.status.code(), Some(2), "--shard {bad} accepted");
-        assert!(stderr(&o).contains("must be K/N"), "{}", stderr(&o));
+        says(&o, "must be K/N");
     }
     let o = harness(&args(
         "check --protocol rdmc --seeds 1 --report /nonexistent-dir/report.toml",
     ));
     assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("--report /nonexistent-dir/report.toml"),
-        "{}",
-        stderr(&o)
-    );
+    says(&o, "--report /nonexistent-dir/report.toml");
     assert!(
         !stdout(&o).contains("runs in"),
         "the sweep ran before the error"
@@ -577,16 +564,12 @@ fn calibrate_refuses_an_output_directory_that_does_not_exist_before_timing_anyth
     ] {
         let o = harness(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}");
-        assert!(stderr(&o).contains("no such directory"), "{}", stderr(&o));
+        says(&o, "no such directory");
         assert!(!stdout(&o).contains("timing each kind"), "{}", stdout(&o));
         assert!(!stdout(&o).contains("scale "), "{}", stdout(&o));
     }
     let o = harness(&args("calibrate paper ramcast-java --shape nope"));
-    assert!(
-        stderr(&o).contains("unknown software profile `nope`"),
-        "{}",
-        stderr(&o)
-    );
+    says(&o, "unknown software profile `nope`");
 }
 
 #[test]
@@ -726,11 +709,7 @@ fn heron_run_refuses_flags_that_do_not_apply() {
         refused(&a, says);
     }
     let o = harness(&["run", "--app", "tpcc"]);
-    assert!(
-        stderr(&o).contains("--app is not for --protocol ramcast: it is heron's"),
-        "{}",
-        stderr(&o)
-    );
+    says(&o, "--app is not for --protocol ramcast: it is heron's");
 }
 
 #[test]
@@ -767,18 +746,10 @@ fn compare_runs_heron_over_ramcast_and_ridge_and_refuses_tram_and_mixes() {
     let _ = std::fs::remove_dir_all(&dir);
     let tram = harness(&["compare", "--protocols", "heron:tram"]);
     assert!(!tram.status.success());
-    assert!(
-        stderr(&tram).contains("TRAM orders along its tree without one"),
-        "{}",
-        stderr(&tram)
-    );
+    says(&tram, "TRAM orders along its tree without one");
     let mixed = harness(&["compare", "--protocols", "heron,ramcast"]);
     assert!(!mixed.status.success());
-    assert!(
-        stderr(&mixed).contains("not an atomic multicast"),
-        "{}",
-        stderr(&mixed)
-    );
+    says(&mixed, "not an atomic multicast");
 }
 
 #[test]
@@ -860,13 +831,9 @@ fn verbs_commands_without_a_device_say_so() {
     }
     let o = harness(&args("run --protocol heron --runtime verbs"));
     assert!(!o.status.success());
-    assert!(
-        stderr(&o).contains("use --runtime local or tcp"),
-        "{}",
-        stderr(&o)
-    );
+    says(&o, "use --runtime local or tcp");
     let o = harness(&args("run --runtime verbs --nic-thread"));
-    assert!(stderr(&o).contains("--runtime local"), "{}", stderr(&o));
+    says(&o, "--runtime local");
 }
 
 /// `text` with every commit stamp (12 hex digits, maybe `-dirty`) replaced, so outputs of two

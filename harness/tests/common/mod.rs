@@ -64,3 +64,13 @@ pub(crate) fn refused(args: &[&str], says: &str) {
     assert!(!o.status.success(), "{args:?} was accepted");
     assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
 }
+
+/// Asserts the command's standard error says `what` (printing all of it if not).
+pub(crate) fn says(o: &Output, what: &str) {
+    assert!(stderr(o).contains(what), "{}", stderr(o));
+}
+
+/// Asserts the command's standard output says `what` (printing all of it if not).
+pub(crate) fn prints(o: &Output, what: &str) {
+    assert!(stdout(o).contains(what), "{}", stdout(o));
+}
