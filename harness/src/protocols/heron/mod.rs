@@ -89,7 +89,7 @@ fn over_values() -> impl TypedValueParser<Value = Over> {
         PossibleValue::new(o.name()).help(match o {
             Over::Ramcast => "RamCast, as in the thesis",
             Over::Ridge => {
-                "Ridge, colocated, `e_all`'s acceptors in partition 0 (see [`experiment::ridge_config`])"
+                "Ridge, colocated, `e_all`'s acceptors in partition 0 (see `heron::over::ridge_config`)"
             }
         })
     }))
