@@ -120,7 +120,7 @@ pub fn scaled(shape: &WorkCosts, scale: f64, prices: Prices) -> WorkCosts {
 }
 
 /// The factor whose `value(factor)` is nearest `target`, by bisection in log space between
-/// [`SCALES`]; `value` must be monotonic. Returns the factor and its value, or why the target
+/// `SCALES`; `value` must be monotonic. Returns the factor and its value, or why the target
 /// is out of reach.
 pub fn bisect(
     target: f64,

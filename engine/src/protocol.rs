@@ -46,7 +46,7 @@ pub struct Shape {
 }
 
 /// A protocol's own options in a [`Shape`]: a value of a type its folder chose, set by its
-/// `run` flags ([`Kind::Multicast`]'s `run_flags`), its `compare` variants or `--delta`, and
+/// `run` flags (the harness's `Kind::Multicast`'s `run_flags`), its `compare` variants or `--delta`, and
 /// read back only by that folder, so the shape every protocol shares names none of them.
 #[derive(Clone, Debug, Default)]
 pub struct Own(Option<Arc<dyn Options>>);
@@ -272,7 +272,7 @@ impl<P: Multicast> Deployed<P> {
     }
 }
 
-/// [`Kind::Multicast`]'s `deploy` for `P`.
+/// The harness's `Kind::Multicast`'s `deploy` for `P`.
 pub fn deploy<P: Multicast>(shape: &Shape) -> Result<Deployment, String> {
     P::configure(shape).map(deployment::<P>)
 }

@@ -16,7 +16,7 @@
 //! acceptor of its group's ensemble (the tally's "acceptor crash"; a learner only, where it
 //! ranks past the acceptors); ranks beyond f, the learners outside the quorum, its
 //! distributors. With dedicated acceptors the shared schedule crashes servers, all of them
-//! distributors, and [`acceptor_faults`] adds the acceptors' own crashes and false
+//! distributors, and `acceptor_faults` adds the acceptors' own crashes and false
 //! suspicions. The phases and the verdict are the other protocols': faults, a liveness phase,
 //! convergence; halts judged, the five properties checked.
 //!
@@ -26,9 +26,9 @@
 //! 16-255 decisions, small against the run's instances, so learners trim, acceptors answer a
 //! Phase 1b with a `low` mark and a learner that falls behind finds its gap trimmed and halts;
 //! in half the colocated runs `e_all`'s acceptors spread over the groups
-//! ([`AllAcceptors::Spread`], the default), the schedule then keeping at most f of them crashed
+//! ([`crate::config::AllAcceptors::Spread`], the default), the schedule then keeping at most f of them crashed
 //! or impaired; and in a quarter of the runs a group ensemble's coordinator cut off from its
-//! acceptors by links slowed past three suspicion timeouts ([`cut_off_coordinator`]).
+//! acceptors by links slowed past three suspicion timeouts (`cut_off_coordinator`).
 
 use crate::clock::Skew;
 use crate::config::AllAcceptors;

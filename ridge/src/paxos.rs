@@ -11,7 +11,7 @@
 //! each new value with Phase 2 alone.
 //!
 //! The messages, rounds and what the roles share live here; each role has a module of its own:
-//! [`acceptor`], [`coordinator`], and the learners' side in [`learning`].
+//! `acceptor`, `coordinator`, and the learners' side in `learning`.
 
 use crate::value::{Key, Value};
 use std::collections::BTreeMap;

@@ -58,7 +58,7 @@
 //!   values by gap filling, requests and responses by the client's retry.
 //!
 //! The server's state, its construction and its poll live here; what it does with what
-//! arrives in [`receive`], and its other tasks of a poll in [`tasks`].
+//! arrives in `receive`, and its other tasks of a poll in `tasks`.
 
 use crate::clock::{Clock, Stamper};
 use crate::config::{Config, Placement};

@@ -2,7 +2,7 @@
 //! comes from the seed: groups (1-6), clients (1-8), destinations (single, all, random:K, and
 //! random:1..G mixing single- and multi-group messages), message size, ring slots, the
 //! tie-break policy, and the faults Skeen tolerates (its crate docs): slow processes, pauses
-//! and link delays, drawn by [`random_faults`] with no crash and no revoke, within the first
+//! and link delays, drawn by [`transport::runtime::sim::random_faults`] with no crash and no revoke, within the first
 //! 2-6 ms or, in a quarter of the runs, as late as 20 ms. A fault phase, a liveness phase in
 //! which every client must complete a multicast started after the last fault, a convergence
 //! phase; the five properties checked on the delivery log ([`sweep::judge::judge`]).

@@ -67,8 +67,8 @@ pub struct Schedule {
     pub phases: Phases,
 }
 
-/// Draws a run's [`Schedule`]: the eviction time ([`draw_evict`], `stall` being how long a
-/// correct member may wait through a failover), the faults of `fault_phase` ([`draw_faults`]),
+/// Draws a run's [`Schedule`]: the eviction time (`draw_evict`, `stall` being how long a
+/// correct member may wait through a failover), the faults of `fault_phase` (`draw_faults`),
 /// and the phases, with `stages` evictions in a row allowed after the last fault.
 pub fn draw_schedule(
     seed: u64,

@@ -6,9 +6,10 @@
 //! Heron, which are not atomic multicast, run as a [`Service`]; `check` drives each protocol's
 //! seeded runs through [`sweep::SeedRun`].
 //!
-//! Adding a protocol (see `harness/README.md`): its crate; a folder here with a unit type
-//! implementing [`Multicast`] (and [`crate::experiment::Observed`] for its server), its
-//! `SeedRun`, its paper's figures and its `ENTRY`; one line in [`REGISTRY`] (with its `mod`).
+//! Adding a protocol (see `harness/README.md`): its crate (with [`multicast::Observed`] for its
+//! server and its seeded runs in its `check` module); a folder here with a unit type
+//! implementing [`Multicast`], its paper's figures and its `ENTRY`; one line in [`REGISTRY`]
+//! (with its `mod`).
 
 pub(crate) mod heron;
 pub(crate) mod ramcast;

@@ -245,8 +245,8 @@ pub(crate) fn fig4(m: &Making<'_>) -> Result<(), String> {
     Ok(())
 }
 
-/// `fig4.png`: median latency against throughput for small and large messages (`curves`
-/// [0] and [1]), and the single-client latency CDFs of each (`curves` [2] and [3]).
+/// `fig4.png`: median latency against throughput for small and large messages (`curves[0]`
+/// and `curves[1]`), and the single-client latency CDFs of each (`curves[2]` and `curves[3]`).
 fn fig4_plot(out: &std::path::Path, curves: [Vec<Series>; 4]) -> Result<(), String> {
     let [small, large, cdf_small, cdf_large] = curves;
     plot::draw_png(

@@ -1,5 +1,5 @@
-//! Ridge in the harness: its deployment from the common flags, what the harness reads of its
-//! servers, and its `check` sweep ([`check`]).
+//! Ridge in the harness: its deployment from the common flags, its own options and counters,
+//! and its entry (its `check` sweep is the crate's, [`ridge::check`]).
 
 pub(crate) mod evaluation;
 pub(crate) mod figures;

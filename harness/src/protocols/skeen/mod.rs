@@ -1,7 +1,7 @@
 //! Skeen's atomic multicast in the harness: the message-passing baseline of TRAM's Fig. 9, one
 //! process per group (not replicated), over the transport's rings. Its deployment from the
-//! common flags, what the harness reads of its servers, its `check` sweep ([`check`]) and the
-//! figure `tram-fig9` ([`figures`]).
+//! common flags and the figure `tram-fig9` ([`figures`]); its `check` sweep is the crate's
+//! ([`skeen::check`]).
 
 pub(crate) mod figures;
 
