@@ -1,5 +1,5 @@
 //! Heron (the Heron thesis, chapter 5) in the harness: `check` (Heron over RamCast or Ridge
-//! with the key-value store and TPC-C under faults), `run` (one experiment, on the simulator or
+//! with the key-value store and TPC-C under faults; the crate's [`heron::check`]), `run` (one experiment, on the simulator or
 //! on threads), the thesis's figures and its prototype's software profile. Heron is not an
 //! atomic multicast protocol: its registry entry runs it as a [`super::Service`].
 

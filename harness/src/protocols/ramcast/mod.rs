@@ -1,5 +1,5 @@
-//! RamCast in the harness: its deployment from the common flags and what the harness reads of
-//! its servers.
+//! RamCast in the harness: its deployment from the common flags, its entry and its paper's
+//! figures; its `check` sweep is the crate's ([`ramcast::check`]).
 
 pub(crate) mod figures;
 pub(crate) mod software;

@@ -1,5 +1,5 @@
-//! TRAM in the harness: its deployment from the common flags (the tree is its variant) and what
-//! the harness reads of its servers.
+//! TRAM in the harness: its deployment from the common flags (the tree is its variant), its
+//! entry and its paper's figures; its `check` sweep is the crate's ([`tram::check`]).
 
 pub(crate) mod fig2;
 pub(crate) mod figure_notes;
