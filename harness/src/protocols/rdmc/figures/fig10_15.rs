@@ -31,7 +31,7 @@ pub(crate) fn fig10_11(m: &Making<'_>) -> Result<(), String> {
     } else {
         [
             ("Fig. 10", "sierra-qdr", vec![2, 3, 4, 8, 16, 32, 64]),
-            ("Fig. 11", "fractus-100g", vec![2, 3, 4, 6, 8, 12, 16]),
+            ("Fig. 11", "fractus-100g", fractus_groups(false)),
         ]
     };
     let mut panels = Vec::new();
@@ -230,11 +230,7 @@ pub(crate) fn fig13_14(m: &Making<'_>) -> Result<(), String> {
     let (out, commit, quick, software, progress) = m.parts();
     let profile = load("fractus-100g")?;
     let mut ctx = Ctx::start(out, commit, software, progress)?;
-    let groups: Vec<usize> = if quick {
-        vec![2, 4]
-    } else {
-        vec![2, 3, 4, 6, 8, 12, 16]
-    };
+    let groups = fractus_groups(quick);
     let sizes: Vec<usize> = if quick {
         vec![MB]
     } else {
@@ -322,11 +318,7 @@ pub(crate) fn fig15(m: &Making<'_>) -> Result<(), String> {
     let (out, commit, quick, software, progress) = m.parts();
     let profile = load("fractus-100g")?;
     let mut ctx = Ctx::start(out, commit, software, progress)?;
-    let groups: Vec<usize> = if quick {
-        vec![2, 4]
-    } else {
-        vec![2, 3, 4, 6, 8, 12, 16]
-    };
+    let groups = fractus_groups(quick);
     let messages = if quick { 100 } else { 1000 };
     let mut curves = Vec::new();
     // One byte with both algorithms, and one full packet (the MTU) with the pipeline.
@@ -407,4 +399,14 @@ pub(crate) fn fig15(m: &Making<'_>) -> Result<(), String> {
         profile.name
     );
     write(&out.join("summary.md"), &md)
+}
+
+/// The group sizes the paper measures on Fractus (Figs. 11, 13-15): 2 to 16 nodes; 2 and 4 in a
+/// quick run.
+fn fractus_groups(quick: bool) -> Vec<usize> {
+    if quick {
+        vec![2, 4]
+    } else {
+        vec![2, 3, 4, 6, 8, 12, 16]
+    }
 }
