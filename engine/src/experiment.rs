@@ -3,101 +3,19 @@
 //! `summary.csv` (one row with every parameter), `latency_cdf.csv`, and the delivery log.
 
 use crate::protocol::Deployment;
+use crate::runtime::{Drivable, Drive};
 use hdrhistogram::Histogram;
 use multicast::workload::latency_histogram;
 use multicast::{collect_log, DeliveryLog, DestPolicy, LoadSpec, Node, Observed, Server};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-use transport::runtime::local::{LocalConfig, LocalNic, LocalRuntime};
-use transport::runtime::sim::{Profile, Sim, SimConfig, SimNic, Software};
-use transport::{Nanos, Process, ProcessId};
+use std::time::Duration;
+use transport::runtime::sim::{Profile, Software};
+use transport::{Nanos, ProcessId};
 
-/// Where an experiment runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Where {
-    /// The simulator with a profile.
-    Sim,
-    /// Real threads; `threads` OS threads (0: one per core); with `nic_thread`, remote ops
-    /// complete on a NIC thread ([`transport::runtime::local::nic_thread`]).
-    Local {
-        /// OS threads (0: one per core).
-        threads: usize,
-        /// Whether remote ops complete on a NIC thread.
-        nic_thread: bool,
-    },
-    /// One OS process per node, RDMA semantics over TCP ([`crate::cluster`]).
-    Tcp,
-    /// Every node a thread of this process on the RDMA device the environment names
-    /// (`RDMA_DEVICE`; a build with `--features verbs`).
-    Verbs,
-}
-
-/// A process that also runs on the verbs runtime (every process, in a build without it).
-#[cfg(feature = "verbs")]
-pub trait OnVerbs: Process<verbs::rdma::VerbsNic> {}
-#[cfg(feature = "verbs")]
-impl<P: Process<verbs::rdma::VerbsNic>> OnVerbs for P {}
-/// A process that also runs on the verbs runtime (every process, in a build without it).
-#[cfg(not(feature = "verbs"))]
-pub trait OnVerbs {}
-#[cfg(not(feature = "verbs"))]
-impl<P> OnVerbs for P {}
-
-/// A multicast client that also runs on the verbs runtime (every client, in a build without it).
-#[cfg(feature = "verbs")]
-pub trait ClientOnVerbs: multicast::Client<verbs::rdma::VerbsNic> {}
-#[cfg(feature = "verbs")]
-impl<C: multicast::Client<verbs::rdma::VerbsNic>> ClientOnVerbs for C {}
-/// A multicast client that also runs on the verbs runtime (every client, in a build without it).
-#[cfg(not(feature = "verbs"))]
-pub trait ClientOnVerbs {}
-#[cfg(not(feature = "verbs"))]
-impl<C> ClientOnVerbs for C {}
-
-/// Runs `procs` on the verbs runtime until all are done or `limit` passes: the device named
-/// by the environment, `seed` for the processes' streams.
-#[cfg(feature = "verbs")]
-pub fn run_on_verbs<P: OnVerbs + Send>(
-    procs: Vec<P>,
-    seed: u64,
-    limit: Duration,
-) -> Result<Vec<P>, String> {
-    let cfg = verbs::rdma::VerbsConfig {
-        seed,
-        device: verbs::DeviceChoice::from_env()?,
-        ..Default::default()
-    };
-    let rt = verbs::rdma::VerbsRuntime::new(cfg, procs).map_err(|e| e.to_string())?;
-    println!("verbs: {}", rt.device());
-    Ok(rt.run(limit).processes)
-}
-
-/// Without the verbs runtime in this build, `--runtime verbs` is refused before it gets here.
-#[cfg(not(feature = "verbs"))]
-pub fn run_on_verbs<P: OnVerbs + Send>(_: Vec<P>, _: u64, _: Duration) -> Result<Vec<P>, String> {
-    Err(verbs_missing())
-}
-
-/// What `--runtime verbs` says in a build without the verbs runtime.
-pub fn verbs_missing() -> String {
-    format!(
-        "{}: this harness was built without the verbs runtime; build it with `cargo run --release -p harness --features verbs -- ...` (scripts/verbs-deps.sh installs what that build needs)",
-        verbs::NO_DEVICE
-    )
-}
-
-impl Where {
-    /// The runtime's name on the command line and in CSV files.
-    pub fn name(self) -> &'static str {
-        match self {
-            Where::Sim => "sim",
-            Where::Local { .. } => "local",
-            Where::Tcp => "tcp",
-            Where::Verbs => "verbs",
-        }
-    }
-}
+// Until the figure folders move to the new name (the same change's last step).
+pub use crate::runtime::Runtime as Where;
+pub use crate::runtime::{verbs_missing, ClientOnVerbs, OnVerbs};
 
 /// One experiment.
 #[derive(Clone, Debug)]
@@ -231,45 +149,25 @@ impl Experiment {
     pub fn execute<S, C>(&self, nodes: Vec<Node<S, C>>) -> Measured
     where
         S: Server + Observed,
-        Node<S, C>: Process<SimNic> + Process<LocalNic> + OnVerbs + Send,
+        Node<S, C>: Drivable,
     {
         let stop_at = self.warmup.saturating_add(self.duration);
-        let started = Instant::now();
         let cpu0 = process_cpu();
-        let n = nodes.len();
-        let (nodes, faulty): (Vec<Node<S, C>>, Vec<bool>) = match self.runtime {
-            Where::Sim => {
-                let mut sc = SimConfig::new(self.seed, self.profile.clone());
-                sc.software = self.software.for_protocol(self.deploy.protocol());
-                let mut sim = Sim::new(sc, nodes);
-                sim.run(Some(stop_at.saturating_add(Nanos(5_000_000))));
-                let faulty = (0..n).map(|p| sim.crashed(ProcessId(p as u32))).collect();
-                (sim.into_processes(), faulty)
-            }
-            Where::Local {
-                threads,
-                nic_thread,
-            } => {
-                let lc = LocalConfig {
-                    threads,
-                    nic_thread,
-                    seed: self.seed,
-                    limits: self.profile.limits(),
-                    ..LocalConfig::default()
-                };
-                let limit = Duration::from_nanos(stop_at.as_nanos()) + Duration::from_secs(1);
-                let run = LocalRuntime::new(lc, nodes).run(limit);
-                (run.processes, vec![false; n])
-            }
-            Where::Verbs => {
-                let limit = Duration::from_nanos(stop_at.as_nanos()) + Duration::from_secs(1);
-                let procs = run_on_verbs(nodes, self.seed, limit)
-                    .unwrap_or_else(|e| panic!("--runtime verbs: {e}"));
-                (procs, vec![false; n])
-            }
-            Where::Tcp => unreachable!("tcp runs are launched by cluster::launch"),
+        let software = self.software.for_protocol(self.deploy.protocol());
+        let drive = Drive {
+            runtime: self.runtime,
+            seed: self.seed,
+            profile: &self.profile,
+            software: &software,
+            faults: &[],
+            limits: self.profile.limits(),
+            until: Some(stop_at.saturating_add(Nanos(5_000_000))),
+            limit: Duration::from_nanos(stop_at.as_nanos()) + Duration::from_secs(1),
         };
-        let wall = started.elapsed();
+        let run = drive
+            .run(nodes)
+            .unwrap_or_else(|e| panic!("--runtime {}: {e}", self.runtime.name()));
+        let (nodes, faulty, wall) = (run.processes, run.crashed, run.wall);
         let cpu = cpu0.and_then(|a| process_cpu().map(|b| b.saturating_sub(a)));
         let mut delivered = 0;
         let mut server_deliveries = 0;
@@ -621,7 +519,7 @@ mod tests {
             return; // a platform without /proc
         };
         // Spin until the clock ticks; the bound only keeps a broken reading from hanging.
-        let wall = Instant::now();
+        let wall = std::time::Instant::now();
         let mut x = 0u64;
         while process_cpu().is_some_and(|now| now <= before)
             && wall.elapsed() < Duration::from_secs(20)

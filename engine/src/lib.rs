@@ -28,6 +28,7 @@ pub mod plot;
 pub mod probes;
 pub mod progress;
 pub mod protocol;
+pub mod runtime;
 pub mod stats;
 pub mod totals;
 pub mod verdict;

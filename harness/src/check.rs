@@ -2,7 +2,7 @@
 //! protocol with a [`SeedRun`], sharded, merged, reported.
 
 use crate::protocols::{self, Checked};
-use crate::{check_chaos, CheckArgs, CheckRuntime, COMMIT};
+use crate::{check_chaos, CheckArgs, RuntimeKind, COMMIT};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use sweep::{Model, SeedRun};
@@ -38,11 +38,17 @@ fn check_profile(a: &CheckArgs) -> String {
 
 /// The seeds a `check` covers and whether to print each run's parameters; prints the header.
 fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<(Model, Vec<u64>, bool), String> {
+    if matches!(a.runtime, RuntimeKind::Tcp | RuntimeKind::Verbs) {
+        return Err(format!(
+            "--runtime {0}: check runs its seeds on sim (faults and torn landings injected, every failure replayable) or local (real threads); check a {0} run with `harness run --runtime {0} --log D` and `harness verify --log D`",
+            a.runtime.name()
+        ));
+    }
     let model = Model {
         profile: Profile::load(&check_profile(a)).map_err(|e| e.to_string())?,
         software: Software::load(&a.software).map_err(|e| e.to_string())?,
         torn: a.torn,
-        local: (a.runtime == CheckRuntime::Local).then_some(sweep::LocalCheck {
+        local: (a.runtime == RuntimeKind::Local).then_some(sweep::LocalCheck {
             stretch: a.stretch,
             nic_thread: true,
             yield_words: true,
@@ -76,12 +82,13 @@ fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<(Model, Vec<u64>, boo
         seeds.first().copied().unwrap_or(0),
         a.check_determinism,
         a.torn,
-        match a.runtime {
-            CheckRuntime::Sim => "sim".to_string(),
-            CheckRuntime::Local => format!(
+        if a.runtime == RuntimeKind::Local {
+            format!(
                 "local (stretch {}x, NIC thread reordering queue pairs, multi-word ops yielding between words; of each seed's faults only crashes and pauses apply, and the tally counts the schedules as drawn: link delays, slowdowns, revokes and torn landings are the simulator's)",
                 a.stretch
-            ),
+            )
+        } else {
+            "sim".to_string()
         }
     );
     println!("{}", model.profile.describe());
@@ -111,12 +118,13 @@ pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
     let mut tally = sweep::Tally::default();
     let mut error = None;
     // A local run takes every core itself: its seeds go one at a time.
-    let jobs = match a.runtime {
-        CheckRuntime::Local => 1,
-        CheckRuntime::Sim => a.jobs.map_or_else(
+    let jobs = if a.runtime == RuntimeKind::Local {
+        1
+    } else {
+        a.jobs.map_or_else(
             || std::thread::available_parallelism().map_or(1, |n| n.get()),
             |j| j as usize,
-        ),
+        )
     };
     sweep::run_seeds(
         &seeds,
@@ -125,16 +133,17 @@ pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
         a.check_determinism,
         jobs,
         |seed, run, out| {
-            let tearing = match a.runtime {
-                CheckRuntime::Sim => model
+            let tearing = if a.runtime == RuntimeKind::Local {
+                "real threads (the NIC thread yields between words)".into()
+            } else {
+                model
                     .tearing(seed)
-                    .map_or("none".to_string(), |t| t.to_string()),
-                CheckRuntime::Local => "real threads (the NIC thread yields between words)".into(),
+                    .map_or("none".to_string(), |t| t.to_string())
             };
             if verbose {
                 bar.suspend(|| {
                     println!("{}\n  torn landings: {tearing}", run.spec());
-                    if a.runtime == CheckRuntime::Sim {
+                    if a.runtime == RuntimeKind::Sim {
                         println!(
                             "  replay: harness check --protocol {} --profile {} --software {} --torn {} --replay '{}'",
                             R::PROTOCOL,
@@ -159,28 +168,29 @@ pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
                         println!("  nondeterminism: {d}");
                     }
                     // A local failure cannot be replayed: print everything it left.
-                    if verbose || a.runtime == CheckRuntime::Local {
+                    if verbose || a.runtime == RuntimeKind::Local {
                         for s in &out.states {
                             println!("  state: {s}");
                         }
                     }
-                    match a.runtime {
-                        CheckRuntime::Sim => println!(
+                    if a.runtime == RuntimeKind::Local {
+                        // Threads do not replay: the same seed is the same workload and
+                        // schedule, and another interleaving.
+                        println!(
+                            "  rerun (threads do not replay: the same workload and schedule, another interleaving): harness check --protocol {} --runtime local --stretch {} --replay '{}'",
+                            R::PROTOCOL,
+                            a.stretch,
+                            run.spec()
+                        );
+                    } else {
+                        println!(
                             "  replay: harness check --protocol {} --profile {} --software {} --torn {} --replay '{}'",
                             R::PROTOCOL,
                             model.profile.name,
                             a.software,
                             a.torn,
                             run.spec()
-                        ),
-                        // Threads do not replay: the same seed is the same workload and
-                        // schedule, and another interleaving.
-                        CheckRuntime::Local => println!(
-                            "  rerun (threads do not replay: the same workload and schedule, another interleaving): harness check --protocol {} --runtime local --stretch {} --replay '{}'",
-                            R::PROTOCOL,
-                            a.stretch,
-                            run.spec()
-                        ),
+                        );
                     }
                 });
                 if let (Some(dir), Some(log)) = (&a.log, &out.log) {
@@ -298,10 +308,11 @@ pub(crate) fn command(a: CheckArgs) -> Result<ExitCode, String> {
     if a.replay.is_some() {
         return Err("--replay runs a protocol's run from its line; a chaos run replays from its seed alone (--seed N)".into());
     }
-    if a.runtime == CheckRuntime::Local {
-        return Err(
-            "--runtime local runs the protocols on real threads; chaos checks the simulator's own model (leave --runtime out, or name a protocol)".into(),
-        );
+    if a.runtime != RuntimeKind::Sim {
+        return Err(format!(
+            "--runtime {} runs the protocols off the simulator; chaos checks the simulator's own model (leave --runtime out, or name a protocol)",
+            a.runtime.name()
+        ));
     }
     if a.software != DEFAULT_SOFTWARE {
         return Err(

@@ -352,7 +352,7 @@ pub(crate) enum BenchCommand {
 pub(crate) struct AccessArgs {
     /// Runtime to measure.
     #[arg(long, value_enum, default_value = "sim")]
-    pub(crate) runtime: TransportRuntime,
+    pub(crate) runtime: RuntimeKind,
     /// Hardware profile (sim only): a built-in name or a .toml path.
     #[arg(long, default_value = DEFAULT_PROFILE)]
     pub(crate) profile: String,
@@ -364,39 +364,40 @@ pub(crate) struct AccessArgs {
     pub(crate) seed: u64,
 }
 
+/// The runtimes `--runtime` names: each command says which it runs on and refuses the others
+/// with the reason.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum RuntimeKind {
     /// Deterministic discrete-event simulator with a hardware profile.
     Sim,
     /// Real threads and shared memory in this process.
     Local,
-    /// One OS process per node, RDMA semantics over TCP (on loopback unless `harness node`
-    /// runs the nodes of a cluster file on several hosts).
+    /// RDMA semantics over TCP: one OS process per node for `run` (on loopback, or on the
+    /// hosts of a cluster file that `harness node` runs), two nodes as threads of this process
+    /// over loopback for `bench` and `calibrate`.
     Tcp,
-    /// Every node a thread of this process on a real RDMA device (RDMA_DEVICE, RDMA_PORT,
-    /// RDMA_GID_INDEX name it; a build with `--features verbs`); RamCast, TRAM, Ridge, RDMC.
+    /// A real RDMA device (RDMA_DEVICE, RDMA_PORT, RDMA_GID_INDEX name it; a build with
+    /// `--features verbs`), every node a thread of this process.
     Verbs,
 }
 
-/// The runtimes `bench transport` and `calibrate hardware` measure.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum TransportRuntime {
-    /// Deterministic discrete-event simulator with a hardware profile.
-    Sim,
-    /// Real threads and shared memory in this process.
-    Local,
-    /// Two nodes of the tcp runtime as threads of this process, over loopback.
-    Tcp,
-    /// Two nodes on a real RDMA device (RDMA_DEVICE, RDMA_PORT, RDMA_GID_INDEX name it; a
-    /// build with `--features verbs`), as perftest measures it.
-    Verbs,
+impl RuntimeKind {
+    /// Its name on the command line.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            RuntimeKind::Sim => "sim",
+            RuntimeKind::Local => "local",
+            RuntimeKind::Tcp => "tcp",
+            RuntimeKind::Verbs => "verbs",
+        }
+    }
 }
 
 #[derive(Args, Debug)]
 pub(crate) struct TransportArgs {
     /// Runtime to measure.
     #[arg(long, value_enum, default_value = "sim")]
-    pub(crate) runtime: TransportRuntime,
+    pub(crate) runtime: RuntimeKind,
     /// Hardware profile (sim only): a built-in name (see `harness profiles`) or a .toml path.
     #[arg(long, default_value = DEFAULT_PROFILE)]
     pub(crate) profile: String,
@@ -499,8 +500,8 @@ pub(crate) struct CheckArgs {
     /// on a NIC thread that reorders queue pairs and yields between the words of multi-word
     /// ops; slowdowns, delayed links and revokes are the simulator's alone). Every protocol;
     /// not chaos, which checks the simulator's own model.
-    #[arg(long, value_enum, default_value_t = CheckRuntime::Sim)]
-    pub(crate) runtime: CheckRuntime,
+    #[arg(long, value_enum, default_value_t = RuntimeKind::Sim)]
+    pub(crate) runtime: RuntimeKind,
     /// With --runtime local: wall nanoseconds per simulated nanosecond of the seed's schedule,
     /// phases and timeouts.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10_000))]
@@ -531,15 +532,6 @@ pub(crate) struct CheckArgs {
     /// flag is taken from the files).
     #[arg(long, num_args = 1.., conflicts_with_all = ["seed", "shard", "report"])]
     pub(crate) merge: Vec<PathBuf>,
-}
-
-/// Where `harness check` runs its seeds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum CheckRuntime {
-    /// The deterministic simulator.
-    Sim,
-    /// The local runtime's threads.
-    Local,
 }
 
 /// Parses `K/N` with `K < N`.

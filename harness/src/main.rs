@@ -9,7 +9,7 @@
     reason = "the CLI measures and reports the wall-clock time of runs, sweeps and figures"
 )]
 
-use engine::{cluster, experiment, figure, progress, stats, totals, verdict};
+use engine::{cluster, experiment, figure, progress, runtime, stats, totals, verdict};
 
 mod bench;
 mod calibrate;

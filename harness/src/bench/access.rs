@@ -8,7 +8,7 @@
 //! every `set_access` call, process 1 every reconnect (from its post to its completion), on
 //! their own clocks (the simulator's on `sim`, which prices both from its profile).
 
-use crate::bench::transport::Runtime;
+use crate::bench::transport::Rig;
 use crate::stats::LatencySummary;
 use transport::*;
 
@@ -148,7 +148,7 @@ pub(crate) struct AccessCosts {
 }
 
 /// Runs both probes of `rounds` rounds on `runtime`.
-pub(crate) fn measure(runtime: &Runtime, rounds: u64) -> Result<AccessCosts, String> {
+pub(crate) fn measure(runtime: &Rig, rounds: u64) -> Result<AccessCosts, String> {
     let mut reconnects = Vec::new();
     let mut changes = [Vec::new(), Vec::new()];
     for (k, slow) in [false, true].into_iter().enumerate() {
@@ -178,11 +178,11 @@ pub(crate) fn measure(runtime: &Runtime, rounds: u64) -> Result<AccessCosts, Str
 }
 
 /// Prints a probe's result as a table.
-pub(crate) fn print(costs: &AccessCosts, runtime: &Runtime) {
+pub(crate) fn print(costs: &AccessCosts, runtime: &Rig) {
     println!(
         "access changes and reconnects on runtime {} ({}), microseconds",
         runtime.name(),
-        runtime.profile_name()
+        runtime.profile_name
     );
     println!(
         " {:<44} {:>10} {:>12} {:>10} {:>10}",
@@ -214,10 +214,7 @@ mod tests {
         if let Some(p) = profile.nic.permission_change.as_mut() {
             p.ns = 7_000;
         }
-        let rt = Runtime::Sim {
-            profile: Box::new(profile.clone()),
-            seed: 1,
-        };
+        let rt = Rig::sim(profile.clone(), 1);
         let c = measure(&rt, 5).unwrap();
         let change_us = profile.nic.permission_change.as_ref().map_or(0, |p| p.ns) as f64 / 1000.0;
         assert_eq!(change_us, 7.0);
@@ -230,14 +227,13 @@ mod tests {
 
     #[test]
     fn on_real_threads_and_tcp_every_round_completes() {
-        for rt in [
-            Runtime::Local {
-                cfg: transport::runtime::local::LocalConfig::default(),
-            },
-            Runtime::Tcp {
-                cfg: Box::default(),
-            },
-        ] {
+        let profile = Profile::load(transport::runtime::sim::DEFAULT_PROFILE).unwrap();
+        let local = crate::runtime::Runtime::Local {
+            threads: 0,
+            nic_thread: false,
+        };
+        for runtime in [local, crate::runtime::Runtime::Tcp] {
+            let rt = Rig::real(runtime, profile.clone(), 0);
             let c = measure(&rt, 20).unwrap();
             assert!(c.fast.typical >= 0.0 && c.reconnect.typical >= 0.0, "{c:?}");
         }

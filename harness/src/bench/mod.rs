@@ -6,8 +6,9 @@ pub(crate) mod qperf;
 pub(crate) mod sim_speed;
 pub(crate) mod transport;
 
-use self::transport::{self as perf, Row, Runtime};
-use crate::{plot, AccessArgs, SimSpeedArgs, TransportArgs, TransportRuntime, COMMIT};
+use self::transport::{self as perf, Rig, Row};
+use crate::runtime::Runtime;
+use crate::{plot, AccessArgs, RuntimeKind, SimSpeedArgs, TransportArgs, COMMIT};
 use ::transport::runtime::local::{thread_count, LocalConfig};
 use ::transport::runtime::sim::Profile;
 use ::transport::Nanos;
@@ -62,43 +63,36 @@ impl clap::Subcommand for Offered {
     }
 }
 
-/// The runtime a transport measurement runs on (`bench transport`, `calibrate hardware`).
-pub(crate) fn runtime_of(
-    kind: TransportRuntime,
+/// Where a transport measurement runs (`bench transport`, `bench access`, `calibrate
+/// hardware`): tcp as two nodes in this process over loopback, verbs on the device the
+/// environment names.
+pub(crate) fn rig(
+    kind: RuntimeKind,
     profile: &str,
     seed: u64,
     threads: Option<usize>,
-) -> Result<Runtime, String> {
+) -> Result<Rig, String> {
+    let profile = Profile::load(profile).map_err(|e| e.to_string())?;
     Ok(match kind {
-        TransportRuntime::Sim => Runtime::Sim {
-            profile: Box::new(Profile::load(profile).map_err(|e| e.to_string())?),
-            seed,
-        },
-        TransportRuntime::Local => {
+        RuntimeKind::Sim => Rig::sim(profile, seed),
+        RuntimeKind::Local => {
             if threads == Some(0) {
                 return Err("--threads must be at least 1".into());
             }
-            Runtime::Local {
-                cfg: LocalConfig {
-                    threads: threads.unwrap_or(0),
-                    seed,
-                    ..LocalConfig::default()
-                },
-            }
+            let runtime = Runtime::Local {
+                threads: threads.unwrap_or(0),
+                nic_thread: false,
+            };
+            Rig::real(runtime, profile, seed)
         }
-        TransportRuntime::Tcp => Runtime::Tcp {
-            cfg: Box::new(::transport::runtime::tcp::TcpConfig {
-                seed,
-                ..Default::default()
-            }),
-        },
-        TransportRuntime::Verbs => verbs_runtime(seed)?,
+        RuntimeKind::Tcp => Rig::real(Runtime::Tcp, profile, seed),
+        RuntimeKind::Verbs => verbs_rig(profile, seed)?,
     })
 }
 
 /// Two nodes on the device the environment names (RDMA_DEVICE, RDMA_PORT, RDMA_GID_INDEX).
 #[cfg(feature = "verbs")]
-fn verbs_runtime(seed: u64) -> Result<Runtime, String> {
+fn verbs_rig(profile: Profile, seed: u64) -> Result<Rig, String> {
     let cfg = verbs::rdma::VerbsConfig {
         seed,
         device: verbs::DeviceChoice::from_env()?,
@@ -110,21 +104,21 @@ fn verbs_runtime(seed: u64) -> Result<Runtime, String> {
         "device: {info}; inline limit granted {} B",
         limits.inline_max
     );
-    Ok(Runtime::Verbs {
-        cfg: Box::new(cfg),
-        limits,
-        device: info.name,
+    Ok(Rig {
+        inline_max: limits.inline_max,
+        profile_name: info.name,
+        ..Rig::real(Runtime::Verbs, profile, seed)
     })
 }
 
 #[cfg(not(feature = "verbs"))]
-fn verbs_runtime(_seed: u64) -> Result<Runtime, String> {
-    Err(crate::experiment::verbs_missing())
+fn verbs_rig(_: Profile, _: u64) -> Result<Rig, String> {
+    Err(crate::runtime::verbs_missing())
 }
 
 /// `harness bench access`.
 pub(crate) fn run_access(a: AccessArgs) -> Result<ExitCode, String> {
-    let runtime = runtime_of(a.runtime, &a.profile, a.seed, None)?;
+    let runtime = rig(a.runtime, &a.profile, a.seed, None)?;
     println!(
         "harness bench access: runtime={} rounds={} seed={} commit={COMMIT}",
         runtime.name(),
@@ -147,15 +141,20 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
         sizes = vec![64];
     }
     let warmup = a.warmup.unwrap_or(a.iterations / 10);
-    let runtime = runtime_of(a.runtime, &a.profile, a.seed, a.threads)?;
-    let threads = match &runtime {
-        Runtime::Local { cfg } => thread_count(cfg, 2),
-        Runtime::Sim { .. } => 1,
+    let runtime = rig(a.runtime, &a.profile, a.seed, a.threads)?;
+    let threads = match runtime.runtime {
+        Runtime::Local { threads, .. } => {
+            let cfg = LocalConfig {
+                threads,
+                ..LocalConfig::default()
+            };
+            thread_count(&cfg, 2)
+        }
+        Runtime::Sim => 1,
         // Per node: the protocol thread and the NIC thread.
-        Runtime::Tcp { .. } => 4,
+        Runtime::Tcp => 4,
         // Per node: the protocol thread (the NIC is the device).
-        #[cfg(feature = "verbs")]
-        Runtime::Verbs { .. } => 2,
+        Runtime::Verbs => 2,
     };
     println!(
         "harness bench transport: runtime={} seed={} commit={} iterations={} warmup={} tx_depth={} cq_mod={} threads={}",
@@ -168,10 +167,10 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
         a.cq_mod,
         threads
     );
-    if let Runtime::Sim { profile, .. } = &runtime {
-        println!("{}", profile.describe());
+    if runtime.runtime == Runtime::Sim {
+        println!("{}", runtime.profile.describe());
     }
-    if a.qperf && a.runtime != TransportRuntime::Tcp {
+    if a.qperf && a.runtime != RuntimeKind::Tcp {
         return Err("--qperf compares the tcp runtime with raw TCP: add --runtime tcp".into());
     }
     let qperf = a.qperf.then(qperf::Server::start).transpose()?;
@@ -190,7 +189,7 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
         let yardstick = qperf.as_ref().map(|q| q.measure(bytes, 2)).transpose()?;
         rows.push(Row {
             runtime: runtime.name().to_string(),
-            profile: runtime.profile_name(),
+            profile: runtime.profile_name.clone(),
             bytes,
             iterations: a.iterations,
             t_min_us: lat.min,
@@ -206,7 +205,7 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
             warmup,
             tx_depth: a.tx_depth,
             cq_mod: a.cq_mod,
-            inline: bytes <= runtime.inline_max(),
+            inline: bytes <= runtime.inline_max,
             threads,
             seed: a.seed,
             commit: COMMIT.to_string(),
@@ -255,7 +254,7 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
         let caption = format!(
             "RDMA write, runtime {} profile {} ({})",
             runtime.name(),
-            runtime.profile_name(),
+            runtime.profile_name.clone(),
             COMMIT
         );
         let lat = plot::Series::new(

@@ -6,11 +6,11 @@
 //! `tx_depth` outstanding; bandwidth is bytes over the time from the first post to the last
 //! completion. Writes up to the NIC's inline limit are posted inline, as perftest does.
 
+use crate::runtime::{Drivable, Drive, Runtime};
 use crate::stats::LatencySummary;
 use bytes::Bytes;
-use transport::runtime::local::{LocalConfig, LocalNic, LocalRuntime};
-use transport::runtime::sim::{Profile, Sim, SimConfig, SimNic};
-use transport::runtime::tcp::{TcpConfig, TcpNic, TcpRuntime};
+use transport::runtime::local::LocalNic;
+use transport::runtime::sim::{Profile, SimNic, Software};
 use transport::*;
 
 /// The largest message perftest's `-a` covers (8 MiB); also the largest size accepted.
@@ -22,8 +22,6 @@ pub(crate) fn all_sizes() -> Vec<usize> {
 }
 
 const BUF: RegionId = RegionId(0);
-
-use crate::experiment::OnVerbs;
 
 /// Which test a process pair runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -233,87 +231,63 @@ impl<N: Nic> Process<N> for Perf {
     }
 }
 
-/// Where a pair runs.
+/// Where a pair runs: a runtime of the engine's driver, with what a measurement reports of it.
 #[derive(Clone, Debug)]
-pub(crate) enum Runtime {
-    Sim {
-        profile: Box<Profile>,
-        seed: u64,
-    },
-    Local {
-        cfg: LocalConfig,
-    },
-    /// The two nodes as threads of this process, each with its own sockets and NIC thread,
-    /// over loopback TCP.
-    Tcp {
-        cfg: Box<TcpConfig>,
-    },
-    /// The two nodes as threads of this process on a real RDMA device.
-    #[cfg(feature = "verbs")]
-    Verbs {
-        cfg: Box<verbs::rdma::VerbsConfig>,
-        /// What the device grants (the inline limit).
-        limits: transport::NicLimits,
-        device: String,
-    },
+pub(crate) struct Rig {
+    /// The runtime (tcp: both nodes as threads of this process over loopback, each with its
+    /// own sockets and NIC thread; verbs: both on the device the environment names).
+    pub(crate) runtime: Runtime,
+    /// The seed of the runtime's streams.
+    pub(crate) seed: u64,
+    /// The simulator's hardware model.
+    pub(crate) profile: Profile,
+    /// The inline limit writes are measured with: the profile's on the simulator, what the
+    /// device grants on verbs, the runtime's default elsewhere.
+    pub(crate) inline_max: usize,
+    /// What a report names as the profile: the simulator's, the device, or `-`.
+    pub(crate) profile_name: String,
 }
 
-impl Runtime {
+impl Rig {
+    /// The simulator with `profile`.
+    pub(crate) fn sim(profile: Profile, seed: u64) -> Rig {
+        Rig {
+            runtime: Runtime::Sim,
+            seed,
+            inline_max: profile.nic.inline_max_bytes,
+            profile_name: profile.name.clone(),
+            profile,
+        }
+    }
+
+    /// Real threads or loopback sockets in this process (`profile` unused but for its name).
+    pub(crate) fn real(runtime: Runtime, profile: Profile, seed: u64) -> Rig {
+        Rig {
+            runtime,
+            seed,
+            profile,
+            inline_max: NicLimits::default().inline_max,
+            profile_name: "-".into(),
+        }
+    }
+
     pub(crate) fn name(&self) -> &'static str {
-        match self {
-            Runtime::Sim { .. } => "sim",
-            Runtime::Local { .. } => "local",
-            Runtime::Tcp { .. } => "tcp",
-            #[cfg(feature = "verbs")]
-            Runtime::Verbs { .. } => "verbs",
-        }
-    }
-
-    pub(crate) fn profile_name(&self) -> String {
-        match self {
-            Runtime::Sim { profile, .. } => profile.name.clone(),
-            Runtime::Local { .. } | Runtime::Tcp { .. } => "-".to_string(),
-            #[cfg(feature = "verbs")]
-            Runtime::Verbs { device, .. } => device.clone(),
-        }
-    }
-
-    /// The inline limit writes are measured with.
-    pub(crate) fn inline_max(&self) -> usize {
-        match self {
-            Runtime::Sim { profile, .. } => profile.nic.inline_max_bytes,
-            Runtime::Local { cfg } => cfg.limits.inline_max,
-            Runtime::Tcp { cfg } => cfg.limits.inline_max,
-            #[cfg(feature = "verbs")]
-            Runtime::Verbs { limits, .. } => limits.inline_max,
-        }
+        self.runtime.name()
     }
 
     /// Runs `procs` to completion (or a 300 s limit) and hands them back.
-    pub(crate) fn run<P>(&self, procs: Vec<P>) -> Result<Vec<P>, String>
-    where
-        P: Process<SimNic> + Process<LocalNic> + Process<TcpNic> + OnVerbs + Send,
-    {
-        let limit = std::time::Duration::from_secs(300);
-        Ok(match self {
-            Runtime::Sim { profile, seed } => {
-                let mut sim: Sim<P> = Sim::new(SimConfig::new(*seed, (**profile).clone()), procs);
-                sim.run(None);
-                sim.into_processes()
-            }
-            Runtime::Local { cfg } => LocalRuntime::new(*cfg, procs).run(limit).processes,
-            Runtime::Tcp { cfg } => {
-                let rt = TcpRuntime::new((**cfg).clone(), procs)
-                    .map_err(|e| format!("no loopback sockets: {e}"))?;
-                rt.run(limit).processes
-            }
-            #[cfg(feature = "verbs")]
-            Runtime::Verbs { cfg, .. } => {
-                let rt = verbs::rdma::VerbsRuntime::new((**cfg).clone(), procs)
-                    .map_err(|e| e.to_string())?;
-                rt.run(limit).processes
-            }
-        })
+    pub(crate) fn run<P: Drivable>(&self, procs: Vec<P>) -> Result<Vec<P>, String> {
+        let drive = Drive {
+            runtime: self.runtime,
+            seed: self.seed,
+            profile: &self.profile,
+            software: &Software::none(),
+            faults: &[],
+            limits: NicLimits::default(),
+            until: None,
+            limit: std::time::Duration::from_secs(300),
+        };
+        Ok(drive.run(procs)?.processes)
     }
 
     /// Runs a pair to completion and returns the initiator.
@@ -379,7 +353,7 @@ pub(crate) struct Row {
 }
 
 /// Measures one size: the latency ping-pong, then the bandwidth stream.
-pub(crate) fn measure(rt: &Runtime, p: Params) -> Result<(LatencySummary, f64, f64, f64), String> {
+pub(crate) fn measure(rt: &Rig, p: Params) -> Result<(LatencySummary, f64, f64, f64), String> {
     let lat = rt.run_pair(Perf::pair(Mode::Latency, p))?;
     let summary = LatencySummary::of(&lat.samples).ok_or("no latency samples")?;
     let bw = rt.run_pair(Perf::pair(Mode::Bandwidth, Params { warmup: 0, ..p }))?;
@@ -418,6 +392,12 @@ fn bandwidth(run: &Perf, bytes: usize, tx_depth: u64) -> (f64, f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use transport::runtime::sim::DEFAULT_PROFILE;
+
+    const LOCAL: Runtime = Runtime::Local {
+        threads: 0,
+        nic_thread: false,
+    };
 
     /// Every built-in profile reproduces the two numbers it declares as its calibration: the
     /// 64-byte ping-pong's typical half round trip and the 8 MiB write bandwidth, within 5%,
@@ -431,10 +411,7 @@ mod tests {
             // and 1 in different racks when it spreads a run.
             profile.fabric = None;
             let cal = profile.calibration.clone();
-            let rt = Runtime::Sim {
-                profile: Box::new(profile),
-                seed: 1,
-            };
+            let rt = Rig::sim(profile, 1);
             let p = |bytes, iterations, warmup| Params {
                 bytes,
                 warmup,
@@ -464,9 +441,7 @@ mod tests {
     /// Local runtime sanity: a ping-pong completes and yields one sample per iteration.
     #[test]
     fn local_ping_pong_completes() {
-        let rt = Runtime::Local {
-            cfg: LocalConfig::default(),
-        };
+        let rt = Rig::real(LOCAL, Profile::load(DEFAULT_PROFILE).unwrap(), 0);
         let p = Params {
             bytes: 64,
             warmup: 20,
@@ -482,9 +457,7 @@ mod tests {
     /// The same over the tcp runtime, reads and large writes included.
     #[test]
     fn tcp_ping_pong_and_stream_complete() {
-        let rt = Runtime::Tcp {
-            cfg: Box::default(),
-        };
+        let rt = Rig::real(Runtime::Tcp, Profile::load(DEFAULT_PROFILE).unwrap(), 0);
         for bytes in [64, 3 << 20] {
             let p = Params {
                 bytes,

@@ -21,8 +21,8 @@
 //! `--base` profile's, and the file says so in its header: those are estimates to replace by
 //! hand where the hardware's numbers are known.
 
-use crate::bench::transport::{self as perf, Params, Runtime};
-use crate::TransportRuntime;
+use crate::bench::transport::{self as perf, Params, Rig};
+use crate::RuntimeKind;
 use clap::Args;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,7 +35,7 @@ pub(crate) struct HardwareArgs {
     /// The runtime to measure (`verbs`: the device RDMA_DEVICE names, in a build with
     /// `--features verbs`).
     #[arg(long, value_enum, default_value = "verbs")]
-    runtime: TransportRuntime,
+    runtime: RuntimeKind,
     /// The profile whose unmeasured costs the new one keeps: a built-in name or a .toml path.
     #[arg(long, default_value = "softroce")]
     base: String,
@@ -80,12 +80,12 @@ pub(crate) struct Measured {
 pub(crate) fn command(a: HardwareArgs, commit: &str) -> Result<ExitCode, String> {
     let base_text = Profile::text(&a.base).map_err(|e| e.to_string())?;
     let base = Profile::parse(&a.base, &base_text).map_err(|e| e.to_string())?;
-    let runtime = crate::bench::runtime_of(a.runtime, &a.base, a.seed, None)?;
+    let runtime = crate::bench::rig(a.runtime, &a.base, a.seed, None)?;
     let name = a
         .name
         .clone()
-        .unwrap_or_else(|| match runtime.profile_name() {
-            n if n == "-" || a.runtime == TransportRuntime::Sim => {
+        .unwrap_or_else(|| match runtime.profile_name.clone() {
+            n if n == "-" || a.runtime == RuntimeKind::Sim => {
                 format!("{}-runtime", runtime.name())
             }
             device => device,
@@ -126,7 +126,7 @@ pub(crate) fn command(a: HardwareArgs, commit: &str) -> Result<ExitCode, String>
         p999_us: lat.p999,
         bw_gbps: bw_peak,
         bw_size: a.bw_size,
-        inline_max: runtime.inline_max(),
+        inline_max: runtime.inline_max,
         change_fast_ns: ns(access.fast.typical),
         change_slow_ns: ns(access.slow.typical),
         reconnect_ns: ns(access.reconnect.typical),
@@ -158,8 +158,8 @@ pub(crate) fn command(a: HardwareArgs, commit: &str) -> Result<ExitCode, String>
     Ok(ExitCode::SUCCESS)
 }
 
-fn describe(runtime: &Runtime) -> String {
-    match runtime.profile_name() {
+fn describe(runtime: &Rig) -> String {
+    match runtime.profile_name.clone() {
         n if n == "-" => format!("the {} runtime ({})", runtime.name(), super::machine()),
         device => format!("device {device} ({})", super::machine()),
     }

@@ -4,6 +4,7 @@
 
 use super::Over;
 use crate::experiment::Where;
+use crate::runtime::{ClientOnVerbs, Drive, Inspect};
 use hdrhistogram::Histogram;
 use heron::client::Tally;
 use heron::over::ridge_config;
@@ -18,9 +19,9 @@ use ridge::{RidgeClient, RidgeServer};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use transport::runtime::local::{LocalConfig, LocalNic, LocalRuntime};
-use transport::runtime::sim::{Sim, SimConfig, SimNic};
+use transport::runtime::sim::{SimConfig, SimNic};
 use transport::runtime::tcp::TcpNic;
+use transport::runtime::Ended;
 use transport::{Nanos, ProcessId};
 
 /// The application of a run.
@@ -427,49 +428,81 @@ impl Exec for Whole {
 }
 
 /// A multicast server Heron runs over, on any runtime: on the simulator and on threads
-/// ([`heron::over::Multicast`]), and over TCP.
+/// ([`heron::over::Multicast`]), over TCP, and (the driver drives every runtime) on verbs.
 pub(crate) trait Multicast:
     heron::over::Multicast
     + transport::Process<TcpNic>
     + for<'a> transport::Process<heron::layered::Layered<'a, TcpNic>>
+    + LayeredOnVerbs
 {
 }
 impl<S> Multicast for S where
     S: heron::over::Multicast
         + transport::Process<TcpNic>
         + for<'a> transport::Process<heron::layered::Layered<'a, TcpNic>>
+        + LayeredOnVerbs
 {
 }
 
-/// Every replica's partition and counters (into `replicas`, in process order) and the database
-/// the replicas end with: each partition's objects as its last replica in process order holds
-/// them. Only that replica's memory is read: reading a partition's state builds its whole
-/// initial population to list the objects, and reading every replica only for the last one
-/// to win took an eighth of `figure heron-over`.
-fn database<'a, S, A, N>(
-    servers: impl Iterator<Item = (&'a heron::HeronServer<S, A>, &'a N)>,
-    replicas: &mut Vec<(GroupId, Counters)>,
-) -> BTreeMap<ObjectId, Vec<u8>>
-where
-    S: Server + 'a,
-    A: Application + 'a,
-    N: transport::Nic + 'a,
+/// A multicast server Heron's layer also runs over on the verbs runtime (every server, in a
+/// build without it).
+#[cfg(feature = "verbs")]
+pub(crate) trait LayeredOnVerbs:
+    for<'a> transport::Process<heron::layered::Layered<'a, verbs::rdma::VerbsNic>>
 {
-    let mut last = BTreeMap::new();
-    for (i, (r, nic)) in servers.enumerate() {
-        replicas.push((r.group(), r.counters()));
-        last.insert(r.group(), (i, r, nic));
+}
+#[cfg(feature = "verbs")]
+impl<S> LayeredOnVerbs for S where
+    S: for<'a> transport::Process<heron::layered::Layered<'a, verbs::rdma::VerbsNic>>
+{
+}
+/// A multicast server Heron's layer also runs over on the verbs runtime (every server, in a
+/// build without it).
+#[cfg(not(feature = "verbs"))]
+pub(crate) trait LayeredOnVerbs {}
+#[cfg(not(feature = "verbs"))]
+impl<S> LayeredOnVerbs for S {}
+
+/// Every replica's partition and counters (in process order) and the database the replicas end
+/// with: each partition's objects as its last replica in process order holds them. Only that
+/// replica's memory is read: reading a partition's state builds its whole initial population to
+/// list the objects, and reading every replica only for the last one to win took an eighth of
+/// `figure heron-over`.
+#[derive(Default)]
+struct Database {
+    replicas: Vec<(GroupId, Counters)>,
+    database: BTreeMap<ObjectId, Vec<u8>>,
+}
+
+impl<S: Server, C, A: Application> Inspect<HeronNode<S, C, A>> for Database {
+    fn inspect<E: Ended<Process = HeronNode<S, C, A>>>(&mut self, run: &E) {
+        let mut last = BTreeMap::new();
+        let servers = run
+            .processes()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| match n {
+                HeronNode::Server(r) => Some((r, run.nic(ProcessId(i as u32)))),
+                _ => None,
+            });
+        for (i, (r, nic)) in servers.enumerate() {
+            self.replicas.push((r.group(), r.counters()));
+            last.insert(r.group(), (i, r, nic));
+        }
+        // In process order, as if every replica were read (the replicated ITEM rows included).
+        let mut last: Vec<_> = last.into_values().collect();
+        last.sort_by_key(|(i, _, _)| *i);
+        self.database = heron::merge_states(last.into_iter().map(|(_, r, nic)| r.state(nic)));
     }
-    // In process order, as if every replica were read (the replicated ITEM rows included).
-    let mut last: Vec<_> = last.into_values().collect();
-    last.sort_by_key(|(i, _, _)| *i);
-    heron::merge_states(last.into_iter().map(|(_, r, nic)| r.state(nic)))
 }
 
 /// A multicast client Heron's clients run over, on any runtime: on the simulator and on
 /// threads ([`heron::over::MulticastClient`]), and over TCP.
-pub(crate) trait MulticastClient: heron::over::MulticastClient + Client<TcpNic> {}
-impl<C> MulticastClient for C where C: heron::over::MulticastClient + Client<TcpNic> {}
+pub(crate) trait MulticastClient:
+    heron::over::MulticastClient + Client<TcpNic> + ClientOnVerbs
+{
+}
+impl<C> MulticastClient for C where C: heron::over::MulticastClient + Client<TcpNic> + ClientOnVerbs {}
 
 /// Deploys Heron with `app` over the multicast processes `server` and `client` build, and
 /// runs it where `s` says.
@@ -484,54 +517,23 @@ fn execute<S: Multicast, C: MulticastClient, A: Application + Send + Sync + 'sta
     let started = Instant::now();
     let (seed, window) = (s.sim.seed, s.window);
     let end = window.stop_at.saturating_add(Nanos(5_000_000));
-    let mut replicas = Vec::new();
-    let (nodes, database, events): (Vec<HeronNode<S, C, A>>, _, _) = match s.runtime {
-        Where::Sim => {
-            let nodes =
-                heron::deploy::<SimNic, _, _, _>(cfg, app, seed, window, false, server, client);
-            let mut sim = Sim::new(s.sim.clone(), nodes);
-            sim.run(Some(end));
-            let servers = sim
-                .processes()
-                .iter()
-                .enumerate()
-                .filter_map(|(i, n)| match n {
-                    HeronNode::Server(r) => Some((r, sim.nic(ProcessId(i as u32)))),
-                    _ => None,
-                });
-            let db = database(servers, &mut replicas);
-            let events = sim.stats().events;
-            (sim.into_processes(), db, Some(events))
-        }
-        Where::Tcp => unreachable!("tcp runs are launched by heron::tcp::launch"),
-        Where::Verbs => unreachable!("harness run refuses Heron on verbs"),
-        Where::Local {
-            threads,
-            nic_thread,
-        } => {
-            let nodes =
-                heron::deploy::<LocalNic, _, _, _>(cfg, app, seed, window, false, server, client);
-            let lc = LocalConfig {
-                threads,
-                nic_thread,
-                seed,
-                limits: s.sim.profile.limits(),
-                ..LocalConfig::default()
-            };
-            let limit = Duration::from_nanos(end.as_nanos()) + Duration::from_secs(5);
-            let run = LocalRuntime::new(lc, nodes).run(limit);
-            let servers = run
-                .processes
-                .iter()
-                .zip(&run.nics)
-                .filter_map(|(n, nic)| match n {
-                    HeronNode::Server(r) => Some((r, nic)),
-                    _ => None,
-                });
-            let db = database(servers, &mut replicas);
-            (run.processes, db, None)
-        }
+    // The node types do not depend on the runtime's NIC: one deployment serves them all.
+    let nodes: Vec<HeronNode<S, C, A>> =
+        heron::deploy::<SimNic, _, _, _>(cfg, app, seed, window, false, server, client);
+    let drive = Drive {
+        runtime: s.runtime,
+        seed,
+        profile: &s.sim.profile,
+        software: &s.sim.software,
+        faults: &s.sim.faults,
+        limits: s.sim.profile.limits(),
+        until: Some(end),
+        limit: Duration::from_nanos(end.as_nanos()) + Duration::from_secs(5),
     };
+    let mut read = Database::default();
+    let run = drive.run_inspected(nodes, &mut read)?;
+    let (nodes, events) = (run.processes, run.events);
+    let (database, replicas) = (read.database, read.replicas);
     let clients: Vec<_> = nodes
         .iter()
         .filter_map(|n| match n {

@@ -20,8 +20,7 @@ use rdmc::{Algorithm, GroupConfig, RdmcNode};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use transport::runtime::local::{LocalConfig, LocalRuntime};
-use transport::runtime::sim::{Profile, Sim, SimConfig, Software};
+use transport::runtime::sim::{Profile, Software};
 use transport::{Data, Nanos, Process, ProcessId, Synthetic};
 
 pub(crate) use rdmc::member::{
@@ -454,38 +453,18 @@ impl BulkSpec {
         self.validate()?;
         let members = self.members()?;
         let start = Instant::now();
-        let (outcomes, events) = match self.runtime {
-            Where::Sim => {
-                let mut sc = SimConfig::new(self.seed, self.profile.clone());
-                sc.software = self.software.clone();
-                let mut sim = Sim::new(sc, members);
-                sim.run(Some(self.timeout));
-                let events = sim.stats().events;
-                (sim.into_processes(), Some(events))
-            }
-            Where::Tcp => unreachable!("a tcp run is launched by launch_tcp"),
-            Where::Verbs => {
-                let limit = Duration::from_nanos(self.timeout.as_nanos());
-                (
-                    crate::experiment::run_on_verbs(members, self.seed, limit)?,
-                    None,
-                )
-            }
-            Where::Local {
-                threads,
-                nic_thread,
-            } => {
-                let cfg = LocalConfig {
-                    threads,
-                    nic_thread,
-                    seed: self.seed,
-                    limits: self.profile.limits(),
-                    ..LocalConfig::default()
-                };
-                let limit = Duration::from_nanos(self.timeout.as_nanos());
-                (LocalRuntime::new(cfg, members).run(limit).processes, None)
-            }
+        let drive = crate::runtime::Drive {
+            runtime: self.runtime,
+            seed: self.seed,
+            profile: &self.profile,
+            software: &self.software,
+            faults: &[],
+            limits: self.profile.limits(),
+            until: Some(self.timeout),
+            limit: Duration::from_nanos(self.timeout.as_nanos()),
         };
+        let run = drive.run(members)?;
+        let (outcomes, events) = (run.processes, run.events);
         let outcomes: Vec<_> = outcomes.iter().map(Member::outcome).collect();
         Ok(self.result(&outcomes, start.elapsed(), events))
     }
