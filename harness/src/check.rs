@@ -36,8 +36,33 @@ fn check_profile(a: &CheckArgs) -> String {
     })
 }
 
-/// The seeds a `check` covers and whether to print each run's parameters; prints the header.
-fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<(Model, Vec<u64>, bool), String> {
+/// A seeded sweep as `check` runs it: plain parameters, whatever flags gave them.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    /// What every seed runs on: profiles, torn landings, or the local runtime's threads.
+    pub(crate) model: Model,
+    /// The seeds this run covers (its shard's share of the sweep).
+    pub(crate) seeds: Vec<u64>,
+    /// The sweep's first seed, its number of seeds and this run's shard, for the report.
+    pub(crate) sweep: (u64, u64, (u64, u64)),
+    /// Whether every run's parameters are printed (one seed, or `--verbose`).
+    pub(crate) verbose: bool,
+    /// Whether every seed runs twice and must repeat itself.
+    pub(crate) determinism: bool,
+    /// Seeds run at once.
+    pub(crate) jobs: usize,
+    /// A run's whole line to run instead of the one its seed derives.
+    pub(crate) replay: Option<String>,
+    /// Where the delivery logs of failed seeds go.
+    pub(crate) log: Option<PathBuf>,
+    /// Where the report goes.
+    pub(crate) report: Option<PathBuf>,
+    /// The software profile as given (a replay line repeats it).
+    pub(crate) software: String,
+}
+
+/// The sweep `a` asks for, its header printed.
+fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<Plan, String> {
     if matches!(a.runtime, RuntimeKind::Tcp | RuntimeKind::Verbs) {
         return Err(format!(
             "--runtime {0}: check runs its seeds on sim (faults and torn landings injected, every failure replayable) or local (real threads); check a {0} run with `harness run --runtime {0} --log D` and `harness verify --log D`",
@@ -93,12 +118,32 @@ fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<(Model, Vec<u64>, boo
     );
     println!("{}", model.profile.describe());
     println!("{}", model.software.describe());
-    Ok((model, seeds, verbose))
+    // A local run takes every core itself: its seeds go one at a time.
+    let jobs = if model.local.is_some() {
+        1
+    } else {
+        a.jobs.map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+            |j| j as usize,
+        )
+    };
+    Ok(Plan {
+        model,
+        seeds,
+        sweep: (a.first_seed, a.seeds, (k, n)),
+        verbose,
+        determinism: a.check_determinism,
+        jobs,
+        replay: a.replay.clone(),
+        log: a.log.clone(),
+        report: a.report.clone(),
+        software: a.software.clone(),
+    })
 }
 
 /// A seeded sweep of one protocol under faults, each run checked against its properties.
-pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
-    let replay = match &a.replay {
+pub(crate) fn sweep<R: SeedRun>(plan: &Plan) -> Result<ExitCode, String> {
+    let replay = match &plan.replay {
         Some(line) => Some(R::from_spec(line).map_err(|e| {
             format!(
                 "--replay: {e} (`harness check --protocol {} --seed N` prints a whole line)",
@@ -107,9 +152,15 @@ pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
         })?),
         None => None,
     };
-    let (model, seeds, verbose) = check_preamble(a, R::PROTOCOL)?;
+    let Plan {
+        model,
+        seeds,
+        verbose,
+        ..
+    } = plan;
+    let local = model.local.as_ref();
     // A report file that cannot be written fails now, not after the sweep.
-    if let Some(path) = &a.report {
+    if let Some(path) = &plan.report {
         std::fs::write(path, "").map_err(|e| format!("--report {}: {e}", path.display()))?;
     }
     let bar = crate::progress::bar(seeds.len() as u64);
@@ -117,39 +168,30 @@ pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
     let mut failed = Vec::new();
     let mut tally = sweep::Tally::default();
     let mut error = None;
-    // A local run takes every core itself: its seeds go one at a time.
-    let jobs = if a.runtime == RuntimeKind::Local {
-        1
-    } else {
-        a.jobs.map_or_else(
-            || std::thread::available_parallelism().map_or(1, |n| n.get()),
-            |j| j as usize,
-        )
-    };
     sweep::run_seeds(
-        &seeds,
+        seeds,
         |seed| replay.clone().unwrap_or_else(|| R::derive(seed)),
-        &model,
-        a.check_determinism,
-        jobs,
+        model,
+        plan.determinism,
+        plan.jobs,
         |seed, run, out| {
-            let tearing = if a.runtime == RuntimeKind::Local {
+            let tearing = if local.is_some() {
                 "real threads (the NIC thread yields between words)".into()
             } else {
                 model
                     .tearing(seed)
                     .map_or("none".to_string(), |t| t.to_string())
             };
-            if verbose {
+            if *verbose {
                 bar.suspend(|| {
                     println!("{}\n  torn landings: {tearing}", run.spec());
-                    if a.runtime == RuntimeKind::Sim {
+                    if local.is_none() {
                         println!(
                             "  replay: harness check --protocol {} --profile {} --software {} --torn {} --replay '{}'",
                             R::PROTOCOL,
                             model.profile.name,
-                            a.software,
-                            a.torn,
+                            plan.software,
+                            model.torn,
                             run.spec()
                         );
                     }
@@ -168,18 +210,18 @@ pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
                         println!("  nondeterminism: {d}");
                     }
                     // A local failure cannot be replayed: print everything it left.
-                    if verbose || a.runtime == RuntimeKind::Local {
+                    if *verbose || local.is_some() {
                         for s in &out.states {
                             println!("  state: {s}");
                         }
                     }
-                    if a.runtime == RuntimeKind::Local {
+                    if let Some(local) = local {
                         // Threads do not replay: the same seed is the same workload and
                         // schedule, and another interleaving.
                         println!(
                             "  rerun (threads do not replay: the same workload and schedule, another interleaving): harness check --protocol {} --runtime local --stretch {} --replay '{}'",
                             R::PROTOCOL,
-                            a.stretch,
+                            local.stretch,
                             run.spec()
                         );
                     } else {
@@ -187,13 +229,13 @@ pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
                             "  replay: harness check --protocol {} --profile {} --software {} --torn {} --replay '{}'",
                             R::PROTOCOL,
                             model.profile.name,
-                            a.software,
-                            a.torn,
+                            plan.software,
+                            model.torn,
                             run.spec()
                         );
                     }
                 });
-                if let (Some(dir), Some(log)) = (&a.log, &out.log) {
+                if let (Some(dir), Some(log)) = (&plan.log, &out.log) {
                     let d = dir.join(format!("seed-{seed}"));
                     match log.write_csv(&d) {
                         Ok(()) => bar.suspend(|| println!("  log: {}", d.display())),
@@ -209,11 +251,11 @@ pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
         protocol: R::PROTOCOL.to_string(),
         profile: model.profile.name.clone(),
         software: model.software.name.clone(),
-        torn: a.torn,
+        torn: model.torn,
         commit: COMMIT.to_string(),
-        first: a.first_seed,
-        seeds: a.seeds,
-        shard: a.shard.unwrap_or((0, 1)),
+        first: plan.sweep.0,
+        seeds: plan.sweep.1,
+        shard: plan.sweep.2,
         runs: seeds.len() as u64,
         wall_s: start.elapsed().as_secs_f64(),
         failed,
@@ -221,7 +263,7 @@ pub(crate) fn sweep<R: SeedRun>(a: &CheckArgs) -> Result<ExitCode, String> {
     };
     // The verdict is printed first: a failed write below must not lose the sweep's result.
     let code = print_report::<R>(&report);
-    if let Some(path) = &a.report {
+    if let Some(path) = &plan.report {
         let text = toml::to_string(&report).map_err(|e| e.to_string())?;
         std::fs::write(path, text).map_err(|e| format!("--report {}: {e}", path.display()))?;
     }
@@ -300,7 +342,7 @@ pub(crate) fn command(a: CheckArgs) -> Result<ExitCode, String> {
         return merge_reports(&a.merge);
     }
     if let Some(c) = checked(&a.protocol) {
-        return (c.sweep)(&a);
+        return (c.sweep)(&check_preamble(&a, c.name)?);
     }
     if a.report.is_some() {
         return Err("--report is for the protocols' sweeps; chaos prints its report".into());
@@ -319,7 +361,12 @@ pub(crate) fn command(a: CheckArgs) -> Result<ExitCode, String> {
             "--software prices the work protocols report; chaos runs none (leave it out)".into(),
         );
     }
-    let (Model { profile, .. }, seeds, verbose) = check_preamble(&a, CHAOS)?;
+    let Plan {
+        model: Model { profile, .. },
+        seeds,
+        verbose,
+        ..
+    } = check_preamble(&a, CHAOS)?;
     let processes = a.processes.map(|n| n as usize);
     let bar = crate::progress::bar(seeds.len() as u64);
     let s = check_chaos::sweep(

@@ -315,7 +315,7 @@ pub(crate) struct Checked {
     /// The profile its sweep runs on unless told otherwise.
     pub(crate) testbed: &'static str,
     /// Runs the sweep `check` asks for.
-    pub(crate) sweep: fn(&crate::CheckArgs) -> Result<std::process::ExitCode, String>,
+    pub(crate) sweep: fn(&crate::check::Plan) -> Result<std::process::ExitCode, String>,
     /// Prints a sweep's report (merged from shards).
     pub(crate) report: fn(&sweep::Report) -> std::process::ExitCode,
 }
