@@ -168,6 +168,24 @@ pub(crate) fn sweep<R: SeedRun>(plan: &Plan) -> Result<ExitCode, String> {
     let mut failed = Vec::new();
     let mut tally = sweep::Tally::default();
     let mut error = None;
+    // The line that runs a seed's run again: a replay on the simulator; threads do not replay
+    // (the same seed is the same workload and schedule, and another interleaving).
+    let again = |run: &R| match local {
+        None => format!(
+            "  replay: harness check --protocol {} --profile {} --software {} --torn {} --replay '{}'",
+            R::PROTOCOL,
+            model.profile.name,
+            plan.software,
+            model.torn,
+            run.spec()
+        ),
+        Some(local) => format!(
+            "  rerun (threads do not replay: the same workload and schedule, another interleaving): harness check --protocol {} --runtime local --stretch {} --replay '{}'",
+            R::PROTOCOL,
+            local.stretch,
+            run.spec()
+        ),
+    };
     sweep::run_seeds(
         seeds,
         |seed| replay.clone().unwrap_or_else(|| R::derive(seed)),
@@ -186,14 +204,7 @@ pub(crate) fn sweep<R: SeedRun>(plan: &Plan) -> Result<ExitCode, String> {
                 bar.suspend(|| {
                     println!("{}\n  torn landings: {tearing}", run.spec());
                     if local.is_none() {
-                        println!(
-                            "  replay: harness check --protocol {} --profile {} --software {} --torn {} --replay '{}'",
-                            R::PROTOCOL,
-                            model.profile.name,
-                            plan.software,
-                            model.torn,
-                            run.spec()
-                        );
+                        println!("{}", again(run));
                     }
                 });
             }
@@ -215,25 +226,7 @@ pub(crate) fn sweep<R: SeedRun>(plan: &Plan) -> Result<ExitCode, String> {
                             println!("  state: {s}");
                         }
                     }
-                    if let Some(local) = local {
-                        // Threads do not replay: the same seed is the same workload and
-                        // schedule, and another interleaving.
-                        println!(
-                            "  rerun (threads do not replay: the same workload and schedule, another interleaving): harness check --protocol {} --runtime local --stretch {} --replay '{}'",
-                            R::PROTOCOL,
-                            local.stretch,
-                            run.spec()
-                        );
-                    } else {
-                        println!(
-                            "  replay: harness check --protocol {} --profile {} --software {} --torn {} --replay '{}'",
-                            R::PROTOCOL,
-                            model.profile.name,
-                            plan.software,
-                            model.torn,
-                            run.spec()
-                        );
-                    }
+                    println!("{}", again(run));
                 });
                 if let (Some(dir), Some(log)) = (&plan.log, &out.log) {
                     let d = dir.join(format!("seed-{seed}"));
