@@ -3,7 +3,7 @@
 //! `summary.csv` (one row with every parameter), `latency_cdf.csv`, and the delivery log.
 
 use crate::protocol::Deployment;
-use crate::runtime::{Drivable, Drive};
+use crate::runtime::{Drivable, Drive, Runtime};
 use hdrhistogram::Histogram;
 use multicast::workload::latency_histogram;
 use multicast::{collect_log, DeliveryLog, DestPolicy, LoadSpec, Node, Observed, Server};
@@ -31,7 +31,7 @@ pub struct Experiment {
     /// The measurement window.
     pub duration: Nanos,
     /// Where it runs.
-    pub runtime: Where,
+    pub runtime: Runtime,
     /// The hardware profile (the simulator's; the others report it).
     pub profile: Profile,
     /// What the protocol's reported work costs on the simulator (`--software`).
@@ -241,7 +241,7 @@ impl Experiment {
         let (groups, replicas, clients) = self.deploy.shape();
         let (slot_bytes, slots) = self.deploy.slots();
         let sim = |name: &str| {
-            if self.runtime == Where::Sim {
+            if self.runtime == Runtime::Sim {
                 name.to_string()
             } else {
                 "-".into()

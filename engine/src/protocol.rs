@@ -263,10 +263,10 @@ impl<P: Multicast> Deployed<P> {
     /// Every process of experiment `e`, timeouts sized for its runtime's clock.
     fn nodes(&self, e: &Experiment) -> Vec<Node<P::Server, P::Client>> {
         let clock = match e.runtime {
-            crate::experiment::Where::Sim => Clock::Sim(&e.profile),
-            crate::experiment::Where::Local { .. }
-            | crate::experiment::Where::Tcp
-            | crate::experiment::Where::Verbs => Clock::Wall,
+            crate::runtime::Runtime::Sim => Clock::Sim(&e.profile),
+            crate::runtime::Runtime::Local { .. }
+            | crate::runtime::Runtime::Tcp
+            | crate::runtime::Runtime::Verbs => Clock::Wall,
         };
         P::nodes(&self.0, e.load(), e.seed, e.log, clock)
     }

@@ -23,7 +23,7 @@
 //! runtimes' per-peer tables, so the check refuses only what cannot fit, with no margin: a run
 //! it passes may still not fit.
 
-use crate::experiment::Where;
+use crate::runtime::Runtime;
 use transport::runtime::tcp;
 use transport::{Qp, RegionSpec};
 
@@ -90,7 +90,7 @@ pub struct Sockets {
 
 impl Needs {
     /// What a run of `processes` on `runtime` takes; `lower` names the flags that set it.
-    pub fn of(processes: &[Processes], runtime: Where, lower: Lower) -> Needs {
+    pub fn of(processes: &[Processes], runtime: Runtime, lower: Lower) -> Needs {
         let nodes: u64 = processes.iter().map(|p| p.count as u64).sum();
         // Bytes by role, in the order the roles first appear (TRAM's servers come a group at a
         // time, their regions sized by the group's place in the tree).
@@ -108,7 +108,7 @@ impl Needs {
             .filter(|r| r.1 > 0)
             .map(|(role, count, bytes)| (format!("{count} {role}' regions"), *bytes))
             .collect();
-        if runtime == Where::Tcp {
+        if runtime == Runtime::Tcp {
             parts.push((
                 format!("{nodes} node processes"),
                 nodes * NODE_PROCESS_BYTES,
@@ -121,8 +121,8 @@ impl Needs {
             .collect::<Vec<_>>()
             .join(", ");
         let (tasks, tasks_are) = match runtime {
-            Where::Sim => (0, String::new()),
-            Where::Local {
+            Runtime::Sim => (0, String::new()),
+            Runtime::Local {
                 threads,
                 nic_thread,
             } => {
@@ -136,13 +136,13 @@ impl Needs {
                     "the local runtime's threads".into(),
                 )
             }
-            Where::Tcp => (
+            Runtime::Tcp => (
                 nodes * TCP_NODE_THREADS,
                 format!("{nodes} node processes of {TCP_NODE_THREADS} threads"),
             ),
-            Where::Verbs => (nodes, "a thread per node".into()),
+            Runtime::Verbs => (nodes, "a thread per node".into()),
         };
-        let sockets = (runtime == Where::Tcp).then(|| {
+        let sockets = (runtime == Runtime::Tcp).then(|| {
             let connections = Qp::COUNT as u64 * nodes;
             Sockets {
                 nodes,
@@ -401,7 +401,7 @@ mod tests {
     /// the limit and the flags to lower.
     #[test]
     fn a_run_over_the_memory_it_has_is_refused_with_the_flags_to_lower() {
-        let needs = Needs::of(&run_64x3_with_4096_clients(), Where::Sim, lower());
+        let needs = Needs::of(&run_64x3_with_4096_clients(), Runtime::Sim, lower());
         assert_eq!(needs.bytes, 192 * (384 << 20) + 192 * 24 + 4096 * 3072);
         assert_eq!(needs.tasks, 0);
         let err = check(&needs, &limits(22 << 30, 32768, 1024)).unwrap_err();
@@ -415,7 +415,7 @@ mod tests {
     /// each with its flags.
     #[test]
     fn a_tcp_run_is_refused_for_each_limit_it_exceeds() {
-        let needs = Needs::of(&run_64x3_with_4096_clients(), Where::Tcp, lower());
+        let needs = Needs::of(&run_64x3_with_4096_clients(), Runtime::Tcp, lower());
         assert_eq!(needs.tasks, 4288 * TCP_NODE_THREADS);
         assert_eq!(
             needs.sockets,
@@ -455,10 +455,10 @@ mod tests {
             regions: vec![RegionSpec::new(56064), RegionSpec::new(4608)],
         }];
         for runtime in [
-            Where::Sim,
-            Where::Tcp,
-            Where::Verbs,
-            Where::Local {
+            Runtime::Sim,
+            Runtime::Tcp,
+            Runtime::Verbs,
+            Runtime::Local {
                 threads: 0,
                 nic_thread: true,
             },
@@ -466,7 +466,7 @@ mod tests {
             let needs = Needs::of(&small, runtime, lower());
             assert_eq!(check(&needs, &limits(1 << 30, 4096, 1024)), Ok(()));
         }
-        let needs = Needs::of(&run_64x3_with_4096_clients(), Where::Tcp, lower());
+        let needs = Needs::of(&run_64x3_with_4096_clients(), Runtime::Tcp, lower());
         let unknown = Limits {
             memory: None,
             tasks: None,

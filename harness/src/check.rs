@@ -170,7 +170,8 @@ pub(crate) fn sweep<R: SeedRun>(plan: &Plan) -> Result<ExitCode, String> {
     let mut error = None;
     // The line that runs a seed's run again: a replay on the simulator; threads do not replay
     // (the same seed is the same workload and schedule, and another interleaving).
-    let again = |run: &R| match local {
+    let again = |run: &R| {
+        match local {
         None => format!(
             "  replay: harness check --protocol {} --profile {} --software {} --torn {} --replay '{}'",
             R::PROTOCOL,
@@ -185,6 +186,7 @@ pub(crate) fn sweep<R: SeedRun>(plan: &Plan) -> Result<ExitCode, String> {
             local.stretch,
             run.spec()
         ),
+    }
     };
     sweep::run_seeds(
         seeds,

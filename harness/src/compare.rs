@@ -12,12 +12,13 @@
 //!   every panel ([`crate::plot::protocol_colour`]);
 //! - `summary.md`: a table per protocol, with each protocol's numbers over the first one's.
 
-use crate::experiment::{write_summary, Experiment, Where};
+use crate::experiment::{write_summary, Experiment};
 use crate::figure::{
     cdf_points, in_parallel, max_label, max_throughput, measure, panel, saturate, us, write, Point,
 };
 use crate::plot::{self, Series};
 use crate::protocols::{self, Shape};
+use crate::runtime::Runtime;
 use crate::totals;
 use multicast::{DestPolicy, Tree};
 use std::fmt::Write as _;
@@ -232,7 +233,7 @@ impl Workload {
             size: self.size,
             warmup: Nanos(duration.as_nanos() / 10),
             duration,
-            runtime: Where::Sim,
+            runtime: Runtime::Sim,
             profile: self.profile.clone(),
             software: self.software.clone(),
             seed: self.seed,
@@ -565,7 +566,7 @@ fn fits(w: &Workload, contenders: &[Contender]) -> Result<(), String> {
         processes: flags,
     };
     totals::check(
-        &totals::Needs::of(&processes, Where::Sim, lower),
+        &totals::Needs::of(&processes, Runtime::Sim, lower),
         &totals::Limits::probe(false),
     )
     .map_err(|e| format!("the sweeps at {clients} clients, every contender at once: {e}"))

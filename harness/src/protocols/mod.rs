@@ -427,7 +427,7 @@ pub(crate) mod tests {
                 size: 64,
                 warmup: transport::Nanos(100_000),
                 duration: transport::Nanos(1_000_000),
-                runtime: crate::experiment::Where::Sim,
+                runtime: crate::runtime::Runtime::Sim,
                 profile: transport::runtime::sim::Profile::load("r320-cx3").unwrap(),
                 software,
                 seed: 1,

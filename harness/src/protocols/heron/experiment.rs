@@ -3,7 +3,7 @@
 //! clients' latencies, every replica's [`Counters`] and the database the replicas end with out.
 
 use super::Over;
-use crate::experiment::Where;
+use crate::runtime::Runtime;
 use crate::runtime::{ClientOnVerbs, Drive, Inspect};
 use hdrhistogram::Histogram;
 use heron::client::Tally;
@@ -106,7 +106,7 @@ pub(crate) struct Setup {
     pub(crate) workload: Workload,
     /// When the measurement starts and the clients stop.
     pub(crate) window: Window,
-    pub(crate) runtime: Where,
+    pub(crate) runtime: Runtime,
     /// The simulator's seed, hardware and software profiles (the hardware's limits and the
     /// seed also serve the local runtime).
     pub(crate) sim: SimConfig,
@@ -284,7 +284,7 @@ impl Setup {
         if let Some(b) = self.slot_bytes {
             rc.slot_bytes = b;
         }
-        rc.timing = if self.runtime == Where::Sim {
+        rc.timing = if self.runtime == Runtime::Sim {
             Timing::MEASURE
         } else {
             Timing::WALL
@@ -300,7 +300,7 @@ impl Setup {
         if let Some(b) = self.slot_bytes {
             rc.slot_bytes = b;
         }
-        if self.runtime != Where::Sim {
+        if self.runtime != Runtime::Sim {
             rc.timing = ridge::config::Timing::WALL;
         }
         rc.validate().map_err(|e| e.to_string())?;

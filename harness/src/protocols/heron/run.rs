@@ -6,7 +6,8 @@
 
 use super::experiment::{Setup, Workload};
 use super::{App, Over};
-use crate::experiment::{process_cpu, write_rows, Where};
+use crate::experiment::{process_cpu, write_rows};
+use crate::runtime::Runtime;
 use crate::{testbed, RunArgs, COMMIT};
 use heron::tpcc::{self, Scale};
 use heron::{KeyValue, Tpcc, Window};
@@ -16,7 +17,7 @@ use transport::Nanos;
 
 /// The experiment `harness run --protocol heron` arguments describe (also each node's of a
 /// tcp run).
-pub(crate) fn setup(a: &RunArgs, runtime: Where) -> Result<Setup, String> {
+pub(crate) fn setup(a: &RunArgs, runtime: Runtime) -> Result<Setup, String> {
     let partitions = a.groups.unwrap_or(4);
     if !(1..=64).contains(&partitions) {
         return Err(format!("--groups {partitions}: 1 to 64 partitions"));
@@ -86,11 +87,11 @@ pub(super) fn serve(
     id: usize,
     report: &std::path::Path,
 ) -> Result<(), String> {
-    setup(a, Where::Tcp)?.serve(cluster, id, report)
+    setup(a, Runtime::Tcp)?.serve(cluster, id, report)
 }
 
 /// `harness run --protocol heron`.
-pub(crate) fn run(a: &RunArgs, runtime: Where) -> Result<ExitCode, String> {
+pub(crate) fn run(a: &RunArgs, runtime: Runtime) -> Result<ExitCode, String> {
     let setup = setup(a, runtime)?;
     let app = a.heron.app.unwrap_or(App::Tpcc);
     let tpcc_scale = match &setup.workload {
@@ -119,7 +120,7 @@ pub(crate) fn run(a: &RunArgs, runtime: Where) -> Result<ExitCode, String> {
         ))
     );
     let cpu0 = process_cpu();
-    let (outcome, judged) = if runtime == Where::Tcp {
+    let (outcome, judged) = if runtime == Runtime::Tcp {
         let (args, hosts) = crate::run::tcp_launch(a)?;
         let (o, j) = setup.launch(&super::tcp::Launch {
             args,
@@ -134,7 +135,7 @@ pub(crate) fn run(a: &RunArgs, runtime: Where) -> Result<ExitCode, String> {
         Workload::Tpcc(t) => Some(t.clone()),
         _ => None,
     };
-    let cpu = if runtime == Where::Tcp {
+    let cpu = if runtime == Runtime::Tcp {
         // The nodes' CPU: the launcher only waits.
         crate::cluster::children_cpu()
     } else {

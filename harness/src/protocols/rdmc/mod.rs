@@ -14,8 +14,8 @@ pub(crate) mod bcast;
 pub(crate) mod figures;
 mod run;
 
-use crate::experiment::Where;
 use crate::protocols::{Checked, Entry, Kind, Service, Takes};
+use crate::runtime::Runtime;
 use rdmc::{Algorithm, GroupConfig, RdmcNode};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -102,7 +102,7 @@ pub(crate) struct BulkSpec {
     pub(crate) racks: usize,
     /// Messages each root submits.
     pub(crate) messages: usize,
-    pub(crate) runtime: Where,
+    pub(crate) runtime: Runtime,
     pub(crate) profile: Profile,
     /// What the members' work costs (sim).
     pub(crate) software: Software,
@@ -338,7 +338,7 @@ impl BulkSpec {
         }
         if matches!(
             self.runtime,
-            Where::Local { .. } | Where::Tcp | Where::Verbs
+            Runtime::Local { .. } | Runtime::Tcp | Runtime::Verbs
         ) {
             // Every receive buffer, and every root's messages (made before the run).
             let buffers = self.nodes * self.senders * self.size;
@@ -394,7 +394,7 @@ impl BulkSpec {
             for m in 0..self.messages as u64 {
                 let message = expected[&(p as u32, m)];
                 let data = match self.runtime {
-                    Where::Sim => Data::Synthetic(message),
+                    Runtime::Sim => Data::Synthetic(message),
                     _ => Data::Bytes(message.to_vec().into()),
                 };
                 node.send_message(p as u32, data)
@@ -402,7 +402,7 @@ impl BulkSpec {
             }
         }
         let chunk = match self.runtime {
-            Where::Sim => usize::MAX,
+            Runtime::Sim => usize::MAX,
             _ => CHECK_CHUNK,
         };
         Ok(Member::new(node, me, expected.clone(), chunk))
@@ -640,7 +640,7 @@ mod tests {
         assert_eq!(show_bytes(1000), "1000 B");
     }
 
-    fn spec(algorithm: Algorithm, nodes: usize, senders: usize, runtime: Where) -> BulkSpec {
+    fn spec(algorithm: Algorithm, nodes: usize, senders: usize, runtime: Runtime) -> BulkSpec {
         BulkSpec {
             algorithm,
             nodes,
@@ -663,13 +663,13 @@ mod tests {
     #[test]
     fn every_receiver_gets_every_message_intact() {
         for (alg, n, senders, runtime) in [
-            (Algorithm::BinomialPipeline, 7, 1, Where::Sim),
-            (Algorithm::HybridPipeline, 6, 3, Where::Sim),
+            (Algorithm::BinomialPipeline, 7, 1, Runtime::Sim),
+            (Algorithm::HybridPipeline, 6, 3, Runtime::Sim),
             (
                 Algorithm::Chain,
                 5,
                 1,
-                Where::Local {
+                Runtime::Local {
                     threads: 2,
                     nic_thread: false,
                 },
@@ -678,7 +678,7 @@ mod tests {
                 Algorithm::BinomialPipeline,
                 5,
                 1,
-                Where::Local {
+                Runtime::Local {
                     threads: 2,
                     nic_thread: true,
                 },
@@ -701,7 +701,7 @@ mod tests {
     /// the last receiver of the last; without a second message there is no stream.
     #[test]
     fn a_stream_is_timed_from_the_roots_start_of_its_first_timed_message() {
-        let mut s = spec(Algorithm::BinomialPipeline, 5, 1, Where::Sim);
+        let mut s = spec(Algorithm::BinomialPipeline, 5, 1, Runtime::Sim);
         s.messages = 3;
         let r = s.run().unwrap();
         assert!(r.clean(), "{r:?}");
@@ -727,19 +727,19 @@ mod tests {
 
     #[test]
     fn impossible_experiments_are_refused_with_a_reason() {
-        let mut s = spec(Algorithm::BinomialPipeline, 4, 1, Where::Sim);
+        let mut s = spec(Algorithm::BinomialPipeline, 4, 1, Runtime::Sim);
         s.racks = 2;
         assert!(s.validate().unwrap_err().contains("--racks is for"));
-        let mut s = spec(Algorithm::HybridChain, 4, 1, Where::Sim);
+        let mut s = spec(Algorithm::HybridChain, 4, 1, Runtime::Sim);
         s.racks = 1;
         assert!(s.validate().unwrap_err().contains("needs --racks"));
-        let s = spec(Algorithm::Chain, 4, 5, Where::Sim);
+        let s = spec(Algorithm::Chain, 4, 5, Runtime::Sim);
         assert!(s.validate().unwrap_err().contains("--senders"));
         let mut s = spec(
             Algorithm::Chain,
             512,
             1,
-            Where::Local {
+            Runtime::Local {
                 threads: 2,
                 nic_thread: false,
             },

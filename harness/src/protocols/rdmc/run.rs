@@ -3,7 +3,8 @@
 
 use super::{peak_rss, show_bytes, BulkSpec};
 use crate::cluster::ClusterFile;
-use crate::experiment::{self, Where};
+use crate::experiment::{self};
+use crate::runtime::Runtime;
 use crate::{testbed, RunArgs, COMMIT};
 use std::path::Path;
 use std::process::ExitCode;
@@ -18,7 +19,7 @@ pub(super) fn serve(
     report: &Path,
 ) -> Result<(), String> {
     let mut spec = bulk_spec(a)?;
-    spec.runtime = Where::Tcp;
+    spec.runtime = Runtime::Tcp;
     spec.serve(cluster, id, report)
 }
 
@@ -62,7 +63,7 @@ pub(super) fn run(a: RunArgs) -> Result<ExitCode, String> {
         spec.racks,
         spec.messages
     );
-    let r = if spec.runtime == experiment::Where::Tcp {
+    let r = if spec.runtime == crate::runtime::Runtime::Tcp {
         let (args, hosts) = crate::run::tcp_launch(&a)?;
         spec.launch_tcp(args, &a.fault, hosts.as_ref())?
     } else {
