@@ -1,8 +1,9 @@
 //! The workbench's engine: what every command and figure of the harness runs, measures and
 //! judges with, whatever the protocol. A protocol implements the interface of [`protocol`]
-//! (its configuration, processes, memory and counters); [`experiment`] runs a deployment with
-//! closed-loop clients on the simulator, on threads or on an RDMA device, and [`cluster`] as
-//! one OS process per node over TCP; [`totals`] says what a run will hold before it is built;
+//! (its configuration, processes, memory and counters); [`runtime`] is the one driver that runs
+//! any set of processes on the simulator, on threads, over loopback TCP or on an RDMA device;
+//! [`experiment`] runs a deployment with closed-loop clients through it, and [`cluster`] as one
+//! OS process per node over TCP; [`totals`] says what a run will hold before it is built;
 //! [`figure`] measures points and saturation sweeps on all cores, [`plot`] draws them,
 //! [`stats`] summarises latency samples and gives rates and means their confidence intervals,
 //! and [`verdict`] holds the papers' claims as records, each judged by the rule the paper's
