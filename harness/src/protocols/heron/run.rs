@@ -28,18 +28,19 @@ pub(crate) fn setup(a: &RunArgs, runtime: Runtime) -> Result<Setup, String> {
             a.replicas
         ));
     }
-    let app = a.heron.app.unwrap_or(App::Tpcc);
-    if app != App::Tpcc && (a.heron.scale.is_some() || a.heron.capacity.is_some()) {
+    let heron: super::Flags = a.own.get();
+    let app = heron.app.unwrap_or(App::Tpcc);
+    if app != App::Tpcc && (heron.scale.is_some() || heron.capacity.is_some()) {
         return Err(
             "--scale and --capacity size TPC-C's database: use them with --app tpcc".into(),
         );
     }
-    let factor = a.heron.scale.unwrap_or(100);
+    let factor = heron.scale.unwrap_or(100);
     if factor == 0 {
         return Err("--scale 0: the specification's size is --scale 1".into());
     }
-    let scale = Scale::scaled(factor, a.heron.capacity.unwrap_or(2_000));
-    if let Some(c) = a.heron.capacity.filter(|&c| c < scale.customers) {
+    let scale = Scale::scaled(factor, heron.capacity.unwrap_or(2_000));
+    if let Some(c) = heron.capacity.filter(|&c| c < scale.customers) {
         return Err(format!(
             "--capacity {c}: a district starts with {} orders (one per customer at --scale {factor}); give at least that many rows",
             scale.customers
@@ -57,7 +58,7 @@ pub(crate) fn setup(a: &RunArgs, runtime: Runtime) -> Result<Setup, String> {
     sc.software = software;
     let setup = Setup {
         cfg: heron::Config::new(partitions, a.replicas, a.clients),
-        over: a.heron.over.unwrap_or(Over::Ramcast),
+        over: heron.over.unwrap_or(Over::Ramcast),
         slots: a.slots,
         slot_bytes: a.slot_bytes,
         workload: match app {
@@ -93,7 +94,7 @@ pub(super) fn serve(
 /// `harness run --protocol heron`.
 pub(crate) fn run(a: &RunArgs, runtime: Runtime) -> Result<ExitCode, String> {
     let setup = setup(a, runtime)?;
-    let app = a.heron.app.unwrap_or(App::Tpcc);
+    let app = a.own.get::<super::Flags>().app.unwrap_or(App::Tpcc);
     let tpcc_scale = match &setup.workload {
         Workload::Tpcc(t) => Some(t.scale()),
         _ => None,

@@ -26,22 +26,22 @@ pub(super) fn serve(
 /// The RDMC experiment `harness run --protocol rdmc` arguments describe.
 fn bulk_spec(a: &RunArgs) -> Result<BulkSpec, String> {
     let profile_name = a.profile.clone().unwrap_or_else(|| testbed::RDMC.into());
+    let rdmc: super::Flags = a.own.get();
     Ok(BulkSpec {
-        algorithm: a
-            .rdmc
+        algorithm: rdmc
             .algorithm
             .unwrap_or(::rdmc::Algorithm::BinomialPipeline),
-        nodes: a.rdmc.nodes.unwrap_or(4),
+        nodes: rdmc.nodes.unwrap_or(4),
         size: a.size.unwrap_or(256 << 20),
-        block_size: a.rdmc.block_size.unwrap_or(1 << 20),
-        senders: a.rdmc.senders.unwrap_or(1),
-        racks: a.rdmc.racks.unwrap_or(1),
-        messages: a.rdmc.messages.unwrap_or(1),
+        block_size: rdmc.block_size.unwrap_or(1 << 20),
+        senders: rdmc.senders.unwrap_or(1),
+        racks: rdmc.racks.unwrap_or(1),
+        messages: rdmc.messages.unwrap_or(1),
         runtime: crate::run::runtime(a)?,
         profile: Profile::load(&profile_name).map_err(|e| e.to_string())?,
         software: crate::run::software(a)?,
         seed: a.seed,
-        timeout: a.rdmc.timeout.unwrap_or(Nanos(600_000_000_000)),
+        timeout: rdmc.timeout.unwrap_or(Nanos(600_000_000_000)),
     })
 }
 

@@ -52,9 +52,10 @@ pub(crate) const ENTRY: Entry = Entry {
         deploy: super::deploy::<Tram>,
         variants: Some(TREES),
         run_flags: Some(|a, shape| {
-            shape.tree = a.tram.tree.clone();
+            let flags: Flags = a.own.get();
+            shape.tree = flags.tree;
             shape.own = Own::new(Options {
-                log_slots: a.tram.log_slots,
+                log_slots: flags.log_slots,
             });
         }),
         delta: None,
