@@ -142,20 +142,7 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
     }
     let warmup = a.warmup.unwrap_or(a.iterations / 10);
     let runtime = rig(a.runtime, &a.profile, a.seed, a.threads)?;
-    let threads = match runtime.runtime {
-        Runtime::Local { threads, .. } => {
-            let cfg = LocalConfig {
-                threads,
-                ..LocalConfig::default()
-            };
-            thread_count(&cfg, 2)
-        }
-        Runtime::Sim => 1,
-        // Per node: the protocol thread and the NIC thread.
-        Runtime::Tcp => 4,
-        // Per node: the protocol thread (the NIC is the device).
-        Runtime::Verbs => 2,
-    };
+    let threads = pair_threads(runtime.runtime);
     println!(
         "harness bench transport: runtime={} seed={} commit={} iterations={} warmup={} tx_depth={} cq_mod={} threads={}",
         runtime.name(),
@@ -219,79 +206,107 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
     bar.finish_and_clear();
     print_tables(&rows);
     if qperf.is_some() {
-        println!(
-            "tcp runtime (RDMA write semantics, NIC threads) vs qperf (raw TCP), loopback, one run"
-        );
-        println!(
-            " {:<9} {:>18} {:>18} {:>7} {:>18} {:>18} {:>7}",
-            "#bytes",
-            "tcp t_typical[us]",
-            "qperf tcp_lat[us]",
-            "ratio",
-            "tcp BW avg[Gb/s]",
-            "qperf tcp_bw[Gb/s]",
-            "ratio"
-        );
-        for r in &rows {
-            let (Some(q_lat), Some(q_bw)) = (r.qperf_lat_us, r.qperf_bw_gbps) else {
-                continue;
-            };
-            println!(
-                " {:<9} {:>18.2} {q_lat:>18.2} {:>7.2} {:>18.3} {q_bw:>18.3} {:>7.2}",
-                r.bytes,
-                r.t_typical_us,
-                r.t_typical_us / q_lat,
-                r.bw_avg_gbps,
-                r.bw_avg_gbps / q_bw
-            );
-        }
+        print_qperf(&rows);
     }
     if let Some(path) = &a.csv {
         write_csv(path, &rows)?;
         println!("wrote {}", path.display());
     }
     if let Some(path) = &a.png {
-        let caption = format!(
-            "RDMA write, runtime {} profile {} ({})",
-            runtime.name(),
-            runtime.profile_name.clone(),
-            COMMIT
-        );
-        let lat = plot::Series::new(
-            "t_typical (half round trip)",
-            rows.iter()
-                .map(|r| (r.bytes as f64, r.t_typical_us))
-                .collect(),
-        );
-        let bw = plot::Series::new(
-            "average bandwidth",
-            rows.iter()
-                .map(|r| (r.bytes as f64, r.bw_avg_gbps))
-                .collect(),
-        );
-        let panels = [
-            plot::Panel {
-                title: "Write latency".into(),
-                x_label: "message size (bytes)".into(),
-                y_label: "latency (us, log scale)".into(),
-                log_y: true,
-                x: plot::XScale::Bytes,
-                series: vec![lat],
-            },
-            plot::Panel {
-                title: "Write bandwidth".into(),
-                x_label: "message size (bytes)".into(),
-                y_label: "bandwidth (Gb/s)".into(),
-                log_y: false,
-                x: plot::XScale::Bytes,
-                series: vec![bw],
-            },
-        ];
-        create_parent(path)?;
-        plot::draw_png(path, &caption, &panels)?;
+        draw(path, &runtime, &rows)?;
         println!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Threads a pair takes on `runtime`.
+fn pair_threads(runtime: Runtime) -> usize {
+    match runtime {
+        Runtime::Local { threads, .. } => {
+            let cfg = LocalConfig {
+                threads,
+                ..LocalConfig::default()
+            };
+            thread_count(&cfg, 2)
+        }
+        Runtime::Sim => 1,
+        // Per node: the protocol thread and the NIC thread.
+        Runtime::Tcp => 4,
+        // Per node: the protocol thread (the NIC is the device).
+        Runtime::Verbs => 2,
+    }
+}
+
+/// The tcp runtime beside qperf's raw TCP, size by size (`--qperf`).
+fn print_qperf(rows: &[Row]) {
+    println!(
+        "tcp runtime (RDMA write semantics, NIC threads) vs qperf (raw TCP), loopback, one run"
+    );
+    println!(
+        " {:<9} {:>18} {:>18} {:>7} {:>18} {:>18} {:>7}",
+        "#bytes",
+        "tcp t_typical[us]",
+        "qperf tcp_lat[us]",
+        "ratio",
+        "tcp BW avg[Gb/s]",
+        "qperf tcp_bw[Gb/s]",
+        "ratio"
+    );
+    for r in rows {
+        let (Some(q_lat), Some(q_bw)) = (r.qperf_lat_us, r.qperf_bw_gbps) else {
+            continue;
+        };
+        println!(
+            " {:<9} {:>18.2} {q_lat:>18.2} {:>7.2} {:>18.3} {q_bw:>18.3} {:>7.2}",
+            r.bytes,
+            r.t_typical_us,
+            r.t_typical_us / q_lat,
+            r.bw_avg_gbps,
+            r.bw_avg_gbps / q_bw
+        );
+    }
+}
+
+/// Latency and bandwidth against size, as `--png` draws them.
+fn draw(path: &std::path::Path, runtime: &Rig, rows: &[Row]) -> Result<(), String> {
+    let caption = format!(
+        "RDMA write, runtime {} profile {} ({})",
+        runtime.name(),
+        runtime.profile_name,
+        COMMIT
+    );
+    let lat = plot::Series::new(
+        "t_typical (half round trip)",
+        rows.iter()
+            .map(|r| (r.bytes as f64, r.t_typical_us))
+            .collect(),
+    );
+    let bw = plot::Series::new(
+        "average bandwidth",
+        rows.iter()
+            .map(|r| (r.bytes as f64, r.bw_avg_gbps))
+            .collect(),
+    );
+    let panels = [
+        plot::Panel {
+            title: "Write latency".into(),
+            x_label: "message size (bytes)".into(),
+            y_label: "latency (us, log scale)".into(),
+            log_y: true,
+            x: plot::XScale::Bytes,
+            series: vec![lat],
+        },
+        plot::Panel {
+            title: "Write bandwidth".into(),
+            x_label: "message size (bytes)".into(),
+            y_label: "bandwidth (Gb/s)".into(),
+            log_y: false,
+            x: plot::XScale::Bytes,
+            series: vec![bw],
+        },
+    ];
+    create_parent(path)?;
+    plot::draw_png(path, &caption, &panels)
 }
 
 fn print_tables(rows: &[Row]) {
