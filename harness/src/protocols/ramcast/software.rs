@@ -4,7 +4,12 @@ use crate::calibrate::PaperSoftware;
 use transport::runtime::sim::Software;
 
 /// RamCast's Java prototype (jVerbs over DiSNI 2.1, Java SE 11; RamCast section 5.1).
-pub(crate) const PAPER_SOFTWARE: &[PaperSoftware] = &[PaperSoftware {
+pub(crate) const PAPER_SOFTWARE: &[PaperSoftware] = &[RAMCAST_JAVA];
+
+/// `ramcast-java`: fitted to RamCast Fig. 4's 64 B maximum throughput. TRAM's prototype, which
+/// also ran RamCast, is fitted to the same number ([`crate::protocols::tram::software`]) and takes
+/// its target's value, unit, prices and posting from here.
+pub(crate) const RAMCAST_JAVA: PaperSoftware = PaperSoftware {
     name: "ramcast-java",
     description:
         "RamCast's Java prototype (jVerbs/DiSNI 2.1, Oracle Java SE 11; RamCast section 5.1)",
@@ -24,7 +29,7 @@ pub(crate) const PAPER_SOFTWARE: &[PaperSoftware] = &[PaperSoftware {
                  group (`figure tram-fig2`'s probe), far below the 250 k msg/s it published",
     },
     simulate: fig4,
-}];
+};
 
 fn fig4(software: &Software, progress: &(dyn Fn(&str) + Sync)) -> Result<f64, String> {
     super::figures::fig4_max_throughput_64b(crate::testbed::RAMCAST, software, progress)

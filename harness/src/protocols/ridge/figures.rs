@@ -125,16 +125,25 @@ fn ridge_model(m: &Making<'_>) -> Result<(), String> {
             })
         })
         .collect();
+    // Every field of a rate is a column: the pattern names them all.
     let csv: Vec<RateRow<'_>> = rates
         .iter()
-        .map(|r| RateRow {
-            commit,
-            dissemination: r.dissemination.name(),
-            n: r.n,
-            delta: r.delta,
-            clients: r.clients,
-            values_per_round: r.per_round,
-        })
+        .map(
+            |&model::Rate {
+                 dissemination,
+                 n,
+                 delta,
+                 clients,
+                 per_round,
+             }| RateRow {
+                commit,
+                dissemination: dissemination.name(),
+                n,
+                delta,
+                clients,
+                values_per_round: per_round,
+            },
+        )
         .collect();
     write_rows(&out.join("throughput.csv"), &csv)?;
     let mut panels = DELTAS

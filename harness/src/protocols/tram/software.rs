@@ -1,6 +1,7 @@
 //! The software profile of TRAM's prototype, fitted by `harness calibrate paper`.
 
 use crate::calibrate::PaperSoftware;
+use crate::protocols::ramcast::software::RAMCAST_JAVA;
 use transport::runtime::sim::Software;
 
 /// TRAM's C++ prototype (g++ 11.4 over rdma_cma; TRAM section 7), which also ran the paper's
@@ -15,20 +16,18 @@ pub(crate) const PAPER_SOFTWARE: &[PaperSoftware] = &[PaperSoftware {
     target: "RamCast Fig. 4, maximum throughput, 1 group of 3, 64 B messages, run on TRAM's \
              testbed r320-cx3 (ramcast-middleware2021.txt section 5.3: ~250 k msg/s; TRAM \
              section 8.1: its C++ RamCast is comparable to the original paper's results)",
-    published: 250_000.0,
-    unit: "msg/s",
-    shape: "measured",
-    prices: crate::calibrate::Prices::PerMessage,
+    // The same published number as `ramcast-java`'s: the same unit, starting prices, priced
+    // work and discipline; only the reason for the discipline is TRAM's own text.
     posting: crate::calibrate::DeclaredPosting {
-        discipline: "batch",
-        protocols: &[],
         source: "TRAM section 3 and Fig. 2: 'all write operations are issued concurrently, and \
                  completions are awaited collectively ... TRAM leverages this batched completion \
                  strategy'. Its RamCast posts the same way: RamCast section 4 checks a completion \
                  'after pushing a number of writes', and one that awaited every write could not \
                  reach RamCast's published 250 k msg/s (`figure tram-fig2`'s probe)",
+        ..RAMCAST_JAVA.posting
     },
     simulate: ramcast_fig4,
+    ..RAMCAST_JAVA
 }];
 
 fn ramcast_fig4(software: &Software, progress: &(dyn Fn(&str) + Sync)) -> Result<f64, String> {

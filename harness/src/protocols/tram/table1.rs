@@ -286,28 +286,19 @@ pub(crate) fn table1(m: &Making<'_>) -> Result<(), String> {
         })
         .collect();
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let Measured {
-        done,
-        per_event,
-        baseline_max,
-        log,
-        violations,
-        reigns,
-    } = &measured;
-    let rows = write_table(out, per_event)?;
-    write_delayed(out, per_event)?;
-    write_over_time(out, done)?;
-    let mut md = summary_head(&profile, commit, &f, *baseline_max);
+    let rows = write_table(out, &measured.per_event)?;
+    write_delayed(out, &measured.per_event)?;
+    write_over_time(out, &measured.done)?;
+    let mut md = summary_head(&profile, commit, &f, measured.baseline_max);
     md += &table_md(&rows);
-    md += &correctness_md(log, violations, reigns);
+    md += &correctness_md(&measured.log, &measured.violations, &measured.reigns);
     if !bounds.is_empty() {
         md += &bounds_md(&profile, &bounds, f.suspect());
         write_bounds(out, &bounds)?;
     }
     md.push_str("## Claims\n\n");
     let averages: Vec<(&str, f64)> = rows.iter().map(|(name, _, s, _)| (*name, s[0])).collect();
-    let deliveries = log.deliveries.values().map(Vec::len).sum::<usize>();
-    let claims = claims(&averages, violations.len(), deliveries);
+    let claims = claims(&averages, measured.violations.len(), measured.deliveries());
     md.push_str(&verdict::table(&claims));
     let suspect = f.suspect();
     md.push_str(&crate::protocols::tram::figure_notes::table1(
@@ -315,18 +306,17 @@ pub(crate) fn table1(m: &Making<'_>) -> Result<(), String> {
         &crate::protocols::tram::figure_notes::Table1 {
             suspect_us: suspect.as_us_f64(),
             pause_us: 2.0 * suspect.as_us_f64(),
-            baseline_max_us: *baseline_max,
-            delayed_max_us: per_event.iter().flatten().map(|d| d.1).fold(0.0, f64::max),
+            baseline_max_us: measured.baseline_max,
+            delayed_max_us: measured.delayed_max_us(),
             events: f.events.len(),
             groups: f.cfg.tree.groups(),
         },
     ));
     write(&out.join("summary.md"), &md)?;
     verdict::write(out, &claims)?;
-    if !violations.is_empty() {
+    if let Some(first) = measured.violations.first() {
         return Err(format!(
-            "the failover run violated atomic multicast: {}",
-            violations[0]
+            "the failover run violated atomic multicast: {first}"
         ));
     }
     Ok(())
@@ -629,6 +619,22 @@ struct Measured {
     log: multicast::DeliveryLog,
     violations: Vec<multicast::Violation>,
     reigns: Vec<u64>,
+}
+
+impl Measured {
+    /// Deliveries in the run's log, over every process.
+    fn deliveries(&self) -> usize {
+        self.log.deliveries.values().map(Vec::len).sum()
+    }
+
+    /// The largest latency of a message an event delayed, us.
+    fn delayed_max_us(&self) -> f64 {
+        self.per_event
+            .iter()
+            .flatten()
+            .map(|d| d.1)
+            .fold(0.0, f64::max)
+    }
 }
 
 impl Failover {

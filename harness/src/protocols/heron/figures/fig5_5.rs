@@ -135,21 +135,17 @@ pub(super) fn fig5_5(m: &Making<'_>) -> Result<(), String> {
     let get = |k: Kind| means[k as usize];
     md.push('\n');
     md.push_str(TABLE_HEAD);
-    crate::figure::row(
-        &mut md,
-        "Order-Status",
-        16.5,
-        get(Kind::OrderStatus).1,
-        "us",
-    );
-    crate::figure::row(&mut md, "Delivery", 17.6, get(Kind::Delivery).1, "us");
-    crate::figure::row(
-        &mut md,
-        "single-partition New-Order (read off the figure)",
-        19.0,
-        get(Kind::NewOrder).1,
-        "us",
-    );
+    for (what, published, kind) in [
+        ("Order-Status", 16.5, Kind::OrderStatus),
+        ("Delivery", 17.6, Kind::Delivery),
+        (
+            "single-partition New-Order (read off the figure)",
+            19.0,
+            Kind::NewOrder,
+        ),
+    ] {
+        crate::figure::row(&mut md, what, published, get(kind).1, "us");
+    }
     if let Some(m) = get(Kind::NewOrder).2 {
         crate::figure::row(
             &mut md,

@@ -180,14 +180,7 @@ pub(crate) fn fig12(m: &Making<'_>) -> Result<(), String> {
         "latency (ms, log scale)",
         curves
             .iter()
-            .map(|(l, pts)| {
-                series(
-                    l,
-                    pts.iter()
-                        .map(|(x, r)| (*x, r.latency_us_mean / 1e3))
-                        .collect(),
-                )
-            })
+            .map(|(l, pts)| row_series(l, pts, |r| r.latency_us_mean / 1e3))
             .collect(),
     );
     p.log_y = true;
@@ -264,7 +257,7 @@ pub(crate) fn fig13_14(m: &Making<'_>) -> Result<(), String> {
         curves
             .iter()
             .filter(|(l, _)| l.ends_with("all send"))
-            .map(|(l, p)| series(l, p.iter().map(|(x, r)| (*x, r.aggregate_gbps)).collect()))
+            .map(|(l, p)| row_series(l, p, |r| r.aggregate_gbps))
             .collect(),
     );
     plot::draw_png(
@@ -342,14 +335,7 @@ pub(crate) fn fig15(m: &Making<'_>) -> Result<(), String> {
         "messages per second (thousands)",
         curves
             .iter()
-            .map(|(l, pts)| {
-                series(
-                    l,
-                    pts.iter()
-                        .map(|(x, r)| (*x, r.messages_per_s / 1e3))
-                        .collect(),
-                )
-            })
+            .map(|(l, pts)| row_series(l, pts, |r| r.messages_per_s / 1e3))
             .collect(),
     );
     plot::draw_png(

@@ -30,7 +30,12 @@ pub(super) fn at(pts: &[(f64, Row)], n: usize) -> Option<&Row> {
 }
 
 pub(super) fn gbps_series(label: &str, pts: &[(f64, Row)]) -> Series {
-    series(label, pts.iter().map(|(x, r)| (*x, r.gbps_mean)).collect())
+    row_series(label, pts, |r| r.gbps_mean)
+}
+
+/// `y` of each run of a curve, against its x.
+pub(super) fn row_series(label: &str, pts: &[(f64, Row)], y: impl Fn(&Row) -> f64) -> Series {
+    series(label, pts.iter().map(|(x, r)| (*x, y(r))).collect())
 }
 
 pub(super) fn table(md: &mut String, head: &str, curves: &[(String, Points)], f: fn(&Row) -> f64) {

@@ -9,48 +9,30 @@ pub(crate) fn fig1(m: &Making<'_>) -> Result<(), String> {
     let (out, commit, quick, software, progress) = m.parts();
     let dests: &[usize] = if quick { &[1, 8] } else { &[1, 4, 8, 16, 32] };
     let disseminations: Vec<Dissemination> = Dissemination::ALL.iter().map(|d| d.1).collect();
-    let setups: Vec<Setup> = sizes(quick)
-        .iter()
-        .flat_map(|&size| {
-            disseminations.iter().flat_map(move |&d| {
-                dests.iter().map(move |&servers| Setup {
-                    groups: 1,
-                    servers,
-                    size,
-                    dissemination: d,
-                    dest: DestPolicy::Single,
-                })
-            })
-        })
-        .collect();
+    let setups = setups(quick, &disseminations, dests, |servers| (1, servers));
     let (profile, curves) = measure_all(out, commit, software, quick, &setups, progress)?;
     let csv = curves_csv(commit, software, &curves, &["destinations"], |c| {
         vec![c.setup.servers.to_string()]
     });
     write(&out.join("fig1.csv"), &csv)?;
-    let axis = Axis {
-        x: |s| s.servers,
-        label: "destinations",
-        scale: XScale::Linear,
+    let plots = Plots {
+        caption: caption("Ridge Fig. 1", &profile, software, "one group, 3 acceptors"),
+        curves: &curves,
+        disseminations: &disseminations,
+        axis: Axis {
+            x: |s| s.servers,
+            label: "destinations",
+            scale: XScale::Linear,
+        },
     };
-    let caption = |what: &str| {
-        format!(
-            "Ridge Fig. 1 on sim ({}, software {}): {what}, one group, 3 acceptors",
-            profile.name, software.name
-        )
-    };
-    plot::draw_png(
-        &out.join("throughput.png"),
-        &caption("maximum throughput"),
-        &panels(
-            &curves,
-            &disseminations,
-            &axis,
-            "max throughput (Gb/s)",
-            &|c| (c.max_gbps(), c.max_gbps_ci()),
-        ),
+    plots.draw(
+        out,
+        "throughput.png",
+        "maximum throughput",
+        "max throughput (Gb/s)",
+        &|c| (c.max_gbps(), c.max_gbps_ci()),
     )?;
-    draw_latency(out, &caption, &curves, &disseminations, &axis)?;
+    plots.draw_latency(out)?;
     let (md, claims) = fig1_summary(&curves, &profile, software, commit, dests);
     verdict::write(out, &claims)?;
     write(&out.join("summary.md"), &md)
@@ -74,19 +56,9 @@ pub(super) fn fig1_summary(
          curve; `throughput.png`, `latency.png`.\n",
         profile_line(profile, software)
     );
-    md.push_str(
-        "| size | dissemination | destinations | max throughput | at power: clients, mean latency, p95 |\n|---|---|---|---|---|\n",
-    );
-    for c in curves {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} |",
-            size_label(c.setup.size),
-            paper_name(c.setup.dissemination),
-            c.setup.servers,
-            c.table_cells()
-        );
-    }
+    md += &curves_table(curves, &["destinations"], |c| {
+        vec![c.setup.servers.to_string()]
+    });
     md.push_str("\n## Claims\n\n");
     let mut claims = large_message_claims(curves, software);
     claims.extend(drop_claims(curves));

@@ -9,20 +9,7 @@ pub(crate) fn fig2(m: &Making<'_>) -> Result<(), String> {
     let (out, commit, quick, software, progress) = m.parts();
     let groups: &[usize] = if quick { &[1, 2] } else { &[1, 2, 4, 8] };
     let disseminations = [Dissemination::Ridge, Dissemination::Ring];
-    let setups: Vec<Setup> = sizes(quick)
-        .iter()
-        .flat_map(|&size| {
-            disseminations.iter().flat_map(move |&d| {
-                groups.iter().map(move |&g| Setup {
-                    groups: g,
-                    servers: 4,
-                    size,
-                    dissemination: d,
-                    dest: DestPolicy::Single,
-                })
-            })
-        })
-        .collect();
+    let setups = setups(quick, &disseminations, groups, |groups| (groups, 4));
     let (profile, curves) = measure_all(out, commit, software, quick, &setups, progress)?;
     let base = |c: &Curve| -> f64 {
         curves
@@ -41,30 +28,25 @@ pub(crate) fn fig2(m: &Making<'_>) -> Result<(), String> {
         ]
     });
     write(&out.join("fig2.csv"), &csv)?;
-    let axis = Axis {
-        x: |s| s.groups,
-        label: "groups",
-        scale: XScale::Log2,
+    let plots = Plots {
+        caption: caption("Ridge Fig. 2", &profile, software, "groups of 4 servers"),
+        curves: &curves,
+        disseminations: &disseminations,
+        axis: Axis {
+            x: |s| s.groups,
+            label: "groups",
+            scale: XScale::Log2,
+        },
     };
-    let caption = |what: &str| {
-        format!(
-            "Ridge Fig. 2 on sim ({}, software {}): {what}, groups of 4 servers",
-            profile.name, software.name
-        )
-    };
-    plot::draw_png(
-        &out.join("scaling.png"),
-        &caption("maximum throughput normalised by one group's"),
-        &panels(
-            &curves,
-            &disseminations,
-            &axis,
-            "throughput / one group's",
-            // A ratio of two maxima: no interval is estimated for it.
-            &|c| (c.max_msgs() / base(c), None),
-        ),
+    plots.draw(
+        out,
+        "scaling.png",
+        "maximum throughput normalised by one group's",
+        "throughput / one group's",
+        // A ratio of two maxima: no interval is estimated for it.
+        &|c| (c.max_msgs() / base(c), None),
     )?;
-    draw_latency(out, &caption, &curves, &disseminations, &axis)?;
+    plots.draw_latency(out)?;
     let (md, claims) = fig2_summary(&curves, &profile, software, commit, &base);
     verdict::write(out, &claims)?;
     write(&out.join("summary.md"), &md)
@@ -90,20 +72,12 @@ pub(super) fn fig2_summary(
          every run, `fig2.csv` every curve; `scaling.png`, `latency.png`.\n",
         profile_line(profile, software)
     );
-    md.push_str(
-        "| size | dissemination | groups | normalised | max throughput | at power: clients, mean latency, p95 |\n|---|---|---|---|---|---|\n",
-    );
-    for c in curves {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {:.2} | {} |",
-            size_label(c.setup.size),
-            paper_name(c.setup.dissemination),
-            c.setup.groups,
-            c.max_msgs() / base(c),
-            c.table_cells()
-        );
-    }
+    md += &curves_table(curves, &["groups", "normalised"], |c| {
+        vec![
+            c.setup.groups.to_string(),
+            format!("{:.2}", c.max_msgs() / base(c)),
+        ]
+    });
     let most = curves.iter().map(|c| c.setup.groups).max().unwrap_or(1);
     let scale = |size: usize, d: Dissemination| {
         curves

@@ -325,26 +325,115 @@ fn curves_csv(
     )
 }
 
-/// `latency.png`: each curve's mean latency at maximum power, a panel per message size.
-fn draw_latency(
-    out: &Path,
-    caption: &dyn Fn(&str) -> String,
-    curves: &[Curve],
+/// Figs. 1 and 2's summary tables: size and dissemination, then the figure's own columns
+/// (`head`, filled by `cells`), then each curve's [`Curve::table_cells`].
+fn curves_table(curves: &[Curve], head: &[&str], cells: impl Fn(&Curve) -> Vec<String>) -> String {
+    let columns = [
+        &["size", "dissemination"][..],
+        head,
+        &["max throughput", "at power: clients, mean latency, p95"],
+    ]
+    .concat();
+    let mut md = format!(
+        "| {} |\n|{}\n",
+        columns.join(" | "),
+        "---|".repeat(columns.len())
+    );
+    for c in curves {
+        let row = [
+            size_label(c.setup.size),
+            paper_name(c.setup.dissemination).to_string(),
+        ]
+        .into_iter()
+        .chain(cells(c))
+        .chain([c.table_cells()]);
+        let _ = writeln!(md, "| {} |", row.collect::<Vec<_>>().join(" | "));
+    }
+    md
+}
+
+/// Every curve of Figs. 1 and 2: each message size, each dissemination, each `x` of the
+/// figure's axis, deployed on `place(x)` = (groups, servers per group); messages to one group.
+fn setups(
+    quick: bool,
     disseminations: &[Dissemination],
-    axis: &Axis,
-) -> Result<(), String> {
-    plot::draw_png(
-        &out.join("latency.png"),
-        &caption("latency at maximum power"),
-        &panels(
-            curves,
-            disseminations,
-            axis,
+    xs: &[usize],
+    place: fn(usize) -> (usize, usize),
+) -> Vec<Setup> {
+    sizes(quick)
+        .iter()
+        .flat_map(|&size| {
+            disseminations.iter().flat_map(move |&dissemination| {
+                xs.iter().map(move |&x| {
+                    let (groups, servers) = place(x);
+                    Setup {
+                        groups,
+                        servers,
+                        size,
+                        dissemination,
+                        dest: DestPolicy::Single,
+                    }
+                })
+            })
+        })
+        .collect()
+}
+
+/// The caption of `figure`'s plots on `profile` and `software`: what each shows, then
+/// `deployment`.
+fn caption<'a>(
+    figure: &'a str,
+    profile: &'a Profile,
+    software: &'a Software,
+    deployment: &'a str,
+) -> Box<dyn Fn(&str) -> String + 'a> {
+    Box::new(move |what| {
+        format!(
+            "{figure} on sim ({}, software {}): {what}, {deployment}",
+            profile.name, software.name
+        )
+    })
+}
+
+/// How Figs. 1 and 2 draw their curves: a panel per message size, a series per
+/// dissemination, each curve at its setup's x.
+struct Plots<'a> {
+    /// Every caption, given what its plot shows ([`caption`]).
+    caption: Box<dyn Fn(&str) -> String + 'a>,
+    curves: &'a [Curve],
+    disseminations: &'a [Dissemination],
+    axis: Axis,
+}
+
+impl Plots<'_> {
+    /// `file` under `out`: `y` of every curve (with its 95% interval, drawn as an error bar,
+    /// where one is estimated), captioned as showing `what`.
+    fn draw(
+        &self,
+        out: &Path,
+        file: &str,
+        what: &str,
+        y_label: &str,
+        y: &dyn Fn(&Curve) -> (f64, Option<Interval>),
+    ) -> Result<(), String> {
+        plot::draw_png(
+            &out.join(file),
+            &(self.caption)(what),
+            &panels(self.curves, self.disseminations, &self.axis, y_label, y),
+        )
+    }
+
+    /// `latency.png`: each curve's mean latency at maximum power.
+    fn draw_latency(&self, out: &Path) -> Result<(), String> {
+        self.draw(
+            out,
+            "latency.png",
+            "latency at maximum power",
             "mean latency at max power (us)",
             // A mean: sectioning estimates quantiles' intervals only.
             &|c| (mean_us(&c.power().m), None),
-        ),
-    )
+        )
+    }
 }
 
 /// Measures every curve of `setups` on all cores (profile `lan-1g`) and writes their runs to
@@ -370,11 +459,11 @@ fn measure_all(
     Ok((profile, curves))
 }
 
-/// What a figure's panels put along x.
+/// What a figure's panels put along x: `label`, on `scale`, is `x` of each curve's setup.
 struct Axis {
-    x: fn(&Setup) -> usize,
     label: &'static str,
     scale: XScale,
+    x: fn(&Setup) -> usize,
 }
 
 /// A 95% interval, `(lo, hi)`.

@@ -56,24 +56,32 @@ pub(crate) fn fig7(m: &Making<'_>) -> Result<(), String> {
         "TRAM (breadth latency, depth throughput)".to_string(),
         "RamCast".to_string(),
     ];
-    let mut lat = panel(
-        "latency, 1 client (TRAM: breadth)",
-        "payload",
-        "median latency (us)",
-        labels.iter().map(|l| p50_series(&cells, l)).collect(),
-    );
-    lat.x = plot::XScale::Bytes;
-    let mut tp = panel(
-        "throughput at saturation (TRAM: depth)",
-        "payload",
-        "max throughput (k msg/s)",
-        labels.iter().map(|l| tput_series(&cells, l)).collect(),
-    );
-    tp.x = plot::XScale::Bytes;
+    // Both panels put the payload along x, in bytes.
+    let payload_panel = |title: &str, y_label: &str, series: fn(&[Cell], &str) -> Series| {
+        let mut p = panel(
+            title,
+            "payload",
+            y_label,
+            labels.iter().map(|l| series(&cells, l)).collect(),
+        );
+        p.x = plot::XScale::Bytes;
+        p
+    };
     plot::draw_png(
         &out.join("fig7.png"),
         "TRAM Fig. 7 on sim (r320-cx3): 8 groups x 3 replicas, messages to all 8 groups",
-        &[lat, tp],
+        &[
+            payload_panel(
+                "latency, 1 client (TRAM: breadth)",
+                "median latency (us)",
+                p50_series,
+            ),
+            payload_panel(
+                "throughput at saturation (TRAM: depth)",
+                "max throughput (k msg/s)",
+                tput_series,
+            ),
+        ],
     )?;
     let mut md = String::from("# TRAM Fig. 7 (payload size), reproduced on the simulator\n\n");
     md.push_str(&note(&profile, commit, "tram-fig7", duration));
