@@ -13,8 +13,6 @@ use std::time::Duration;
 use transport::runtime::sim::{Profile, Software};
 use transport::{Nanos, ProcessId};
 
-// Until the figure folders move to the new name (the same change's last step).
-pub use crate::runtime::Runtime as Where;
 pub use crate::runtime::{verbs_missing, ClientOnVerbs, OnVerbs};
 
 /// One experiment.

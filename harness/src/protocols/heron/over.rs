@@ -13,10 +13,11 @@
 use super::experiment::{Setup, Workload};
 use super::figures::{measure, saturate, Point};
 use super::Over;
-use crate::experiment::{write_rows, Where};
+use crate::experiment::write_rows;
 use crate::figure::{cdf_points, panel, us, write, NO_CLAIMS};
 use crate::plot::{self, Series};
 use crate::protocols::Making;
+use crate::runtime::Runtime;
 use hdrhistogram::Histogram;
 use heron::tpcc::Scale;
 use heron::{Tpcc, Window};
@@ -131,7 +132,7 @@ impl Comparison {
                 warmup_end: warmup,
                 stop_at: warmup.saturating_add(duration),
             },
-            runtime: Where::Sim,
+            runtime: Runtime::Sim,
             sim,
         }
     }

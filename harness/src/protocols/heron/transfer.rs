@@ -20,10 +20,10 @@
 
 use super::experiment::{Setup, Workload};
 use super::Over;
-use crate::experiment::Where;
 use crate::figure::{panel, write, TABLE_HEAD};
 use crate::plot::{self, Series};
 use crate::protocols::Making;
+use crate::runtime::Runtime;
 use crate::verdict::{self, Claim, Measure};
 use heron::store::Layout;
 use heron::tpcc::{Scale, Tpcc};
@@ -131,7 +131,7 @@ fn run(profile: &Profile, software: &Software, app: &Catchup, seed: u64) -> Resu
             warmup_end: Nanos::ZERO,
             stop_at: stop,
         },
-        runtime: Where::Sim,
+        runtime: Runtime::Sim,
         sim,
     };
     let o = s.run()?;

@@ -2,7 +2,7 @@
 //! (profile `xl170-cx4`, the paper's testbed), with CSV, PNG and a summary beside the paper's
 //! numbers.
 
-use crate::experiment::{Experiment, Where};
+use crate::experiment::Experiment;
 use crate::figure::{
     cdf_points, in_parallel, latency_measure, max_label, max_measure, max_throughput, measure,
     panel, row, saturate, size_label, software_bullet, us, write, TABLE_HEAD,
@@ -10,6 +10,7 @@ use crate::figure::{
 use crate::plot::{self, Series};
 use crate::protocols::Making;
 use crate::protocols::PaperFigure;
+use crate::runtime::Runtime;
 use crate::verdict::{self, Claim, Measure};
 use multicast::DestPolicy;
 use ramcast::Config;
@@ -41,7 +42,7 @@ pub(crate) fn experiment(
         size,
         warmup: Nanos(duration.as_nanos() / 10),
         duration,
-        runtime: Where::Sim,
+        runtime: Runtime::Sim,
         profile: profile.clone(),
         software: software.clone(),
         seed,

@@ -13,8 +13,9 @@
 //! which is not what RDMC's tcp runtime competes with.
 
 use super::{show_bytes, BulkSpec};
-use crate::experiment::{self, Where};
+use crate::experiment::{self};
 use crate::protocols::Bench;
+use crate::runtime::Runtime;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use transport::runtime::sim::{Profile, Software};
@@ -163,7 +164,7 @@ fn rdmc_gbps(
         senders: 1,
         racks: 1,
         messages,
-        runtime: Where::Tcp,
+        runtime: Runtime::Tcp,
         profile: Profile::load(crate::testbed::RDMC).map_err(|e| e.to_string())?,
         software: Software::load("none").map_err(|e| e.to_string())?,
         seed: 1,

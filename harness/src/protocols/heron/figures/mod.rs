@@ -30,11 +30,11 @@
 use super::experiment::{Outcome, Setup, Workload};
 use super::Over;
 use crate::experiment::write_rows;
-use crate::experiment::Where;
 use crate::figure::{panel, table_head, write, TABLE_HEAD};
 use crate::plot::{self, Series};
 use crate::protocols::Making;
 use crate::protocols::PaperFigure;
+use crate::runtime::Runtime;
 use crate::verdict::{self, Claim, Measure, Verdict};
 use heron::tpcc::{self, Kind, Mix, Scale};
 use heron::{Tpcc, Window};
@@ -153,7 +153,7 @@ fn setup(
             warmup_end: warmup,
             stop_at: warmup.saturating_add(duration),
         },
-        runtime: Where::Sim,
+        runtime: Runtime::Sim,
         sim,
     }
 }

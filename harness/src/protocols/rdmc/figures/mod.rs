@@ -4,12 +4,12 @@
 //! run, every parameter), PNG charts and `summary.md` with the published claims beside ours.
 
 use crate::experiment::write_rows;
-use crate::experiment::Where;
 use crate::figure::{panel, table_head, write, NO_CLAIMS};
 use crate::plot::{self, Series, XScale};
 use crate::protocols::rdmc::{show_bytes, BulkResult, BulkSpec, Row};
 use crate::protocols::Making;
 use crate::protocols::PaperFigure;
+use crate::runtime::Runtime;
 use crate::verdict::{self, Claim, Measure};
 use rdmc::Algorithm;
 use std::fmt::Write as _;
@@ -96,7 +96,7 @@ fn spec(profile: &Profile, algorithm: Algorithm, nodes: usize, size: usize) -> B
         senders: 1,
         racks: 1,
         messages: 1,
-        runtime: Where::Sim,
+        runtime: Runtime::Sim,
         profile: profile.clone(),
         software: Software::none(),
         seed: 1,

@@ -9,13 +9,14 @@
 //! 6.1): 3 acceptors per ensemble as processes of their own, the first the coordinator, and
 //! the servers (the destinations) pure learners ([`ridge::Placement::Dedicated`]).
 
-use crate::experiment::{Experiment, Measured, Where};
+use crate::experiment::{Experiment, Measured};
 use crate::figure::{
     in_parallel, in_parallel_longest_first, max_label, max_measure, max_throughput, measure, panel,
     saturate, saturated, size_label, software_bullet, us, write, Point,
 };
 use crate::plot::{self, Series, XScale};
 use crate::protocols::Making;
+use crate::runtime::Runtime;
 use crate::verdict::{self, Claim, Measure};
 use multicast::DestPolicy;
 use ridge::paxos::Dissemination;
@@ -101,7 +102,7 @@ fn experiment(
         // Phase 1 and the first null messages settle within a few milliseconds.
         warmup: Nanos((window.as_nanos() / 10).max(5_000_000)),
         duration: window,
-        runtime: Where::Sim,
+        runtime: Runtime::Sim,
         profile: profile.clone(),
         software: software.clone(),
         seed: 1,

@@ -6,13 +6,14 @@
 //! Latency is a single client's (median and p95), throughput the saturated one (clients doubled
 //! until throughput grows by less than 5%), as in the paper.
 
-use crate::experiment::{Experiment, Where};
+use crate::experiment::Experiment;
 use crate::figure::{
     in_parallel, max_measure, measure, panel, saturate, saturated, size_label, us, write, Point,
 };
 use crate::plot::{self, Panel, Series};
 use crate::protocols::Making;
 use crate::protocols::PaperFigure;
+use crate::runtime::Runtime;
 use crate::verdict::{self, Claim, Measure};
 use multicast::{DestPolicy, Tree};
 use std::fmt::Write as _;
@@ -90,7 +91,7 @@ fn experiment(
         size: k.size,
         warmup: Nanos(duration.as_nanos() / 10),
         duration,
-        runtime: Where::Sim,
+        runtime: Runtime::Sim,
         profile: profile.clone(),
         software: software.clone(),
         seed: 1,
