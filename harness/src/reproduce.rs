@@ -246,34 +246,6 @@ pub(crate) fn pngs(dir: &Path) -> Result<Vec<String>, String> {
 /// was made before claims were records), and its plots.
 pub(crate) type Indexed = (Figure, Result<Vec<crate::lens::Lens>, String>, Vec<String>);
 
-/// The published targets no figure judges (`../shared/reference/paper-targets.md`), each with
-/// the reason: the index lists them so a reader knows what was left out and why.
-pub(crate) const UNCOVERED: &[(&str, &str)] = &[
-    (
-        "RamCast Fig. 5: RamCast against WBCast (3.6x throughput, 28x lower latency)",
-        "WBCast is not implemented here",
-    ),
-    (
-        "RamCast Fig. 6: Mu, APUS and Kernel Paxos against RamCast in one group",
-        "none of these atomic broadcast protocols is implemented here",
-    ),
-    (
-        "TRAM Fig. 9's ByzCast curve (message passing, Byzantine fault tolerant)",
-        "ByzCast is not implemented here; the message-passing baseline is Skeen's algorithm \
-         (`tram-fig9`)",
-    ),
-    (
-        "Heron Fig. 5.3 against DynaStar (17-27x throughput, 43.9-72.0x lower latency)",
-        "DynaStar is not implemented here",
-    ),
-    (
-        "RDMC: the binomial pipeline with one block is a binomial tree, and it finishes in \
-         about blocks + log2 n - 1 steps",
-        "properties of the schedule, not measurements: rdmc's unit tests check both \
-         (`one_block_pipeline_is_a_binomial_tree`, `binomial_pipeline_takes_k_plus_log_steps`)",
-    ),
-];
-
 /// The results index: per figure, its command, plots and verdict counts under the paper
 /// prototype's software profile, then every claim under every profile, rendered from the
 /// figures' `claims.csv` records. Holds nothing that changes between two runs of one commit
@@ -328,7 +300,7 @@ pub(crate) fn index(figures: &[Indexed]) -> String {
         total.total()
     );
     md.push_str("\n## Published targets no figure judges\n\n| target | why not |\n|---|---|\n");
-    for (target, why) in UNCOVERED {
+    for (target, why) in crate::protocols::uncovered() {
         let _ = writeln!(md, "| {target} | {why} |");
     }
     md.push_str("\n## Claims and verdicts\n");
@@ -404,7 +376,7 @@ mod tests {
         assert!(!md.contains("### x-fig3"), "{md}");
         // Every target left out is listed with its reason.
         assert!(md.contains("## Published targets no figure judges"), "{md}");
-        for (target, why) in UNCOVERED {
+        for (target, why) in crate::protocols::uncovered() {
             assert!(md.contains(&format!("| {target} | {why} |")), "{md}");
         }
     }

@@ -70,6 +70,12 @@ pub(crate) const ENTRY: Entry = Entry {
     software: software::PAPER_SOFTWARE,
     colours: &[("heron", RGBColor(227, 119, 194))],
     benches: &[],
+    uncovered: &[
+        (
+            "Heron Fig. 5.3 against DynaStar (17-27x throughput, 43.9-72.0x lower latency)",
+            "DynaStar is not implemented here",
+        ),
+    ],
 };
 
 /// The application Heron replicates.

@@ -24,6 +24,16 @@ pub(crate) const ENTRY: Entry = Entry {
     software: software::PAPER_SOFTWARE,
     colours: &[("ramcast", RGBColor(214, 39, 40))],
     benches: &[],
+    uncovered: &[
+        (
+            "RamCast Fig. 5: RamCast against WBCast (3.6x throughput, 28x lower latency)",
+            "WBCast is not implemented here",
+        ),
+        (
+            "RamCast Fig. 6: Mu, APUS and Kernel Paxos against RamCast in one group",
+            "none of these atomic broadcast protocols is implemented here",
+        ),
+    ],
 };
 
 /// RamCast (genuine atomic multicast over RDMA writes).

@@ -79,6 +79,14 @@ pub(crate) const ENTRY: Entry = Entry {
     software: &[],
     colours: &[],
     benches: &[bcast::BENCH],
+    uncovered: &[
+        (
+            "RDMC: the binomial pipeline with one block is a binomial tree, and it finishes in \
+             about blocks + log2 n - 1 steps",
+            "properties of the schedule, not measurements: rdmc's unit tests check both \
+             (`one_block_pipeline_is_a_binomial_tree`, `binomial_pipeline_takes_k_plus_log_steps`)",
+        ),
+    ],
 };
 
 /// How often a member probes a peer it has waited on this long (failure detection).

@@ -84,6 +84,7 @@ pub(crate) const ENTRY: Entry = Entry {
         ("ridge:direct", RGBColor(23, 190, 207)),
     ],
     benches: &[],
+    uncovered: &[],
 };
 
 /// Ridge (ensembles of Paxos acceptors, rotating distributors, deterministic merge).

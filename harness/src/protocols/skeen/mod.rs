@@ -28,6 +28,7 @@ pub(crate) const ENTRY: Entry = Entry {
     software: &[],
     colours: &[],
     benches: &[],
+    uncovered: &[],
 };
 
 /// Skeen's algorithm (timestamps proposed by every destination, the largest final).

@@ -71,6 +71,11 @@ pub(crate) const ENTRY: Entry = Entry {
         ("tram:simple", RGBColor(148, 103, 189)),
     ],
     benches: &[],
+    uncovered: &[(
+        "TRAM Fig. 9's ByzCast curve (message passing, Byzantine fault tolerant)",
+        "ByzCast is not implemented here; the message-passing baseline is Skeen's algorithm \
+             (`tram-fig9`)",
+    )],
 };
 
 /// TRAM's variants: its overlay tree, a preset (base, breadth, depth, simple) or a parent
