@@ -13,8 +13,6 @@ use std::time::Duration;
 use transport::runtime::sim::{Profile, Software};
 use transport::{Nanos, ProcessId};
 
-pub use crate::runtime::{verbs_missing, ClientOnVerbs, OnVerbs};
-
 /// One experiment.
 #[derive(Clone, Debug)]
 pub struct Experiment {

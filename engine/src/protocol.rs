@@ -122,13 +122,13 @@ pub trait Multicast: 'static {
         + Process<SimNic>
         + Process<LocalNic>
         + Process<TcpNic>
-        + crate::experiment::OnVerbs
+        + crate::runtime::OnVerbs
         + Send;
     /// Its client, on every runtime.
     type Client: Client<SimNic>
         + Client<LocalNic>
         + Client<TcpNic>
-        + crate::experiment::ClientOnVerbs
+        + crate::runtime::ClientOnVerbs
         + Send;
 
     /// The configuration `shape` asks for, checked (a message too large for its slot, a tree

@@ -1,7 +1,8 @@
 //! The command line: every command's flags as clap declares them, in one place, and [`parse`],
 //! which also notes which `run` flags were given ([`RunArgs::given`], for
 //! [`crate::flags`]). The commands live in their modules and take these structs; a protocol's
-//! own `run` flags are declared in its folder and added from the registry ([`OwnFlags`]).
+//! own `run` flags are declared in its folder and added from the registry
+//! ([`protocols::OwnFlags`]).
 
 use crate::bench::transport::MAX_BYTES;
 use crate::{calibrate, check, cluster, compare, experiment, figure, flags, protocols};
@@ -171,7 +172,7 @@ pub(crate) struct RunArgs {
     pub(crate) ignore_limits: bool,
     /// The protocols' own flags, each declared by its folder and added from the registry.
     #[command(flatten)]
-    pub(crate) own: OwnFlags,
+    pub(crate) own: protocols::OwnFlags,
     /// The flags given on the command line (clap ids), for refusing those the protocol does
     /// not take ([`flags`]); filled by [`parse`].
     #[arg(skip)]
@@ -555,44 +556,6 @@ pub(crate) fn parse_size(s: &str) -> Result<usize, String> {
         ));
     }
     Ok(n)
-}
-
-/// The `run` flags the protocols declare themselves: the registry adds each one's
-/// ([`protocols::Takes::own`]) to the command, and a protocol's folder reads its own back
-/// ([`OwnFlags::get`]). The command line names no protocol's flags.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct OwnFlags(clap::ArgMatches);
-
-impl OwnFlags {
-    /// The flags `F` (a protocol folder's `clap::Args`) as the command line gave them.
-    pub(crate) fn get<F: clap::FromArgMatches>(&self) -> F {
-        F::from_arg_matches(&self.0)
-            .unwrap_or_else(|e| panic!("the registry adds every protocol's own flags: {e}"))
-    }
-}
-
-impl clap::FromArgMatches for OwnFlags {
-    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
-        Ok(OwnFlags(m.clone()))
-    }
-
-    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
-        self.0 = m.clone();
-        Ok(())
-    }
-}
-
-impl Args for OwnFlags {
-    fn augment_args(cmd: clap::Command) -> clap::Command {
-        protocols::REGISTRY
-            .iter()
-            .filter_map(|e| e.takes.own)
-            .fold(cmd, |cmd, augment| augment(cmd))
-    }
-
-    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
-        Self::augment_args(cmd)
-    }
 }
 
 /// Parses a command line, noting which `run` flags it gives ([`RunArgs::given`]).

@@ -39,7 +39,7 @@ fn shape(a: &RunArgs) -> Result<(&'static protocols::Entry, protocols::Shape), S
         dest_tree: None,
         own: protocols::Own::default(),
     };
-    entry.run_flags(a, &mut shape);
+    entry.run_flags(&a.own, &mut shape);
     Ok((entry, shape))
 }
 
@@ -67,7 +67,7 @@ pub(crate) fn runtime(a: &RunArgs) -> Result<crate::runtime::Runtime, String> {
         RuntimeKind::Verbs if a.nic_thread || a.threads.is_some() => Err(
             "--nic-thread and --threads are for --runtime local (on verbs every node is a thread and the NIC is the device)".into(),
         ),
-        RuntimeKind::Verbs if cfg!(not(feature = "verbs")) => Err(experiment::verbs_missing()),
+        RuntimeKind::Verbs if cfg!(not(feature = "verbs")) => Err(crate::runtime::verbs_missing()),
         RuntimeKind::Verbs => {
             // No device is an error here, before any setup, with the reason.
             let choice = verbs::DeviceChoice::from_env()?;

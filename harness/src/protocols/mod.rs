@@ -138,9 +138,9 @@ pub(crate) enum Kind {
         deploy: fn(&Shape) -> Result<Deployment, String>,
         /// Its variants, as `compare` names them (`tram:breadth`), if it has any.
         variants: Option<Variants>,
-        /// Sets in a shape what its own `run` flags ask for (its folder's `Flags` in
-        /// [`crate::RunArgs`]), if it has flags of its own.
-        run_flags: Option<fn(&crate::RunArgs, &mut Shape)>,
+        /// Sets in a shape what its own `run` flags ask for (its folder's `Flags`, read back
+        /// from [`OwnFlags`]), if it has flags of its own.
+        run_flags: Option<fn(&OwnFlags, &mut Shape)>,
         /// What `compare --delta` sets in it, if it takes a Delta.
         delta: Option<Delta>,
     },
@@ -336,6 +336,44 @@ impl Checked {
     }
 }
 
+/// The `run` flags the protocols declare themselves: the registry adds each one's
+/// ([`Takes::own`]) to the command, and a protocol's folder reads its own back
+/// ([`OwnFlags::get`]). The command line names no protocol's flags.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct OwnFlags(clap::ArgMatches);
+
+impl OwnFlags {
+    /// The flags `F` (a protocol folder's `clap::Args`) as the command line gave them.
+    pub(crate) fn get<F: clap::FromArgMatches>(&self) -> F {
+        F::from_arg_matches(&self.0)
+            .unwrap_or_else(|e| panic!("the registry adds every protocol's own flags: {e}"))
+    }
+}
+
+impl clap::FromArgMatches for OwnFlags {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        Ok(OwnFlags(m.clone()))
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0 = m.clone();
+        Ok(())
+    }
+}
+
+impl clap::Args for OwnFlags {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        REGISTRY
+            .iter()
+            .filter_map(|e| e.takes.own)
+            .fold(cmd, |cmd, augment| augment(cmd))
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
 /// The published targets no figure judges, in registry order, each with the reason.
 pub(crate) fn uncovered() -> impl Iterator<Item = &'static (&'static str, &'static str)> {
     REGISTRY.iter().flat_map(|e| e.uncovered)
@@ -400,13 +438,13 @@ impl Entry {
     }
 
     /// Sets in `shape` what its own `run` flags in `a` ask for, if it has any.
-    pub(crate) fn run_flags(&self, a: &crate::RunArgs, shape: &mut Shape) {
+    pub(crate) fn run_flags(&self, own: &OwnFlags, shape: &mut Shape) {
         if let Kind::Multicast {
             run_flags: Some(set),
             ..
         } = &self.kind
         {
-            set(a, shape);
+            set(own, shape);
         }
     }
 }

@@ -54,7 +54,7 @@ pub(crate) const ENTRY: Entry = Entry {
     kind: Kind::Multicast {
         deploy: super::deploy::<Ridge>,
         variants: Some(DISSEMINATIONS),
-        run_flags: Some(|a, shape| shape.own = Own::new(a.own.get::<Flags>())),
+        run_flags: Some(|own, shape| shape.own = Own::new(own.get::<Flags>())),
         delta: Some(Delta {
             what: "Ridge's Delta",
             apply: |delta, shape| {

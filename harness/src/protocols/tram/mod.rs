@@ -51,8 +51,8 @@ pub(crate) const ENTRY: Entry = Entry {
     kind: Kind::Multicast {
         deploy: super::deploy::<Tram>,
         variants: Some(TREES),
-        run_flags: Some(|a, shape| {
-            let flags: Flags = a.own.get();
+        run_flags: Some(|own, shape| {
+            let flags: Flags = own.get();
             shape.tree = flags.tree;
             shape.own = Own::new(Options {
                 log_slots: flags.log_slots,
