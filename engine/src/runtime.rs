@@ -238,3 +238,101 @@ fn run_on_verbs<P: OnVerbs + Send>(
 fn run_on_verbs<P: OnVerbs + Send>(_: Vec<P>, _: u64, _: Duration) -> Result<Vec<P>, String> {
     Err(verbs_missing())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use transport::runtime::sim::DEFAULT_PROFILE;
+    use transport::{Nic, Progress, RegionSpec};
+
+    /// A process that polls three times and is done.
+    #[derive(Debug, Default)]
+    struct Thrice {
+        polls: u32,
+    }
+
+    impl<N: Nic> Process<N> for Thrice {
+        fn regions(&self) -> Vec<RegionSpec> {
+            Vec::new()
+        }
+
+        fn poll(&mut self, _: &mut N) -> Progress {
+            self.polls = (self.polls + 1).min(3);
+            Progress::worked(true)
+        }
+
+        fn done(&self) -> bool {
+            self.polls == 3
+        }
+    }
+
+    /// Counts the processes an ended run holds.
+    struct Count(usize);
+
+    impl Inspect<Thrice> for Count {
+        fn inspect<E: Ended<Process = Thrice>>(&mut self, run: &E) {
+            self.0 = run.processes().len();
+        }
+    }
+
+    fn drive<'a>(runtime: Runtime, profile: &'a Profile, software: &'a Software) -> Drive<'a> {
+        Drive {
+            runtime,
+            seed: 7,
+            profile,
+            software,
+            faults: &[],
+            limits: NicLimits::default(),
+            until: None,
+            limit: Duration::from_secs(30),
+        }
+    }
+
+    /// Every runtime of this build hands back every process, in id order, run to the end; the
+    /// simulator also says how many events it handled and that nobody crashed.
+    #[test]
+    fn every_runtime_runs_the_processes_to_the_end_and_hands_them_back() {
+        let profile = Profile::load(DEFAULT_PROFILE).unwrap();
+        let software = Software::none();
+        let local = Runtime::Local {
+            threads: 2,
+            nic_thread: false,
+        };
+        for runtime in [Runtime::Sim, local, Runtime::Tcp] {
+            let procs = vec![Thrice::default(), Thrice::default()];
+            let run = drive(runtime, &profile, &software).run(procs).unwrap();
+            assert_eq!(run.processes.len(), 2, "{runtime:?}");
+            assert!(run.processes.iter().all(|p| p.polls == 3), "{runtime:?}");
+            assert_eq!(run.crashed, vec![false, false], "{runtime:?}");
+            assert_eq!(run.events.is_some(), runtime == Runtime::Sim, "{runtime:?}");
+        }
+    }
+
+    /// An inspector reads the ended run on the simulator and on threads, and a runtime whose
+    /// memories cannot be read afterwards refuses it before running anything.
+    #[test]
+    fn an_inspector_reads_sim_and_local_runs_and_is_refused_elsewhere() {
+        let profile = Profile::load(DEFAULT_PROFILE).unwrap();
+        let software = Software::none();
+        let local = Runtime::Local {
+            threads: 2,
+            nic_thread: false,
+        };
+        for runtime in [Runtime::Sim, local] {
+            let mut count = Count(0);
+            let procs = vec![Thrice::default(), Thrice::default(), Thrice::default()];
+            drive(runtime, &profile, &software)
+                .run_inspected(procs, &mut count)
+                .unwrap();
+            assert_eq!(count.0, 3, "{runtime:?}");
+        }
+        for runtime in [Runtime::Tcp, Runtime::Verbs] {
+            let mut count = Count(0);
+            let e = drive(runtime, &profile, &software)
+                .run_inspected(vec![Thrice::default()], &mut count)
+                .unwrap_err();
+            assert!(e.contains("cannot read its processes' memories"), "{e}");
+            assert_eq!(count.0, 0);
+        }
+    }
+}
