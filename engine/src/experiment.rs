@@ -147,13 +147,20 @@ impl Experiment {
         S: Server + Observed,
         Node<S, C>: Drivable,
     {
+        // A tcp run is one OS process per node, its faults applied by the nodes: the driver's
+        // loopback threads would measure another experiment.
+        assert_ne!(
+            self.runtime,
+            Runtime::Tcp,
+            "tcp runs are launched by cluster::launch"
+        );
         let stop_at = self.warmup.saturating_add(self.duration);
         let cpu0 = process_cpu();
         let software = self.software.for_protocol(self.deploy.protocol());
         let drive = Drive {
             runtime: self.runtime,
             seed: self.seed,
-            profile: &self.profile,
+            profile: Some(&self.profile),
             software: &software,
             faults: &[],
             limits: self.profile.limits(),

@@ -1,6 +1,6 @@
-//! One driver for every runtime. Every command that runs processes (an experiment, a figure's
-//! point, a bulk transfer, Heron's clients, a transport benchmark) describes the run as a
-//! [`Drive`] and hands it its processes; the driver builds the runtime, runs them to the end and
+//! One driver for every runtime. Every command that runs a deployment where `--runtime` says
+//! (an experiment, a figure's point, a bulk transfer, Heron's clients, a transport benchmark)
+//! describes the run as a [`Drive`] and hands it its processes; the driver builds the runtime, runs them to the end and
 //! hands them back with what the runtime knows of the run ([`Driven`]). The command line's
 //! `--runtime` names a [`Runtime`]; each command refuses, with the reason, a runtime it cannot
 //! use before it gets here.
@@ -72,7 +72,8 @@ pub trait ClientOnVerbs {}
 #[cfg(not(feature = "verbs"))]
 impl<C> ClientOnVerbs for C {}
 
-/// A process every runtime of this build can drive.
+/// A process every runtime of this build can drive. The driver picks the runtime at run time,
+/// so a process must run on all of them, even one its command refuses (Heron on verbs).
 pub trait Drivable: Process<SimNic> + Process<LocalNic> + Process<TcpNic> + OnVerbs + Send {}
 impl<P: Process<SimNic> + Process<LocalNic> + Process<TcpNic> + OnVerbs + Send> Drivable for P {}
 
@@ -91,8 +92,8 @@ pub struct Drive<'a> {
     pub runtime: Runtime,
     /// The seed of the runtime's streams (the simulator's events, the processes' own).
     pub seed: u64,
-    /// The simulator's hardware model.
-    pub profile: &'a Profile,
+    /// The simulator's hardware model (a run on the simulator without one is refused).
+    pub profile: Option<&'a Profile>,
     /// What the processes' reported work costs on the simulator.
     pub software: &'a Software,
     /// Faults the simulator injects.
@@ -110,8 +111,8 @@ pub struct Drive<'a> {
 pub struct Driven<P> {
     /// The processes, in id order, as the run left them.
     pub processes: Vec<P>,
-    /// Which processes the simulator crashed (none elsewhere: real runtimes report crashes
-    /// through the processes' own views).
+    /// Which processes the simulator crashed. None elsewhere: on real runtimes a crash is
+    /// what the processes saw of it, and a process that stopped by itself is not faulty.
     pub crashed: Vec<bool>,
     /// Events the simulator handled (none elsewhere).
     pub events: Option<u64>,
@@ -170,7 +171,10 @@ impl Drive<'_> {
         };
         Ok(match self.runtime {
             Runtime::Sim => {
-                let mut sc = SimConfig::new(self.seed, self.profile.clone());
+                let profile = self
+                    .profile
+                    .ok_or("the simulator needs a hardware profile (--profile)")?;
+                let mut sc = SimConfig::new(self.seed, profile.clone());
                 sc.software = self.software.clone();
                 sc.faults = self.faults.to_vec();
                 let mut sim = Sim::new(sc, procs);
@@ -229,7 +233,6 @@ fn run_on_verbs<P: OnVerbs + Send>(
         ..Default::default()
     };
     let rt = verbs::rdma::VerbsRuntime::new(cfg, procs).map_err(|e| e.to_string())?;
-    println!("verbs: {}", rt.device());
     Ok(rt.run(limit).processes)
 }
 
@@ -279,7 +282,7 @@ mod tests {
         Drive {
             runtime,
             seed: 7,
-            profile,
+            profile: Some(profile),
             software,
             faults: &[],
             limits: NicLimits::default(),

@@ -2,6 +2,7 @@
 //! transfer, on the simulator or on threads.
 
 use crate::protocols::{Kind, Service};
+use crate::runtime::Runtime;
 use crate::{experiment, protocols, totals, RunArgs, RuntimeKind, COMMIT};
 use std::process::ExitCode;
 use transport::runtime::sim::{Profile, Software};
@@ -50,20 +51,20 @@ fn deployment(a: &RunArgs) -> Result<protocols::Deployment, String> {
 }
 
 /// Where `a` asks to run.
-pub(crate) fn runtime(a: &RunArgs) -> Result<crate::runtime::Runtime, String> {
+pub(crate) fn runtime(a: &RunArgs) -> Result<Runtime, String> {
     match a.runtime {
         RuntimeKind::Sim if a.nic_thread => {
             Err("--nic-thread is for --runtime local (the simulator always models the NIC)".into())
         }
-        RuntimeKind::Sim => Ok(crate::runtime::Runtime::Sim),
-        RuntimeKind::Local => Ok(crate::runtime::Runtime::Local {
+        RuntimeKind::Sim => Ok(Runtime::Sim),
+        RuntimeKind::Local => Ok(Runtime::Local {
             threads: a.threads.unwrap_or(0),
             nic_thread: a.nic_thread,
         }),
         RuntimeKind::Tcp if a.nic_thread || a.threads.is_some() => Err(
             "--nic-thread and --threads are for --runtime local (on tcp every node is a process with its own NIC thread)".into(),
         ),
-        RuntimeKind::Tcp => Ok(crate::runtime::Runtime::Tcp),
+        RuntimeKind::Tcp => Ok(Runtime::Tcp),
         RuntimeKind::Verbs if a.nic_thread || a.threads.is_some() => Err(
             "--nic-thread and --threads are for --runtime local (on verbs every node is a thread and the NIC is the device)".into(),
         ),
@@ -71,8 +72,9 @@ pub(crate) fn runtime(a: &RunArgs) -> Result<crate::runtime::Runtime, String> {
         RuntimeKind::Verbs => {
             // No device is an error here, before any setup, with the reason.
             let choice = verbs::DeviceChoice::from_env()?;
-            verbs::discover(&choice).map_err(|e| e.to_string())?;
-            Ok(crate::runtime::Runtime::Verbs)
+            let device = verbs::discover(&choice).map_err(|e| e.to_string())?;
+            println!("verbs: {device}");
+            Ok(Runtime::Verbs)
         }
     }
 }
@@ -151,10 +153,10 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
         "regions (fixed for the whole run: circular buffers): {}",
         e.deploy.regions()
     );
-    if e.runtime == crate::runtime::Runtime::Sim {
+    if e.runtime == Runtime::Sim {
         println!("{}", e.software.describe());
     }
-    let m = if e.runtime == crate::runtime::Runtime::Tcp {
+    let m = if e.runtime == Runtime::Tcp {
         let (args, hosts) = tcp_launch(&a)?;
         crate::cluster::launch(&e, args, e.deploy.roles(&e), &a.fault, hosts.as_ref())?
     } else {
@@ -175,7 +177,7 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
     if let Some(line) = e.deploy.report(&m) {
         println!("{line}");
     }
-    if let Some(cpu) = m.cpu.filter(|_| e.runtime != crate::runtime::Runtime::Sim) {
+    if let Some(cpu) = m.cpu.filter(|_| e.runtime != Runtime::Sim) {
         if m.server_deliveries > 0 {
             println!(
                 "cpu {:.2} s: {:.0} ns of CPU per server delivery, {:.0} ns per completed multicast",
@@ -308,7 +310,7 @@ pub(crate) fn node(a: crate::NodeArgs) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut e = experiment(&run)?;
-    e.runtime = crate::runtime::Runtime::Tcp;
+    e.runtime = Runtime::Tcp;
     e.deploy.serve(&e, &cluster, a.id, &report)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -325,7 +327,7 @@ pub(crate) fn region_table(a: RunArgs) -> Result<ExitCode, String> {
     }
     // Built as `harness node` builds it, so the table is the one the nodes agree on.
     let mut e = experiment(&a)?;
-    e.runtime = crate::runtime::Runtime::Tcp;
+    e.runtime = Runtime::Tcp;
     let specs = e.deploy.region_specs(&e);
     println!("table {:#x}", transport::RegionTable::new(&specs).digest());
     for (i, (role, regions)) in e.deploy.roles(&e).iter().zip(&specs).enumerate() {

@@ -227,13 +227,12 @@ mod tests {
 
     #[test]
     fn on_real_threads_and_tcp_every_round_completes() {
-        let profile = Profile::load(transport::runtime::sim::DEFAULT_PROFILE).unwrap();
         let local = crate::runtime::Runtime::Local {
             threads: 0,
             nic_thread: false,
         };
         for runtime in [local, crate::runtime::Runtime::Tcp] {
-            let rt = Rig::real(runtime, profile.clone(), 0);
+            let rt = Rig::real(runtime, 0);
             let c = measure(&rt, 20).unwrap();
             assert!(c.fast.typical >= 0.0 && c.reconnect.typical >= 0.0, "{c:?}");
         }

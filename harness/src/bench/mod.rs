@@ -72,9 +72,8 @@ pub(crate) fn rig(
     seed: u64,
     threads: Option<usize>,
 ) -> Result<Rig, String> {
-    let profile = Profile::load(profile).map_err(|e| e.to_string())?;
     Ok(match kind {
-        RuntimeKind::Sim => Rig::sim(profile, seed),
+        RuntimeKind::Sim => Rig::sim(Profile::load(profile).map_err(|e| e.to_string())?, seed),
         RuntimeKind::Local => {
             if threads == Some(0) {
                 return Err("--threads must be at least 1".into());
@@ -83,16 +82,16 @@ pub(crate) fn rig(
                 threads: threads.unwrap_or(0),
                 nic_thread: false,
             };
-            Rig::real(runtime, profile, seed)
+            Rig::real(runtime, seed)
         }
-        RuntimeKind::Tcp => Rig::real(Runtime::Tcp, profile, seed),
-        RuntimeKind::Verbs => verbs_rig(profile, seed)?,
+        RuntimeKind::Tcp => Rig::real(Runtime::Tcp, seed),
+        RuntimeKind::Verbs => verbs_rig(seed)?,
     })
 }
 
 /// Two nodes on the device the environment names (RDMA_DEVICE, RDMA_PORT, RDMA_GID_INDEX).
 #[cfg(feature = "verbs")]
-fn verbs_rig(profile: Profile, seed: u64) -> Result<Rig, String> {
+fn verbs_rig(seed: u64) -> Result<Rig, String> {
     let cfg = verbs::rdma::VerbsConfig {
         seed,
         device: verbs::DeviceChoice::from_env()?,
@@ -107,12 +106,12 @@ fn verbs_rig(profile: Profile, seed: u64) -> Result<Rig, String> {
     Ok(Rig {
         inline_max: limits.inline_max,
         profile_name: info.name,
-        ..Rig::real(Runtime::Verbs, profile, seed)
+        ..Rig::real(Runtime::Verbs, seed)
     })
 }
 
 #[cfg(not(feature = "verbs"))]
-fn verbs_rig(_: Profile, _: u64) -> Result<Rig, String> {
+fn verbs_rig(_: u64) -> Result<Rig, String> {
     Err(crate::runtime::verbs_missing())
 }
 
@@ -154,8 +153,8 @@ pub(crate) fn run_transport(a: TransportArgs) -> Result<ExitCode, String> {
         a.cq_mod,
         threads
     );
-    if runtime.runtime == Runtime::Sim {
-        println!("{}", runtime.profile.describe());
+    if let Some(profile) = &runtime.profile {
+        println!("{}", profile.describe());
     }
     if a.qperf && a.runtime != RuntimeKind::Tcp {
         return Err("--qperf compares the tcp runtime with raw TCP: add --runtime tcp".into());

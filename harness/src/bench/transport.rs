@@ -239,8 +239,8 @@ pub(crate) struct Rig {
     pub(crate) runtime: Runtime,
     /// The seed of the runtime's streams.
     pub(crate) seed: u64,
-    /// The simulator's hardware model.
-    pub(crate) profile: Profile,
+    /// The simulator's hardware model (sim only).
+    pub(crate) profile: Option<Profile>,
     /// The inline limit writes are measured with: the profile's on the simulator, what the
     /// device grants on verbs, the runtime's default elsewhere.
     pub(crate) inline_max: usize,
@@ -256,16 +256,16 @@ impl Rig {
             seed,
             inline_max: profile.nic.inline_max_bytes,
             profile_name: profile.name.clone(),
-            profile,
+            profile: Some(profile),
         }
     }
 
-    /// Real threads or loopback sockets in this process (`profile` unused but for its name).
-    pub(crate) fn real(runtime: Runtime, profile: Profile, seed: u64) -> Rig {
+    /// Real threads, loopback sockets or a device (the caller sets what the device grants).
+    pub(crate) fn real(runtime: Runtime, seed: u64) -> Rig {
         Rig {
             runtime,
             seed,
-            profile,
+            profile: None,
             inline_max: NicLimits::default().inline_max,
             profile_name: "-".into(),
         }
@@ -280,7 +280,7 @@ impl Rig {
         let drive = Drive {
             runtime: self.runtime,
             seed: self.seed,
-            profile: &self.profile,
+            profile: self.profile.as_ref(),
             software: &Software::none(),
             faults: &[],
             limits: NicLimits::default(),
@@ -392,7 +392,6 @@ fn bandwidth(run: &Perf, bytes: usize, tx_depth: u64) -> (f64, f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use transport::runtime::sim::DEFAULT_PROFILE;
 
     const LOCAL: Runtime = Runtime::Local {
         threads: 0,
@@ -441,7 +440,7 @@ mod tests {
     /// Local runtime sanity: a ping-pong completes and yields one sample per iteration.
     #[test]
     fn local_ping_pong_completes() {
-        let rt = Rig::real(LOCAL, Profile::load(DEFAULT_PROFILE).unwrap(), 0);
+        let rt = Rig::real(LOCAL, 0);
         let p = Params {
             bytes: 64,
             warmup: 20,
@@ -457,7 +456,7 @@ mod tests {
     /// The same over the tcp runtime, reads and large writes included.
     #[test]
     fn tcp_ping_pong_and_stream_complete() {
-        let rt = Rig::real(Runtime::Tcp, Profile::load(DEFAULT_PROFILE).unwrap(), 0);
+        let rt = Rig::real(Runtime::Tcp, 0);
         for bytes in [64, 3 << 20] {
             let p = Params {
                 bytes,

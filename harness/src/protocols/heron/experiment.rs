@@ -523,7 +523,7 @@ fn execute<S: Multicast, C: MulticastClient, A: Application + Send + Sync + 'sta
     let drive = Drive {
         runtime: s.runtime,
         seed,
-        profile: &s.sim.profile,
+        profile: Some(&s.sim.profile),
         software: &s.sim.software,
         faults: &s.sim.faults,
         limits: s.sim.profile.limits(),

@@ -459,12 +459,15 @@ impl BulkSpec {
     /// Runs the experiment.
     pub(crate) fn run(&self) -> Result<BulkResult, String> {
         self.validate()?;
+        if self.runtime == Runtime::Tcp {
+            return Err("a tcp transfer is one OS process per member: launch_tcp runs it".into());
+        }
         let members = self.members()?;
         let start = Instant::now();
         let drive = crate::runtime::Drive {
             runtime: self.runtime,
             seed: self.seed,
-            profile: &self.profile,
+            profile: Some(&self.profile),
             software: &self.software,
             faults: &[],
             limits: self.profile.limits(),
