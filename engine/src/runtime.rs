@@ -50,27 +50,24 @@ impl Runtime {
     }
 }
 
-/// A process that also runs on the verbs runtime (every process, in a build without it).
+/// The verbs runtime's NIC; in a build without it, the simulator's, so that a bound naming it
+/// asks nothing of a process beyond running on the simulator.
 #[cfg(feature = "verbs")]
-pub trait OnVerbs: Process<verbs::rdma::VerbsNic> {}
-#[cfg(feature = "verbs")]
-impl<P: Process<verbs::rdma::VerbsNic>> OnVerbs for P {}
-/// A process that also runs on the verbs runtime (every process, in a build without it).
+pub type VerbsNic = verbs::rdma::VerbsNic;
+/// The verbs runtime's NIC; in a build without it, the simulator's, so that a bound naming it
+/// asks nothing of a process beyond running on the simulator.
 #[cfg(not(feature = "verbs"))]
-pub trait OnVerbs {}
-#[cfg(not(feature = "verbs"))]
-impl<P> OnVerbs for P {}
+pub type VerbsNic = SimNic;
 
-/// A multicast client that also runs on the verbs runtime (every client, in a build without it).
-#[cfg(feature = "verbs")]
-pub trait ClientOnVerbs: multicast::Client<verbs::rdma::VerbsNic> {}
-#[cfg(feature = "verbs")]
-impl<C: multicast::Client<verbs::rdma::VerbsNic>> ClientOnVerbs for C {}
-/// A multicast client that also runs on the verbs runtime (every client, in a build without it).
-#[cfg(not(feature = "verbs"))]
-pub trait ClientOnVerbs {}
-#[cfg(not(feature = "verbs"))]
-impl<C> ClientOnVerbs for C {}
+/// A process that also runs on the verbs runtime (every simulated process, in a build without
+/// it).
+pub trait OnVerbs: Process<VerbsNic> {}
+impl<P: Process<VerbsNic>> OnVerbs for P {}
+
+/// A multicast client that also runs on the verbs runtime (every simulated client, in a build
+/// without it).
+pub trait ClientOnVerbs: multicast::Client<VerbsNic> {}
+impl<C: multicast::Client<VerbsNic>> ClientOnVerbs for C {}
 
 /// A process every runtime of this build can drive. The driver picks the runtime at run time,
 /// so a process must run on all of them, even one its command refuses (Heron on verbs).

@@ -43,8 +43,12 @@ pub(crate) struct Plan {
     pub(crate) model: Model,
     /// The seeds this run covers (its shard's share of the sweep).
     pub(crate) seeds: Vec<u64>,
-    /// The sweep's first seed, its number of seeds and this run's shard, for the report.
-    pub(crate) sweep: (u64, u64, (u64, u64)),
+    /// The sweep's first seed, for the report.
+    pub(crate) first: u64,
+    /// The sweep's number of seeds, for the report.
+    pub(crate) count: u64,
+    /// This run's shard of the sweep (`K/N`), for the report.
+    pub(crate) shard: (u64, u64),
     /// Whether every run's parameters are printed (one seed, or `--verbose`).
     pub(crate) verbose: bool,
     /// Whether every seed runs twice and must repeat itself.
@@ -64,9 +68,16 @@ pub(crate) struct Plan {
 /// The sweep `a` asks for, its header printed.
 fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<Plan, String> {
     if matches!(a.runtime, RuntimeKind::Tcp | RuntimeKind::Verbs) {
+        let logged = protocols::find(protocol).is_ok().then(|| {
+            format!(
+                "; check a {0} run of {protocol} with `harness run --protocol {protocol} --runtime {0} --log D` and `harness verify --log D`",
+                a.runtime.name()
+            )
+        });
         return Err(format!(
-            "--runtime {0}: check runs its seeds on sim (faults and torn landings injected, every failure replayable) or local (real threads); check a {0} run with `harness run --runtime {0} --log D` and `harness verify --log D`",
-            a.runtime.name()
+            "--runtime {}: check runs its seeds on sim (faults and torn landings injected, every failure replayable) or local (real threads){}",
+            a.runtime.name(),
+            logged.unwrap_or_default()
         ));
     }
     let model = Model {
@@ -130,7 +141,9 @@ fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<Plan, String> {
     Ok(Plan {
         model,
         seeds,
-        sweep: (a.first_seed, a.seeds, (k, n)),
+        first: a.first_seed,
+        count: a.seeds,
+        shard: (k, n),
         verbose,
         determinism: a.check_determinism,
         jobs,
@@ -141,17 +154,24 @@ fn check_preamble(a: &CheckArgs, protocol: &str) -> Result<Plan, String> {
     })
 }
 
+/// `--replay 'LINE'` for `run`.
+fn replay_flag<R: SeedRun>(run: &R) -> String {
+    format!("--replay '{}'", run.spec())
+}
+
+/// The run a `--replay` line describes, or why it describes none.
+pub(crate) fn replayed<R: SeedRun>(line: &str) -> Result<R, String> {
+    R::from_spec(line).map_err(|e| {
+        format!(
+            "--replay: {e} (`harness check --protocol {} --seed N` prints a whole line)",
+            R::PROTOCOL
+        )
+    })
+}
+
 /// A seeded sweep of one protocol under faults, each run checked against its properties.
 pub(crate) fn sweep<R: SeedRun>(plan: &Plan) -> Result<ExitCode, String> {
-    let replay = match &plan.replay {
-        Some(line) => Some(R::from_spec(line).map_err(|e| {
-            format!(
-                "--replay: {e} (`harness check --protocol {} --seed N` prints a whole line)",
-                R::PROTOCOL
-            )
-        })?),
-        None => None,
-    };
+    let replay = plan.replay.as_deref().map(replayed::<R>).transpose()?;
     let Plan {
         model,
         seeds,
@@ -170,23 +190,22 @@ pub(crate) fn sweep<R: SeedRun>(plan: &Plan) -> Result<ExitCode, String> {
     let mut error = None;
     // The line that runs a seed's run again: a replay on the simulator; threads do not replay
     // (the same seed is the same workload and schedule, and another interleaving).
-    let again = |run: &R| {
-        match local {
+    let again = |run: &R| match local {
         None => format!(
-            "  replay: harness check --protocol {} --profile {} --software {} --torn {} --replay '{}'",
+            "  replay: harness check --protocol {} --profile {} --software {} --torn {} {}",
             R::PROTOCOL,
             model.profile.name,
             plan.software,
             model.torn,
-            run.spec()
+            replay_flag(run)
         ),
         Some(local) => format!(
-            "  rerun (threads do not replay: the same workload and schedule, another interleaving): harness check --protocol {} --runtime local --stretch {} --replay '{}'",
+            "  rerun (threads do not replay: the same workload and schedule, another \
+             interleaving): harness check --protocol {} --runtime local --stretch {} {}",
             R::PROTOCOL,
             local.stretch,
-            run.spec()
+            replay_flag(run)
         ),
-    }
     };
     sweep::run_seeds(
         seeds,
@@ -248,9 +267,9 @@ pub(crate) fn sweep<R: SeedRun>(plan: &Plan) -> Result<ExitCode, String> {
         software: model.software.name.clone(),
         torn: model.torn,
         commit: COMMIT.to_string(),
-        first: plan.sweep.0,
-        seeds: plan.sweep.1,
-        shard: plan.sweep.2,
+        first: plan.first,
+        seeds: plan.count,
+        shard: plan.shard,
         runs: seeds.len() as u64,
         wall_s: start.elapsed().as_secs_f64(),
         failed,
@@ -337,6 +356,10 @@ pub(crate) fn command(a: CheckArgs) -> Result<ExitCode, String> {
         return merge_reports(&a.merge);
     }
     if let Some(c) = checked(&a.protocol) {
+        // A line that is not this protocol's run fails before anything is printed.
+        if let Some(line) = &a.replay {
+            (c.replay)(line)?;
+        }
         return (c.sweep)(&check_preamble(&a, c.name)?);
     }
     if a.report.is_some() {
@@ -347,7 +370,7 @@ pub(crate) fn command(a: CheckArgs) -> Result<ExitCode, String> {
     }
     if a.runtime != RuntimeKind::Sim {
         return Err(format!(
-            "--runtime {} runs the protocols off the simulator; chaos checks the simulator's own model (leave --runtime out, or name a protocol)",
+            "--runtime {}: chaos checks the simulator's own model, on sim only (leave --runtime out); the protocols' checks run on sim or local",
             a.runtime.name()
         ));
     }

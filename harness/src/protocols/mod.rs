@@ -319,6 +319,8 @@ pub(crate) struct Checked {
     pub(crate) testbed: &'static str,
     /// Runs the sweep `check` asks for.
     pub(crate) sweep: fn(&crate::check::Plan) -> Result<std::process::ExitCode, String>,
+    /// Checks a `--replay` line is one of its runs (before anything is printed).
+    pub(crate) replay: fn(&str) -> Result<(), String>,
     /// Prints a sweep's report (merged from shards).
     pub(crate) report: fn(&sweep::Report) -> std::process::ExitCode,
 }
@@ -331,6 +333,7 @@ impl Checked {
             about: R::ABOUT,
             testbed: R::TESTBED,
             sweep: crate::check::sweep::<R>,
+            replay: |line| crate::check::replayed::<R>(line).map(drop),
             report: crate::check::print_report::<R>,
         }
     }
@@ -437,7 +440,7 @@ impl Entry {
         }
     }
 
-    /// Sets in `shape` what its own `run` flags in `a` ask for, if it has any.
+    /// Sets in `shape` what its own `run` flags in `own` ask for, if it has any.
     pub(crate) fn run_flags(&self, own: &OwnFlags, shape: &mut Shape) {
         if let Kind::Multicast {
             run_flags: Some(set),

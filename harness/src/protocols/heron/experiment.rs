@@ -4,7 +4,7 @@
 
 use super::Over;
 use crate::runtime::Runtime;
-use crate::runtime::{ClientOnVerbs, Drive, Inspect};
+use crate::runtime::{ClientOnVerbs, Drive, Inspect, VerbsNic};
 use hdrhistogram::Histogram;
 use heron::client::Tally;
 use heron::over::ridge_config;
@@ -107,8 +107,9 @@ pub(crate) struct Setup {
     /// When the measurement starts and the clients stop.
     pub(crate) window: Window,
     pub(crate) runtime: Runtime,
-    /// The simulator's seed, hardware and software profiles (the hardware's limits and the
-    /// seed also serve the local runtime).
+    /// The simulator's seed, hardware and software profiles and faults (the hardware's limits
+    /// and the seed also serve the local runtime). The runtime driver reads these four fields
+    /// only: a Heron run does not tear, trace or break ties its own way.
     pub(crate) sim: SimConfig,
 }
 
@@ -444,24 +445,16 @@ impl<S> Multicast for S where
 {
 }
 
-/// A multicast server Heron's layer also runs over on the verbs runtime (every server, in a
-/// build without it).
-#[cfg(feature = "verbs")]
+/// A multicast server Heron's layer also runs over on the verbs runtime (every simulated
+/// server, in a build without it).
 pub(crate) trait LayeredOnVerbs:
-    for<'a> transport::Process<heron::layered::Layered<'a, verbs::rdma::VerbsNic>>
+    for<'a> transport::Process<heron::layered::Layered<'a, VerbsNic>>
 {
 }
-#[cfg(feature = "verbs")]
 impl<S> LayeredOnVerbs for S where
-    S: for<'a> transport::Process<heron::layered::Layered<'a, verbs::rdma::VerbsNic>>
+    S: for<'a> transport::Process<heron::layered::Layered<'a, VerbsNic>>
 {
 }
-/// A multicast server Heron's layer also runs over on the verbs runtime (every server, in a
-/// build without it).
-#[cfg(not(feature = "verbs"))]
-pub(crate) trait LayeredOnVerbs {}
-#[cfg(not(feature = "verbs"))]
-impl<S> LayeredOnVerbs for S {}
 
 /// Every replica's partition and counters (in process order) and the database the replicas end
 /// with: each partition's objects as its last replica in process order holds them. Only that
@@ -497,7 +490,8 @@ impl<S: Server, C, A: Application> Inspect<HeronNode<S, C, A>> for Database {
 }
 
 /// A multicast client Heron's clients run over, on any runtime: on the simulator and on
-/// threads ([`heron::over::MulticastClient`]), and over TCP.
+/// threads ([`heron::over::MulticastClient`]), over TCP, and (the driver drives every runtime)
+/// on verbs.
 pub(crate) trait MulticastClient:
     heron::over::MulticastClient + Client<TcpNic> + ClientOnVerbs
 {

@@ -13,7 +13,7 @@
 //! which is not what RDMC's tcp runtime competes with.
 
 use super::{show_bytes, BulkSpec};
-use crate::experiment::{self};
+use crate::experiment;
 use crate::protocols::Bench;
 use crate::runtime::Runtime;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 
 use super::{peak_rss, show_bytes, BulkSpec};
 use crate::cluster::ClusterFile;
-use crate::experiment::{self};
+use crate::experiment;
 use crate::runtime::Runtime;
 use crate::{testbed, RunArgs, COMMIT};
 use std::path::Path;
