@@ -29,6 +29,7 @@ pub mod testing;
 pub mod tree;
 pub mod workload;
 
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
@@ -47,17 +48,7 @@ pub use workload::{ClosedLoop, DestPolicy, LoadSpec};
 
 /// A group of server processes (groups are disjoint).
 #[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
 pub struct GroupId(pub u8);
 
@@ -72,17 +63,7 @@ pub const MAX_GROUPS: usize = 64;
 
 /// A message's destination groups: a set of up to [`MAX_GROUPS`] groups.
 #[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
 pub struct DestSet(u64);
 
@@ -167,17 +148,7 @@ impl FromStr for DestSet {
 
 /// A message id: the multicasting client and its sequence number, spelled `c3:17`.
 #[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
 pub struct MsgId {
     /// The client's process id.
