@@ -88,6 +88,11 @@ impl DestSet {
         (g.0 as usize) < MAX_GROUPS && self.0 & (1 << g.0) != 0
     }
 
+    /// This set with `g` added (a group below [`MAX_GROUPS`]).
+    pub fn with(self, g: GroupId) -> DestSet {
+        DestSet(self.0 | 1 << g.0)
+    }
+
     /// Number of groups.
     pub fn len(&self) -> usize {
         self.0.count_ones() as usize

@@ -40,6 +40,17 @@ pub struct Completed {
     pub latency: Nanos,
 }
 
+impl Completed {
+    /// Multicast `msg`, sent at `sent_at`, whose last awaited response arrived at `now`.
+    pub fn at(msg: MsgId, sent_at: Nanos, now: Nanos) -> Completed {
+        Completed {
+            msg,
+            sent_at,
+            latency: now.saturating_sub(sent_at),
+        }
+    }
+}
+
 /// Why a multicast was refused. Nothing was sent when one of these is returned.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum MulticastError {
@@ -86,6 +97,19 @@ impl MulticastError {
             Some(group) => Err(MulticastError::UnknownGroup { group, groups }),
             None => Ok(()),
         }
+    }
+
+    /// Checks a payload of `len` bytes against `max`, the largest a slot holds for `dst`: a
+    /// larger one is refused the same way by every protocol's client.
+    pub fn check_size(len: usize, max: usize, dst: DestSet) -> Result<(), MulticastError> {
+        if len > max {
+            return Err(MulticastError::TooLarge {
+                len,
+                max,
+                dst_groups: dst.len(),
+            });
+        }
+        Ok(())
     }
 }
 

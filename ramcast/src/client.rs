@@ -129,7 +129,7 @@ impl RamcastClient {
             if f.dst.contains(g) && !f.answered.contains(g) {
                 let resp = nic.load_u64(local(RESP, at)).expect("own region");
                 if resp == f.id + 1 {
-                    f.answered = DestSet::from_bits(f.answered.bits() | 1 << g.0);
+                    f.answered = f.answered.with(g);
                     worked = true;
                 }
             }
@@ -141,11 +141,8 @@ impl RamcastClient {
         );
         if let Some(f) = self.in_flight {
             if f.answered == f.dst {
-                self.completed.push_back(Completed {
-                    msg: MsgId::new(self.me, f.id),
-                    sent_at: f.sent_at,
-                    latency: now.saturating_sub(f.sent_at),
-                });
+                self.completed
+                    .push_back(Completed::at(MsgId::new(self.me, f.id), f.sent_at, now));
                 self.in_flight = None;
             }
         }
@@ -215,14 +212,7 @@ impl<N: Nic> Client<N> for RamcastClient {
         payload: &[u8],
     ) -> Result<MsgId, MulticastError> {
         MulticastError::check_destinations(dst, self.cfg.groups)?;
-        let max = self.layout.max_message(dst.len());
-        if payload.len() > max {
-            return Err(MulticastError::TooLarge {
-                len: payload.len(),
-                max,
-                dst_groups: dst.len(),
-            });
-        }
+        MulticastError::check_size(payload.len(), self.layout.max_message(dst.len()), dst)?;
         if self.in_flight.is_some() {
             return Err(MulticastError::InFlight);
         }

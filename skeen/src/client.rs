@@ -104,15 +104,12 @@ impl<N: Nic> Process<N> for SkeenClient {
             if !f.dst.contains(g) {
                 continue;
             }
-            f.answered = DestSet::from_bits(f.answered.bits() | 1 << g.0);
+            f.answered = f.answered.with(g);
             if f.answered == f.dst {
                 let f = self.inflight.take().expect("in flight");
                 let now = nic.now();
-                self.completed.push_back(Completed {
-                    msg: f.id,
-                    sent_at: f.sent_at,
-                    latency: now.saturating_sub(f.sent_at),
-                });
+                self.completed
+                    .push_back(Completed::at(f.id, f.sent_at, now));
             }
         }
         self.buf = buf;
@@ -131,14 +128,7 @@ impl<N: Nic> Client<N> for SkeenClient {
             return Err(MulticastError::InFlight);
         }
         MulticastError::check_destinations(dst, self.cfg.groups)?;
-        let max = self.cfg.max_payload();
-        if payload.len() > max {
-            return Err(MulticastError::TooLarge {
-                len: payload.len(),
-                max,
-                dst_groups: dst.len(),
-            });
-        }
+        MulticastError::check_size(payload.len(), self.cfg.max_payload(), dst)?;
         let now = nic.now();
         let id = MsgId::new(self.me, self.next_seq);
         self.next_seq += 1;

@@ -76,17 +76,14 @@ impl TramClient {
                     > f.seq
             });
             if answered {
-                f.answered = DestSet::from_bits(f.answered.bits() | 1 << g.0);
+                f.answered = f.answered.with(g);
                 worked = true;
             }
         }
         if f.answered == f.dst {
             let now = nic.now();
-            self.completed.push_back(Completed {
-                msg: MsgId::new(self.me, f.seq),
-                sent_at: f.sent_at,
-                latency: now.saturating_sub(f.sent_at),
-            });
+            self.completed
+                .push_back(Completed::at(MsgId::new(self.me, f.seq), f.sent_at, now));
             self.in_flight = None;
         }
         worked
@@ -116,14 +113,7 @@ impl<N: Nic> Client<N> for TramClient {
         payload: &[u8],
     ) -> Result<MsgId, MulticastError> {
         MulticastError::check_destinations(dst, self.cfg.group_count())?;
-        let max = Layout::max_message(self.cfg.slot_bytes);
-        if payload.len() > max {
-            return Err(MulticastError::TooLarge {
-                len: payload.len(),
-                max,
-                dst_groups: dst.len(),
-            });
-        }
+        MulticastError::check_size(payload.len(), Layout::max_message(self.cfg.slot_bytes), dst)?;
         if self.in_flight.is_some() {
             return Err(MulticastError::InFlight);
         }
