@@ -84,12 +84,8 @@ impl<N: Nic> Process<N> for SkeenClient {
     }
 
     fn poll(&mut self, nic: &mut N) -> Progress {
-        // Unsignaled ring writes; a failure means a crashed server (not tolerated, crate docs).
-        while nic.poll_completion().is_some() {}
-        let mut worked = self.mesh.flush(nic).expect("own packets fit");
-        worked |= self.backlog.flush(&mut self.mesh, nic);
+        let mut worked = self.backlog.start_poll(&mut self.mesh, nic);
         let mut buf = std::mem::take(&mut self.buf);
-        self.mesh.observe_changes(nic);
         while let Some(from) = self.mesh.recv(nic, &mut buf).expect("ring reads") {
             worked = true;
             nic.work(Work::Decode, 1);
