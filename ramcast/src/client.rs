@@ -246,7 +246,7 @@ impl<N: Nic> Client<N> for RamcastClient {
         for (g, seq) in &dests {
             self.occupant[g.0 as usize][self.layout.index(*seq)] = dests.clone();
         }
-        let inline_max = nic.limits().inline_max;
+        let limits = nic.limits();
         for (g, &seq) in dst.groups().zip(&ptr) {
             self.blocked_since[g.0 as usize] = None;
             self.layout
@@ -254,11 +254,7 @@ impl<N: Nic> Client<N> for RamcastClient {
                 .encode(codec_seq(seq), &entry, &mut self.scratch)
                 .expect("size checked above");
             nic.work(Work::Copy, self.scratch.len() as u64);
-            let flags = if self.scratch.len() <= inline_max {
-                WriteFlags::NONE.inline()
-            } else {
-                WriteFlags::NONE
-            };
+            let flags = WriteFlags::NONE.inline_if_fits(self.scratch.len(), limits);
             let at = self.layout.m_slot(self.index, seq);
             for q in self.cfg.members(g) {
                 // Relay, lines 38-42: msg, dst and ptr in one entry; its canary makes the

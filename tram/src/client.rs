@@ -137,11 +137,7 @@ impl<N: Nic> Client<N> for TramClient {
         let at = self
             .layout
             .hm_slot(self.layout.client_buffer(self.index), pos);
-        let flags = if self.entry.len() <= nic.limits().inline_max {
-            WriteFlags::NONE.inline()
-        } else {
-            WriteFlags::NONE
-        };
+        let flags = WriteFlags::NONE.inline_if_fits(self.entry.len(), nic.limits());
         // Steps 1.4-1.5: write the message into this client's buffer on every lca replica.
         for p in self.cfg.members(lca) {
             // A failed write (a crashed replica) is reported as a completion and needs nothing:
