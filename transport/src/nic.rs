@@ -714,12 +714,7 @@ pub trait Nic {
         data: &[u8],
         flags: WriteFlags,
     ) -> Result<WrId, OpError> {
-        self.post(Op::Write {
-            dst,
-            data: Data::copied(data),
-            imm: None,
-            flags,
-        })
+        self.post_write_data(dst, Data::copied(data), flags)
     }
 
     /// Posts a one-sided write of `data` (shared, not copied) or a synthetic payload.
