@@ -134,15 +134,13 @@ pub trait Server {
     }
 }
 
+/// What [`Client::try_multicast`] returns: the message's id, or why nothing was sent.
+pub type MulticastResult = Result<MsgId, MulticastError>;
+
 /// A client of an atomic multicast protocol.
 pub trait Client<N: Nic>: Process<N> {
     /// Multicasts `payload` to the groups of `dst`; returns the message id.
-    fn try_multicast(
-        &mut self,
-        nic: &mut N,
-        dst: DestSet,
-        payload: &[u8],
-    ) -> Result<MsgId, MulticastError>;
+    fn try_multicast(&mut self, nic: &mut N, dst: DestSet, payload: &[u8]) -> MulticastResult;
     /// The next multicast that completed.
     fn poll_completed(&mut self) -> Option<Completed>;
     /// The earliest time the client wants to be polled again for a reason that arose outside

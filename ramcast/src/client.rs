@@ -21,7 +21,7 @@
 use crate::config::Config;
 use crate::layout::{codec_seq, local, remote, Entry, Layout, M, RESP};
 use multicast::Membership;
-use multicast::{Client, Completed, DestSet, GroupId, MsgId, MulticastError};
+use multicast::{Client, Completed, DestSet, GroupId, MsgId, MulticastError, MulticastResult};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use transport::{Nanos, Nic, Process, ProcessId, Progress, RegionSpec, Work, WriteFlags};
@@ -205,12 +205,7 @@ impl<N: Nic> Process<N> for RamcastClient {
 
 impl<N: Nic> Client<N> for RamcastClient {
     /// Task 1: reserve the next slot of every destination, then `Relay` the message there.
-    fn try_multicast(
-        &mut self,
-        nic: &mut N,
-        dst: DestSet,
-        payload: &[u8],
-    ) -> Result<MsgId, MulticastError> {
+    fn try_multicast(&mut self, nic: &mut N, dst: DestSet, payload: &[u8]) -> MulticastResult {
         MulticastError::check_destinations(dst, self.cfg.groups)?;
         MulticastError::check_size(payload.len(), self.layout.max_message(dst.len()), dst)?;
         if self.in_flight.is_some() {

@@ -18,7 +18,7 @@ use crate::mapping::EnsembleId;
 use crate::value::Value;
 use crate::wire::Packet;
 use bytes::Bytes;
-use multicast::{Client, Completed, DestSet, Membership, MsgId, MulticastError};
+use multicast::{Client, Completed, DestSet, Membership, MsgId, MulticastError, MulticastResult};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use transport::mesh::{Mesh, MeshError};
@@ -205,12 +205,7 @@ impl<N: Nic> Process<N> for RidgeClient {
 }
 
 impl<N: Nic> Client<N> for RidgeClient {
-    fn try_multicast(
-        &mut self,
-        nic: &mut N,
-        dst: DestSet,
-        payload: &[u8],
-    ) -> Result<MsgId, MulticastError> {
+    fn try_multicast(&mut self, nic: &mut N, dst: DestSet, payload: &[u8]) -> MulticastResult {
         if self.inflight.is_some() {
             return Err(MulticastError::InFlight);
         }

@@ -12,7 +12,7 @@ use crate::backlog::Backlog;
 use crate::config::Config;
 use crate::wire::Packet;
 use bytes::Bytes;
-use multicast::{Client, Completed, DestSet, Membership, MsgId, MulticastError};
+use multicast::{Client, Completed, DestSet, Membership, MsgId, MulticastError, MulticastResult};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use transport::mesh::Mesh;
@@ -114,12 +114,7 @@ impl<N: Nic> Process<N> for SkeenClient {
 }
 
 impl<N: Nic> Client<N> for SkeenClient {
-    fn try_multicast(
-        &mut self,
-        nic: &mut N,
-        dst: DestSet,
-        payload: &[u8],
-    ) -> Result<MsgId, MulticastError> {
+    fn try_multicast(&mut self, nic: &mut N, dst: DestSet, payload: &[u8]) -> MulticastResult {
         if self.inflight.is_some() {
             return Err(MulticastError::InFlight);
         }

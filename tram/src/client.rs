@@ -14,7 +14,9 @@
 
 use crate::config::Config;
 use crate::layout::{local, remote, Hm, Layout, HM, RESP};
-use multicast::{Client, Completed, DestSet, GroupId, Membership, MsgId, MulticastError};
+use multicast::{
+    Client, Completed, DestSet, GroupId, Membership, MsgId, MulticastError, MulticastResult,
+};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use transport::{Nanos, Nic, Process, ProcessId, Progress, RegionSpec, Work, WriteFlags};
@@ -106,12 +108,7 @@ impl<N: Nic> Process<N> for TramClient {
 }
 
 impl<N: Nic> Client<N> for TramClient {
-    fn try_multicast(
-        &mut self,
-        nic: &mut N,
-        dst: DestSet,
-        payload: &[u8],
-    ) -> Result<MsgId, MulticastError> {
+    fn try_multicast(&mut self, nic: &mut N, dst: DestSet, payload: &[u8]) -> MulticastResult {
         MulticastError::check_destinations(dst, self.cfg.group_count())?;
         MulticastError::check_size(payload.len(), Layout::max_message(self.cfg.slot_bytes), dst)?;
         if self.in_flight.is_some() {
