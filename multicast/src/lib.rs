@@ -29,6 +29,7 @@ pub mod testing;
 pub mod tree;
 pub mod workload;
 
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
@@ -39,7 +40,7 @@ pub use observed::Observed;
 pub use omega::Omega;
 pub use role::{
     collect_log, deploy, deploy_with_auxiliaries, log_node, Client, Completed, Delivery,
-    MulticastError, Node, Server, ServerNode,
+    MulticastError, MulticastResult, Node, Server, ServerNode,
 };
 pub use transport::ProcessId;
 pub use tree::{Tree, TreeError};
@@ -47,17 +48,7 @@ pub use workload::{ClosedLoop, DestPolicy, LoadSpec};
 
 /// A group of server processes (groups are disjoint).
 #[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
 pub struct GroupId(pub u8);
 
@@ -72,17 +63,7 @@ pub const MAX_GROUPS: usize = 64;
 
 /// A message's destination groups: a set of up to [`MAX_GROUPS`] groups.
 #[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
 pub struct DestSet(u64);
 
@@ -105,6 +86,11 @@ impl DestSet {
     /// Whether `g` is a destination.
     pub fn contains(&self, g: GroupId) -> bool {
         (g.0 as usize) < MAX_GROUPS && self.0 & (1 << g.0) != 0
+    }
+
+    /// This set with `g` added (a group below [`MAX_GROUPS`]).
+    pub fn with(self, g: GroupId) -> DestSet {
+        DestSet(self.0 | 1 << g.0)
     }
 
     /// Number of groups.
@@ -167,17 +153,7 @@ impl FromStr for DestSet {
 
 /// A message id: the multicasting client and its sequence number, spelled `c3:17`.
 #[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
 pub struct MsgId {
     /// The client's process id.

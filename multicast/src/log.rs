@@ -397,26 +397,35 @@ mod tests {
         assert_eq!(DeliveryLog::read_csv(&dir).unwrap(), log);
     }
 
+    /// A fresh directory `name` (one per test process) holding a delivery log's three files with
+    /// these contents, for tests of logs that `write_csv` would not write.
+    fn log_dir(
+        name: &str,
+        processes: &str,
+        multicasts: &str,
+        deliveries: &str,
+    ) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (file, text) in [
+            ("processes.csv", processes),
+            ("multicasts.csv", multicasts),
+            ("deliveries.csv", deliveries),
+        ] {
+            std::fs::write(dir.join(file), text).unwrap();
+        }
+        dir
+    }
+
     /// Logs written before the `order` column read as having no order timestamps.
     #[test]
     fn logs_without_the_order_column_still_read() {
-        let dir = std::env::temp_dir().join(format!("mlog-old-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("processes.csv"),
+        let dir = log_dir(
+            "mlog-old",
             "process,group,correct\n0,0,true\n9,client,true\n",
-        )
-        .unwrap();
-        std::fs::write(
-            dir.join("multicasts.csv"),
             "client,msg,dst,completed\n9,c9:1,0,true\n",
-        )
-        .unwrap();
-        std::fs::write(
-            dir.join("deliveries.csv"),
             "process,group,index,msg,dst\n0,0,0,c9:1,0\n",
-        )
-        .unwrap();
+        );
         let log = DeliveryLog::read_csv(&dir).unwrap();
         assert_eq!(log.deliveries[&ProcessId(0)], vec!["c9:1".parse().unwrap()]);
         assert!(log.orders.is_empty());
@@ -425,19 +434,12 @@ mod tests {
 
     #[test]
     fn malformed_rows_name_file_and_line() {
-        let dir = std::env::temp_dir().join(format!("mlog-bad-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("processes.csv"),
+        let dir = log_dir(
+            "mlog-bad",
             "process,group,correct\n0,0,true\n",
-        )
-        .unwrap();
-        std::fs::write(
-            dir.join("multicasts.csv"),
             "client,msg,dst,completed\n5,c5:1,0,true\n5,x,0,true\n",
-        )
-        .unwrap();
-        std::fs::write(dir.join("deliveries.csv"), "process,group,index,msg,dst\n").unwrap();
+            "process,group,index,msg,dst\n",
+        );
         let e = DeliveryLog::read_csv(&dir).unwrap_err().to_string();
         assert!(
             e.contains("multicasts.csv, line 3") && e.contains("not a message id"),

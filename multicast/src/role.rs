@@ -9,6 +9,7 @@ use crate::workload::{ClosedLoop, LoadSpec};
 use crate::{DestSet, GroupId, Membership, MsgId};
 use bytes::Bytes;
 use std::collections::VecDeque;
+use std::sync::Arc;
 use transport::{Nanos, Nic, Process, Progress, Purpose, RegionSpec, Rng};
 
 /// A message a server delivered.
@@ -38,6 +39,17 @@ pub struct Completed {
     /// Time from the multicast to the first response of every destination group (the papers'
     /// latency).
     pub latency: Nanos,
+}
+
+impl Completed {
+    /// Multicast `msg`, sent at `sent_at`, whose last awaited response arrived at `now`.
+    pub fn at(msg: MsgId, sent_at: Nanos, now: Nanos) -> Completed {
+        Completed {
+            msg,
+            sent_at,
+            latency: now.saturating_sub(sent_at),
+        }
+    }
 }
 
 /// Why a multicast was refused. Nothing was sent when one of these is returned.
@@ -87,6 +99,19 @@ impl MulticastError {
             None => Ok(()),
         }
     }
+
+    /// Checks a payload of `len` bytes against `max`, the largest a slot holds for `dst`: a
+    /// larger one is refused the same way by every protocol's client.
+    pub fn check_size(len: usize, max: usize, dst: DestSet) -> Result<(), MulticastError> {
+        if len > max {
+            return Err(MulticastError::TooLarge {
+                len,
+                max,
+                dst_groups: dst.len(),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// A server replica of an atomic multicast protocol.
@@ -109,15 +134,13 @@ pub trait Server {
     }
 }
 
+/// What [`Client::try_multicast`] returns: the message's id, or why nothing was sent.
+pub type MulticastResult = Result<MsgId, MulticastError>;
+
 /// A client of an atomic multicast protocol.
 pub trait Client<N: Nic>: Process<N> {
     /// Multicasts `payload` to the groups of `dst`; returns the message id.
-    fn try_multicast(
-        &mut self,
-        nic: &mut N,
-        dst: DestSet,
-        payload: &[u8],
-    ) -> Result<MsgId, MulticastError>;
+    fn try_multicast(&mut self, nic: &mut N, dst: DestSet, payload: &[u8]) -> MulticastResult;
     /// The next multicast that completed.
     fn poll_completed(&mut self) -> Option<Completed>;
     /// The earliest time the client wants to be polled again for a reason that arose outside
@@ -228,62 +251,67 @@ impl<N: Nic, S: Server + Process<N>, C: Client<N>> Process<N> for Node<S, C> {
     }
 }
 
-/// Every process of a run on membership `m`: servers first, group by group and rank by rank
-/// (`server(g, rank)`), then closed-loop clients (`client(i)`) running `load`. Client `i`'s
-/// workload stream derives from `seed` and its process id, so protocols deployed on the same
-/// membership draw the same destinations and sizes (what `harness compare` relies on). `log`
-/// keeps deliveries and multicasts for the delivery log. For a membership with auxiliary
-/// processes, [`deploy_with_auxiliaries`].
-pub fn deploy<S, C>(
-    m: &impl Membership,
+/// Every process of a run of `cfg`: servers first, group by group and rank by rank
+/// (`server(g, rank)`), then closed-loop clients (`client(i)`) running `load`. Every process
+/// gets a handle on one shared copy of `cfg`, so `server` and `client` can be a protocol's
+/// constructors. Client `i`'s workload stream derives from `seed` and its process id, so
+/// protocols deployed on the same membership draw the same destinations and sizes (what
+/// `harness compare` relies on). `log` keeps deliveries and multicasts for the delivery log.
+/// For a membership with auxiliary processes, [`deploy_with_auxiliaries`].
+pub fn deploy<M: Membership + Clone, S, C>(
+    cfg: &M,
     load: LoadSpec,
     seed: u64,
     log: bool,
-    server: impl Fn(GroupId, usize) -> S,
-    client: impl Fn(usize) -> C,
+    server: impl Fn(Arc<M>, GroupId, usize) -> S,
+    client: impl Fn(Arc<M>, usize) -> C,
 ) -> Vec<Node<S, C>> {
     assert_eq!(
-        m.auxiliary_count(),
+        cfg.auxiliary_count(),
         0,
         "a membership with auxiliary processes deploys with deploy_with_auxiliaries"
     );
-    deploy_with_auxiliaries(m, load, seed, log, server, client, |_| {
+    deploy_with_auxiliaries(cfg, load, seed, log, server, client, |_, _| {
         unreachable!("no auxiliary process")
     })
 }
 
 /// [`deploy`], followed by the membership's auxiliary processes (`auxiliary(i)`).
-pub fn deploy_with_auxiliaries<S, C>(
-    m: &impl Membership,
+pub fn deploy_with_auxiliaries<M: Membership + Clone, S, C>(
+    cfg: &M,
     load: LoadSpec,
     seed: u64,
     log: bool,
-    server: impl Fn(GroupId, usize) -> S,
-    client: impl Fn(usize) -> C,
-    auxiliary: impl Fn(usize) -> S,
+    server: impl Fn(Arc<M>, GroupId, usize) -> S,
+    client: impl Fn(Arc<M>, usize) -> C,
+    auxiliary: impl Fn(Arc<M>, usize) -> S,
 ) -> Vec<Node<S, C>> {
-    let mut nodes = Vec::with_capacity(m.processes());
-    for g in 0..m.group_count() {
-        for r in 0..m.replica_count() {
+    let cfg = Arc::new(cfg.clone());
+    let mut nodes = Vec::with_capacity(cfg.processes());
+    for g in 0..cfg.group_count() {
+        for r in 0..cfg.replica_count() {
             nodes.push(Node::Server(ServerNode::new(
-                server(GroupId(g as u8), r),
+                server(cfg.clone(), GroupId(g as u8), r),
                 log,
             )));
         }
     }
-    for i in 0..m.client_count() {
-        let id = m.client(i);
+    for i in 0..cfg.client_count() {
+        let id = cfg.client(i);
         let rng = Rng::derive(seed, Purpose::Workload, id.0 as u64);
         nodes.push(Node::Client(ClosedLoop::new(
-            client(i),
+            client(cfg.clone(), i),
             id,
             load.clone(),
             rng,
             log,
         )));
     }
-    for i in 0..m.auxiliary_count() {
-        nodes.push(Node::Auxiliary(ServerNode::new(auxiliary(i), log)));
+    for i in 0..cfg.auxiliary_count() {
+        nodes.push(Node::Auxiliary(ServerNode::new(
+            auxiliary(cfg.clone(), i),
+            log,
+        )));
     }
     nodes
 }

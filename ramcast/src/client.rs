@@ -21,7 +21,7 @@
 use crate::config::Config;
 use crate::layout::{codec_seq, local, remote, Entry, Layout, M, RESP};
 use multicast::Membership;
-use multicast::{Client, Completed, DestSet, GroupId, MsgId, MulticastError};
+use multicast::{Client, Completed, DestSet, GroupId, MsgId, MulticastError, MulticastResult};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use transport::{Nanos, Nic, Process, ProcessId, Progress, RegionSpec, Work, WriteFlags};
@@ -129,7 +129,7 @@ impl RamcastClient {
             if f.dst.contains(g) && !f.answered.contains(g) {
                 let resp = nic.load_u64(local(RESP, at)).expect("own region");
                 if resp == f.id + 1 {
-                    f.answered = DestSet::from_bits(f.answered.bits() | 1 << g.0);
+                    f.answered = f.answered.with(g);
                     worked = true;
                 }
             }
@@ -141,11 +141,8 @@ impl RamcastClient {
         );
         if let Some(f) = self.in_flight {
             if f.answered == f.dst {
-                self.completed.push_back(Completed {
-                    msg: MsgId::new(self.me, f.id),
-                    sent_at: f.sent_at,
-                    latency: now.saturating_sub(f.sent_at),
-                });
+                self.completed
+                    .push_back(Completed::at(MsgId::new(self.me, f.id), f.sent_at, now));
                 self.in_flight = None;
             }
         }
@@ -208,21 +205,9 @@ impl<N: Nic> Process<N> for RamcastClient {
 
 impl<N: Nic> Client<N> for RamcastClient {
     /// Task 1: reserve the next slot of every destination, then `Relay` the message there.
-    fn try_multicast(
-        &mut self,
-        nic: &mut N,
-        dst: DestSet,
-        payload: &[u8],
-    ) -> Result<MsgId, MulticastError> {
+    fn try_multicast(&mut self, nic: &mut N, dst: DestSet, payload: &[u8]) -> MulticastResult {
         MulticastError::check_destinations(dst, self.cfg.groups)?;
-        let max = self.layout.max_message(dst.len());
-        if payload.len() > max {
-            return Err(MulticastError::TooLarge {
-                len: payload.len(),
-                max,
-                dst_groups: dst.len(),
-            });
-        }
+        MulticastError::check_size(payload.len(), self.layout.max_message(dst.len()), dst)?;
         if self.in_flight.is_some() {
             return Err(MulticastError::InFlight);
         }
@@ -256,7 +241,7 @@ impl<N: Nic> Client<N> for RamcastClient {
         for (g, seq) in &dests {
             self.occupant[g.0 as usize][self.layout.index(*seq)] = dests.clone();
         }
-        let inline_max = nic.limits().inline_max;
+        let limits = nic.limits();
         for (g, &seq) in dst.groups().zip(&ptr) {
             self.blocked_since[g.0 as usize] = None;
             self.layout
@@ -264,11 +249,7 @@ impl<N: Nic> Client<N> for RamcastClient {
                 .encode(codec_seq(seq), &entry, &mut self.scratch)
                 .expect("size checked above");
             nic.work(Work::Copy, self.scratch.len() as u64);
-            let flags = if self.scratch.len() <= inline_max {
-                WriteFlags::NONE.inline()
-            } else {
-                WriteFlags::NONE
-            };
+            let flags = WriteFlags::NONE.inline_if_fits(self.scratch.len(), limits);
             let at = self.layout.m_slot(self.index, seq);
             for q in self.cfg.members(g) {
                 // Relay, lines 38-42: msg, dst and ptr in one entry; its canary makes the

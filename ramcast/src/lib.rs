@@ -196,7 +196,6 @@ pub use server::RamcastServer;
 pub use stamp::Stamp;
 
 use multicast::{LoadSpec, Node};
-use std::sync::Arc;
 
 /// A RamCast process of a run.
 pub type RamcastNode = Node<RamcastServer, RamcastClient>;
@@ -205,13 +204,5 @@ pub type RamcastNode = Node<RamcastServer, RamcastClient>;
 /// client `i`'s workload stream derives from `seed`. `log` keeps deliveries and multicasts for
 /// the delivery log.
 pub fn nodes(cfg: &Config, load: LoadSpec, seed: u64, log: bool) -> Vec<RamcastNode> {
-    let cfg = Arc::new(cfg.clone());
-    multicast::deploy(
-        &*cfg,
-        load,
-        seed,
-        log,
-        |g, r| RamcastServer::new(cfg.clone(), g, r),
-        |i| RamcastClient::new(cfg.clone(), i),
-    )
+    multicast::deploy(cfg, load, seed, log, RamcastServer::new, RamcastClient::new)
 }

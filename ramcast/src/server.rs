@@ -405,15 +405,12 @@ impl RamcastServer {
         if signaled {
             self.unsignaled[k] = 0;
         }
-        let mut flags = if signaled {
-            WriteFlags::SIGNALED
-        } else {
-            WriteFlags::NONE
+        let flags = WriteFlags {
+            signaled,
+            ..WriteFlags::NONE
         };
-        if data.len() <= nic.limits().inline_max {
-            flags = flags.inline();
-        }
-        match nic.post_write(dst, data, flags.on(qp)) {
+        let flags = flags.inline_if_fits(data.len(), nic.limits()).on(qp);
+        match nic.post_write(dst, data, flags) {
             Ok(wr) => Some(wr),
             Err(OpError::Crashed) => None,
             Err(e) => panic!("{}: write to {dst} rejected: {e}", self.me),

@@ -18,7 +18,7 @@ use crate::mapping::EnsembleId;
 use crate::value::Value;
 use crate::wire::Packet;
 use bytes::Bytes;
-use multicast::{Client, Completed, DestSet, Membership, MsgId, MulticastError};
+use multicast::{Client, Completed, DestSet, Membership, MsgId, MulticastError, MulticastResult};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use transport::mesh::{Mesh, MeshError};
@@ -186,15 +186,12 @@ impl<N: Nic> Process<N> for RidgeClient {
             let Some(f) = self.inflight.as_mut().filter(|f| f.id == id) else {
                 continue;
             };
-            f.answered = DestSet::of(f.answered.groups().chain([g])).expect("known group");
+            f.answered = f.answered.with(g);
             if f.dst.groups().all(|h| f.answered.contains(h)) {
                 let f = self.inflight.take().expect("in flight");
                 let now = nic.now();
-                self.completed.push_back(Completed {
-                    msg: f.id,
-                    sent_at: f.sent_at,
-                    latency: now.saturating_sub(f.sent_at),
-                });
+                self.completed
+                    .push_back(Completed::at(f.id, f.sent_at, now));
             }
         }
         self.buf = buf;
@@ -208,12 +205,7 @@ impl<N: Nic> Process<N> for RidgeClient {
 }
 
 impl<N: Nic> Client<N> for RidgeClient {
-    fn try_multicast(
-        &mut self,
-        nic: &mut N,
-        dst: DestSet,
-        payload: &[u8],
-    ) -> Result<MsgId, MulticastError> {
+    fn try_multicast(&mut self, nic: &mut N, dst: DestSet, payload: &[u8]) -> MulticastResult {
         if self.inflight.is_some() {
             return Err(MulticastError::InFlight);
         }
@@ -223,13 +215,7 @@ impl<N: Nic> Client<N> for RidgeClient {
             .mapping()
             .ensemble_of(dst)
             .expect("a checked destination set is not empty");
-        if payload.len() > self.cfg.max_payload() {
-            return Err(MulticastError::TooLarge {
-                len: payload.len(),
-                max: self.cfg.max_payload(),
-                dst_groups: dst.len(),
-            });
-        }
+        MulticastError::check_size(payload.len(), self.cfg.max_payload(), dst)?;
         let now = nic.now();
         let id = MsgId {
             client: self.me.0,

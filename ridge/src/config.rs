@@ -37,7 +37,7 @@ use crate::paxos::{Dissemination, Ensemble};
 use multicast::{GroupId, Membership, MAX_GROUPS};
 use transport::mesh::MeshLayout;
 use transport::ring::RingConfig;
-use transport::{Nanos, ProcessId, RegionId};
+use transport::{Nanos, ProcessId};
 
 /// Bytes a message needs besides its payload (ids, timestamps, rounds, the quorum), with room.
 pub const OVERHEAD_BYTES: usize = 512;
@@ -421,13 +421,7 @@ impl Config {
     /// regions 0 and 1).
     pub fn mesh(&self) -> MeshLayout {
         let ring = RingConfig::new(self.ring_slots, self.slot_bytes).expect("validated");
-        let mut layout = MeshLayout::new(
-            (0..self.processes()).map(|p| ProcessId(p as u32)).collect(),
-            ring,
-            RegionId(0),
-        );
-        layout.outbox_max = self.outbox.max(1);
-        layout
+        MeshLayout::whole_run(self.processes(), ring, self.outbox)
     }
 }
 

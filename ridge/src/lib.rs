@@ -96,7 +96,6 @@ pub use server::{RidgeServer, Trace};
 pub use value::{Timestamp, Value};
 
 use multicast::{LoadSpec, Node};
-use std::sync::Arc;
 
 /// A Ridge process of a run.
 pub type RidgeNode = Node<RidgeServer, RidgeClient>;
@@ -105,14 +104,13 @@ pub type RidgeNode = Node<RidgeServer, RidgeClient>;
 /// then dedicated acceptors if [`Config::placement`] says so; clocks and client workloads
 /// derive from `seed`. `log` keeps deliveries and multicasts for the delivery log.
 pub fn nodes(cfg: &Config, load: LoadSpec, seed: u64, log: bool) -> Vec<RidgeNode> {
-    let cfg = Arc::new(cfg.clone());
     multicast::deploy_with_auxiliaries(
-        &*cfg,
+        cfg,
         load,
         seed,
         log,
-        |g, r| RidgeServer::new(cfg.clone(), g, r, seed),
-        |i| RidgeClient::new(cfg.clone(), i, seed),
-        |i| RidgeServer::acceptor(cfg.clone(), i, seed),
+        |cfg, g, r| RidgeServer::new(cfg, g, r, seed),
+        |cfg, i| RidgeClient::new(cfg, i, seed),
+        |cfg, i| RidgeServer::acceptor(cfg, i, seed),
     )
 }

@@ -14,6 +14,7 @@
 //! `acceptor`, `coordinator`, and the learners' side in `learning`.
 
 use crate::value::{Key, Value};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use transport::ProcessId;
 
@@ -32,17 +33,7 @@ pub type Instance = u64;
 /// so two coordinators never pick the same round (Task 1, line 6: "unique value higher than
 /// current c-rnd"). `Round::ZERO` is no round at all (the paper's 0).
 #[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
 pub struct Round(pub u64);
 
@@ -63,7 +54,7 @@ impl Round {
 
 /// A message of Algorithm 2 (it travels inside a [`crate::wire::Packet`]), with what section
 /// 4.4 adds for failures: refusals, and learners filling gaps from the acceptors.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Msg {
     /// Task 1, line 9: Phase 1 of round `rnd` for every instance from `from` on.
     Phase1a {

@@ -3,21 +3,12 @@
 
 use bytes::Bytes;
 use multicast::{DestSet, MsgId};
+use serde::{Deserialize, Serialize};
 
 /// A message's timestamp: microseconds of its sender's clock, made unique by the sender's id
 /// in the low bits (Algorithm 3, line 3: "unique timestamp based on local clock").
 #[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
 pub struct Timestamp(pub u64);
 
@@ -41,7 +32,7 @@ impl Timestamp {
 /// with the fields its order and delivery depend on, so that a learner pairs the decision only
 /// with a copy of that content and never with another message that carries the same id (see
 /// [`crate::optimistic`]). 28 bytes on the wire where the id alone took 12.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Key {
     /// The value's id.
     pub id: MsgId,
@@ -52,7 +43,7 @@ pub struct Key {
 }
 
 /// A value of one consensus instance.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Value {
     /// Which message it is; a null message has the coordinator's id and its own sequence.
     pub id: MsgId,

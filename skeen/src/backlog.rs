@@ -70,6 +70,21 @@ impl Backlog {
         moved > 0
     }
 
+    /// The start of every Skeen poll, a server's or a client's: completions drained, the mesh's
+    /// outbox and then this backlog sent on as far as rings have room, and the mesh handed the
+    /// runtime's change hint whole (nothing else in a Skeen process reads memory). Returns
+    /// whether a packet went.
+    ///
+    /// Ring writes are unsignaled, so a completion reports a failed write, to a crashed peer:
+    /// Skeen does not tolerate one (crate docs), and that peer's messages stay blocked.
+    pub(crate) fn start_poll<N: Nic>(&mut self, mesh: &mut Mesh, nic: &mut N) -> bool {
+        while nic.poll_completion().is_some() {}
+        let mut worked = mesh.flush(nic).expect("own packets fit");
+        worked |= self.flush(mesh, nic);
+        mesh.observe_changes(nic);
+        worked
+    }
+
     /// Packets that ever waited.
     pub(crate) fn deferred(&self) -> u64 {
         self.deferred

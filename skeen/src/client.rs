@@ -12,7 +12,7 @@ use crate::backlog::Backlog;
 use crate::config::Config;
 use crate::wire::Packet;
 use bytes::Bytes;
-use multicast::{Client, Completed, DestSet, Membership, MsgId, MulticastError};
+use multicast::{Client, Completed, DestSet, Membership, MsgId, MulticastError, MulticastResult};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use transport::mesh::Mesh;
@@ -84,12 +84,8 @@ impl<N: Nic> Process<N> for SkeenClient {
     }
 
     fn poll(&mut self, nic: &mut N) -> Progress {
-        // Unsignaled ring writes; a failure means a crashed server (not tolerated, crate docs).
-        while nic.poll_completion().is_some() {}
-        let mut worked = self.mesh.flush(nic).expect("own packets fit");
-        worked |= self.backlog.flush(&mut self.mesh, nic);
+        let mut worked = self.backlog.start_poll(&mut self.mesh, nic);
         let mut buf = std::mem::take(&mut self.buf);
-        self.mesh.observe_changes(nic);
         while let Some(from) = self.mesh.recv(nic, &mut buf).expect("ring reads") {
             worked = true;
             nic.work(Work::Decode, 1);
@@ -104,15 +100,12 @@ impl<N: Nic> Process<N> for SkeenClient {
             if !f.dst.contains(g) {
                 continue;
             }
-            f.answered = DestSet::from_bits(f.answered.bits() | 1 << g.0);
+            f.answered = f.answered.with(g);
             if f.answered == f.dst {
                 let f = self.inflight.take().expect("in flight");
                 let now = nic.now();
-                self.completed.push_back(Completed {
-                    msg: f.id,
-                    sent_at: f.sent_at,
-                    latency: now.saturating_sub(f.sent_at),
-                });
+                self.completed
+                    .push_back(Completed::at(f.id, f.sent_at, now));
             }
         }
         self.buf = buf;
@@ -121,24 +114,12 @@ impl<N: Nic> Process<N> for SkeenClient {
 }
 
 impl<N: Nic> Client<N> for SkeenClient {
-    fn try_multicast(
-        &mut self,
-        nic: &mut N,
-        dst: DestSet,
-        payload: &[u8],
-    ) -> Result<MsgId, MulticastError> {
+    fn try_multicast(&mut self, nic: &mut N, dst: DestSet, payload: &[u8]) -> MulticastResult {
         if self.inflight.is_some() {
             return Err(MulticastError::InFlight);
         }
         MulticastError::check_destinations(dst, self.cfg.groups)?;
-        let max = self.cfg.max_payload();
-        if payload.len() > max {
-            return Err(MulticastError::TooLarge {
-                len: payload.len(),
-                max,
-                dst_groups: dst.len(),
-            });
-        }
+        MulticastError::check_size(payload.len(), self.cfg.max_payload(), dst)?;
         let now = nic.now();
         let id = MsgId::new(self.me, self.next_seq);
         self.next_seq += 1;

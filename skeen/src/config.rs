@@ -11,7 +11,7 @@ use multicast::{DestSet, GroupId, Membership, MAX_GROUPS};
 use transport::mesh::MeshLayout;
 use transport::ring::RingConfig;
 use transport::slot::{CANARY_BYTES, HEADER_BYTES as SLOT_HEADER_BYTES};
-use transport::{ProcessId, RegionId};
+use transport::ProcessId;
 
 /// Bytes of a ring slot that frame its entry (the slot codec's header and canary words).
 const SLOT_FRAMING_BYTES: usize = SLOT_HEADER_BYTES + CANARY_BYTES;
@@ -119,13 +119,7 @@ impl Config {
     /// regions 0 and 1).
     pub fn mesh(&self) -> MeshLayout {
         let ring = RingConfig::new(self.ring_slots, self.slot_bytes).expect("validated");
-        let mut layout = MeshLayout::new(
-            (0..self.processes()).map(|p| ProcessId(p as u32)).collect(),
-            ring,
-            RegionId(0),
-        );
-        layout.outbox_max = self.outbox.max(1);
-        layout
+        MeshLayout::whole_run(self.processes(), ring, self.outbox)
     }
 }
 

@@ -103,7 +103,6 @@ pub use order::{Order, Stamp};
 pub use server::SkeenServer;
 
 use multicast::{LoadSpec, Node};
-use std::sync::Arc;
 
 /// A Skeen process of a run.
 pub type SkeenNode = Node<SkeenServer, SkeenClient>;
@@ -112,13 +111,6 @@ pub type SkeenNode = Node<SkeenServer, SkeenClient>;
 /// closed-loop clients running `load`; client `i`'s workload stream derives from `seed` (the
 /// protocol itself draws nothing). `log` keeps deliveries and multicasts for the delivery log.
 pub fn nodes(cfg: &Config, load: LoadSpec, seed: u64, log: bool) -> Vec<SkeenNode> {
-    let cfg = Arc::new(cfg.clone());
-    multicast::deploy(
-        &*cfg,
-        load,
-        seed,
-        log,
-        |g, _rank| SkeenServer::new(cfg.clone(), g),
-        |i| SkeenClient::new(cfg.clone(), i),
-    )
+    let server = |cfg, g, _rank| SkeenServer::new(cfg, g);
+    multicast::deploy(cfg, load, seed, log, server, SkeenClient::new)
 }

@@ -158,14 +158,8 @@ impl<N: Nic> Process<N> for SkeenServer {
     }
 
     fn poll(&mut self, nic: &mut N) -> Progress {
-        // The rings post unsignaled writes; a failed one means a crashed peer, which this
-        // protocol does not tolerate (crate docs): its messages stay blocked.
-        while nic.poll_completion().is_some() {}
-        let mut worked = self.mesh.flush(nic).expect("own packets fit");
-        worked |= self.backlog.flush(&mut self.mesh, nic);
+        let mut worked = self.backlog.start_poll(&mut self.mesh, nic);
         let mut buf = std::mem::take(&mut self.buf);
-        // Nothing else in this process reads memory: the mesh takes the change hint whole.
-        self.mesh.observe_changes(nic);
         while let Some(from) = self.mesh.recv(nic, &mut buf).expect("ring reads") {
             worked = true;
             nic.work(Work::Decode, 1);

@@ -6,6 +6,7 @@ use super::schedule::{params_stream, Kinds, Phases};
 use super::tally::{Outcome, Tally};
 use multicast::Observed;
 use multicast::{DestPolicy, LoadSpec, Membership, Node, Server};
+use serde::{Deserialize, Serialize};
 use transport::rng::{Purpose, Rng};
 use transport::runtime::local::{LocalConfig, LocalNic, LocalRun, LocalRuntime};
 use transport::runtime::sim::{
@@ -30,17 +31,7 @@ pub struct Model {
 
 /// Which runs of a sweep the simulator carries multi-word writes and reads out in pieces
 /// (`harness check --torn`; see `transport::runtime::sim::Tearing`).
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    clap::ValueEnum,
-    serde::Serialize,
-    serde::Deserialize,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Torn {
     /// Half the seeds, drawn from each seed, with the piece size, order and window drawn too.
@@ -390,7 +381,7 @@ pub trait SeedRun: Sized + Send + Sync + Clone + std::fmt::Debug {
 
 /// What a sweep, or one shard of it, found: what `check --report` writes and `check --merge`
 /// reads back (TOML).
-#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Report {
     /// The protocol's name on the command line.
     pub protocol: String,

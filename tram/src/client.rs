@@ -14,7 +14,9 @@
 
 use crate::config::Config;
 use crate::layout::{local, remote, Hm, Layout, HM, RESP};
-use multicast::{Client, Completed, DestSet, GroupId, Membership, MsgId, MulticastError};
+use multicast::{
+    Client, Completed, DestSet, GroupId, Membership, MsgId, MulticastError, MulticastResult,
+};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use transport::{Nanos, Nic, Process, ProcessId, Progress, RegionSpec, Work, WriteFlags};
@@ -76,17 +78,14 @@ impl TramClient {
                     > f.seq
             });
             if answered {
-                f.answered = DestSet::from_bits(f.answered.bits() | 1 << g.0);
+                f.answered = f.answered.with(g);
                 worked = true;
             }
         }
         if f.answered == f.dst {
             let now = nic.now();
-            self.completed.push_back(Completed {
-                msg: MsgId::new(self.me, f.seq),
-                sent_at: f.sent_at,
-                latency: now.saturating_sub(f.sent_at),
-            });
+            self.completed
+                .push_back(Completed::at(MsgId::new(self.me, f.seq), f.sent_at, now));
             self.in_flight = None;
         }
         worked
@@ -109,21 +108,9 @@ impl<N: Nic> Process<N> for TramClient {
 }
 
 impl<N: Nic> Client<N> for TramClient {
-    fn try_multicast(
-        &mut self,
-        nic: &mut N,
-        dst: DestSet,
-        payload: &[u8],
-    ) -> Result<MsgId, MulticastError> {
+    fn try_multicast(&mut self, nic: &mut N, dst: DestSet, payload: &[u8]) -> MulticastResult {
         MulticastError::check_destinations(dst, self.cfg.group_count())?;
-        let max = Layout::max_message(self.cfg.slot_bytes);
-        if payload.len() > max {
-            return Err(MulticastError::TooLarge {
-                len: payload.len(),
-                max,
-                dst_groups: dst.len(),
-            });
-        }
+        MulticastError::check_size(payload.len(), Layout::max_message(self.cfg.slot_bytes), dst)?;
         if self.in_flight.is_some() {
             return Err(MulticastError::InFlight);
         }
@@ -147,11 +134,7 @@ impl<N: Nic> Client<N> for TramClient {
         let at = self
             .layout
             .hm_slot(self.layout.client_buffer(self.index), pos);
-        let flags = if self.entry.len() <= nic.limits().inline_max {
-            WriteFlags::NONE.inline()
-        } else {
-            WriteFlags::NONE
-        };
+        let flags = WriteFlags::NONE.inline_if_fits(self.entry.len(), nic.limits());
         // Steps 1.4-1.5: write the message into this client's buffer on every lca replica.
         for p in self.cfg.members(lca) {
             // A failed write (a crashed replica) is reported as a completion and needs nothing:

@@ -90,7 +90,6 @@ pub use config::{Config, ConfigError, Timing};
 pub use replica::TramServer;
 
 use multicast::{LoadSpec, Node};
-use std::sync::Arc;
 
 /// A TRAM process of a run.
 pub type TramNode = Node<TramServer, TramClient>;
@@ -99,13 +98,5 @@ pub type TramNode = Node<TramServer, TramClient>;
 /// client `i`'s workload stream derives from `seed`. `log` keeps deliveries and multicasts for
 /// the delivery log.
 pub fn nodes(cfg: &Config, load: LoadSpec, seed: u64, log: bool) -> Vec<TramNode> {
-    let cfg = Arc::new(cfg.clone());
-    multicast::deploy(
-        &*cfg,
-        load,
-        seed,
-        log,
-        |g, r| TramServer::new(cfg.clone(), g, r),
-        |i| TramClient::new(cfg.clone(), i),
-    )
+    multicast::deploy(cfg, load, seed, log, TramServer::new, TramClient::new)
 }

@@ -274,15 +274,12 @@ impl TramServer {
         data: &[u8],
         signaled: bool,
     ) -> Option<WrId> {
-        let mut flags = if signaled {
-            WriteFlags::SIGNALED
-        } else {
-            WriteFlags::NONE
+        let flags = WriteFlags {
+            signaled,
+            ..WriteFlags::NONE
         };
-        if data.len() <= nic.limits().inline_max {
-            flags = flags.inline();
-        }
-        nic.post_write(at, data, flags).ok()
+        nic.post_write(at, data, flags.inline_if_fits(data.len(), nic.limits()))
+            .ok()
     }
 
     /// The decoded log entry at index `i` of this replica's own log, if the slot holds it.

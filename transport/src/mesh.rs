@@ -54,6 +54,17 @@ impl MeshLayout {
         }
     }
 
+    /// The mesh of every process of a run (ids `0..processes`), in regions 0 and 1, holding
+    /// up to `outbox_max` messages per peer while the peer's ring is full (at least one, so a
+    /// full ring defers a message rather than refusing it at once).
+    pub fn whole_run(processes: usize, ring: RingConfig, outbox_max: usize) -> MeshLayout {
+        let members = (0..processes).map(|p| ProcessId(p as u32)).collect();
+        MeshLayout {
+            outbox_max: outbox_max.max(1),
+            ..MeshLayout::new(members, ring, RegionId(0))
+        }
+    }
+
     /// The two regions every member declares, in order (after its own).
     pub fn regions(&self) -> [RegionSpec; 2] {
         let n = self.members.len();

@@ -215,6 +215,16 @@ impl WriteFlags {
         }
     }
 
+    /// These flags with `inline` set if a payload of `len` bytes fits the NIC's
+    /// [`NicLimits::inline_max`]: what every writer does to spare the NIC a DMA read of its
+    /// buffer wherever the payload allows it.
+    pub const fn inline_if_fits(self, len: usize, limits: NicLimits) -> WriteFlags {
+        WriteFlags {
+            inline: self.inline || len <= limits.inline_max,
+            ..self
+        }
+    }
+
     /// These flags with `signaled` set.
     pub const fn signaled(self) -> WriteFlags {
         WriteFlags {
@@ -704,12 +714,7 @@ pub trait Nic {
         data: &[u8],
         flags: WriteFlags,
     ) -> Result<WrId, OpError> {
-        self.post(Op::Write {
-            dst,
-            data: Data::copied(data),
-            imm: None,
-            flags,
-        })
+        self.post_write_data(dst, Data::copied(data), flags)
     }
 
     /// Posts a one-sided write of `data` (shared, not copied) or a synthetic payload.

@@ -4,21 +4,12 @@
 use crate::nic::Nic;
 use crate::region::RegionSpec;
 use crate::time::Nanos;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Identifies a process of a run: `0..n`, dense, assigned by the runtime in construction order.
 #[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
 pub struct ProcessId(pub u32);
 

@@ -156,10 +156,7 @@ impl RingSender {
         let slot = (self.sent % self.cfg.slots as u64) as usize;
         let dst = self.ring.add(slot * self.cfg.slot_bytes);
         let len = SlotCodec::encoded_len(msg.len());
-        let mut flags = WriteFlags::NONE;
-        if len <= nic.limits().inline_max {
-            flags = flags.inline();
-        }
+        let flags = WriteFlags::NONE.inline_if_fits(len, nic.limits());
         let wr = if len <= Inline::CAPACITY {
             self.codec.encode(seq, msg, &mut self.buf)?;
             nic.post_write(dst, &self.buf, flags)?

@@ -4,23 +4,14 @@
 //! deadlines in [`crate::Progress::wake_at`]. Keeping one crate-owned type makes every timeout
 //! meaningful under both clocks and keeps seed replay exact.
 
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
 use std::str::FromStr;
 
 /// A point in time or a duration, in nanoseconds since the runtime started.
 #[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
 pub struct Nanos(pub u64);
 

@@ -307,6 +307,43 @@ pub(crate) trait SharedMemory {
     }
 }
 
+/// The local-memory methods of [`crate::Nic`] (`read_local`, `read_data`, `write_local`,
+/// `load_u64`, `store_u64`) for a NIC that implements [`SharedMemory`] and keeps its recycled
+/// buffers in a field `recycled`, written once for the runtimes over shared regions; invoked
+/// inside the runtime's `impl Nic`.
+macro_rules! shared_local_memory {
+    () => {
+        fn read_local(&self, at: $crate::LocalAddr, buf: &mut [u8]) -> Result<(), $crate::OpError> {
+            self.read_shared(at, buf)
+        }
+
+        fn read_data(
+            &self,
+            at: $crate::LocalAddr,
+            len: usize,
+        ) -> Result<$crate::nic::Data, $crate::OpError> {
+            self.read_data_shared(at, len, &self.recycled)
+        }
+
+        fn write_local(
+            &mut self,
+            at: $crate::LocalAddr,
+            data: &[u8],
+        ) -> Result<(), $crate::OpError> {
+            self.write_shared(at, data)
+        }
+
+        fn load_u64(&self, at: $crate::LocalAddr) -> Result<u64, $crate::OpError> {
+            self.load_shared(at)
+        }
+
+        fn store_u64(&mut self, at: $crate::LocalAddr, value: u64) -> Result<(), $crate::OpError> {
+            self.store_shared(at, value)
+        }
+    };
+}
+pub(crate) use shared_local_memory;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,8 +24,8 @@
 
 pub mod nic_thread;
 
-use super::shared_memory::{Recycled, SharedMemory, SharedRegion};
-use crate::nic::{validate, Completion, Data, Nic, NicLimits, Op, OpError, Qp, Recv, Status, WrId};
+use super::shared_memory::{shared_local_memory, Recycled, SharedMemory, SharedRegion};
+use crate::nic::{validate, Completion, Nic, NicLimits, Op, OpError, Qp, Recv, Status, WrId};
 use crate::process::{Process, ProcessId};
 use crate::queue_pair::QpState;
 use crate::region::{Access, LocalAddr, RegionTable};
@@ -234,25 +234,7 @@ impl Nic for LocalNic {
         self.limits
     }
 
-    fn read_local(&self, at: LocalAddr, buf: &mut [u8]) -> Result<(), OpError> {
-        self.read_shared(at, buf)
-    }
-
-    fn read_data(&self, at: LocalAddr, len: usize) -> Result<Data, OpError> {
-        self.read_data_shared(at, len, &self.recycled)
-    }
-
-    fn write_local(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
-        self.write_shared(at, data)
-    }
-
-    fn load_u64(&self, at: LocalAddr) -> Result<u64, OpError> {
-        self.load_shared(at)
-    }
-
-    fn store_u64(&mut self, at: LocalAddr, value: u64) -> Result<(), OpError> {
-        self.store_shared(at, value)
-    }
+    shared_local_memory!();
 
     fn post(&mut self, op: Op) -> Result<WrId, OpError> {
         validate(&op, self.id, &self.shared.table, &self.limits)?;

@@ -70,11 +70,11 @@ pub use auth::{Secret, MIN_SECRET};
 pub mod faults;
 pub mod wire;
 
-use crate::nic::{validate, Completion, Data, Nic, NicLimits, Op, OpError, Recv, WrId};
+use crate::nic::{validate, Completion, Nic, NicLimits, Op, OpError, Recv, WrId};
 use crate::process::{Process, ProcessId};
 use crate::region::{LocalAddr, RegionSpec, RegionTable};
 use crate::rng::{Purpose, Rng};
-use crate::runtime::shared_memory::{Recycled, SharedMemory, SharedRegion};
+use crate::runtime::shared_memory::{shared_local_memory, Recycled, SharedMemory, SharedRegion};
 use crate::time::Nanos;
 use std::collections::VecDeque;
 use std::fmt;
@@ -372,25 +372,7 @@ impl Nic for TcpNic {
         self.shared.limits
     }
 
-    fn read_local(&self, at: LocalAddr, buf: &mut [u8]) -> Result<(), OpError> {
-        self.read_shared(at, buf)
-    }
-
-    fn read_data(&self, at: LocalAddr, len: usize) -> Result<Data, OpError> {
-        self.read_data_shared(at, len, &self.recycled)
-    }
-
-    fn write_local(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
-        self.write_shared(at, data)
-    }
-
-    fn load_u64(&self, at: LocalAddr) -> Result<u64, OpError> {
-        self.load_shared(at)
-    }
-
-    fn store_u64(&mut self, at: LocalAddr, value: u64) -> Result<(), OpError> {
-        self.store_shared(at, value)
-    }
+    shared_local_memory!();
 
     fn post(&mut self, op: Op) -> Result<WrId, OpError> {
         validate(&op, self.shared.me, &self.shared.table, &self.shared.limits)?;
