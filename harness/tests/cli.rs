@@ -22,11 +22,8 @@ fn sizes_out_of_range_are_rejected() {
 fn unknown_profile_names_the_known_ones() {
     let o = harness(&args("bench transport --profile nonesuch"));
     assert_eq!(o.status.code(), Some(2));
-    let e = stderr(&o);
-    assert!(
-        e.contains("unknown profile `nonesuch`") && e.contains("r320-cx3"),
-        "{e}"
-    );
+    says(&o, "unknown profile `nonesuch`");
+    says(&o, "r320-cx3");
 }
 
 #[test]
@@ -42,11 +39,9 @@ fn malformed_profile_file_names_field_and_line() {
     .unwrap();
     let o = harness(&["bench", "transport", "--profile", path.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    let e = stderr(&o);
-    assert!(
-        e.contains("bad.toml") && e.contains("line") && e.contains("link_gbps"),
-        "{e}"
-    );
+    for what in ["bad.toml", "line", "link_gbps"] {
+        says(&o, what);
+    }
 }
 
 #[test]
@@ -66,8 +61,8 @@ fn csv_has_every_column_and_png_is_written() {
         "--png",
         png.to_str().unwrap(),
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("t_typical[usec]"));
+    succeeded(&o);
+    prints(&o, "t_typical[usec]");
     let text = std::fs::read_to_string(&csv).unwrap();
     let header = text.lines().next().unwrap();
     for col in [
@@ -100,12 +95,9 @@ fn chaos_check_passes_with_determinism() {
     let o = harness(&args(
         "check --protocol chaos --seeds 12 --check-determinism",
     ));
-    let out = stdout(&o);
-    assert!(o.status.success(), "{out}");
-    assert!(
-        out.contains("0 violations") && out.contains("12 runs"),
-        "{out}"
-    );
+    succeeded(&o);
+    prints(&o, "0 violations");
+    prints(&o, "12 runs");
 }
 
 #[test]
@@ -124,9 +116,7 @@ fn verify_reads_a_delivery_log_and_names_the_violated_property() {
     .unwrap();
     let ordered = "process,group,index,msg,dst\n0,0,0,c9:1,0;1\n0,0,1,c9:2,0;1\n1,1,0,c9:1,0;1\n1,1,1,c9:2,0;1\n";
     std::fs::write(dir.join("deliveries.csv"), ordered).unwrap();
-    let o = harness(&["verify", "--log", dir.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", stdout(&o));
-    assert!(stdout(&o).contains("0 violations"));
+    verifies(&dir);
 
     let swapped = "process,group,index,msg,dst\n0,0,0,c9:1,0;1\n0,0,1,c9:2,0;1\n1,1,0,c9:2,0;1\n1,1,1,c9:1,0;1\n";
     std::fs::write(dir.join("deliveries.csv"), swapped).unwrap();
@@ -167,7 +157,7 @@ fn ramcast_run_writes_summary_cdf_and_a_log_that_verifies() {
         "--log",
         log.to_str().unwrap(),
     ]);
-    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    succeeded(&o);
     prints(&o, "0 violations");
     let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
     let mut lines = summary.lines();
@@ -206,9 +196,7 @@ fn ramcast_run_writes_summary_cdf_and_a_log_that_verifies() {
             .count()
             > 1
     );
-    let v = harness(&["verify", "--log", log.to_str().unwrap()]);
-    assert!(v.status.success(), "{}", stdout(&v));
-    let _ = std::fs::remove_dir_all(&dir);
+    verifies(&log);
 }
 
 #[test]
@@ -267,15 +255,9 @@ fn a_run_larger_than_the_machine_is_refused_before_it_starts() {
             runtime,
         ]);
         assert_eq!(o.status.code(), Some(2), "{runtime}: {}", stderr(&o));
-        let e = stderr(&o);
-        assert!(
-            e.contains("GiB of memory") && e.contains("lower --clients (4096), --groups (64)"),
-            "{runtime}: {e}"
-        );
-        assert!(
-            e.contains("--ignore-limits runs it anyway"),
-            "{runtime}: {e}"
-        );
+        says(&o, "GiB of memory");
+        says(&o, "lower --clients (4096), --groups (64)");
+        says(&o, "--ignore-limits runs it anyway");
         assert!(stdout(&o).is_empty(), "{runtime} started: {}", stdout(&o));
     }
 }
@@ -301,62 +283,55 @@ fn tram_run_on_a_custom_tree_writes_a_log_that_verifies() {
         "--log",
         log.to_str().unwrap(),
     ]);
-    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    succeeded(&o);
     prints(&o, "tree=[-1,0,0,1]");
     prints(&o, "0 violations");
     let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
     let row = summary.lines().nth(1).unwrap();
     assert!(row.starts_with("tram,[-1;0;0;1],sim,r320-cx3,"), "{row}");
-    let v = harness(&["verify", "--log", log.to_str().unwrap()]);
-    assert!(v.status.success(), "{}", stdout(&v));
-    let _ = std::fs::remove_dir_all(&dir);
+    verifies(&log);
 }
 
 #[test]
 fn ridge_run_with_optimistic_deliveries_reports_mistakes_and_logs_them_apart() {
     let dir = scratch("harness-ridge");
     let o = harness_with("run --protocol ridge --groups 2 --clients 4 --dest random:2 --duration 20ms --optimistic 500us --log", &[dir.to_str().unwrap()]);
-    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
-    let out = stdout(&o);
-    assert!(out.contains("optimistic deliveries"), "{out}");
-    assert!(out.contains("mistakes"), "{out}");
-    assert!(out.contains("0 violations"), "{out}");
+    succeeded(&o);
+    prints(&o, "optimistic deliveries");
+    prints(&o, "mistakes");
+    prints(&o, "0 violations");
     let opt = std::fs::read_to_string(dir.join("optimistic.csv")).unwrap();
     assert_eq!(opt.lines().next(), Some("process,index,client,seq"));
     assert!(opt.lines().count() > 10, "{opt}");
     // The checker's log holds the atomic deliveries only, and verifies.
-    let v = harness(&["verify", "--log", dir.to_str().unwrap()]);
-    assert!(v.status.success(), "{}", stdout(&v));
+    verifies(&dir);
     // Ridge's flags are refused elsewhere, with the reason.
-    let r = harness(&args("run --protocol ramcast --optimistic 1ms"));
-    assert!(!r.status.success());
-    says(&r, "--optimistic");
-    let r = harness(&args("run --protocol ramcast --acceptors 3"));
-    assert!(!r.status.success());
-    says(&r, "--acceptors");
+    refused(
+        &args("run --protocol ramcast --optimistic 1ms"),
+        "--optimistic",
+    );
+    refused(&args("run --protocol ramcast --acceptors 3"), "--acceptors");
     // Acceptors per ensemble: odd, and servers of the group.
     for (replicas, acceptors) in [("3", "2"), ("3", "5")] {
-        let r = harness(&[
-            "run",
-            "--protocol",
-            "ridge",
-            "--replicas",
-            replicas,
-            "--acceptors",
-            acceptors,
-        ]);
-        assert!(!r.status.success());
-        assert!(
-            stderr(&r).contains("acceptors must be odd") && stderr(&r).contains("at most the 3"),
-            "{}",
-            stderr(&r)
+        let r = refused(
+            &[
+                "run",
+                "--protocol",
+                "ridge",
+                "--replicas",
+                replicas,
+                "--acceptors",
+                acceptors,
+            ],
+            "acceptors must be odd",
         );
+        says(&r, "at most the 3");
     }
     // Dedicated acceptors: processes of their own, more than a group's servers allowed; the
     // log names them auxiliary and checks they delivered nothing.
     let log = dir.join("dedicated");
     let r = harness_with("run --protocol ridge --groups 2 --replicas 1 --placement dedicated --acceptors 5 --dest random:2 --duration 10ms --log", &[log.to_str().unwrap()]);
-    assert!(r.status.success(), "{}", stderr(&r));
+    succeeded(&r);
     prints(
         &r,
         "5 acceptors per ensemble, processes of their own (p3..p17)",
@@ -364,13 +339,11 @@ fn ridge_run_with_optimistic_deliveries_reports_mistakes_and_logs_them_apart() {
     prints(&r, "0 violations");
     let processes = std::fs::read_to_string(log.join("processes.csv")).unwrap();
     assert!(processes.contains("\n17,auxiliary,true"), "{processes}");
-    let r = harness(&args("run --protocol ridge --placement apart"));
-    assert!(!r.status.success());
-    says(&r, "colocated");
-    let r = harness(&args("run --protocol tram --placement dedicated"));
-    assert!(!r.status.success());
-    says(&r, "--placement");
-    let _ = std::fs::remove_dir_all(&dir);
+    refused(&args("run --protocol ridge --placement apart"), "colocated");
+    refused(
+        &args("run --protocol tram --placement dedicated"),
+        "--placement",
+    );
 }
 
 #[test]
@@ -410,12 +383,14 @@ fn tram_run_rejects_bad_trees_and_flags_clearly() {
 fn rdmc_run_verifies_every_delivery_and_writes_its_parameters() {
     let dir = scratch("harness-rdmc");
     let o = harness_with("run --protocol rdmc --nodes 13 --size 3MB --block-size 256KB --senders 2 --messages 2 --out", &[dir.to_str().unwrap()]);
-    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
-    let out = stdout(&o);
-    assert!(out.contains("algorithm=pipeline nodes=13 size=3 MiB block=256 KiB (12 blocks)"));
-    assert!(
-        out.contains("verified: 48 of 48 receiver deliveries intact; 0 corrupt, 0 missing"),
-        "{out}"
+    succeeded(&o);
+    prints(
+        &o,
+        "algorithm=pipeline nodes=13 size=3 MiB block=256 KiB (12 blocks)",
+    );
+    prints(
+        &o,
+        "verified: 48 of 48 receiver deliveries intact; 0 corrupt, 0 missing",
     );
     let summary = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
     let mut lines = summary.lines();
@@ -426,7 +401,6 @@ fn rdmc_run_verifies_every_delivery_and_writes_its_parameters() {
     assert_eq!(col("nodes"), "13");
     assert_eq!(col("transfers"), "4");
     assert!(col("gbps_mean").parse::<f64>().unwrap() > 0.0);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -468,7 +442,7 @@ fn rdmc_figure_quick_writes_csv_png_and_summary() {
         "figure rdmc-fig10-11 --quick --out",
         &[dir.to_str().unwrap()],
     );
-    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    succeeded(&o);
     // One directory per software profile (RDMC's prototype is priced as `measured`), and a
     // summary that puts each claim's verdict under both side by side.
     for lens in ["none", "measured"] {
@@ -500,7 +474,6 @@ fn rdmc_figure_quick_writes_csv_png_and_summary() {
         runs.lines().nth(1).unwrap().contains(",measured,"),
         "{runs}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `check --seed N` prints the run as one line; `--replay LINE` runs exactly that run (the
@@ -514,7 +487,7 @@ fn a_run_printed_by_check_replays_from_its_line() {
         .unwrap_or_else(|| panic!("{seeded}"));
     assert!(line.contains(" fault="), "{line}");
     let replayed = harness_with("check --protocol tram --replay", &[line]);
-    assert!(replayed.status.success(), "{}", stderr(&replayed));
+    succeeded(&replayed);
     let events = |out: &str| {
         out.lines()
             .find(|l| l.starts_with("1 runs in"))
@@ -526,8 +499,8 @@ fn a_run_printed_by_check_replays_from_its_line() {
         &[&line.replace("tree=", "tre=")],
     );
     assert!(!bad.status.success());
-    let e = stderr(&bad);
-    assert!(e.contains("no `tree=`") && e.contains("--seed N"), "{e}");
+    says(&bad, "no `tree=`");
+    says(&bad, "--seed N");
     let chaos = harness(&["check", "--replay", line]);
     says(&chaos, "chaos run replays from its seed");
 }
@@ -539,11 +512,10 @@ fn a_bad_shard_or_an_unwritable_report_fails_before_the_sweep() {
         assert_eq!(o.status.code(), Some(2), "--shard {bad} accepted");
         says(&o, "must be K/N");
     }
-    let o = harness(&args(
-        "check --protocol rdmc --seeds 1 --report /nonexistent-dir/report.toml",
-    ));
-    assert!(!o.status.success());
-    says(&o, "--report /nonexistent-dir/report.toml");
+    let o = refused(
+        &args("check --protocol rdmc --seeds 1 --report /nonexistent-dir/report.toml"),
+        "--report /nonexistent-dir/report.toml",
+    );
     assert!(
         !stdout(&o).contains("runs in"),
         "the sweep ran before the error"
@@ -579,12 +551,8 @@ fn heron_tpcc_run_reports_every_transaction_and_its_consistency() {
         "run --protocol heron --groups 2 --clients 4 --duration 3ms --capacity 200 --out",
         &[dir.to_str().unwrap()],
     );
-    let out = stdout(&o);
-    assert!(o.status.success(), "{out}{}", stderr(&o));
-    assert!(
-        out.contains("TPC-C consistency conditions 3.3.2.1-3.3.2.12: hold"),
-        "{out}"
-    );
+    succeeded(&o);
+    prints(&o, "TPC-C consistency conditions 3.3.2.1-3.3.2.12: hold");
     let csv = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
     let header = csv.lines().next().unwrap();
     for column in [
@@ -643,7 +611,7 @@ fn heron_figure_quick_breaks_latency_down_under_each_software_profile_on_any_thr
             "--out",
             out.to_str().unwrap(),
         ]);
-        assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+        succeeded(&o);
     }
     // The same bytes in every file, plots included, as when one thread makes one lens after
     // another.
@@ -689,7 +657,6 @@ fn heron_figure_quick_breaks_latency_down_under_each_software_profile_on_any_thr
         md.contains("by construction (this software profile's row price is fitted to it)"),
         "{md}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -716,7 +683,7 @@ fn heron_run_refuses_flags_that_do_not_apply() {
 fn compare_runs_heron_over_ramcast_and_ridge_and_refuses_tram_and_mixes() {
     let dir = scratch("harness-heron-over");
     let o = harness_with("compare --protocols heron:ramcast,heron:ridge --groups 2 --duration 3ms --max-clients 2 --name t --out", &[dir.to_str().unwrap()]);
-    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    succeeded(&o);
     let out = dir.join("t");
     for f in ["runs.csv", "latency_cdf.csv", "compare.png", "summary.md"] {
         assert!(out.join(f).exists(), "{f} missing");
@@ -743,13 +710,14 @@ fn compare_runs_heron_over_ramcast_and_ridge_and_refuses_tram_and_mixes() {
             .unwrap()
     };
     assert!(one("ramcast") < 100.0 && one("ridge") > 500.0, "{md}");
-    let _ = std::fs::remove_dir_all(&dir);
-    let tram = harness(&["compare", "--protocols", "heron:tram"]);
-    assert!(!tram.status.success());
-    says(&tram, "TRAM orders along its tree without one");
-    let mixed = harness(&["compare", "--protocols", "heron,ramcast"]);
-    assert!(!mixed.status.success());
-    says(&mixed, "not an atomic multicast");
+    refused(
+        &["compare", "--protocols", "heron:tram"],
+        "TRAM orders along its tree without one",
+    );
+    refused(
+        &["compare", "--protocols", "heron,ramcast"],
+        "not an atomic multicast",
+    );
 }
 
 #[test]
@@ -759,7 +727,7 @@ fn heron_fig5_6_quick_transfers_exactly_the_lagged_objects_and_grows_with_them()
         "figure heron-fig5.6 --quick --software none --out",
         &[dir.to_str().unwrap()],
     );
-    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    succeeded(&o);
     let csv = std::fs::read_to_string(dir.join("none/summary.csv")).unwrap();
     // size,blobs,bytes,seed,transfer_us,...: every point installed its objects' slots exactly
     // (the figure refuses a point that did not), and more bytes take longer.
@@ -790,7 +758,6 @@ fn heron_fig5_6_quick_transfers_exactly_the_lagged_objects_and_grows_with_them()
         "{csv}"
     );
     assert!(dir.join("none/fig5.6.png").exists());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// On a machine without an RDMA device (this project's CI), every verbs command says so, with
@@ -821,17 +788,12 @@ fn verbs_commands_without_a_device_say_so() {
         &["bench", "access", "--runtime", "verbs"],
         &["calibrate", "hardware", "--runtime", "verbs"],
     ] {
-        let o = harness(args);
-        assert!(!o.status.success(), "{args:?} succeeded without a device");
-        assert!(
-            stderr(&o).contains("no RDMA device"),
-            "{args:?}: {}",
-            stderr(&o)
-        );
+        refused(args, "no RDMA device");
     }
-    let o = harness(&args("run --protocol heron --runtime verbs"));
-    assert!(!o.status.success());
-    says(&o, "use --runtime local or tcp");
+    refused(
+        &args("run --protocol heron --runtime verbs"),
+        "use --runtime local or tcp",
+    );
     let o = harness(&args("run --runtime verbs --nic-thread"));
     says(&o, "--runtime local");
 }

@@ -28,17 +28,11 @@ fn tcp_runs_of_every_multicast_protocol_check_their_logs() {
         });
         args.extend_from_slice(&["--duration", "300ms", "--log", log.to_str().unwrap()]);
         let o = harness(&args);
-        assert!(
-            o.status.success(),
-            "{protocol}: {}{}",
-            stdout(&o),
-            stderr(&o)
-        );
+        succeeded(&o);
+        prints(&o, "runtime=tcp");
+        prints(&o, "; 0 violations");
         let out = stdout(&o);
-        assert!(out.contains("runtime=tcp"), "{out}");
-        assert!(out.contains("; 0 violations"), "{protocol}: {out}");
         assert!(!out.contains("delivered 0 multicasts"), "{protocol}: {out}");
-        let _ = std::fs::remove_dir_all(&log);
     }
 }
 
@@ -48,12 +42,16 @@ fn tcp_runs_of_every_multicast_protocol_check_their_logs() {
 fn tcp_run_survives_a_killed_leader_and_a_paused_follower() {
     let log = scratch("harness-tcp-faults");
     let o = harness_with("run --protocol ramcast --runtime tcp --groups 2 --clients 2 --dest random:2 --duration 1s --fault kill:0@400ms --fault pause:4@300ms+300ms --log", &[log.to_str().unwrap()]);
-    let out = stdout(&o);
-    assert!(o.status.success(), "{out}{}", stderr(&o));
-    assert!(out.contains("SIGKILL node 0 (server g0)"), "{out}");
-    assert!(out.contains("SIGSTOP node 4 (server g1)"), "{out}");
-    assert!(out.contains("; 0 violations"), "{out}");
-    let _ = std::fs::remove_dir_all(&log);
+    survived_kill_and_pause(&o);
+}
+
+/// Asserts a run under `--fault kill:0@400ms --fault pause:4@300ms+300ms` succeeded, killed
+/// and stopped those nodes, and found no violation in its log.
+fn survived_kill_and_pause(o: &std::process::Output) {
+    succeeded(o);
+    prints(o, "SIGKILL node 0 (server g0)");
+    prints(o, "SIGSTOP node 4 (server g1)");
+    prints(o, "; 0 violations");
 }
 
 /// TRAM and Ridge as the README runs them on tcp, shortened: group 0's leader (TRAM) or its
@@ -83,21 +81,8 @@ fn tcp_tram_and_ridge_survive_a_killed_leader_and_a_paused_server_and_their_logs
             "--log",
             log.to_str().unwrap(),
         ]);
-        let o = harness(&args);
-        let out = stdout(&o);
-        assert!(o.status.success(), "{protocol}: {out}{}", stderr(&o));
-        assert!(out.contains("SIGKILL node 0 (server g0)"), "{out}");
-        assert!(out.contains("SIGSTOP node 4 (server g1)"), "{out}");
-        assert!(out.contains("; 0 violations"), "{protocol}: {out}");
-        let v = harness(&["verify", "--log", log.to_str().unwrap()]);
-        assert!(
-            v.status.success(),
-            "{protocol}: {}{}",
-            stdout(&v),
-            stderr(&v)
-        );
-        prints(&v, "0 violations");
-        let _ = std::fs::remove_dir_all(&log);
+        survived_kill_and_pause(&harness(&args));
+        verifies(&log);
     }
 }
 
@@ -108,11 +93,10 @@ fn tcp_tram_and_ridge_survive_a_killed_leader_and_a_paused_server_and_their_logs
 #[test]
 fn tcp_rdmc_with_a_killed_member_tells_every_survivor() {
     let o = harness(&args("run --protocol rdmc --runtime tcp --nodes 4 --size 4MB --messages 400 --fault kill:2@700ms"));
-    let out = stdout(&o);
-    assert!(o.status.success(), "{out}{}", stderr(&o));
-    assert!(out.contains("0 corrupt"), "{out}");
-    assert!(out.contains("3 failure upcalls"), "{out}");
-    assert!(out.contains("nor were told it failed: 0"), "{out}");
+    succeeded(&o);
+    prints(&o, "0 corrupt");
+    prints(&o, "3 failure upcalls");
+    prints(&o, "nor were told it failed: 0");
 }
 
 #[test]
@@ -120,13 +104,10 @@ fn tcp_rdmc_delivers_every_message_intact() {
     let o = harness(&args(
         "run --protocol rdmc --runtime tcp --nodes 3 --size 3MB --messages 2",
     ));
-    let out = stdout(&o);
-    assert!(o.status.success(), "{out}{}", stderr(&o));
-    assert!(
-        out.contains(
-            "verified: 4 of 4 receiver deliveries intact; 0 corrupt, 0 missing, 0 failure upcalls"
-        ),
-        "{out}"
+    succeeded(&o);
+    prints(
+        &o,
+        "verified: 4 of 4 receiver deliveries intact; 0 corrupt, 0 missing, 0 failure upcalls",
     );
 }
 
@@ -137,12 +118,11 @@ fn tcp_rdmc_delivers_every_message_intact() {
 fn tcp_run_survives_a_partitioned_leader_and_slow_lossy_links() {
     let log = scratch("harness-tcp-net");
     let o = harness_with("run --protocol ramcast --runtime tcp --groups 2 --clients 2 --dest random:2 --duration 2s --fault partition:0|*@300ms+500ms --fault delay:*>3@200ms+1s=2ms --fault loss:4>*@200ms+1s=0.2 --log", &[log.to_str().unwrap()]);
+    succeeded(&o);
+    prints(&o, "network faults");
+    prints(&o, "; 0 violations");
     let out = stdout(&o);
-    assert!(o.status.success(), "{out}{}", stderr(&o));
-    assert!(out.contains("network faults"), "{out}");
     assert!(!out.contains("groups that changed leader 0"), "{out}");
-    assert!(out.contains("; 0 violations"), "{out}");
-    let _ = std::fs::remove_dir_all(&log);
 }
 
 /// Heron with every replica and client an OS process: the key-value store over RamCast, a
@@ -155,12 +135,11 @@ fn tcp_run_survives_a_partitioned_leader_and_slow_lossy_links() {
 #[test]
 fn tcp_heron_run_is_judged_by_the_oracle_after_a_kill_and_a_pause() {
     let o = harness(&args("run --protocol heron --app kv --runtime tcp --groups 2 --clients 2 --duration 7s --fault kill:0@500ms --fault pause:3@400ms+400ms"));
-    let out = stdout(&o);
-    assert!(o.status.success(), "{out}{}", stderr(&o));
-    assert!(out.contains("SIGKILL node 0 (server g0)"), "{out}");
-    assert!(out.contains("SIGSTOP node 3 (server g1)"), "{out}");
-    assert!(out.contains("the sequential oracle replayed"), "{out}");
-    assert!(out.contains("killed p0; 0 violations"), "{out}");
+    succeeded(&o);
+    prints(&o, "SIGKILL node 0 (server g0)");
+    prints(&o, "SIGSTOP node 3 (server g1)");
+    prints(&o, "the sequential oracle replayed");
+    prints(&o, "killed p0; 0 violations");
 }
 
 #[test]
@@ -198,9 +177,10 @@ fn tcp_flags_are_refused_where_they_do_not_apply() {
         refused(args, want);
     }
     let missing = std::env::temp_dir().join("no-such-cluster.toml");
-    let o = harness(&["node", "--cluster", missing.to_str().unwrap(), "--id", "0"]);
-    assert!(!o.status.success());
-    says(&o, "no-such-cluster.toml");
+    refused(
+        &["node", "--cluster", missing.to_str().unwrap(), "--id", "0"],
+        "no-such-cluster.toml",
+    );
 }
 
 /// A node whose peers never answer fails once the connect timeout has passed, naming each peer

@@ -30,7 +30,7 @@ use ridge::{RidgeClient, RidgeServer};
 use std::sync::Arc;
 use sweep::spec::{Spec, SpecWriter};
 use sweep::{
-    kinds, local_faults, run_local, Kinds, LocalCheck, Model, Outcome, SeedRun, Tally,
+    kinds, local_faults, run_local, stretch, Kinds, LocalCheck, Model, Outcome, SeedRun, Tally,
     LOCAL_CONVERGE,
 };
 use transport::runtime::local::{LocalConfig, LocalNic};
@@ -305,13 +305,6 @@ impl AppCheck for Tpcc {
             .into_iter()
             .map(|v| format!("TPC-C consistency condition {v}"))
             .collect()
-    }
-}
-
-/// Multiplies each timeout by `k`.
-fn stretch<const N: usize>(k: u64, timeouts: [&mut Nanos; N]) {
-    for t in timeouts {
-        *t = Nanos(t.as_nanos().saturating_mul(k));
     }
 }
 

@@ -65,31 +65,32 @@ pub fn ridge_config(cfg: &crate::Config) -> ridge::Config {
     rc
 }
 
-/// A multicast server Heron runs over, on the simulator and on threads.
-pub trait Multicast:
-    Server
-    + multicast::Observed
-    + Send
-    + Process<SimNic>
-    + Process<LocalNic>
-    + for<'a> Process<Layered<'a, SimNic>>
-    + for<'a> Process<Layered<'a, LocalNic>>
-{
+/// Declares `$name`, a trait that stands for its supertraits `$bounds` (a trait alias, which
+/// stable Rust lacks): every type with those bounds implements it, so the bounds are written
+/// once.
+macro_rules! trait_alias {
+    ($(#[$doc:meta])* $name:ident = $($bounds:tt)+) => {
+        $(#[$doc])*
+        pub trait $name: $($bounds)+ {}
+        impl<T> $name for T where T: $($bounds)+ {}
+    };
 }
-impl<S> Multicast for S where
-    S: Server
+
+trait_alias!(
+    /// A multicast server Heron runs over, on the simulator and on threads.
+    Multicast = Server
         + multicast::Observed
         + Send
         + Process<SimNic>
         + Process<LocalNic>
         + for<'a> Process<Layered<'a, SimNic>>
         + for<'a> Process<Layered<'a, LocalNic>>
-{
-}
+);
 
-/// A multicast client Heron's clients run over, on the simulator and on threads.
-pub trait MulticastClient: Client<SimNic> + Client<LocalNic> + Send {}
-impl<C> MulticastClient for C where C: Client<SimNic> + Client<LocalNic> + Send {}
+trait_alias!(
+    /// A multicast client Heron's clients run over, on the simulator and on threads.
+    MulticastClient = Client<SimNic> + Client<LocalNic> + Send
+);
 
 #[cfg(test)]
 mod tests {

@@ -9,7 +9,7 @@ use crate::oracle::{self, ClientView, ReplicaView};
 use crate::{Application, Config, Counters, HeronNode, Window};
 use multicast::{Client, GroupId, Membership, Server};
 use std::sync::Arc;
-use transport::runtime::sim::{Fault, Sim, SimConfig, SimNic};
+use transport::runtime::sim::{Fault, Profile, Sim, SimConfig, SimNic};
 use transport::runtime::Ended;
 use transport::{Nanos, Process, ProcessId, Purpose, Rng};
 
@@ -26,6 +26,14 @@ pub struct Finished<R, A> {
 
 /// A finished simulation of a Heron deployment.
 pub type SimRun<S, C, A> = Finished<Sim<HeronNode<S, C, A>>, A>;
+
+/// The simulator on the thesis's testbed ([`crate::TESTBED`]) with `seed` and `faults`, the
+/// rest as [`SimConfig::new`] has it: what the crate's tests run on.
+pub fn on_testbed(seed: u64, faults: Vec<Fault>) -> SimConfig {
+    let mut sc = SimConfig::new(seed, Profile::load(crate::TESTBED).expect("built in"));
+    sc.faults = faults;
+    sc
+}
 
 /// Runs `cfg` of `app` on the simulator `sc` describes (profiles, seed, faults; the clients'
 /// request streams derive from its seed too): clients issue requests until `stop`, then the run
@@ -62,6 +70,29 @@ where
     let mut sim = Sim::new(sc, nodes);
     sim.run(Some(stop + converge));
     Finished { run: sim, cfg, app }
+}
+
+/// The crate's key-value test run: `cfg` with a store of 48 keys whose requests span two
+/// partitions with probability `multi`, [`on_testbed`] with `seed` and `faults`; clients stop
+/// at `stop`, and the run goes on 40 ms more, a few RDMA retry timeouts (10 ms on the testbed:
+/// a read of a crashed replica fails only then). `server` and `client` build the multicast
+/// processes underneath.
+pub fn key_value_run<S, C>(
+    cfg: Config,
+    multi: f64,
+    seed: u64,
+    faults: Vec<Fault>,
+    stop: Nanos,
+    server: impl Fn(GroupId, usize) -> S,
+    client: impl Fn(usize) -> C,
+) -> SimRun<S, C, crate::KeyValue>
+where
+    S: Server + Process<SimNic> + for<'a> Process<crate::layered::Layered<'a, SimNic>>,
+    C: Client<SimNic>,
+{
+    let app = Arc::new(crate::KeyValue::new(cfg.partitions, 48, multi));
+    let sc = on_testbed(seed, faults);
+    run_sim(cfg, app, sc, stop, Nanos(40_000_000), server, client)
 }
 
 impl<R, S, C, A: Application> Finished<R, A>

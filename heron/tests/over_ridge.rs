@@ -7,7 +7,7 @@ use heron::testing::{self, chaos};
 use heron::{Config, KeyValue};
 use ridge::{RidgeClient, RidgeServer};
 use std::sync::Arc;
-use transport::runtime::sim::{Fault, Profile, SimConfig};
+use transport::runtime::sim::Fault;
 use transport::Nanos;
 
 type Run = testing::SimRun<RidgeServer, RidgeClient, KeyValue>;
@@ -21,18 +21,10 @@ fn run(cfg: Config, multi: f64, seed: u64, faults: Vec<Fault>, stop_us: u64) -> 
     // majority when one replica of each of two partitions crashes (seed 38).
     rc.all_acceptors = ridge::config::AllAcceptors::FirstGroup;
     let rc = Arc::new(rc);
-    let app = Arc::new(KeyValue::new(cfg.partitions, 48, multi));
-    let mut sc = SimConfig::new(seed, Profile::load("xl170-cx4").expect("built in"));
-    sc.faults = faults;
-    testing::run_sim(
-        cfg,
-        app,
-        sc,
-        Nanos(stop_us * 1_000),
-        Nanos(40_000_000),
-        |g, r| RidgeServer::new(rc.clone(), g, r, seed),
-        |i| RidgeClient::new(rc.clone(), i, seed),
-    )
+    let server = |g, r| RidgeServer::new(rc.clone(), g, r, seed);
+    let client = |i| RidgeClient::new(rc.clone(), i, seed);
+    let stop = Nanos(stop_us * 1_000);
+    testing::key_value_run(cfg, multi, seed, faults, stop, server, client)
 }
 
 #[test]

@@ -6,7 +6,7 @@ use heron::{Config, HeronNode, KeyValue};
 use multicast::Membership;
 use ramcast::{RamcastClient, RamcastServer};
 use std::sync::Arc;
-use transport::runtime::sim::{Fault, Profile, SimConfig};
+use transport::runtime::sim::Fault;
 use transport::{Nanos, ProcessId};
 
 type Run = testing::SimRun<RamcastServer, RamcastClient, KeyValue>;
@@ -19,20 +19,10 @@ fn run(cfg: Config, multi: f64, seed: u64, faults: Vec<Fault>, stop_us: u64) -> 
     // slot once every destination replica delivered it, or after excluding a silent one).
     rc.slots = testing::ramcast_slots(Nanos(stop_us * 1_000));
     let rc = Arc::new(rc);
-    let app = Arc::new(KeyValue::new(cfg.partitions, 48, multi));
-    let mut sc = SimConfig::new(seed, Profile::load("xl170-cx4").expect("built in"));
-    sc.faults = faults;
-    testing::run_sim(
-        cfg,
-        app,
-        sc,
-        Nanos(stop_us * 1_000),
-        // A few RDMA retry timeouts (10 ms on xl170-cx4: a read of a crashed replica fails
-        // only then).
-        Nanos(40_000_000),
-        |g, r| RamcastServer::new(rc.clone(), g, r),
-        |i| RamcastClient::new(rc.clone(), i),
-    )
+    let server = |g, r| RamcastServer::new(rc.clone(), g, r);
+    let client = |i| RamcastClient::new(rc.clone(), i);
+    let stop = Nanos(stop_us * 1_000);
+    testing::key_value_run(cfg, multi, seed, faults, stop, server, client)
 }
 
 /// The oracle's verdict, or a panic naming the first violations.
@@ -363,12 +353,12 @@ fn a_scripted_laggard_receives_exactly_the_objects_updated_since_its_request() {
         let mut rc = ramcast::Config::new(2, 3, 1);
         rc.slots = 128;
         let rc = Arc::new(rc);
-        let mut sc = SimConfig::new(1, Profile::load("xl170-cx4").expect("built in"));
-        sc.faults = vec![Fault::Pause {
+        let pause = Fault::Pause {
             at: Nanos(1),
             process: laggard,
             duration: Nanos(1_000_000),
-        }];
+        };
+        let sc = testing::on_testbed(1, vec![pause]);
         let r = testing::run_sim(
             cfg,
             app.clone(),
@@ -424,7 +414,7 @@ fn null_requests_without_objects_complete() {
         cfg.clients,
     ));
     let app = Arc::new(heron::NullRequests::new(KeyValue::new(2, 48, 0.5)));
-    let sc = SimConfig::new(3, Profile::load("xl170-cx4").expect("built in"));
+    let sc = testing::on_testbed(3, Vec::new());
     let r = testing::run_sim(
         cfg,
         app,

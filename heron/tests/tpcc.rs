@@ -9,7 +9,7 @@ use heron::{Application, Config, Tpcc};
 use ramcast::{RamcastClient, RamcastServer};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use transport::runtime::sim::{Fault, Profile, SimConfig};
+use transport::runtime::sim::Fault;
 use transport::{Nanos, ProcessId};
 
 type Run = testing::SimRun<RamcastServer, RamcastClient, Tpcc>;
@@ -19,12 +19,10 @@ fn run(mut cfg: Config, app: Tpcc, seed: u64, faults: Vec<Fault>, stop: Nanos) -
     let mut rc = ramcast::Config::new(cfg.partitions, cfg.replicas, cfg.clients);
     rc.slots = testing::ramcast_slots(stop);
     let rc = Arc::new(rc);
-    let mut sc = SimConfig::new(seed, Profile::load("xl170-cx4").expect("built in"));
-    sc.faults = faults;
     testing::run_sim(
         cfg,
         Arc::new(app),
-        sc,
+        testing::on_testbed(seed, faults),
         stop,
         Nanos(40_000_000),
         |g, r| RamcastServer::new(rc.clone(), g, r),

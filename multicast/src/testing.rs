@@ -9,6 +9,20 @@ use transport::runtime::local::{LocalConfig, LocalNic, LocalRuntime};
 use transport::runtime::sim::{Fault, Profile, Sim, SimConfig, SimNic};
 use transport::{Nanos, Process, ProcessId};
 
+/// A test's load: clients multicast `size`-byte messages to `dest` among `groups` from the
+/// start, with no warm-up, until `stop_at`. It has no tree; a tree-based protocol's test sets
+/// [`LoadSpec::tree`].
+pub fn load_until(dest: DestPolicy, groups: usize, size: usize, stop_at: Nanos) -> LoadSpec {
+    LoadSpec {
+        dest,
+        groups,
+        tree: None,
+        size,
+        warmup_end: Nanos::ZERO,
+        stop_at,
+    }
+}
+
 /// A finished simulation and the multicasts its clients completed.
 pub struct SimRun<S, C> {
     /// The simulation, as the run left it.
@@ -119,12 +133,8 @@ where
     Node<S, C>: Process<LocalNic> + Send,
 {
     let load = LoadSpec {
-        dest,
-        groups,
         tree: tree.map(Arc::new),
-        size: 64,
-        warmup_end: Nanos::ZERO,
-        stop_at: Nanos(1_500_000_000),
+        ..load_until(dest, groups, 64, Nanos(1_500_000_000))
     };
     let seed = 7;
     run_local_checked(
@@ -134,4 +144,23 @@ where
         min_deliveries,
         nic_thread,
     )
+}
+
+/// Declares a protocol's two concurrent tests on real threads: `$run` (a `fn(nic_thread:
+/// bool)`, usually calling [`run_concurrent`]) without a NIC thread, and with one, where remote
+/// ops of different queue pairs complete in any order and long after their post, as on a real
+/// NIC.
+#[macro_export]
+macro_rules! concurrent_tests {
+    ($run:path) => {
+        #[test]
+        fn concurrent_runs_keep_every_property() {
+            $run(false);
+        }
+
+        #[test]
+        fn concurrent_runs_with_a_nic_thread_keep_every_property() {
+            $run(true);
+        }
+    };
 }

@@ -61,16 +61,7 @@ impl Checkable for Config {
         let stall = cfg.timing.relay.saturating_add(cfg.timing.suspect);
         let schedule = draw_schedule(seed, &cfg, cfg.timing.suspect, stall, fault_phase, 1);
         cfg.timing.evict = schedule.evict;
-        MulticastRun {
-            seed,
-            cfg,
-            dest,
-            size,
-            fault_phase,
-            tie_break,
-            faults: schedule.faults,
-            phases: schedule.phases,
-        }
+        MulticastRun::scheduled(seed, cfg, dest, size, fault_phase, tie_break, schedule)
     }
 
     fn write(&self, line: SpecWriter) -> SpecWriter {
@@ -105,9 +96,10 @@ impl Checkable for Config {
     fn stretched(&self, k: u64) -> Config {
         let mut cfg = self.clone();
         let t = &mut cfg.timing;
-        for x in [&mut t.heartbeat, &mut t.suspect, &mut t.relay, &mut t.evict] {
-            *x = Nanos(x.as_nanos() * k);
-        }
+        sweep::stretch(
+            k,
+            [&mut t.heartbeat, &mut t.suspect, &mut t.relay, &mut t.evict],
+        );
         cfg
     }
 }

@@ -13,24 +13,8 @@ use ramcast::{nodes, Config, Timing};
 fn concurrent_run(nic_thread: bool) {
     let mut cfg = Config::new(3, 3, 8);
     cfg.timing = Timing::WALL;
-    run_concurrent(
-        DestPolicy::Random(2),
-        3,
-        None,
-        1000,
-        nic_thread,
-        |load, seed| nodes(&cfg, load, seed, true),
-    );
+    let build = |load, seed| nodes(&cfg, load, seed, true);
+    run_concurrent(DestPolicy::Random(2), 3, None, 1000, nic_thread, build);
 }
 
-#[test]
-fn concurrent_runs_keep_every_property() {
-    concurrent_run(false);
-}
-
-/// The same with remote ops completing on a NIC thread: ops of different queue pairs land in
-/// any order and long after their post, as on a real NIC.
-#[test]
-fn concurrent_runs_with_a_nic_thread_keep_every_property() {
-    concurrent_run(true);
-}
+multicast::concurrent_tests!(concurrent_run);

@@ -1,8 +1,8 @@
 //! RamCast on the simulator: the normal case, the fast path, recycling and failures, each
 //! checked against the five atomic multicast properties.
 
-use multicast::testing::{run_sim, SimRun};
-use multicast::{DestPolicy, LoadSpec, Node};
+use multicast::testing::{load_until, run_sim, SimRun};
+use multicast::{DestPolicy, Node};
 use ramcast::{nodes, Config, RamcastClient, RamcastServer, Timing};
 use transport::runtime::sim::Fault;
 use transport::{Nanos, ProcessId};
@@ -21,24 +21,10 @@ fn run_sized(
     faults: Vec<Fault>,
     stop_us: u64,
 ) -> Outcome {
-    let load = LoadSpec {
-        dest,
-        groups: cfg.groups,
-        tree: None,
-        size,
-        warmup_end: Nanos::ZERO,
-        stop_at: Nanos(stop_us * 1000),
-    };
-    let nodes = nodes(cfg, load, seed, true);
+    let stop = Nanos(stop_us * 1000);
+    let nodes = nodes(cfg, load_until(dest, cfg.groups, size, stop), seed, true);
     // A convergence phase after the clients stop.
-    run_sim(
-        nodes,
-        "xl170-cx4",
-        seed,
-        faults,
-        Nanos(stop_us * 1000),
-        Nanos(30_000_000),
-    )
+    run_sim(nodes, "xl170-cx4", seed, faults, stop, Nanos(30_000_000))
 }
 
 #[test]

@@ -1,31 +1,19 @@
 //! RDMC on real threads: byte-identical delivery with every algorithm, and a crash mid-transfer
 //! reaching every survivor.
 
+mod common;
+
 use bytes::Bytes;
-use rdmc::{Algorithm, Delivered, Event, GroupConfig, RdmcNode};
+use common::{delivered, events, members, racked_group};
+use rdmc::{Algorithm, Event, RdmcNode};
 use std::time::Duration;
 use transport::runtime::local::{LocalConfig, LocalNic, LocalRuntime};
 use transport::{Nanos, Process, ProcessId, Progress, RegionSpec};
 
 fn nodes(alg: Algorithm, n: usize, block: usize, sizes: &[usize]) -> (Vec<RdmcNode>, Vec<Bytes>) {
-    let group = GroupConfig {
-        id: 1,
-        members: (0..n as u32).map(ProcessId).collect(),
-        algorithm: alg,
-        racks: (0..n as u32).map(|i| i % 3).collect(),
-        block_size: block,
-        buffer_bytes: sizes.iter().copied().max().unwrap_or(1),
-    };
-    let mut nodes: Vec<RdmcNode> = (0..n as u32)
-        .map(|p| {
-            RdmcNode::new(
-                ProcessId(p),
-                std::slice::from_ref(&group),
-                Nanos(20_000_000),
-            )
-            .unwrap()
-        })
-        .collect();
+    let buffer_bytes = sizes.iter().copied().max().unwrap_or(1);
+    let group = racked_group(1, alg, n, block, buffer_bytes);
+    let mut nodes = members(&group, Nanos(20_000_000));
     let msgs: Vec<Bytes> = sizes
         .iter()
         .enumerate()
@@ -35,10 +23,6 @@ fn nodes(alg: Algorithm, n: usize, block: usize, sizes: &[usize]) -> (Vec<RdmcNo
         nodes[0].send_message(1, m.clone()).unwrap();
     }
     (nodes, msgs)
-}
-
-fn events(p: &mut RdmcNode) -> Vec<Event> {
-    std::iter::from_fn(|| p.poll_event()).collect()
 }
 
 /// A member that is done once it has `want` completions, so a run on a loaded machine ends
@@ -87,17 +71,7 @@ fn every_algorithm_delivers_identical_bytes_on_threads() {
             .collect();
         let run = LocalRuntime::new(LocalConfig::default(), procs).run(Duration::from_secs(20));
         for (m, p) in run.processes.into_iter().enumerate() {
-            let got: Vec<Bytes> = p
-                .events
-                .into_iter()
-                .filter_map(|e| match e {
-                    Event::Completed {
-                        data: Delivered::Data(data),
-                        ..
-                    } => Some(data.to_bytes()),
-                    _ => None,
-                })
-                .collect();
+            let got = delivered(&p.events);
             assert!(
                 got == msgs,
                 "{alg:?} n={n} member {m}: {} of {} messages",

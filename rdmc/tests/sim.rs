@@ -1,7 +1,10 @@
 //! RDMC on the simulator: every algorithm delivers byte-identical messages in order, a crash
 //! mid-transfer reaches every survivor as a failure upcall.
 
+mod common;
+
 use bytes::Bytes;
+use common::{delivered, events, members, racked_group};
 use rdmc::{Algorithm, Delivered, Event, GroupConfig, RdmcNode};
 use transport::runtime::sim::{Fault, Profile, Sim, SimConfig};
 use transport::{Nanos, ProcessId, Synthetic};
@@ -21,19 +24,9 @@ fn run(
     sizes: &[usize],
     faults: Vec<Fault>,
 ) -> (Vec<Vec<Event>>, Vec<Bytes>) {
-    let group = GroupConfig {
-        id: 3,
-        members: (0..n as u32).map(ProcessId).collect(),
-        algorithm: alg,
-        racks: (0..n as u32).map(|i| i % 3).collect(),
-        block_size: block,
-        buffer_bytes: sizes.iter().copied().max().unwrap_or(1).max(1),
-    };
-    let mut nodes: Vec<RdmcNode> = (0..n as u32)
-        .map(|p| {
-            RdmcNode::new(ProcessId(p), std::slice::from_ref(&group), Nanos(1_000_000)).unwrap()
-        })
-        .collect();
+    let buffer_bytes = sizes.iter().copied().max().unwrap_or(1).max(1);
+    let group = racked_group(3, alg, n, block, buffer_bytes);
+    let mut nodes = members(&group, Nanos(1_000_000));
     let msgs: Vec<Bytes> = sizes
         .iter()
         .enumerate()
@@ -46,11 +39,7 @@ fn run(
     sc.faults = faults;
     let mut sim = Sim::new(sc, nodes);
     sim.run(Some(Nanos(200_000_000)));
-    let events = sim
-        .into_processes()
-        .into_iter()
-        .map(|mut p| std::iter::from_fn(|| p.poll_event()).collect())
-        .collect();
+    let events = sim.into_processes().iter_mut().map(events).collect();
     (events, msgs)
 }
 
@@ -71,11 +60,7 @@ fn run_synthetic(
         buffer_bytes: size,
     };
     let msg = Synthetic::new(9, size as u64);
-    let mut nodes: Vec<RdmcNode> = (0..n as u32)
-        .map(|p| {
-            RdmcNode::new(ProcessId(p), std::slice::from_ref(&group), Nanos(1_000_000)).unwrap()
-        })
-        .collect();
+    let mut nodes = members(&group, Nanos(1_000_000));
     nodes[0].send_message(0, msg).unwrap();
     // Full duplex, as Appendix A's step count assumes: a member receives one block and sends
     // another in the same step at the link rate (fractus-100g's two-way limit would stretch
@@ -84,25 +69,8 @@ fn run_synthetic(
     profile.nic.duplex_gbps = None;
     let mut sim = Sim::new(SimConfig::new(1, profile), nodes);
     sim.run(Some(Nanos(100_000_000)));
-    let events = sim
-        .into_processes()
-        .into_iter()
-        .map(|mut p| std::iter::from_fn(|| p.poll_event()).collect())
-        .collect();
+    let events = sim.into_processes().iter_mut().map(events).collect();
     (events, msg)
-}
-
-fn delivered(events: &[Event]) -> Vec<Bytes> {
-    events
-        .iter()
-        .filter_map(|e| match e {
-            Event::Completed {
-                data: Delivered::Data(data),
-                ..
-            } => Some(data.to_bytes()),
-            _ => None,
-        })
-        .collect()
 }
 
 #[test]

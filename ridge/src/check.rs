@@ -36,7 +36,9 @@ use crate::paxos::Dissemination;
 use crate::{Config, EnsembleId, Placement, RidgeClient, RidgeNode, RidgeServer};
 use multicast::{DestPolicy, LoadSpec, Membership};
 use sweep::spec::{Spec, SpecWriter};
-use sweep::{draw, draw_schedule, impairs, kinds, Checkable, Kinds, MulticastRun, Phases, Tally};
+use sweep::{
+    draw, draw_schedule, impairs, kinds, Checkable, Kinds, MulticastRun, Phases, Schedule, Tally,
+};
 use transport::rng::{Purpose, Rng};
 use transport::runtime::sim::Fault;
 use transport::Nanos;
@@ -290,17 +292,14 @@ impl Checkable for Config {
         if let Some(retain) = retain.filter(|_| within_f(&cfg, &faults)) {
             cfg.retain = retain;
         }
+        // The schedule as amended: its phases follow the faults added and dropped.
         let phases = Phases::of(fault_phase, &faults, schedule.evict, 2);
-        MulticastRun {
-            seed,
-            cfg,
-            dest,
-            size,
-            fault_phase,
-            tie_break,
+        let schedule = Schedule {
+            evict: schedule.evict,
             faults,
             phases,
-        }
+        };
+        MulticastRun::scheduled(seed, cfg, dest, size, fault_phase, tie_break, schedule)
     }
 
     fn write(&self, line: SpecWriter) -> SpecWriter {
@@ -365,15 +364,14 @@ impl Checkable for Config {
         // each ensemble decided a null every 0.1-1 ms of wall time, tens of thousands in a
         // run, and a learner descheduled for a few milliseconds fell further behind than its
         // peers retain and halted.
-        let stretch = |x: &mut Nanos| *x = Nanos(x.as_nanos() * k);
         let t = &mut cfg.timing;
-        for x in [&mut t.heartbeat, &mut t.suspect, &mut t.retry] {
-            stretch(x);
-        }
-        stretch(&mut cfg.delta);
-        stretch(&mut cfg.skew.max_offset);
+        let (delta, skew) = (&mut cfg.delta, &mut cfg.skew.max_offset);
+        sweep::stretch(
+            k,
+            [&mut t.heartbeat, &mut t.suspect, &mut t.retry, delta, skew],
+        );
         if let Some(wait) = cfg.optimistic.as_mut() {
-            stretch(wait);
+            sweep::stretch(k, [wait]);
         }
         // A thread the OS deschedules is paused without the schedule knowing: with a small
         // retain its learner falls behind what every peer keeps and halts, correctly, and the

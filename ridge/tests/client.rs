@@ -57,6 +57,40 @@ fn answer(cfg: &Config, client: &mut RecordingNic, from: ProcessId, id: MsgId) {
     }
 }
 
+/// Group 0, where every multicast of these tests goes.
+fn g0() -> DestSet {
+    "0".parse().unwrap()
+}
+
+/// The client (`p5`) on its NIC, having multicast a first message to group 0: that message's
+/// id.
+fn client_with_a_multicast(cfg: &Arc<Config>) -> (RidgeClient, RecordingNic, MsgId) {
+    let mut c = RidgeClient::new(cfg.clone(), 0, 1);
+    let mut n = nic(cfg, cfg.client(0));
+    let first = c.try_multicast(&mut n, g0(), b"one").unwrap();
+    (c, n, first)
+}
+
+/// The client asks again at each of `retries` retry timeouts; then p3 answers `first`, which
+/// completes. The ops posted until then are dropped.
+fn retry_then_answer(
+    cfg: &Config,
+    c: &mut RidgeClient,
+    n: &mut RecordingNic,
+    first: MsgId,
+    retries: u64,
+) {
+    for i in 1..=retries {
+        n.set_now(Nanos(i * cfg.timing.retry.as_nanos()));
+        Process::poll(c, n);
+    }
+    answer(cfg, n, ProcessId(3), first);
+    Process::poll(c, n);
+    let done = Client::<RecordingNic>::poll_completed(c);
+    assert_eq!(done.map(|d| d.msg), Some(first));
+    n.take_ops();
+}
+
 /// Pins R1 (review): a client refused `Full` kept its sequence number, and the workload sent
 /// another message (new timestamp, new destinations) under the same id; the refused one's
 /// copies had already gone to the learners, which paired the id's DECISION with them. The
@@ -64,24 +98,13 @@ fn answer(cfg: &Config, client: &mut RecordingNic, from: ProcessId, id: MsgId) {
 #[test]
 fn a_refused_multicast_sends_no_copies() {
     let cfg = config();
-    let mut c = RidgeClient::new(cfg.clone(), 0, 1);
-    let mut n = nic(&cfg, cfg.client(0));
-    let g0: DestSet = "0".parse().unwrap();
-    let first = c.try_multicast(&mut n, g0, b"one").unwrap();
+    let (mut c, mut n, first) = client_with_a_multicast(&cfg);
     let mut posted = targets(&mut n);
     posted.sort_unstable();
     assert_eq!(posted, vec![0, 2, 3, 4], "the request and three copies");
     // Unanswered, the client asks every acceptor again and again: their channels fill.
-    for i in 1..=3 {
-        n.set_now(Nanos(i * cfg.timing.retry.as_nanos()));
-        Process::poll(&mut c, &mut n);
-    }
-    answer(&cfg, &mut n, ProcessId(3), first);
-    Process::poll(&mut c, &mut n);
-    let done = Client::<RecordingNic>::poll_completed(&mut c);
-    assert_eq!(done.map(|d| d.msg), Some(first));
-    n.take_ops();
-    let e = c.try_multicast(&mut n, g0, b"two").unwrap_err();
+    retry_then_answer(&cfg, &mut c, &mut n, first, 3);
+    let e = c.try_multicast(&mut n, g0(), b"two").unwrap_err();
     assert!(matches!(e, MulticastError::Full { .. }), "{e}");
     assert_eq!(
         targets(&mut n),
@@ -97,22 +120,11 @@ fn a_refused_multicast_sends_no_copies() {
 #[test]
 fn a_request_the_first_acceptor_cannot_take_goes_to_the_next() {
     let cfg = config();
-    let mut c = RidgeClient::new(cfg.clone(), 0, 1);
-    let mut n = nic(&cfg, cfg.client(0));
-    let g0: DestSet = "0".parse().unwrap();
-    let first = c.try_multicast(&mut n, g0, b"one").unwrap();
+    let (mut c, mut n, first) = client_with_a_multicast(&cfg);
     // Two retries: p0's channel (the request and two retries) is full, p1's has room in its
     // outbox.
-    for i in 1..=2 {
-        n.set_now(Nanos(i * cfg.timing.retry.as_nanos()));
-        Process::poll(&mut c, &mut n);
-    }
-    answer(&cfg, &mut n, ProcessId(3), first);
-    Process::poll(&mut c, &mut n);
-    let done = Client::<RecordingNic>::poll_completed(&mut c);
-    assert_eq!(done.map(|d| d.msg), Some(first));
-    n.take_ops();
-    c.try_multicast(&mut n, g0, b"two").unwrap();
+    retry_then_answer(&cfg, &mut c, &mut n, first, 2);
+    c.try_multicast(&mut n, g0(), b"two").unwrap();
     assert_eq!(
         targets(&mut n),
         vec![3, 4],

@@ -10,22 +10,15 @@ fn concurrent_run(nic_thread: bool) {
     let mut cfg = Config::new(2, 3, 4);
     // Threads on a shared machine: a descheduled thread must not look crashed.
     cfg.timing = Timing::WALL;
+    let build = |load, seed| nodes(&cfg, load, seed, true);
     run_concurrent(
         DestPolicy::Random(2),
         cfg.groups,
         None,
         100,
         nic_thread,
-        |load, seed| nodes(&cfg, load, seed, true),
+        build,
     );
 }
 
-#[test]
-fn concurrent_runs_keep_every_property() {
-    concurrent_run(false);
-}
-
-#[test]
-fn concurrent_runs_with_a_nic_thread_keep_every_property() {
-    concurrent_run(true);
-}
+multicast::concurrent_tests!(concurrent_run);

@@ -2,8 +2,8 @@
 //! 4.4's failures (a crashed coordinator, a falsely suspected one, a crashed distributor),
 //! checked against the five atomic multicast properties.
 
-use multicast::testing::{run_sim, SimRun};
-use multicast::{DestPolicy, LoadSpec};
+use multicast::testing::{load_until, run_sim, SimRun};
+use multicast::DestPolicy;
 use ridge::clock::Skew;
 use ridge::config::AllAcceptors;
 use ridge::paxos::Dissemination;
@@ -26,22 +26,9 @@ fn run_with(
     faults: Vec<Fault>,
 ) -> Outcome {
     cfg.validate().unwrap();
-    let load = LoadSpec {
-        dest,
-        groups: cfg.groups,
-        tree: None,
-        size: 64,
-        warmup_end: Nanos::ZERO,
-        stop_at: Nanos(stop_ms * 1_000_000),
-    };
-    run_sim(
-        nodes(cfg, load, seed, true),
-        profile,
-        seed,
-        faults,
-        Nanos(stop_ms * 1_000_000),
-        Nanos(50_000_000),
-    )
+    let stop = Nanos(stop_ms * 1_000_000);
+    let nodes = nodes(cfg, load_until(dest, cfg.groups, 64, stop), seed, true);
+    run_sim(nodes, profile, seed, faults, stop, Nanos(50_000_000))
 }
 
 #[test]
@@ -360,14 +347,7 @@ fn a_learner_paused_one_second_catches_up_and_a_crash_after_leaves_every_multica
             process: ProcessId(0),
         },
     ];
-    let load = LoadSpec {
-        dest: DestPolicy::Random(2),
-        groups: cfg.groups,
-        tree: None,
-        size: 64,
-        warmup_end: Nanos::ZERO,
-        stop_at: ms(6000.0),
-    };
+    let load = load_until(DestPolicy::Random(2), cfg.groups, 64, ms(6000.0));
     let o = run_sim(
         nodes(&cfg, load, 1, true),
         "lan-1g",

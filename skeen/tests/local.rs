@@ -4,8 +4,8 @@
 //! completed by the end (liveness). `SKEEN_LOCAL_SEEDS` sets the number of seeds (3 by
 //! default).
 
-use multicast::testing::run_local_checked;
-use multicast::{DestPolicy, LoadSpec};
+use multicast::testing::{load_until, run_local_checked};
+use multicast::DestPolicy;
 use skeen::{nodes, Config};
 use std::time::Duration;
 use transport::{Nanos, Rng};
@@ -31,14 +31,7 @@ fn draw(seed: u64) -> (Config, DestPolicy, usize) {
 
 fn run(seed: u64, nic_thread: bool) {
     let (cfg, dest, size) = draw(seed);
-    let load = LoadSpec {
-        dest,
-        groups: cfg.groups,
-        tree: None,
-        size,
-        warmup_end: Nanos::ZERO,
-        stop_at: Nanos(300_000_000),
-    };
+    let load = load_until(dest, cfg.groups, size, Nanos(300_000_000));
     // Named before the run, so that a failure inside the runner shows what ran.
     println!("skeen local seed {seed} (nic thread {nic_thread}): {cfg:?}, {dest}, {size} B");
     // Clients stop at 300 ms; the rest of the run lets what is in flight finish.

@@ -8,7 +8,8 @@
 //! determinism, backpressure on tiny rings, proposals that beat their message, latency in
 //! message delays, a refused oversized message, and what a crash does (documented, not hidden).
 
-use multicast::{check, collect_log, DestPolicy, LoadSpec, MulticastError, Node};
+use multicast::testing::load_until;
+use multicast::{check, collect_log, DestPolicy, MulticastError, Node};
 use skeen::{nodes, Config, SkeenNode};
 use transport::runtime::sim::{
     check_determinism, random_faults, Determinism, Fault, FaultBudget, Profile, Sim, SimConfig,
@@ -111,14 +112,7 @@ impl Case {
     }
 
     fn build(&self, seed: u64) -> Sim<SkeenNode> {
-        let load = LoadSpec {
-            dest: self.dest,
-            groups: self.cfg.groups,
-            tree: None,
-            size: self.size,
-            warmup_end: Nanos::ZERO,
-            stop_at: self.stop,
-        };
+        let load = load_until(self.dest, self.cfg.groups, self.size, self.stop);
         let mut sc = SimConfig::new(seed, Profile::load(self.profile).expect("built-in"));
         sc.software = Software::load(self.software).expect("built-in");
         sc.tie_break = self.tie_break;

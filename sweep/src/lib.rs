@@ -23,7 +23,7 @@ pub mod spec;
 pub mod tally;
 
 pub use driver::*;
-pub use multicast_run::{Checkable, MulticastRun};
+pub use multicast_run::{stretch, Checkable, MulticastRun};
 pub use schedule::*;
 pub use tally::*;
 

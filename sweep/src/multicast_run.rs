@@ -7,7 +7,7 @@ use crate::driver::{
     check_multicast, check_multicast_local, checking_load, local_faults, seeded_sim, LocalCheck,
     Model, SeedRun,
 };
-use crate::schedule::{kinds, Kinds, Phases};
+use crate::schedule::{kinds, Kinds, Phases, Schedule};
 use crate::spec::{Spec, SpecWriter};
 use crate::tally::{Outcome, Tally};
 use multicast::{DestPolicy, LoadSpec, Membership, Node, Observed, Server, Tree};
@@ -16,6 +16,14 @@ use std::sync::Arc;
 use transport::runtime::local::LocalNic;
 use transport::runtime::sim::{Fault, SimNic, TieBreak};
 use transport::{Nanos, Process};
+
+/// Multiplies each of a deployment's `timeouts` by `k` (saturating), as
+/// [`Checkable::stretched`] does to every duration of its protocol.
+pub fn stretch<const N: usize>(k: u64, timeouts: [&mut Nanos; N]) {
+    for t in timeouts {
+        *t = Nanos(t.as_nanos().saturating_mul(k));
+    }
+}
 
 /// Everything one checking run of an atomic multicast protocol is made of.
 #[derive(Clone, Debug)]
@@ -76,6 +84,33 @@ pub trait Checkable: Membership + Clone + Debug + Send + Sync + Sized {
     /// The sweep's "runs with" line.
     fn tally_line(t: &Tally) -> String {
         t.describe(Self::EXTRA)
+    }
+}
+
+impl<C> MulticastRun<C> {
+    /// The run of `cfg` whose faults and phases are those `schedule` drew ([`draw_schedule`]);
+    /// the eviction time it drew is the protocol's to put in `cfg` first.
+    ///
+    /// [`draw_schedule`]: crate::schedule::draw_schedule
+    pub fn scheduled(
+        seed: u64,
+        cfg: C,
+        dest: DestPolicy,
+        size: usize,
+        fault_phase: Nanos,
+        tie_break: TieBreak,
+        schedule: Schedule,
+    ) -> MulticastRun<C> {
+        MulticastRun {
+            seed,
+            cfg,
+            dest,
+            size,
+            fault_phase,
+            tie_break,
+            faults: schedule.faults,
+            phases: schedule.phases,
+        }
     }
 }
 

@@ -84,16 +84,7 @@ impl Checkable for Config {
         let stages = stages(&cfg.tree);
         let schedule = draw_schedule(seed, &cfg, cfg.timing.suspect, stall, fault_phase, stages);
         cfg.timing.evict = schedule.evict;
-        MulticastRun {
-            seed,
-            cfg,
-            dest,
-            size,
-            fault_phase,
-            tie_break,
-            faults: schedule.faults,
-            phases: schedule.phases,
-        }
+        MulticastRun::scheduled(seed, cfg, dest, size, fault_phase, tie_break, schedule)
     }
 
     fn write(&self, line: SpecWriter) -> SpecWriter {
@@ -131,9 +122,7 @@ impl Checkable for Config {
     fn stretched(&self, k: u64) -> Config {
         let mut cfg = self.clone();
         let t = &mut cfg.timing;
-        for x in [&mut t.heartbeat, &mut t.suspect, &mut t.evict] {
-            *x = Nanos(x.as_nanos() * k);
-        }
+        sweep::stretch(k, [&mut t.heartbeat, &mut t.suspect, &mut t.evict]);
         cfg
     }
 }

@@ -12,24 +12,16 @@ fn concurrent_run(nic_thread: bool) {
     // Small buffers: slots are recycled many times while threads race.
     cfg.hm_slots = 4;
     cfg.log_slots = 8;
+    let groups = cfg.group_count();
+    let build = |load, seed| nodes(&cfg, load, seed, true);
     run_concurrent(
         DestPolicy::Random(3),
-        cfg.group_count(),
+        groups,
         Some(tree),
         1000,
         nic_thread,
-        |load, seed| nodes(&cfg, load, seed, true),
+        build,
     );
 }
 
-#[test]
-fn concurrent_runs_keep_every_property() {
-    concurrent_run(false);
-}
-
-/// The same with remote ops completing on a NIC thread: ops of different queue pairs land in
-/// any order and long after their post, as on a real NIC.
-#[test]
-fn concurrent_runs_with_a_nic_thread_keep_every_property() {
-    concurrent_run(true);
-}
+multicast::concurrent_tests!(concurrent_run);

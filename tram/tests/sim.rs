@@ -1,7 +1,7 @@
 //! TRAM on the simulator: the normal case on every preset tree, recycling, followers when
 //! traffic stops, and failover, each checked against the five atomic multicast properties.
 
-use multicast::testing::{run_sim, SimRun};
+use multicast::testing::{load_until, run_sim, SimRun};
 use multicast::{DestPolicy, LoadSpec, Membership, Node, Tree};
 use tram::{nodes, Config, TramClient, TramNode, TramServer};
 use transport::runtime::sim::{Fault, Profile, Sim, SimConfig};
@@ -10,24 +10,18 @@ use transport::{Nanos, ProcessId};
 type Outcome = SimRun<TramServer, TramClient>;
 
 fn run(cfg: &Config, dest: DestPolicy, seed: u64, faults: Vec<Fault>, stop_us: u64) -> Outcome {
-    let load = LoadSpec {
-        dest,
-        groups: cfg.group_count(),
-        tree: Some(std::sync::Arc::new(cfg.tree.clone())),
-        size: 64,
-        warmup_end: Nanos::ZERO,
-        stop_at: Nanos(stop_us * 1000),
-    };
-    let nodes = nodes(cfg, load, seed, true);
+    let stop = Nanos(stop_us * 1000);
+    let nodes = nodes(cfg, over_tree(cfg, dest, stop), seed, true);
     // A convergence phase after the clients stop.
-    run_sim(
-        nodes,
-        "r320-cx3",
-        seed,
-        faults,
-        Nanos(stop_us * 1000),
-        Nanos(30_000_000),
-    )
+    run_sim(nodes, "r320-cx3", seed, faults, stop, Nanos(30_000_000))
+}
+
+/// Clients of `cfg` multicasting 64-byte messages to `dest` along its tree until `stop`.
+fn over_tree(cfg: &Config, dest: DestPolicy, stop: Nanos) -> LoadSpec {
+    LoadSpec {
+        tree: Some(std::sync::Arc::new(cfg.tree.clone())),
+        ..load_until(dest, cfg.group_count(), 64, stop)
+    }
 }
 
 fn tree(name: &str) -> Tree {
@@ -178,14 +172,7 @@ fn a_full_child_buffer_pushes_back_on_the_parent() {
             duration: Nanos(1_000_000),
         })
         .collect();
-    let load = LoadSpec {
-        dest: DestPolicy::All,
-        groups: 3,
-        tree: Some(std::sync::Arc::new(cfg.tree.clone())),
-        size: 64,
-        warmup_end: Nanos::ZERO,
-        stop_at: Nanos(2_000_000),
-    };
+    let load = over_tree(&cfg, DestPolicy::All, Nanos(2_000_000));
     let mut sc = SimConfig::new(11, Profile::load("r320-cx3").unwrap());
     sc.faults = faults;
     let mut sim = Sim::new(sc, nodes(&cfg, load, 11, true));

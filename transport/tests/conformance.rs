@@ -9,22 +9,32 @@ use transport::runtime::sim::{Fault, Profile, Sim, SimConfig, SimNic};
 use transport::runtime::tcp::{TcpConfig, TcpNic, TcpRuntime};
 use transport::*;
 
-struct OnSim;
-impl Runner for OnSim {
-    type Nic = SimNic;
-    fn run<P: Process<Self::Nic> + Send>(
-        procs: Vec<P>,
-        crash: Option<(ProcessId, Nanos)>,
-    ) -> Vec<P> {
-        let mut cfg = SimConfig::new(11, Profile::load("r320-cx3").unwrap());
-        if let Some((process, at)) = crash {
-            cfg.faults.push(Fault::Crash { at, process });
+/// Declares a [`Runner`] `$name` for the runtime whose NIC is `$nic`: `$body` runs the suite's
+/// processes `$procs`, crashing `$crash` if it is given, and hands them back. The trait's
+/// signature is the same for every runtime, so only the body is written out.
+macro_rules! runner {
+    ($(#[$doc:meta])* $name:ident on $nic:ty, |$procs:ident, $crash:ident| $body:block) => {
+        $(#[$doc])*
+        struct $name;
+        impl Runner for $name {
+            type Nic = $nic;
+            fn run<P: Process<Self::Nic> + Send>(
+                $procs: Vec<P>,
+                $crash: Option<(ProcessId, Nanos)>,
+            ) -> Vec<P> $body
         }
-        let mut sim = Sim::new(cfg, procs);
-        sim.run(Some(Nanos::from_secs(5)));
-        sim.into_processes()
-    }
+    };
 }
+
+runner!(OnSim on SimNic, |procs, crash| {
+    let mut cfg = SimConfig::new(11, Profile::load("r320-cx3").unwrap());
+    if let Some((process, at)) = crash {
+        cfg.faults.push(Fault::Crash { at, process });
+    }
+    let mut sim = Sim::new(cfg, procs);
+    sim.run(Some(Nanos::from_secs(5)));
+    sim.into_processes()
+});
 
 fn run_local<P>(cfg: LocalConfig, procs: Vec<P>, crash: Option<(ProcessId, Nanos)>) -> Vec<P>
 where
@@ -37,47 +47,28 @@ where
     rt.run(Duration::from_secs(20)).processes
 }
 
-struct OnLocal;
-impl Runner for OnLocal {
-    type Nic = LocalNic;
-    fn run<P: Process<Self::Nic> + Send>(
-        procs: Vec<P>,
-        crash: Option<(ProcessId, Nanos)>,
-    ) -> Vec<P> {
-        run_local(LocalConfig::default(), procs, crash)
-    }
-}
+runner!(OnLocal on LocalNic, |procs, crash| {
+    run_local(LocalConfig::default(), procs, crash)
+});
 
-struct OnNicThread;
-impl Runner for OnNicThread {
-    type Nic = LocalNic;
-    fn run<P: Process<Self::Nic> + Send>(
-        procs: Vec<P>,
-        crash: Option<(ProcessId, Nanos)>,
-    ) -> Vec<P> {
-        let cfg = LocalConfig {
-            nic_thread: true,
-            ..LocalConfig::default()
-        };
-        run_local(cfg, procs, crash)
-    }
-}
+runner!(OnNicThread on LocalNic, |procs, crash| {
+    let cfg = LocalConfig {
+        nic_thread: true,
+        ..LocalConfig::default()
+    };
+    run_local(cfg, procs, crash)
+});
 
-/// Every node its own sockets, over loopback: the code a cluster of OS processes runs.
-struct OnTcp;
-impl Runner for OnTcp {
-    type Nic = TcpNic;
-    fn run<P: Process<Self::Nic> + Send>(
-        procs: Vec<P>,
-        crash: Option<(ProcessId, Nanos)>,
-    ) -> Vec<P> {
+runner!(
+    /// Every node its own sockets, over loopback: the code a cluster of OS processes runs.
+    OnTcp on TcpNic, |procs, crash| {
         let rt = TcpRuntime::new(TcpConfig::default(), procs).expect("loopback sockets");
         if let Some((p, _)) = crash {
             rt.control().crash(p);
         }
         rt.run(Duration::from_secs(20)).processes
     }
-}
+);
 
 macro_rules! conformance {
     ($($name:ident),* $(,)?) => {

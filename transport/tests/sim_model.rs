@@ -225,6 +225,19 @@ fn burst(targets: &[u32], each: u64) -> Burst {
     }
 }
 
+/// `procs` on the constant profile with `seed`, process 0 crashing in the middle of its first
+/// poll's posts, run for a millisecond.
+fn crash_mid_post(seed: u64, procs: Vec<Burst>) -> Sim<Burst> {
+    let mut cfg = SimConfig::new(seed, constant());
+    cfg.faults = vec![transport::runtime::sim::Fault::CrashMidPost {
+        at: transport::Nanos::ZERO,
+        process: transport::ProcessId(0),
+    }];
+    let mut sim = Sim::new(cfg, procs);
+    sim.run(Some(transport::Nanos(1_000_000)));
+    sim
+}
+
 impl<N: transport::Nic> transport::Process<N> for Burst {
     fn regions(&self) -> Vec<transport::RegionSpec> {
         vec![transport::RegionSpec::new(80).with_default(transport::Access::Write)]
@@ -253,17 +266,10 @@ impl<N: transport::Nic> transport::Process<N> for Burst {
 fn a_crash_mid_post_reaches_any_subset_of_its_queue_pairs() {
     // One write to each of 4 peers, then a crash: across seeds, the peers that got the write
     // form different subsets, not only prefixes of the posting order.
-    use transport::runtime::sim::{Fault, Sim, SimConfig};
     let mut subsets = std::collections::BTreeSet::new();
     for seed in 0..64 {
-        let mut cfg = SimConfig::new(seed, constant());
-        cfg.faults = vec![Fault::CrashMidPost {
-            at: transport::Nanos::ZERO,
-            process: transport::ProcessId(0),
-        }];
         let procs = (0..5).map(|_| burst(&[1, 2, 3, 4], 1)).collect();
-        let mut sim = Sim::new(cfg, procs);
-        sim.run(Some(transport::Nanos(1_000_000)));
+        let sim = crash_mid_post(seed, procs);
         let got: Vec<bool> = (1..=4)
             .map(|d| {
                 sim.nic(transport::ProcessId(d))
@@ -284,17 +290,9 @@ fn a_crash_mid_post_reaches_any_subset_of_its_queue_pairs() {
 
 #[test]
 fn a_crash_in_the_middle_of_posting_issues_only_a_prefix() {
-    use transport::runtime::sim::{Fault, Sim, SimConfig};
     let mut landed = std::collections::BTreeSet::new();
     for seed in 0..20 {
-        let mut cfg = SimConfig::new(seed, constant());
-        cfg.faults = vec![Fault::CrashMidPost {
-            at: transport::Nanos::ZERO,
-            process: transport::ProcessId(0),
-        }];
-        let procs = vec![burst(&[1], 10), burst(&[], 0)];
-        let mut sim = Sim::new(cfg, procs);
-        sim.run(Some(transport::Nanos(1_000_000)));
+        let sim = crash_mid_post(seed, vec![burst(&[1], 10), burst(&[], 0)]);
         assert!(sim.crashed(transport::ProcessId(0)));
         let mem = sim
             .nic(transport::ProcessId(1))

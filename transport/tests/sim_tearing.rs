@@ -4,7 +4,7 @@
 //! final). Without one, every op lands at one instant.
 
 use transport::runtime::sim::{
-    check_determinism, Determinism, Fault, PieceOrder, Profile, Sim, SimConfig, Tearing,
+    check_determinism, Determinism, Fault, PieceOrder, Profile, Sim, SimConfig, SimNic, Tearing,
 };
 use transport::slot::{Reject, SlotCodec};
 use transport::*;
@@ -59,6 +59,7 @@ impl Seen {
 
 /// p0 writes versions 1..=VERSIONS of the entry into p1's region, one after another (each after
 /// the previous one's completion); p1 looks at the entry on every landing.
+#[derive(Default)]
 struct Writes {
     next: u64,
     seen: Seen,
@@ -96,20 +97,33 @@ impl<N: Nic> Process<N> for Writes {
     }
 }
 
-fn profile() -> Profile {
-    Profile::load("r320-cx3").unwrap()
+/// A run of two `P`s, each starting from its default, with `seed`, landings torn as `tear`
+/// says and `faults`: every test here is one of these.
+fn two<P: Process<SimNic> + Default>(
+    seed: u64,
+    tear: Option<Tearing>,
+    faults: Vec<Fault>,
+) -> Sim<P> {
+    let mut cfg = SimConfig::new(seed, Profile::load("r320-cx3").unwrap());
+    cfg.tearing = tear;
+    cfg.faults = faults;
+    Sim::new(cfg, (0..2).map(|_| P::default()).collect())
+}
+
+/// p0's link to p1 delayed by `delay` (give or take `jitter`) for the first 50 ms.
+fn delayed_link(delay: Nanos, jitter: Nanos) -> Vec<Fault> {
+    vec![Fault::LinkDelay {
+        at: Nanos::ZERO,
+        from: ProcessId(0),
+        to: ProcessId(1),
+        duration: Nanos(50_000_000),
+        delay,
+        jitter,
+    }]
 }
 
 fn run_writes(tear: Option<Tearing>) -> (Seen, u64) {
-    let mut cfg = SimConfig::new(3, profile());
-    cfg.tearing = tear;
-    let rigs = (0..2)
-        .map(|_| Writes {
-            next: 0,
-            seen: Seen::default(),
-        })
-        .collect();
-    let mut sim = Sim::new(cfg, rigs);
+    let mut sim = two::<Writes>(3, tear, vec![]);
     sim.run(None);
     let torn = sim.stats().torn_ops;
     (sim.into_processes().remove(1).seen, torn)
@@ -139,6 +153,7 @@ fn a_torn_write_in_any_order_is_seen_with_gaps() {
 
 /// p1 rewrites its own entry (all words `v`, by local stores) every 100 ns; p0 reads it
 /// remotely, one read after another, and records what each read returned.
+#[derive(Default)]
 struct Reads {
     v: u64,
     reads: u64,
@@ -177,16 +192,7 @@ impl<N: Nic> Process<N> for Reads {
 }
 
 fn run_reads(tear: Option<Tearing>) -> Seen {
-    let mut cfg = SimConfig::new(5, profile());
-    cfg.tearing = tear;
-    let rigs = (0..2)
-        .map(|_| Reads {
-            v: 0,
-            reads: 0,
-            seen: Seen::default(),
-        })
-        .collect();
-    let mut sim = Sim::new(cfg, rigs);
+    let mut sim = two::<Reads>(5, tear, vec![]);
     sim.run(Some(Nanos(10_000_000)));
     sim.into_processes().remove(0).seen
 }
@@ -205,6 +211,7 @@ fn a_torn_read_straddles_its_owners_writes() {
 /// p0 writes ever newer versions of the entry (a window of several in flight on one queue
 /// pair) and then one word behind them at offset 64; p1 checks at every landing that the word
 /// never lands while the version written before it is still landing.
+#[derive(Default)]
 struct Order {
     posted: u64,
     violations: u64,
@@ -253,19 +260,11 @@ impl<N: Nic> Process<N> for Order {
     }
 }
 
-#[test]
-fn a_queue_pairs_next_op_lands_after_the_last_piece() {
+/// Runs [`Order`] under `faults` with pieces landing in either order: p1 checked often and
+/// never saw the flag ahead of the version before it.
+fn assert_next_op_lands_after_the_last_piece(faults: Vec<Fault>) {
     for order in [PieceOrder::Ascending, PieceOrder::Any] {
-        let mut cfg = SimConfig::new(9, profile());
-        cfg.tearing = tearing(order);
-        let rigs = (0..2)
-            .map(|_| Order {
-                posted: 0,
-                violations: 0,
-                checks: 0,
-            })
-            .collect();
-        let mut sim = Sim::new(cfg, rigs);
+        let mut sim = two::<Order>(9, tearing(order), faults.clone());
         sim.run(None);
         let p1 = &sim.processes()[1];
         assert!(p1.checks > 200, "{order:?}: {} checks", p1.checks);
@@ -273,8 +272,14 @@ fn a_queue_pairs_next_op_lands_after_the_last_piece() {
     }
 }
 
+#[test]
+fn a_queue_pairs_next_op_lands_after_the_last_piece() {
+    assert_next_op_lands_after_the_last_piece(vec![]);
+}
+
 /// p0 posts a burst of writes to p1 at once, each spanning several words, and records when the
 /// last one completed.
+#[derive(Default)]
 struct Burst {
     posted: bool,
     completed: u64,
@@ -315,24 +320,7 @@ impl<N: Nic> Process<N> for Burst {
 
 /// When the burst's last write completed, over a link delayed by `delay` from the start.
 fn burst_over_delayed_link(tear: Option<Tearing>, delay: Nanos) -> Nanos {
-    let mut cfg = SimConfig::new(13, profile());
-    cfg.tearing = tear;
-    cfg.faults = vec![Fault::LinkDelay {
-        at: Nanos::ZERO,
-        from: ProcessId(0),
-        to: ProcessId(1),
-        duration: Nanos(50_000_000),
-        delay,
-        jitter: Nanos::ZERO,
-    }];
-    let rigs = (0..2)
-        .map(|_| Burst {
-            posted: false,
-            completed: 0,
-            last_done: Nanos::ZERO,
-        })
-        .collect();
-    let mut sim = Sim::new(cfg, rigs);
+    let mut sim = two::<Burst>(13, tear, delayed_link(delay, Nanos::ZERO));
     sim.run(Some(Nanos(100_000_000)));
     let p0 = &sim.processes()[0];
     assert_eq!(p0.completed, BURST);
@@ -361,35 +349,13 @@ fn a_link_delay_is_not_compounded_by_torn_ops_queued_behind_each_other() {
 /// [`Order`] over a delayed link: the link keeps the pair's order up to each op's last piece.
 #[test]
 fn over_a_delayed_link_the_next_op_still_lands_after_the_last_piece() {
-    for order in [PieceOrder::Ascending, PieceOrder::Any] {
-        let mut cfg = SimConfig::new(9, profile());
-        cfg.tearing = tearing(order);
-        cfg.faults = vec![Fault::LinkDelay {
-            at: Nanos::ZERO,
-            from: ProcessId(0),
-            to: ProcessId(1),
-            duration: Nanos(50_000_000),
-            delay: Nanos(50_000),
-            jitter: Nanos(5_000),
-        }];
-        let rigs = (0..2)
-            .map(|_| Order {
-                posted: 0,
-                violations: 0,
-                checks: 0,
-            })
-            .collect();
-        let mut sim = Sim::new(cfg, rigs);
-        sim.run(None);
-        let p1 = &sim.processes()[1];
-        assert!(p1.checks > 200, "{order:?}: {} checks", p1.checks);
-        assert_eq!(p1.violations, 0, "{order:?}");
-    }
+    assert_next_op_lands_after_the_last_piece(delayed_link(Nanos(50_000), Nanos(5_000)));
 }
 
 /// p0 writes versions back to back; p1 revokes p0's access at the first landing it sees half
 /// done, and from then on its entry must never change: the pieces still pending landed before
 /// the revoke took effect.
+#[derive(Default)]
 struct Revoke {
     next: u64,
     revoked: Option<Vec<u64>>,
@@ -437,17 +403,7 @@ impl<N: Nic> Process<N> for Revoke {
 
 #[test]
 fn an_access_change_lands_the_pending_pieces_first() {
-    let mut cfg = SimConfig::new(11, profile());
-    cfg.tearing = tearing(PieceOrder::Any);
-    let rigs = (0..2)
-        .map(|_| Revoke {
-            next: 0,
-            revoked: None,
-            was_mixed: false,
-            changed_after: 0,
-        })
-        .collect();
-    let mut sim = Sim::new(cfg, rigs);
+    let mut sim = two::<Revoke>(11, tearing(PieceOrder::Any), vec![]);
     sim.run(Some(Nanos(1_000_000)));
     let p1 = &sim.processes()[1];
     assert!(
@@ -459,6 +415,7 @@ fn an_access_change_lands_the_pending_pieces_first() {
 
 /// The slot codec on torn landings in any order: entries overwritten continuously, decoded at
 /// every landing, never accepted torn (its CRC catches what the canary alone would not).
+#[derive(Default)]
 struct SlotRig {
     seq: u32,
     accepted: u64,
@@ -510,18 +467,7 @@ impl<N: Nic> Process<N> for SlotRig {
 #[test]
 fn the_slot_codec_never_accepts_a_torn_landing() {
     for (seed, order) in [(1, PieceOrder::Ascending), (2, PieceOrder::Any)] {
-        let mut cfg = SimConfig::new(seed, profile());
-        cfg.tearing = tearing(order);
-        let rigs = (0..2)
-            .map(|_| SlotRig {
-                seq: 0,
-                accepted: 0,
-                torn: 0,
-                bad: 0,
-                buf: Vec::new(),
-            })
-            .collect();
-        let mut sim = Sim::new(cfg, rigs);
+        let mut sim = two::<SlotRig>(seed, tearing(order), vec![]);
         sim.run(Some(Nanos(2_000_000)));
         let r = &sim.processes()[1];
         assert_eq!(r.bad, 0, "{order:?}: accepted {} torn entries", r.bad);
@@ -532,18 +478,7 @@ fn the_slot_codec_never_accepts_a_torn_landing() {
 
 #[test]
 fn a_torn_run_replays_from_its_seed() {
-    let build = || {
-        let mut cfg = SimConfig::new(21, profile());
-        cfg.tearing = tearing(PieceOrder::Any);
-        let rigs = (0..2)
-            .map(|_| Reads {
-                v: 0,
-                reads: 0,
-                seen: Seen::default(),
-            })
-            .collect();
-        Sim::new(cfg, rigs)
-    };
+    let build = || two::<Reads>(21, tearing(PieceOrder::Any), vec![]);
     assert!(matches!(
         check_determinism(build, Some(Nanos(2_000_000))),
         Determinism::Identical(_)

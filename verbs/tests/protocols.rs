@@ -23,13 +23,26 @@ fn small(device: verbs::DeviceChoice) -> VerbsConfig {
     }
 }
 
+/// The device to run `protocol` on, named in the test's output; `None`, after the line that
+/// says why the test skips, where there is none.
+fn device(protocol: &str) -> Option<verbs::DeviceChoice> {
+    match verbs::device::for_tests() {
+        Ok((choice, info)) => {
+            println!("{protocol} on {info}");
+            Some(choice)
+        }
+        Err(no) => {
+            println!("{no}\nskipped: {protocol} on verbs");
+            None
+        }
+    }
+}
+
 #[test]
 fn ramcast_on_the_device_keeps_every_property() {
-    let (choice, info) = match verbs::device::for_tests() {
-        Ok(found) => found,
-        Err(no) => return println!("{no}\nskipped: RamCast on verbs"),
+    let Some(choice) = device("RamCast") else {
+        return;
     };
-    println!("RamCast on {info}");
     #[cfg(not(feature = "rdma"))]
     let _ = choice;
     #[cfg(feature = "rdma")]
@@ -61,11 +74,9 @@ fn ramcast_on_the_device_keeps_every_property() {
 
 #[test]
 fn rdmc_on_the_device_delivers_identical_bytes() {
-    let (choice, info) = match verbs::device::for_tests() {
-        Ok(found) => found,
-        Err(no) => return println!("{no}\nskipped: RDMC on verbs"),
+    let Some(choice) = device("RDMC") else {
+        return;
     };
-    println!("RDMC on {info}");
     #[cfg(not(feature = "rdma"))]
     let _ = choice;
     #[cfg(feature = "rdma")]

@@ -58,11 +58,26 @@ pub(crate) fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// Runs `args` and asserts the command is refused, its error saying `says`.
-pub(crate) fn refused(args: &[&str], says: &str) {
+/// Runs `args` and asserts the command is refused, its error saying `says`; returns what it
+/// said, for a test that wants more of it.
+pub(crate) fn refused(args: &[&str], says: &str) -> Output {
     let o = harness(args);
     assert!(!o.status.success(), "{args:?} was accepted");
     assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    o
+}
+
+/// Asserts the command succeeded, printing all it said if not.
+pub(crate) fn succeeded(o: &Output) {
+    assert!(o.status.success(), "{}{}", stdout(o), stderr(o));
+}
+
+/// Runs `harness verify` on the delivery log in `log` and asserts that the log holds: the
+/// command succeeds and reports no violation.
+pub(crate) fn verifies(log: &std::path::Path) {
+    let o = harness(&["verify", "--log", log.to_str().unwrap()]);
+    succeeded(&o);
+    prints(&o, "0 violations");
 }
 
 /// Asserts the command's standard error says `what` (printing all of it if not).

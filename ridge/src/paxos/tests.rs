@@ -20,6 +20,22 @@ fn value(client: u32, seq: u64, bytes: usize) -> Value {
     }
 }
 
+/// Acceptors p1, p2, p3 (f = 1) and one learner, p4.
+fn small_ensemble() -> Ensemble {
+    Ensemble {
+        acceptors: vec![p(1), p(2), p(3)],
+        learners: vec![p(4)],
+    }
+}
+
+/// p0 coordinating [`small_ensemble`] as `dissemination` says, its first round started with
+/// p1 and p2 as its quorum (no promise in yet).
+fn started(dissemination: Dissemination) -> Coordinator {
+    let mut c = Coordinator::with(p(0), small_ensemble(), dissemination);
+    c.start(Round::ZERO, 0, vec![p(1), p(2)]);
+    c
+}
+
 /// Coordinator p0; acceptors p1, p2, p3 (f = 1); learners p1 .. p5 (p1-p3 also accept).
 struct Net {
     ensemble: Ensemble,
@@ -277,12 +293,7 @@ fn an_acceptor_ignores_rounds_below_its_promise_and_holes_are_filled_with_null()
     );
 
     // A coordinator that hears of a vote in instance 2 only proposes null in 0 and 1.
-    let ensemble = Ensemble {
-        acceptors: vec![p(1), p(2), p(3)],
-        learners: vec![p(4)],
-    };
-    let mut c = Coordinator::new(p(0), ensemble);
-    c.start(Round::ZERO, 0, vec![p(1), p(2)]);
+    let mut c = started(Dissemination::Ridge);
     let rnd = c.c_rnd();
     let voted = value(50, 3, 8);
     assert!(c
@@ -337,12 +348,7 @@ fn a_promise_too_large_for_one_packet_comes_in_several_and_counts_once_complete(
 
 #[test]
 fn a_new_round_proposes_its_own_unvoted_values_again_and_returns_displaced_ones() {
-    let ensemble = Ensemble {
-        acceptors: vec![p(1), p(2), p(3)],
-        learners: vec![p(4)],
-    };
-    let mut c = Coordinator::new(p(0), ensemble);
-    c.start(Round::ZERO, 0, vec![p(1), p(2)]);
+    let mut c = started(Dissemination::Ridge);
     let r1 = c.c_rnd();
     c.on_phase1b(p(1), r1, 0, Vec::new(), true);
     c.on_phase1b(p(2), r1, 0, Vec::new(), true);
@@ -525,12 +531,8 @@ fn the_ring_baseline_passes_the_value_along_the_learners_outside_the_quorum() {
 
 #[test]
 fn the_direct_baseline_decides_on_a_majority_of_votes_of_one_round() {
-    let ensemble = Ensemble {
-        acceptors: vec![p(1), p(2), p(3)],
-        learners: vec![p(4)],
-    };
-    let mut c = Coordinator::with(p(0), ensemble.clone(), Dissemination::Direct);
-    c.start(Round::ZERO, 0, vec![p(1), p(2)]);
+    let ensemble = small_ensemble();
+    let mut c = started(Dissemination::Direct);
     let rnd = c.c_rnd();
     c.on_phase1b(p(1), rnd, 0, Vec::new(), true);
     c.on_phase1b(p(2), rnd, 0, Vec::new(), true);
