@@ -186,23 +186,10 @@ impl Exec for Launch<'_> {
         _server: impl Fn(GroupId, usize) -> S + Copy,
         _client: impl Fn(usize) -> C + Copy,
     ) -> Result<(Outcome, Judged), String> {
-        // Requests issued after the last fault show the run recovered from it.
-        let quiet = self
-            .faults
-            .iter()
-            .map(ProcessFault::ends_at)
-            .max()
-            .unwrap_or(Nanos::ZERO);
-        if quiet >= s.window.stop_at {
-            return Err(format!(
-                "the last fault ends at {quiet}, once the clients have stopped (at {}): lengthen --duration so the run shows it recovered",
-                s.window.stop_at
-            ));
-        }
-        let roles = roles(&cfg);
+        let quiet = self.quiet(s)?;
         let launched = cluster::spawn_nodes(
             self.args.clone(),
-            &roles,
+            &roles(&cfg),
             self.faults,
             self.hosts,
             runs_for(s),
@@ -218,98 +205,25 @@ impl Exec for Launch<'_> {
             }
         }
         cluster::print_refusals(&events);
-        let empty = multicast::workload::empty_latency_histogram;
         let kinds = app.kinds().to_vec();
-        let mut sections: Vec<Vec<[Tally; 2]>> = Vec::new();
-        let mut latency: Vec<[Histogram<u64>; 2]> =
-            kinds.iter().map(|_| [empty(), empty()]).collect();
-        let (mut database, mut replicas, mut views, mut clients) =
-            (BTreeMap::new(), Vec::new(), Vec::new(), Vec::new());
-        let mut judged = Judged::default();
-        let mut changed = std::collections::BTreeSet::new();
+        let mut merged = Merged::new(kinds.len(), quiet);
         for (p, r) in &reports {
-            match r {
-                Report::Replica {
-                    group,
-                    counters,
-                    executed,
-                    applied,
-                    state,
-                    idle,
-                    changed_leader,
-                    halted,
-                } => {
-                    database.extend(state.iter().map(|(k, v)| (*k, v.clone())));
-                    replicas.push((GroupId(*group), *counters));
-                    views.push(ReplicaView {
-                        process: *p,
-                        group: GroupId(*group),
-                        executed,
-                        applied: *applied,
-                        state: Some(state.clone()),
-                    });
-                    if *changed_leader {
-                        changed.insert(*group);
-                    }
-                    if !idle {
-                        judged.violations.push(format!(
-                            "{p} never finished its work (a request still running)"
-                        ));
-                    }
-                    if let Some(why) = halted {
-                        judged
-                            .violations
-                            .push(format!("{p}'s multicast server halted itself: {why}"));
-                    }
-                }
-                Report::Client {
-                    index,
-                    latency: l,
-                    sections: mine,
-                    history,
-                } => {
-                    sections =
-                        super::experiment::add_sections([sections.as_slice(), mine.as_slice()]);
-                    for (sum, pair) in latency.iter_mut().zip(l) {
-                        for (h, counts) in sum.iter_mut().zip(pair) {
-                            cluster::record_counts(h, counts)?;
-                        }
-                    }
-                    let unanswered = history.iter().filter(|c| c.returned.is_none()).count();
-                    let after = history
-                        .iter()
-                        .any(|c| c.invoked >= quiet && c.returned.is_some());
-                    if unanswered > 0 || !after {
-                        judged.violations.push(format!(
-                            "liveness after faults: correct client {p} left {unanswered} requests unanswered{}",
-                            if after {
-                                String::new()
-                            } else {
-                                format!(" and had none answered that it issued after the last fault ended at {quiet}")
-                            }
-                        ));
-                    }
-                    clients.push(ClientView {
-                        client: *index,
-                        calls: history.iter().map(widened).collect(),
-                    });
-                }
-            }
+            merged.add(*p, r)?;
         }
-        match oracle::check(&*app, cfg.partitions, &views, &clients) {
-            Ok(r) => {
-                judged.checked = format!(
-                    "the sequential oracle replayed {} requests: {} replica responses, {} client responses, {} replica states as the replay gives them",
-                    r.requests, r.replica_responses, r.client_responses, r.states
-                );
-            }
+        let mut judged = merged.judged;
+        judged.checked = match oracle::check(&*app, cfg.partitions, &merged.views, &merged.clients)
+        {
+            Ok(r) => format!(
+                "the sequential oracle replayed {} requests: {} replica responses, {} client responses, {} replica states as the replay gives them",
+                r.requests, r.replica_responses, r.client_responses, r.states
+            ),
             Err(v) => {
-                judged.checked = "the sequential oracle".into();
                 judged
                     .violations
                     .extend(v.iter().map(|v| format!("oracle: {v}")));
+                "the sequential oracle".into()
             }
-        }
+        };
         let killed: Vec<String> = launched
             .killed
             .iter()
@@ -319,25 +233,158 @@ impl Exec for Launch<'_> {
             .collect();
         judged.checked.push_str(&format!(
             "; partitions whose leader changed {}; killed {}",
-            changed.len(),
+            merged.changed.len(),
             if killed.is_empty() {
                 "none".into()
             } else {
                 killed.join(", ")
             }
         ));
-        Ok((
-            Outcome {
-                kinds,
+        let outcome = Outcome {
+            kinds,
+            latency: merged.latency,
+            sections: merged.sections,
+            database: merged.database,
+            replicas: merged.replicas,
+            wall: launched.wall,
+            events: None,
+        };
+        Ok((outcome, judged))
+    }
+}
+
+impl Launch<'_> {
+    /// When the last fault ends: requests issued after it show the run recovered from it, so
+    /// it must end before the clients stop.
+    fn quiet(&self, s: &Setup) -> Result<Nanos, String> {
+        let quiet = self
+            .faults
+            .iter()
+            .map(ProcessFault::ends_at)
+            .max()
+            .unwrap_or(Nanos::ZERO);
+        if quiet >= s.window.stop_at {
+            return Err(format!(
+                "the last fault ends at {quiet}, once the clients have stopped (at {}): lengthen --duration so the run shows it recovered",
+                s.window.stop_at
+            ));
+        }
+        Ok(quiet)
+    }
+}
+
+/// The surviving nodes' reports merged in process order, and what they already violate: a
+/// replica left with work or halted, a client with requests unanswered or none answered after
+/// the last fault (`quiet`).
+struct Merged<'r> {
+    quiet: Nanos,
+    sections: Vec<Vec<[Tally; 2]>>,
+    latency: Vec<[Histogram<u64>; 2]>,
+    database: BTreeMap<ObjectId, Vec<u8>>,
+    replicas: Vec<(GroupId, Counters)>,
+    views: Vec<ReplicaView<'r>>,
+    clients: Vec<ClientView>,
+    judged: Judged,
+    changed: std::collections::BTreeSet<u8>,
+}
+
+impl<'r> Merged<'r> {
+    /// Nothing merged yet, for an application with `kinds` kinds of request.
+    fn new(kinds: usize, quiet: Nanos) -> Merged<'r> {
+        let empty = multicast::workload::empty_latency_histogram;
+        Merged {
+            quiet,
+            sections: Vec::new(),
+            latency: (0..kinds).map(|_| [empty(), empty()]).collect(),
+            database: BTreeMap::new(),
+            replicas: Vec::new(),
+            views: Vec::new(),
+            clients: Vec::new(),
+            judged: Judged::default(),
+            changed: std::collections::BTreeSet::new(),
+        }
+    }
+
+    /// Merges node `p`'s report.
+    fn add(&mut self, p: ProcessId, report: &'r Report) -> Result<(), String> {
+        match report {
+            Report::Replica {
+                group,
+                counters,
+                executed,
+                applied,
+                state,
+                idle,
+                changed_leader,
+                halted,
+            } => {
+                self.database
+                    .extend(state.iter().map(|(k, v)| (*k, v.clone())));
+                self.replicas.push((GroupId(*group), *counters));
+                self.views.push(ReplicaView {
+                    process: p,
+                    group: GroupId(*group),
+                    executed,
+                    applied: *applied,
+                    state: Some(state.clone()),
+                });
+                if *changed_leader {
+                    self.changed.insert(*group);
+                }
+                if !idle {
+                    self.judged.violations.push(format!(
+                        "{p} never finished its work (a request still running)"
+                    ));
+                }
+                if let Some(why) = halted {
+                    self.judged
+                        .violations
+                        .push(format!("{p}'s multicast server halted itself: {why}"));
+                }
+            }
+            Report::Client {
+                index,
                 latency,
                 sections,
-                database,
-                replicas,
-                wall: launched.wall,
-                events: None,
-            },
-            judged,
-        ))
+                history,
+            } => {
+                self.sections = super::experiment::add_sections([
+                    self.sections.as_slice(),
+                    sections.as_slice(),
+                ]);
+                for (sum, pair) in self.latency.iter_mut().zip(latency) {
+                    for (h, counts) in sum.iter_mut().zip(pair) {
+                        cluster::record_counts(h, counts)?;
+                    }
+                }
+                self.judge_client(p, history);
+                self.clients.push(ClientView {
+                    client: *index,
+                    calls: history.iter().map(widened).collect(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// A surviving client's liveness: every request answered, and one answered that it issued
+    /// after the last fault.
+    fn judge_client(&mut self, p: ProcessId, history: &[Call]) {
+        let quiet = self.quiet;
+        let unanswered = history.iter().filter(|c| c.returned.is_none()).count();
+        let after = history
+            .iter()
+            .any(|c| c.invoked >= quiet && c.returned.is_some());
+        if unanswered > 0 || !after {
+            self.judged.violations.push(format!(
+                "liveness after faults: correct client {p} left {unanswered} requests unanswered{}",
+                if after {
+                    String::new()
+                } else {
+                    format!(" and had none answered that it issued after the last fault ended at {quiet}")
+                }
+            ));
+        }
     }
 }
 
