@@ -13,7 +13,8 @@ use crate::protocols::PaperFigure;
 use crate::verdict::{self, Claim, Measure};
 use multicast::DestPolicy;
 use std::fmt::Write as _;
-use transport::runtime::sim::Profile;
+use std::path::Path;
+use transport::runtime::sim::{Profile, Software};
 use transport::Nanos;
 
 /// The figure, on TRAM's testbed.
@@ -60,22 +61,48 @@ pub(crate) fn fig9(m: &Making<'_>) -> Result<(), String> {
     let duration = Nanos(if quick { 500_000 } else { 2_000_000 });
     let mut all = Vec::new();
     for &dest in &dests {
-        let w = Workload {
-            groups: 8,
-            replicas: 3,
-            dest: DestPolicy::Random(dest),
-            size: 64,
-            duration,
-            seed: 1,
-            max_clients: if quick { 16 } else { 256 },
-            delta: None,
-            profile: profile.clone(),
-            software: software.clone(),
-        };
+        let w = workload(&profile, software, dest, duration, quick);
         let dir = out.join(format!("dest-{dest}"));
         let (_, measured) = compare(&w, &contenders, &dir, commit, progress)?;
         all.push(At { dest, measured });
     }
+    plot_fig9(out, &profile, software, &all)?;
+    let mut md = fig9_head(&profile, software, commit, &dests, duration);
+    md += &fig9_table(&all);
+    md.push_str("\n## The paper's claims\n\n");
+    let claims = claims(&all);
+    md.push_str(&verdict::table(&claims));
+    verdict::write(out, &claims)?;
+    md.push_str(DIFFERS);
+    std::fs::write(out.join("summary.md"), md).map_err(|e| format!("{}: {e}", out.display()))
+}
+
+/// The comparison at `dest` uniform random destinations: 8 groups of 3 replicas, 64 B
+/// messages, `duration` of simulated time.
+fn workload(
+    profile: &Profile,
+    software: &Software,
+    dest: usize,
+    duration: Nanos,
+    quick: bool,
+) -> Workload {
+    Workload {
+        groups: 8,
+        replicas: 3,
+        dest: DestPolicy::Random(dest),
+        size: 64,
+        duration,
+        seed: 1,
+        max_clients: if quick { 16 } else { 256 },
+        delta: None,
+        profile: profile.clone(),
+        software: software.clone(),
+    }
+}
+
+/// `fig9.png`: each contender's 1-client median latency and maximum throughput against the
+/// destinations, on log axes as in the paper.
+fn plot_fig9(out: &Path, profile: &Profile, software: &Software, all: &[At]) -> Result<(), String> {
     let series = |f: &dyn Fn(&Measured) -> f64| -> Vec<Series> {
         CONTENDERS
             .iter()
@@ -113,8 +140,19 @@ pub(crate) fn fig9(m: &Making<'_>) -> Result<(), String> {
                 )
             },
         ],
-    )?;
-    let mut md = format!(
+    )
+}
+
+/// The head of Fig. 9's summary: the comparisons run, the contenders' setups, and the table's
+/// head.
+fn fig9_head(
+    profile: &Profile,
+    software: &Software,
+    commit: &str,
+    dests: &[usize],
+    duration: Nanos,
+) -> String {
+    format!(
         "# TRAM Fig. 9 (shared memory against message passing), reproduced on the simulator\n\n\
          `harness compare --protocols {}` at 8 groups, 64 B messages, destinations `random:K` for \
          K in {:?}, on `{}` with software profile `{}` (commit {commit}); TRAM and RamCast run 3 \
@@ -127,8 +165,14 @@ pub(crate) fn fig9(m: &Making<'_>) -> Result<(), String> {
         profile.name,
         software.name,
         Nanos(duration.as_nanos() * 2),
-    );
-    for a in &all {
+    )
+}
+
+/// The measured table's rows: each contender's 1-client median and maximum throughput, a
+/// destination count at a time.
+fn fig9_table(all: &[At]) -> String {
+    let mut md = String::new();
+    for a in all {
         for &c in &CONTENDERS {
             let m = a.of(c);
             let _ = writeln!(
@@ -141,19 +185,17 @@ pub(crate) fn fig9(m: &Making<'_>) -> Result<(), String> {
             );
         }
     }
-    md.push_str("\n## The paper's claims\n\n");
-    let claims = claims(&all);
-    md.push_str(&verdict::table(&claims));
-    verdict::write(out, &claims)?;
-    md.push_str(
-        "\nWhat differs from the paper, on purpose: its Skeen is Java over TCP, ours runs over the \
-         same simulated RDMA rings as TRAM and RamCast, with no software profile for a Java \
-         message-passing stack (no published number isolates one). The factors above therefore \
-         measure the algorithms on one network, not RDMA against TCP; the paper's orders of \
-         magnitude come mostly from the latter, and nothing here is tuned to reach them.\n",
-    );
-    std::fs::write(out.join("summary.md"), md).map_err(|e| format!("{}: {e}", out.display()))
+    md
 }
+
+/// What differs from the paper on purpose: Skeen over the simulated RDMA rings, not Java over
+/// TCP.
+const DIFFERS: &str =
+    "\nWhat differs from the paper, on purpose: its Skeen is Java over TCP, ours runs over the \
+     same simulated RDMA rings as TRAM and RamCast, with no software profile for a Java \
+     message-passing stack (no published number isolates one). The factors above therefore \
+     measure the algorithms on one network, not RDMA against TCP; the paper's orders of \
+     magnitude come mostly from the latter, and nothing here is tuned to reach them.\n";
 
 /// The paper's claims, judged on the comparisons.
 fn claims(all: &[At]) -> Vec<Claim> {

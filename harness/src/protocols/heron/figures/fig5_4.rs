@@ -113,11 +113,43 @@ pub(super) fn fig5_4(m: &Making<'_>) -> Result<(), String> {
         ));
         Ok((s, o, b))
     })?;
+    let cdfs: Vec<Vec<(f64, f64)>> = measured
+        .iter()
+        .map(|(_, o, _)| crate::figure::cdf_points(&o.latencies(None)))
+        .collect();
+    write_fig5_4_csv(out, commit, software, &measured, &cdfs)?;
+    let breakdowns: Vec<Breakdown> = measured.iter().map(|m| m.2).collect();
+    plot_fig5_4(out, &breakdowns, cdfs)?;
+    let mut md = fig5_4_head(commit, software, duration);
+    md += &fig5_4_table(&breakdowns);
+    let tpcc_multi = {
+        let o = &measured[3].1;
+        let (s, m) = (o.latencies(Some(0)).len(), o.latencies(Some(1)).len());
+        100.0 * m as f64 / (s + m).max(1) as f64
+    };
+    let claims = fig5_4_claims(&breakdowns, tpcc_multi, fitted(software));
+    md.push_str("\n## Claims\n\n");
+    md.push_str(&verdict::table(&claims));
+    md += &fig5_4_discussion(&profile, software, breakdowns[1]);
+    verdict::write(out, &claims)?;
+    write(&out.join("summary.md"), &md)
+}
+
+/// Figure 5.4's CSV files: `summary.csv` (a row per run), `breakdown.csv` (each workload's
+/// stages) and `latency_cdf.csv` (each workload's CDF, `cdfs` in [`FIG5_4`]'s order).
+fn write_fig5_4_csv(
+    out: &Path,
+    commit: &str,
+    software: &Software,
+    measured: &[(Setup, Outcome, Breakdown)],
+    cdfs: &[Vec<(f64, f64)>],
+) -> Result<(), String> {
     let mut rows = Vec::new();
     let mut csv = Vec::new();
     let mut cdf_csv = Vec::new();
-    let mut cdfs = Vec::new();
-    for ((label, partitions, spanning), (s, o, b)) in FIG5_4.iter().zip(&measured) {
+    for (((label, partitions, spanning), (s, o, b)), points) in
+        FIG5_4.iter().zip(measured).zip(cdfs)
+    {
         rows.extend(s.rows(o, label, commit));
         csv.push(BreakdownRow {
             workload: label,
@@ -130,24 +162,35 @@ pub(super) fn fig5_4(m: &Making<'_>) -> Result<(), String> {
             software: &software.name,
             commit,
         });
-        let h = o.latencies(None);
-        let points = crate::figure::cdf_points(&h);
         cdf_csv.extend(points.iter().map(|&(latency_us, fraction)| CdfRow {
             workload: label,
             latency_us,
             fraction,
         }));
-        cdfs.push(Series::new(*label, points));
     }
     crate::experiment::write_rows(&out.join("summary.csv"), &rows)?;
     write_rows(&out.join("breakdown.csv"), &csv)?;
-    write_rows(&out.join("latency_cdf.csv"), &cdf_csv)?;
+    write_rows(&out.join("latency_cdf.csv"), &cdf_csv)
+}
+
+/// `fig5.4.png`: the stages against partitions for the three workloads spanning every
+/// partition, and every workload's latency CDF (`cdfs` in [`FIG5_4`]'s order).
+fn plot_fig5_4(
+    out: &Path,
+    breakdowns: &[Breakdown],
+    cdfs: Vec<Vec<(f64, f64)>>,
+) -> Result<(), String> {
+    let cdfs = FIG5_4
+        .iter()
+        .zip(cdfs)
+        .map(|((label, ..), points)| Series::new(*label, points))
+        .collect();
     // The stages against partitions, for the three workloads spanning every partition.
     let spanning: Vec<(f64, Breakdown)> = FIG5_4
         .iter()
-        .zip(&measured)
+        .zip(breakdowns)
         .filter(|(w, _)| w.2.is_some())
-        .map(|(w, m)| (w.1 as f64, m.2))
+        .map(|(w, b)| (w.1 as f64, *b))
         .collect();
     let stage = |name: &str, f: fn(&Breakdown) -> f64| {
         Series::new(name, spanning.iter().map(|(p, b)| (*p, f(b))).collect())
@@ -169,8 +212,11 @@ pub(super) fn fig5_4(m: &Making<'_>) -> Result<(), String> {
             ),
             panel("latency CDF", "latency (us)", "fraction", cdfs),
         ],
-    )?;
-    let b = |i: usize| measured[i].2;
+    )
+}
+
+/// The head of Figure 5.4's summary: the preamble, the run and what ordering is.
+fn fig5_4_head(commit: &str, software: &Software, duration: Nanos) -> String {
     let mut md = String::new();
     preamble(
         &mut md,
@@ -186,10 +232,16 @@ pub(super) fn fig5_4(m: &Making<'_>) -> Result<(), String> {
          multicast and the response's write). Files: `summary.csv`, `breakdown.csv`, \
          `latency_cdf.csv`, `fig5.4.png`.\n"
     );
-    md.push_str(
+    md
+}
+
+/// Figure 5.4's tables: each workload's stages (`b` in [`FIG5_4`]'s order), then the thesis's
+/// quoted stages beside the 2-partition workload's.
+fn fig5_4_table(b: &[Breakdown]) -> String {
+    let mut md = String::from(
         "| workload | mean | ordering | coordination | execution |\n|---|---|---|---|---|\n",
     );
-    for ((label, ..), (_, _, b)) in FIG5_4.iter().zip(&measured) {
+    for ((label, ..), b) in FIG5_4.iter().zip(b) {
         let _ = writeln!(
             md,
             "| {label} | {:.1} us | {:.1} us | {:.1} us | {:.1} us |",
@@ -198,7 +250,7 @@ pub(super) fn fig5_4(m: &Making<'_>) -> Result<(), String> {
     }
     md.push('\n');
     md.push_str(TABLE_HEAD);
-    let two = b(1);
+    let two = b[1];
     for (what, published, measured) in [
         ("New-Order latency (2 WH, over both)", 35.4, two.total),
         ("ordering", 18.0, two.ordering),
@@ -207,15 +259,14 @@ pub(super) fn fig5_4(m: &Making<'_>) -> Result<(), String> {
     ] {
         crate::figure::row(&mut md, what, published, measured, "us");
     }
-    let tpcc_multi = {
-        let o = &measured[3].1;
-        let (s, m) = (o.latencies(Some(0)).len(), o.latencies(Some(1)).len());
-        100.0 * m as f64 / (s + m).max(1) as f64
-    };
-    let breakdowns: Vec<Breakdown> = measured.iter().map(|m| m.2).collect();
-    let claims = fig5_4_claims(&breakdowns, tpcc_multi, fitted(software));
-    md.push_str("\n## Claims\n\n");
-    md.push_str(&verdict::table(&claims));
+    md
+}
+
+/// Figure 5.4's discussion: where coordination parts from the thesis (a one-way write of
+/// `profile` per phase), what ordering and execution hold, and the software cost; `two` is the
+/// 2-partition workload's breakdown.
+fn fig5_4_discussion(profile: &Profile, software: &Software, two: Breakdown) -> String {
+    let mut md = String::new();
     let lat = profile.calibration.write_lat_us;
     let _ = writeln!(
         md,
@@ -250,8 +301,7 @@ pub(super) fn fig5_4(m: &Making<'_>) -> Result<(), String> {
          RDMA round trips and waits only, so both fall short of the Java prototype's.\n"
             .into(),
     ));
-    verdict::write(out, &claims)?;
-    write(&out.join("summary.md"), &md)
+    md
 }
 
 /// Figure 5.4's claims, from the breakdowns of [`FIG5_4`]'s workloads (in its order), the

@@ -58,39 +58,95 @@ pub(super) fn fig5_5(m: &Making<'_>) -> Result<(), String> {
         ));
         Ok((s, o))
     })?;
-    let mut rows = Vec::new();
-    let mut cdf_csv = Vec::new();
-    let (mut single, mut multi, mut cdfs) = (Vec::new(), Vec::new(), Vec::new());
+    let cdfs: Vec<Vec<(f64, f64)>> = measured
+        .iter()
+        .map(|(_, o)| crate::figure::cdf_points(&o.latencies(None)))
+        .collect();
+    let (means, intervals) = fig5_5_means(&measured);
+    write_fig5_5_csv(out, commit, &measured, &cdfs)?;
+    plot_fig5_5(out, &means, &intervals, cdfs)?;
+    let mut md = fig5_5_head(commit, software, duration);
+    md += &fig5_5_table(&means);
+    let claims = fig5_5_claims(&means, &intervals);
+    md.push_str("\n## Claims\n\n");
+    md.push_str(&verdict::table(&claims));
+    let undelivered = tpcc(FIG5_5_PARTITIONS, CAPACITY_ONE_CLIENT)
+        .scale()
+        .new_orders;
+    md += &fig5_5_discussion(software, undelivered);
+    verdict::write(out, &claims)?;
+    write(&out.join("summary.md"), &md)
+}
+
+/// A transaction type's mean latency alone (us): its name, single-partition, and
+/// multi-partition when any ran.
+type KindMean = (&'static str, f64, Option<f64>);
+
+/// Each transaction type's mean latency alone (us), single-partition and multi-partition when
+/// any ran, and their 95% intervals (single then multi-partition), in [`KINDS`]'s order.
+fn fig5_5_means(measured: &[(Setup, Outcome)]) -> (Vec<KindMean>, Vec<[Interval; 2]>) {
     // (name, single mean, multi mean or NaN)
     let mut means: Vec<(&str, f64, Option<f64>)> = Vec::new();
     // Their 95% intervals, single then multi-partition.
     let mut intervals: Vec<[Interval; 2]> = Vec::new();
-    for (i, (kind, (s, o))) in KINDS.iter().zip(&measured).enumerate() {
+    for (kind, (_, o)) in KINDS.iter().zip(measured) {
         let name = o.kinds[*kind as usize];
-        rows.extend(s.rows(o, name, commit));
-        let points = crate::figure::cdf_points(&o.latencies(None));
-        cdf_csv.extend(points.iter().map(|&(latency_us, fraction)| KindCdfRow {
-            kind: name,
-            latency_us,
-            fraction,
-        }));
-        cdfs.push(Series::new(name, points));
-        let x = (i + 1) as f64;
         let one = mean_us(o, Some(0));
         let m = (!o.latencies(Some(1)).is_empty()).then(|| mean_us(o, Some(1)));
         let ci = [
             o.mean_ci(one, Some(*kind as usize), Some(0)),
             m.and_then(|m| o.mean_ci(m, Some(*kind as usize), Some(1))),
         ];
-        single.push((x, one, ci[0]));
-        if let Some(m) = m {
-            multi.push((x, m, ci[1]));
-        }
         intervals.push(ci);
         means.push((name, one, m));
     }
+    (means, intervals)
+}
+
+/// Figure 5.5's CSV files: `summary.csv` (a row per run) and `latency_cdf.csv` (each
+/// transaction type's CDF, `cdfs` in [`KINDS`]'s order).
+fn write_fig5_5_csv(
+    out: &Path,
+    commit: &str,
+    measured: &[(Setup, Outcome)],
+    cdfs: &[Vec<(f64, f64)>],
+) -> Result<(), String> {
+    let mut rows = Vec::new();
+    let mut cdf_csv = Vec::new();
+    for ((kind, (s, o)), points) in KINDS.iter().zip(measured).zip(cdfs) {
+        let name = o.kinds[*kind as usize];
+        rows.extend(s.rows(o, name, commit));
+        cdf_csv.extend(points.iter().map(|&(latency_us, fraction)| KindCdfRow {
+            kind: name,
+            latency_us,
+            fraction,
+        }));
+    }
     crate::experiment::write_rows(&out.join("summary.csv"), &rows)?;
-    write_rows(&out.join("latency_cdf.csv"), &cdf_csv)?;
+    write_rows(&out.join("latency_cdf.csv"), &cdf_csv)
+}
+
+/// `fig5.5.png`: each transaction type's average latency, single- and multi-partition with
+/// their intervals, and its latency CDF (all in [`KINDS`]'s order).
+fn plot_fig5_5(
+    out: &Path,
+    means: &[(&str, f64, Option<f64>)],
+    intervals: &[[Interval; 2]],
+    cdfs: Vec<Vec<(f64, f64)>>,
+) -> Result<(), String> {
+    let (mut single, mut multi) = (Vec::new(), Vec::new());
+    for (i, ((_, one, m), ci)) in means.iter().zip(intervals).enumerate() {
+        let x = (i + 1) as f64;
+        single.push((x, *one, ci[0]));
+        if let Some(m) = m {
+            multi.push((x, *m, ci[1]));
+        }
+    }
+    let cdfs = means
+        .iter()
+        .zip(cdfs)
+        .map(|((name, ..), points)| Series::new(*name, points))
+        .collect();
     plot::draw_png(
         &out.join("fig5.5.png"),
         &format!(
@@ -108,7 +164,11 @@ pub(super) fn fig5_5(m: &Making<'_>) -> Result<(), String> {
             ),
             panel("latency CDF", "latency (us)", "fraction", cdfs),
         ],
-    )?;
+    )
+}
+
+/// The head of Figure 5.5's summary: the preamble and the runs.
+fn fig5_5_head(commit: &str, software: &Software, duration: Nanos) -> String {
     let mut md = String::new();
     preamble(
         &mut md,
@@ -124,8 +184,15 @@ pub(super) fn fig5_5(m: &Making<'_>) -> Result<(), String> {
          remote order lines (1%) and remote payments (15%). Files: `summary.csv`, \
          `latency_cdf.csv`, `fig5.5.png`.\n"
     );
-    md.push_str("| transaction | single-partition | multi-partition |\n|---|---|---|\n");
-    for (name, one, m) in &means {
+    md
+}
+
+/// Figure 5.5's tables: each transaction type's means (`means` in [`KINDS`]'s order), then the
+/// thesis's quoted latencies beside them.
+fn fig5_5_table(means: &[(&str, f64, Option<f64>)]) -> String {
+    let mut md =
+        String::from("| transaction | single-partition | multi-partition |\n|---|---|---|\n");
+    for (name, one, m) in means {
         let _ = writeln!(
             md,
             "| {name} | {one:.1} us | {} |",
@@ -155,13 +222,13 @@ pub(super) fn fig5_5(m: &Making<'_>) -> Result<(), String> {
             "us",
         );
     }
-    let claims = fig5_5_claims(&means, &intervals);
-    md.push_str("\n## Claims\n\n");
-    md.push_str(&verdict::table(&claims));
-    let undelivered = tpcc(FIG5_5_PARTITIONS, CAPACITY_ONE_CLIENT)
-        .scale()
-        .new_orders;
-    md.push_str(&format!(
+    md
+}
+
+/// Figure 5.5's discussion: one price per row, why Delivery alone is light (its queue of
+/// `undelivered` orders per district drains), multi-partition costs, and the software cost.
+fn fig5_5_discussion(software: &Software, undelivered: u64) -> String {
+    let mut md = format!(
         "\n## Discussion\n\n\
          - **One price per row.** The profile charges every row read or written alike, fitted on \
          Figure 5.4's New-Order execution; a transaction's cost follows its row count. \
@@ -176,15 +243,14 @@ pub(super) fn fig5_5(m: &Making<'_>) -> Result<(), String> {
          thesis does not say.\n\
          - **Multi-partition transactions** add the coordination the `heron-fig5.4` summary \
          discusses, and one-sided reads of the other partition's rows.\n",
-    ));
+    );
     md.push_str(&crate::figure::software_bullet(
         software,
         "- **Software cost.** Under `none` no CPU time is charged: every transaction costs its \
          RDMA operations only, and the light ones sit at RamCast's single-group latency.\n"
             .into(),
     ));
-    verdict::write(out, &claims)?;
-    write(&out.join("summary.md"), &md)
+    md
 }
 
 /// Figure 5.5's claims, from each transaction type's mean latency alone (us), single-partition

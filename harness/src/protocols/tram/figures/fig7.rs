@@ -13,14 +13,43 @@ pub(crate) fn fig7(m: &Making<'_>) -> Result<(), String> {
     };
     let ctx = Ctx::start(m, &profile)?;
     let duration = ctx.duration;
+    let (cells, rows) = measure_fig7(&ctx, &sizes)?;
+    crate::experiment::write_summary(&out.join("runs.csv"), &rows)?;
+    write(&out.join("points.csv"), &points_csv(&cells, "size_bytes"))?;
+    let labels = [
+        "TRAM (breadth latency, depth throughput)".to_string(),
+        "RamCast".to_string(),
+    ];
+    plot_fig7(out, &cells, &labels)?;
+    let mut md = String::from("# TRAM Fig. 7 (payload size), reproduced on the simulator\n\n");
+    md.push_str(&note(&profile, commit, "tram-fig7", duration));
+    md.push_str("\nMessages to all 8 groups. TRAM latency uses the breadth tree, TRAM throughput the depth tree, as in the paper.\n\n");
+    md.push_str(&table(&cells, &sizes, &labels, "payload (B)", &|_| {
+        "RamCast".to_string()
+    }));
+    md.push_str("\n## The paper's claims\n\n");
+    let claims = fig7_claims(&cells, &labels[0], &sizes);
+    md.push_str(&verdict::table(&claims));
+    md.push_str(&fig7_notes(&profile, software, &cells, &labels[0], &sizes));
+    write(&out.join("summary.md"), &md)?;
+    verdict::write(out, &claims)
+}
+
+/// Fig. 7's points at each payload size, all 8 groups as destinations: TRAM's latency from
+/// the breadth tree and its throughput from the depth tree (the paper's choice), beside
+/// RamCast's; and every run's row.
+fn measure_fig7(
+    ctx: &Ctx<'_>,
+    sizes: &[f64],
+) -> Result<(Vec<Cell>, Vec<crate::experiment::SummaryRow>), String> {
     let knobs = |x: f64| Knobs {
         replicas: 3,
         size: x as usize,
         dest: DestPolicy::All,
     };
     let (mut cells, mut rows) = sweep(
-        &ctx,
-        &sizes,
+        ctx,
+        sizes,
         &[
             Variant::tram("breadth"),
             Variant::Ramcast { dest_tree: None },
@@ -29,8 +58,8 @@ pub(crate) fn fig7(m: &Making<'_>) -> Result<(), String> {
         false,
     )?;
     let (tput, r) = sweep(
-        &ctx,
-        &sizes,
+        ctx,
+        sizes,
         &[Variant::tram("depth"), Variant::Ramcast { dest_tree: None }],
         knobs,
         true,
@@ -50,19 +79,19 @@ pub(crate) fn fig7(m: &Making<'_>) -> Result<(), String> {
             c.variant = "TRAM (breadth latency, depth throughput)".into();
         }
     }
-    crate::experiment::write_summary(&out.join("runs.csv"), &rows)?;
-    write(&out.join("points.csv"), &points_csv(&cells, "size_bytes"))?;
-    let labels = [
-        "TRAM (breadth latency, depth throughput)".to_string(),
-        "RamCast".to_string(),
-    ];
+    Ok((cells, rows))
+}
+
+/// `fig7.png`: the 1-client median latency and the maximum throughput of each of `labels`
+/// against the payload.
+fn plot_fig7(out: &std::path::Path, cells: &[Cell], labels: &[String]) -> Result<(), String> {
     // Both panels put the payload along x, in bytes.
     let payload_panel = |title: &str, y_label: &str, series: fn(&[Cell], &str) -> Series| {
         let mut p = panel(
             title,
             "payload",
             y_label,
-            labels.iter().map(|l| series(&cells, l)).collect(),
+            labels.iter().map(|l| series(cells, l)).collect(),
         );
         p.x = plot::XScale::Bytes;
         p
@@ -82,37 +111,38 @@ pub(crate) fn fig7(m: &Making<'_>) -> Result<(), String> {
                 tput_series,
             ),
         ],
-    )?;
-    let mut md = String::from("# TRAM Fig. 7 (payload size), reproduced on the simulator\n\n");
-    md.push_str(&note(&profile, commit, "tram-fig7", duration));
-    md.push_str("\nMessages to all 8 groups. TRAM latency uses the breadth tree, TRAM throughput the depth tree, as in the paper.\n\n");
-    md.push_str(&table(&cells, &sizes, &labels, "payload (B)", &|_| {
-        "RamCast".to_string()
-    }));
-    md.push_str("\n## The paper's claims\n\n");
-    let claims = fig7_claims(&cells, &labels[0], &sizes);
-    md.push_str(&verdict::table(&claims));
+    )
+}
+
+/// Fig. 7's discussion ([`crate::protocols::tram::figure_notes::fig7`]) on TRAM's (`tram`) and
+/// RamCast's points at the smallest and the largest payload; empty if one is missing.
+fn fig7_notes(
+    profile: &Profile,
+    software: &Software,
+    cells: &[Cell],
+    tram: &str,
+    sizes: &[f64],
+) -> String {
     let (first, last) = (sizes[0], *sizes.last().expect("sizes"));
-    let cell = |v: &str, x: f64| get(&cells, v, x);
-    if let (Some(tl), Some(rl), Some(ts), Some(rs)) = (
-        cell(&labels[0], last),
+    let cell = |v: &str, x: f64| get(cells, v, x);
+    let (Some(tl), Some(rl), Some(ts), Some(rs)) = (
+        cell(tram, last),
         cell("RamCast", last),
-        cell(&labels[0], first),
+        cell(tram, first),
         cell("RamCast", first),
-    ) {
-        md.push_str(&crate::protocols::tram::figure_notes::fig7(
-            &profile,
-            software,
-            &crate::protocols::tram::figure_notes::Fig7 {
-                large: last as usize,
-                tput_large: (tl.tput, rl.tput),
-                p50_small: (ts.p50, rs.p50),
-                p50_large: (tl.p50, rl.p50),
-            },
-        ));
-    }
-    write(&out.join("summary.md"), &md)?;
-    verdict::write(out, &claims)
+    ) else {
+        return String::new();
+    };
+    crate::protocols::tram::figure_notes::fig7(
+        profile,
+        software,
+        &crate::protocols::tram::figure_notes::Fig7 {
+            large: last as usize,
+            tput_large: (tl.tput, rl.tput),
+            p50_small: (ts.p50, rs.p50),
+            p50_large: (tl.p50, rl.p50),
+        },
+    )
 }
 
 /// Fig. 7's claims (section 8.4): TRAM's maximum (`tram`, the depth tree's) against RamCast's
