@@ -6,12 +6,13 @@ use super::evaluation;
 use crate::experiment::write_rows;
 use crate::figure::{panel, write};
 use crate::plot::{self, Series};
-use crate::protocols::Making;
 use crate::protocols::PaperFigure;
+use crate::protocols::{Making, Progress};
 use crate::verdict::{self, Claim, Measure};
 use ridge::model::{self, Point};
 use ridge::paxos::Dissemination;
 use std::fmt::Write as _;
+use std::path::Path;
 
 /// Ridge's figures.
 pub(crate) const FIGURES: &[PaperFigure] = &[
@@ -77,26 +78,32 @@ struct RateRow<'a> {
     values_per_round: f64,
 }
 
+/// `harness figure ridge-model`: section 5's round model on the unit-delay profile: latency in
+/// rounds beside the paper's formulas, throughput in values per round, and the worked example.
 fn ridge_model(m: &Making<'_>) -> Result<(), String> {
     let (out, commit, _quick, _software, progress) = m.parts();
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let mut points: Vec<Point> = Vec::new();
-    for delta in DELTAS {
-        for groups in GROUPS {
-            for (_, d) in Dissemination::ALL {
-                let p = model::measure(groups, delta, d);
-                progress(&format!(
-                    "  {} n={} delta={}: {:.3} rounds (formula {})",
-                    d.name(),
-                    p.n,
-                    delta,
-                    p.rounds,
-                    p.formula().map_or("none".into(), |f| f.to_string())
-                ));
-                points.push(p);
-            }
-        }
-    }
+    let points = measure_latency(progress);
+    write_rounds(out, commit, &points)?;
+    let rates = measure_throughput(progress);
+    write_rates(out, commit, &rates)?;
+    let mut panels: Vec<plot::Panel> = DELTAS
+        .iter()
+        .map(|&delta| latency_panel(&points, delta))
+        .collect();
+    panels.push(throughput_panel(&rates));
+    plot::draw_png(
+        &out.join("model.png"),
+        &format!("Ridge section 5 on sim (unit-delay), commit {commit}"),
+        &panels,
+    )?;
+    let (md, claims) = summary(&points, &rates, commit);
+    verdict::write(out, &claims)?;
+    write(&out.join("summary.md"), &md)
+}
+
+/// `rounds.csv`: each latency point, measured and by the paper's formula.
+fn write_rounds(out: &Path, commit: &str, points: &[Point]) -> Result<(), String> {
     let csv: Vec<RoundsRow<'_>> = points
         .iter()
         .map(|p| RoundsRow {
@@ -109,22 +116,11 @@ fn ridge_model(m: &Making<'_>) -> Result<(), String> {
             formula_rounds: p.formula(),
         })
         .collect();
-    write_rows(&out.join("rounds.csv"), &csv)?;
-    let rates: Vec<model::Rate> = THROUGHPUT_N
-        .iter()
-        .flat_map(|&n| {
-            [Dissemination::Ridge, Dissemination::Ring].map(|d| {
-                let r = model::throughput(n, 2, d);
-                progress(&format!(
-                    "  throughput {} n={n} delta=2: {:.3} values per round ({} clients)",
-                    d.name(),
-                    r.per_round,
-                    r.clients
-                ));
-                r
-            })
-        })
-        .collect();
+    write_rows(&out.join("rounds.csv"), &csv)
+}
+
+/// The model's `throughput.csv`: each throughput point in values per round.
+fn write_rates(out: &Path, commit: &str, rates: &[model::Rate]) -> Result<(), String> {
     // Every field of a rate is a column: the pattern names them all.
     let csv: Vec<RateRow<'_>> = rates
         .iter()
@@ -145,40 +141,88 @@ fn ridge_model(m: &Making<'_>) -> Result<(), String> {
             },
         )
         .collect();
-    write_rows(&out.join("throughput.csv"), &csv)?;
-    let mut panels = DELTAS
-        .iter()
-        .map(|&delta| {
-            let mut series = Vec::new();
-            for (name, d) in Dissemination::ALL {
-                let of = |p: &&Point| p.dissemination == d && p.delta == delta;
-                series.push(Series::new(
-                    format!("{name}, measured"),
-                    points
-                        .iter()
-                        .filter(of)
-                        .map(|p| (p.n as f64, p.rounds))
-                        .collect(),
+    write_rows(&out.join("throughput.csv"), &csv)
+}
+
+/// Section 5.3's latency: rounds from the coordinator's proposal to the last learner's decision,
+/// for each delta, group count and dissemination.
+fn measure_latency(progress: Progress<'_>) -> Vec<Point> {
+    let mut points: Vec<Point> = Vec::new();
+    for delta in DELTAS {
+        for groups in GROUPS {
+            for (_, d) in Dissemination::ALL {
+                let p = model::measure(groups, delta, d);
+                progress(&format!(
+                    "  {} n={} delta={}: {:.3} rounds (formula {})",
+                    d.name(),
+                    p.n,
+                    delta,
+                    p.rounds,
+                    p.formula().map_or("none".into(), |f| f.to_string())
                 ));
-                if d != Dissemination::Direct {
-                    series.push(Series::new(
-                        format!("{name}, paper's formula"),
-                        points
-                            .iter()
-                            .filter(of)
-                            .filter_map(|p| Some((p.n as f64, p.formula()? as f64)))
-                            .collect(),
-                    ));
-                }
+                points.push(p);
             }
-            panel(
-                &format!("latency of one value, delta = {delta} rounds"),
-                "learners n",
-                "rounds",
-                series,
-            )
+        }
+    }
+    points
+}
+
+/// Section 5.2's throughput: values per round of one group at delta 2, Ridge and the ring, for
+/// each number of learners of [`THROUGHPUT_N`].
+fn measure_throughput(progress: Progress<'_>) -> Vec<model::Rate> {
+    THROUGHPUT_N
+        .iter()
+        .flat_map(|&n| {
+            [Dissemination::Ridge, Dissemination::Ring].map(|d| {
+                let r = model::throughput(n, 2, d);
+                progress(&format!(
+                    "  throughput {} n={n} delta=2: {:.3} values per round ({} clients)",
+                    d.name(),
+                    r.per_round,
+                    r.clients
+                ));
+                r
+            })
         })
-        .collect::<Vec<_>>();
+        .collect()
+}
+
+/// The latency panel of `model.png` at `delta`: each dissemination's rounds against learners,
+/// measured and (where the paper gives one) by its formula.
+fn latency_panel(points: &[Point], delta: u64) -> plot::Panel {
+    let mut series = Vec::new();
+    for (name, d) in Dissemination::ALL {
+        let of = |p: &&Point| p.dissemination == d && p.delta == delta;
+        series.push(Series::new(
+            format!("{name}, measured"),
+            points
+                .iter()
+                .filter(of)
+                .map(|p| (p.n as f64, p.rounds))
+                .collect(),
+        ));
+        if d != Dissemination::Direct {
+            series.push(Series::new(
+                format!("{name}, paper's formula"),
+                points
+                    .iter()
+                    .filter(of)
+                    .filter_map(|p| Some((p.n as f64, p.formula()? as f64)))
+                    .collect(),
+            ));
+        }
+    }
+    panel(
+        &format!("latency of one value, delta = {delta} rounds"),
+        "learners n",
+        "rounds",
+        series,
+    )
+}
+
+/// The throughput panel of `model.png`: Ridge's and the ring's values per round against
+/// learners, beside the model's one per round.
+fn throughput_panel(rates: &[model::Rate]) -> plot::Panel {
     let measured = |d: Dissemination| {
         Series::new(
             format!("{}, measured", d.name()),
@@ -199,20 +243,12 @@ fn ridge_model(m: &Making<'_>) -> Result<(), String> {
         ),
         measured(Dissemination::Ring),
     ];
-    panels.push(panel(
+    panel(
         "throughput, one group, delta = 2 rounds",
         "learners n",
         "values per round",
         series,
-    ));
-    plot::draw_png(
-        &out.join("model.png"),
-        &format!("Ridge section 5 on sim (unit-delay), commit {commit}"),
-        &panels,
-    )?;
-    let (md, claims) = summary(&points, &rates, commit);
-    verdict::write(out, &claims)?;
-    write(&out.join("summary.md"), &md)
+    )
 }
 
 /// The summary and its claims. Section 5's formulas and its "one message decided per round"

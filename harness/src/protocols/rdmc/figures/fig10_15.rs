@@ -14,6 +14,9 @@ pub(super) const VERSUS: [Algorithm; 4] = [
     Algorithm::BinomialPipeline,
 ];
 
+/// One panel of Figs. 10-11: its title, and each algorithm's curve (its name, its points).
+type Compared = (String, Vec<(String, Points)>);
+
 /// RDMC Figs. 10-11: the algorithms against each other, 256 MB and 8 MB.
 pub(crate) fn fig10_11(m: &Making<'_>) -> Result<(), String> {
     let (out, commit, quick, software, progress) = m.parts();
@@ -23,7 +26,31 @@ pub(crate) fn fig10_11(m: &Making<'_>) -> Result<(), String> {
     } else {
         vec![8 * MB, 256 * MB]
     };
-    let clusters: [(&str, &str, Vec<usize>); 2] = if quick {
+    let (profiles, results) = compare(&mut ctx, &fig10_11_clusters(quick), &sizes)?;
+    write_rows(&out.join("runs.csv"), &ctx.rows)?;
+    draw_fig10_11(out, commit, &results)?;
+    let refs: Vec<&Profile> = profiles.iter().collect();
+    let mut md = fig10_11_tables(&refs, commit, &results);
+    // The largest message on each cluster.
+    let largest = show_bytes(*sizes.last().expect("sizes"));
+    let claims: Vec<Claim> = results
+        .iter()
+        .filter(|(t, _)| t.ends_with(&largest))
+        .flat_map(|(title, curves)| versus_claims(title, curves))
+        .collect();
+    md.push_str(&verdict::table(&claims));
+    verdict::write(out, &claims)?;
+    md.push_str(
+        "\nChain send's sensitivity to a slow link (Fig. 12's discussion) is not measured here: \
+         these runs have no slow links. Sequential and tree send's skew is large by design (they \
+         finish receivers one after another).\n",
+    );
+    write(&out.join("summary.md"), &md)
+}
+
+/// The clusters of Figs. 10-11: the figure, its profile and its group sizes.
+fn fig10_11_clusters(quick: bool) -> [(&'static str, &'static str, Vec<usize>); 2] {
+    if quick {
         [
             ("Fig. 10", "sierra-qdr", vec![2, 4, 8]),
             ("Fig. 11", "fractus-100g", vec![2, 3, 8]),
@@ -33,40 +60,61 @@ pub(crate) fn fig10_11(m: &Making<'_>) -> Result<(), String> {
             ("Fig. 10", "sierra-qdr", vec![2, 3, 4, 8, 16, 32, 64]),
             ("Fig. 11", "fractus-100g", fractus_groups(false)),
         ]
-    };
-    let mut panels = Vec::new();
+    }
+}
+
+/// Runs every algorithm of [`VERSUS`] on each cluster of `clusters` at each of `sizes`; returns
+/// the clusters' profiles and the curves compared, a panel per cluster and size.
+fn compare(
+    ctx: &mut Ctx<'_>,
+    clusters: &[(&str, &str, Vec<usize>)],
+    sizes: &[usize],
+) -> Result<(Vec<Profile>, Vec<Compared>), String> {
     let mut profiles = Vec::new();
-    let mut results: Vec<(String, Vec<(String, Points)>)> = Vec::new();
-    for (fig, name, groups) in &clusters {
+    let mut results: Vec<Compared> = Vec::new();
+    for (fig, name, groups) in clusters {
         let profile = load(name)?;
-        for &size in &sizes {
+        for &size in sizes {
             let mut curves = Vec::new();
             for alg in VERSUS {
-                let c = size_curves(&mut ctx, &profile, alg, groups, &[size])?;
+                let c = size_curves(ctx, &profile, alg, groups, &[size])?;
                 curves.push((alg.to_string(), c.into_iter().next().expect("one size").1));
             }
-            let title = format!("{fig}: {name}, {}", show_bytes(size));
-            panels.push(groups_panel(
-                &title,
-                "bandwidth (Gb/s)",
-                curves.iter().map(|(l, p)| gbps_series(l, p)).collect(),
-            ));
-            results.push((title, curves));
+            results.push((format!("{fig}: {name}, {}", show_bytes(size)), curves));
         }
         profiles.push(profile);
     }
-    write_rows(&out.join("runs.csv"), &ctx.rows)?;
+    Ok((profiles, results))
+}
+
+/// Figs. 10-11's chart `fig10-11.png`: each panel's bandwidth against group size, one curve per
+/// algorithm.
+fn draw_fig10_11(out: &Path, commit: &str, results: &[Compared]) -> Result<(), String> {
+    let panels: Vec<plot::Panel> = results
+        .iter()
+        .map(|(title, curves)| {
+            groups_panel(
+                title,
+                "bandwidth (Gb/s)",
+                curves.iter().map(|(l, p)| gbps_series(l, p)).collect(),
+            )
+        })
+        .collect();
     plot::draw_png(
         &out.join("fig10-11.png"),
         &format!("RDMC Figs. 10-11 on sim: algorithms compared, 1 MB blocks, commit {commit}"),
         &panels,
-    )?;
-    let refs: Vec<&Profile> = profiles.iter().collect();
+    )
+}
+
+/// Figs. 10-11's summary up to its claims table: each panel's bandwidth and delivery skew by
+/// group size and algorithm.
+fn fig10_11_tables(profiles: &[&Profile], commit: &str, results: &[Compared]) -> String {
     let mut md = String::from(
         "# RDMC Figs. 10-11 (the algorithms compared), reproduced on the simulator\n\n",
     );
-    md.push_str(&note(&refs, "rdmc-fig10-11", commit));
-    for (title, curves) in &results {
+    md.push_str(&note(profiles, "rdmc-fig10-11", commit));
+    for (title, curves) in results {
         let _ = write!(md, "\n## {title}: bandwidth (Gb/s)\n\n");
         table(&mut md, "group", curves, |r| r.gbps_mean);
         let _ = write!(
@@ -76,69 +124,94 @@ pub(crate) fn fig10_11(m: &Making<'_>) -> Result<(), String> {
         table(&mut md, "group", curves, |r| r.skew_us_mean);
     }
     md.push_str("\n## The paper's claims\n\n");
-    let mut claims = Vec::new();
-    // The largest message on each cluster.
-    for (title, curves) in results
+    md
+}
+
+/// The curve of algorithm `alg` among `curves`.
+fn curve(curves: &[(String, Points)], alg: Algorithm) -> &Points {
+    &curves
         .iter()
-        .filter(|(t, _)| t.ends_with(&show_bytes(*sizes.last().expect("sizes"))))
-    {
-        let get = |alg: Algorithm| {
-            &curves
-                .iter()
-                .find(|c| c.0 == alg.to_string())
-                .expect("alg")
-                .1
-        };
-        let pipe = get(Algorithm::BinomialPipeline);
-        let mid: Vec<f64> = pipe.iter().map(|p| p.0).filter(|&n| n >= 4.0).collect();
-        let last = *mid.last().unwrap_or(&2.0) as usize;
-        if title.starts_with("Fig. 10") {
-            let beats = mid.iter().all(|&n| {
-                let p = at(pipe, n as usize).expect("point").gbps_mean;
-                VERSUS[..3]
-                    .iter()
-                    .all(|&a| at(get(a), n as usize).is_some_and(|r| r.gbps_mean <= p * 1.001))
-            });
-            claims.push(Claim::ordering(
-                &format!("{title}: the binomial pipeline outperforms sequential, tree and chain for large transfers in small to medium groups (4 and more here)"),
-                "the pipeline's bandwidth at least every other algorithm's at every group size from 4",
-                format!(
-                    "pipeline best at every group size from 4 to {last}: {}",
-                    if beats { "yes" } else { "no" }
-                ),
-                beats,
-            ));
-        } else {
-            let keep = |a: Algorithm| {
-                at(get(a), last).map_or(0.0, |r| r.gbps_mean)
-                    / at(get(a), 2).map_or(1.0, |r| r.gbps_mean)
-            };
-            let (chain, p) = (keep(Algorithm::Chain), keep(Algorithm::BinomialPipeline));
-            claims.push(Claim::trend(
-                &format!("{title}: chain send and the binomial pipeline do extremely well"),
-                "both keep more than 85% of their 2-node bandwidth at the largest group",
-                format!("bandwidth at {last} nodes / at 2: chain {chain:.2}, pipeline {p:.2}"),
-                chain > 0.85 && p > 0.85,
-            ));
-        }
-        let drop = |a: Algorithm| {
-            let pts = get(a);
-            at(pts, last).map_or(0.0, |r| r.gbps_mean) / at(pts, 2).map_or(1.0, |r| r.gbps_mean)
-        };
-        let (seq, tree, pipe_keep) = (
-            drop(Algorithm::Sequential),
-            drop(Algorithm::BinomialTree),
-            drop(Algorithm::BinomialPipeline),
-        );
-        claims.push(Claim::trend(
+        .find(|c| c.0 == alg.to_string())
+        .expect("alg")
+        .1
+}
+
+/// The share of its 2-node bandwidth that algorithm `a` keeps at `last` nodes.
+fn kept(curves: &[(String, Points)], a: Algorithm, last: usize) -> f64 {
+    let pts = curve(curves, a);
+    at(pts, last).map_or(0.0, |r| r.gbps_mean) / at(pts, 2).map_or(1.0, |r| r.gbps_mean)
+}
+
+/// The claims on one cluster's largest message (panel `title`): Fig. 10's pipeline beating the
+/// others or Fig. 11's chain and pipeline doing well, then how the others degrade and chain's
+/// skew.
+fn versus_claims(title: &str, curves: &[(String, Points)]) -> Vec<Claim> {
+    let pipe = curve(curves, Algorithm::BinomialPipeline);
+    let mid: Vec<f64> = pipe.iter().map(|p| p.0).filter(|&n| n >= 4.0).collect();
+    let last = *mid.last().unwrap_or(&2.0) as usize;
+    let mut claims = vec![if title.starts_with("Fig. 10") {
+        pipeline_beats(title, curves, &mid, last)
+    } else {
+        chain_and_pipeline_keep(title, curves, last)
+    }];
+    claims.extend(degrade_and_skew(title, curves, last));
+    claims
+}
+
+/// Fig. 10's claim: the binomial pipeline's bandwidth at least every other algorithm's at each
+/// group size of `mid` (4 and more, up to `last`).
+fn pipeline_beats(title: &str, curves: &[(String, Points)], mid: &[f64], last: usize) -> Claim {
+    let pipe = curve(curves, Algorithm::BinomialPipeline);
+    let beats = mid.iter().all(|&n| {
+        let p = at(pipe, n as usize).expect("point").gbps_mean;
+        VERSUS[..3]
+            .iter()
+            .all(|&a| at(curve(curves, a), n as usize).is_some_and(|r| r.gbps_mean <= p * 1.001))
+    });
+    Claim::ordering(
+        &format!("{title}: the binomial pipeline outperforms sequential, tree and chain for large transfers in small to medium groups (4 and more here)"),
+        "the pipeline's bandwidth at least every other algorithm's at every group size from 4",
+        format!(
+            "pipeline best at every group size from 4 to {last}: {}",
+            if beats { "yes" } else { "no" }
+        ),
+        beats,
+    )
+}
+
+/// Fig. 11's claim: chain send and the binomial pipeline keep their bandwidth up to `last`
+/// nodes.
+fn chain_and_pipeline_keep(title: &str, curves: &[(String, Points)], last: usize) -> Claim {
+    let (chain, p) = (
+        kept(curves, Algorithm::Chain, last),
+        kept(curves, Algorithm::BinomialPipeline, last),
+    );
+    Claim::trend(
+        &format!("{title}: chain send and the binomial pipeline do extremely well"),
+        "both keep more than 85% of their 2-node bandwidth at the largest group",
+        format!("bandwidth at {last} nodes / at 2: chain {chain:.2}, pipeline {p:.2}"),
+        chain > 0.85 && p > 0.85,
+    )
+}
+
+/// Both figures' claims: sequential and tree send degrade fast with group size (to `last`
+/// nodes), and chain send's delivery skew is above the pipeline's.
+fn degrade_and_skew(title: &str, curves: &[(String, Points)], last: usize) -> [Claim; 2] {
+    let (seq, tree, pipe_keep) = (
+        kept(curves, Algorithm::Sequential, last),
+        kept(curves, Algorithm::BinomialTree, last),
+        kept(curves, Algorithm::BinomialPipeline, last),
+    );
+    let skew = |a: Algorithm| at(curve(curves, a), last).map_or(0.0, |r| r.skew_us_mean);
+    let chain = skew(Algorithm::Chain);
+    [
+        Claim::trend(
             &format!("{title}: sequential and tree degrade fast with group size"),
             "at the largest group over 2 nodes: sequential below 0.3, tree below 0.5, the pipeline above 0.8",
             format!("bandwidth at {last} nodes / at 2: sequential {seq:.2}, tree {tree:.2}, pipeline {pipe_keep:.2}"),
             seq < 0.3 && tree < 0.5 && pipe_keep > 0.8,
-        ));
-        let skew = |a: Algorithm| at(get(a), last).map_or(0.0, |r| r.skew_us_mean);
-        let chain = skew(Algorithm::Chain);
-        claims.push(Claim::ordering(
+        ),
+        Claim::ordering(
             &format!("{title}: chain send has terrible delivery skew (beside the pipeline)"),
             "chain's skew at the largest group above the pipeline's",
             format!(
@@ -146,16 +219,8 @@ pub(crate) fn fig10_11(m: &Making<'_>) -> Result<(), String> {
                 skew(Algorithm::BinomialPipeline)
             ),
             chain > skew(Algorithm::BinomialPipeline),
-        ));
-    }
-    md.push_str(&verdict::table(&claims));
-    verdict::write(out, &claims)?;
-    md.push_str(
-        "\nChain send's sensitivity to a slow link (Fig. 12's discussion) is not measured here: \
-         these runs have no slow links. Sequential and tree send's skew is large by design (they \
-         finish receivers one after another).\n",
-    );
-    write(&out.join("summary.md"), &md)
+        ),
+    ]
 }
 
 /// RDMC Fig. 12: latency against group size, binomial pipeline against sequential send.

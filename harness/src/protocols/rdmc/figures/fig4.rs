@@ -1,6 +1,7 @@
 //! RDMC Figs. 4/5: the time breakdown of one 256 MB transfer to a group of 4.
 
 use super::*;
+use crate::protocols::rdmc::MemberTime;
 
 /// A row of Fig. 4's `breakdown.csv`: where one member's time went.
 #[derive(serde::Serialize)]
@@ -25,18 +26,50 @@ pub(crate) fn fig4(m: &Making<'_>) -> Result<(), String> {
     let s = spec(&profile, Algorithm::BinomialPipeline, 4, 256 * MB);
     let (row, r) = ctx.run(&s)?;
     write_rows(&out.join("runs.csv"), &ctx.rows)?;
-    // Per member: before its first block landed (others' setup and transfers), its transfers,
-    // its waits.
-    let us = |t: Nanos| t.as_nanos() as f64 / 1e3;
-    let mut csv = Vec::new();
     let mut members = r.times.clone();
     members.sort_by_key(|t| t.process);
+    let table = breakdown(out, &members)?;
+    let far = members
+        .iter()
+        .filter(|t| t.process.0 != 0)
+        .max_by_key(|t| t.at)
+        .copied()
+        .ok_or("no receiver completed")?;
+    let root = members
+        .iter()
+        .find(|t| t.process.0 == 0)
+        .copied()
+        .ok_or("the root did not complete")?;
+    draw_fig4(out, commit, &members)?;
+    let claims = fig4_claims(&far, &root);
+    let mut md = fig4_summary(&profile, commit, row.gbps_mean, &table, &far);
+    md.push_str(&verdict::table(&claims));
+    verdict::write(out, &claims)?;
+    md.push_str(&fig4_closing(&s, &profile));
+    write(&out.join("summary.md"), &md)
+}
+
+/// Microseconds in `t`.
+fn us(t: Nanos) -> f64 {
+    t.as_nanos() as f64 / 1e3
+}
+
+/// A member's own block transfers: its time after its first block landed, less its waits.
+fn transfers(t: &MemberTime) -> Nanos {
+    t.at.saturating_sub(t.first_block).saturating_sub(t.waiting)
+}
+
+/// Fig. 4's breakdown per member (sorted by process): before its first block landed (others'
+/// setup and transfers), its transfers, its waits. Writes `breakdown.csv` and returns the same
+/// as a markdown table.
+fn breakdown(out: &Path, members: &[MemberTime]) -> Result<String, String> {
+    let mut csv = Vec::new();
     let mut table = String::from(
         "| member | remote setup + transfers (us) | block transfers (us) | waiting (us) | total (us) |\n|---|---|---|---|---|\n",
     );
-    for t in &members {
+    for t in members {
         let role = if t.process.0 == 0 { "root" } else { "receiver" };
-        let transfers = t.at.saturating_sub(t.first_block).saturating_sub(t.waiting);
+        let transfers = transfers(t);
         csv.push(BreakdownRow {
             process: t.process.0,
             role,
@@ -56,18 +89,12 @@ pub(crate) fn fig4(m: &Making<'_>) -> Result<(), String> {
         );
     }
     write_rows(&out.join("breakdown.csv"), &csv)?;
-    let far = members
-        .iter()
-        .filter(|t| t.process.0 != 0)
-        .max_by_key(|t| t.at)
-        .copied()
-        .ok_or("no receiver completed")?;
-    let root = members
-        .iter()
-        .find(|t| t.process.0 == 0)
-        .copied()
-        .ok_or("the root did not complete")?;
-    let part = |label: &str, f: &dyn Fn(&crate::protocols::rdmc::MemberTime) -> f64| {
+    Ok(table)
+}
+
+/// Fig. 4's chart `fig4.png`: each part of the breakdown (and the total) by member.
+fn draw_fig4(out: &Path, commit: &str, members: &[MemberTime]) -> Result<(), String> {
+    let part = |label: &str, f: &dyn Fn(&MemberTime) -> f64| {
         series(
             label,
             members.iter().map(|t| (t.process.0 as f64, f(t))).collect(),
@@ -79,9 +106,7 @@ pub(crate) fn fig4(m: &Making<'_>) -> Result<(), String> {
         "time (ms)",
         vec![
             part("remote setup + transfers", &|t| us(t.first_block) / 1e3),
-            part("block transfers", &|t| {
-                us(t.at.saturating_sub(t.first_block).saturating_sub(t.waiting)) / 1e3
-            }),
+            part("block transfers", &|t| us(transfers(t)) / 1e3),
             part("waiting", &|t| us(t.waiting) / 1e3),
             part("total", &|t| us(t.at) / 1e3),
         ],
@@ -90,15 +115,22 @@ pub(crate) fn fig4(m: &Making<'_>) -> Result<(), String> {
         &out.join("fig4.png"),
         &format!("RDMC Fig. 4/5 on sim (stampede-fdr), commit {commit}"),
         &[p],
-    )?;
-    let far_transfers = us(far
-        .at
-        .saturating_sub(far.first_block)
-        .saturating_sub(far.waiting));
+    )
+}
+
+/// Fig. 4's summary up to its claims table: what was run at `gbps`, the breakdown `table`, and
+/// the farthest node `far` beside the published numbers.
+fn fig4_summary(
+    profile: &Profile,
+    commit: &str,
+    gbps: f64,
+    table: &str,
+    far: &MemberTime,
+) -> String {
     let mut md = String::from(
         "# RDMC Fig. 4 (time breakdown of one transfer), reproduced on the simulator\n\n",
     );
-    md.push_str(&note(&[&profile], "rdmc-fig4", commit));
+    md.push_str(&note(&[profile], "rdmc-fig4", commit));
     let _ = write!(
         md,
         "\n256 MB, 1 MB blocks, binomial pipeline, group of 4: {:.2} Gb/s. Per member \
@@ -109,7 +141,7 @@ pub(crate) fn fig4(m: &Making<'_>) -> Result<(), String> {
          `ready_for_block` or for the block itself); *block transfers* is the rest. The model \
          charges no CPU time for setup and copies nothing (blocks land in the receive buffer), \
          so the paper's local setup (4 us) and copy (215 us) have no counterpart.\n\n{table}\n",
-        row.gbps_mean
+        gbps
     );
     md.push_str("## Beside the published numbers (farthest node)\n\n| what | published (us) | measured (us) |\n|---|---|---|\n");
     let _ = writeln!(md, "| total | 62084 | {:.0} |", us(far.at));
@@ -118,11 +150,21 @@ pub(crate) fn fig4(m: &Making<'_>) -> Result<(), String> {
         "| remote setup + remote block transfers | 11 + 461 = 472 | {:.0} |",
         us(far.first_block)
     );
-    let _ = writeln!(md, "| block transfers | 60944 | {far_transfers:.0} |");
+    let _ = writeln!(
+        md,
+        "| block transfers | 60944 | {:.0} |",
+        us(transfers(far))
+    );
     let _ = writeln!(md, "| waiting | 449 | {:.0} |", us(far.waiting));
     md.push_str("\n## The paper's claims\n\n");
-    let busy = (us(far.first_block) + far_transfers) / us(far.at);
-    let claims = vec![
+    md
+}
+
+/// Fig. 4's claims (and Fig. 5's): the share of block transfers at the farthest node `far`, its
+/// total, and who waits longer, the `root` or `far`.
+fn fig4_claims(far: &MemberTime, root: &MemberTime) -> Vec<Claim> {
+    let busy = (us(far.first_block) + us(transfers(far))) / us(far.at);
+    vec![
         // The overheads the claim weighs (setup, copies) cost nothing in the model, so only
         // waiting can take the share below 100%: agreement here is no evidence.
         Claim::by_construction(
@@ -146,17 +188,18 @@ pub(crate) fn fig4(m: &Making<'_>) -> Result<(), String> {
             ),
             root.waiting > far.waiting,
         ),
-    ];
-    md.push_str(&verdict::table(&claims));
-    verdict::write(out, &claims)?;
-    let _ = write!(
-        md,
+    ]
+}
+
+/// What Fig. 4's summary says after its claims: the total is the uncongested model's for `s`
+/// on `profile`.
+fn fig4_closing(s: &BulkSpec, profile: &Profile) -> String {
+    format!(
         "\nThe total is the uncongested model's: {} blocks in {} steps at the calibrated {} Gb/s. \
          Stampede's measured 62 ms includes what the model leaves out (a copy, setup, and the \
          anomalous late wait the paper's Fig. 5 shows).\n",
         s.blocks(),
         s.blocks() + 1,
         profile.calibration.write_bw_gbps
-    );
-    write(&out.join("summary.md"), &md)
+    )
 }

@@ -221,56 +221,78 @@ pub(super) fn breadth_spread(cells: &[Cell], xs: &[f64]) -> (f64, f64) {
 /// rest are orderings and a trend; every throughput comparison treats a maximum still growing
 /// at the client cap as the lower bound it is.
 pub(super) fn fig5_claims(cells: &[Cell], xs: &[f64]) -> Vec<Claim> {
-    let mut claims = Vec::new();
     let last = *xs.last().expect("points");
+    let mut claims = vec![breadth_claim(cells, xs), depth_best_claim(cells, xs)];
+    claims.extend(few_destinations_claim(cells));
+    claims.extend(crossover_claims(cells, xs));
+    claims.extend(headline_claims(cells, last));
+    claims
+}
+
+/// The best maximum throughput among `trees` at `x` destinations.
+fn best_of(cells: &[Cell], trees: &[&str], x: f64) -> Option<Max> {
+    Max::best(trees.iter().filter_map(|v| get(cells, v, x)).map(Cell::max))
+}
+
+/// Section 8.2: the breadth tree's latency is near-constant over 2..8 destinations.
+fn breadth_claim(cells: &[Cell], xs: &[f64]) -> Claim {
     let (lo, hi) = breadth_spread(cells, xs);
-    claims.push(Claim::trend(
+    Claim::trend(
         "breadth: near-constant latency for 2..8 destinations",
         "breadth's highest / lowest median over 2..8 destinations < 1.25",
         format!("median {lo:.1} .. {hi:.1} us (max / min {:.2})", hi / lo),
         hi / lo < 1.25,
-    ));
-    let best_of = |trees: &[&str], x: f64| {
-        Max::best(trees.iter().filter_map(|v| get(cells, v, x)).map(Cell::max))
-    };
+    )
+}
+
+/// Section 8.2: the depth tree has the best throughput, judged by the majority of destination
+/// counts.
+fn depth_best_claim(cells: &[Cell], xs: &[f64]) -> Claim {
     // At each count: depth above the better of base and breadth.
     let depth_best: Vec<Outcome> = xs
         .iter()
         .filter_map(|&x| {
             Some(Outcome::above(
                 get(cells, "TRAM depth", x)?.max(),
-                best_of(&TREES[..2], x)?,
+                best_of(cells, &TREES[..2], x)?,
             ))
         })
         .collect();
     let count = |f: fn(&Outcome) -> bool| depth_best.iter().filter(|o| f(o)).count();
     let best = count(|o| o.holds);
     let majority = |n: usize| n * 2 > xs.len();
-    claims.push(
-        Outcome {
-            holds: majority(best),
-            // The counts the lower bounds allow, at least and at most, agree on the majority.
-            decided: majority(count(|o| o.holds && o.decided))
-                == majority(count(|o| o.holds || !o.decided)),
-        }
-        .ordering(
-            "depth has the best throughput (base close)",
-            "depth's maximum above base's and breadth's at more than half the destination \
-             counts (base's closeness is not tested)",
-            format!("depth best at {best} of {} destination counts", xs.len()),
-        ),
-    );
-    if let (Some(r), Some(t)) = (get(cells, "RamCast", 1.0), best_of(&TREES, 1.0)) {
-        claims.push(Outcome::above(r.max(), t).ordering(
-            "RamCast better with few destinations",
-            "RamCast's maximum above every tree's at 1 destination",
-            format!(
-                "at 1 destination RamCast {:.0} k msg/s, best TRAM {:.0} k msg/s",
-                r.tput / 1000.0,
-                t.tput / 1000.0
-            ),
-        ));
+    Outcome {
+        holds: majority(best),
+        // The counts the lower bounds allow, at least and at most, agree on the majority.
+        decided: majority(count(|o| o.holds && o.decided))
+            == majority(count(|o| o.holds || !o.decided)),
     }
+    .ordering(
+        "depth has the best throughput (base close)",
+        "depth's maximum above base's and breadth's at more than half the destination \
+         counts (base's closeness is not tested)",
+        format!("depth best at {best} of {} destination counts", xs.len()),
+    )
+}
+
+/// Section 8.2: RamCast's throughput beats every tree's at 1 destination (when both were
+/// measured there).
+fn few_destinations_claim(cells: &[Cell]) -> Option<Claim> {
+    let (r, t) = (get(cells, "RamCast", 1.0)?, best_of(cells, &TREES, 1.0)?);
+    Some(Outcome::above(r.max(), t).ordering(
+        "RamCast better with few destinations",
+        "RamCast's maximum above every tree's at 1 destination",
+        format!(
+            "at 1 destination RamCast {:.0} k msg/s, best TRAM {:.0} k msg/s",
+            r.tput / 1000.0,
+            t.tput / 1000.0
+        ),
+    ))
+}
+
+/// Section 8.2's crossovers: the best tree's latency below RamCast's above 2 destinations, and
+/// its throughput above RamCast's above 3.
+fn crossover_claims(cells: &[Cell], xs: &[f64]) -> [Claim; 2] {
     // The first count from which the best tree stays ahead of RamCast, for the measured text.
     let from = |ahead: &dyn Fn(f64) -> bool| {
         let x = xs
@@ -290,18 +312,18 @@ pub(super) fn fig5_claims(cells: &[Cell], xs: &[f64]) -> Vec<Claim> {
             .zip(get(cells, "RamCast", x))
             .is_some_and(|(t, r)| t < r.p50)
     };
-    claims.push(Claim::ordering(
-        "TRAM (best tree) lower latency for more than 2 destinations",
-        "the best tree's median below RamCast's at every destination count above 2",
-        format!("best TRAM median below RamCast's {}", from(&p50_ahead)),
-        xs.iter().filter(|&&x| x > 2.0).all(|&x| p50_ahead(x)),
-    ));
     let tput_ahead = |x: f64| {
-        best_of(&TREES, x)
+        best_of(cells, &TREES, x)
             .zip(get(cells, "RamCast", x))
             .map(|(t, r)| Outcome::above(t, r.max()))
     };
-    claims.push(
+    [
+        Claim::ordering(
+            "TRAM (best tree) lower latency for more than 2 destinations",
+            "the best tree's median below RamCast's at every destination count above 2",
+            format!("best TRAM median below RamCast's {}", from(&p50_ahead)),
+            xs.iter().filter(|&&x| x > 2.0).all(|&x| p50_ahead(x)),
+        ),
         Outcome::all(xs.iter().filter(|&&x| x > 3.0).map(|&x| {
             tput_ahead(x).unwrap_or(Outcome {
                 holds: false,
@@ -316,7 +338,13 @@ pub(super) fn fig5_claims(cells: &[Cell], xs: &[f64]) -> Vec<Claim> {
                 from(&|x| tput_ahead(x).is_some_and(|o| o.holds))
             ),
         ),
-    );
+    ]
+}
+
+/// The abstract's headline bounds at the `last` destination count: more than 3x RamCast's
+/// throughput and more than 2.3x lower latency, each with the ratio's interval.
+fn headline_claims(cells: &[Cell], last: f64) -> Vec<Claim> {
+    let mut claims = Vec::new();
     // The tree that is best at the last count, by throughput or by median, for the headlines'
     // ratios with their intervals ([`Measure::ratio`]).
     let best_cell = |key: fn(&Cell) -> f64, most: bool| {
@@ -343,7 +371,7 @@ pub(super) fn fig5_claims(cells: &[Cell], xs: &[f64]) -> Vec<Claim> {
                 "",
                 // Any tree still growing at the cap may be the best: a lower bound then.
                 Measure::ratio(&tput(t), &tput(r))
-                    .capped(best_of(&TREES, last).is_some_and(|m| m.capped))
+                    .capped(best_of(cells, &TREES, last).is_some_and(|m| m.capped))
                     .detail(format!(
                         "best TRAM / RamCast maximum at {last} destinations"
                     )),
