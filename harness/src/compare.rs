@@ -3,8 +3,9 @@
 //! Every protocol gets the same workload: the same seed, groups, replicas and clients (so the
 //! same client processes draw the same sequence of destinations), the same message size, the
 //! same profile and runtime. One exception is inherent: `adjacent:K` destinations are adjacent
-//! in a tree, so each TRAM tree draws its own; RamCast draws from the first TRAM contender's. For each protocol it measures the latency of one client, then
-//! doubles the clients until throughput grows by less than 5% (saturation), as the paper
+//! in a tree, so each contender with a tree of its own draws from it, and the genuine ones from
+//! the first such contender's tree. For each protocol it measures the latency of one client,
+//! then doubles the clients until throughput grows by less than 5% (saturation), as the paper
 //! figures do. Outputs under `OUT/NAME/`:
 //! - `runs.csv`: one row per (protocol, clients) with every parameter;
 //! - `latency_cdf.csv`: the latency CDF of each protocol at 1 client and at saturation;
@@ -112,7 +113,7 @@ impl Contender {
 /// The workload every contender runs.
 #[derive(Clone, Debug)]
 pub(crate) struct Workload {
-    /// Groups (TRAM contenders: their tree's groups).
+    /// Groups (a contender with a tree: its tree's groups).
     pub(crate) groups: usize,
     /// Replicas per group.
     pub(crate) replicas: usize,
@@ -202,7 +203,7 @@ impl Workload {
     }
 
     /// The tree from which genuine protocols draw `adjacent:K` destinations: the first
-    /// tree-based contender's, else TRAM's base tree.
+    /// tree-based contender's, else the `base` preset.
     fn dest_tree(&self, contenders: &[Contender]) -> Option<Tree> {
         if !matches!(self.dest, DestPolicy::Adjacent(_)) {
             return None;
@@ -464,11 +465,18 @@ fn summary(w: &Workload, measured: &[Measured], commit: &str, contenders: &[Cont
         w.duration
     );
     if let Some(t) = w.dest_tree(contenders) {
+        let (own, others): (Vec<&Contender>, Vec<&Contender>) =
+            contenders.iter().partition(|c| c.tree().is_some());
+        let labels =
+            |cs: Vec<&Contender>| cs.iter().map(|c| c.label()).collect::<Vec<_>>().join(", ");
         let _ = writeln!(
             md,
-            "Destinations adjacent in a tree depend on the tree: each TRAM contender draws from \
-             its own tree, RamCast from `{t}`; contenders on different trees get different \
-             destination sets (the same client processes, seeds and sizes).\n"
+            "Destinations adjacent in a tree depend on the tree: each contender with a tree of \
+             its own ({}) draws from it, the others ({}) from `{t}`; contenders on different \
+             trees get different destination sets (the same client processes, seeds and \
+             sizes).\n",
+            labels(own),
+            labels(others)
         );
     }
     md.push_str(
@@ -506,22 +514,26 @@ fn summary(w: &Workload, measured: &[Measured], commit: &str, contenders: &[Cont
             "see its file"
         },
     );
-    // Each protocol that takes a Delta says what it is, once however many of its variants run.
-    let mut deltas: Vec<&protocols::Entry> = Vec::new();
+    // Each protocol says what it tunes beyond the clients' slots and what its Delta is, once
+    // however many of its variants run.
+    let mut entries: Vec<&protocols::Entry> = Vec::new();
     for c in contenders {
-        if c.entry.delta().is_some() && !deltas.iter().any(|e| e.name == c.entry.name) {
-            deltas.push(c.entry);
+        if !entries.iter().any(|e| e.name == c.entry.name) {
+            entries.push(c.entry);
         }
     }
-    let deltas: String = deltas
+    let tuned: String = entries
         .iter()
-        .filter_map(|e| e.delta())
-        .map(|d| format!("; {}", (d.note)(w.delta)))
+        .filter_map(|e| e.tuning())
+        .map(|t| format!("; {t}"))
+        .chain(
+            entries
+                .iter()
+                .filter_map(|e| e.delta())
+                .map(|d| format!("; {}", (d.note)(w.delta))),
+        )
         .collect();
-    let _ = writeln!(
-        md,
-        "\nTuning: 16 slots per client buffer (TRAM: per HM buffer), 64 slots per TRAM LOG{deltas}."
-    );
+    let _ = writeln!(md, "\nTuning: 16 slots per client buffer{tuned}.");
     // How each contender posts to several targets: it moves latency with the destinations.
     let posting: Vec<String> = contenders
         .iter()

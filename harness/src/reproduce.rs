@@ -380,7 +380,9 @@ mod tests {
         let mut at = 0;
         for (target, why) in crate::protocols::uncovered() {
             let row = format!("| {target} | {why} |");
-            let found = md.find(&row).unwrap_or_else(|| panic!("{row} missing: {md}"));
+            let found = md
+                .find(&row)
+                .unwrap_or_else(|| panic!("{row} missing: {md}"));
             assert!(found > at, "{row} out of registry order");
             at = found;
         }

@@ -143,6 +143,9 @@ pub(crate) enum Kind {
         run_flags: Option<fn(&OwnFlags, &mut Shape)>,
         /// What `compare --delta` sets in it, if it takes a Delta.
         delta: Option<Delta>,
+        /// Its buffers beyond the clients' slots, for a comparison's tuning line, if it has
+        /// any of its own.
+        tuning: Option<&'static str>,
     },
     /// Not an atomic multicast (RDMC's bulk transfers, Heron's replicated service): it runs,
     /// serves tcp nodes and compares its own way.
@@ -158,6 +161,7 @@ impl Kind {
             variants: None,
             run_flags: None,
             delta: None,
+            tuning: None,
         }
     }
 }
@@ -436,6 +440,14 @@ impl Entry {
     pub(crate) fn delta(&self) -> Option<&Delta> {
         match &self.kind {
             Kind::Multicast { delta, .. } => delta.as_ref(),
+            Kind::Service(_) => None,
+        }
+    }
+
+    /// Its buffers beyond the clients' slots, for a comparison's tuning line.
+    pub(crate) fn tuning(&self) -> Option<&'static str> {
+        match &self.kind {
+            Kind::Multicast { tuning, .. } => *tuning,
             Kind::Service(_) => None,
         }
     }

@@ -73,6 +73,7 @@ pub(crate) const ENTRY: Entry = Entry {
                 )
             },
         }),
+        tuning: None,
     },
     takes: Takes::multicast(Some(<Flags as clap::Args>::augment_args)),
     checked: Some(Checked::of::<ridge::check::RidgeRun>()),

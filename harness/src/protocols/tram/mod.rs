@@ -59,6 +59,7 @@ pub(crate) const ENTRY: Entry = Entry {
             });
         }),
         delta: None,
+        tuning: Some("TRAM: a client's buffer is its HM buffer, 64 slots per LOG"),
     },
     takes: Takes::multicast(Some(<Flags as clap::Args>::augment_args)),
     checked: Some(Checked::of::<tram::check::TramRun>()),
