@@ -1,9 +1,13 @@
 //! One driver for every runtime. Every command that runs a deployment where `--runtime` says
 //! (an experiment, a figure's point, a bulk transfer, Heron's clients, a transport benchmark)
-//! describes the run as a [`Drive`] and hands it its processes; the driver builds the runtime, runs them to the end and
-//! hands them back with what the runtime knows of the run ([`Driven`]). The command line's
-//! `--runtime` names a [`Runtime`]; each command refuses, with the reason, a runtime it cannot
-//! use before it gets here.
+//! describes the run as a [`Drive`] and hands it its processes; the driver builds the runtime,
+//! runs them to the end and hands them back with what the runtime knows of the run
+//! ([`Driven`]). The command line's `--runtime` names a [`Runtime`]; each command refuses, with
+//! the reason, a runtime it cannot use before it gets here.
+//!
+//! `check` runs its seeds through `sweep` instead: a checked run needs the simulator's fault
+//! schedule, torn accesses and recorded trace, or real threads that yield between the words
+//! of an op, which a deployment never asks for.
 //!
 //! A multi-process tcp run is the one exception to "hand it the processes": its nodes are OS
 //! processes the launcher starts ([`crate::cluster::launch`]), and each of them runs its own
