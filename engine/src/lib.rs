@@ -21,10 +21,12 @@
     reason = "the engine measures and reports the wall-clock time of runs, and runs threads and OS processes"
 )]
 
+pub mod access;
 pub mod cluster;
 pub mod experiment;
 pub mod figure;
 pub mod fit;
+pub mod perftest;
 pub mod plot;
 pub mod probes;
 pub mod progress;
