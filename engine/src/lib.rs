@@ -8,7 +8,9 @@
 //! [`stats`] summarises latency samples and gives rates and means their confidence intervals,
 //! and [`verdict`] holds the papers' claims as records, each judged by the rule the paper's
 //! words call for; [`probes`] times each kind of work of the workspace's code on this machine
-//! and [`fit`] fits a paper prototype's software profile to one published number;
+//! and [`fit`] fits a paper prototype's software profile to one published number; [`perftest`]
+//! and [`access`] measure the transport itself (write latency and bandwidth, access changes
+//! and reconnects) on any runtime;
 //! [`progress`] shows long work on a terminal.
 //!
 //! It names no protocol and no command: the harness's registry lists the protocols, and its

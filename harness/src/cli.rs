@@ -4,9 +4,9 @@
 //! own `run` flags are declared in its folder and added from the registry
 //! ([`protocols::OwnFlags`]).
 
-use crate::bench::transport::MAX_BYTES;
 use crate::{calibrate, check, cluster, compare, experiment, figure, flags, protocols};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use engine::perftest::MAX_BYTES;
 use std::path::PathBuf;
 use transport::runtime::sim::{DEFAULT_PROFILE, DEFAULT_SOFTWARE};
 use transport::Nanos;

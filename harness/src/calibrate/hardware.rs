@@ -21,9 +21,9 @@
 //! `--base` profile's, and the file says so in its header: those are estimates to replace by
 //! hand where the hardware's numbers are known.
 
-use crate::bench::transport::{self as perf, Params, Rig};
 use crate::RuntimeKind;
 use clap::Args;
+use engine::perftest::{self as perf, Params, Rig};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use toml::{Table, Value};
