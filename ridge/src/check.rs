@@ -199,9 +199,13 @@ const DEDICATED: &str = "dedicated";
 const DISTRIBUTOR_CRASH: &str = "distributor_crash";
 const CLOCK_SKEW: &str = "clock_skew";
 
-/// The fewest decisions a learner keeps on real threads (`check --runtime local`): the
-/// sweep's smallest draw without small-retain runs.
-const LOCAL_RETAIN: usize = 1024;
+/// The fewest decisions a learner keeps on real threads (`check --runtime local`). Threads
+/// decide about ten thousand instances a second here while the stretched suspicion timeout
+/// is 100 ms, and a learner with a gap waits that long before it asks: with 1024 (the sweep's
+/// smallest draw without small-retain runs) the decision it lacked was nearly trimmed at its
+/// first fetch, and a learner that also waited for a paused acceptor halted (seed 2002).
+/// 16384 decisions are over a second and a half of history, sixteen suspicion timeouts.
+const LOCAL_RETAIN: usize = 16384;
 
 impl Checkable for Config {
     type Server = RidgeServer;

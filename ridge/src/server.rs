@@ -24,9 +24,11 @@
 //!   for longer than Delta and a suspicion timeout) ask the ensemble's acceptors, one at a
 //!   time in turn, what was decided ([`Msg::Fetch`]); acceptors are learners here (dedicated
 //!   ones too), and answer from the decisions they keep ([`crate::config::Config::retain`]).
-//!   A learner told that the decision it lacks next is no longer kept asks the next acceptor
-//!   at once, and halts only once every acceptor of the ensemble it does not suspect has told
-//!   it so (it fell further behind than any peer keeps).
+//!   A learner asks the acceptors it does not suspect first (a paused acceptor asked first
+//!   cost a learner a suspicion timeout while the others trimmed past it). Told that the
+//!   decision it lacks next is no longer kept, it asks the next acceptor at once, a suspected
+//!   one too when no other is left (it may only be paused), and halts only once every other
+//!   acceptor of the ensemble has told it so (it fell further behind than any peer keeps).
 //! - **Clients.** A client that gets no answer asks all the ensemble's acceptors; an
 //!   acceptor passes a request on to the coordinator it trusts and, if the request came from
 //!   the client, names that coordinator to it ([`Packet::Redirect`]), so the client's next
@@ -419,6 +421,34 @@ impl RidgeServer {
     fn addressed(&self, value: &Value) -> bool {
         self.group
             .is_some_and(|g| Mapping::addressed(value.dests, g))
+    }
+
+    /// Section 4.4.3: the acceptor that learner slot `i` asks next for the decision it needs,
+    /// in turn among the other acceptors of its ensemble that have not answered that they
+    /// trimmed it, those it does not suspect first; none once every one has. A suspected
+    /// acceptor is still asked when no other is left: it may only be paused, and waiting for
+    /// it costs nothing to a learner that cannot deliver anyway, where halting is for good.
+    fn fill_source(&self, i: usize, now: Nanos) -> Option<ProcessId> {
+        let (filling, next) = (&self.filling[i], self.learning[i].next());
+        let trimmed: &[ProcessId] = if filling.trimmed.0 == next {
+            &filling.trimmed.1
+        } else {
+            &[]
+        };
+        let left: Vec<ProcessId> = self
+            .cfg
+            .ensemble(self.subs[i])
+            .acceptors
+            .into_iter()
+            .filter(|&a| a != self.me && !trimmed.contains(&a))
+            .collect();
+        let live: Vec<ProcessId> = left
+            .iter()
+            .copied()
+            .filter(|&a| !(self.detector.watches(a) && self.detector.suspects(a, now)))
+            .collect();
+        let pool = if live.is_empty() { left } else { live };
+        pool.get(filling.asks as usize % pool.len().max(1)).copied()
     }
 
     fn learner_slot(&self, e: EnsembleId) -> Option<usize> {

@@ -220,9 +220,7 @@ impl RidgeServer {
                 continue;
             }
             let e = self.subs[i];
-            let acceptors = self.cfg.ensemble(e).acceptors;
-            let others: Vec<ProcessId> = acceptors.into_iter().filter(|&a| a != self.me).collect();
-            let Some(&to) = others.get(f.asks as usize % others.len().max(1)) else {
+            let Some(to) = self.fill_source(i, now) else {
                 continue;
             };
             self.filling[i].asked_at = now;

@@ -1,12 +1,13 @@
 //! Gap filling against trimmed acceptors, on a scripted NIC.
 
 use super::RidgeServer;
+use crate::mapping::EnsembleId;
 use crate::paxos::Msg;
 use crate::Config;
 use multicast::{GroupId, Membership};
 use std::sync::Arc;
 use transport::recording::RecordingNic;
-use transport::{Nanos, Process, ProcessId};
+use transport::{Nanos, Op, Process, ProcessId};
 
 /// One acceptor that trimmed the decision a learner needs next does not make the learner halt:
 /// another acceptor may have learned less and still keep it, so the learner asks it at once,
@@ -15,17 +16,7 @@ use transport::{Nanos, Process, ProcessId};
 /// (`check --runtime local --protocol ridge`, seeds 7 and 13 among 16 of 50).
 #[test]
 fn a_learner_halts_only_once_every_acceptor_has_trimmed_what_it_lacks() {
-    let cfg = Arc::new(Config::new(1, 3, 1));
-    let g = GroupId(0);
-    let mut server = RidgeServer::new(cfg.clone(), g, 2, 1);
-    let specs: Vec<_> = (0..cfg.processes())
-        .map(|_| Process::<RecordingNic>::regions(&server))
-        .collect();
-    let mut nic = RecordingNic::new(server.me, specs, 1);
-    nic.set_now(Nanos(1_000));
-    let e = server.subs[0];
-    let acceptors = cfg.ensemble(e).acceptors;
-    assert_eq!(acceptors, [ProcessId(0), ProcessId(1), ProcessId(2)]);
+    let (mut server, mut nic, e) = learner_p2(Nanos(1_000));
     let trimmed = Msg::Trimmed { low: 100 };
 
     server.on_paxos(&mut nic, ProcessId(0), e, trimmed.clone());
@@ -43,4 +34,66 @@ fn a_learner_halts_only_once_every_acceptor_has_trimmed_what_it_lacks() {
         server.halt.is_some(),
         "every other acceptor trimmed the decision: it cannot catch up"
     );
+}
+
+/// A learner asks an acceptor it does not suspect first, and still asks a suspected one rather
+/// than halt when no other is left: it may only be paused. On real threads a learner whose gap
+/// opened while p0 was paused asked p0 first, waited a suspicion timeout, was told by p1 that
+/// the decision was trimmed and halted, p0 being suspected, though p0 (behind, having been
+/// paused) still kept the decision (`check --runtime local --protocol ridge`, seed 2002).
+#[test]
+fn a_learner_asks_live_acceptors_first_and_waits_for_a_suspected_one_rather_than_halt() {
+    let now = Nanos(10_000_000);
+    let (mut server, mut nic, e) = learner_p2(now);
+    // p1 was heard from just now; p0 never, past the suspicion timeout.
+    server.detector.heard(ProcessId(1), now);
+    assert!(server.detector.suspects(ProcessId(0), now));
+    assert_eq!(
+        server.fill_source(0, now),
+        Some(ProcessId(1)),
+        "p0 is suspected"
+    );
+
+    server.on_paxos(&mut nic, ProcessId(1), e, Msg::Trimmed { low: 100 });
+    assert!(
+        server.halt.is_none(),
+        "halted while suspected p0 may still keep it"
+    );
+    assert_eq!(written_to(&mut nic), [ProcessId(0)], "asks p0 at once");
+
+    server.on_paxos(&mut nic, ProcessId(0), e, Msg::Trimmed { low: 100 });
+    assert!(
+        server.halt.is_some(),
+        "every other acceptor trimmed the decision"
+    );
+}
+
+/// Server p2 of one group of three (every server an acceptor of the group's ensemble), its
+/// scripted NIC reading `now`, and that ensemble.
+fn learner_p2(now: Nanos) -> (RidgeServer, RecordingNic, EnsembleId) {
+    let cfg = Arc::new(Config::new(1, 3, 1));
+    let server = RidgeServer::new(cfg.clone(), GroupId(0), 2, 1);
+    let specs: Vec<_> = (0..cfg.processes())
+        .map(|_| Process::<RecordingNic>::regions(&server))
+        .collect();
+    let mut nic = RecordingNic::new(server.me, specs, 1);
+    nic.set_now(now);
+    let e = server.subs[0];
+    let acceptors = cfg.ensemble(e).acceptors;
+    assert_eq!(acceptors, [ProcessId(0), ProcessId(1), ProcessId(2)]);
+    (server, nic, e)
+}
+
+/// The processes the ops posted since the last call write to.
+fn written_to(nic: &mut RecordingNic) -> Vec<ProcessId> {
+    let mut to: Vec<ProcessId> = nic
+        .take_ops()
+        .into_iter()
+        .filter_map(|(_, op)| match op {
+            Op::Write { dst, .. } => Some(dst.process),
+            _ => None,
+        })
+        .collect();
+    to.dedup();
+    to
 }
