@@ -54,8 +54,13 @@
 //!   is full wait in the mesh's outbox ([`crate::config::Config::outbox`] of them), then in
 //!   this server's overflow queue for that peer, which is dropped (and counted) once the peer
 //!   is suspected: a crashed or paused peer holds at most a suspicion timeout's worth of
-//!   packets, a live one is never dropped to (seed 29). Under sustained overload toward a live
-//!   peer the overflow grows; closed-loop clients bound it in every run here. Each message has
+//!   packets, a live one is never dropped to (seed 29). A coordinator whose overflow towards
+//!   a live peer passes an outbox proposes nothing until it drains (backpressure, as a full
+//!   ring makes an RDMA sender wait; the paper is silent): the ensemble goes at the pace of
+//!   its slowest live acceptor rather than leaving it behind without bound. A distributor
+//!   does not hold the coordinator back: a learner outside the quorum that is slower than the
+//!   rest (Ridge's and the ring's dissemination) still falls behind while the load lasts, and
+//!   catches up after. Each message has
 //!   a recovery path: Phase 1 and 2 messages by the coordinator's fallback, decisions and
 //!   values by gap filling, requests and responses by the client's retry.
 //!
@@ -363,6 +368,20 @@ impl RidgeServer {
             }
             Err(e) => panic!("a server's own packet was refused: {e}"),
         }
+    }
+
+    /// Whether a peer this server does not suspect has fallen so far behind that proposing
+    /// more would only lengthen the queue towards it: more than an outbox of packets overflow
+    /// towards it. A coordinator then holds its clients' values until the peer drains, as a
+    /// full ring makes an RDMA sender wait; a suspected peer's queue is dropped instead
+    /// ([`Self::drain_overflow`]). Without it, a live acceptor slower than the others (a
+    /// thread starved of a core) fell behind without bound: the majority decided without it,
+    /// 5,000 Phase 2a waited towards it and it had not caught up when the run ended
+    /// (`check --runtime local --protocol ridge`, seed 2002).
+    fn backlogged(&self, now: Nanos) -> bool {
+        self.overflow
+            .iter()
+            .any(|(&p, q)| q.len() >= self.cfg.outbox && !self.detector.suspects(p, now))
     }
 
     /// Moves overflowing packets into the mesh as peers drain; drops those for a peer it

@@ -79,6 +79,9 @@ impl RidgeServer {
     pub(super) fn coordinate<N: Nic>(&mut self, nic: &mut N) -> bool {
         let now = nic.now();
         let mut worked = false;
+        if self.backlogged(now) {
+            return false;
+        }
         let ensembles: Vec<EnsembleId> = self.seats.keys().copied().collect();
         for e in ensembles {
             let seat = self.seats.get_mut(&e).expect("listed");

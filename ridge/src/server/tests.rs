@@ -68,10 +68,42 @@ fn a_learner_asks_live_acceptors_first_and_waits_for_a_suspected_one_rather_than
     );
 }
 
+/// A peer more than an outbox behind holds a coordinator's proposals while it is live, and no
+/// longer once it is suspected (its queue is then dropped): the ensemble waits for a slow
+/// acceptor rather than leave it behind without bound (seed 2002 on real threads: 5,000 Phase
+/// 2a queued towards p1 and it never caught up).
+#[test]
+fn a_live_peer_an_outbox_behind_holds_back_proposals_a_suspected_one_does_not() {
+    let now = Nanos(1_000);
+    let (mut server, mut nic, _) = learner_p2_with(now, |cfg| cfg.outbox = 2);
+    let slots = server.cfg.ring_slots;
+    // Nothing is read at p0: its ring fills, then the outbox (2), then the overflow, which
+    // holds proposals back once it is as long as the outbox.
+    for sent in 0..slots + 4 {
+        assert!(!server.backlogged(now), "after {sent} packets");
+        server.post(&mut nic, ProcessId(0), b"phase 2a");
+    }
+    assert!(server.backlogged(now));
+    let later = now
+        .saturating_add(server.cfg.timing.suspect)
+        .saturating_add(Nanos(1));
+    assert!(!server.backlogged(later), "p0 is suspected by then");
+}
+
 /// Server p2 of one group of three (every server an acceptor of the group's ensemble), its
 /// scripted NIC reading `now`, and that ensemble.
 fn learner_p2(now: Nanos) -> (RidgeServer, RecordingNic, EnsembleId) {
-    let cfg = Arc::new(Config::new(1, 3, 1));
+    learner_p2_with(now, |_| {})
+}
+
+/// [`learner_p2`] with its configuration changed by `tune`.
+fn learner_p2_with(
+    now: Nanos,
+    tune: impl FnOnce(&mut Config),
+) -> (RidgeServer, RecordingNic, EnsembleId) {
+    let mut cfg = Config::new(1, 3, 1);
+    tune(&mut cfg);
+    let cfg = Arc::new(cfg);
     let server = RidgeServer::new(cfg.clone(), GroupId(0), 2, 1);
     let specs: Vec<_> = (0..cfg.processes())
         .map(|_| Process::<RecordingNic>::regions(&server))
