@@ -33,7 +33,7 @@ use sweep::{
     kinds, local_faults, run_local, stretch, Kinds, LocalCheck, Model, Outcome, SeedRun, Tally,
     LOCAL_CONVERGE,
 };
-use transport::runtime::local::{LocalConfig, LocalNic};
+use transport::runtime::local::LocalNic;
 use transport::runtime::sim::{Digest, Fault, SimNic};
 use transport::runtime::Ended;
 use transport::{Nanos, Process, ProcessId, Purpose, RegionId, Rng};
@@ -385,11 +385,7 @@ impl HeronRun {
                 let mut sc = model.config(self.seed);
                 sc.faults = self.faults.clone();
                 let r = testing::run_sim(cfg, Arc::new(app), sc, stop, CONVERGE, server, client);
-                let mut out = Outcome {
-                    events: r.run.stats().events,
-                    torn_ops: r.run.stats().torn_ops,
-                    ..Outcome::default()
-                };
+                let mut out = Outcome::simulated(&r.run.stats());
                 self.judge(&r, quiet, stop, &mut out);
                 out.violations.extend(A::violations(&r));
                 (out, Some(r.run.digest()))
@@ -418,15 +414,9 @@ impl HeronRun {
                     server,
                     client,
                 );
-                let lc = LocalConfig {
-                    seed: self.seed,
-                    nic_thread: local.nic_thread,
-                    yield_words: local.yield_words,
-                    ..LocalConfig::default()
-                };
                 let faults = local_faults(&self.faults, k);
                 let limit = stop + x(CONVERGE).min(LOCAL_CONVERGE);
-                let run = run_local(lc, nodes, &faults, limit);
+                let run = run_local(local.config(self.seed), nodes, &faults, limit);
                 let r = Finished { run, cfg, app };
                 let mut out = Outcome::default();
                 self.judge(&r, quiet, stop, &mut out);
