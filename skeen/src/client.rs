@@ -8,8 +8,8 @@
 //! that backlog holds at most one packet per group). The multicast was accepted, and Skeen
 //! needs every destination to get it, so it is never dropped half sent.
 
-use crate::backlog::Backlog;
 use crate::config::Config;
+use crate::port::Port;
 use crate::wire::Packet;
 use bytes::Bytes;
 use multicast::{Client, Completed, DestSet, Membership, MsgId, MulticastError, MulticastResult};
@@ -33,12 +33,10 @@ struct InFlight {
 pub struct SkeenClient {
     cfg: Arc<Config>,
     me: ProcessId,
-    mesh: Mesh,
-    backlog: Backlog,
+    port: Port,
     next_seq: u64,
     inflight: Option<InFlight>,
     completed: VecDeque<Completed>,
-    buf: Vec<u8>,
 }
 
 impl SkeenClient {
@@ -46,30 +44,28 @@ impl SkeenClient {
     pub fn new(cfg: Arc<Config>, i: usize) -> SkeenClient {
         let me = cfg.client(i);
         SkeenClient {
-            mesh: Mesh::new(cfg.mesh(), me).expect("a client is a member of the mesh"),
-            backlog: Backlog::default(),
+            port: Port::new(Mesh::new(cfg.mesh(), me).expect("a client is a member of the mesh")),
             me,
             next_seq: 0,
             inflight: None,
             completed: VecDeque::new(),
-            buf: Vec::new(),
             cfg,
         }
     }
 
     /// Packets of the multicast in flight still waiting for room in a server's ring.
     pub fn backlog(&self) -> usize {
-        self.backlog.len()
+        self.port.backlog().len()
     }
 
     /// The most packets that ever waited in the backlog at once (at most the multicast's destination count).
     pub fn backlog_peak(&self) -> usize {
-        self.backlog.peak()
+        self.port.backlog().peak()
     }
 
     /// Packets that ever waited in the backlog (a measure of backpressure).
     pub fn deferred(&self) -> u64 {
-        self.backlog.deferred()
+        self.port.backlog().deferred()
     }
 
     /// Whether a multicast is in flight.
@@ -84,14 +80,10 @@ impl<N: Nic> Process<N> for SkeenClient {
     }
 
     fn poll(&mut self, nic: &mut N) -> Progress {
-        let mut worked = self.backlog.start_poll(&mut self.mesh, nic);
-        let mut buf = std::mem::take(&mut self.buf);
-        while let Some(from) = self.mesh.recv(nic, &mut buf).expect("ring reads") {
+        let mut worked = self.port.start_poll(nic);
+        while let Some((from, packet)) = self.port.recv(nic) {
             worked = true;
-            nic.work(Work::Decode, 1);
-            let (Ok(Packet::Reply { id, .. }), Some(g)) =
-                (Packet::decode(&buf), self.cfg.group_of(from))
-            else {
+            let (Ok(Packet::Reply { id, .. }), Some(g)) = (packet, self.cfg.group_of(from)) else {
                 continue;
             };
             let Some(f) = self.inflight.as_mut().filter(|f| f.id == id) else {
@@ -108,7 +100,6 @@ impl<N: Nic> Process<N> for SkeenClient {
                     .push_back(Completed::at(f.id, f.sent_at, now));
             }
         }
-        self.buf = buf;
         Progress::worked(worked)
     }
 }
@@ -133,7 +124,7 @@ impl<N: Nic> Client<N> for SkeenClient {
         nic.work(Work::Copy, bytes.len() as u64);
         for g in dst.groups() {
             let to = self.cfg.server_of(g);
-            self.backlog.send(&mut self.mesh, nic, to, bytes.clone());
+            self.port.send(nic, to, bytes.clone());
         }
         self.inflight = Some(InFlight {
             id,
