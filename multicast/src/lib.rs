@@ -40,7 +40,7 @@ pub use observed::Observed;
 pub use omega::Omega;
 pub use role::{
     collect_log, deploy, deploy_with_auxiliaries, log_node, Client, Completed, Delivery,
-    MulticastError, MulticastResult, Node, Server, ServerNode,
+    MulticastError, MulticastResult, Node, Outstanding, Server, ServerNode,
 };
 pub use transport::ProcessId;
 pub use tree::{Tree, TreeError};

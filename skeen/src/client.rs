@@ -12,21 +12,13 @@ use crate::config::Config;
 use crate::port::Port;
 use crate::wire::Packet;
 use bytes::Bytes;
-use multicast::{Client, Completed, DestSet, Membership, MsgId, MulticastError, MulticastResult};
+use multicast::{
+    Client, Completed, DestSet, Membership, MsgId, MulticastError, MulticastResult, Outstanding,
+};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use transport::mesh::Mesh;
-use transport::{Nanos, Nic, Process, ProcessId, Progress, RegionSpec, Work};
-
-/// The multicast in flight.
-#[derive(Debug)]
-struct InFlight {
-    id: MsgId,
-    dst: DestSet,
-    sent_at: Nanos,
-    /// Destination groups whose server answered.
-    answered: DestSet,
-}
+use transport::{Nic, Process, ProcessId, Progress, RegionSpec, Work};
 
 /// A Skeen client.
 #[derive(Debug)]
@@ -35,7 +27,8 @@ pub struct SkeenClient {
     me: ProcessId,
     port: Port,
     next_seq: u64,
-    inflight: Option<InFlight>,
+    /// The multicast in flight.
+    inflight: Option<Outstanding>,
     completed: VecDeque<Completed>,
 }
 
@@ -86,18 +79,9 @@ impl<N: Nic> Process<N> for SkeenClient {
             let (Ok(Packet::Reply { id, .. }), Some(g)) = (packet, self.cfg.group_of(from)) else {
                 continue;
             };
-            let Some(f) = self.inflight.as_mut().filter(|f| f.id == id) else {
-                continue;
-            };
-            if !f.dst.contains(g) {
-                continue;
-            }
-            f.answered = f.answered.with(g);
-            if f.answered == f.dst {
+            if self.inflight.as_mut().is_some_and(|f| f.answer(id, g)) {
                 let f = self.inflight.take().expect("in flight");
-                let now = nic.now();
-                self.completed
-                    .push_back(Completed::at(f.id, f.sent_at, now));
+                self.completed.push_back(f.completed(nic.now()));
             }
         }
         Progress::worked(worked)
@@ -126,12 +110,7 @@ impl<N: Nic> Client<N> for SkeenClient {
             let to = self.cfg.server_of(g);
             self.port.send(nic, to, bytes.clone());
         }
-        self.inflight = Some(InFlight {
-            id,
-            dst,
-            sent_at: now,
-            answered: DestSet::EMPTY,
-        });
+        self.inflight = Some(Outstanding::new(id, dst, now));
         Ok(id)
     }
 
