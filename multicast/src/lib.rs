@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 pub mod check;
+pub mod limits;
 pub mod log;
 pub mod membership;
 pub mod observed;
@@ -34,6 +35,7 @@ use std::fmt;
 use std::str::FromStr;
 
 pub use check::{check, Property, Violation};
+pub use limits::{check_limits, LimitError};
 pub use log::{DeliveryLog, LogError, Member, Multicast};
 pub use membership::Membership;
 pub use observed::Observed;
