@@ -30,8 +30,8 @@ use ridge::{RidgeClient, RidgeServer};
 use std::sync::Arc;
 use sweep::spec::{Spec, SpecWriter};
 use sweep::{
-    kinds, local_faults, run_local, stretch, Kinds, LocalCheck, Model, Outcome, SeedRun, Tally,
-    LOCAL_CONVERGE,
+    crashes, kinds, local_faults, run_local, stretch, Kinds, LocalCheck, Model, Outcome, SeedRun,
+    Tally, LOCAL_CONVERGE,
 };
 use transport::runtime::local::LocalNic;
 use transport::runtime::sim::{Digest, Fault, SimNic};
@@ -139,11 +139,7 @@ fn reach(seed: u64, chaos: &mut Chaos, over: Over) {
             }
         }
     }
-    let crashed = |faults: &[Fault], p: ProcessId| {
-        faults.iter().any(|f| {
-            matches!(*f, Fault::Crash { process, .. } | Fault::CrashMidPost { process, .. } if process == p)
-        })
-    };
+    let crashed = |faults: &[Fault], p: ProcessId| faults.iter().any(|f| crashes(f, p));
     let (partitions, replicas) = (cfg.partitions as u64, cfg.replicas as u64);
     if rng.chance(0.5) {
         let g = GroupId(rng.below(partitions) as u8);
@@ -645,11 +641,7 @@ mod tests {
             for g in 0..cfg.partitions {
                 let crashed = cfg
                     .members(GroupId(g as u8))
-                    .filter(|&p| {
-                        run.faults.iter().any(|f| {
-                            matches!(*f, Fault::Crash { process, .. } | Fault::CrashMidPost { process, .. } if process == p)
-                        })
-                    })
+                    .filter(|&p| run.faults.iter().any(|f| crashes(f, p)))
                     .count();
                 assert!(
                     crashed <= (cfg.replicas - 1) / 2,
