@@ -30,10 +30,10 @@ use ridge::{RidgeClient, RidgeServer};
 use std::sync::Arc;
 use sweep::spec::{Spec, SpecWriter};
 use sweep::{
-    kinds, local_faults, run_local, stretch, Kinds, LocalCheck, Model, Outcome, SeedRun, Tally,
-    LOCAL_CONVERGE,
+    crashes, kinds, local_faults, run_local, stretch, Kinds, LocalCheck, Model, Outcome, SeedRun,
+    Tally, LOCAL_CONVERGE,
 };
-use transport::runtime::local::{LocalConfig, LocalNic};
+use transport::runtime::local::LocalNic;
 use transport::runtime::sim::{Digest, Fault, SimNic};
 use transport::runtime::Ended;
 use transport::{Nanos, Process, ProcessId, Purpose, RegionId, Rng};
@@ -139,11 +139,7 @@ fn reach(seed: u64, chaos: &mut Chaos, over: Over) {
             }
         }
     }
-    let crashed = |faults: &[Fault], p: ProcessId| {
-        faults.iter().any(|f| {
-            matches!(*f, Fault::Crash { process, .. } | Fault::CrashMidPost { process, .. } if process == p)
-        })
-    };
+    let crashed = |faults: &[Fault], p: ProcessId| faults.iter().any(|f| crashes(f, p));
     let (partitions, replicas) = (cfg.partitions as u64, cfg.replicas as u64);
     if rng.chance(0.5) {
         let g = GroupId(rng.below(partitions) as u8);
@@ -385,11 +381,7 @@ impl HeronRun {
                 let mut sc = model.config(self.seed);
                 sc.faults = self.faults.clone();
                 let r = testing::run_sim(cfg, Arc::new(app), sc, stop, CONVERGE, server, client);
-                let mut out = Outcome {
-                    events: r.run.stats().events,
-                    torn_ops: r.run.stats().torn_ops,
-                    ..Outcome::default()
-                };
+                let mut out = Outcome::simulated(&r.run.stats());
                 self.judge(&r, quiet, stop, &mut out);
                 out.violations.extend(A::violations(&r));
                 (out, Some(r.run.digest()))
@@ -418,15 +410,9 @@ impl HeronRun {
                     server,
                     client,
                 );
-                let lc = LocalConfig {
-                    seed: self.seed,
-                    nic_thread: local.nic_thread,
-                    yield_words: local.yield_words,
-                    ..LocalConfig::default()
-                };
                 let faults = local_faults(&self.faults, k);
                 let limit = stop + x(CONVERGE).min(LOCAL_CONVERGE);
-                let run = run_local(lc, nodes, &faults, limit);
+                let run = run_local(local.config(self.seed), nodes, &faults, limit);
                 let r = Finished { run, cfg, app };
                 let mut out = Outcome::default();
                 self.judge(&r, quiet, stop, &mut out);
@@ -655,11 +641,7 @@ mod tests {
             for g in 0..cfg.partitions {
                 let crashed = cfg
                     .members(GroupId(g as u8))
-                    .filter(|&p| {
-                        run.faults.iter().any(|f| {
-                            matches!(*f, Fault::Crash { process, .. } | Fault::CrashMidPost { process, .. } if process == p)
-                        })
-                    })
+                    .filter(|&p| run.faults.iter().any(|f| crashes(f, p)))
                     .count();
                 assert!(
                     crashed <= (cfg.replicas - 1) / 2,

@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 pub mod check;
+pub mod limits;
 pub mod log;
 pub mod membership;
 pub mod observed;
@@ -34,13 +35,14 @@ use std::fmt;
 use std::str::FromStr;
 
 pub use check::{check, Property, Violation};
+pub use limits::{check_limits, LimitError};
 pub use log::{DeliveryLog, LogError, Member, Multicast};
 pub use membership::Membership;
 pub use observed::Observed;
 pub use omega::Omega;
 pub use role::{
     collect_log, deploy, deploy_with_auxiliaries, log_node, Client, Completed, Delivery,
-    MulticastError, MulticastResult, Node, Server, ServerNode,
+    MulticastError, MulticastResult, Node, Outstanding, Server, ServerNode,
 };
 pub use transport::ProcessId;
 pub use tree::{Tree, TreeError};

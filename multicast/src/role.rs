@@ -52,6 +52,49 @@ impl Completed {
     }
 }
 
+/// A client's multicast in flight until a server of every destination group has answered it
+/// (the papers' latency ends at the last group's first answer). A closed-loop client keeps
+/// one at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outstanding {
+    /// The message.
+    pub msg: MsgId,
+    /// Its destination groups.
+    pub dst: DestSet,
+    /// When it was multicast.
+    pub sent_at: Nanos,
+    /// Destination groups whose answer came.
+    answered: DestSet,
+}
+
+impl Outstanding {
+    /// Multicast `msg` to `dst` at `sent_at`, no answer yet.
+    pub fn new(msg: MsgId, dst: DestSet, sent_at: Nanos) -> Outstanding {
+        Outstanding {
+            msg,
+            dst,
+            sent_at,
+            answered: DestSet::EMPTY,
+        }
+    }
+
+    /// Takes group `g`'s answer to message `msg`; returns whether every destination group has
+    /// now answered. An answer to another message (a late one to an earlier multicast) or
+    /// from a group not among the destinations counts for nothing.
+    pub fn answer(&mut self, msg: MsgId, g: GroupId) -> bool {
+        if msg != self.msg || !self.dst.contains(g) {
+            return false;
+        }
+        self.answered = self.answered.with(g);
+        self.answered == self.dst
+    }
+
+    /// The multicast completed by an answer that arrived at `now`.
+    pub fn completed(&self, now: Nanos) -> Completed {
+        Completed::at(self.msg, self.sent_at, now)
+    }
+}
+
 /// Why a multicast was refused. Nothing was sent when one of these is returned.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum MulticastError {
@@ -362,5 +405,30 @@ pub fn log_node<S: Server, C>(
                 log.add_multicast(m);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use transport::ProcessId;
+
+    /// A multicast to groups 0 and 2 completes on the first answer of each; a late answer to
+    /// an earlier message, or one from a group it was not sent to, counts for nothing.
+    #[test]
+    fn an_outstanding_multicast_completes_on_every_destinations_answer() {
+        let (msg, late) = (MsgId::new(ProcessId(7), 1), MsgId::new(ProcessId(7), 0));
+        let dst = DestSet::of([GroupId(0), GroupId(2)]).unwrap();
+        let mut m = Outstanding::new(msg, dst, Nanos(100));
+        assert!(!m.answer(late, GroupId(0)));
+        assert!(!m.answer(msg, GroupId(1)));
+        assert!(!m.answer(msg, GroupId(2)));
+        assert!(!m.answer(msg, GroupId(2)));
+        assert!(m.answer(msg, GroupId(0)));
+        assert_eq!(
+            m.completed(Nanos(350)),
+            Completed::at(msg, Nanos(100), Nanos(350))
+        );
+        assert_eq!(m.completed(Nanos(350)).latency, Nanos(250));
     }
 }

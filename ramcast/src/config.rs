@@ -1,7 +1,7 @@
 //! A RamCast deployment: groups, replicas, clients, buffer geometry and failure-detector timing,
 //! and the process ids the runtime assigns to each role.
 
-use multicast::Membership;
+use multicast::{check_limits, LimitError, Membership};
 use transport::Nanos;
 
 /// Timeouts of the failure detectors, in the runtime's nanoseconds.
@@ -78,15 +78,9 @@ pub enum ConfigError {
     /// Groups out of range.
     #[error("groups must be 1..=64, got {0}")]
     Groups(usize),
-    /// Replicas not 2f+1.
-    #[error("replicas per group must be odd (2f+1) and at most 15, got {0}")]
-    Replicas(usize),
-    /// No clients, or too many.
-    #[error("clients must be 1..=4096, got {0}")]
-    Clients(usize),
-    /// Bad slot size.
-    #[error("slot size must be a multiple of 8 between 64 and 1048576 bytes, got {0}")]
-    SlotBytes(usize),
+    /// Replicas, clients or slot size out of the shared bounds.
+    #[error(transparent)]
+    Limit(#[from] LimitError),
     /// Bad slot count.
     #[error("slots per client must be 2..=65536, got {0}")]
     Slots(usize),
@@ -111,15 +105,7 @@ impl Config {
         if !(1..=64).contains(&self.groups) {
             return Err(ConfigError::Groups(self.groups));
         }
-        if self.replicas % 2 == 0 || self.replicas > 15 {
-            return Err(ConfigError::Replicas(self.replicas));
-        }
-        if !(1..=4096).contains(&self.clients) {
-            return Err(ConfigError::Clients(self.clients));
-        }
-        if self.slot_bytes % 8 != 0 || !(64..=1 << 20).contains(&self.slot_bytes) {
-            return Err(ConfigError::SlotBytes(self.slot_bytes));
-        }
+        check_limits(self.replicas, self.clients, self.slot_bytes)?;
         if !(2..=65536).contains(&self.slots) {
             return Err(ConfigError::Slots(self.slots));
         }
@@ -160,7 +146,10 @@ mod tests {
             replicas: 4,
             ..c.clone()
         };
-        assert_eq!(bad.validate(), Err(ConfigError::Replicas(4)));
+        assert_eq!(
+            bad.validate(),
+            Err(ConfigError::Limit(LimitError::Replicas(4)))
+        );
         let bad = Config { groups: 65, ..c };
         assert!(bad.validate().unwrap_err().to_string().contains("1..=64"));
     }

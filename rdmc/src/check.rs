@@ -20,10 +20,11 @@ use crate::{Algorithm, GroupConfig, RdmcNode};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use sweep::spec::{list, parse_list, Spec, SpecWriter};
-use sweep::{local_faults, run_local, Kinds, LocalCheck, Model, Outcome, SeedRun, Tally};
+use sweep::{
+    divergence, local_faults, run_local, Kinds, LocalCheck, Model, Outcome, SeedRun, Tally,
+};
 use transport::rng::{Purpose, Rng};
-use transport::runtime::local::LocalConfig;
-use transport::runtime::sim::{check_determinism, Determinism, Fault, Sim};
+use transport::runtime::sim::{Fault, Sim};
 use transport::{Data, Nanos, ProcessId, Synthetic};
 
 /// The `Purpose::Workload` stream a run's parameters are drawn from ([`sweep::params_stream`]).
@@ -280,15 +281,9 @@ impl SeedRun for RdmcRun {
     /// ends once every member has completed or been told of a failure in each of its groups.
     fn check_local(&self, local: &LocalCheck) -> Outcome {
         let k = local.stretch;
-        let lc = LocalConfig {
-            seed: self.seed,
-            nic_thread: local.nic_thread,
-            yield_words: local.yield_words,
-            ..LocalConfig::default()
-        };
         let faults = local_faults(&self.faults, k);
         let limit = Nanos(LIMIT.as_nanos().saturating_mul(k)).min(LOCAL_LIMIT);
-        let run = run_local(lc, self.members(), &faults, limit);
+        let run = run_local(local.config(self.seed), self.members(), &faults, limit);
         let mut out = Outcome::default();
         self.judge(&run.processes, &run.crashed, &mut out);
         out
@@ -307,21 +302,13 @@ impl RdmcRun {
     fn check_until(&self, model: &Model, limit: Nanos, determinism: bool) -> Outcome {
         let mut sim = self.build(model);
         sim.run(Some(limit));
-        let mut out = Outcome {
-            events: sim.stats().events,
-            torn_ops: sim.stats().torn_ops,
-            ..Outcome::default()
-        };
+        let mut out = Outcome::simulated(&sim.stats());
         let dead: Vec<bool> = (0..self.nodes)
             .map(|p| sim.crashed(ProcessId(p as u32)))
             .collect();
         self.judge(sim.processes(), &dead, &mut out);
         if determinism {
-            if let Determinism::Diverged { first, second } =
-                check_determinism(|| self.build(model), Some(limit))
-            {
-                out.divergence = Some(format!("first divergence: {first:?} / {second:?}"));
-            }
+            out.divergence = divergence(|| self.build(model), limit);
         }
         out
     }

@@ -37,7 +37,8 @@ use crate::{Config, EnsembleId, Placement, RidgeClient, RidgeNode, RidgeServer};
 use multicast::{DestPolicy, LoadSpec, Membership};
 use sweep::spec::{Spec, SpecWriter};
 use sweep::{
-    draw, draw_schedule, impairs, kinds, Checkable, Kinds, MulticastRun, Phases, Schedule, Tally,
+    crashes, draw, draw_schedule, impairs, kinds, Checkable, Kinds, MulticastRun, Phases, Schedule,
+    Tally,
 };
 use transport::rng::{Purpose, Rng};
 use transport::runtime::sim::Fault;
@@ -63,11 +64,6 @@ fn within_f(cfg: &Config, faults: &[Fault]) -> bool {
             .count()
             <= cfg.f()
     })
-}
-
-/// Whether `x` crashes `p`.
-fn crashes(x: &Fault, p: ProcessId) -> bool {
-    matches!(*x, Fault::Crash { process, .. } | Fault::CrashMidPost { process, .. } if process == p)
 }
 
 /// A group ensemble's coordinator cut off from its acceptors: the shared `cut_off_leader`

@@ -18,7 +18,9 @@ use crate::mapping::EnsembleId;
 use crate::value::Value;
 use crate::wire::Packet;
 use bytes::Bytes;
-use multicast::{Client, Completed, DestSet, Membership, MsgId, MulticastError, MulticastResult};
+use multicast::{
+    Client, Completed, DestSet, Membership, MsgId, MulticastError, MulticastResult, Outstanding,
+};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use transport::mesh::{Mesh, MeshError};
@@ -27,10 +29,8 @@ use transport::{Nanos, Nic, Process, ProcessId, Progress, Purpose, RegionSpec, R
 /// The multicast in flight.
 #[derive(Debug)]
 struct InFlight {
-    id: MsgId,
-    dst: DestSet,
-    sent_at: Nanos,
-    answered: DestSet,
+    /// The message and the answers it awaits.
+    outstanding: Outstanding,
     /// The ensemble and the request, for a retry.
     e: EnsembleId,
     value: Value,
@@ -183,15 +183,13 @@ impl<N: Nic> Process<N> for RidgeClient {
                 }
                 _ => continue,
             };
-            let Some(f) = self.inflight.as_mut().filter(|f| f.id == id) else {
-                continue;
-            };
-            f.answered = f.answered.with(g);
-            if f.dst.groups().all(|h| f.answered.contains(h)) {
+            if self
+                .inflight
+                .as_mut()
+                .is_some_and(|f| f.outstanding.answer(id, g))
+            {
                 let f = self.inflight.take().expect("in flight");
-                let now = nic.now();
-                self.completed
-                    .push_back(Completed::at(f.id, f.sent_at, now));
+                self.completed.push_back(f.outstanding.completed(nic.now()));
             }
         }
         self.buf = buf;
@@ -267,10 +265,7 @@ impl<N: Nic> Client<N> for RidgeClient {
         }
         self.next_seq += 1;
         self.inflight = Some(InFlight {
-            id,
-            dst,
-            sent_at: now,
-            answered: DestSet::EMPTY,
+            outstanding: Outstanding::new(id, dst, now),
             e,
             value,
             last_sent: now,

@@ -8,37 +8,28 @@
 //! that backlog holds at most one packet per group). The multicast was accepted, and Skeen
 //! needs every destination to get it, so it is never dropped half sent.
 
-use crate::backlog::Backlog;
 use crate::config::Config;
+use crate::port::Port;
 use crate::wire::Packet;
 use bytes::Bytes;
-use multicast::{Client, Completed, DestSet, Membership, MsgId, MulticastError, MulticastResult};
+use multicast::{
+    Client, Completed, DestSet, Membership, MsgId, MulticastError, MulticastResult, Outstanding,
+};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use transport::mesh::Mesh;
-use transport::{Nanos, Nic, Process, ProcessId, Progress, RegionSpec, Work};
-
-/// The multicast in flight.
-#[derive(Debug)]
-struct InFlight {
-    id: MsgId,
-    dst: DestSet,
-    sent_at: Nanos,
-    /// Destination groups whose server answered.
-    answered: DestSet,
-}
+use transport::{Nic, Process, ProcessId, Progress, RegionSpec, Work};
 
 /// A Skeen client.
 #[derive(Debug)]
 pub struct SkeenClient {
     cfg: Arc<Config>,
     me: ProcessId,
-    mesh: Mesh,
-    backlog: Backlog,
+    port: Port,
     next_seq: u64,
-    inflight: Option<InFlight>,
+    /// The multicast in flight.
+    inflight: Option<Outstanding>,
     completed: VecDeque<Completed>,
-    buf: Vec<u8>,
 }
 
 impl SkeenClient {
@@ -46,30 +37,28 @@ impl SkeenClient {
     pub fn new(cfg: Arc<Config>, i: usize) -> SkeenClient {
         let me = cfg.client(i);
         SkeenClient {
-            mesh: Mesh::new(cfg.mesh(), me).expect("a client is a member of the mesh"),
-            backlog: Backlog::default(),
+            port: Port::new(Mesh::new(cfg.mesh(), me).expect("a client is a member of the mesh")),
             me,
             next_seq: 0,
             inflight: None,
             completed: VecDeque::new(),
-            buf: Vec::new(),
             cfg,
         }
     }
 
     /// Packets of the multicast in flight still waiting for room in a server's ring.
     pub fn backlog(&self) -> usize {
-        self.backlog.len()
+        self.port.backlog().len()
     }
 
     /// The most packets that ever waited in the backlog at once (at most the multicast's destination count).
     pub fn backlog_peak(&self) -> usize {
-        self.backlog.peak()
+        self.port.backlog().peak()
     }
 
     /// Packets that ever waited in the backlog (a measure of backpressure).
     pub fn deferred(&self) -> u64 {
-        self.backlog.deferred()
+        self.port.backlog().deferred()
     }
 
     /// Whether a multicast is in flight.
@@ -84,31 +73,17 @@ impl<N: Nic> Process<N> for SkeenClient {
     }
 
     fn poll(&mut self, nic: &mut N) -> Progress {
-        let mut worked = self.backlog.start_poll(&mut self.mesh, nic);
-        let mut buf = std::mem::take(&mut self.buf);
-        while let Some(from) = self.mesh.recv(nic, &mut buf).expect("ring reads") {
+        let mut worked = self.port.start_poll(nic);
+        while let Some((from, packet)) = self.port.recv(nic) {
             worked = true;
-            nic.work(Work::Decode, 1);
-            let (Ok(Packet::Reply { id, .. }), Some(g)) =
-                (Packet::decode(&buf), self.cfg.group_of(from))
-            else {
+            let (Ok(Packet::Reply { id, .. }), Some(g)) = (packet, self.cfg.group_of(from)) else {
                 continue;
             };
-            let Some(f) = self.inflight.as_mut().filter(|f| f.id == id) else {
-                continue;
-            };
-            if !f.dst.contains(g) {
-                continue;
-            }
-            f.answered = f.answered.with(g);
-            if f.answered == f.dst {
+            if self.inflight.as_mut().is_some_and(|f| f.answer(id, g)) {
                 let f = self.inflight.take().expect("in flight");
-                let now = nic.now();
-                self.completed
-                    .push_back(Completed::at(f.id, f.sent_at, now));
+                self.completed.push_back(f.completed(nic.now()));
             }
         }
-        self.buf = buf;
         Progress::worked(worked)
     }
 }
@@ -133,14 +108,9 @@ impl<N: Nic> Client<N> for SkeenClient {
         nic.work(Work::Copy, bytes.len() as u64);
         for g in dst.groups() {
             let to = self.cfg.server_of(g);
-            self.backlog.send(&mut self.mesh, nic, to, bytes.clone());
+            self.port.send(nic, to, bytes.clone());
         }
-        self.inflight = Some(InFlight {
-            id,
-            dst,
-            sent_at: now,
-            answered: DestSet::EMPTY,
-        });
+        self.inflight = Some(Outstanding::new(id, dst, now));
         Ok(id)
     }
 

@@ -86,6 +86,7 @@ mod backlog;
 pub mod client;
 pub mod config;
 pub mod order;
+mod port;
 pub mod server;
 pub mod wire;
 

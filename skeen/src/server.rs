@@ -15,9 +15,9 @@
 //! completes it), and a client multicasts nothing else until it has every reply, so a server
 //! holds at most `groups` packets per client in all its backlogs.
 
-use crate::backlog::Backlog;
 use crate::config::Config;
 use crate::order::{Order, Received};
+use crate::port::Port;
 use crate::wire::Packet;
 use multicast::{Delivery, GroupId, Membership, Server};
 use std::collections::VecDeque;
@@ -30,13 +30,11 @@ use transport::{Nic, Process, ProcessId, Progress, RegionSpec, Work};
 pub struct SkeenServer {
     cfg: Arc<Config>,
     me: ProcessId,
-    mesh: Mesh,
+    port: Port,
     order: Order,
-    backlog: Backlog,
     delivered: VecDeque<Delivery>,
     /// Packets that did not decode or came from a process that may not send them.
     rejected: u64,
-    buf: Vec<u8>,
 }
 
 impl SkeenServer {
@@ -44,12 +42,10 @@ impl SkeenServer {
     pub fn new(cfg: Arc<Config>, g: GroupId) -> SkeenServer {
         let me = cfg.server_of(g);
         SkeenServer {
-            mesh: Mesh::new(cfg.mesh(), me).expect("a server is a member of the mesh"),
+            port: Port::new(Mesh::new(cfg.mesh(), me).expect("a server is a member of the mesh")),
             order: Order::new(g),
-            backlog: Backlog::default(),
             delivered: VecDeque::new(),
             rejected: 0,
-            buf: Vec::new(),
             me,
             cfg,
         }
@@ -62,17 +58,17 @@ impl SkeenServer {
 
     /// Packets waiting in the backlog for room in a peer's ring.
     pub fn backlog(&self) -> usize {
-        self.backlog.len()
+        self.port.backlog().len()
     }
 
     /// The most packets that ever waited in the backlog at once (at most `clients * groups`: see the module docs).
     pub fn backlog_peak(&self) -> usize {
-        self.backlog.peak()
+        self.port.backlog().peak()
     }
 
     /// Packets that ever waited in the backlog (a measure of backpressure).
     pub fn deferred(&self) -> u64 {
-        self.backlog.deferred()
+        self.port.backlog().deferred()
     }
 
     /// Packets that were not packets, or not ones their sender may send, plus inputs the
@@ -117,7 +113,7 @@ impl SkeenServer {
                         let bytes = Packet::Propose { id, ts }.encode();
                         for g in dst.groups().filter(|&g| g != me) {
                             let to = self.cfg.server_of(g);
-                            self.backlog.send(&mut self.mesh, nic, to, bytes.clone());
+                            self.port.send(nic, to, bytes.clone());
                         }
                     }
                 }
@@ -144,8 +140,7 @@ impl SkeenServer {
             nic.work(Work::Deliver, 1);
             let ts = crate::order::Stamp(d.order.expect("Skeen stamps every delivery"));
             let bytes = Packet::Reply { id: d.msg, ts }.encode();
-            self.backlog
-                .send(&mut self.mesh, nic, ProcessId(d.msg.client), bytes);
+            self.port.send(nic, ProcessId(d.msg.client), bytes);
             self.delivered.push_back(d);
         }
         any
@@ -158,18 +153,15 @@ impl<N: Nic> Process<N> for SkeenServer {
     }
 
     fn poll(&mut self, nic: &mut N) -> Progress {
-        let mut worked = self.backlog.start_poll(&mut self.mesh, nic);
-        let mut buf = std::mem::take(&mut self.buf);
-        while let Some(from) = self.mesh.recv(nic, &mut buf).expect("ring reads") {
+        let mut worked = self.port.start_poll(nic);
+        while let Some((from, packet)) = self.port.recv(nic) {
             worked = true;
-            nic.work(Work::Decode, 1);
-            match Packet::decode(&buf) {
+            match packet {
                 Ok(p) => self.handle(nic, from, p),
                 Err(_) => self.rejected += 1,
             }
             worked |= self.answer(nic);
         }
-        self.buf = buf;
         Progress::worked(worked)
     }
 }

@@ -146,11 +146,7 @@ where
 {
     let mut sim = build();
     sim.run(Some(limit));
-    let mut out = Outcome {
-        events: sim.stats().events,
-        torn_ops: sim.stats().torn_ops,
-        ..Outcome::default()
-    };
+    let mut out = Outcome::simulated(&sim.stats());
     judge_run(
         sim.processes(),
         |p| sim.crashed(p),
@@ -161,11 +157,24 @@ where
         &mut out,
     );
     if determinism {
-        if let Determinism::Diverged { first, second } = check_determinism(&build, Some(limit)) {
-            out.divergence = Some(format!("first divergence: {first:?} / {second:?}"));
-        }
+        out.divergence = divergence(&build, limit);
     }
     out
+}
+
+/// Runs the simulation `build` makes twice until `limit`, the second time without the
+/// simulator's change hint, and names the first event at which the two differ, if one does:
+/// [`Outcome::divergence`] for a run checked with `determinism`.
+pub fn divergence<P: Process<SimNic>>(
+    build: impl FnMut() -> Sim<P>,
+    limit: Nanos,
+) -> Option<String> {
+    match check_determinism(build, Some(limit)) {
+        Determinism::Diverged { first, second } => {
+            Some(format!("first divergence: {first:?} / {second:?}"))
+        }
+        Determinism::Identical(_) => None,
+    }
 }
 
 /// The verdict on a multicast run's processes, on any runtime: every server's counters and
@@ -224,6 +233,19 @@ pub struct LocalCheck {
     pub yield_words: bool,
 }
 
+impl LocalCheck {
+    /// The local runtime's configuration for seed `seed`'s run: this check's NIC thread and
+    /// word-by-word yielding, the rest the runtime's defaults.
+    pub fn config(&self, seed: u64) -> LocalConfig {
+        LocalConfig {
+            seed,
+            nic_thread: self.nic_thread,
+            yield_words: self.yield_words,
+            ..LocalConfig::default()
+        }
+    }
+}
+
 impl Phases {
     /// The phases `k` times as long (a local run's wall-time phases), convergence cut to
     /// [`LOCAL_CONVERGE`] at most.
@@ -279,13 +301,7 @@ where
     S: Server + Observed,
     Node<S, C>: Process<LocalNic> + Send,
 {
-    let lc = LocalConfig {
-        seed,
-        nic_thread: local.nic_thread,
-        yield_words: local.yield_words,
-        ..LocalConfig::default()
-    };
-    let run = run_local(lc, nodes, faults, phases.limit);
+    let run = run_local(local.config(seed), nodes, faults, phases.limit);
     let crashed = |p: ProcessId| {
         faults
             .iter()

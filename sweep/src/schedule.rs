@@ -124,6 +124,11 @@ pub fn impairs(f: &Fault, p: ProcessId) -> bool {
     }
 }
 
+/// Whether `f` crashes `p`, at once or in the middle of posting.
+pub fn crashes(f: &Fault, p: ProcessId) -> bool {
+    matches!(*f, Fault::Crash { process, .. } | Fault::CrashMidPost { process, .. } if process == p)
+}
+
 /// The time span over which an impairing fault (see [`impairs`]) acts on a server, its end
 /// taken late: a delayed link's last message lands `delay` after the window closes.
 pub(super) fn impaired_span(f: &Fault) -> (Nanos, Nanos) {
@@ -454,9 +459,7 @@ impl Impairments {
             if self.faulty[g].contains(&p) {
                 continue;
             }
-            let crashed = faults.iter().any(|f| {
-                matches!(*f, Fault::Crash { process, .. } | Fault::CrashMidPost { process, .. } if process == p)
-            });
+            let crashed = faults.iter().any(|f| crashes(f, p));
             let mut joined = self.spans[p.0 as usize].clone();
             joined.extend(faults.iter().filter(|f| impairs(f, p)).map(impaired_span));
             let impaired = counted(p)

@@ -2,6 +2,7 @@
 
 use super::schedule::Kinds;
 use multicast::DeliveryLog;
+use transport::runtime::sim::SimStats;
 
 /// The outcome of one run.
 #[derive(Debug, Default)]
@@ -33,6 +34,18 @@ pub struct Outcome {
     pub states: Vec<String>,
     /// Ops the simulator carried out in pieces (torn landings).
     pub torn_ops: u64,
+}
+
+impl Outcome {
+    /// The outcome of a simulated run before it is judged: the simulator's counts of events
+    /// and of ops carried out in pieces, from its `stats`.
+    pub fn simulated(stats: &SimStats) -> Outcome {
+        Outcome {
+            events: stats.events,
+            torn_ops: stats.torn_ops,
+            ..Outcome::default()
+        }
+    }
 }
 
 /// Counts over a sweep: how many runs had each fault kind and each protocol event. A report

@@ -2,7 +2,7 @@
 //! failure-detector timing. Process ids follow [`multicast::Membership`]: servers first, then
 //! clients.
 
-use multicast::{GroupId, Membership, Tree};
+use multicast::{check_limits, GroupId, LimitError, Membership, Tree};
 use transport::Nanos;
 
 /// Timeouts of the failure detector and of log recycling, in the runtime's nanoseconds.
@@ -57,15 +57,9 @@ pub struct Config {
 /// Why a configuration is unusable.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
-    /// Replicas not 2f+1.
-    #[error("replicas per group must be odd (2f+1) and at most 15, got {0}")]
-    Replicas(usize),
-    /// No clients, or too many.
-    #[error("clients must be 1..=4096, got {0}")]
-    Clients(usize),
-    /// Bad slot size.
-    #[error("slot size must be a multiple of 8 between 64 and 1048576 bytes, got {0}")]
-    SlotBytes(usize),
+    /// Replicas, clients or slot size out of the shared bounds.
+    #[error(transparent)]
+    Limit(#[from] LimitError),
     /// Bad HM slot count.
     #[error("HM slots per buffer must be 2..=65536, got {0}")]
     HmSlots(usize),
@@ -91,15 +85,7 @@ impl Config {
 
     /// Checks every field.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if self.replicas % 2 == 0 || self.replicas > 15 {
-            return Err(ConfigError::Replicas(self.replicas));
-        }
-        if !(1..=4096).contains(&self.clients) {
-            return Err(ConfigError::Clients(self.clients));
-        }
-        if self.slot_bytes % 8 != 0 || !(64..=1 << 20).contains(&self.slot_bytes) {
-            return Err(ConfigError::SlotBytes(self.slot_bytes));
-        }
+        check_limits(self.replicas, self.clients, self.slot_bytes)?;
         if !(2..=65536).contains(&self.hm_slots) {
             return Err(ConfigError::HmSlots(self.hm_slots));
         }
@@ -142,7 +128,10 @@ mod tests {
             replicas: 2,
             ..c.clone()
         };
-        assert_eq!(bad.validate(), Err(ConfigError::Replicas(2)));
+        assert_eq!(
+            bad.validate(),
+            Err(ConfigError::Limit(LimitError::Replicas(2)))
+        );
         let bad = Config { log_slots: 2, ..c };
         assert!(bad
             .validate()
