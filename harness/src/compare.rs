@@ -21,6 +21,7 @@ use crate::plot::{self, Series};
 use crate::protocols::{self, Shape};
 use crate::runtime::Runtime;
 use crate::totals;
+use hdrhistogram::Histogram;
 use multicast::{DestPolicy, Tree};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -263,16 +264,51 @@ impl Measured {
     }
 }
 
-/// A row of `latency_cdf.csv`: a protocol's CDF at one load.
-#[derive(serde::Serialize)]
-struct CdfRow<'a> {
+/// The contender's column of `latency_cdf.csv`: the protocol as `--protocols` names it.
+#[derive(Clone, Copy, serde::Serialize)]
+struct ProtocolColumn<'a> {
     protocol: &'a str,
-    load: &'a str,
+}
+
+/// A point of a contender's latency CDF at one load: the columns of a comparison's
+/// `latency_cdf.csv` after the contender's own, the same for a multicast comparison and for
+/// Heron over several multicasts ([`cdf_rows`]).
+#[derive(serde::Serialize)]
+pub(crate) struct CdfPoint {
+    load: &'static str,
     clients: usize,
     #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
     latency_us: f64,
     #[serde(serialize_with = "crate::stats::precision::fixed::<6, _>")]
     fraction: f64,
+}
+
+/// A contender's rows of a comparison's `latency_cdf.csv`: the points of its latency CDF at 1
+/// client (`one`), then at saturation, each load given as its clients and its latencies.
+/// `contender` is a struct whose one field is the contender's column (`protocol`, or Heron's
+/// `multicast`): the CSV writer writes a pair of structs as one row, and its header names the
+/// fields of both.
+pub(crate) fn cdf_rows<C: Copy>(
+    contender: C,
+    one: (usize, &Histogram<u64>),
+    saturated: (usize, &Histogram<u64>),
+) -> Vec<(C, CdfPoint)> {
+    [("1-client", one), ("saturation", saturated)]
+        .into_iter()
+        .flat_map(|(load, (clients, latencies))| {
+            cdf_points(latencies)
+                .into_iter()
+                .map(move |(latency_us, fraction)| {
+                    let point = CdfPoint {
+                        load,
+                        clients,
+                        latency_us,
+                        fraction,
+                    };
+                    (contender, point)
+                })
+        })
+        .collect()
 }
 
 /// Runs the comparison and writes its outputs into `out`; returns its summary and what each
@@ -307,19 +343,12 @@ pub(crate) fn compare(
     for m in &measured {
         rows.push(m.one.e.summary_row(&m.one.m, commit));
         rows.extend(m.points.iter().map(|p| p.e.summary_row(&p.m, commit)));
-        for (load, p) in [("1-client", &m.one), ("saturation", m.saturated())] {
-            cdf_csv.extend(
-                cdf_points(&p.m.latency)
-                    .into_iter()
-                    .map(|(latency_us, fraction)| CdfRow {
-                        protocol: &m.label,
-                        load,
-                        clients: p.e.deploy.shape().2,
-                        latency_us,
-                        fraction,
-                    }),
-            );
-        }
+        let saturated = m.saturated();
+        cdf_csv.extend(cdf_rows(
+            ProtocolColumn { protocol: &m.label },
+            (m.one.e.deploy.shape().2, &m.one.m.latency),
+            (saturated.e.deploy.shape().2, &saturated.m.latency),
+        ));
     }
     write_summary(&out.join("runs.csv"), &rows)?;
     crate::experiment::write_rows(&out.join("latency_cdf.csv"), &cdf_csv)?;
@@ -776,6 +805,10 @@ mod tests {
         assert_eq!(runs.lines().count(), 1 + 2 * 3, "{runs}");
         assert!(runs.lines().skip(1).all(|l| l.contains(",random:2,")));
         let cdf = std::fs::read_to_string(dir.join("latency_cdf.csv")).unwrap();
+        assert!(
+            cdf.starts_with("protocol,load,clients,latency_us,fraction\n"),
+            "{cdf}"
+        );
         for tag in [
             "ramcast,1-client",
             "ramcast,saturation",

@@ -13,6 +13,7 @@
 use super::experiment::{Setup, Workload};
 use super::figures::{measure, saturate, Point};
 use super::Over;
+use crate::compare::cdf_rows;
 use crate::experiment::write_rows;
 use crate::figure::{cdf_points, panel, us, write, NO_CLAIMS};
 use crate::plot::{self, Series};
@@ -157,16 +158,11 @@ impl Comparison {
     }
 }
 
-/// A row of `latency_cdf.csv`.
-#[derive(serde::Serialize)]
-struct CdfRow<'a> {
-    multicast: &'a str,
-    load: &'a str,
-    clients: usize,
-    #[serde(serialize_with = "crate::stats::precision::fixed::<3, _>")]
-    latency_us: f64,
-    #[serde(serialize_with = "crate::stats::precision::fixed::<6, _>")]
-    fraction: f64,
+/// The multicast's column of `latency_cdf.csv`, before the points of its CDFs
+/// ([`crate::compare::cdf_rows`]).
+#[derive(Clone, Copy, serde::Serialize)]
+struct MulticastColumn {
+    multicast: &'static str,
 }
 
 /// Runs the comparison and writes `runs.csv`, `latency_cdf.csv`, `png` and `summary.md` into
@@ -198,17 +194,14 @@ pub(crate) fn compare(
         for p in std::iter::once(&m.one).chain(&m.points) {
             rows.extend(p.s.rows(&p.o, "tpcc", commit));
         }
-        for (load, p) in [("1-client", &m.one), ("saturation", m.peak())] {
-            for (x, f) in cdf_points(&all(p)) {
-                cdf_csv.push(CdfRow {
-                    multicast: m.over.name(),
-                    load,
-                    clients: p.s.cfg.clients,
-                    latency_us: x,
-                    fraction: f,
-                });
-            }
-        }
+        let peak = m.peak();
+        cdf_csv.extend(cdf_rows(
+            MulticastColumn {
+                multicast: m.over.name(),
+            },
+            (m.one.s.cfg.clients, &all(&m.one)),
+            (peak.s.cfg.clients, &all(peak)),
+        ));
     }
     write_rows(&out.join("runs.csv"), &rows)?;
     write_rows(&out.join("latency_cdf.csv"), &cdf_csv)?;
