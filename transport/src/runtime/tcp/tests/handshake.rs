@@ -201,9 +201,7 @@ fn nodes_holding_the_secret_connect() {
         secret: Secret::new(*b"sixteen bytes!!!").unwrap(),
         ..TcpConfig::default()
     };
-    let run = TcpRuntime::new(cfg, vec![Ping::default(), Ping::default()])
-        .unwrap()
-        .run(Duration::from_secs(20));
+    let run = pair::<Ping>(cfg, Duration::from_secs(20));
     assert!(run.processes.iter().all(|p| p.got == 7), "{:?}", run.events);
     assert!(run.stops.iter().all(|s| *s == TcpStop::AllDone));
 }

@@ -50,6 +50,14 @@ impl<N: Nic> Process<N> for Target {
     }
 }
 
+/// Two nodes on loopback, each running a `P` from its default, with `cfg`, until both are done
+/// or `limit` passed.
+fn pair<P: Process<TcpNic> + Default + Send>(cfg: TcpConfig, limit: Duration) -> TcpRun<P> {
+    TcpRuntime::new(cfg, vec![P::default(), P::default()])
+        .unwrap()
+        .run(limit)
+}
+
 /// Asserts one of a node's connection events says `what` (printing them all if none does).
 fn logged(events: &[String], what: &str) {
     assert!(
@@ -303,9 +311,7 @@ fn a_partition_holds_writes_until_it_heals() {
         }
     }
     let cfg = partitioned(0, 1, 300, Bounds::default());
-    let run = TcpRuntime::new(cfg, vec![Late::default(), Late::default()])
-        .unwrap()
-        .run(Duration::from_secs(20));
+    let run = pair::<Late>(cfg, Duration::from_secs(20));
     let seen = run.processes[1]
         .seen_at
         .unwrap_or_else(|| panic!("the write never arrived: {:?} {:?}", run.stops, run.events));
