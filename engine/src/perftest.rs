@@ -395,20 +395,26 @@ mod tests {
         }
     }
 
-    /// Local runtime sanity: a ping-pong completes and yields one sample per iteration.
-    #[test]
-    fn local_ping_pong_completes() {
-        let rt = Rig::real(LOCAL, 0);
+    /// Measures `bytes` on `rt` (`warmup` round trips, then `iterations`; 16 writes
+    /// outstanding, one in 4 signaled) and asserts the measurement completed: ordered positive
+    /// latencies, some bandwidth and some message rate.
+    fn completes(rt: &Rig, bytes: usize, warmup: u64, iterations: u64) {
         let p = Params {
-            bytes: 64,
-            warmup: 20,
-            iterations: 200,
+            bytes,
+            warmup,
+            iterations,
             tx_depth: 16,
             cq_mod: 4,
         };
-        let (lat, bw, _, rate) = measure(&rt, p).unwrap();
+        let (lat, bw, _, rate) = measure(rt, p).unwrap();
         assert!(lat.min > 0.0 && lat.min <= lat.typical && lat.typical <= lat.max);
         assert!(bw > 0.0 && rate > 0.0);
+    }
+
+    /// Local runtime sanity: a ping-pong completes and yields one sample per iteration.
+    #[test]
+    fn local_ping_pong_completes() {
+        completes(&Rig::real(LOCAL, 0), 64, 20, 200);
     }
 
     /// The same over the tcp runtime, reads and large writes included.
@@ -416,16 +422,7 @@ mod tests {
     fn tcp_ping_pong_and_stream_complete() {
         let rt = Rig::real(Runtime::Tcp, 0);
         for bytes in [64, 3 << 20] {
-            let p = Params {
-                bytes,
-                warmup: 5,
-                iterations: 50,
-                tx_depth: 16,
-                cq_mod: 4,
-            };
-            let (lat, bw, _, rate) = measure(&rt, p).unwrap();
-            assert!(lat.min > 0.0 && lat.min <= lat.typical && lat.typical <= lat.max);
-            assert!(bw > 0.0 && rate > 0.0);
+            completes(&rt, bytes, 5, 50);
         }
     }
 }

@@ -279,6 +279,12 @@ mod tests {
         }
     }
 
+    /// Two threads, each polling its processes itself.
+    const LOCAL: Runtime = Runtime::Local {
+        threads: 2,
+        nic_thread: false,
+    };
+
     fn drive<'a>(runtime: Runtime, profile: &'a Profile, software: &'a Software) -> Drive<'a> {
         Drive {
             runtime,
@@ -298,11 +304,7 @@ mod tests {
     fn every_runtime_runs_the_processes_to_the_end_and_hands_them_back() {
         let profile = Profile::load(DEFAULT_PROFILE).unwrap();
         let software = Software::none();
-        let local = Runtime::Local {
-            threads: 2,
-            nic_thread: false,
-        };
-        for runtime in [Runtime::Sim, local, Runtime::Tcp] {
+        for runtime in [Runtime::Sim, LOCAL, Runtime::Tcp] {
             let procs = vec![Thrice::default(), Thrice::default()];
             let run = drive(runtime, &profile, &software).run(procs).unwrap();
             assert_eq!(run.processes.len(), 2, "{runtime:?}");
@@ -318,11 +320,7 @@ mod tests {
     fn an_inspector_reads_sim_and_local_runs_and_is_refused_elsewhere() {
         let profile = Profile::load(DEFAULT_PROFILE).unwrap();
         let software = Software::none();
-        let local = Runtime::Local {
-            threads: 2,
-            nic_thread: false,
-        };
-        for runtime in [Runtime::Sim, local] {
+        for runtime in [Runtime::Sim, LOCAL] {
             let mut count = Count(0);
             let procs = vec![Thrice::default(), Thrice::default(), Thrice::default()];
             drive(runtime, &profile, &software)

@@ -44,47 +44,46 @@ fn malformed_profile_file_names_field_and_line() {
     }
 }
 
+/// Asserts the header line of the CSV text `csv` names every one of `columns`.
+fn has_columns(csv: &str, columns: &[&str]) {
+    let header = csv.lines().next().unwrap_or_default();
+    for col in columns {
+        assert!(
+            header.split(',').any(|c| c == *col),
+            "missing column {col} in {header}"
+        );
+    }
+}
+
 #[test]
 fn csv_has_every_column_and_png_is_written() {
     let dir = scratch("harness-out");
     let csv = dir.join("t.csv");
     let png = dir.join("t.png");
-    let o = harness(&[
-        "bench",
-        "transport",
-        "--sizes",
-        "64,4096",
-        "--iterations",
-        "100",
-        "--csv",
-        csv.to_str().unwrap(),
-        "--png",
-        png.to_str().unwrap(),
-    ]);
-    succeeded(&o);
-    prints(&o, "t_typical[usec]");
+    let o = harness_with(
+        "bench transport --sizes 64,4096 --iterations 100 --csv",
+        &[csv.to_str().unwrap(), "--png", png.to_str().unwrap()],
+    );
+    succeeded_printing(&o, &["t_typical[usec]"]);
     let text = std::fs::read_to_string(&csv).unwrap();
-    let header = text.lines().next().unwrap();
-    for col in [
-        "runtime",
-        "profile",
-        "bytes",
-        "iterations",
-        "t_min_us",
-        "t_max_us",
-        "t_typical_us",
-        "t_avg_us",
-        "t_stdev_us",
-        "t_p99_us",
-        "t_p999_us",
-        "bw_avg_gbps",
-        "msg_rate_mpps",
-    ] {
-        assert!(
-            header.split(',').any(|c| c == col),
-            "missing column {col} in {header}"
-        );
-    }
+    has_columns(
+        &text,
+        &[
+            "runtime",
+            "profile",
+            "bytes",
+            "iterations",
+            "t_min_us",
+            "t_max_us",
+            "t_typical_us",
+            "t_avg_us",
+            "t_stdev_us",
+            "t_p99_us",
+            "t_p999_us",
+            "bw_avg_gbps",
+            "msg_rate_mpps",
+        ],
+    );
     assert_eq!(text.lines().count(), 3, "one row per size");
     let bytes = std::fs::read(&png).unwrap();
     assert!(bytes.starts_with(b"\x89PNG"), "not a PNG");
@@ -95,9 +94,7 @@ fn chaos_check_passes_with_determinism() {
     let o = harness(&args(
         "check --protocol chaos --seeds 12 --check-determinism",
     ));
-    succeeded(&o);
-    prints(&o, "0 violations");
-    prints(&o, "12 runs");
+    succeeded_printing(&o, &["0 violations", "12 runs"]);
 }
 
 #[test]
@@ -136,29 +133,29 @@ fn verify_reads_a_delivery_log_and_names_the_violated_property() {
     says(&o, "nothing to verify");
 }
 
+/// Runs `line`, which ends in `--out`, in a scratch directory named after `name`: its results
+/// in `out/`, its delivery log in `log/`. Asserts the run succeeded with no violation and that
+/// `harness verify` agrees on the log it wrote; returns the scratch directory and what the
+/// run said.
+fn run_and_verify(name: &str, line: &str) -> (Scratch, std::process::Output) {
+    let dir = scratch(name);
+    let (out, log) = (dir.join("out"), dir.join("log"));
+    let o = harness_with(
+        line,
+        &[out.to_str().unwrap(), "--log", log.to_str().unwrap()],
+    );
+    succeeded_printing(&o, &["0 violations"]);
+    verifies(&log);
+    (dir, o)
+}
+
 #[test]
 fn ramcast_run_writes_summary_cdf_and_a_log_that_verifies() {
-    let dir = scratch("harness-run");
-    let (out, log) = (dir.join("out"), dir.join("log"));
-    let o = harness(&[
-        "run",
-        "--protocol",
-        "ramcast",
-        "--groups",
-        "2",
-        "--clients",
-        "3",
-        "--dest",
-        "random:2",
-        "--duration",
-        "1ms",
-        "--out",
-        out.to_str().unwrap(),
-        "--log",
-        log.to_str().unwrap(),
-    ]);
-    succeeded(&o);
-    prints(&o, "0 violations");
+    let (dir, _) = run_and_verify(
+        "harness-run",
+        "run --protocol ramcast --groups 2 --clients 3 --dest random:2 --duration 1ms --out",
+    );
+    let out = dir.join("out");
     let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
     let mut lines = summary.lines();
     let header = lines.next().unwrap();
@@ -196,25 +193,22 @@ fn ramcast_run_writes_summary_cdf_and_a_log_that_verifies() {
             .count()
             > 1
     );
-    verifies(&log);
 }
 
 #[test]
 fn ramcast_run_rejects_bad_configurations_clearly() {
-    let cases: [(&[&str], &str); 4] = [
+    each_refused(&[
         (
-            &["--size", "5000", "--slot-bytes", "1024"],
+            "run --protocol ramcast --size 5000 --slot-bytes 1024",
             "does not fit a slot",
         ),
-        (&["--dest", "random:3", "--groups", "2"], "random:3"),
-        (&["--replicas", "4"], "odd"),
-        (&["--duration", "0s"], "positive"),
-    ];
-    for (args, want) in cases {
-        let mut all = vec!["run", "--protocol", "ramcast"];
-        all.extend_from_slice(args);
-        refused(&all, want);
-    }
+        (
+            "run --protocol ramcast --dest random:3 --groups 2",
+            "random:3",
+        ),
+        ("run --protocol ramcast --replicas 4", "odd"),
+        ("run --protocol ramcast --duration 0s", "positive"),
+    ]);
 }
 
 /// Issue 46's run: 64 groups and 4096 clients pass every flag check but declare 72 GiB of
@@ -239,21 +233,11 @@ fn a_run_larger_than_the_machine_is_refused_before_it_starts() {
         "1024"
     };
     for runtime in ["sim", "local", "tcp"] {
-        let o = harness(&[
-            "run",
-            "--protocol",
-            "ramcast",
-            "--groups",
-            "64",
-            "--clients",
-            "4096",
-            "--slots",
-            slots,
-            "--duration",
-            "1s",
-            "--runtime",
-            runtime,
-        ]);
+        let line = format!(
+            "run --protocol ramcast --groups 64 --clients 4096 --slots {slots} --duration 1s \
+             --runtime {runtime}"
+        );
+        let o = harness(&args(&line));
         assert_eq!(o.status.code(), Some(2), "{runtime}: {}", stderr(&o));
         says(&o, "GiB of memory");
         says(&o, "lower --clients (4096), --groups (64)");
@@ -264,39 +248,19 @@ fn a_run_larger_than_the_machine_is_refused_before_it_starts() {
 
 #[test]
 fn tram_run_on_a_custom_tree_writes_a_log_that_verifies() {
-    let dir = scratch("harness-tram");
-    let (out, log) = (dir.join("out"), dir.join("log"));
-    let o = harness(&[
-        "run",
-        "--protocol",
-        "tram",
-        "--tree",
-        "[-1,0,0,1]",
-        "--clients",
-        "3",
-        "--dest",
-        "adjacent:2",
-        "--duration",
-        "1ms",
-        "--out",
-        out.to_str().unwrap(),
-        "--log",
-        log.to_str().unwrap(),
-    ]);
-    succeeded(&o);
+    let (dir, o) = run_and_verify(
+        "harness-tram",
+        "run --protocol tram --tree [-1,0,0,1] --clients 3 --dest adjacent:2 --duration 1ms --out",
+    );
     prints(&o, "tree=[-1,0,0,1]");
-    prints(&o, "0 violations");
-    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    let summary = std::fs::read_to_string(dir.join("out/summary.csv")).unwrap();
     let row = summary.lines().nth(1).unwrap();
     assert!(row.starts_with("tram,[-1;0;0;1],sim,r320-cx3,"), "{row}");
-    verifies(&log);
 }
 
 #[test]
 fn ridge_run_with_optimistic_deliveries_reports_mistakes_and_logs_them_apart() {
-    let dir = scratch("harness-ridge");
-    let o = harness_with("run --protocol ridge --groups 2 --clients 4 --dest random:2 --duration 20ms --optimistic 500us --log", &[dir.to_str().unwrap()]);
-    succeeded(&o);
+    let (dir, o) = succeeds_into("harness-ridge", "run --protocol ridge --groups 2 --clients 4 --dest random:2 --duration 20ms --optimistic 500us --log");
     prints(&o, "optimistic deliveries");
     prints(&o, "mistakes");
     prints(&o, "0 violations");
@@ -306,84 +270,59 @@ fn ridge_run_with_optimistic_deliveries_reports_mistakes_and_logs_them_apart() {
     // The checker's log holds the atomic deliveries only, and verifies.
     verifies(&dir);
     // Ridge's flags are refused elsewhere, with the reason.
-    refused(
-        &args("run --protocol ramcast --optimistic 1ms"),
-        "--optimistic",
-    );
-    refused(&args("run --protocol ramcast --acceptors 3"), "--acceptors");
+    each_refused(&[
+        ("run --protocol ramcast --optimistic 1ms", "--optimistic"),
+        ("run --protocol ramcast --acceptors 3", "--acceptors"),
+    ]);
     // Acceptors per ensemble: odd, and servers of the group.
     for (replicas, acceptors) in [("3", "2"), ("3", "5")] {
-        let r = refused(
-            &[
-                "run",
-                "--protocol",
-                "ridge",
-                "--replicas",
-                replicas,
-                "--acceptors",
-                acceptors,
-            ],
-            "acceptors must be odd",
-        );
+        let line = format!("run --protocol ridge --replicas {replicas} --acceptors {acceptors}");
+        let r = refused(&args(&line), "acceptors must be odd");
         says(&r, "at most the 3");
     }
     // Dedicated acceptors: processes of their own, more than a group's servers allowed; the
     // log names them auxiliary and checks they delivered nothing.
     let log = dir.join("dedicated");
-    let r = harness_with("run --protocol ridge --groups 2 --replicas 1 --placement dedicated --acceptors 5 --dest random:2 --duration 10ms --log", &[log.to_str().unwrap()]);
-    succeeded(&r);
-    prints(
+    let r = harness_into("run --protocol ridge --groups 2 --replicas 1 --placement dedicated --acceptors 5 --dest random:2 --duration 10ms --log", &log);
+    succeeded_printing(
         &r,
-        "5 acceptors per ensemble, processes of their own (p3..p17)",
+        &[
+            "5 acceptors per ensemble, processes of their own (p3..p17)",
+            "0 violations",
+        ],
     );
-    prints(&r, "0 violations");
     let processes = std::fs::read_to_string(log.join("processes.csv")).unwrap();
     assert!(processes.contains("\n17,auxiliary,true"), "{processes}");
-    refused(&args("run --protocol ridge --placement apart"), "colocated");
-    refused(
-        &args("run --protocol tram --placement dedicated"),
-        "--placement",
-    );
+    each_refused(&[
+        ("run --protocol ridge --placement apart", "colocated"),
+        ("run --protocol tram --placement dedicated", "--placement"),
+    ]);
 }
 
 #[test]
 fn tram_run_rejects_bad_trees_and_flags_clearly() {
-    let cases: [(&[&str], &str); 6] = [
-        (&["--protocol", "tram", "--tree", "[-1,2,1]"], "cycle"),
-        (&["--protocol", "tram", "--tree", "[-1,-1,0]"], "both roots"),
-        (&["--protocol", "tram", "--tree", "[-1,7]"], "not a group"),
+    each_refused(&[
+        ("run --protocol tram --tree [-1,2,1]", "cycle"),
+        ("run --protocol tram --tree [-1,-1,0]", "both roots"),
+        ("run --protocol tram --tree [-1,7]", "not a group"),
         (
-            &["--protocol", "tram", "--tree", "depth", "--groups", "3"],
+            "run --protocol tram --tree depth --groups 3",
             "does not match the tree",
         ),
         (
-            &["--protocol", "ramcast", "--tree", "base"],
+            "run --protocol ramcast --tree base",
             "--tree is not for --protocol ramcast: it is tram's",
         ),
         (
-            &[
-                "--protocol",
-                "ramcast",
-                "--dest",
-                "adjacent:2",
-                "--groups",
-                "3",
-            ],
+            "run --protocol ramcast --dest adjacent:2 --groups 3",
             "tree-based protocols",
         ),
-    ];
-    for (args, want) in cases {
-        let mut all = vec!["run"];
-        all.extend_from_slice(args);
-        refused(&all, want);
-    }
+    ]);
 }
 
 #[test]
 fn rdmc_run_verifies_every_delivery_and_writes_its_parameters() {
-    let dir = scratch("harness-rdmc");
-    let o = harness_with("run --protocol rdmc --nodes 13 --size 3MB --block-size 256KB --senders 2 --messages 2 --out", &[dir.to_str().unwrap()]);
-    succeeded(&o);
+    let (dir, o) = succeeds_into("harness-rdmc", "run --protocol rdmc --nodes 13 --size 3MB --block-size 256KB --senders 2 --messages 2 --out");
     prints(
         &o,
         "algorithm=pipeline nodes=13 size=3 MiB block=256 KiB (12 blocks)",
@@ -405,44 +344,38 @@ fn rdmc_run_verifies_every_delivery_and_writes_its_parameters() {
 
 #[test]
 fn rdmc_run_refuses_flags_that_do_not_apply() {
-    for (args, want) in [
+    each_refused(&[
         (
-            vec!["run", "--protocol", "rdmc", "--tree", "base"],
+            "run --protocol rdmc --tree base",
             "--tree is not for --protocol rdmc: it is tram's",
         ),
         (
-            vec!["run", "--protocol", "ramcast", "--nodes", "8"],
+            "run --protocol ramcast --nodes 8",
             "--nodes is not for --protocol ramcast: it is rdmc's",
         ),
         (
-            vec!["run", "--protocol", "rdmc", "--algorithm", "hybrid-chain"],
+            "run --protocol rdmc --algorithm hybrid-chain",
             "needs --racks",
         ),
         (
-            vec!["run", "--protocol", "rdmc", "--algorithm", "fastest"],
+            "run --protocol rdmc --algorithm fastest",
             "unknown algorithm `fastest`",
         ),
         (
-            vec!["run", "--protocol", "rdmc", "--size", "12 parsecs"],
-            "is not a size",
-        ),
-        (
-            vec!["run", "--protocol", "rdmc", "--senders", "5"],
+            "run --protocol rdmc --senders 5",
             "--senders 5 must be between 1 and --nodes (4)",
         ),
-    ] {
-        refused(&args, want);
-    }
+    ]);
+    // A size with a space in it, one word to the shell.
+    refused(
+        &["run", "--protocol", "rdmc", "--size", "12 parsecs"],
+        "is not a size",
+    );
 }
 
 #[test]
 fn rdmc_figure_quick_writes_csv_png_and_summary() {
-    let dir = scratch("harness-rdmc-fig");
-    let o = harness_with(
-        "figure rdmc-fig10-11 --quick --out",
-        &[dir.to_str().unwrap()],
-    );
-    succeeded(&o);
+    let (dir, _) = succeeds_into("harness-rdmc-fig", "figure rdmc-fig10-11 --quick --out");
     // One directory per software profile (RDMC's prototype is priced as `measured`), and a
     // summary that puts each claim's verdict under both side by side.
     for lens in ["none", "measured"] {
@@ -524,21 +457,15 @@ fn a_bad_shard_or_an_unwritable_report_fails_before_the_sweep() {
 
 #[test]
 fn calibrate_refuses_an_output_directory_that_does_not_exist_before_timing_anything() {
-    for args in [
-        &["calibrate", "software", "--out", "/nonexistent-dir/m.toml"][..],
-        &[
-            "calibrate",
-            "paper",
-            "tram-cpp",
-            "--out",
-            "/nonexistent-dir/t.toml",
-        ][..],
+    for line in [
+        "calibrate software --out /nonexistent-dir/m.toml",
+        "calibrate paper tram-cpp --out /nonexistent-dir/t.toml",
     ] {
-        let o = harness(args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let o = harness(&args(line));
+        assert_eq!(o.status.code(), Some(2), "{line}");
         says(&o, "no such directory");
-        assert!(!stdout(&o).contains("timing each kind"), "{}", stdout(&o));
-        assert!(!stdout(&o).contains("scale "), "{}", stdout(&o));
+        never_prints(&o, "timing each kind");
+        never_prints(&o, "scale ");
     }
     let o = harness(&args("calibrate paper ramcast-java --shape nope"));
     says(&o, "unknown software profile `nope`");
@@ -546,26 +473,24 @@ fn calibrate_refuses_an_output_directory_that_does_not_exist_before_timing_anyth
 
 #[test]
 fn heron_tpcc_run_reports_every_transaction_and_its_consistency() {
-    let dir = scratch("harness-heron");
-    let o = harness_with(
+    let (dir, o) = succeeds_into(
+        "harness-heron",
         "run --protocol heron --groups 2 --clients 4 --duration 3ms --capacity 200 --out",
-        &[dir.to_str().unwrap()],
     );
-    succeeded(&o);
     prints(&o, "TPC-C consistency conditions 3.3.2.1-3.3.2.12: hold");
     let csv = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
-    let header = csv.lines().next().unwrap();
-    for column in [
-        "workload",
-        "partitions",
-        "capacity",
-        "kind",
-        "span",
-        "p99_us",
-        "commit",
-    ] {
-        assert!(header.split(',').any(|c| c == column), "{header}");
-    }
+    has_columns(
+        &csv,
+        &[
+            "workload",
+            "partitions",
+            "capacity",
+            "kind",
+            "span",
+            "p99_us",
+            "commit",
+        ],
+    );
     for kind in [
         "new-order",
         "payment",
@@ -602,15 +527,10 @@ fn heron_figure_quick_breaks_latency_down_under_each_software_profile_on_any_thr
     let one = scratch("harness-heron-fig1");
     // Three threads, more than CI's cores: the lenses and their points interleave.
     for (out, jobs) in [(&dir, "3"), (&one, "1")] {
-        let o = harness(&[
-            "figure",
-            "heron-fig5.4",
-            "--quick",
-            "--jobs",
-            jobs,
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let o = harness_with(
+            "figure heron-fig5.4 --quick --jobs",
+            &[jobs, "--out", out.to_str().unwrap()],
+        );
         succeeded(&o);
     }
     // The same bytes in every file, plots included, as when one thread makes one lens after
@@ -661,29 +581,29 @@ fn heron_figure_quick_breaks_latency_down_under_each_software_profile_on_any_thr
 
 #[test]
 fn heron_run_refuses_flags_that_do_not_apply() {
-    for (args, says) in [
-        (vec!["--size", "64"], "--size is not for --protocol heron"),
-        (vec!["--replicas", "4"], "2f+1"),
+    each_refused(&[
         (
-            vec!["--app", "kv", "--scale", "10"],
+            "run --protocol heron --duration 1ms --size 64",
+            "--size is not for --protocol heron",
+        ),
+        ("run --protocol heron --duration 1ms --replicas 4", "2f+1"),
+        (
+            "run --protocol heron --duration 1ms --app kv --scale 10",
             "use them with --app tpcc",
         ),
-        (vec!["--scale", "0"], "--scale 1"),
-        (vec!["--capacity", "10"], "starts with 30 orders"),
-    ] {
-        let mut a = vec!["run", "--protocol", "heron", "--duration", "1ms"];
-        a.extend(args);
-        refused(&a, says);
-    }
+        ("run --protocol heron --duration 1ms --scale 0", "--scale 1"),
+        (
+            "run --protocol heron --duration 1ms --capacity 10",
+            "starts with 30 orders",
+        ),
+    ]);
     let o = harness(&["run", "--app", "tpcc"]);
     says(&o, "--app is not for --protocol ramcast: it is heron's");
 }
 
 #[test]
 fn compare_runs_heron_over_ramcast_and_ridge_and_refuses_tram_and_mixes() {
-    let dir = scratch("harness-heron-over");
-    let o = harness_with("compare --protocols heron:ramcast,heron:ridge --groups 2 --duration 3ms --max-clients 2 --name t --out", &[dir.to_str().unwrap()]);
-    succeeded(&o);
+    let (dir, _) = succeeds_into("harness-heron-over", "compare --protocols heron:ramcast,heron:ridge --groups 2 --duration 3ms --max-clients 2 --name t --out");
     let out = dir.join("t");
     for f in ["runs.csv", "latency_cdf.csv", "compare.png", "summary.md"] {
         assert!(out.join(f).exists(), "{f} missing");
@@ -710,24 +630,24 @@ fn compare_runs_heron_over_ramcast_and_ridge_and_refuses_tram_and_mixes() {
             .unwrap()
     };
     assert!(one("ramcast") < 100.0 && one("ridge") > 500.0, "{md}");
-    refused(
-        &["compare", "--protocols", "heron:tram"],
-        "TRAM orders along its tree without one",
-    );
-    refused(
-        &["compare", "--protocols", "heron,ramcast"],
-        "not an atomic multicast",
-    );
+    each_refused(&[
+        (
+            "compare --protocols heron:tram",
+            "TRAM orders along its tree without one",
+        ),
+        (
+            "compare --protocols heron,ramcast",
+            "not an atomic multicast",
+        ),
+    ]);
 }
 
 #[test]
 fn heron_fig5_6_quick_transfers_exactly_the_lagged_objects_and_grows_with_them() {
-    let dir = scratch("harness-heron-fig56");
-    let o = harness_with(
+    let (dir, _) = succeeds_into(
+        "harness-heron-fig56",
         "figure heron-fig5.6 --quick --software none --out",
-        &[dir.to_str().unwrap()],
     );
-    succeeded(&o);
     let csv = std::fs::read_to_string(dir.join("none/summary.csv")).unwrap();
     // size,blobs,bytes,seed,transfer_us,...: every point installed its objects' slots exactly
     // (the figure refuses a point that did not), and more bytes take longer.
@@ -765,30 +685,14 @@ fn heron_fig5_6_quick_transfers_exactly_the_lagged_objects_and_grows_with_them()
 /// with what to use instead.
 #[test]
 fn verbs_commands_without_a_device_say_so() {
-    for args in [
-        &[
-            "run",
-            "--protocol",
-            "ramcast",
-            "--runtime",
-            "verbs",
-            "--duration",
-            "10ms",
-        ][..],
-        &[
-            "run",
-            "--protocol",
-            "rdmc",
-            "--runtime",
-            "verbs",
-            "--size",
-            "1MB",
-        ],
-        &["bench", "transport", "--runtime", "verbs", "--sizes", "64"],
-        &["bench", "access", "--runtime", "verbs"],
-        &["calibrate", "hardware", "--runtime", "verbs"],
+    for line in [
+        "run --protocol ramcast --runtime verbs --duration 10ms",
+        "run --protocol rdmc --runtime verbs --size 1MB",
+        "bench transport --runtime verbs --sizes 64",
+        "bench access --runtime verbs",
+        "calibrate hardware --runtime verbs",
     ] {
-        refused(args, "no RDMA device");
+        refused(&args(line), "no RDMA device");
     }
     refused(
         &args("run --protocol heron --runtime verbs"),

@@ -28,11 +28,8 @@ fn tcp_runs_of_every_multicast_protocol_check_their_logs() {
         });
         args.extend_from_slice(&["--duration", "300ms", "--log", log.to_str().unwrap()]);
         let o = harness(&args);
-        succeeded(&o);
-        prints(&o, "runtime=tcp");
-        prints(&o, "; 0 violations");
-        let out = stdout(&o);
-        assert!(!out.contains("delivered 0 multicasts"), "{protocol}: {out}");
+        succeeded_printing(&o, &["runtime=tcp", "; 0 violations"]);
+        never_prints(&o, "delivered 0 multicasts");
     }
 }
 
@@ -41,17 +38,21 @@ fn tcp_runs_of_every_multicast_protocol_check_their_logs() {
 #[test]
 fn tcp_run_survives_a_killed_leader_and_a_paused_follower() {
     let log = scratch("harness-tcp-faults");
-    let o = harness_with("run --protocol ramcast --runtime tcp --groups 2 --clients 2 --dest random:2 --duration 1s --fault kill:0@400ms --fault pause:4@300ms+300ms --log", &[log.to_str().unwrap()]);
+    let o = harness_into("run --protocol ramcast --runtime tcp --groups 2 --clients 2 --dest random:2 --duration 1s --fault kill:0@400ms --fault pause:4@300ms+300ms --log", &log);
     survived_kill_and_pause(&o);
 }
 
 /// Asserts a run under `--fault kill:0@400ms --fault pause:4@300ms+300ms` succeeded, killed
 /// and stopped those nodes, and found no violation in its log.
 fn survived_kill_and_pause(o: &std::process::Output) {
-    succeeded(o);
-    prints(o, "SIGKILL node 0 (server g0)");
-    prints(o, "SIGSTOP node 4 (server g1)");
-    prints(o, "; 0 violations");
+    succeeded_printing(
+        o,
+        &[
+            "SIGKILL node 0 (server g0)",
+            "SIGSTOP node 4 (server g1)",
+            "; 0 violations",
+        ],
+    );
 }
 
 /// TRAM and Ridge as the README runs them on tcp, shortened: group 0's leader (TRAM) or its
@@ -93,10 +94,14 @@ fn tcp_tram_and_ridge_survive_a_killed_leader_and_a_paused_server_and_their_logs
 #[test]
 fn tcp_rdmc_with_a_killed_member_tells_every_survivor() {
     let o = harness(&args("run --protocol rdmc --runtime tcp --nodes 4 --size 4MB --messages 400 --fault kill:2@700ms"));
-    succeeded(&o);
-    prints(&o, "0 corrupt");
-    prints(&o, "3 failure upcalls");
-    prints(&o, "nor were told it failed: 0");
+    succeeded_printing(
+        &o,
+        &[
+            "0 corrupt",
+            "3 failure upcalls",
+            "nor were told it failed: 0",
+        ],
+    );
 }
 
 #[test]
@@ -104,10 +109,9 @@ fn tcp_rdmc_delivers_every_message_intact() {
     let o = harness(&args(
         "run --protocol rdmc --runtime tcp --nodes 3 --size 3MB --messages 2",
     ));
-    succeeded(&o);
-    prints(
+    succeeded_printing(
         &o,
-        "verified: 4 of 4 receiver deliveries intact; 0 corrupt, 0 missing, 0 failure upcalls",
+        &["verified: 4 of 4 receiver deliveries intact; 0 corrupt, 0 missing, 0 failure upcalls"],
     );
 }
 
@@ -116,13 +120,10 @@ fn tcp_rdmc_delivers_every_message_intact() {
 /// elects another leader, and the log checks.
 #[test]
 fn tcp_run_survives_a_partitioned_leader_and_slow_lossy_links() {
-    let log = scratch("harness-tcp-net");
-    let o = harness_with("run --protocol ramcast --runtime tcp --groups 2 --clients 2 --dest random:2 --duration 2s --fault partition:0|*@300ms+500ms --fault delay:*>3@200ms+1s=2ms --fault loss:4>*@200ms+1s=0.2 --log", &[log.to_str().unwrap()]);
-    succeeded(&o);
+    let (_log, o) = succeeds_into("harness-tcp-net", "run --protocol ramcast --runtime tcp --groups 2 --clients 2 --dest random:2 --duration 2s --fault partition:0|*@300ms+500ms --fault delay:*>3@200ms+1s=2ms --fault loss:4>*@200ms+1s=0.2 --log");
     prints(&o, "network faults");
     prints(&o, "; 0 violations");
-    let out = stdout(&o);
-    assert!(!out.contains("groups that changed leader 0"), "{out}");
+    never_prints(&o, "groups that changed leader 0");
 }
 
 /// Heron with every replica and client an OS process: the key-value store over RamCast, a
@@ -135,47 +136,32 @@ fn tcp_run_survives_a_partitioned_leader_and_slow_lossy_links() {
 #[test]
 fn tcp_heron_run_is_judged_by_the_oracle_after_a_kill_and_a_pause() {
     let o = harness(&args("run --protocol heron --app kv --runtime tcp --groups 2 --clients 2 --duration 7s --fault kill:0@500ms --fault pause:3@400ms+400ms"));
-    succeeded(&o);
-    prints(&o, "SIGKILL node 0 (server g0)");
-    prints(&o, "SIGSTOP node 3 (server g1)");
-    prints(&o, "the sequential oracle replayed");
-    prints(&o, "killed p0; 0 violations");
+    succeeded_printing(
+        &o,
+        &[
+            "SIGKILL node 0 (server g0)",
+            "SIGSTOP node 3 (server g1)",
+            "the sequential oracle replayed",
+            "killed p0; 0 violations",
+        ],
+    );
 }
 
 #[test]
 fn tcp_flags_are_refused_where_they_do_not_apply() {
-    let cases: [(&[&str], &str); 5] = [
-        (&["run", "--fault", "kill:0@1s"], "--runtime tcp"),
+    each_refused(&[
+        ("run --fault kill:0@1s", "--runtime tcp"),
         (
-            &[
-                "run",
-                "--protocol",
-                "heron",
-                "--runtime",
-                "tcp",
-                "--duration",
-                "1s",
-                "--fault",
-                "kill:0@2s",
-            ],
+            "run --protocol heron --runtime tcp --duration 1s --fault kill:0@2s",
             "lengthen --duration so the run shows it recovered",
         ),
+        ("run --runtime tcp --nic-thread", "--runtime local"),
         (
-            &["run", "--runtime", "tcp", "--nic-thread"],
-            "--runtime local",
-        ),
-        (
-            &["run", "--runtime", "tcp", "--fault", "kill:99@1s"],
+            "run --runtime tcp --fault kill:99@1s",
             "the run has nodes 0..",
         ),
-        (
-            &["run", "--runtime", "tcp", "--fault", "kill:0"],
-            "kill:NODE@TIME",
-        ),
-    ];
-    for (args, want) in cases {
-        refused(args, want);
-    }
+        ("run --runtime tcp --fault kill:0", "kill:NODE@TIME"),
+    ]);
     let missing = std::env::temp_dir().join("no-such-cluster.toml");
     refused(
         &["node", "--cluster", missing.to_str().unwrap(), "--id", "0"],

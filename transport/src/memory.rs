@@ -488,6 +488,53 @@ impl Memory {
     }
 }
 
+/// The [`crate::Nic`] methods that read a field or go to a [`Memory`] (`id`, `regions`, `rng`,
+/// `limits`, `read_local`, `write_local`, `load_u64`, `store_u64`), for a NIC that keeps its
+/// process id in a field `id`, the run's region table in `table`, its limits in `limits`, its
+/// protocol stream in `rng` and its process's memory in `memory`: written once for the
+/// recording NIC and the simulator's. Invoked inside the NIC's `impl Nic`, which adds what
+/// differs between them (`now`, posting, draining).
+macro_rules! memory_nic_methods {
+    () => {
+        fn id(&self) -> $crate::ProcessId {
+            self.id
+        }
+
+        fn regions(&self) -> &$crate::RegionTable {
+            &self.table
+        }
+
+        fn rng(&mut self) -> &mut $crate::Rng {
+            &mut self.rng
+        }
+
+        fn limits(&self) -> $crate::NicLimits {
+            self.limits
+        }
+
+        fn read_local(&self, at: $crate::LocalAddr, buf: &mut [u8]) -> Result<(), $crate::OpError> {
+            self.memory.read(at, buf)
+        }
+
+        fn write_local(
+            &mut self,
+            at: $crate::LocalAddr,
+            data: &[u8],
+        ) -> Result<(), $crate::OpError> {
+            self.memory.write(at, data)
+        }
+
+        fn load_u64(&self, at: $crate::LocalAddr) -> Result<u64, $crate::OpError> {
+            self.memory.load_u64(at)
+        }
+
+        fn store_u64(&mut self, at: $crate::LocalAddr, value: u64) -> Result<(), $crate::OpError> {
+            self.memory.store_u64(at, value)
+        }
+    };
+}
+pub(crate) use memory_nic_methods;
+
 #[cfg(test)]
 mod tests {
     use super::*;

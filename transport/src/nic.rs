@@ -323,6 +323,19 @@ impl Op {
         }
     }
 
+    /// The region, peer and new access of an access change (`SetAccess`), which every runtime
+    /// applies to its own memory when the op is posted; `None` for every other op.
+    pub fn access_change(&self) -> Option<(RegionId, ProcessId, Access)> {
+        match *self {
+            Op::SetAccess {
+                region,
+                peer,
+                access,
+            } => Some((region, peer, access)),
+            _ => None,
+        }
+    }
+
     /// The remote process the op targets (the caller itself for `SetAccess`: it is local).
     pub fn peer(&self) -> ProcessId {
         match self {

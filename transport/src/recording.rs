@@ -1,10 +1,10 @@
 //! A [`Nic`] that records every op and lets a test script completions, receives, memory and time:
 //! for unit tests that assert the exact ops one `poll` posted.
 
-use crate::memory::Memory;
+use crate::memory::{memory_nic_methods, Memory};
 use crate::nic::{validate, Completion, Nic, NicLimits, Op, OpError, Recv, WrId};
 use crate::process::ProcessId;
-use crate::region::{LocalAddr, RegionSpec, RegionTable};
+use crate::region::{RegionSpec, RegionTable};
 use crate::rng::{Purpose, Rng};
 use crate::time::Nanos;
 use std::collections::VecDeque;
@@ -79,50 +79,15 @@ impl RecordingNic {
 }
 
 impl Nic for RecordingNic {
-    fn id(&self) -> ProcessId {
-        self.id
-    }
-
-    fn regions(&self) -> &RegionTable {
-        &self.table
-    }
+    memory_nic_methods!();
 
     fn now(&self) -> Nanos {
         self.now
     }
 
-    fn rng(&mut self) -> &mut Rng {
-        &mut self.rng
-    }
-
-    fn limits(&self) -> NicLimits {
-        self.limits
-    }
-
-    fn read_local(&self, at: LocalAddr, buf: &mut [u8]) -> Result<(), OpError> {
-        self.memory.read(at, buf)
-    }
-
-    fn write_local(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
-        self.memory.write(at, data)
-    }
-
-    fn load_u64(&self, at: LocalAddr) -> Result<u64, OpError> {
-        self.memory.load_u64(at)
-    }
-
-    fn store_u64(&mut self, at: LocalAddr, value: u64) -> Result<(), OpError> {
-        self.memory.store_u64(at, value)
-    }
-
     fn post(&mut self, op: Op) -> Result<WrId, OpError> {
         validate(&op, self.id, &self.table, &self.limits)?;
-        if let Op::SetAccess {
-            region,
-            peer,
-            access,
-        } = op
-        {
+        if let Some((region, peer, access)) = op.access_change() {
             self.memory.set_access(region, peer, access)?;
         }
         let wr = WrId(self.next_wr);

@@ -9,9 +9,8 @@ use transport::runtime::sim::{
 use transport::Nanos;
 
 fn build(seed: u64) -> Sim<Chaos> {
-    let n = 6;
     let cfg = ChaosConfig {
-        processes: n,
+        processes: 6,
         ops: 300,
         think_ns_max: 3_000,
         drain_ns: 20_000_000,
@@ -20,7 +19,7 @@ fn build(seed: u64) -> Sim<Chaos> {
     sim_cfg.tie_break = TieBreak::Random;
     sim_cfg.faults = random_faults(
         seed,
-        n,
+        cfg.processes,
         FaultBudget {
             horizon: Nanos::from_us(500),
             max_crashes: 2,
@@ -28,7 +27,7 @@ fn build(seed: u64) -> Sim<Chaos> {
             revocable_regions: 2,
         },
     );
-    Sim::new(sim_cfg, (0..n).map(|_| Chaos::new(cfg)).collect())
+    Sim::new(sim_cfg, Chaos::all(cfg))
 }
 
 #[test]
@@ -80,17 +79,13 @@ fn faults_exercise_every_failure_status() {
 fn chaos_holds_on_the_local_runtime() {
     use std::time::Duration;
     use transport::runtime::local::{LocalConfig, LocalRuntime};
-    let n = 4;
-    let cfg = ChaosConfig {
-        processes: n,
+    let chaos = Chaos::all(ChaosConfig {
+        processes: 4,
         ops: 3_000,
         think_ns_max: 2_000,
         drain_ns: 5_000_000,
-    };
-    let rt = LocalRuntime::new(
-        LocalConfig::default(),
-        (0..n).map(|_| Chaos::new(cfg)).collect(),
-    );
+    });
+    let rt = LocalRuntime::new(LocalConfig::default(), chaos);
     let control = rt.control();
     let crasher = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(2));

@@ -6,7 +6,10 @@
 use transport::runtime::sim::{
     check_determinism, Determinism, Fault, PieceOrder, Profile, Sim, SimConfig, SimNic, Tearing,
 };
-use transport::slot::{Reject, SlotCodec};
+mod common;
+
+use common::Tally;
+use transport::slot::SlotCodec;
 use transport::*;
 
 /// Words of the entry the writer rewrites: every word of version `v` holds `v`.
@@ -418,9 +421,7 @@ fn an_access_change_lands_the_pending_pieces_first() {
 #[derive(Default)]
 struct SlotRig {
     seq: u32,
-    accepted: u64,
-    torn: u64,
-    bad: u64,
+    tally: Tally,
     buf: Vec<u8>,
 }
 
@@ -446,20 +447,7 @@ impl<N: Nic> Process<N> for SlotRig {
             }
             return Progress::IDLE;
         }
-        let seq = nic.load_u64(ENTRY).unwrap() as u32;
-        if seq == 0 {
-            return Progress::IDLE;
-        }
-        match codec.read(nic, ENTRY, seq, &mut self.buf).unwrap() {
-            Ok(range) => {
-                self.accepted += 1;
-                if !Synthetic::new(seq as u64, payload as u64).verify(0, &self.buf[range]) {
-                    self.bad += 1;
-                }
-            }
-            Err(Reject::Torn) => self.torn += 1,
-            Err(Reject::NotYet) => {}
-        }
+        self.tally.read(nic, &codec, ENTRY, payload, &mut self.buf);
         Progress::IDLE
     }
 }
@@ -469,7 +457,7 @@ fn the_slot_codec_never_accepts_a_torn_landing() {
     for (seed, order) in [(1, PieceOrder::Ascending), (2, PieceOrder::Any)] {
         let mut sim = two::<SlotRig>(seed, tearing(order), vec![]);
         sim.run(Some(Nanos(2_000_000)));
-        let r = &sim.processes()[1];
+        let r = &sim.processes()[1].tally;
         assert_eq!(r.bad, 0, "{order:?}: accepted {} torn entries", r.bad);
         assert!(r.torn > 50, "{order:?}: never saw a torn entry");
         assert!(r.accepted > 50, "{order:?}: accepted only {}", r.accepted);

@@ -3,9 +3,12 @@
 //! word by word) and must never accept one: every accepted entry's payload is exactly the
 //! content its sequence number defines.
 
+mod common;
+
+use common::Tally;
 use std::time::Duration;
 use transport::runtime::local::{LocalConfig, LocalRuntime};
-use transport::slot::{Reject, SlotCodec};
+use transport::slot::SlotCodec;
 use transport::*;
 
 const SLOT_BYTES: usize = 4096;
@@ -14,9 +17,7 @@ const PAYLOAD: usize = SLOT_BYTES - 16;
 #[derive(Default)]
 struct TornRig {
     seq: u32,
-    accepted: u64,
-    torn: u64,
-    bad: u64,
+    tally: Tally,
     buf: Vec<u8>,
 }
 
@@ -37,30 +38,14 @@ impl<N: Nic> Process<N> for TornRig {
             return Progress::worked(true);
         }
         // Reader: expect whatever seq the header announces now, then decode.
-        let header = nic.load_u64(LocalAddr::new(RegionId(0), 0)).unwrap();
-        let seq = header as u32;
-        if seq == 0 {
-            return Progress::worked(true);
-        }
-        match codec
-            .read(nic, LocalAddr::new(RegionId(0), 0), seq, &mut self.buf)
-            .unwrap()
-        {
-            Ok(range) => {
-                self.accepted += 1;
-                if !Synthetic::new(seq as u64, PAYLOAD as u64).verify(0, &self.buf[range]) {
-                    self.bad += 1;
-                }
-            }
-            Err(Reject::Torn) => self.torn += 1,
-            Err(Reject::NotYet) => {}
-        }
+        let at = LocalAddr::new(RegionId(0), 0);
+        self.tally.read(nic, &codec, at, PAYLOAD, &mut self.buf);
         Progress::worked(true)
     }
 
     fn done(&self) -> bool {
         // The writer counts as done after 50k entries but keeps writing until the reader is.
-        self.seq >= 50_000 || self.accepted >= 2_000 && self.torn >= 20
+        self.seq >= 50_000 || self.tally.accepted >= 2_000 && self.tally.torn >= 20
     }
 }
 
@@ -72,7 +57,7 @@ fn concurrent_reader_never_accepts_a_torn_entry() {
     };
     let run = LocalRuntime::new(cfg, vec![TornRig::default(), TornRig::default()])
         .run(Duration::from_secs(30));
-    let reader = &run.processes[1];
+    let reader = &run.processes[1].tally;
     assert_eq!(reader.bad, 0, "accepted {} torn entries", reader.bad);
     assert!(
         reader.accepted >= 2_000,

@@ -50,6 +50,21 @@ pub(crate) fn harness_with(line: &str, more: &[&str]) -> Output {
     harness(&all)
 }
 
+/// Runs `line`'s words and then `path`, the value of the line's last flag (`--out`, `--log`).
+pub(crate) fn harness_into(line: &str, path: &std::path::Path) -> Output {
+    harness_with(line, &[path.to_str().expect("a UTF-8 path")])
+}
+
+/// Runs `line`'s words and then a fresh scratch directory named after `name` (the value of
+/// the line's last flag, `--out` or `--log`), and asserts the command succeeded. Returns the
+/// directory, for the test to read what the run wrote there, and what the command said.
+pub(crate) fn succeeds_into(name: &str, line: &str) -> (Scratch, Output) {
+    let dir = scratch(name);
+    let o = harness_into(line, &dir);
+    succeeded(&o);
+    (dir, o)
+}
+
 pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -67,9 +82,25 @@ pub(crate) fn refused(args: &[&str], says: &str) -> Output {
     o
 }
 
+/// Runs each command line of `cases` (its words as [`args`] splits them) and asserts it is
+/// refused, its error saying the text paired with it.
+pub(crate) fn each_refused(cases: &[(&str, &str)]) {
+    for &(line, says) in cases {
+        refused(&args(line), says);
+    }
+}
+
 /// Asserts the command succeeded, printing all it said if not.
 pub(crate) fn succeeded(o: &Output) {
     assert!(o.status.success(), "{}{}", stdout(o), stderr(o));
+}
+
+/// Asserts the command succeeded and its standard output says each of `what`.
+pub(crate) fn succeeded_printing(o: &Output, what: &[&str]) {
+    succeeded(o);
+    for w in what {
+        prints(o, w);
+    }
 }
 
 /// Runs `harness verify` on the delivery log in `log` and asserts that the log holds: the
@@ -88,4 +119,9 @@ pub(crate) fn says(o: &Output, what: &str) {
 /// Asserts the command's standard output says `what` (printing all of it if not).
 pub(crate) fn prints(o: &Output, what: &str) {
     assert!(stdout(o).contains(what), "{}", stdout(o));
+}
+
+/// Asserts the command's standard output does not say `what` (printing all of it if it does).
+pub(crate) fn never_prints(o: &Output, what: &str) {
+    assert!(!stdout(o).contains(what), "{}", stdout(o));
 }

@@ -18,17 +18,24 @@ use std::sync::Arc;
 use transport::recording::RecordingNic;
 use transport::{Completion, LocalAddr, Nic, Op, OpKind, Process, ProcessId, Status, WrId};
 
+/// Member p1 of group 0 on a recording NIC, in a run of `groups` groups of three and `clients`
+/// clients: the server each test here makes run for leader or fail a queue pair.
+fn p1_of_group_0(groups: usize, clients: usize) -> (Arc<Config>, RecordingNic, RamcastServer) {
+    let cfg = Arc::new(Config::new(groups, 3, clients));
+    let nic = RecordingNic::new(ProcessId(1), specs(&cfg), 1);
+    let server = RamcastServer::new(cfg.clone(), GroupId(0), 1);
+    (cfg, nic, server)
+}
+
 #[test]
 fn a_value_older_than_a_completed_round_is_replaced_and_the_announcement_precedes_fresh_ones() {
-    let cfg = Arc::new(Config::new(1, 3, 3));
+    let (cfg, mut nic, mut server) = p1_of_group_0(1, 3);
     let g = GroupId(0);
     let (me, p2) = (ProcessId(1), ProcessId(2));
     let specs = specs(&cfg);
     let mut clients: Vec<RamcastClient> = (0..cfg.clients)
         .map(|i| RamcastClient::new(cfg.clone(), i))
         .collect();
-    let mut nic = RecordingNic::new(me, specs.clone(), 1);
-    let mut server = RamcastServer::new(cfg.clone(), g, 1);
 
     // Each client multicasts one message to group 0; its writes land at p1.
     let only: DestSet = "0".parse().unwrap();
@@ -101,29 +108,27 @@ fn a_value_older_than_a_completed_round_is_replaced_and_the_announcement_precede
 /// again: a livelock on real threads (`check --runtime local` ramcast seeds 4 and 33).
 #[test]
 fn a_flush_from_before_the_latest_reconnect_resends_and_does_not_reconnect_again() {
-    let cfg = Arc::new(Config::new(1, 3, 1));
-    let g = GroupId(0);
-    let (me, p2) = (ProcessId(1), ProcessId(2));
-    let specs = specs(&cfg);
-    let mut nic = RecordingNic::new(me, specs, 1);
-    let mut server = RamcastServer::new(cfg.clone(), g, 1);
+    let (_, mut nic, mut server) = p1_of_group_0(1, 1);
+    let p2 = ProcessId(2);
     server.poll(&mut nic);
     nic.take_ops();
-    let failed = |wr: WrId, kind: OpKind, status: Status| Completion {
-        wr,
-        kind,
-        peer: p2,
-        status,
-        value: None,
-    };
     let (first, second) = (b"first".to_vec(), b"second".to_vec());
     server.send_bytes(&mut nic, p2, first.clone());
     server.send_bytes(&mut nic, p2, second.clone());
     let sent: Vec<WrId> = nic.take_ops().into_iter().map(|(wr, _)| wr).collect();
-
-    // The first message's flush breaks the queue pair: one reconnect.
-    nic.push_completion(failed(sent[0], OpKind::Send, Status::Flushed));
-    server.poll(&mut nic);
+    // One step of the test: the op `wr` to p2 completes with `status`; the server polls once,
+    // and what it posted is returned.
+    let mut complete = |wr: WrId, kind: OpKind, status: Status| {
+        nic.push_completion(Completion {
+            wr,
+            kind,
+            peer: p2,
+            status,
+            value: None,
+        });
+        server.poll(&mut nic);
+        nic.take_ops()
+    };
     let reconnects = |ops: &[(WrId, Op)]| -> Vec<WrId> {
         ops.iter()
             .filter(|(_, op)| matches!(op, Op::Reconnect { peer } if *peer == p2))
@@ -135,14 +140,14 @@ fn a_flush_from_before_the_latest_reconnect_resends_and_does_not_reconnect_again
             .filter(|(_, op)| matches!(op, Op::Send { to, data, .. } if *to == p2 && data[..] == *bytes))
             .count()
     };
-    let ops = nic.take_ops();
+
+    // The first message's flush breaks the queue pair: one reconnect.
+    let ops = complete(sent[0], OpKind::Send, Status::Flushed);
     let r = reconnects(&ops);
     assert_eq!(r.len(), 1, "one reconnect for the broken queue pair");
 
     // The reconnect completes first; the first message goes again.
-    nic.push_completion(failed(r[0], OpKind::Reconnect, Status::Success));
-    server.poll(&mut nic);
-    let ops = nic.take_ops();
+    let ops = complete(r[0], OpKind::Reconnect, Status::Success);
     assert_eq!(
         sends_of(&ops, &first),
         1,
@@ -150,9 +155,7 @@ fn a_flush_from_before_the_latest_reconnect_resends_and_does_not_reconnect_again
     );
 
     // Then the old queue pair's second message is flushed: sent again, no reconnect.
-    nic.push_completion(failed(sent[1], OpKind::Send, Status::Flushed));
-    server.poll(&mut nic);
-    let ops = nic.take_ops();
+    let ops = complete(sent[1], OpKind::Send, Status::Flushed);
     assert_eq!(
         sends_of(&ops, &second),
         1,
@@ -170,16 +173,13 @@ fn a_flush_from_before_the_latest_reconnect_resends_and_does_not_reconnect_again
 /// `another_groups_new_proposal_of_a_delivered_slot_is_forwarded_once_it_is_announced_complete`).
 #[test]
 fn the_announcement_goes_to_the_other_groups_leaders_after_the_proposals() {
-    let cfg = Arc::new(Config::new(2, 3, 1));
+    let (cfg, mut nic, mut server) = p1_of_group_0(2, 1);
     let (g0, g1) = (GroupId(0), GroupId(1));
     let (me, p2, p3, p4) = (ProcessId(1), ProcessId(2), ProcessId(3), ProcessId(4));
-    let specs = specs(&cfg);
     let mut client = RamcastClient::new(cfg.clone(), 0);
-    let mut nic = RecordingNic::new(me, specs.clone(), 1);
-    let mut server = RamcastServer::new(cfg.clone(), g0, 1);
 
     // Client 0 multicasts to both groups; its writes land at p1.
-    let mut cnic = RecordingNic::new(cfg.client(0), specs, 1);
+    let mut cnic = RecordingNic::new(cfg.client(0), specs(&cfg), 1);
     client
         .try_multicast(&mut cnic, DestSet::of([g0, g1]).unwrap(), b"x")
         .unwrap();

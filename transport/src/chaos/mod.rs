@@ -92,6 +92,12 @@ impl Chaos {
         }
     }
 
+    /// Every participant of a run of `cfg`: `cfg.processes` of them, alike (each learns its
+    /// id from its NIC).
+    pub fn all(cfg: ChaosConfig) -> Vec<Chaos> {
+        (0..cfg.processes).map(|_| Chaos::new(cfg)).collect()
+    }
+
     fn pattern_byte(owner: ProcessId, i: usize) -> u8 {
         (owner.0 as usize * 31 + i * 7) as u8
     }

@@ -60,10 +60,7 @@ impl ChaosRun {
         let mut cfg = SimConfig::new(self.seed, profile.clone());
         cfg.tie_break = self.tie_break;
         cfg.faults = self.faults.clone();
-        let procs = (0..self.chaos.processes)
-            .map(|_| Chaos::new(self.chaos))
-            .collect();
-        Sim::new(cfg, procs)
+        Sim::new(cfg, Chaos::all(self.chaos))
     }
 
     /// Prints the derived parameters, VOPR-style.

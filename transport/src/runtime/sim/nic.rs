@@ -5,7 +5,7 @@ use super::software::WorkCosts;
 use super::tear::Landing;
 use crate::changes::Changes;
 use crate::image::RegionImage;
-use crate::memory::Memory;
+use crate::memory::{memory_nic_methods, Memory};
 use crate::nic::{validate, Completion, Nic, NicLimits, Op, OpError, Recv, WrId};
 use crate::process::ProcessId;
 use crate::queue_pair::QpState;
@@ -98,48 +98,18 @@ impl SimNic {
 }
 
 impl Nic for SimNic {
-    fn id(&self) -> ProcessId {
-        self.id
-    }
-
-    fn regions(&self) -> &RegionTable {
-        &self.table
-    }
+    memory_nic_methods!();
 
     fn now(&self) -> Nanos {
         self.poll_start + self.charged
-    }
-
-    fn rng(&mut self) -> &mut Rng {
-        &mut self.rng
-    }
-
-    fn limits(&self) -> NicLimits {
-        self.limits
-    }
-
-    fn read_local(&self, at: LocalAddr, buf: &mut [u8]) -> Result<(), OpError> {
-        self.memory.read(at, buf)
     }
 
     fn read_data(&self, at: LocalAddr, len: usize) -> Result<crate::nic::Data, OpError> {
         self.memory.read_data(at, len)
     }
 
-    fn write_local(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
-        self.memory.write(at, data)
-    }
-
     fn install_image(&mut self, region: RegionId, image: &RegionImage) -> Result<(), OpError> {
         self.memory.install(region, image)
-    }
-
-    fn load_u64(&self, at: LocalAddr) -> Result<u64, OpError> {
-        self.memory.load_u64(at)
-    }
-
-    fn store_u64(&mut self, at: LocalAddr, value: u64) -> Result<(), OpError> {
-        self.memory.store_u64(at, value)
     }
 
     fn take_changes(&mut self, into: &mut Changes) {
@@ -158,12 +128,7 @@ impl Nic for SimNic {
 
     fn post(&mut self, op: Op) -> Result<WrId, OpError> {
         validate(&op, self.id, &self.table, &self.limits)?;
-        if let Op::SetAccess {
-            region,
-            peer,
-            access,
-        } = op
-        {
+        if let Some((region, peer, access)) = op.access_change() {
             // Local and synchronous: in effect before any later event is processed; the
             // process is busy for what the profile says a permission change costs.
             self.settle(region, peer);

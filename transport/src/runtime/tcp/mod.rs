@@ -381,12 +381,7 @@ impl Nic for TcpNic {
         }
         let wr = WrId(self.next_wr);
         self.next_wr += 1;
-        if let Op::SetAccess {
-            region,
-            peer,
-            access,
-        } = op
-        {
+        if let Some((region, peer, access)) = op.access_change() {
             // Takes the lock the NIC thread holds while it applies a peer's op: once this
             // returns, no later op of `peer` sees the old access.
             let r = &self.shared.regions[region.index()];

@@ -4,10 +4,9 @@
 use super::{Conn, Engine};
 use crate::process::ProcessId;
 use crate::region::{Access, LocalAddr};
-use crate::runtime::shared_memory::SharedRegion;
 use crate::runtime::tcp::wire::{self, Frame, WireOp, WireStatus, CHUNK};
 use crate::runtime::tcp::NodeShared;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 impl Engine {
     /// Target: applies request `seq` of `peer` and queues its response.
@@ -82,12 +81,18 @@ fn execute(
             offset,
             expect,
             swap,
-        } => compare_swap(shared, peer, region, offset, expect, swap),
+        } => atomic(shared, peer, region, offset, |word| {
+            match word.compare_exchange(expect, swap, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(old) | Err(old) => old,
+            }
+        }),
         WireOp::FetchAdd {
             region,
             offset,
             add,
-        } => fetch_add(shared, peer, region, offset, add),
+        } => atomic(shared, peer, region, offset, |word| {
+            word.fetch_add(add, Ordering::AcqRel)
+        }),
         WireOp::Send { data } => send(shared, peer, data),
         WireOp::Reconnect => unreachable!("handled above"),
     }
@@ -140,44 +145,20 @@ fn read(
     Ok((ok.is_some(), None))
 }
 
-/// A compare-and-swap of the word at `offset` of `region`; its old value either way.
-fn compare_swap(
+/// An atomic on the word at `offset` of `region` (a compare-and-swap or a fetch-and-add: `op`
+/// applies it to the word and returns the word's old value), if the peer may use atomics
+/// there; its old value.
+fn atomic(
     shared: &NodeShared,
     peer: ProcessId,
     region: u16,
     offset: u64,
-    expect: u64,
-    swap: u64,
+    op: impl FnOnce(&AtomicU64) -> u64,
 ) -> Result<(bool, Option<u64>), String> {
-    let p = peer.index();
     let r = shared.checked(peer, region, offset, 8, true)?;
-    let cas = |r: &SharedRegion| match r.word(offset as usize).compare_exchange(
-        expect,
-        swap,
-        Ordering::AcqRel,
-        Ordering::Acquire,
-    ) {
-        Ok(v) | Err(v) => v,
-    };
-    let old = r.guarded(p, Access::can_atomic, cas);
-    if old.is_some() {
-        shared.notify();
-    }
-    Ok((old.is_some(), old))
-}
-
-/// A fetch-and-add of `add` to the word at `offset` of `region`; its old value.
-fn fetch_add(
-    shared: &NodeShared,
-    peer: ProcessId,
-    region: u16,
-    offset: u64,
-    add: u64,
-) -> Result<(bool, Option<u64>), String> {
-    let p = peer.index();
-    let r = shared.checked(peer, region, offset, 8, true)?;
-    let faa = |r: &SharedRegion| r.word(offset as usize).fetch_add(add, Ordering::AcqRel);
-    let old = r.guarded(p, Access::can_atomic, faa);
+    let old = r.guarded(peer.index(), Access::can_atomic, |r| {
+        op(r.word(offset as usize))
+    });
     if old.is_some() {
         shared.notify();
     }

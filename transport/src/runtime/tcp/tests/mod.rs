@@ -50,6 +50,22 @@ impl<N: Nic> Process<N> for Target {
     }
 }
 
+/// Two nodes on loopback, each running a `P` from its default, with `cfg`, until both are done
+/// or `limit` passed.
+fn pair<P: Process<TcpNic> + Default + Send>(cfg: TcpConfig, limit: Duration) -> TcpRun<P> {
+    TcpRuntime::new(cfg, vec![P::default(), P::default()])
+        .unwrap()
+        .run(limit)
+}
+
+/// Asserts one of a node's connection events says `what` (printing them all if none does).
+fn logged(events: &[String], what: &str) {
+    assert!(
+        events.iter().any(|e| e.contains(what)),
+        "{what:?} not in {events:?}"
+    );
+}
+
 /// Preamble, hello as p1 on queue pair 0, welcome, and a proof under `secret`.
 fn as_p1(raw: &mut RawPeer, table: &RegionTable, secret: &Secret) -> Frame<'static> {
     raw.handshake(
@@ -189,56 +205,46 @@ fn hostile_bytes_close_the_connection_with_a_reason() {
             let _ = raw.stream.read_to_end(&mut sink);
         });
         assert_eq!(target.seen[0], vec![PATTERN; 64]);
-        assert!(
-            events.iter().any(|e| e.contains(reason)),
-            "expected {reason:?} in {events:?}"
-        );
+        logged(&events, reason);
     }
     // A well-formed preamble followed by a frame that claims to be huge.
-    let (_, events) = against_node_0(TcpConfig::default(), |addr, _, _| {
-        let mut raw = RawPeer::connect(addr).unwrap();
-        raw.stream.write_all(&wire::preamble()).unwrap();
-        raw.stream.write_all(&u32::MAX.to_le_bytes()).unwrap();
-        let mut sink = Vec::new();
-        let _ = raw.stream.read_to_end(&mut sink);
-    });
-    assert!(
-        events.iter().any(|e| e.contains("exceeds the limit")),
-        "{events:?}"
-    );
+    let events = after_preamble(|raw| raw.stream.write_all(&u32::MAX.to_le_bytes()).unwrap());
+    logged(&events, "exceeds the limit");
     // Before its proof, a peer announcing a frame a proven peer could send (a chunk) is
     // refused on its length, without the node buffering a byte of it.
-    let (_, events) = against_node_0(TcpConfig::default(), |addr, _, _| {
-        let mut raw = RawPeer::connect(addr).unwrap();
-        raw.stream.write_all(&wire::preamble()).unwrap();
+    let events = after_preamble(|raw| {
         raw.stream
             .write_all(&(wire::CHUNK as u32).to_le_bytes())
-            .unwrap();
-        let mut sink = Vec::new();
-        let _ = raw.stream.read_to_end(&mut sink);
+            .unwrap()
     });
     let limit = format!(
         "frame of {} bytes exceeds the limit of {}",
         wire::CHUNK,
         wire::MAX_GREETING
     );
-    assert!(events.iter().any(|e| e.contains(&limit)), "{events:?}");
+    logged(&events, &limit);
     // Requests before the handshake finished.
-    let (_, events) = against_node_0(TcpConfig::default(), |addr, _, _| {
-        let mut raw = RawPeer::connect(addr).unwrap();
-        raw.stream.write_all(&wire::preamble()).unwrap();
+    let events = after_preamble(|raw| {
         raw.send(&Frame::Request {
             seq: 0,
             op: WireOp::Reconnect,
         })
-        .unwrap();
+        .unwrap()
+    });
+    logged(&events, "unexpected request 0");
+}
+
+/// Node 0's connection events after a raw peer sent the wire preamble and then whatever `send`
+/// writes, and read until the node closed the connection.
+fn after_preamble(send: impl FnOnce(&mut RawPeer)) -> Vec<String> {
+    let (_, events) = against_node_0(TcpConfig::default(), |addr, _, _| {
+        let mut raw = RawPeer::connect(addr).unwrap();
+        raw.stream.write_all(&wire::preamble()).unwrap();
+        send(&mut raw);
         let mut sink = Vec::new();
         let _ = raw.stream.read_to_end(&mut sink);
     });
-    assert!(
-        events.iter().any(|e| e.contains("unexpected request 0")),
-        "{events:?}"
-    );
+    events
 }
 
 /// A granted write of p1's to region 0.
@@ -305,9 +311,7 @@ fn a_partition_holds_writes_until_it_heals() {
         }
     }
     let cfg = partitioned(0, 1, 300, Bounds::default());
-    let run = TcpRuntime::new(cfg, vec![Late::default(), Late::default()])
-        .unwrap()
-        .run(Duration::from_secs(20));
+    let run = pair::<Late>(cfg, Duration::from_secs(20));
     let seen = run.processes[1]
         .seen_at
         .unwrap_or_else(|| panic!("the write never arrived: {:?} {:?}", run.stops, run.events));
