@@ -207,16 +207,8 @@ pub(crate) struct FigureArgs {
     /// --quick].
     #[arg(long)]
     pub(crate) out: Option<PathBuf>,
-    /// Fewer points and shorter runs: a smoke test, not for publication. Its summaries say so
-    /// in their titles, and it writes under results-quick/ unless --out says otherwise.
-    #[arg(long)]
-    pub(crate) quick: bool,
-    /// Make it only under this software profile (repeatable): a built-in name or a .toml path
-    /// [default: none, measured and the paper prototype's, each in OUT/NAME/PROFILE].
-    #[arg(long)]
-    pub(crate) software: Vec<String>,
     #[command(flatten)]
-    pub(crate) jobs: PointJobs,
+    pub(crate) make: MakeFlags,
 }
 
 #[derive(Args, Debug)]
@@ -231,6 +223,13 @@ pub(crate) struct ReproduceArgs {
     /// results; results-quick with --quick].
     #[arg(long)]
     pub(crate) out: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) make: MakeFlags,
+}
+
+/// How `figure` and `reproduce` make a figure: `--quick`, `--software` and `--jobs`.
+#[derive(Args, Debug)]
+pub(crate) struct MakeFlags {
     /// Fewer points and shorter runs: a smoke test, not for publication. Its summaries say so
     /// in their titles, and it writes under results-quick/ unless --out says otherwise.
     #[arg(long)]
@@ -239,13 +238,6 @@ pub(crate) struct ReproduceArgs {
     /// [default: none, measured and the paper prototype's, each in OUT/NAME/PROFILE].
     #[arg(long)]
     pub(crate) software: Vec<String>,
-    #[command(flatten)]
-    pub(crate) jobs: PointJobs,
-}
-
-/// `--jobs` of `figure` and `reproduce`.
-#[derive(Args, Debug)]
-pub(crate) struct PointJobs {
     /// Worker threads for the figures' points (default: every core). Fewer bound the memory:
     /// each point running holds a whole simulation (heron-table5.1's hold several GB on 2
     /// threads). The outputs are the same on any number.
@@ -253,7 +245,7 @@ pub(crate) struct PointJobs {
     pub(crate) jobs: Option<u64>,
 }
 
-impl PointJobs {
+impl MakeFlags {
     /// The pool the points run on.
     pub(crate) fn pool(&self) -> Result<rayon::ThreadPool, String> {
         figure::worker_pool(self.jobs.map(|j| j as usize))

@@ -105,8 +105,8 @@ pub(crate) fn figure_command(a: crate::FigureArgs) -> Result<ExitCode, String> {
     let f = paper_figure(&a.name);
     let out = a
         .out
-        .unwrap_or_else(|| PathBuf::from(results_dir(a.quick)).join(f.name));
-    let software = load_all(&a.software)?;
+        .unwrap_or_else(|| PathBuf::from(results_dir(a.make.quick)).join(f.name));
+    let software = load_all(&a.make.software)?;
     println!(
         "harness figure {}: runtime=sim profile={} software={} seed=1 commit={COMMIT} out={}",
         f.name,
@@ -122,9 +122,9 @@ pub(crate) fn figure_command(a: crate::FigureArgs) -> Result<ExitCode, String> {
         },
         out.display()
     );
-    let pool = a.jobs.pool()?;
+    let pool = a.make.pool()?;
     pool.install(|| {
-        crate::lens::make(f, &out, COMMIT, a.quick, &software, &|line: &str| {
+        crate::lens::make(f, &out, COMMIT, a.make.quick, &software, &|line: &str| {
             println!("{line}")
         })
     })?;
@@ -161,26 +161,26 @@ pub(crate) fn reproduce_command(a: crate::ReproduceArgs) -> Result<ExitCode, Str
     let out = a
         .out
         .clone()
-        .unwrap_or_else(|| PathBuf::from(results_dir(a.quick)));
+        .unwrap_or_else(|| PathBuf::from(results_dir(a.make.quick)));
     println!(
         "harness reproduce: {} figures, runtime=sim seed=1 commit={COMMIT} out={}{}",
         wanted.len(),
         out.display(),
-        if a.quick { " (quick)" } else { "" }
+        if a.make.quick { " (quick)" } else { "" }
     );
     let all: Vec<Figure> = protocols::figures().map(figure).collect();
-    let software = load_all(&a.software)?;
+    let software = load_all(&a.make.software)?;
     let make = |f: &Figure, out: &Path, progress: &(dyn Fn(&str) + Sync)| {
         crate::lens::make(
             paper_figure(&f.name),
             out,
             COMMIT,
-            a.quick,
+            a.make.quick,
             &software,
             progress,
         )
     };
-    let pool = a.jobs.pool()?;
+    let pool = a.make.pool()?;
     let done = pool.install(|| reproduce(&wanted, &all, &out, &make))?;
     print!("{}", times_table(&done));
     println!("wrote {}", out.join("README.md").display());
