@@ -1,6 +1,7 @@
 //! The interface a protocol implements to be run, compared and plotted by the workbench: the
 //! shape of a run the command line asks for ([`Shape`], with a slot for the protocol's own
-//! options), the clock its timeouts are sized for ([`Clock`]), the protocol itself
+//! options), the clock its timeouts are sized for ([`Clock`]), what a run gives the processes
+//! it builds ([`Run`]: load, seed, log and clock), the protocol itself
 //! ([`Multicast`]: its configuration, processes, memory and counters) and a deployed protocol,
 //! whatever it is ([`Deploy`], held as a [`Deployment`]). It names no protocol: each
 //! implements [`Multicast`] in its own folder of the harness.
@@ -110,6 +111,20 @@ pub enum Clock<'a> {
     Wall,
 }
 
+/// What a run gives the processes [`Multicast::nodes`] builds for it, beyond the protocol's
+/// configuration.
+#[derive(Clone, Debug)]
+pub struct Run<'a> {
+    /// What the closed-loop clients multicast, and when they start and stop counting.
+    pub load: LoadSpec,
+    /// The seed of every random stream of the run.
+    pub seed: u64,
+    /// Whether the servers keep a delivery log.
+    pub log: bool,
+    /// The clock the protocol's timeouts are sized for.
+    pub clock: Clock<'a>,
+}
+
 /// One atomic multicast protocol as the harness deploys it.
 pub trait Multicast: 'static {
     /// Its name on the command line.
@@ -134,14 +149,8 @@ pub trait Multicast: 'static {
     /// The configuration `shape` asks for, checked (a message too large for its slot, a tree
     /// given to a genuine protocol, ... are errors that say what to change).
     fn configure(shape: &Shape) -> Result<Self::Config, String>;
-    /// Every process of a run, its timeouts sized for `clock`.
-    fn nodes(
-        cfg: &Self::Config,
-        load: LoadSpec,
-        seed: u64,
-        log: bool,
-        clock: Clock<'_>,
-    ) -> Vec<Node<Self::Server, Self::Client>>;
+    /// Every process of `run`, its timeouts sized for the run's clock.
+    fn nodes(cfg: &Self::Config, run: Run<'_>) -> Vec<Node<Self::Server, Self::Client>>;
     /// Bytes per slot and slots per buffer.
     fn slots(cfg: &Self::Config) -> (usize, usize);
     /// The overlay tree, for tree-based protocols.
@@ -268,7 +277,13 @@ impl<P: Multicast> Deployed<P> {
             | crate::runtime::Runtime::Tcp
             | crate::runtime::Runtime::Verbs => Clock::Wall,
         };
-        P::nodes(&self.0, e.load(), e.seed, e.log, clock)
+        let run = Run {
+            load: e.load(),
+            seed: e.seed,
+            log: e.log,
+            clock,
+        };
+        P::nodes(&self.0, run)
     }
 }
 

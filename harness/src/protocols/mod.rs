@@ -522,16 +522,21 @@ pub(crate) mod tests {
     /// refusal would misstate the run. Each protocol's folder may call it on its own shapes.
     pub(crate) fn footprint_is_what_the_processes_declare<P: Multicast>(shape: &Shape) {
         let cfg = P::configure(shape).unwrap();
-        let load = LoadSpec {
-            dest: shape.dest,
-            groups: cfg.group_count(),
-            tree: P::tree(&cfg).map(Arc::new),
-            size: shape.size,
-            warmup_end: Nanos(0),
-            stop_at: Nanos(1),
+        let run = Run {
+            load: LoadSpec {
+                dest: shape.dest,
+                groups: cfg.group_count(),
+                tree: P::tree(&cfg).map(Arc::new),
+                size: shape.size,
+                warmup_end: Nanos(0),
+                stop_at: Nanos(1),
+            },
+            seed: 1,
+            log: false,
+            clock: Clock::Wall,
         };
         let lens = |regions: &[RegionSpec]| regions.iter().map(|r| r.len).collect::<Vec<_>>();
-        let declared: Vec<Vec<usize>> = P::nodes(&cfg, load, 1, false, Clock::Wall)
+        let declared: Vec<Vec<usize>> = P::nodes(&cfg, run)
             .iter()
             .map(|n| lens(&Process::<SimNic>::regions(n)))
             .collect();

@@ -5,9 +5,9 @@ pub(crate) mod figures;
 pub(crate) mod software;
 
 use super::{genuine_groups, servers_then_clients, Checked, Clock, Entry, Kind, Multicast};
-use super::{Shape, Takes};
+use super::{Run, Shape, Takes};
 use crate::totals::Processes;
-use multicast::{LoadSpec, Membership, Node};
+use multicast::{Membership, Node};
 use plotters::style::RGBColor;
 use ramcast::layout::{slot_bytes_for, Layout};
 use ramcast::{Config, RamcastClient, RamcastServer, Timing};
@@ -63,19 +63,13 @@ impl Multicast for Ramcast {
         Ok(cfg)
     }
 
-    fn nodes(
-        cfg: &Config,
-        load: LoadSpec,
-        seed: u64,
-        log: bool,
-        clock: Clock<'_>,
-    ) -> Vec<Node<RamcastServer, RamcastClient>> {
+    fn nodes(cfg: &Config, run: Run<'_>) -> Vec<Node<RamcastServer, RamcastClient>> {
         let mut cfg = cfg.clone();
-        cfg.timing = match clock {
+        cfg.timing = match run.clock {
             Clock::Wall => Timing::WALL,
             Clock::Sim(_) => Timing::MEASURE,
         };
-        ramcast::nodes(&cfg, load, seed, log)
+        ramcast::nodes(&cfg, run.load, run.seed, run.log)
     }
 
     fn slots(cfg: &Config) -> (usize, usize) {

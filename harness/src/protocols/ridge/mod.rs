@@ -5,10 +5,10 @@ pub(crate) mod evaluation;
 pub(crate) mod figures;
 pub(crate) mod software;
 
-use super::Variants;
 use super::{genuine_groups, Checked, Clock, Delta, Entry, Kind, Multicast, Own, Shape, Takes};
+use super::{Run, Variants};
 use crate::totals::Processes;
-use multicast::{LoadSpec, Membership, Node};
+use multicast::{Membership, Node};
 use plotters::style::RGBColor;
 use ridge::{Config, RidgeClient, RidgeServer};
 use transport::Nanos;
@@ -153,16 +153,10 @@ impl Multicast for Ridge {
         Ok(cfg)
     }
 
-    fn nodes(
-        cfg: &Config,
-        load: LoadSpec,
-        seed: u64,
-        log: bool,
-        clock: Clock<'_>,
-    ) -> Vec<Node<RidgeServer, RidgeClient>> {
+    fn nodes(cfg: &Config, run: Run<'_>) -> Vec<Node<RidgeServer, RidgeClient>> {
         let mut cfg = cfg.clone();
-        cfg.log_optimistic = log;
-        cfg.timing = match clock {
+        cfg.log_optimistic = run.log;
+        cfg.timing = match run.clock {
             // Delta is wall-clock sized already (1 ms); the failure timeouts are not.
             Clock::Wall => ridge::config::Timing::WALL,
             Clock::Sim(profile) => {
@@ -176,7 +170,7 @@ impl Multicast for Ridge {
                 ridge::config::Timing::for_link(Nanos(slot_wire as u64), post, learners)
             }
         };
-        ridge::nodes(&cfg, load, seed, log)
+        ridge::nodes(&cfg, run.load, run.seed, run.log)
     }
 
     fn slots(cfg: &Config) -> (usize, usize) {

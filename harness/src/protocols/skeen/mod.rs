@@ -5,10 +5,10 @@
 
 pub(crate) mod figures;
 
-use super::{genuine_groups, servers_then_clients, Checked, Clock, Entry, Kind, Multicast};
-use super::{Shape, Takes, UNREPLICATED_FLAGS};
+use super::{genuine_groups, servers_then_clients, Checked, Entry, Kind, Multicast};
+use super::{Run, Shape, Takes, UNREPLICATED_FLAGS};
 use crate::totals::Processes;
-use multicast::{LoadSpec, Node};
+use multicast::Node;
 use skeen::{Config, SkeenClient, SkeenServer};
 
 /// Skeen's line in the registry.
@@ -62,14 +62,8 @@ impl Multicast for Skeen {
     }
 
     /// Skeen has no timeouts: the clock changes nothing.
-    fn nodes(
-        cfg: &Config,
-        load: LoadSpec,
-        seed: u64,
-        log: bool,
-        _clock: Clock<'_>,
-    ) -> Vec<Node<SkeenServer, SkeenClient>> {
-        skeen::nodes(cfg, load, seed, log)
+    fn nodes(cfg: &Config, run: Run<'_>) -> Vec<Node<SkeenServer, SkeenClient>> {
+        skeen::nodes(cfg, run.load, run.seed, run.log)
     }
 
     fn slots(cfg: &Config) -> (usize, usize) {

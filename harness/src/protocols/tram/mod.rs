@@ -8,9 +8,9 @@ pub(crate) mod software;
 pub(crate) mod table1;
 
 use super::Variants;
-use super::{servers_then_clients, Checked, Clock, Entry, Kind, Multicast, Own, Shape, Takes};
+use super::{servers_then_clients, Checked, Clock, Entry, Kind, Multicast, Own, Run, Shape, Takes};
 use crate::totals::Processes;
-use multicast::{GroupId, LoadSpec, Membership, Node, Tree};
+use multicast::{GroupId, Membership, Node, Tree};
 use plotters::style::RGBColor;
 use tram::layout::Layout;
 use tram::{Config, Timing, TramClient, TramServer};
@@ -122,18 +122,12 @@ impl Multicast for Tram {
         Ok(cfg)
     }
 
-    fn nodes(
-        cfg: &Config,
-        load: LoadSpec,
-        seed: u64,
-        log: bool,
-        clock: Clock<'_>,
-    ) -> Vec<Node<TramServer, TramClient>> {
+    fn nodes(cfg: &Config, run: Run<'_>) -> Vec<Node<TramServer, TramClient>> {
         let mut cfg = cfg.clone();
-        if let Clock::Wall = clock {
+        if let Clock::Wall = run.clock {
             cfg.timing = Timing::WALL;
         }
-        tram::nodes(&cfg, load, seed, log)
+        tram::nodes(&cfg, run.load, run.seed, run.log)
     }
 
     fn slots(cfg: &Config) -> (usize, usize) {
