@@ -425,7 +425,10 @@ where
 /// A Heron deployment before its nodes are built, as [`Setup::dispatch`] hands it to an
 /// [`Exec`]: Heron's configuration, the replicated application and the multicast underneath.
 pub(crate) struct Deployment<A, P> {
+    /// Heron's deployment and tunables, as the application needs them (TPC-C raises the
+    /// response bound).
     pub(crate) cfg: heron::Config,
+    /// The replicated application, which every node shares.
     pub(crate) app: Arc<A>,
     /// Builds the multicast's processes.
     pub(crate) processes: P,
