@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use transport::runtime::sim::{SimConfig, SimNic};
 use transport::runtime::tcp::TcpNic;
 use transport::runtime::Ended;
-use transport::{Nanos, ProcessId};
+use transport::{Nanos, Nic, ProcessId};
 
 /// The application of a run.
 #[derive(Clone, Debug)]
@@ -352,8 +352,10 @@ impl Setup {
                 let rc = Arc::new(self.ramcast()?);
                 self.with_app(
                     exec,
-                    |g, i| RamcastServer::new(rc.clone(), g, i),
-                    |i| RamcastClient::new(rc.clone(), i),
+                    (
+                        |g, i| RamcastServer::new(rc.clone(), g, i),
+                        |i| RamcastClient::new(rc.clone(), i),
+                    ),
                 )
             }
             Over::Ridge => {
@@ -361,36 +363,107 @@ impl Setup {
                 let seed = self.sim.seed;
                 self.with_app(
                     exec,
-                    |g, i| RidgeServer::new(rc.clone(), g, i, seed),
-                    |i| RidgeClient::new(rc.clone(), i, seed),
+                    (
+                        |g, i| RidgeServer::new(rc.clone(), g, i, seed),
+                        |i| RidgeClient::new(rc.clone(), i, seed),
+                    ),
                 )
             }
         }
     }
 
-    /// Hands the deployment over the multicast processes `server` and `client` build to `exec`.
-    fn with_app<E: Exec, S: Multicast, C: MulticastClient>(
-        &self,
-        exec: &E,
-        server: impl Fn(GroupId, usize) -> S + Copy,
-        client: impl Fn(usize) -> C + Copy,
-    ) -> Result<E::Out, String> {
+    /// Hands the deployment of this experiment's application over the multicast `processes`
+    /// builds to `exec`.
+    fn with_app<E: Exec, P: Processes>(&self, exec: &E, processes: P) -> Result<E::Out, String> {
         let mut cfg = self.cfg.clone();
         match &self.workload {
             Workload::Tpcc(t) => {
                 cfg.max_response = heron::tpcc::MAX_RESPONSE;
-                exec.exec(self, cfg, Arc::new(t.clone()), server, client)
+                exec.exec(self, Deployment::new(cfg, t.clone(), processes))
             }
             Workload::Null(t) => exec.exec(
                 self,
-                cfg,
-                Arc::new(NullRequests::new(t.clone())),
-                server,
-                client,
+                Deployment::new(cfg, NullRequests::new(t.clone()), processes),
             ),
-            Workload::Kv(k) => exec.exec(self, cfg, Arc::new(k.clone()), server, client),
-            Workload::Catchup(c) => exec.exec(self, cfg, Arc::new(c.clone()), server, client),
+            Workload::Kv(k) => exec.exec(self, Deployment::new(cfg, k.clone(), processes)),
+            Workload::Catchup(c) => exec.exec(self, Deployment::new(cfg, c.clone(), processes)),
         }
+    }
+}
+
+/// How the multicast underneath builds its processes: a server per replica (by partition and
+/// index within it) and a client per Heron client (by index).
+pub(crate) trait Processes {
+    /// The multicast's server.
+    type Server: Multicast;
+    /// The multicast's client.
+    type Client: MulticastClient;
+    /// The server of replica `index` of partition `group`.
+    fn server(&self, group: GroupId, index: usize) -> Self::Server;
+    /// The client of Heron client `index`.
+    fn client(&self, index: usize) -> Self::Client;
+}
+
+/// The builders [`Setup::dispatch`] writes: the server's, then the client's.
+impl<S, C, FS, FC> Processes for (FS, FC)
+where
+    S: Multicast,
+    C: MulticastClient,
+    FS: Fn(GroupId, usize) -> S,
+    FC: Fn(usize) -> C,
+{
+    type Server = S;
+    type Client = C;
+    fn server(&self, group: GroupId, index: usize) -> S {
+        (self.0)(group, index)
+    }
+    fn client(&self, index: usize) -> C {
+        (self.1)(index)
+    }
+}
+
+/// A Heron deployment before its nodes are built, as [`Setup::dispatch`] hands it to an
+/// [`Exec`]: Heron's configuration, the replicated application and the multicast underneath.
+pub(crate) struct Deployment<A, P> {
+    /// Heron's deployment and tunables, as the application needs them (TPC-C raises the
+    /// response bound).
+    pub(crate) cfg: heron::Config,
+    /// The replicated application, which every node shares.
+    pub(crate) app: Arc<A>,
+    /// Builds the multicast's processes.
+    pub(crate) processes: P,
+}
+
+impl<A: Application, P: Processes> Deployment<A, P> {
+    /// `app` deployed as `cfg` says over the multicast `processes` builds.
+    fn new(cfg: heron::Config, app: A, processes: P) -> Self {
+        Deployment {
+            cfg,
+            app: Arc::new(app),
+            processes,
+        }
+    }
+
+    /// Its nodes in process order ([`heron::deploy`]) with the seed and window of experiment
+    /// `s`, typed for runtime `N`; `record` keeps every response a replica computes.
+    pub(crate) fn nodes<N: Nic>(
+        &self,
+        s: &Setup,
+        record: bool,
+    ) -> Vec<HeronNode<P::Server, P::Client, A>>
+    where
+        P::Server: transport::Process<N>,
+        P::Client: Client<N>,
+    {
+        heron::deploy::<N, _, _, _>(
+            self.cfg.clone(),
+            self.app.clone(),
+            s.sim.seed,
+            s.window,
+            record,
+            |g, i| self.processes.server(g, i),
+            |i| self.processes.client(i),
+        )
     }
 }
 
@@ -399,32 +472,68 @@ impl Setup {
 pub(crate) trait Exec {
     /// What it leaves.
     type Out;
-    /// Deploys `cfg` of `app` over the multicast processes `server` and `client` build, as
-    /// experiment `s` says, and runs it.
-    fn exec<S: Multicast, C: MulticastClient, A: Application + Send + Sync + 'static>(
+    /// Builds deployment `d` as experiment `s` says, and runs it.
+    fn exec<A: Application + Send + Sync + 'static, P: Processes>(
         &self,
         s: &Setup,
-        cfg: heron::Config,
-        app: Arc<A>,
-        server: impl Fn(GroupId, usize) -> S + Copy,
-        client: impl Fn(usize) -> C + Copy,
+        d: Deployment<A, P>,
     ) -> Result<Self::Out, String>;
 }
 
-/// The whole deployment, run in this process.
+/// The whole deployment, run in this process, where the experiment says.
 struct Whole;
 
 impl Exec for Whole {
     type Out = Outcome;
-    fn exec<S: Multicast, C: MulticastClient, A: Application + Send + Sync + 'static>(
+    fn exec<A: Application + Send + Sync + 'static, P: Processes>(
         &self,
         s: &Setup,
-        cfg: heron::Config,
-        app: Arc<A>,
-        server: impl Fn(GroupId, usize) -> S + Copy,
-        client: impl Fn(usize) -> C + Copy,
+        d: Deployment<A, P>,
     ) -> Result<Outcome, String> {
-        execute(s, cfg, app, server, client)
+        let kinds = d.app.kinds().to_vec();
+        let started = Instant::now();
+        let end = s.window.stop_at.saturating_add(Nanos(5_000_000));
+        // The node types do not depend on the runtime's NIC: one deployment serves them all.
+        let nodes = d.nodes::<SimNic>(s, false);
+        let drive = Drive {
+            runtime: s.runtime,
+            seed: s.sim.seed,
+            profile: Some(&s.sim.profile),
+            software: &s.sim.software,
+            faults: &s.sim.faults,
+            limits: s.sim.profile.limits(),
+            until: Some(end),
+            limit: Duration::from_nanos(end.as_nanos()) + Duration::from_secs(5),
+        };
+        let mut read = Database::default();
+        let run = drive.run_inspected(nodes, &mut read)?;
+        let (nodes, events) = (run.processes, run.events);
+        let (database, replicas) = (read.database, read.replicas);
+        let clients: Vec<_> = nodes
+            .iter()
+            .filter_map(|n| match n {
+                HeronNode::Client(c) => Some(c.latencies()),
+                _ => None,
+            })
+            .collect();
+        let latency = if clients.is_empty() {
+            Vec::new()
+        } else {
+            heron::client::latency_histograms(kinds.len(), clients)
+        };
+        let sections = add_sections(nodes.iter().filter_map(|n| match n {
+            HeronNode::Client(c) => Some(c.sections()),
+            _ => None,
+        }));
+        Ok(Outcome {
+            kinds,
+            latency,
+            sections,
+            database,
+            replicas,
+            wall: started.elapsed(),
+            events,
+        })
     }
 }
 
@@ -497,63 +606,6 @@ pub(crate) trait MulticastClient:
 {
 }
 impl<C> MulticastClient for C where C: heron::over::MulticastClient + Client<TcpNic> + ClientOnVerbs {}
-
-/// Deploys Heron with `app` over the multicast processes `server` and `client` build, and
-/// runs it where `s` says.
-fn execute<S: Multicast, C: MulticastClient, A: Application + Send + Sync + 'static>(
-    s: &Setup,
-    cfg: heron::Config,
-    app: Arc<A>,
-    server: impl Fn(GroupId, usize) -> S + Copy,
-    client: impl Fn(usize) -> C + Copy,
-) -> Result<Outcome, String> {
-    let kinds = app.kinds().to_vec();
-    let started = Instant::now();
-    let (seed, window) = (s.sim.seed, s.window);
-    let end = window.stop_at.saturating_add(Nanos(5_000_000));
-    // The node types do not depend on the runtime's NIC: one deployment serves them all.
-    let nodes: Vec<HeronNode<S, C, A>> =
-        heron::deploy::<SimNic, _, _, _>(cfg, app, seed, window, false, server, client);
-    let drive = Drive {
-        runtime: s.runtime,
-        seed,
-        profile: Some(&s.sim.profile),
-        software: &s.sim.software,
-        faults: &s.sim.faults,
-        limits: s.sim.profile.limits(),
-        until: Some(end),
-        limit: Duration::from_nanos(end.as_nanos()) + Duration::from_secs(5),
-    };
-    let mut read = Database::default();
-    let run = drive.run_inspected(nodes, &mut read)?;
-    let (nodes, events) = (run.processes, run.events);
-    let (database, replicas) = (read.database, read.replicas);
-    let clients: Vec<_> = nodes
-        .iter()
-        .filter_map(|n| match n {
-            HeronNode::Client(c) => Some(c.latencies()),
-            _ => None,
-        })
-        .collect();
-    let latency = if clients.is_empty() {
-        Vec::new()
-    } else {
-        heron::client::latency_histograms(kinds.len(), clients)
-    };
-    let sections = add_sections(nodes.iter().filter_map(|n| match n {
-        HeronNode::Client(c) => Some(c.sections()),
-        _ => None,
-    }));
-    Ok(Outcome {
-        kinds,
-        latency,
-        sections,
-        database,
-        replicas,
-        wall: started.elapsed(),
-        events,
-    })
-}
 
 /// The sections of every client (each [`heron::client::HeronClient::sections`]) added up.
 pub(crate) fn add_sections<'a>(

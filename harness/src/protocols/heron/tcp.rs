@@ -12,17 +12,16 @@
 //! oracle judges the others, as it judges a crashed replica on the simulator by the responses
 //! it computed, here lost with it.
 
-use super::experiment::{Exec, Multicast, MulticastClient, Outcome, Setup};
+use super::experiment::{Deployment, Exec, Outcome, Processes, Setup};
 use crate::cluster::{self, ClusterFile, ProcessFault};
 use hdrhistogram::Histogram;
 use heron::client::Tally;
 use heron::oracle::{self, ClientView, ReplicaView};
 use heron::{Application, Call, Counters, Executed, HeronNode, ObjectId};
-use multicast::{GroupId, Membership};
+use multicast::{GroupId, Membership, Observed, Server};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 use transport::runtime::tcp::TcpNic;
 use transport::{Nanos, Process, ProcessId};
@@ -92,25 +91,14 @@ pub(crate) struct Node<'a> {
 
 impl Exec for Node<'_> {
     type Out = ();
-    fn exec<S: Multicast, C: MulticastClient, A: Application + Send + Sync + 'static>(
+    fn exec<A: Application + Send + Sync + 'static, P: Processes>(
         &self,
         s: &Setup,
-        cfg: heron::Config,
-        app: Arc<A>,
-        server: impl Fn(GroupId, usize) -> S + Copy,
-        client: impl Fn(usize) -> C + Copy,
+        d: Deployment<A, P>,
     ) -> Result<(), String> {
-        let roles = roles(&cfg);
+        let roles = roles(&d.cfg);
         // `record`: the oracle needs every response a replica computed.
-        let nodes = heron::deploy::<TcpNic, _, _, _>(
-            cfg.clone(),
-            app,
-            s.sim.seed,
-            s.window,
-            true,
-            server,
-            client,
-        );
+        let nodes = d.nodes::<TcpNic>(s, true);
         let specs: Vec<_> = nodes.iter().map(Process::<TcpNic>::regions).collect();
         self.cluster.check_node(self.id, &roles)?;
         let node = nodes
@@ -138,7 +126,8 @@ impl Exec for Node<'_> {
                 halted: r.multicast().halt_reason().map(str::to_owned),
             },
             HeronNode::Client(c) => Report::Client {
-                index: cfg
+                index: d
+                    .cfg
                     .client_index(ProcessId(self.id as u32))
                     .expect("a client node") as u32,
                 latency: heron::client::latency_histograms(c.latencies().len(), [c.latencies()])
@@ -178,18 +167,16 @@ pub(crate) struct Launch<'a> {
 
 impl Exec for Launch<'_> {
     type Out = (Outcome, Judged);
-    fn exec<S: Multicast, C: MulticastClient, A: Application + Send + Sync + 'static>(
+    fn exec<A: Application + Send + Sync + 'static, P: Processes>(
         &self,
         s: &Setup,
-        cfg: heron::Config,
-        app: Arc<A>,
-        _server: impl Fn(GroupId, usize) -> S + Copy,
-        _client: impl Fn(usize) -> C + Copy,
+        d: Deployment<A, P>,
     ) -> Result<(Outcome, Judged), String> {
+        let (cfg, app) = (&d.cfg, &*d.app);
         let quiet = self.quiet(s)?;
         let launched = cluster::spawn_nodes(
             self.args.clone(),
-            &roles(&cfg),
+            &roles(cfg),
             self.faults,
             self.hosts,
             runs_for(s),
@@ -211,7 +198,7 @@ impl Exec for Launch<'_> {
             merged.add(*p, r)?;
         }
         let mut judged = merged.judged;
-        judged.checked = match oracle::check(&*app, cfg.partitions, &merged.views, &merged.clients)
+        judged.checked = match oracle::check(app, cfg.partitions, &merged.views, &merged.clients)
         {
             Ok(r) => format!(
                 "the sequential oracle replayed {} requests: {} replica responses, {} client responses, {} replica states as the replay gives them",

@@ -202,25 +202,24 @@ impl BulkResult {
     /// The bytes an average node received (over all groups) over the time until the last
     /// message completed, Gb/s.
     pub(crate) fn aggregate_gbps(&self, size: usize, nodes: usize) -> f64 {
-        let end = self
-            .transfers
-            .iter()
-            .map(|t| t.last)
-            .max()
-            .unwrap_or(Nanos(1));
         let delivered: usize = self.transfers.iter().map(|t| t.receivers).sum();
+        let end = self.last_completed();
         (delivered * size) as f64 * 8.0 / nodes as f64 / end.as_nanos().max(1) as f64
     }
 
     /// Messages per second: all messages over the time until the last one completed.
     pub(crate) fn messages_per_s(&self) -> f64 {
-        let end = self
-            .transfers
+        self.transfers.len() as f64 * 1e9 / self.last_completed().as_nanos().max(1) as f64
+    }
+
+    /// From submission until the last message reached its last receiver; 1 ns when none did,
+    /// so that the rates above stay finite.
+    fn last_completed(&self) -> Nanos {
+        self.transfers
             .iter()
             .map(|t| t.last)
             .max()
-            .unwrap_or(Nanos(1));
-        self.transfers.len() as f64 * 1e9 / end.as_nanos().max(1) as f64
+            .unwrap_or(Nanos(1))
     }
 
     /// Whether every message reached every receiver intact or, in a run where members were
