@@ -8,7 +8,7 @@ use transport::{Nic, ProcessId};
 
 /// Packets refused by a full mesh, per peer, sent again on later polls.
 #[derive(Debug, Default)]
-pub(crate) struct Backlog {
+pub struct Backlog {
     waiting: BTreeMap<ProcessId, VecDeque<Vec<u8>>>,
     /// Packets waiting now, the most that ever waited at once, and how many ever waited.
     held: usize,
@@ -85,18 +85,19 @@ impl Backlog {
         worked
     }
 
-    /// Packets that ever waited.
-    pub(crate) fn deferred(&self) -> u64 {
+    /// Packets that ever waited (a measure of backpressure).
+    pub fn deferred(&self) -> u64 {
         self.deferred
     }
 
-    /// The most packets that ever waited at once.
-    pub(crate) fn peak(&self) -> usize {
+    /// The most packets that ever waited at once (a client's at most its multicast's
+    /// destination count, a server's at most `clients * groups`: see [`crate::server`]).
+    pub fn peak(&self) -> usize {
         self.peak
     }
 
-    /// Packets waiting.
-    pub(crate) fn len(&self) -> usize {
+    /// Packets waiting now.
+    pub fn held(&self) -> usize {
         debug_assert_eq!(
             self.held,
             self.waiting.values().map(VecDeque::len).sum::<usize>()

@@ -8,6 +8,7 @@
 //! that backlog holds at most one packet per group). The multicast was accepted, and Skeen
 //! needs every destination to get it, so it is never dropped half sent.
 
+use crate::backlog::Backlog;
 use crate::config::Config;
 use crate::port::Port;
 use crate::wire::Packet;
@@ -46,19 +47,9 @@ impl SkeenClient {
         }
     }
 
-    /// Packets of the multicast in flight still waiting for room in a server's ring.
-    pub fn backlog(&self) -> usize {
-        self.port.backlog().len()
-    }
-
-    /// The most packets that ever waited in the backlog at once (at most the multicast's destination count).
-    pub fn backlog_peak(&self) -> usize {
-        self.port.backlog().peak()
-    }
-
-    /// Packets that ever waited in the backlog (a measure of backpressure).
-    pub fn deferred(&self) -> u64 {
-        self.port.backlog().deferred()
+    /// The packets waiting for room in a peer's ring, and how many ever did.
+    pub fn backlog(&self) -> &Backlog {
+        self.port.backlog()
     }
 
     /// Whether a multicast is in flight.

@@ -98,6 +98,7 @@ pub const TESTBED: &str = "r320-cx3";
 #[cfg(any(test, feature = "check"))]
 pub mod check;
 mod observed;
+pub use backlog::Backlog;
 pub use client::SkeenClient;
 pub use config::{Config, ConfigError};
 pub use order::{Order, Stamp};

@@ -15,6 +15,7 @@
 //! completes it), and a client multicasts nothing else until it has every reply, so a server
 //! holds at most `groups` packets per client in all its backlogs.
 
+use crate::backlog::Backlog;
 use crate::config::Config;
 use crate::order::{Order, Received};
 use crate::port::Port;
@@ -56,19 +57,9 @@ impl SkeenServer {
         &self.order
     }
 
-    /// Packets waiting in the backlog for room in a peer's ring.
-    pub fn backlog(&self) -> usize {
-        self.port.backlog().len()
-    }
-
-    /// The most packets that ever waited in the backlog at once (at most `clients * groups`: see the module docs).
-    pub fn backlog_peak(&self) -> usize {
-        self.port.backlog().peak()
-    }
-
-    /// Packets that ever waited in the backlog (a measure of backpressure).
-    pub fn deferred(&self) -> u64 {
-        self.port.backlog().deferred()
+    /// The packets waiting for room in a peer's ring, and how many ever did.
+    pub fn backlog(&self) -> &Backlog {
+        self.port.backlog()
     }
 
     /// Packets that were not packets, or not ones their sender may send, plus inputs the
@@ -87,8 +78,8 @@ impl SkeenServer {
             self.order.pending(),
             self.order.early_proposals(),
             self.order.early_total(),
-            self.backlog(),
-            self.deferred(),
+            self.backlog().held(),
+            self.backlog().deferred(),
             self.rejected()
         )
     }

@@ -154,13 +154,13 @@ fn run_checked(case: &Case, seed: u64) -> Result<Outcome, String> {
                 if let Some(e) = &c.error {
                     return Err(format!("client {} refused: {e}", c.id));
                 }
-                out.deferred += c.client.deferred();
+                out.deferred += c.client.backlog().deferred();
                 // One message in flight: at most one packet per destination waits.
-                if c.client.backlog_peak() > groups {
+                if c.client.backlog().peak() > groups {
                     return Err(format!(
                         "client {} backlog peaked at {} packets",
                         c.id,
-                        c.client.backlog_peak()
+                        c.client.backlog().peak()
                     ));
                 }
                 stuck.extend(
@@ -172,15 +172,15 @@ fn run_checked(case: &Case, seed: u64) -> Result<Outcome, String> {
                 );
             }
             Node::Server(s) => {
-                out.deferred += s.server.deferred();
-                out.backlog_peak = out.backlog_peak.max(s.server.backlog_peak());
+                out.deferred += s.server.backlog().deferred();
+                out.backlog_peak = out.backlog_peak.max(s.server.backlog().peak());
                 // The bound the server's docs argue: a proposal per other destination or a
                 // reply, per message in flight, one message in flight per client.
-                if s.server.backlog_peak() > clients * groups {
+                if s.server.backlog().peak() > clients * groups {
                     return Err(format!(
                         "{} backlog peaked at {} packets",
                         s.server.describe(),
-                        s.server.backlog_peak()
+                        s.server.backlog().peak()
                     ));
                 }
             }
