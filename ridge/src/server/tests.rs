@@ -17,21 +17,21 @@ use transport::{Nanos, Op, Process, ProcessId};
 #[test]
 fn a_learner_halts_only_once_every_acceptor_has_trimmed_what_it_lacks() {
     let (mut server, mut nic, e) = learner_p2(Nanos(1_000));
-    let trimmed = Msg::Trimmed { low: 100 };
-
-    server.on_paxos(&mut nic, ProcessId(0), e, trimmed.clone());
-    assert!(server.halt.is_none(), "halted on one acceptor's answer");
+    assert!(
+        !trimmed_at(&mut server, &mut nic, e, 0),
+        "halted on one answer"
+    );
     assert!(
         !nic.take_ops().is_empty(),
         "the learner asks the next acceptor at once"
     );
     // The same acceptor again changes nothing: p1 has not answered yet.
-    server.on_paxos(&mut nic, ProcessId(0), e, trimmed.clone());
-    assert!(server.halt.is_none(), "halted though p1 never answered");
-
-    server.on_paxos(&mut nic, ProcessId(1), e, trimmed);
     assert!(
-        server.halt.is_some(),
+        !trimmed_at(&mut server, &mut nic, e, 0),
+        "halted though p1 never answered"
+    );
+    assert!(
+        trimmed_at(&mut server, &mut nic, e, 1),
         "every other acceptor trimmed the decision: it cannot catch up"
     );
 }
@@ -54,16 +54,13 @@ fn a_learner_asks_live_acceptors_first_and_waits_for_a_suspected_one_rather_than
         "p0 is suspected"
     );
 
-    server.on_paxos(&mut nic, ProcessId(1), e, Msg::Trimmed { low: 100 });
     assert!(
-        server.halt.is_none(),
+        !trimmed_at(&mut server, &mut nic, e, 1),
         "halted while suspected p0 may still keep it"
     );
     assert_eq!(written_to(&mut nic), [ProcessId(0)], "asks p0 at once");
-
-    server.on_paxos(&mut nic, ProcessId(0), e, Msg::Trimmed { low: 100 });
     assert!(
-        server.halt.is_some(),
+        trimmed_at(&mut server, &mut nic, e, 0),
         "every other acceptor trimmed the decision"
     );
 }
@@ -114,6 +111,13 @@ fn learner_p2_with(
     let acceptors = cfg.ensemble(e).acceptors;
     assert_eq!(acceptors, [ProcessId(0), ProcessId(1), ProcessId(2)]);
     (server, nic, e)
+}
+
+/// Acceptor `p` answers the learner that it keeps decisions from 100 on only (the learner, new,
+/// needs an earlier one); returns whether the learner halted.
+fn trimmed_at(server: &mut RidgeServer, nic: &mut RecordingNic, e: EnsembleId, p: u32) -> bool {
+    server.on_paxos(nic, ProcessId(p), e, Msg::Trimmed { low: 100 });
+    server.halt.is_some()
 }
 
 /// The processes the ops posted since the last call write to.
