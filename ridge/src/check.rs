@@ -578,6 +578,12 @@ mod tests {
     #[test]
     fn formerly_failing_schedules_pass() {
         for line in [
+            // A learner whose only acceptor left untrimmed had crashed waited for it for good
+            // instead of halting (review of the gap-filling change for seed 2002).
+            "seed=5 dissemination=ridge optimistic=off groups=1 replicas=5 acceptors=5 \
+             placement=colocated all_acceptors=first-group clients=3 delta=100us skew_offset=0ns \
+             skew_ppm=0 ring_slots=10 outbox=63 slot_bytes=2048 retain=16 dest=all size=41 \
+             fault_phase=12ms tie_break=fifo load_end=25ms fault=kill:1@1ms fault=pause:4@2ms+8ms",
             "seed=29 dissemination=ridge optimistic=off groups=1 replicas=5 acceptors=5 \
              placement=colocated all_acceptors=first-group clients=6 delta=168.283us \
              skew_offset=0ns skew_ppm=0 ring_slots=10 outbox=4 slot_bytes=2048 retain=3942 \

@@ -26,9 +26,10 @@
 //!   ones too), and answer from the decisions they keep ([`crate::config::Config::retain`]).
 //!   A learner asks the acceptors it does not suspect first (a paused acceptor asked first
 //!   cost a learner a suspicion timeout while the others trimmed past it). Told that the
-//!   decision it lacks next is no longer kept, it asks the next acceptor at once, a suspected
-//!   one too when no other is left (it may only be paused), and halts only once every other
-//!   acceptor of the ensemble has told it so (it fell further behind than any peer keeps).
+//!   decision it lacks next is no longer kept, it asks the next acceptor it does not suspect
+//!   at once, and halts once every acceptor of the ensemble it does not suspect has told it
+//!   so (it fell further behind than any live peer keeps; waiting for a suspected one, which
+//!   may have crashed, could leave it stuck for good).
 //! - **Clients.** A client that gets no answer asks all the ensemble's acceptors; an
 //!   acceptor passes a request on to the coordinator it trusts and, if the request came from
 //!   the client, names that coordinator to it ([`Packet::Redirect`]), so the client's next
@@ -55,9 +56,10 @@
 //!   this server's overflow queue for that peer, which is dropped (and counted) once the peer
 //!   is suspected: a crashed or paused peer holds at most a suspicion timeout's worth of
 //!   packets, a live one is never dropped to (seed 29). A coordinator whose overflow towards
-//!   a live peer passes an outbox proposes nothing until it drains (backpressure, as a full
-//!   ring makes an RDMA sender wait; the paper is silent): the ensemble goes at the pace of
-//!   its slowest live acceptor rather than leaving it behind without bound. A distributor
+//!   any live peer reaches an outbox proposes no new value in any ensemble it coordinates
+//!   until that queue is shorter (backpressure, as a full ring makes an RDMA sender wait; the
+//!   paper is silent): the ensemble goes at the pace of its slowest live acceptor rather than
+//!   leaving it behind without bound. A distributor
 //!   does not hold the coordinator back: a learner outside the quorum that is slower than the
 //!   rest (Ridge's and the ring's dissemination) still falls behind while the load lasts, and
 //!   catches up after. Each message has
@@ -371,8 +373,9 @@ impl RidgeServer {
     }
 
     /// Whether a peer this server does not suspect has fallen so far behind that proposing
-    /// more would only lengthen the queue towards it: more than an outbox of packets overflow
-    /// towards it. A coordinator then holds its clients' values until the peer drains, as a
+    /// more would only lengthen the queue towards it: an outbox of packets or more overflow
+    /// towards it (a client, a learner, an acceptor: any peer, and every ensemble this server
+    /// coordinates waits). A coordinator then holds its clients' values until the peer drains, as a
     /// full ring makes an RDMA sender wait; a suspected peer's queue is dropped instead
     /// ([`Self::drain_overflow`]). Without it, a live acceptor slower than the others (a
     /// thread starved of a core) fell behind without bound: the majority decided without it,
@@ -444,9 +447,12 @@ impl RidgeServer {
 
     /// Section 4.4.3: the acceptor that learner slot `i` asks next for the decision it needs,
     /// in turn among the other acceptors of its ensemble that have not answered that they
-    /// trimmed it, those it does not suspect first; none once every one has. A suspected
-    /// acceptor is still asked when no other is left: it may only be paused, and waiting for
-    /// it costs nothing to a learner that cannot deliver anyway, where halting is for good.
+    /// trimmed it, those it does not suspect first (a paused acceptor asked first cost a
+    /// learner a suspicion timeout while the others trimmed past it: seed 2002 on threads).
+    /// Suspected ones are asked only while none has answered so; after that, none left
+    /// unsuspected means the learner has lost the decision ([`Self::lost`]): waiting for a
+    /// suspected acceptor that crashed would leave it stuck for good, looking correct (review:
+    /// `check --protocol ridge`, seed 5 with `retain=16`, `kill:1`, `pause:4`).
     fn fill_source(&self, i: usize, now: Nanos) -> Option<ProcessId> {
         let (filling, next) = (&self.filling[i], self.learning[i].next());
         let trimmed: &[ProcessId] = if filling.trimmed.0 == next {
@@ -466,8 +472,29 @@ impl RidgeServer {
             .copied()
             .filter(|&a| !(self.detector.watches(a) && self.detector.suspects(a, now)))
             .collect();
-        let pool = if live.is_empty() { left } else { live };
+        let pool = match (live.is_empty(), trimmed.is_empty()) {
+            (false, _) => live,
+            (true, true) => left,
+            (true, false) => Vec::new(),
+        };
         pool.get(filling.asks as usize % pool.len().max(1)).copied()
+    }
+
+    /// Whether learner slot `i` has been told, for the decision it needs next, that it is
+    /// trimmed: with no acceptor left to ask ([`Self::fill_source`]), it halts.
+    fn lost(&self, i: usize) -> bool {
+        let (filling, next) = (&self.filling[i], self.learning[i].next());
+        filling.trimmed.0 == next && !filling.trimmed.1.is_empty()
+    }
+
+    /// Halts learner slot `i`'s server: the decision it needs next is trimmed everywhere it
+    /// could still ask.
+    fn halt_lost(&mut self, i: usize) {
+        self.halt = Some(format!(
+            "decision {} of ensemble {} is trimmed at every acceptor it could ask, or they are suspected: it cannot learn what it missed",
+            self.learning[i].next(),
+            self.subs[i].0
+        ));
     }
 
     fn learner_slot(&self, e: EnsembleId) -> Option<usize> {

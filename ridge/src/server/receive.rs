@@ -389,10 +389,9 @@ impl RidgeServer {
         };
         // The decision this learner needs next is gone from `from`. Another acceptor
         // may still keep it (one that learned less): ask the next one at once, and
-        // halt only once every other acceptor has trimmed it (see the module docs).
-        // Halting on the first answer lost a server whenever one acceptor ran ahead of the
-        // others; halting when the acceptors left were suspected lost one whose gap opened
-        // while an acceptor was paused (`check --runtime local --protocol ridge`, seed 2002).
+        // halt only once every acceptor it does not suspect has trimmed it (see the module
+        // docs). Halting on the first answer lost a server whenever one acceptor ran ahead of
+        // the others.
         let next = self.learning[i].next();
         let now = nic.now();
         let filling = &mut self.filling[i];
@@ -410,10 +409,7 @@ impl RidgeServer {
                 vec![(to, Msg::Fetch { from: next })]
             }
             None => {
-                self.halt = Some(format!(
-                    "decision {next} of ensemble {} is trimmed at every other acceptor: it cannot learn what it missed",
-                    e.0
-                ));
+                self.halt_lost(i);
                 Vec::new()
             }
         }

@@ -224,6 +224,11 @@ impl RidgeServer {
             }
             let e = self.subs[i];
             let Some(to) = self.fill_source(i, now) else {
+                // The acceptors not suspected that were asked have all trimmed it since.
+                if self.lost(i) {
+                    self.halt_lost(i);
+                    return worked;
+                }
                 continue;
             };
             self.filling[i].asked_at = now;
