@@ -69,6 +69,7 @@ pub mod completion;
 pub mod control;
 pub mod device;
 pub mod handshake;
+pub mod provider;
 pub mod signal;
 pub mod staging;
 
