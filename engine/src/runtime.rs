@@ -57,7 +57,7 @@ impl Runtime {
 /// The verbs runtime's NIC; in a build without it, the simulator's, so that a bound naming it
 /// asks nothing of a process beyond running on the simulator.
 #[cfg(feature = "verbs")]
-pub type VerbsNic = verbs::rdma::VerbsNic;
+pub type VerbsNic = verbs::rdma::DeviceNic;
 /// The verbs runtime's NIC; in a build without it, the simulator's, so that a bound naming it
 /// asks nothing of a process beyond running on the simulator.
 #[cfg(not(feature = "verbs"))]
@@ -233,7 +233,8 @@ fn run_on_verbs<P: OnVerbs + Send>(
         device: verbs::DeviceChoice::from_env()?,
         ..Default::default()
     };
-    let rt = verbs::rdma::VerbsRuntime::new(cfg, procs).map_err(|e| e.to_string())?;
+    let rt = verbs::rdma::VerbsRuntime::new(verbs::sideway::Sideway, cfg, procs)
+        .map_err(|e| e.to_string())?;
     Ok(rt.run(limit).processes)
 }
 

@@ -136,7 +136,7 @@ impl fmt::Display for DeviceInfo {
 pub fn discover(choice: &DeviceChoice) -> Result<DeviceInfo, NoDevice> {
     #[cfg(feature = "rdma")]
     {
-        crate::rdma::discover(choice)
+        crate::rdma::discover_with(&crate::sideway::Sideway, choice)
     }
     #[cfg(not(feature = "rdma"))]
     {

@@ -22,13 +22,15 @@
 //!   report, the completion mapping, access bookkeeping, selective signalling, staging rings,
 //!   the bootstrap messages, the reconnect handshake, and the control channel that carries them
 //!   (in memory, or over TCP between the hosts of a cluster file);
-//! - with the `rdma` feature (ibverbs through `sideway`): `rdma::VerbsNic`;
-//!   `rdma::VerbsRuntime`, every node of a run as threads of one OS process, each with its
+//! - always, generic over the verbs [`provider::Provider`]: [`rdma::VerbsNic`];
+//!   [`rdma::VerbsRuntime`], every node of a run as threads of one OS process, each with its
 //!   own protection domain, queue pairs and memory on one device, connected to each other
 //!   through the device (the transport conformance suite and short RamCast and RDMC runs use it
-//!   when `RDMA_DEVICE` names a device); and `rdma::run_node`, one node of a run across
+//!   when `RDMA_DEVICE` names a device); and [`rdma::run_node`], one node of a run across
 //!   processes or hosts, connected through the cluster file's addresses
-//!   ([`control::TcpControl`]). The harness does not launch verbs clusters yet (issue 17).
+//!   ([`control::TcpControl`]). The harness does not launch verbs clusters yet (issue 48);
+//! - with the `rdma` feature: `sideway`, the provider of real devices (ibverbs through the
+//!   `sideway` crate), the only code that calls a verbs library.
 //!
 //! Why `sideway`: it is maintained, MPL-2.0, and wraps everything this runtime needs (RC queue
 //! pairs, RDMA write with and without immediate, reads, both atomics, inline data, selective
@@ -73,7 +75,8 @@ pub mod provider;
 pub mod signal;
 pub mod staging;
 
-#[cfg(feature = "rdma")]
 pub mod rdma;
+#[cfg(feature = "rdma")]
+pub mod sideway;
 
 pub use device::{discover, DeviceChoice, DeviceInfo, NoDevice, NO_DEVICE};

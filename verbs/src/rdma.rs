@@ -1,7 +1,8 @@
-//! The verbs runtime proper (feature `rdma`): device discovery, a node's queue pairs and memory,
-//! the [`Nic`](transport::Nic) over them, and [`VerbsRuntime`], which runs every node of a run as
+//! The verbs runtime proper: device discovery, a node's queue pairs and memory, the
+//! [`Nic`](transport::Nic) over them, and [`VerbsRuntime`], which runs every node of a run as
 //! threads of one OS process on one device (tests, the conformance suite, single-host
-//! measurements).
+//! measurements). All of it is generic over the verbs [`Provider`]: real devices through
+//! `crate::sideway` (feature `rdma`), or the in-memory fabric of `crate::fake`.
 //!
 //! One node is one process: a protection domain, one completion queue, its regions (registered once
 //! for local use and once per peer, [`crate::access`]), and towards every node (itself included)
@@ -28,18 +29,14 @@ mod link;
 mod nic;
 mod runtime;
 
-pub(crate) use device::discover;
-pub use device::probe_limits;
+pub use device::{discover_with, probe_limits};
 use link::Peer;
 pub use runtime::{run_node, VerbsControl, VerbsRun, VerbsRuntime};
 
 use crate::access::AccessBook;
 use crate::control::Control;
 use crate::device::{DeviceChoice, DeviceInfo};
-use sideway::ibverbs::completion::BasicCompletionQueue;
-use sideway::ibverbs::device_context::{DeviceContext, Mtu};
-use sideway::ibverbs::memory_region::MemoryRegion;
-use sideway::ibverbs::protection_domain::ProtectionDomain;
+pub use crate::provider::{Context, Provider};
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
@@ -114,12 +111,11 @@ pub struct AccessTimings {
     pub slow: Vec<Duration>,
 }
 
-/// The NIC a process of the verbs runtime polls with.
-pub struct VerbsNic {
+/// The NIC a process of the verbs runtime polls with, on a device opened as `C`.
+pub struct VerbsNic<C: Context> {
     me: ProcessId,
     cfg: VerbsConfig,
     info: DeviceInfo,
-    mtu: Mtu,
     table: RegionTable,
     limits: NicLimits,
     rng: Rng,
@@ -132,18 +128,22 @@ pub struct VerbsNic {
     cq_out: VecDeque<Completion>,
     rq_out: VecDeque<Recv>,
     timings: AccessTimings,
-    // Verbs objects: queue pairs and registrations go before the memory and the domain.
-    peers: Vec<Peer>,
-    local_mrs: Vec<Arc<MemoryRegion>>,
+    // Verbs objects: queue pairs and registrations go before the memory, the completion queue
+    // and the device.
+    peers: Vec<Peer<C>>,
+    local_mrs: Vec<C::Mr>,
     /// `[region][peer]`.
-    peer_mrs: Vec<Vec<Arc<MemoryRegion>>>,
+    peer_mrs: Vec<Vec<C::Mr>>,
     regions: Vec<Words>,
-    cq: Arc<BasicCompletionQueue>,
-    pd: Arc<ProtectionDomain>,
-    _ctx: Arc<DeviceContext>,
+    cq: C::Cq,
+    ctx: C,
 }
 
-impl fmt::Debug for VerbsNic {
+/// The NIC of a node on a real device.
+#[cfg(feature = "rdma")]
+pub type DeviceNic = VerbsNic<crate::sideway::Ctx>;
+
+impl<C: Context> fmt::Debug for VerbsNic<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("VerbsNic")
             .field("me", &self.me)
@@ -152,7 +152,7 @@ impl fmt::Debug for VerbsNic {
     }
 }
 
-impl VerbsNic {
+impl<C: Context> VerbsNic<C> {
     /// The device this node runs on.
     pub fn device(&self) -> &DeviceInfo {
         &self.info

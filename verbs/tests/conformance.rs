@@ -10,7 +10,8 @@ mod on_device {
     use std::time::Duration;
     use transport::conformance::Runner;
     use transport::{Nanos, Process, ProcessId};
-    use verbs::rdma::{VerbsConfig, VerbsNic, VerbsRuntime};
+    use verbs::rdma::{DeviceNic as VerbsNic, VerbsConfig, VerbsRuntime};
+    use verbs::sideway::Sideway;
 
     /// Every node a thread of this test, all on the named device.
     pub(super) struct OnVerbs;
@@ -25,7 +26,7 @@ mod on_device {
                 device: verbs::DeviceChoice::from_env().expect("RDMA_* variables"),
                 ..VerbsConfig::default()
             };
-            let rt = VerbsRuntime::new(cfg, procs).expect("the device was found before");
+            let rt = VerbsRuntime::new(Sideway, cfg, procs).expect("the device was found before");
             if let Some((p, _)) = crash {
                 rt.control().crash(p);
             }

@@ -60,8 +60,12 @@ fn ramcast_on_the_device_keeps_every_property() {
             warmup_end: Nanos::ZERO,
             stop_at: Nanos(1_000_000_000),
         };
-        let rt = VerbsRuntime::new(small(choice), nodes(&cfg, load, 7, true))
-            .expect("the device was found before");
+        let rt = VerbsRuntime::new(
+            verbs::sideway::Sideway,
+            small(choice),
+            nodes(&cfg, load, 7, true),
+        )
+        .expect("the device was found before");
         let run = rt.run(Duration::from_millis(2_000));
         let log = collect_log(&run.processes, |_| false);
         let delivered: usize = log.deliveries.values().map(Vec::len).sum();
@@ -113,7 +117,7 @@ fn rdmc_on_the_device_delivers_identical_bytes() {
                 .send_message(1, bytes::Bytes::from(m.clone()))
                 .unwrap();
         }
-        let run = VerbsRuntime::new(small(choice), members)
+        let run = VerbsRuntime::new(verbs::sideway::Sideway, small(choice), members)
             .expect("the device was found before")
             .run(Duration::from_secs(3));
         for (m, mut node) in run.processes.into_iter().enumerate().skip(1) {

@@ -98,7 +98,8 @@ fn verbs_rig(seed: u64) -> Result<Rig, String> {
         ..Default::default()
     };
     let info = verbs::discover(&cfg.device).map_err(|e| e.to_string())?;
-    let limits = verbs::rdma::probe_limits(&cfg).map_err(|e| e.to_string())?;
+    let limits =
+        verbs::rdma::probe_limits(&verbs::sideway::Sideway, &cfg).map_err(|e| e.to_string())?;
     println!(
         "device: {info}; inline limit granted {} B",
         limits.inline_max

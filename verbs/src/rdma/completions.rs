@@ -5,22 +5,24 @@
 use super::link::{split_id, Waiting};
 use super::{VerbsNic, HEADER, KIND_IMMEDIATE, KIND_MESSAGE};
 use crate::completion::{map_status, Health};
+use crate::provider::{CompletionQueue, Context, Wc};
 use crate::signal::{self, Report};
 use std::sync::atomic::Ordering;
 use transport::{Completion, LocalAddr, OpKind, ProcessId, Qp, Recv, RegionId, Status, WrId};
 
-impl VerbsNic {
+impl<C: Context> VerbsNic<C> {
     /// Takes every work completion the device has.
     pub(super) fn poll_device(&mut self) {
         let mut wcs = Vec::new();
-        while let Ok(poller) = self.cq.start_poll() {
-            let before = wcs.len();
-            wcs.extend(poller.map(|wc| (wc.wr_id(), wc.status(), wc.byte_len())));
-            if wcs.len() == before {
-                break;
-            }
+        if let Err(e) = self.cq.poll(&mut wcs) {
+            eprintln!("verbs {}: {e}", self.me);
         }
-        for (id, status, len) in wcs {
+        for Wc {
+            id,
+            status,
+            byte_len: len,
+        } in wcs
+        {
             let (recv, p, q, rest) = split_id(id);
             if p.index() >= self.peers.len() || q >= Qp::COUNT {
                 continue;

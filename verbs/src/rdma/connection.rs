@@ -2,7 +2,7 @@
 //! pairs in INIT), INIT -> RTR -> RTS against a peer's endpoint, the bootstrap's hellos, and
 //! the reconnect handshake's actions (reset, connect, answer) as control messages arrive.
 
-use super::device::{create_qp, open_device, qp_flags_of, register};
+use super::device::{create_qp, open_device, register};
 use super::link::{Link, Peer, Waiting};
 use super::{AccessTimings, VerbsConfig, VerbsNic, HEADER};
 use crate::access::{AccessBook, Rights};
@@ -10,12 +10,10 @@ use crate::bootstrap::{Endpoint, Message, RemoteRegion};
 use crate::completion::Health;
 use crate::control::Control;
 use crate::handshake::{Action, Handshake};
+use crate::provider::{Address, Context, MemoryRegion, Provider, QueuePair, Transition};
 use crate::signal::{self, SendQueue};
 use crate::staging::Staging;
-use sideway::ibverbs::address::{AddressHandleAttribute, Gid};
-use sideway::ibverbs::queue_pair::{QueuePair, QueuePairAttribute, QueuePairState};
 use std::collections::VecDeque;
-use std::net::Ipv6Addr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use transport::runtime::shared_memory::Words;
@@ -23,40 +21,36 @@ use transport::{
     NicLimits, OpKind, ProcessId, Purpose, Qp, RegionId, RegionSpec, RegionTable, Rng, Status, WrId,
 };
 
-impl VerbsNic {
-    /// Sets up node `me` of a run whose processes declared `specs`: memory, registrations,
-    /// queue pairs in INIT, receive buffers.
-    pub(super) fn open(
+impl<C: Context> VerbsNic<C> {
+    /// Sets up node `me` of a run whose processes declared `specs` on the device `provider`
+    /// opens: memory, registrations, queue pairs in INIT, receive buffers.
+    pub(super) fn open<V: Provider<Ctx = C>>(
+        provider: &V,
         me: ProcessId,
         cfg: &VerbsConfig,
         specs: &[Vec<RegionSpec>],
         control: Arc<dyn Control>,
         start: Instant,
-    ) -> Result<VerbsNic, String> {
-        let (ctx, info, mtu) = open_device(&cfg.device).map_err(|e| e.to_string())?;
+    ) -> Result<VerbsNic<C>, String> {
+        let (ctx, info) = open_device(provider, &cfg.device).map_err(|e| e.to_string())?;
         let n = specs.len();
-        let pd = ctx
-            .alloc_pd()
-            .map_err(|e| format!("ibv_alloc_pd failed: {e}"))?;
         let per_qp = cfg.send_depth + cfg.recv_depth;
         let cq = ctx
-            .create_cq_builder()
-            .setup_cqe((n * Qp::COUNT * per_qp + 64) as u32)
-            .build()
-            .map_err(|e| format!("ibv_create_cq failed: {e}"))?;
+            .create_cq((n * Qp::COUNT * per_qp + 64) as u32)
+            .map_err(|e| e.to_string())?;
         let mine = &specs[me.index()];
         let book = AccessBook::new(mine, n);
         let regions: Vec<Words> = mine.iter().map(|s| Words::new(s.len)).collect();
         let local_mrs = regions
             .iter()
-            .map(|m| register(&pd, m, Rights::NONE))
+            .map(|m| register(&ctx, m, Rights::NONE))
             .collect::<Result<Vec<_>, _>>()?;
         let mut peer_mrs = Vec::with_capacity(regions.len());
         for (r, mem) in regions.iter().enumerate() {
             let row = (0..n)
                 .map(|p| {
                     register(
-                        &pd,
+                        &ctx,
                         mem,
                         book.registered(RegionId(r as u16), ProcessId(p as u32)),
                     )
@@ -77,10 +71,10 @@ impl VerbsNic {
                     cfg.staging / 16
                 };
                 let stage_mem = Words::new(staging);
-                let stage_mr = register(&pd, &stage_mem, Rights::NONE)?;
+                let stage_mr = register(&ctx, &stage_mem, Rights::NONE)?;
                 let recv_mem = Words::new(cfg.recv_depth * cfg.recv_size);
-                let recv_mr = register(&pd, &recv_mem, Rights::NONE)?;
-                let qp = create_qp(&pd, &cq, cfg, &mut inline)?;
+                let recv_mr = register(&ctx, &recv_mem, Rights::NONE)?;
+                let qp = create_qp(&ctx, &cq, cfg, &mut inline)?;
                 links.push(Link {
                     qp,
                     sq: SendQueue::new(cfg.send_depth),
@@ -110,7 +104,6 @@ impl VerbsNic {
             me,
             cfg: cfg.clone(),
             info,
-            mtu,
             table: RegionTable::new(specs),
             limits,
             rng,
@@ -127,8 +120,7 @@ impl VerbsNic {
             peer_mrs,
             regions,
             cq,
-            pd,
-            _ctx: ctx,
+            ctx,
         };
         for p in 0..n {
             for q in 0..Qp::COUNT {
@@ -141,56 +133,49 @@ impl VerbsNic {
     /// Brings a reset queue pair to INIT with the peer's access flags and posts its receive
     /// buffers.
     fn init_link(&mut self, p: ProcessId, q: usize) -> Result<(), String> {
-        let flags = qp_flags_of(self.book.flags(p));
+        let access = self.book.flags(p);
         let (port, depth, size) = (
             self.cfg.device.port,
             self.cfg.recv_depth,
             self.cfg.recv_size,
         );
         let link = &mut self.peers[p.index()].links[q];
-        let mut attr = QueuePairAttribute::new();
-        attr.setup_state(QueuePairState::Init)
-            .setup_pkey_index(0)
-            .setup_port(port)
-            .setup_access_flags(flags);
         link.qp
-            .modify(&attr)
+            .modify(&Transition::Init { port, access })
             .map_err(|e| format!("queue pair to {p} to INIT: {e}"))?;
         link.post_recvs(p, q, 0..depth, size)
     }
 
     /// Moves an INIT queue pair to RTR and RTS against the peer's endpoint.
     fn connect_link(&mut self, p: ProcessId, q: usize, theirs: &Endpoint) -> Result<(), String> {
-        let (port, gid_index, mtu) = (self.cfg.device.port, self.info.gid_index, self.mtu);
-        let (timeout, retry) = (self.cfg.ack_timeout, self.cfg.retry_cnt);
+        let address = Address {
+            dest_lid: theirs.lid,
+            port: self.cfg.device.port,
+            sgid_index: self.info.gid_index,
+            dgid: theirs.gid,
+            hop_limit: 64,
+        };
+        let rtr = Transition::Rtr {
+            path_mtu: self.info.mtu,
+            dest_qpn: theirs.qpn[q],
+            rq_psn: theirs.psn[q],
+            max_dest_rd_atomic: 16,
+            min_rnr_timer: 12,
+            address,
+        };
         let link = &mut self.peers[p.index()].links[q];
-        let mut attr = QueuePairAttribute::new();
-        attr.setup_state(QueuePairState::ReadyToReceive)
-            .setup_path_mtu(mtu)
-            .setup_dest_qp_num(theirs.qpn[q])
-            .setup_rq_psn(theirs.psn[q])
-            .setup_max_dest_read_atomic(16)
-            .setup_min_rnr_timer(12);
-        let mut ah = AddressHandleAttribute::new();
-        ah.setup_dest_lid(theirs.lid)
-            .setup_port(port)
-            .setup_service_level(0)
-            .setup_grh_src_gid_index(gid_index as u8)
-            .setup_grh_dest_gid(&Gid::from(Ipv6Addr::from(theirs.gid)))
-            .setup_grh_hop_limit(64);
-        attr.setup_address_vector(&ah);
+        let rts = Transition::Rts {
+            sq_psn: link.psn,
+            timeout: self.cfg.ack_timeout,
+            retry_cnt: self.cfg.retry_cnt,
+            rnr_retry: 7,
+            max_rd_atomic: 16,
+        };
         link.qp
-            .modify(&attr)
+            .modify(&rtr)
             .map_err(|e| format!("queue pair to {p} to RTR: {e}"))?;
-        let mut attr = QueuePairAttribute::new();
-        attr.setup_state(QueuePairState::ReadyToSend)
-            .setup_sq_psn(link.psn)
-            .setup_timeout(timeout)
-            .setup_retry_cnt(retry)
-            .setup_rnr_retry(7)
-            .setup_max_read_atomic(16);
         link.qp
-            .modify(&attr)
+            .modify(&rts)
             .map_err(|e| format!("queue pair to {p} to RTS: {e}"))?;
         link.health = Health::Up;
         Ok(())
@@ -205,7 +190,7 @@ impl VerbsNic {
             ..Endpoint::default()
         };
         for (q, l) in links.iter().enumerate() {
-            e.qpn[q] = l.qp.qp_number();
+            e.qpn[q] = l.qp.qp_num();
             e.psn[q] = l.psn;
         }
         // Every reset moves both queue pairs to the peer together.
@@ -306,9 +291,7 @@ impl VerbsNic {
             link.epoch += 1;
             link.sq.reconnect();
             link.psn = (self.psns.next_u64() & 0xFF_FFFF) as u32;
-            let mut attr = QueuePairAttribute::new();
-            attr.setup_state(QueuePairState::Reset);
-            if let Err(e) = link.qp.modify(&attr) {
+            if let Err(e) = link.qp.modify(&Transition::Reset) {
                 eprintln!("verbs {}: resetting the queue pair to {p}: {e}", self.me);
             }
             for r in retired.reports {

@@ -1,20 +1,15 @@
 //! A node's queue pair towards one peer ([`Link`]) with its staging ring, receive buffers and
-//! backlog; the peer's links and regions ([`Peer`]); and posting one work request
-//! ([`post_wr`]), with the ids that name a work request's peer, queue pair and sequence.
+//! backlog; the peer's links and regions ([`Peer`]); and the ids that name a work request's
+//! peer, queue pair and sequence.
 
 use super::{HEADER, RECV};
 use crate::bootstrap::RemoteRegion;
 use crate::completion::Health;
 use crate::handshake::Handshake;
+use crate::provider::{Context, MemoryRegion, QueuePair, RecvWr, Src, Wr};
 use crate::signal::{Piece, SendQueue, Staged};
 use crate::staging::{Slice, Staging};
-use sideway::ibverbs::memory_region::MemoryRegion;
-use sideway::ibverbs::queue_pair::{
-    BasicQueuePair, PostSendGuard, QueuePair, SetInlineData, SetScatterGatherEntry,
-    WorkRequestFlags,
-};
 use std::collections::VecDeque;
-use std::sync::Arc;
 use transport::runtime::shared_memory::Words;
 use transport::{Op, ProcessId, WrId};
 
@@ -30,11 +25,11 @@ pub(super) struct Waiting {
 }
 
 /// One queue pair towards one peer and what the runtime keeps for it.
-pub(super) struct Link {
+pub(super) struct Link<C: Context> {
     // Fields drop in order: the queue pair, then the registrations, then the memory they name.
-    pub(super) qp: BasicQueuePair,
-    pub(super) stage_mr: Arc<MemoryRegion>,
-    pub(super) recv_mr: Arc<MemoryRegion>,
+    pub(super) qp: C::Qp,
+    pub(super) stage_mr: C::Mr,
+    pub(super) recv_mr: C::Mr,
     pub(super) stage_mem: Words,
     pub(super) recv_mem: Words,
     pub(super) sq: SendQueue,
@@ -46,7 +41,7 @@ pub(super) struct Link {
     pub(super) psn: u32,
 }
 
-impl Link {
+impl<C: Context> Link<C> {
     /// Room in the send queue and `len` bytes of the staging ring, filled by `fill`, as a work
     /// request's source: `None` until earlier requests retire (the caller keeps its op).
     pub(super) fn stage(
@@ -81,7 +76,9 @@ impl Link {
         let Some((id, signal)) = self.sq.admit(piece) else {
             return Ok(false);
         };
-        post_wr(&mut self.qp, send_id(p, q, id), signal, wr)?;
+        self.qp
+            .post_send(send_id(p, q, id), signal, wr)
+            .map_err(|e| e.to_string())?;
         Ok(true)
     }
 
@@ -130,23 +127,24 @@ impl Link {
         size: usize,
     ) -> Result<(), String> {
         let (lkey, base, epoch) = (self.recv_mr.lkey(), self.recv_mem.addr(), self.epoch);
-        let mut guard = self.qp.start_post_recv();
-        for k in ks {
-            let h = guard.construct_wr(recv_id(p, q, epoch, k));
-            // SAFETY: buffer `k` of the link's registered receive memory, which the link owns
-            // for as long as its queue pair.
-            unsafe { h.setup_sge(lkey, (base + k * size) as u64, size as u32) };
-        }
-        guard
-            .post()
-            .map_err(|e| format!("ibv_post_recv to {p}: {e}"))
+        let wrs: Vec<RecvWr> = ks
+            .map(|k| RecvWr {
+                id: recv_id(p, q, epoch, k),
+                lkey,
+                addr: (base + k * size) as u64,
+                len: size as u32,
+            })
+            .collect();
+        self.qp
+            .post_recv(&wrs)
+            .map_err(|e| format!("receives to {p}: {e}"))
     }
 }
 
 /// One peer: its queue pairs, its regions as this node addresses them, and a reconnect in
 /// progress.
-pub(super) struct Peer {
-    pub(super) links: Vec<Link>,
+pub(super) struct Peer<C: Context> {
+    pub(super) links: Vec<Link<C>>,
     pub(super) remote: Vec<RemoteRegion>,
     /// A reconnect with the peer ([`crate::handshake`]).
     pub(super) hs: Handshake,
@@ -180,96 +178,4 @@ pub(super) fn split_id(id: u64) -> (bool, ProcessId, usize, u64) {
             id & ((1 << 40) - 1),
         )
     }
-}
-
-/// The source of a work request's bytes.
-#[derive(Clone, Copy)]
-pub(super) enum Src<'a> {
-    Inline(&'a [u8]),
-    Sge { lkey: u32, addr: u64, len: u32 },
-}
-
-/// One work request to post.
-#[derive(Clone, Copy)]
-pub(super) enum Wr<'a> {
-    Write {
-        rkey: u32,
-        raddr: u64,
-        src: Src<'a>,
-    },
-    Send {
-        src: Src<'a>,
-    },
-    Read {
-        rkey: u32,
-        raddr: u64,
-        dst: Src<'a>,
-    },
-    Cas {
-        rkey: u32,
-        raddr: u64,
-        expect: u64,
-        swap: u64,
-        dst: Src<'a>,
-    },
-    Faa {
-        rkey: u32,
-        raddr: u64,
-        add: u64,
-        dst: Src<'a>,
-    },
-}
-
-pub(super) fn post_wr(
-    qp: &mut BasicQueuePair,
-    id: u64,
-    signal: bool,
-    wr: Wr<'_>,
-) -> Result<(), String> {
-    let inline = matches!(
-        wr,
-        Wr::Write {
-            src: Src::Inline(_),
-            ..
-        } | Wr::Send {
-            src: Src::Inline(_)
-        }
-    );
-    let mut flags = WorkRequestFlags::none();
-    if signal {
-        flags |= WorkRequestFlags::Signaled;
-    }
-    if inline {
-        flags |= WorkRequestFlags::Inline;
-    }
-    let mut guard = qp.start_post_send();
-    let w = guard.construct_wr(id, flags);
-    let (handle, src) = match wr {
-        Wr::Write { rkey, raddr, src } => (w.setup_write(rkey, raddr), src),
-        Wr::Send { src } => (w.setup_send(), src),
-        Wr::Read { rkey, raddr, dst } => (w.setup_read(rkey, raddr), dst),
-        Wr::Cas {
-            rkey,
-            raddr,
-            expect,
-            swap,
-            dst,
-        } => (w.setup_atomic_compare_swap(rkey, raddr, expect, swap), dst),
-        Wr::Faa {
-            rkey,
-            raddr,
-            add,
-            dst,
-        } => (w.setup_atomic_fetch_add(rkey, raddr, add), dst),
-    };
-    match src {
-        Src::Inline(bytes) => handle.setup_inline_data(bytes),
-        // SAFETY: every sge names registered memory the node owns for the whole run (staging,
-        // receive buffers or a region), within its bounds (checked by `validate` and the
-        // staging ring).
-        Src::Sge { lkey, addr, len } => unsafe { handle.setup_sge(lkey, addr, len) },
-    }
-    guard
-        .post()
-        .map_err(|e| format!("ibv_post_send failed: {e}"))
 }

@@ -2,14 +2,14 @@
 //! into work requests: inline, staged chunks, an immediate's header, reads and atomics) and
 //! access changes (queue-pair flags, or re-registration and new rkeys sent to the peer).
 
-use super::device::{qp_flags_of, register};
-use super::link::{Link, Src, Waiting, Wr};
+use super::device::register;
+use super::link::{Link, Waiting};
 use super::{VerbsNic, HEADER, KIND_IMMEDIATE, KIND_MESSAGE};
 use crate::access::{Plan, Rights};
 use crate::bootstrap::Message;
 use crate::completion::Health;
+use crate::provider::{Context, MemoryRegion, QueuePair, Src, Transition, Wr};
 use crate::signal::{Piece, Staged};
-use sideway::ibverbs::queue_pair::{QueuePair, QueuePairAttribute};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 use transport::runtime::shared_memory::Words;
@@ -18,7 +18,7 @@ use transport::{
     Recv, RegionId, RegionTable, Rng, Status, WrId,
 };
 
-impl VerbsNic {
+impl<C: Context> VerbsNic<C> {
     /// Posts as many pieces of `w` as fit: `Ok(true)` once all are posted.
     pub(super) fn post_pieces(
         &mut self,
@@ -80,7 +80,7 @@ impl VerbsNic {
             }
             Plan::Reregister { regions, flags, .. } => {
                 for &(r, rights) in regions {
-                    match register(&self.pd, &self.regions[r.index()], rights) {
+                    match register(&self.ctx, &self.regions[r.index()], rights) {
                         // The old registration is dropped (deregistered) here: no op of the
                         // peer lands through it after this returns.
                         Ok(mr) => self.peer_mrs[r.index()][p.index()] = mr,
@@ -105,12 +105,10 @@ impl VerbsNic {
 
     fn set_flags(&mut self, p: ProcessId, flags: Rights) {
         for link in &mut self.peers[p.index()].links {
-            let mut attr = QueuePairAttribute::new();
-            attr.setup_access_flags(qp_flags_of(flags));
             // A pair in error or reset takes the flags when it is brought up again
             // (`init_link` reads them from the book).
             if link.health == Health::Up {
-                if let Err(e) = link.qp.modify(&attr) {
+                if let Err(e) = link.qp.modify(&Transition::Access(flags)) {
                     eprintln!("verbs: changing the access flags of a queue pair to {p}: {e}");
                 }
             }
@@ -123,7 +121,7 @@ impl VerbsNic {
     }
 }
 
-impl Nic for VerbsNic {
+impl<C: Context> Nic for VerbsNic<C> {
     fn id(&self) -> ProcessId {
         self.me
     }
@@ -232,8 +230,8 @@ impl Nic for VerbsNic {
 /// Posts as many pieces of write `w` to `(rkey, raddr)` as fit on `link`, queue pair `q` to
 /// `p`: inline if it may be, else staged a chunk at a time, then its immediate's header as a
 /// send. `Ok(true)` once all are posted.
-fn post_write(
-    link: &mut Link,
+fn post_write<C: Context>(
+    link: &mut Link<C>,
     p: ProcessId,
     q: usize,
     w: &mut Waiting,
@@ -307,8 +305,8 @@ fn post_write(
 /// Posts atomic `w` (a compare-and-swap or a fetch-and-add) to `(rkey, raddr)` on `link`,
 /// queue pair `q` to `p`, its old value landing in staged bytes: `Ok(false)` if the ring has
 /// no room yet.
-fn post_atomic(
-    link: &mut Link,
+fn post_atomic<C: Context>(
+    link: &mut Link<C>,
     p: ProcessId,
     q: usize,
     w: &mut Waiting,

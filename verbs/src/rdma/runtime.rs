@@ -1,9 +1,10 @@
 //! Running nodes: [`VerbsRuntime`], every node of a run as threads of one OS process, and
 //! [`run_node`], one node of a run across processes and hosts.
 
-use super::{discover, AccessTimings, VerbsConfig, VerbsNic};
+use super::{discover_with, AccessTimings, VerbsConfig, VerbsNic};
 use crate::control::{Control, Mailboxes, TcpControl};
 use crate::device::{DeviceInfo, NoDevice};
+use crate::provider::{Context, Provider};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -36,15 +37,16 @@ impl VerbsControl {
     }
 }
 
-/// Every node of a run as threads of this OS process, on one device.
-pub struct VerbsRuntime<P> {
+/// Every node of a run as threads of this OS process, on one device of `provider`.
+pub struct VerbsRuntime<P, V> {
+    provider: V,
     cfg: VerbsConfig,
     processes: Vec<P>,
     mailboxes: Arc<Mailboxes>,
     device: DeviceInfo,
 }
 
-impl<P> fmt::Debug for VerbsRuntime<P> {
+impl<P, V> fmt::Debug for VerbsRuntime<P, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("VerbsRuntime")
             .field("cfg", &self.cfg)
@@ -56,8 +58,8 @@ impl<P> fmt::Debug for VerbsRuntime<P> {
 /// Polls `process` on `nic` until `stop` says so: the NIC makes progress every round whether
 /// or not the process polls its queues (reconnects answered, finished work requests retired,
 /// backlogs posted). `stop` sees whether the process is done.
-fn drive<P: Process<VerbsNic>>(
-    nic: &mut VerbsNic,
+fn drive<C: Context, P: Process<VerbsNic<C>>>(
+    nic: &mut VerbsNic<C>,
     process: &mut P,
     mut stop: impl FnMut(bool) -> bool,
 ) {
@@ -77,13 +79,18 @@ fn drive<P: Process<VerbsNic>>(
     }
 }
 
-impl<P: Process<VerbsNic> + Send> VerbsRuntime<P> {
-    /// A run of `processes` (process `i` is `ProcessId(i)`) on the configured device, or no
-    /// device.
-    pub fn new(cfg: VerbsConfig, processes: Vec<P>) -> Result<VerbsRuntime<P>, NoDevice> {
-        let device = discover(&cfg.device)?;
+impl<V: Provider, P: Process<VerbsNic<V::Ctx>> + Send> VerbsRuntime<P, V> {
+    /// A run of `processes` (process `i` is `ProcessId(i)`) on the configured device of
+    /// `provider`, or no device.
+    pub fn new(
+        provider: V,
+        cfg: VerbsConfig,
+        processes: Vec<P>,
+    ) -> Result<VerbsRuntime<P, V>, NoDevice> {
+        let device = discover_with(&provider, &cfg.device)?;
         let n = processes.len();
         Ok(VerbsRuntime {
+            provider,
             cfg,
             processes,
             mailboxes: Arc::new(Mailboxes::new(n)),
@@ -108,6 +115,7 @@ impl<P: Process<VerbsNic> + Send> VerbsRuntime<P> {
     /// with what the device refused.
     pub fn run(self, limit: Duration) -> VerbsRun<P> {
         let VerbsRuntime {
+            provider,
             cfg,
             processes,
             mailboxes,
@@ -125,14 +133,15 @@ impl<P: Process<VerbsNic> + Send> VerbsRuntime<P> {
                 .into_iter()
                 .enumerate()
                 .map(|(i, mut process)| {
-                    let (cfg, specs, done, stop) = (&cfg, &specs, &done, &stop);
+                    let (provider, cfg, specs) = (&provider, &cfg, &specs);
+                    let (done, stop) = (&done, &stop);
                     let control: Arc<dyn Control> = mailboxes.clone();
                     scope.spawn(move || {
                         let me = ProcessId(i as u32);
                         if control.crashed(me) {
                             return (process, AccessTimings::default());
                         }
-                        let mut nic = VerbsNic::open(me, cfg, specs, control, start)
+                        let mut nic = VerbsNic::open(provider, me, cfg, specs, control, start)
                             .and_then(|mut nic| nic.bootstrap_in_process().map(|()| nic))
                             .unwrap_or_else(|e| panic!("verbs node {me} did not start: {e}"));
                         let mut counted = false;
@@ -172,7 +181,12 @@ impl<P: Process<VerbsNic> + Send> VerbsRuntime<P> {
 /// every node through [`TcpControl`], then polls `process` until `limit` passes (the launcher
 /// gives every node the same run length) and returns it. Every node must be started; one that
 /// does not come within `cfg.connect_timeout` fails the bootstrap.
-pub fn run_node<P: Process<VerbsNic>>(
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the launcher's inputs, each named once"
+)]
+pub fn run_node<V: Provider, P: Process<VerbsNic<V::Ctx>>>(
+    provider: &V,
     cfg: &VerbsConfig,
     me: ProcessId,
     specs: &[Vec<RegionSpec>],
@@ -191,7 +205,7 @@ pub fn run_node<P: Process<VerbsNic>>(
     let start = Instant::now();
     // Until the control channel is up nobody is known to be down.
     let local: Arc<dyn Control> = Arc::new(Mailboxes::new(specs.len()));
-    let mut nic = VerbsNic::open(me, cfg, specs, local, start)?;
+    let mut nic = VerbsNic::open(provider, me, cfg, specs, local, start)?;
     let (control, hellos) = TcpControl::connect(
         me,
         listener,
