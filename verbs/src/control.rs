@@ -111,20 +111,7 @@ impl TcpControl {
         };
         // Accept on a thread of its own while this one connects out: every node does both.
         let accepting = listener.try_clone().map_err(io_at(me))?;
-        let accept = std::thread::spawn(move || -> std::io::Result<Vec<(Message, TcpStream)>> {
-            let mut got = Vec::with_capacity(n);
-            for _ in 0..n {
-                let (mut s, _) = accepting.accept()?;
-                s.set_read_timeout(Some(timeout))?;
-                let mut p = [0u8; 8];
-                s.read_exact(&mut p)?;
-                check_preamble(&p).map_err(invalid)?;
-                let hello = read_message(&mut s)?;
-                s.set_read_timeout(None)?;
-                got.push((hello, s));
-            }
-            Ok(got)
-        });
+        let accept = std::thread::spawn(move || accept_all(&accepting, n, deadline, timeout));
         let mut out = Vec::with_capacity(n);
         for (p, (&addr, hello)) in addrs.iter().zip(hellos).enumerate() {
             let peer = ProcessId(p as u32);
@@ -160,6 +147,60 @@ impl TcpControl {
         }
         Ok((Arc::new(TcpControl { out, incoming }), hellos_in))
     }
+}
+
+/// Accepts `n` streams on `listener` and reads each one's preamble and hello, all before
+/// `deadline`: a peer that never connects, or connects and says nothing, is an error when it
+/// passes, not a wait without end. (The listener is non-blocking meanwhile: a clone shares its
+/// socket, so the caller's copy is switched back before returning.)
+fn accept_all(
+    listener: &TcpListener,
+    n: usize,
+    deadline: Instant,
+    timeout: Duration,
+) -> std::io::Result<Vec<(Message, TcpStream)>> {
+    listener.set_nonblocking(true)?;
+    let mut got = Vec::with_capacity(n);
+    let result = loop {
+        if got.len() == n {
+            break Ok(());
+        }
+        let (mut s, _) = match listener.accept() {
+            Ok(accepted) => accepted,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if Instant::now() >= deadline {
+                    break Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!(
+                            "{} of {n} nodes connected within {timeout:?} (is every node of the cluster file started?)",
+                            got.len()
+                        ),
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+            Err(e) => break Err(e),
+        };
+        match read_hello(&mut s, deadline.saturating_duration_since(Instant::now())) {
+            Ok(hello) => got.push((hello, s)),
+            Err(e) => break Err(e),
+        }
+    };
+    listener.set_nonblocking(false)?;
+    result.map(|()| got)
+}
+
+/// Reads an accepted stream's preamble and hello, waiting at most `left`.
+fn read_hello(s: &mut TcpStream, left: Duration) -> std::io::Result<Message> {
+    s.set_nonblocking(false)?;
+    s.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
+    let mut p = [0u8; 8];
+    s.read_exact(&mut p)?;
+    check_preamble(&p).map_err(invalid)?;
+    let hello = read_message(s)?;
+    s.set_read_timeout(None)?;
+    Ok(hello)
 }
 
 impl Incoming {
@@ -312,5 +353,36 @@ mod tests {
         let e = TcpControl::connect(ProcessId(0), &l, &addrs, &[h], 42, Duration::from_secs(5))
             .unwrap_err();
         assert!(e.to_string().contains("another deployment"), "{e}");
+    }
+
+    /// A peer that takes this node's connection but never connects back (hung, or another
+    /// program on its port) ends the bootstrap with an error when the timeout passes, instead
+    /// of a wait without end.
+    #[test]
+    fn connect_gives_up_on_a_peer_that_never_connects_back() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addrs = vec![l.local_addr().unwrap(), silent.local_addr().unwrap()];
+        let hellos = [hello(0, 0), hello(0, 1)];
+        let began = Instant::now();
+        let timeout = Duration::from_millis(500);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(TcpControl::connect(
+                ProcessId(0),
+                &l,
+                &addrs,
+                &hellos,
+                42,
+                timeout,
+            ));
+        });
+        let got = rx
+            .recv_timeout(timeout + Duration::from_secs(5))
+            .expect("connect returned within its timeout and a margin");
+        let e = got.expect_err("one of two nodes never connected");
+        assert!(e.to_string().contains("1 of 2 nodes connected"), "{e}");
+        assert!(began.elapsed() >= timeout);
+        drop(silent);
     }
 }

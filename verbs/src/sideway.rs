@@ -116,7 +116,9 @@ impl fmt::Debug for Cq {
 
 impl fmt::Debug for Qp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Qp").field("qpn", &self.0.qp_number()).finish()
+        f.debug_struct("Qp")
+            .field("qpn", &self.0.qp_number())
+            .finish()
     }
 }
 
