@@ -33,7 +33,7 @@ use transport::{ProcessId, Qp};
 pub const MAGIC: [u8; 6] = *b"RDMAVB";
 
 /// The bootstrap version; a peer speaking another is refused.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 
 /// The largest frame body accepted.
 pub const MAX_FRAME: usize = 64 << 10;
@@ -65,6 +65,15 @@ pub struct Endpoint {
     pub psn: [u32; Qp::COUNT],
     /// How many times the sender has reset these queue pairs ([`crate::handshake`]).
     pub incarnation: u32,
+    /// The sender's port MTU in bytes: a queue pair's path MTU is the smaller of both ends'
+    /// (a packet larger than the receiving port's MTU is dropped, so a mismatch makes every
+    /// large op time out while small ones work).
+    pub mtu: u32,
+    /// Whether the GID is RoCE v2: both ends must use the same family.
+    pub roce_v2: bool,
+    /// Reads and atomics the sender accepts in flight on each queue pair (its
+    /// `max_dest_rd_atomic`): the receiver issues no more than this.
+    pub rd_atomic: u8,
 }
 
 /// A bootstrap or reconnect message from one node to another.
@@ -321,6 +330,9 @@ mod tests {
             qpn: [seed, seed + 1],
             psn: [(seed * 7) & 0xFF_FFFF, (seed * 11) & 0xFF_FFFF],
             incarnation: seed / 2,
+            mtu: 256 << (seed % 5),
+            roce_v2: seed % 2 == 0,
+            rd_atomic: seed as u8,
         }
     }
 
@@ -415,9 +427,9 @@ mod tests {
             Err(BootstrapError::NotAVerbsPeer)
         ));
         let mut other = preamble();
-        other[6] = 2;
+        other[6] = VERSION as u8 + 1;
         let e = check_preamble(&other).unwrap_err();
-        assert!(e.to_string().contains("version 2"), "{e}");
+        assert!(e.to_string().contains(&format!("version {}", VERSION + 1)), "{e}");
         let hello = &samples()[0];
         assert!(check_hello(hello, ProcessId(1), ProcessId(0), 0xDEAD_BEEF).is_ok());
         let e = check_hello(hello, ProcessId(1), ProcessId(0), 7).unwrap_err();

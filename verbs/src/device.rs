@@ -6,7 +6,9 @@
 //! port, index 0 on InfiniBand). Every way of not having a device (a build without the `rdma`
 //! feature, no rdma-core libraries, no device, a named device that is not there, a port that is
 //! down) is a [`NoDevice`] whose message starts with [`NO_DEVICE`], and every verbs test skips
-//! with that line.
+//! with that line. A device that is there but will not serve the run (it does not open, or its
+//! limits are below what the run needs, with locked memory counted) is
+//! [`DeviceError::Unusable`]: an error that names the fix, never a skip.
 
 use std::fmt;
 
@@ -94,6 +96,18 @@ impl NoDevice {
     }
 }
 
+/// Why a run cannot use a device.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DeviceError {
+    /// There is none to use: tests skip, the harness refuses `--runtime verbs` with the reason.
+    #[error(transparent)]
+    Absent(#[from] NoDevice),
+    /// The device is there but refuses what the run needs (it will not open, or its limits or
+    /// the locked-memory limit are too small): what, and how to fix it.
+    #[error("{0}")]
+    Unusable(String),
+}
+
 /// What was found: enough to connect queue pairs and to say what ran.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceInfo {
@@ -109,6 +123,8 @@ pub struct DeviceInfo {
     pub gid_index: u32,
     /// The GID at that index.
     pub gid: [u8; 16],
+    /// Whether that GID is RoCE v2 (UDP/IP); both ends of a queue pair must agree.
+    pub roce_v2: bool,
     /// The port's active MTU in bytes.
     pub mtu: u32,
     /// The device's firmware version.
@@ -133,7 +149,7 @@ impl fmt::Display for DeviceInfo {
 }
 
 /// Finds the chosen device and checks its port is active.
-pub fn discover(choice: &DeviceChoice) -> Result<DeviceInfo, NoDevice> {
+pub fn discover(choice: &DeviceChoice) -> Result<DeviceInfo, DeviceError> {
     #[cfg(feature = "rdma")]
     {
         crate::rdma::discover_with(&crate::sideway::Sideway, choice)
@@ -143,22 +159,39 @@ pub fn discover(choice: &DeviceChoice) -> Result<DeviceInfo, NoDevice> {
         let _ = choice;
         Err(NoDevice::new(
             "this build has no ibverbs support: build with `--features rdma` (scripts/verbs-deps.sh installs CMake, libclang and rdma-core for it)",
-        ))
+        )
+        .into())
     }
 }
 
 /// The device a test should run on: `Err` with the line to print and skip by when
-/// `RDMA_DEVICE` is unset or names nothing usable. Tests run on a device only when one is
-/// named, so a machine with a NIC in production use is never touched by surprise.
+/// `RDMA_DEVICE` is unset or names no device. Tests run on a device only when one is named, so
+/// a machine with a NIC in production use is never touched by surprise.
+///
+/// # Panics
+/// When the named device is there but unusable ([`DeviceError::Unusable`]): a test that asked
+/// for a device fails rather than skips.
 pub fn for_tests() -> Result<(DeviceChoice, DeviceInfo), NoDevice> {
+    for_tests_with(discover)
+}
+
+/// [`for_tests`] with another way to discover (a fake fabric's).
+pub fn for_tests_with(
+    discover: impl FnOnce(&DeviceChoice) -> Result<DeviceInfo, DeviceError>,
+) -> Result<(DeviceChoice, DeviceInfo), NoDevice> {
     let choice = DeviceChoice::from_env().map_err(NoDevice::new)?;
     if choice.name.is_none() {
         return Err(NoDevice::new(
             "RDMA_DEVICE is not set (name a device to run the verbs tests on it, e.g. RDMA_DEVICE=rxe0 after scripts/softroce.sh)",
         ));
     }
-    let info = discover(&choice)?;
-    Ok((choice, info))
+    match discover(&choice) {
+        Ok(info) => Ok((choice, info)),
+        Err(DeviceError::Absent(no)) => Err(no),
+        Err(DeviceError::Unusable(why)) => {
+            panic!("RDMA_DEVICE names a device the tests cannot use: {why}")
+        }
+    }
 }
 
 #[cfg(test)]
@@ -195,7 +228,7 @@ mod tests {
     fn a_build_without_ibverbs_finds_no_device() {
         let e = discover(&DeviceChoice::default()).unwrap_err();
         assert!(e.to_string().starts_with(NO_DEVICE), "{e}");
-        assert!(e.reason.contains("--features rdma"), "{e}");
+        assert!(e.to_string().contains("--features rdma"), "{e}");
     }
 
     /// On a machine without RDMA (this project's CI), discovery reports no device instead of
@@ -208,6 +241,7 @@ mod tests {
                 println!("found {info}");
             }
             Err(e) => {
+                assert!(matches!(e, DeviceError::Absent(_)), "{e}");
                 assert!(e.to_string().starts_with(NO_DEVICE), "{e}");
                 println!("{e}");
             }

@@ -336,6 +336,9 @@ pub trait Provider: Clone + Send + Sync + 'static {
     /// Opens device `name` and allocates one protection domain on it (`ibv_open_device`,
     /// `ibv_alloc_pd`).
     fn open(&self, name: &str) -> Result<Self::Ctx, VerbsError>;
+    /// Bytes this OS process may register (pin) in all, `None` for no limit
+    /// (`RLIMIT_MEMLOCK`, unless the process holds `CAP_IPC_LOCK`).
+    fn memlock_limit(&self) -> Option<u64>;
 }
 
 /// One opened device and its protection domain: the verbs that make things on it.

@@ -22,6 +22,7 @@
 //! posting, access changes), `rdma/completions.rs` turns the device's work completions into the
 //! process's, and `rdma/runtime.rs` runs nodes ([`VerbsRuntime`], [`run_node`]).
 
+mod budget;
 mod completions;
 mod connection;
 mod device;
@@ -29,6 +30,7 @@ mod link;
 mod nic;
 mod runtime;
 
+pub use budget::memlock_limit;
 pub use device::{discover_with, probe_limits};
 use link::Peer;
 pub use runtime::{run_node, VerbsControl, VerbsRun, VerbsRuntime};
@@ -36,6 +38,7 @@ pub use runtime::{run_node, VerbsControl, VerbsRun, VerbsRuntime};
 use crate::access::AccessBook;
 use crate::control::Control;
 use crate::device::{DeviceChoice, DeviceInfo};
+use crate::provider::DeviceCaps;
 pub use crate::provider::{Context, Provider};
 use std::collections::VecDeque;
 use std::fmt;
@@ -114,8 +117,10 @@ pub struct AccessTimings {
 /// The NIC a process of the verbs runtime polls with, on a device opened as `C`.
 pub struct VerbsNic<C: Context> {
     me: ProcessId,
+    /// The run's settings, its queue depths fitted to the device ([`budget::fit`]).
     cfg: VerbsConfig,
     info: DeviceInfo,
+    caps: DeviceCaps,
     table: RegionTable,
     limits: NicLimits,
     rng: Rng,

@@ -77,6 +77,10 @@ impl provider::Provider for Sideway {
             .map_err(|e| failed("ibv_alloc_pd", e, name.to_string()))?;
         Ok(Ctx { pd, ctx })
     }
+
+    fn memlock_limit(&self) -> Option<u64> {
+        crate::rdma::memlock_limit()
+    }
 }
 
 /// An opened device and the node's protection domain on it.

@@ -5,7 +5,7 @@
 use super::link::{split_id, Waiting};
 use super::{VerbsNic, HEADER, KIND_IMMEDIATE, KIND_MESSAGE};
 use crate::completion::{map_status, Health};
-use crate::provider::{CompletionQueue, Context, Wc};
+use crate::provider::{AtomicCap, CompletionQueue, Context, Wc};
 use crate::signal::{self, Report};
 use std::sync::atomic::Ordering;
 use transport::{Completion, LocalAddr, OpKind, ProcessId, Qp, Recv, RegionId, Status, WrId};
@@ -54,13 +54,21 @@ impl<C: Context> VerbsNic<C> {
         }
         let retired = signal::retire(&mut link.sq, seq, mapped.status);
         link.staging.free(retired.staged);
+        // A device without host-order atomics returns the old value big-endian.
+        let host_order = self.caps.atomic_cap != AtomicCap::None;
         let values: Vec<Option<u64>> = retired
             .reports
             .iter()
             .map(|r| {
                 let atomic = matches!(r.kind, OpKind::CompareSwap | OpKind::FetchAdd);
-                (atomic && r.status == Status::Success)
-                    .then(|| link.stage_mem.word(r.at).load(Ordering::Acquire))
+                (atomic && r.status == Status::Success).then(|| {
+                    let v = link.stage_mem.word(r.at).load(Ordering::Acquire);
+                    if host_order {
+                        v
+                    } else {
+                        u64::from_be(v)
+                    }
+                })
             })
             .collect();
         let broken = link.health != Health::Up;

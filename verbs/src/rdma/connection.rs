@@ -2,6 +2,7 @@
 //! pairs in INIT), INIT -> RTR -> RTS against a peer's endpoint, the bootstrap's hellos, and
 //! the reconnect handshake's actions (reset, connect, answer) as control messages arrive.
 
+use super::budget;
 use super::device::{create_qp, open_device, register};
 use super::link::{Link, Peer, Waiting};
 use super::{AccessTimings, VerbsConfig, VerbsNic, HEADER};
@@ -21,6 +22,9 @@ use transport::{
     NicLimits, OpKind, ProcessId, Purpose, Qp, RegionId, RegionSpec, RegionTable, Rng, Status, WrId,
 };
 
+/// Reads and atomics in flight per queue pair, asked of the device (which may allow fewer).
+const RD_ATOMIC: u32 = 16;
+
 impl<C: Context> VerbsNic<C> {
     /// Sets up node `me` of a run whose processes declared `specs` on the device `provider`
     /// opens: memory, registrations, queue pairs in INIT, receive buffers.
@@ -32,11 +36,11 @@ impl<C: Context> VerbsNic<C> {
         control: Arc<dyn Control>,
         start: Instant,
     ) -> Result<VerbsNic<C>, String> {
-        let (ctx, info) = open_device(provider, &cfg.device).map_err(|e| e.to_string())?;
+        let (ctx, info, caps) = open_device(provider, &cfg.device).map_err(|e| e.to_string())?;
         let n = specs.len();
-        let per_qp = cfg.send_depth + cfg.recv_depth;
+        let cfg = &budget::fit(cfg, &caps, n)?;
         let cq = ctx
-            .create_cq((n * Qp::COUNT * per_qp + 64) as u32)
+            .create_cq(budget::cq_entries(cfg, n))
             .map_err(|e| e.to_string())?;
         let mine = &specs[me.index()];
         let book = AccessBook::new(mine, n);
@@ -60,7 +64,7 @@ impl<C: Context> VerbsNic<C> {
         }
         let rng = Rng::derive(cfg.seed, Purpose::Protocol, me.0 as u64);
         let mut psns = Rng::derive(cfg.seed, Purpose::Scheduler, 1 << 32 | me.0 as u64);
-        let mut inline = cfg.inline;
+        let mut inline = cfg.inline.min(caps.max_inline);
         let mut peers = Vec::with_capacity(n);
         for p in 0..n {
             let mut links = Vec::with_capacity(Qp::COUNT);
@@ -104,6 +108,7 @@ impl<C: Context> VerbsNic<C> {
             me,
             cfg: cfg.clone(),
             info,
+            caps,
             table: RegionTable::new(specs),
             limits,
             rng,
@@ -146,8 +151,23 @@ impl<C: Context> VerbsNic<C> {
         link.post_recvs(p, q, 0..depth, size)
     }
 
-    /// Moves an INIT queue pair to RTR and RTS against the peer's endpoint.
+    /// Moves an INIT queue pair to RTR and RTS against the peer's endpoint: the path MTU the
+    /// smaller of both ports', reads and atomics in flight within what each side accepts.
     fn connect_link(&mut self, p: ProcessId, q: usize, theirs: &Endpoint) -> Result<(), String> {
+        if theirs.roce_v2 != self.info.roce_v2 {
+            let family = |v2: bool| {
+                if v2 {
+                    "RoCE v2"
+                } else {
+                    "InfiniBand or RoCE v1"
+                }
+            };
+            return Err(format!(
+                "queue pair to {p}: its GID is {}, this node's {} (RDMA_GID_INDEX picks the GID: use the same family on every host)",
+                family(theirs.roce_v2),
+                family(self.info.roce_v2)
+            ));
+        }
         let address = Address {
             dest_lid: theirs.lid,
             port: self.cfg.device.port,
@@ -156,20 +176,21 @@ impl<C: Context> VerbsNic<C> {
             hop_limit: 64,
         };
         let rtr = Transition::Rtr {
-            path_mtu: self.info.mtu,
+            path_mtu: self.info.mtu.min(theirs.mtu),
             dest_qpn: theirs.qpn[q],
             rq_psn: theirs.psn[q],
-            max_dest_rd_atomic: 16,
+            max_dest_rd_atomic: self.rd_atomic_accepted(),
             min_rnr_timer: 12,
             address,
         };
+        let issued = (self.caps.max_qp_init_rd_atom.min(RD_ATOMIC) as u8).min(theirs.rd_atomic);
         let link = &mut self.peers[p.index()].links[q];
         let rts = Transition::Rts {
             sq_psn: link.psn,
             timeout: self.cfg.ack_timeout,
             retry_cnt: self.cfg.retry_cnt,
             rnr_retry: 7,
-            max_rd_atomic: 16,
+            max_rd_atomic: issued,
         };
         link.qp
             .modify(&rtr)
@@ -181,12 +202,20 @@ impl<C: Context> VerbsNic<C> {
         Ok(())
     }
 
+    /// Reads and atomics this node accepts in flight per queue pair.
+    fn rd_atomic_accepted(&self) -> u8 {
+        self.caps.max_qp_rd_atom.min(RD_ATOMIC) as u8
+    }
+
     /// This node's queue pairs for `p`.
     fn endpoint(&self, p: ProcessId) -> Endpoint {
         let links = &self.peers[p.index()].links;
         let mut e = Endpoint {
             lid: self.info.lid,
             gid: self.info.gid,
+            mtu: self.info.mtu,
+            roce_v2: self.info.roce_v2,
+            rd_atomic: self.rd_atomic_accepted(),
             ..Endpoint::default()
         };
         for (q, l) in links.iter().enumerate() {

@@ -3,16 +3,16 @@
 
 use super::{VerbsConfig, HEADER};
 use crate::access::Rights;
-use crate::device::{DeviceChoice, DeviceInfo, NoDevice};
-use crate::provider::{Context, GidKind, LinkLayer, Provider, QpCaps};
+use crate::device::{DeviceChoice, DeviceError, DeviceInfo, NoDevice};
+use crate::provider::{Context, DeviceCaps, GidKind, LinkLayer, Provider, QpCaps};
 use transport::runtime::shared_memory::Words;
 use transport::NicLimits;
 
-/// Opens the chosen device of `provider` and describes its port.
+/// Opens the chosen device of `provider`, describes its port and reads its limits.
 pub(super) fn open_device<V: Provider>(
     provider: &V,
     choice: &DeviceChoice,
-) -> Result<(V::Ctx, DeviceInfo), NoDevice> {
+) -> Result<(V::Ctx, DeviceInfo, DeviceCaps), DeviceError> {
     let names = provider.devices().map_err(|e| {
         let why = if std::path::Path::new("/sys/class/infiniband").exists() {
             "is rdma-core installed (libibverbs1, ibverbs-providers)?"
@@ -32,12 +32,14 @@ pub(super) fn open_device<V: Provider>(
             return Err(NoDevice::new(format!(
                 "no device named {n} (there are: {})",
                 names.join(", ")
-            )))
+            ))
+            .into())
         }
     };
+    // It is there: from here on a refusal is an error, not a reason to skip.
     let ctx = provider
         .open(&name)
-        .map_err(|e| NoDevice::new(format!("{name} does not open: {e}")))?;
+        .map_err(|e| DeviceError::Unusable(format!("{name} does not open: {e}")))?;
     let caps = ctx
         .query_device()
         .map_err(|e| NoDevice::new(format!("{name}: {e}")))?;
@@ -45,7 +47,8 @@ pub(super) fn open_device<V: Provider>(
         return Err(NoDevice::new(format!(
             "{name} has {} port(s), RDMA_PORT={} names none",
             caps.phys_port_cnt, choice.port
-        )));
+        ))
+        .into());
     }
     let port = ctx
         .query_port(choice.port)
@@ -54,7 +57,8 @@ pub(super) fn open_device<V: Provider>(
         return Err(NoDevice::new(format!(
             "port {} of {name} is {}, not active (is its link up?)",
             choice.port, port.state
-        )));
+        ))
+        .into());
     }
     let gid_index = match choice.gid_index {
         Some(i) => i,
@@ -69,6 +73,10 @@ pub(super) fn open_device<V: Provider>(
             choice.port
         ))
     })?;
+    let roce_v2 = ctx.gid_table().is_ok_and(|t| {
+        t.iter()
+            .any(|e| e.port == choice.port && e.index == gid_index && e.kind == GidKind::RoceV2)
+    });
     let info = DeviceInfo {
         name,
         port: choice.port,
@@ -76,10 +84,11 @@ pub(super) fn open_device<V: Provider>(
         lid: port.lid,
         gid_index,
         gid,
+        roce_v2,
         mtu: port.active_mtu,
-        firmware: caps.firmware,
+        firmware: caps.firmware.clone(),
     };
-    Ok((ctx, info))
+    Ok((ctx, info, caps))
 }
 
 /// The first RoCE v2 GID of `port` that is routable (not link-local, fe80::/10), else the
@@ -102,14 +111,17 @@ fn roce_v2_gid(ctx: &impl Context, port: u8) -> Option<u32> {
 pub fn discover_with<V: Provider>(
     provider: &V,
     choice: &DeviceChoice,
-) -> Result<DeviceInfo, NoDevice> {
-    open_device(provider, choice).map(|(_, info)| info)
+) -> Result<DeviceInfo, DeviceError> {
+    open_device(provider, choice).map(|(_, info, _)| info)
 }
 
 /// Registers all of `mem` (memory this node owns for the run) with local write and `rights`.
 pub(super) fn register<C: Context>(ctx: &C, mem: &Words, rights: Rights) -> Result<C::Mr, String> {
     ctx.reg_mr(mem, rights).map_err(|e| e.to_string())
 }
+
+/// `errno` of an argument the device refuses.
+const EINVAL: i32 = 22;
 
 /// An RC queue pair on `cq` with the configured depths and the largest inline limit the device
 /// grants, from `*inline` down (halving): `*inline` is left at the limit granted.
@@ -127,8 +139,9 @@ pub(super) fn create_qp<C: Context>(
         };
         match ctx.create_qp(cq, caps) {
             Ok(qp) => return Ok(qp),
-            // The device grants less inline data: ask for less.
-            Err(_) if *inline > 0 => *inline /= 2,
+            // The device grants less inline data (EINVAL, the only refusal that means it; a
+            // library that lost the errno gets the benefit of the doubt): ask for less.
+            Err(e) if *inline > 0 && matches!(e.errno, None | Some(EINVAL)) => *inline /= 2,
             Err(e) => return Err(e.to_string()),
         }
     }
@@ -136,11 +149,15 @@ pub(super) fn create_qp<C: Context>(
 
 /// The limits a node of a run with `cfg` on `provider` reports to its process (the inline
 /// limit is what the device grants a queue pair), found by creating one queue pair.
-pub fn probe_limits<V: Provider>(provider: &V, cfg: &VerbsConfig) -> Result<NicLimits, NoDevice> {
-    let (ctx, info) = open_device(provider, &cfg.device)?;
-    let refused = |e: String| NoDevice::new(format!("{}: {e}", info.name));
+pub fn probe_limits<V: Provider>(
+    provider: &V,
+    cfg: &VerbsConfig,
+) -> Result<NicLimits, DeviceError> {
+    let (ctx, info, caps) = open_device(provider, &cfg.device)?;
+    let refused = |e: String| DeviceError::Unusable(format!("{}: {e}", info.name));
+    let cfg = &super::budget::fit(cfg, &caps, 1).map_err(refused)?;
     let cq = ctx.create_cq(64).map_err(|e| refused(e.to_string()))?;
-    let mut inline = cfg.inline;
+    let mut inline = cfg.inline.min(caps.max_inline);
     create_qp(&ctx, &cq, cfg, &mut inline).map_err(refused)?;
     Ok(NicLimits {
         inline_max: inline as usize,

@@ -1,9 +1,11 @@
 //! Running nodes: [`VerbsRuntime`], every node of a run as threads of one OS process, and
 //! [`run_node`], one node of a run across processes and hosts.
 
-use super::{discover_with, AccessTimings, VerbsConfig, VerbsNic};
+use super::budget::Budget;
+use super::device::open_device;
+use super::{AccessTimings, VerbsConfig, VerbsNic};
 use crate::control::{Control, Mailboxes, TcpControl};
-use crate::device::{DeviceInfo, NoDevice};
+use crate::device::{DeviceError, DeviceInfo};
 use crate::provider::{Context, Provider};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -81,13 +83,18 @@ fn drive<C: Context, P: Process<VerbsNic<C>>>(
 
 impl<V: Provider, P: Process<VerbsNic<V::Ctx>> + Send> VerbsRuntime<P, V> {
     /// A run of `processes` (process `i` is `ProcessId(i)`) on the configured device of
-    /// `provider`, or no device.
+    /// `provider`; no device, or one that cannot hold the run (its limits, or the locked
+    /// memory all the nodes register), is an error that says so.
     pub fn new(
         provider: V,
         cfg: VerbsConfig,
         processes: Vec<P>,
-    ) -> Result<VerbsRuntime<P, V>, NoDevice> {
-        let device = discover_with(&provider, &cfg.device)?;
+    ) -> Result<VerbsRuntime<P, V>, DeviceError> {
+        let (_, device, caps) = open_device(&provider, &cfg.device)?;
+        let specs: Vec<Vec<RegionSpec>> = processes.iter().map(|p| p.regions()).collect();
+        Budget::all(&cfg, &specs)
+            .check(&device.name, &caps, provider.memlock_limit())
+            .map_err(DeviceError::Unusable)?;
         let n = processes.len();
         Ok(VerbsRuntime {
             provider,
@@ -203,6 +210,14 @@ pub fn run_node<V: Provider, P: Process<VerbsNic<V::Ctx>>>(
         ));
     }
     let start = Instant::now();
+    {
+        let (_, device, caps) = open_device(provider, &cfg.device).map_err(|e| e.to_string())?;
+        Budget::node(cfg, specs, me.index()).check(
+            &device.name,
+            &caps,
+            provider.memlock_limit(),
+        )?;
+    }
     // Until the control channel is up nobody is known to be down.
     let local: Arc<dyn Control> = Arc::new(Mailboxes::new(specs.len()));
     let mut nic = VerbsNic::open(provider, me, cfg, specs, local, start)?;
