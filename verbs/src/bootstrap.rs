@@ -10,6 +10,12 @@
 //! sequence numbers; a slow-path access change sends the peer its new rkeys
 //! ([`Message::Rekey`]).
 //!
+//! A queue pair drops every packet that reaches it before it is ready to receive (RTR), and
+//! its sender only notices after its retries run out (about 120 ms). So a node moves its queue
+//! pairs to RTR on the hellos, tells every node [`Message::Ready`], and moves them to RTS (and
+//! starts its process) only once every live node said it: no packet of the run meets a queue
+//! pair that is not yet listening.
+//!
 //! They travel on the control channel ([`crate::control`]): over TCP between the addresses of
 //! the tcp runtime's cluster file across OS processes, handed over directly inside one. Frames:
 //!
@@ -92,6 +98,13 @@ pub enum Message {
         /// The sender's regions, in region-id order.
         regions: Vec<RemoteRegion>,
     },
+    /// At start, after the hellos: `from`'s queue pairs to `to` are ready to receive.
+    Ready {
+        /// Sender.
+        from: u32,
+        /// Receiver.
+        to: u32,
+    },
     /// `from` reset its queue pairs to `to` and asks `to` to reset its own and connect again.
     Reconnect {
         /// Sender.
@@ -134,6 +147,7 @@ impl Message {
     pub fn route(&self) -> (ProcessId, ProcessId) {
         let (from, to) = match self {
             Message::Hello { from, to, .. }
+            | Message::Ready { from, to }
             | Message::Reconnect { from, to, .. }
             | Message::Rekey { from, to, .. }
             | Message::Accepted { from, to, .. } => (*from, *to),
@@ -147,6 +161,7 @@ impl Message {
             | Message::Reconnect { regions, .. }
             | Message::Rekey { regions, .. }
             | Message::Accepted { regions, .. } => regions,
+            Message::Ready { .. } => &[],
         }
     }
 }
@@ -373,6 +388,7 @@ mod tests {
                 to: 0,
                 regions: regions(2),
             },
+            Message::Ready { from: 1, to: 2 },
         ]
     }
 
@@ -429,7 +445,10 @@ mod tests {
         let mut other = preamble();
         other[6] = VERSION as u8 + 1;
         let e = check_preamble(&other).unwrap_err();
-        assert!(e.to_string().contains(&format!("version {}", VERSION + 1)), "{e}");
+        assert!(
+            e.to_string().contains(&format!("version {}", VERSION + 1)),
+            "{e}"
+        );
         let hello = &samples()[0];
         assert!(check_hello(hello, ProcessId(1), ProcessId(0), 0xDEAD_BEEF).is_ok());
         let e = check_hello(hello, ProcessId(1), ProcessId(0), 7).unwrap_err();

@@ -55,6 +55,12 @@
 //!   old rkey is refused even where the change was a grant (the model refuses only ops the
 //!   access forbids). Inside one OS process the new rkey is known before any later op of the
 //!   peer is posted; across processes it travels beside, not in order with, the data path.
+//! - **A revoke** that narrows the flags of a peer's queue pairs also resets them (ERR, then
+//!   the reconnect exchange): a flag change is not documented to stop a multi-packet write the
+//!   NIC has accepted, and ERR (or deregistration, the slow path's fence) is. The process's own
+//!   ops to that peer that had not executed complete `Flushed`; the peer's complete `Flushed`
+//!   when it resets in answer. A verb an access change needs that fails stops the node with
+//!   the reason: the change is never recorded as made when it was not.
 //! - **Crashes** are noticed by the transport's retries: ops to a crashed peer complete
 //!   `PeerUnreachable` after about `retry_cnt` x the ACK timeout (the model: at once).
 //! - **Time** is each node's monotonic clock from the run's start.

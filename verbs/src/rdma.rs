@@ -132,6 +132,8 @@ pub struct VerbsNic<C: Context> {
     book: AccessBook,
     cq_out: VecDeque<Completion>,
     rq_out: VecDeque<Recv>,
+    /// Control messages that arrived during the start barrier, handled first.
+    early: VecDeque<crate::bootstrap::Message>,
     timings: AccessTimings,
     // Verbs objects: queue pairs and registrations go before the memory, the completion queue
     // and the device.

@@ -112,6 +112,15 @@ pub(super) fn fit(cfg: &VerbsConfig, caps: &DeviceCaps, n: usize) -> Result<Verb
             cfg.recv_depth
         ));
     }
+    // A message is staged whole, and a staged piece takes at most half its ring.
+    let control_ring = cfg.staging / 16;
+    if cfg.recv_size > control_ring / 2 {
+        return Err(format!(
+            "receive buffers of {} bytes do not fit the control queue pairs' staging rings ({control_ring} bytes, 1/16 of `staging`, hold pieces of half that): make `staging` at least {} bytes or the buffers smaller",
+            cfg.recv_size,
+            cfg.recv_size * 32
+        ));
+    }
     let queues = n * Qp::COUNT;
     let cqe = (caps.max_cqe as usize).saturating_sub(CQ_SLACK);
     let by_cq = (cqe / queues).saturating_sub(cfg.recv_depth);

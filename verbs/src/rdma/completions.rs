@@ -11,12 +11,13 @@ use std::sync::atomic::Ordering;
 use transport::{Completion, LocalAddr, OpKind, ProcessId, Qp, Recv, RegionId, Status, WrId};
 
 impl<C: Context> VerbsNic<C> {
-    /// Takes every work completion the device has.
-    pub(super) fn poll_device(&mut self) {
+    /// Takes every work completion the device has: whether there was any.
+    pub(super) fn poll_device(&mut self) -> bool {
         let mut wcs = Vec::new();
         if let Err(e) = self.cq.poll(&mut wcs) {
             eprintln!("verbs {}: {e}", self.me);
         }
+        let any = !wcs.is_empty();
         for Wc {
             id,
             status,
@@ -38,6 +39,7 @@ impl<C: Context> VerbsNic<C> {
                 self.drain_backlog(ProcessId(p as u32), q);
             }
         }
+        any
     }
 
     fn on_send(&mut self, p: ProcessId, q: usize, seq: u64, status: u32) {
@@ -90,8 +92,15 @@ impl<C: Context> VerbsNic<C> {
         let (epoch, k) = (rest >> 16, (rest & 0xFFFF) as usize);
         let size = self.cfg.recv_size;
         let link = &mut self.peers[p.index()].links[q];
-        if epoch != link.epoch & 0xF_FFFF || status != crate::completion::code::SUCCESS {
-            return; // flushed, or from before a reset (its buffer is posted again already)
+        if epoch != link.epoch & 0xF_FFFF {
+            return; // from before a reset (its buffer is posted again already)
+        }
+        if status != crate::completion::code::SUCCESS {
+            // The queue pair is in error, maybe from the responder's side (a peer's refused
+            // write breaks both ends), which no send completion here would tell: record it,
+            // so this node's next reconnect resets the pair instead of trusting it.
+            map_status(status, &mut link.health);
+            return;
         }
         let mut buf = vec![0u8; len.min(size)];
         link.recv_mem.read(k * size, &mut buf);

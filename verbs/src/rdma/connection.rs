@@ -25,6 +25,10 @@ use transport::{
 /// Reads and atomics in flight per queue pair, asked of the device (which may allow fewer).
 const RD_ATOMIC: u32 = 16;
 
+/// How long a queue pair moved to ERR may take to complete what it holds (a device flushes
+/// in microseconds; this bounds a broken one).
+const DRAIN_LIMIT: Duration = Duration::from_secs(2);
+
 impl<C: Context> VerbsNic<C> {
     /// Sets up node `me` of a run whose processes declared `specs` on the device `provider`
     /// opens: memory, registrations, queue pairs in INIT, receive buffers.
@@ -119,6 +123,7 @@ impl<C: Context> VerbsNic<C> {
             book,
             cq_out: VecDeque::new(),
             rq_out: VecDeque::new(),
+            early: VecDeque::new(),
             timings: AccessTimings::default(),
             peers,
             local_mrs,
@@ -184,6 +189,7 @@ impl<C: Context> VerbsNic<C> {
             address,
         };
         let issued = (self.caps.max_qp_init_rd_atom.min(RD_ATOMIC) as u8).min(theirs.rd_atomic);
+        let access = self.book.flags(p);
         let link = &mut self.peers[p.index()].links[q];
         let rts = Transition::Rts {
             sq_psn: link.psn,
@@ -192,6 +198,10 @@ impl<C: Context> VerbsNic<C> {
             rnr_retry: 7,
             max_rd_atomic: issued,
         };
+        // The flags may have changed since the pair was reset (INIT -> INIT).
+        link.qp
+            .modify(&Transition::Access(access))
+            .map_err(|e| format!("queue pair to {p}: its access flags in INIT: {e}"))?;
         link.qp
             .modify(&rtr)
             .map_err(|e| format!("queue pair to {p} to RTR: {e}"))?;
@@ -283,6 +293,43 @@ impl<C: Context> VerbsNic<C> {
         Ok(())
     }
 
+    /// The start barrier ([`Message::Ready`]): tells every live node this node's queue pairs
+    /// are connected, then waits until every live node has said so too (or crashed), so the
+    /// process posts nothing towards a queue pair not yet ready to receive. Other messages
+    /// that arrive meanwhile (a fast peer's first reconnect or rekey) are kept for
+    /// [`VerbsNic::service_mail`].
+    pub(super) fn await_ready(&mut self) -> Result<(), String> {
+        let n = self.peers.len();
+        let mut waiting: Vec<bool> = self.peers.iter().map(|p| !p.down).collect();
+        for p in (0..n).filter(|&p| waiting[p]) {
+            self.control.send(Message::Ready {
+                from: self.me.0,
+                to: p as u32,
+            });
+        }
+        let deadline = Instant::now() + self.cfg.connect_timeout;
+        loop {
+            for (p, w) in waiting.iter_mut().enumerate() {
+                *w &= !self.control.crashed(ProcessId(p as u32));
+            }
+            let left = waiting.iter().filter(|&&w| w).count();
+            if left == 0 {
+                return Ok(());
+            }
+            match self.control.take(self.me) {
+                Some(Message::Ready { from, .. }) => waiting[from as usize] = false,
+                Some(m) => self.early.push_back(m),
+                None if Instant::now() > deadline => {
+                    return Err(format!(
+                        "{}: {left} of the live nodes not ready after {:?}",
+                        self.me, self.cfg.connect_timeout
+                    ))
+                }
+                None => std::thread::sleep(Duration::from_millis(1)),
+            }
+        }
+    }
+
     /// The bootstrap inside one OS process: hellos through the mailboxes.
     pub(super) fn bootstrap_in_process(&mut self) -> Result<(), String> {
         for h in self.hellos() {
@@ -305,17 +352,26 @@ impl<C: Context> VerbsNic<C> {
                 None => std::thread::sleep(Duration::from_millis(1)),
             }
         }
-        self.connect_hellos(got)
+        self.connect_hellos(got)?;
+        self.await_ready()
     }
 
     /// Resets the queue pairs to `p` and brings them back to INIT with fresh sequence
-    /// numbers: everything outstanding or waiting towards `p` fails as the pair's health says.
+    /// numbers: everything outstanding or waiting towards `p` fails as the pair's health says,
+    /// except what the device had already executed ([`VerbsNic::drain_link`]).
     fn reset_links(&mut self, p: ProcessId) {
         for q in 0..Qp::COUNT {
             let link = &mut self.peers[p.index()].links[q];
             let status = link.health.flushed();
-            let retired = signal::fail_all(&mut link.sq, status);
+            // What never reached the device fails as it is; what did is drained first.
             let backlog: Vec<Waiting> = link.backlog.drain(..).collect();
+            for w in backlog {
+                self.complete(w.wr, w.op.kind(), p, status);
+            }
+            self.drain_link(p, q);
+            let link = &mut self.peers[p.index()].links[q];
+            let status = link.health.flushed();
+            let retired = signal::fail_all(&mut link.sq, status);
             link.staging = Staging::new(link.staging.capacity());
             link.epoch += 1;
             link.sq.reconnect();
@@ -326,12 +382,42 @@ impl<C: Context> VerbsNic<C> {
             for r in retired.reports {
                 self.report(p, &r, None);
             }
-            for w in backlog {
-                self.complete(w.wr, w.op.kind(), p, status);
-            }
             if let Err(e) = self.init_link(p, q) {
                 eprintln!("verbs {}: {e}", self.me);
                 self.peers[p.index()].links[q].health = Health::Broken(Status::PeerUnreachable);
+            }
+        }
+    }
+
+    /// Moves the queue pair to `p` to ERR and polls until the device has completed every work
+    /// request posted on it. An op the peer already executed (a fetch-and-add whose completion
+    /// was not yet polled) completes with its success and value; only what did not execute is
+    /// flushed. Reporting it all `Flushed` at once would tell the process an executed atomic
+    /// had no effect, and a process that posts it again would apply it twice. ERR is also the
+    /// fence: nothing the peer sends lands through the queue pair once it is there.
+    pub(super) fn drain_link(&mut self, p: ProcessId, q: usize) {
+        let link = &mut self.peers[p.index()].links[q];
+        if let Err(e) = link.qp.modify(&Transition::Error) {
+            // A device that cannot move a queue pair to ERR has failed: nothing it holds will
+            // complete, and what is outstanding is reported as the health says.
+            eprintln!(
+                "verbs {}: moving the queue pair to {p} to ERR: {e}",
+                self.me
+            );
+            return;
+        }
+        let deadline = Instant::now() + DRAIN_LIMIT;
+        while self.peers[p.index()].links[q].sq.outstanding() > 0 {
+            if Instant::now() > deadline {
+                eprintln!(
+                    "verbs {}: the queue pair to {p} in ERR still holds {} work requests after {DRAIN_LIMIT:?}: they are reported flushed",
+                    self.me,
+                    self.peers[p.index()].links[q].sq.outstanding()
+                );
+                return;
+            }
+            if !self.poll_device() {
+                std::thread::yield_now();
             }
         }
     }
@@ -348,7 +434,7 @@ impl<C: Context> VerbsNic<C> {
 
     /// Performs a handshake's actions towards `p`; `theirs`: the endpoint and regions of the
     /// message being handled.
-    fn perform(
+    pub(super) fn perform(
         &mut self,
         p: ProcessId,
         actions: Vec<Action>,
@@ -396,7 +482,11 @@ impl<C: Context> VerbsNic<C> {
 
     /// Answers reconnects from peers and completes this node's own.
     pub(super) fn service_mail(&mut self) {
-        while let Some(m) = self.control.take(self.me) {
+        while let Some(m) = self
+            .early
+            .pop_front()
+            .or_else(|| self.control.take(self.me))
+        {
             let p = m.route().0;
             match m {
                 Message::Reconnect {
@@ -416,7 +506,7 @@ impl<C: Context> VerbsNic<C> {
                     self.perform(p, actions, Some((&endpoint, &regions)));
                 }
                 Message::Rekey { regions, .. } => self.peers[p.index()].remote = regions,
-                Message::Hello { .. } => {}
+                Message::Hello { .. } | Message::Ready { .. } => {}
             }
         }
         // Reconnects to peers that crashed meanwhile end unreachable.

@@ -36,6 +36,9 @@ impl<C: Context> VerbsNic<C> {
         match &w.op {
             Op::Write { dst, .. } => {
                 let remote = remote(dst.region, dst.offset);
+                // A piece takes at most a quarter of its ring: the control ring is 1/16 of
+                // the data ring, smaller than a data chunk.
+                let chunk = chunk.min(peer.links[q].staging.capacity() / 4);
                 post_write(&mut peer.links[q], p, q, w, remote, inline_max, chunk)
             }
             Op::Send { data, signaled, .. } => {
@@ -69,26 +72,42 @@ impl<C: Context> VerbsNic<C> {
         }
     }
 
+    /// Applies an access change before returning, as the model promises. A grant changes the
+    /// queue pairs' flags (or registers regions again); a revoke must also be a fence: no op
+    /// of the peer may land after this returns. Neither a flag change (rxe checks flags per
+    /// packet without synchronising with `ibv_modify_qp`; mlx5 applies them to later
+    /// requests) nor anything but deregistration or ERR is documented to stop an accepted
+    /// multi-packet write, so a revoke through the flags moves the queue pairs to ERR and
+    /// reconnects them with the new flags ([`VerbsNic::fence`]). A verb that fails here
+    /// panics: the change cannot be made, and recording it as made would be a lie the
+    /// protocols' safety rests on.
     fn set_access(&mut self, region: RegionId, p: ProcessId, access: Access) {
         let began = Instant::now();
         let plan = self.book.plan(region, p, access);
-        match &plan {
-            Plan::Unchanged => {}
-            Plan::QpFlags { flags, .. } => {
-                self.set_flags(p, *flags);
-                self.timings.fast.push(began.elapsed());
+        let before = self.book.flags(p);
+        if let Plan::Reregister { regions, .. } = &plan {
+            for &(r, rights) in regions {
+                let mr = register(&self.ctx, &self.regions[r.index()], rights).unwrap_or_else(|e| {
+                    panic!("verbs {}: registering {r} again for {p} failed, so its access cannot change: {e}", self.me)
+                });
+                // The old registration is dropped (deregistered) here: no op of the peer
+                // lands through it after this returns.
+                self.peer_mrs[r.index()][p.index()] = mr;
             }
-            Plan::Reregister { regions, flags, .. } => {
-                for &(r, rights) in regions {
-                    match register(&self.ctx, &self.regions[r.index()], rights) {
-                        // The old registration is dropped (deregistered) here: no op of the
-                        // peer lands through it after this returns.
-                        Ok(mr) => self.peer_mrs[r.index()][p.index()] = mr,
-                        Err(e) => eprintln!("verbs {}: re-registering {r} for {p}: {e}", self.me),
-                    }
-                }
-                self.book.apply(region, p, access, &plan);
-                self.set_flags(p, *flags);
+        }
+        self.book.apply(region, p, access, &plan);
+        let flags = self.book.flags(p);
+        if flags != before {
+            if before.intersect(flags) != before {
+                self.fence(p);
+            } else {
+                self.grant_flags(p, flags);
+            }
+        }
+        match plan {
+            Plan::Unchanged => {}
+            Plan::QpFlags { .. } => self.timings.fast.push(began.elapsed()),
+            Plan::Reregister { .. } => {
                 if !self.peers[p.index()].down {
                     self.control.send(Message::Rekey {
                         from: self.me.0,
@@ -97,21 +116,45 @@ impl<C: Context> VerbsNic<C> {
                     });
                 }
                 self.timings.slow.push(began.elapsed());
-                return;
             }
         }
-        self.book.apply(region, p, access, &plan);
     }
 
-    fn set_flags(&mut self, p: ProcessId, flags: Rights) {
+    /// Widens the flags of the queue pairs to `p` that are up; one in error or reset takes
+    /// them from the book when it connects again.
+    fn grant_flags(&mut self, p: ProcessId, flags: Rights) {
         for link in &mut self.peers[p.index()].links {
-            // A pair in error or reset takes the flags when it is brought up again
-            // (`init_link` reads them from the book).
             if link.health == Health::Up {
                 if let Err(e) = link.qp.modify(&Transition::Access(flags)) {
-                    eprintln!("verbs: changing the access flags of a queue pair to {p}: {e}");
+                    panic!(
+                        "verbs {}: widening the access of a queue pair to {p} failed: {e}",
+                        self.me
+                    );
                 }
             }
+        }
+    }
+
+    /// A revoke's fence: every queue pair to `p` that is up goes to ERR (nothing the peer sends
+    /// lands through it from then on), and the pairs reconnect with the book's new flags. The
+    /// node's own ops to `p` that had not executed complete `Flushed`, as after any reset.
+    fn fence(&mut self, p: ProcessId) {
+        let mut fenced = false;
+        for link in &mut self.peers[p.index()].links {
+            if link.health == Health::Up {
+                if let Err(e) = link.qp.modify(&Transition::Error) {
+                    panic!(
+                        "verbs {}: a revoke could not stop the queue pair to {p}: {e}",
+                        self.me
+                    );
+                }
+                link.health = Health::Broken(Status::Flushed);
+                fenced = true;
+            }
+        }
+        if fenced {
+            let actions = self.peers[p.index()].hs.reconnect(None, false);
+            self.perform(p, actions, None);
         }
     }
 

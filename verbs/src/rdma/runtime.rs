@@ -65,19 +65,45 @@ fn drive<C: Context, P: Process<VerbsNic<C>>>(
     process: &mut P,
     mut stop: impl FnMut(bool) -> bool,
 ) {
+    let mut idle = 0u32;
     loop {
         if nic.control.crashed(nic.me) {
             return;
         }
         nic.service_mail();
-        nic.poll_device();
+        let completed = nic.poll_device();
         let progress = process.poll(nic);
         if stop(process.done()) {
             return;
         }
-        if !progress.did_work {
-            std::thread::yield_now();
+        if progress.did_work || completed {
+            idle = 0;
+        } else {
+            idle = idle.saturating_add(1);
+            back_off(idle);
         }
+    }
+}
+
+/// Rounds without work a node polls flat out (about as long as an op takes to come back on
+/// a NIC) before it starts to sleep.
+const SPIN_ROUNDS: u32 = 256;
+
+/// The longest sleep of an idle node: the latency a first op after a quiet spell pays at
+/// most, and about what a busy node's timers can tolerate.
+const MAX_NAP: Duration = Duration::from_micros(500);
+
+/// Waits after `idle` rounds without work: a yield while the node may be between the post and
+/// the completion of an op, then naps that double up to [`MAX_NAP`], so an idle node (a
+/// process waiting for a peer, or done) does not take a core from the ones working, which on
+/// a machine with fewer cores than nodes is the difference between progress and none.
+fn back_off(idle: u32) {
+    if idle < SPIN_ROUNDS {
+        std::thread::yield_now();
+    } else {
+        let doublings = (idle - SPIN_ROUNDS).min(16);
+        let nap = Duration::from_micros(1 << doublings).min(MAX_NAP);
+        std::thread::sleep(nap);
     }
 }
 
@@ -232,6 +258,7 @@ pub fn run_node<V: Provider, P: Process<VerbsNic<V::Ctx>>>(
     .map_err(|e| e.to_string())?;
     nic.control = control;
     nic.connect_hellos(hellos)?;
+    nic.await_ready()?;
     let deadline = Instant::now() + limit;
     drive(&mut nic, &mut process, |_| Instant::now() >= deadline);
     Ok(process)
