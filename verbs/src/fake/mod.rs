@@ -13,19 +13,19 @@
 //!   new instance with its own protection domain; limits (`max_qp`, `max_cq`, `max_mr`) count
 //!   over all instances of a named device, as they would on one adapter.
 //! - The RC state machine RESET/INIT/RTR/RTS/ERR with the legality table and value checks of
-//!   design §3.2 ([`qp`]); `EINVAL` (22) for an illegal transition or post, `ENOMEM` (12) for a
+//!   design §3.2 (`qp.rs`); `EINVAL` (22) for an illegal transition or post, `ENOMEM` (12) for a
 //!   full queue or table.
-//! - The wire ([`wire`]): messages cut into packets of `path_mtu` bytes, 24-bit PSNs, ACKs,
+//! - The wire (`wire.rs`): messages cut into packets of `path_mtu` bytes, 24-bit PSNs, ACKs,
 //!   NAKs, RNR NAKs, go-back-N retransmission after `4.096 us x 2^timeout x time_scale`
 //!   (`timeout` 0 waits for ever, as IBA says), `retry_cnt`/`rnr_retry` budgets (`rnr_retry` 7:
 //!   for ever), reads and atomics capped at `max_rd_atomic` in flight (the requester stalls),
 //!   silent drops (absent or non-RTR/RTS destination, wrong source QPN, unknown GID or GID-kind
 //!   mismatch, packet over the port MTU, unexpected PSN).
-//! - Responder checks in IBA order (§3.3), landing packet by packet, word by word ([`mem`]),
+//! - Responder checks in IBA order (§3.3), landing packet by packet, word by word (`mem.rs`),
 //!   atomics on the target word (byte-swapped old value with [`AtomicCap::None`]).
 //! - Completions (§3.4) when the ACK or response arrives, send-queue slots freed by a later
 //!   polled signalled completion, error and flush completions (§3.5), CQ overrun.
-//! - Capability and memlock refusals (§3.6); faults and counters ([`fault`]).
+//! - Capability and memlock refusals (§3.6); faults and counters (`fault.rs`).
 //!
 //! # Assumed (each a knob where vendors differ)
 //! - [`AccessCheck::FirstPacket`] (default) samples the queue pair's access flags at a message's
@@ -451,7 +451,8 @@ impl Fabric {
     }
 
     /// Lets queue pair `qpn` transmit at most `after_packets` more request packets until
-    /// [`Fabric::release`]: a message frozen in flight.
+    /// [`Fabric::release`]: a message frozen in flight. Once the budget is spent its ACK timer
+    /// stops too, so a hold costs no retries.
     pub fn hold(&self, qpn: u32, after_packets: u32) {
         if let Some(q) = self.enter().qps.get_mut(&qpn) {
             q.hold = Some(after_packets);
@@ -464,6 +465,7 @@ impl Fabric {
         if let Some(q) = w.qps.get_mut(&qpn) {
             q.hold = None;
             w.transmit(qpn);
+            w.rearm(qpn);
         }
     }
 

@@ -93,53 +93,39 @@ pub(super) fn check_values(
     qp_port: u8,
     lim: &Limits<'_>,
 ) -> Result<(), VerbsError> {
+    let caps = lim.caps;
     match *t {
-        Transition::Init { port, .. } if port == 0 || port > lim.caps.phys_port_cnt => {
-            Err(invalid(format!(
-                "port {port} (the device has {})",
-                lim.caps.phys_port_cnt
-            )))
-        }
+        Transition::Init { port, .. } => ensure(port >= 1 && port <= caps.phys_port_cnt, || {
+            format!("port {port} (the device has {})", caps.phys_port_cnt)
+        }),
         Transition::Rtr {
             path_mtu,
             max_dest_rd_atomic,
             address,
             ..
         } => {
-            if !path_mtu.is_power_of_two() || !(256..=4096).contains(&path_mtu) {
-                return Err(invalid(format!(
-                    "path_mtu {path_mtu} (256..=4096, a power of two)"
-                )));
-            }
-            if path_mtu > lim.port.active_mtu {
-                return Err(invalid(format!(
-                    "path_mtu {path_mtu} over the port's active_mtu {}",
-                    lim.port.active_mtu
-                )));
-            }
-            if u32::from(max_dest_rd_atomic) > lim.caps.max_qp_rd_atom {
-                return Err(invalid(format!(
-                    "max_dest_rd_atomic {max_dest_rd_atomic} over max_qp_rd_atom {}",
-                    lim.caps.max_qp_rd_atom
-                )));
-            }
-            if address.port != qp_port {
-                return Err(invalid(format!(
-                    "address port {} is not the queue pair's port {qp_port}",
-                    address.port
-                )));
-            }
-            if !lim
+            let valid = path_mtu.is_power_of_two() && (256..=4096).contains(&path_mtu);
+            ensure(valid, || {
+                format!("path_mtu {path_mtu} (256..=4096, a power of two)")
+            })?;
+            ensure(path_mtu <= lim.port.active_mtu, || {
+                let port = lim.port.active_mtu;
+                format!("path_mtu {path_mtu} over the port's active_mtu {port}")
+            })?;
+            ensure(u32::from(max_dest_rd_atomic) <= caps.max_qp_rd_atom, || {
+                let max = caps.max_qp_rd_atom;
+                format!("max_dest_rd_atomic {max_dest_rd_atomic} over max_qp_rd_atom {max}")
+            })?;
+            ensure(address.port == qp_port, || {
+                let port = address.port;
+                format!("address port {port} is not the queue pair's port {qp_port}")
+            })?;
+            let sgid = address.sgid_index;
+            let known = lim
                 .gids
                 .iter()
-                .any(|g| g.port == address.port && g.index == address.sgid_index)
-            {
-                return Err(invalid(format!(
-                    "sgid_index {} not in the GID table",
-                    address.sgid_index
-                )));
-            }
-            Ok(())
+                .any(|g| g.port == qp_port && g.index == sgid);
+            ensure(known, || format!("sgid_index {sgid} not in the GID table"))
         }
         Transition::Rts {
             retry_cnt,
@@ -147,20 +133,24 @@ pub(super) fn check_values(
             max_rd_atomic,
             ..
         } => {
-            if retry_cnt > 7 || rnr_retry > 7 {
-                return Err(invalid(format!(
-                    "retry_cnt {retry_cnt} / rnr_retry {rnr_retry} (at most 7)"
-                )));
-            }
-            if u32::from(max_rd_atomic) > lim.caps.max_qp_init_rd_atom {
-                return Err(invalid(format!(
-                    "max_rd_atomic {max_rd_atomic} over max_qp_init_rd_atom {}",
-                    lim.caps.max_qp_init_rd_atom
-                )));
-            }
-            Ok(())
+            ensure(retry_cnt <= 7 && rnr_retry <= 7, || {
+                format!("retry_cnt {retry_cnt} / rnr_retry {rnr_retry} (at most 7)")
+            })?;
+            ensure(u32::from(max_rd_atomic) <= caps.max_qp_init_rd_atom, || {
+                let max = caps.max_qp_init_rd_atom;
+                format!("max_rd_atomic {max_rd_atomic} over max_qp_init_rd_atom {max}")
+            })
         }
         _ => Ok(()),
+    }
+}
+
+/// `EINVAL` with `detail` unless `ok`.
+fn ensure(ok: bool, detail: impl FnOnce() -> String) -> Result<(), VerbsError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(detail()))
     }
 }
 
@@ -206,6 +196,18 @@ pub(super) enum SqOp {
 }
 
 impl SqOp {
+    /// The PSNs it uses and its request packets, at `mtu`: a write or send is one packet per
+    /// `mtu` bytes (at least one); a read is one request answered by one response packet per
+    /// `mtu` bytes, each with its own PSN; an atomic is one of each.
+    pub(super) fn packets(&self, mtu: u32) -> (u32, u32) {
+        let n = |len: u32| len.div_ceil(mtu).max(1);
+        match self {
+            SqOp::Write { src, .. } | SqOp::Send { src } => (n(src.len()), n(src.len())),
+            SqOp::Read { dst, .. } => (n(dst.len()), 1),
+            SqOp::Atomic { .. } => (1, 1),
+        }
+    }
+
     /// Reads and atomics count against `max_rd_atomic`.
     pub(super) fn is_rd_atomic(&self) -> bool {
         matches!(self, SqOp::Read { .. } | SqOp::Atomic { .. })

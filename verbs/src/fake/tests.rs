@@ -327,6 +327,7 @@ fn a_write_lands_packet_by_packet() {
     assert!(f.settle());
     assert_eq!(b.bytes(0, 4096), pattern(4096));
     assert_eq!(statuses(&a.poll()), vec![(1, code::SUCCESS)]);
+    assert_eq!(f.stats().retries, 0, "a hold costs no retries");
 }
 
 #[test]

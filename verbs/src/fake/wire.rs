@@ -227,31 +227,10 @@ impl World {
         }
         q.slots += 1;
         if q.state == QpState::Err {
-            // Posted to a queue pair in error: flushed at once, signalled or not.
-            q.unreported += 1;
-            let retire = Retire {
-                qpn,
-                epoch: q.epoch,
-                slots: q.unreported,
-            };
-            q.unreported = 0;
-            let wc = Wc {
-                id,
-                status: code::WR_FLUSH_ERR,
-                byte_len: 0,
-            };
-            let cq = q.cq;
-            self.push_cqe(cq, wc, Some(retire));
+            self.flush_at_post(qpn, id);
             return Ok(());
         }
-        let (span, req_pkts) = match &op {
-            SqOp::Write { src, .. } | SqOp::Send { src } => {
-                let n = packets(src.len(), q.path_mtu);
-                (n, n)
-            }
-            SqOp::Read { dst, .. } => (packets(dst.len(), q.path_mtu), 1),
-            SqOp::Atomic { .. } => (1, 1),
-        };
+        let (span, req_pkts) = op.packets(q.path_mtu);
         let psn = q.next_psn;
         q.next_psn = psn_add(psn, span);
         let order = (self.cfg.tear == Tear::Shuffled && req_pkts > 1 && !op.is_rd_atomic())
@@ -273,6 +252,26 @@ impl World {
         });
         self.transmit(qpn);
         Ok(())
+    }
+
+    /// A work request posted to a queue pair in ERR completes `WR_FLUSH_ERR` at once,
+    /// signalled or not.
+    fn flush_at_post(&mut self, qpn: u32, id: u64) {
+        let q = self.qps.get_mut(&qpn).expect("posting");
+        q.unreported += 1;
+        let retire = Retire {
+            qpn,
+            epoch: q.epoch,
+            slots: q.unreported,
+        };
+        q.unreported = 0;
+        let wc = Wc {
+            id,
+            status: code::WR_FLUSH_ERR,
+            byte_len: 0,
+        };
+        let cq = q.cq;
+        self.push_cqe(cq, wc, Some(retire));
     }
 
     /// `ibv_post_recv`.
@@ -495,7 +494,7 @@ impl World {
     }
 
     /// Restarts the ACK timer if a transmitted request is unanswered, else stops it.
-    fn rearm(&mut self, qpn: u32) {
+    pub(super) fn rearm(&mut self, qpn: u32) {
         let (now, scale) = (self.now, self.cfg.time_scale);
         let Some(q) = self.qps.get_mut(&qpn) else {
             return;
@@ -514,7 +513,9 @@ impl World {
         let Some(q) = self.qps.get_mut(&qpn) else {
             return;
         };
-        if q.timer != timer || q.state != QpState::Rts || !q.has_outstanding() {
+        // A held queue pair is frozen: its timer stops until `release` restarts it.
+        let held = q.hold == Some(0);
+        if q.timer != timer || q.state != QpState::Rts || held || !q.has_outstanding() {
             return;
         }
         let f =
