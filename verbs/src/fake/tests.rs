@@ -763,6 +763,10 @@ fn a_frozen_receive_queue_answers_rnr() {
         .expect("send");
     f.settle();
     assert_eq!(statuses(&a.poll()), vec![(1, code::RNR_RETRY_EXC_ERR)]);
+    // The receiver's queue pair is untouched and keeps its receive.
+    assert!(b.poll().is_empty());
+    b.qp.modify(&Transition::Error).expect("err");
+    assert_eq!(statuses(&b.poll()), vec![(5, code::WR_FLUSH_ERR)]);
 }
 
 #[test]

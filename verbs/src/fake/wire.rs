@@ -96,67 +96,53 @@ fn owned(src: Src<'_>) -> Bytes {
 /// The send-queue form of `wr`; inline over the granted size, or on a read or atomic, is
 /// refused as `ibv_post_send` refuses it.
 fn sq_op(wr: Wr<'_>, max_inline: u32) -> Result<SqOp, VerbsError> {
-    let refuse = |d: &str| Err(post_error("ibv_post_send", EINVAL, d.to_string()));
-    let dst_of = |dst: Src<'_>| match dst {
-        Src::Inline(_) => None,
-        sge => Some(owned(sge)),
+    let refuse = |d: String| post_error("ibv_post_send", EINVAL, d);
+    let source = |src: Src<'_>| match src {
+        Src::Inline(b) if b.len() as u64 > u64::from(max_inline) => Err(refuse(format!(
+            "{} inline bytes over max_inline {max_inline}",
+            b.len()
+        ))),
+        src => Ok(owned(src)),
     };
-    if let Wr::Write {
-        src: Src::Inline(b),
-        ..
-    }
-    | Wr::Send {
-        src: Src::Inline(b),
-    } = wr
-    {
-        if b.len() as u64 > u64::from(max_inline) {
-            return refuse(&format!(
-                "{} inline bytes over max_inline {max_inline}",
-                b.len()
-            ));
-        }
-    }
-    Ok(match wr {
-        Wr::Write { rkey, raddr, src } => SqOp::Write {
+    let destination = |dst: Src<'_>, of: &str| match dst {
+        Src::Inline(_) => Err(refuse(format!("inline destination of {of}"))),
+        dst => Ok(owned(dst)),
+    };
+    let atomic = |rkey, raddr, op, dst| {
+        let dst = destination(dst, "an atomic")?;
+        Ok(SqOp::Atomic {
             rkey,
             raddr,
-            src: owned(src),
-        },
-        Wr::Send { src } => SqOp::Send { src: owned(src) },
-        Wr::Read { rkey, raddr, dst } => match dst_of(dst) {
-            Some(dst) => SqOp::Read { rkey, raddr, dst },
-            None => return refuse("inline destination of a read"),
-        },
+            op,
+            dst,
+        })
+    };
+    match wr {
+        Wr::Write { rkey, raddr, src } => Ok(SqOp::Write {
+            rkey,
+            raddr,
+            src: source(src)?,
+        }),
+        Wr::Send { src } => Ok(SqOp::Send { src: source(src)? }),
+        Wr::Read { rkey, raddr, dst } => Ok(SqOp::Read {
+            rkey,
+            raddr,
+            dst: destination(dst, "a read")?,
+        }),
         Wr::Cas {
             rkey,
             raddr,
             expect,
             swap,
             dst,
-        } => match dst_of(dst) {
-            Some(dst) => SqOp::Atomic {
-                rkey,
-                raddr,
-                op: AtomicOp::Cas { expect, swap },
-                dst,
-            },
-            None => return refuse("inline destination of a compare-and-swap"),
-        },
+        } => atomic(rkey, raddr, AtomicOp::Cas { expect, swap }, dst),
         Wr::Faa {
             rkey,
             raddr,
             add,
             dst,
-        } => match dst_of(dst) {
-            Some(dst) => SqOp::Atomic {
-                rkey,
-                raddr,
-                op: AtomicOp::Faa { add },
-                dst,
-            },
-            None => return refuse("inline destination of a fetch-and-add"),
-        },
-    })
+        } => atomic(rkey, raddr, AtomicOp::Faa { add }, dst),
+    }
 }
 
 /// Packets of a message of `len` bytes at `mtu` (at least one).
@@ -683,30 +669,32 @@ impl World {
         match req.op {
             ReqOp::Write { rkey, raddr } => {
                 let mr = &self.mrs[&rkey];
-                let at = mr
-                    .offset_of(raddr, u64::from(req.msg_len))
-                    .expect("checked");
-                mr.land(at + req.offset as usize, &req.data);
+                let at = mr.offset_of(raddr, u64::from(req.msg_len));
+                mr.land(at.expect("checked") + req.offset as usize, &req.data);
                 self.accepted(qpn, psn, 1, req.last);
             }
             ReqOp::Send => self.land_send(qpn, psn, req),
             ReqOp::Read { rkey, raddr } => self.answer_read(qpn, psn, rkey, raddr, req.msg_len),
-            ReqOp::Atomic { rkey, raddr, op } => {
-                let mr = &self.mrs[&rkey];
-                let at = mr.offset_of(raddr, 8).expect("checked");
-                let mut old = mr.atomic(at, op);
-                if swaps_atomics(self.spec(self.qps[&qpn].pd).caps.atomic_cap) {
-                    old = old.swap_bytes();
-                }
-                let q = self.qps.get_mut(&qpn).expect("routed");
-                q.atomic_replay.push_back((psn, old));
-                if q.atomic_replay.len() > 16 {
-                    q.atomic_replay.pop_front();
-                }
-                q.epsn = psn_add(q.epsn, 1);
-                self.reply(qpn, psn, Body::AtomicResp { old });
-            }
+            ReqOp::Atomic { rkey, raddr, op } => self.answer_atomic(qpn, psn, rkey, raddr, op),
         }
+    }
+
+    /// An atomic runs on the target word now; the old value goes back in the byte order of
+    /// the responder's device, and is kept to answer a duplicate.
+    fn answer_atomic(&mut self, qpn: u32, psn: u32, rkey: u32, raddr: u64, op: AtomicOp) {
+        let mr = &self.mrs[&rkey];
+        let mut old = mr.atomic(mr.offset_of(raddr, 8).expect("checked"), op);
+        if swaps_atomics(self.spec(self.qps[&qpn].pd).caps.atomic_cap) {
+            old = old.swap_bytes();
+        }
+        let q = self.qps.get_mut(&qpn).expect("routed");
+        q.atomic_replay.push_back((psn, old));
+        // One saved result per read/atomic resource, as a responder keeps them (IBA 9.7.5.2.4).
+        if q.atomic_replay.len() > usize::from(q.max_dest_rd_atomic).max(1) {
+            q.atomic_replay.pop_front();
+        }
+        q.epsn = psn_add(q.epsn, 1);
+        self.reply(qpn, psn, Body::AtomicResp { old });
     }
 
     /// A request packet executed: the expected PSN moves on, and the last packet of a write or
@@ -783,7 +771,9 @@ impl World {
         if req.first {
             let frozen = self.faults.frozen(pd, &self.spec(pd).name);
             let q = self.qps.get_mut(&qpn).expect("routed");
-            let Some(recv) = q.rq.pop_front().filter(|_| !frozen) else {
+            // A frozen receive queue keeps its receives: the receiver "stopped posting".
+            let head = if frozen { None } else { q.rq.pop_front() };
+            let Some(recv) = head else {
                 let wait = RNR_TIMER_10US[usize::from(q.min_rnr_timer & 31)] * 10_000;
                 let wait = self.scaled(wait);
                 self.count(pd, |s| s.rnr_naks += 1);
@@ -878,7 +868,8 @@ impl World {
             ReqOp::Read { rkey, raddr } => {
                 let pd = self.qps[&qpn].pd;
                 let live = self.mrs.get(&rkey).is_some_and(|mr| {
-                    mr.pd == pd && mr.offset_of(raddr, u64::from(req.msg_len)).is_some()
+                    let inside = mr.offset_of(raddr, u64::from(req.msg_len)).is_some();
+                    mr.pd == pd && mr.remote.read() && inside
                 });
                 if live {
                     let epsn = self.qps[&qpn].epsn;
