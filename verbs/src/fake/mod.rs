@@ -38,6 +38,10 @@
 //! - Atomics are atomic against CPU stores too (`AtomicU64`); `IBV_ATOMIC_HCA` promises less.
 //! - A responder's read/atomic resources are compared with the requester's reads and atomics in
 //!   flight (the fabric sees both ends), not modelled as a responder-side queue.
+//! - A request behind the expected PSN is a duplicate (ACKed again, a read answered again, an
+//!   atomic's saved result repeated) only if the queue pair received it since its last RTR;
+//!   one from before (a peer that reset and took a fresh PSN) is dropped, as design §3.3 says.
+//!   A real responder may take it for a duplicate and ACK it without executing it.
 //! - Write ACKs are coalesced: one per message, at its last packet (IBA allows it); a retry
 //!   resends a message from its first packet.
 //! - [`Tear::Ascending`] lands a message's packets in address order; [`Tear::Shuffled`] sends

@@ -282,6 +282,9 @@ pub(super) struct QpS {
     pub(super) out_due: u64,
     /// Responder: the PSN expected next.
     pub(super) epsn: u32,
+    /// Responder: the first PSN of this life (`rq_psn` at RTR); only PSNs from here to `epsn`
+    /// can be duplicates.
+    pub(super) first_psn: u32,
     pub(super) rq: VecDeque<RecvWr>,
     /// Responder: the receive a multi-packet send is landing in, and the bytes so far.
     pub(super) cur_recv: Option<(RecvWr, u32)>,
@@ -322,6 +325,7 @@ impl QpS {
             hold: None,
             out_due: 0,
             epsn: 0,
+            first_psn: 0,
             rq: VecDeque::new(),
             cur_recv: None,
             msg_access: Rights::NONE,
@@ -348,6 +352,7 @@ impl QpS {
                 self.path_mtu = path_mtu;
                 self.dest_qpn = dest_qpn;
                 self.epsn = rq_psn & PSN_MASK;
+                self.first_psn = self.epsn;
                 self.max_dest_rd_atomic = max_dest_rd_atomic;
                 self.min_rnr_timer = min_rnr_timer;
                 self.address = Some(address);

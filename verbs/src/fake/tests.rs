@@ -1191,3 +1191,129 @@ fn the_real_clock_moves_by_itself() {
     assert_eq!(statuses(&got), vec![(1, code::SUCCESS)]);
     assert_eq!(b.bytes(0, 8), vec![9; 8]);
 }
+
+// ---- scenarios the runtime's tests build on (design §4) ----
+
+/// Finding 5: an atomic that ran at the responder keeps its success completion in the
+/// requester's CQ although the peer resets before it is polled.
+#[test]
+fn an_executed_atomic_keeps_its_completion_when_the_peer_resets() {
+    let f = fabric(|_| {});
+    let (mut a, mut b) = pair(&f, 64, rw());
+    let faa = Wr::Faa {
+        rkey: b.mr.rkey(),
+        raddr: b.addr(),
+        add: 1,
+        dst: a.sge(0, 8),
+    };
+    a.qp.post_send(1, true, faa).expect("faa");
+    f.settle();
+    b.qp.modify(&Transition::Error).expect("err");
+    b.qp.modify(&Transition::Reset).expect("reset");
+    f.settle();
+    assert_eq!(statuses(&a.poll()), vec![(1, code::SUCCESS)]);
+    assert_eq!(b.mem.word(0).load(std::sync::atomic::Ordering::Relaxed), 1);
+}
+
+/// Reconnect: both ends reset and connect again with fresh PSNs; a request of the old life
+/// still in flight is dropped, a new one lands.
+#[test]
+fn queue_pairs_reconnect_after_a_reset_with_fresh_psns() {
+    let f = fabric(|c| c.jitter = Duration::from_micros(10));
+    let (mut a, mut b) = pair(&f, 64, rw());
+    a.mem.write(0, &[1; 8]);
+    a.write(1, &b, 0, a.sge(0, 8));
+    // The write is on the wire when the responder resets and takes a fresh PSN.
+    b.qp.modify(&Transition::Error).expect("err");
+    b.qp.modify(&Transition::Reset).expect("reset");
+    b.init(rw());
+    let mut fresh = rtr(a.qp.qp_num(), a.gid());
+    if let Transition::Rtr { rq_psn, .. } = &mut fresh {
+        *rq_psn = 5000;
+    }
+    b.qp.modify(&fresh).expect("rtr");
+    f.settle();
+    assert_eq!(b.bytes(0, 8), vec![0; 8]);
+    assert_eq!(statuses(&a.poll()), vec![(1, code::RETRY_EXC_ERR)]);
+    a.qp.modify(&Transition::Reset).expect("reset");
+    a.init(rw());
+    a.rtr(b.qp.qp_num(), b.gid());
+    let fresh = Transition::Rts {
+        sq_psn: 5000,
+        timeout: 10,
+        retry_cnt: 7,
+        rnr_retry: 7,
+        max_rd_atomic: 4,
+    };
+    a.qp.modify(&fresh).expect("rts");
+    b.rts(7, 7);
+    a.write(2, &b, 0, a.sge(0, 8));
+    f.settle();
+    assert_eq!(statuses(&a.poll()), vec![(2, code::SUCCESS)]);
+    assert_eq!(b.bytes(0, 8), vec![1; 8]);
+}
+
+/// Completions of a queue pair's former life (before a reset) free no slots of the new one.
+#[test]
+fn completions_before_a_reset_free_no_slots_after_it() {
+    let f = fabric(|_| {});
+    let (mut a, b) = pair(&f, 64, rw());
+    let wr = Wr::Write {
+        rkey: b.mr.rkey(),
+        raddr: b.addr(),
+        src: a.sge(0, 8),
+    };
+    a.qp.post_send(1, true, wr).expect("write");
+    f.settle();
+    a.qp.modify(&Transition::Reset).expect("reset");
+    a.init(rw());
+    a.rtr(b.qp.qp_num(), b.gid());
+    a.rts(7, 7);
+    f.hold(a.qp.qp_num(), 0);
+    for id in 0..8 {
+        a.qp.post_send(id, false, wr).expect("post");
+    }
+    assert_eq!(statuses(&a.poll()), vec![(1, code::SUCCESS)]);
+    assert_eq!(
+        a.qp.post_send(9, true, wr).expect_err("full").errno,
+        Some(12)
+    );
+}
+
+/// Nodes on threads over one fabric and the real clock: every write lands and completes,
+/// whoever pumps.
+#[test]
+fn threads_share_one_fabric() {
+    let mut cfg = FakeConfig::default();
+    cfg.devices.push(FakeDevice::new("fake1", caps::rxe()));
+    cfg.tear = Tear::Shuffled;
+    let f = Fabric::new(cfg);
+    let (a, b) = pair(&f, 1 << 16, rw());
+    let (a_rkey, a_addr) = (a.mr.rkey(), a.addr());
+    let (b_rkey, b_addr) = (b.mr.rkey(), b.addr());
+    let run = |mut n: Node, rkey: u32, raddr: u64, byte: u8| {
+        std::thread::spawn(move || {
+            n.mem.write(0, &[byte; 1 << 15]);
+            let deadline = Instant::now() + Duration::from_secs(10);
+            for round in 0..20u64 {
+                let wr = Wr::Write {
+                    rkey,
+                    raddr: raddr + (1 << 15),
+                    src: n.sge(0, 1 << 15),
+                };
+                n.qp.post_send(round, true, wr).expect("post");
+                let mut got = Vec::new();
+                while got.is_empty() && Instant::now() < deadline {
+                    got = n.poll();
+                    std::thread::yield_now();
+                }
+                assert_eq!(statuses(&got), vec![(round, code::SUCCESS)]);
+            }
+            n
+        })
+    };
+    let (a, b) = (run(a, b_rkey, b_addr, 0xaa), run(b, a_rkey, a_addr, 0xbb));
+    let (a, b) = (a.join().expect("a"), b.join().expect("b"));
+    assert!(b.bytes(1 << 15, 1 << 15).iter().all(|&x| x == 0xaa));
+    assert!(a.bytes(1 << 15, 1 << 15).iter().all(|&x| x == 0xbb));
+}

@@ -652,14 +652,17 @@ fn shuffled(n: u32, rng: &mut transport::Rng) -> Vec<u32> {
 /// The responder.
 impl World {
     fn respond(&mut self, qpn: u32, from: u32, psn: u32, req: Req) {
-        let ahead = psn_diff(psn, self.qps[&qpn].epsn);
-        if ahead > 0 {
-            let pd = self.qps[&qpn].pd;
-            self.count(pd, |s| s.dropped += 1);
+        let q = &self.qps[&qpn];
+        let ahead = psn_diff(psn, q.epsn);
+        // Behind the expected PSN but received in this life: a duplicate. Anything else
+        // unexpected (ahead, or from before the last RTR) is dropped.
+        if ahead < 0 && psn_diff(psn, q.first_psn) >= 0 {
+            self.duplicate(qpn, psn, &req);
             return;
         }
-        if ahead < 0 {
-            self.duplicate(qpn, psn, &req);
+        if ahead != 0 {
+            let pd = q.pd;
+            self.count(pd, |s| s.dropped += 1);
             return;
         }
         if let Err(status) = self.check_request(qpn, from, psn, &req) {
