@@ -28,9 +28,11 @@
 //! - Capability and memlock refusals (§3.6); faults and counters (`fault.rs`).
 //!
 //! # Assumed (each a knob where vendors differ)
-//! - [`AccessCheck::FirstPacket`] (default) samples the queue pair's access flags at a message's
-//!   first packet, as mlx5 is reported to; [`AccessCheck::PerPacket`] checks every packet, as
-//!   rxe's responder does. The rkey is checked on every packet in both: deregistration fences.
+//! - [`AccessCheck::FirstPacket`] (default, the weaker behaviour design 48 attributes to mlx5)
+//!   samples the queue pair's access flags at a message's first packet and lets its later
+//!   packets land; [`AccessCheck::PerPacket`] (attributed to rxe) checks every packet. Neither
+//!   attribution is verified on a device. The rkey is looked up on every packet in both, so
+//!   deregistration is a fence.
 //! - A responder access error moves the responder queue pair to ERR too and flushes its queues,
 //!   as rxe's `do_class_ac_error` does (mlx5 unverified).
 //! - Flushed work requests complete `WR_FLUSH_ERR` signalled or not (the crate's assumption,
@@ -53,8 +55,10 @@
 //! Write-with-immediate, shared receive queues, UD/UC/XRC, more than one SGE per work request,
 //! memory windows, completion channels and events, SQD/SQE states, path migration, P_Keys and
 //! Q_Keys, LIDs and routing between subnets (routing is by QPN and GID), packet loss or
-//! corruption (only drops by the rules above), congestion, `ibv_query_qp`, and
-//! `hide_cqes` (design §3.8; cut).
+//! corruption (only drops by the rules above), congestion, `ibv_query_qp` (the granted caps are
+//! the ones asked for), ports with different attributes (every port answers the device's one
+//! [`PortInfo`]), `EBUSY` on destroying a CQ that queue pairs still use (it goes; their
+//! completions are lost), and `hide_cqes` (design §3.8; cut).
 
 mod fault;
 mod mem;
@@ -492,6 +496,12 @@ impl Fabric {
     /// The state of queue pair `qpn`, if it exists.
     pub fn qp_state(&self, qpn: u32) -> Option<QpState> {
         self.enter().qps.get(&qpn).map(|q| q.state)
+    }
+
+    /// The configuration it was made with (the memlock limit the runtime would read from
+    /// `getrlimit`, for one).
+    pub fn config(&self) -> FakeConfig {
+        self.enter().cfg.clone()
     }
 
     /// Bytes pinned by registrations on `host`.

@@ -1101,6 +1101,7 @@ fn memlock_is_charged_per_host_in_pages() {
     assert_eq!(e.errno, Some(12));
     assert!(e.detail.contains("memlock"), "{}", e.detail);
     assert_eq!(f.pinned(0), 3 * 4096);
+    assert_eq!(f.config().memlock, Some(3 * 4096));
     // Another host has its own limit.
     let elsewhere = f.open("fake1").expect("open");
     elsewhere.reg_mr(&two_pages, Rights::NONE).expect("host 1");
