@@ -184,6 +184,7 @@ pub struct FakeConfig {
     /// Bytes each host may pin (`RLIMIT_MEMLOCK`); `None`: unlimited.
     pub memlock: Option<u64>,
     /// Multiplies every transport timer (ACK timeout, RNR wait); 1.0 is the specification's.
+    /// Must be positive (a timer of zero would retry without time passing).
     pub time_scale: f64,
 }
 
@@ -363,7 +364,15 @@ pub const SETTLE_HORIZON: Duration = Duration::from_secs(60);
 
 impl Fabric {
     /// A fabric with `cfg`'s devices.
+    ///
+    /// # Panics
+    /// If `cfg.time_scale` is not positive.
     pub fn new(cfg: FakeConfig) -> Fabric {
+        assert!(
+            cfg.time_scale > 0.0,
+            "time_scale {} must be positive",
+            cfg.time_scale
+        );
         let world = World {
             rng: Rng::derive(cfg.seed, Purpose::Scheduler, 48),
             used: vec![Used::default(); cfg.devices.len()],

@@ -331,6 +331,25 @@ fn a_write_lands_packet_by_packet() {
 }
 
 #[test]
+fn an_empty_write_and_an_empty_read_are_one_packet_each() {
+    let f = fabric(|_| {});
+    let (mut a, b) = pair(&f, 64, rw());
+    let before = f.stats().packets;
+    a.write(1, &b, 64, a.sge(0, 0));
+    let wr = Wr::Read {
+        rkey: b.mr.rkey(),
+        raddr: b.addr(),
+        dst: a.sge(0, 0),
+    };
+    a.qp.post_send(2, true, wr).expect("read");
+    f.settle();
+    let want = vec![(1, code::SUCCESS), (2, code::SUCCESS)];
+    assert_eq!(statuses(&a.poll()), want);
+    // Two requests, an ACK and a read response.
+    assert_eq!(f.stats().packets - before, 4);
+}
+
+#[test]
 fn a_poller_sees_a_growing_prefix_with_jitter() {
     let f = fabric(|c| c.jitter = Duration::from_micros(40));
     let (mut a, b) = pair(&f, 8192, rw());

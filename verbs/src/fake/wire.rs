@@ -183,7 +183,7 @@ impl World {
 
     /// `ns` of transport time, scaled by `time_scale`.
     fn scaled(&self, ns: u64) -> u64 {
-        (ns as f64 * self.cfg.time_scale) as u64
+        scale(ns, self.cfg.time_scale)
     }
 
     /// `ibv_post_send`.
@@ -491,7 +491,7 @@ impl World {
             return;
         }
         let ns = 4096u64 << u32::from(q.timeout).min(31);
-        let (timer, due) = (q.timer, now + (ns as f64 * scale) as u64);
+        let (timer, due) = (q.timer, now + self::scale(ns, scale));
         self.schedule(due, Event::AckTimeout { qpn, timer });
     }
 
@@ -637,6 +637,11 @@ impl World {
             }
         }
     }
+}
+
+/// `ns` times `factor`, at least 1 ns: a timer always lets time pass.
+fn scale(ns: u64, factor: f64) -> u64 {
+    ((ns as f64 * factor) as u64).max(1)
 }
 
 /// A seeded permutation of `0..n`.
