@@ -85,13 +85,22 @@ impl MrS {
         })
     }
 
-    /// Loads `out.len()` bytes at `offset` (word by word, as a DMA read would).
+    /// Loads `out.len()` bytes at `offset`, word by word in ascending order, as a DMA read
+    /// would (the same walk as `Words::read`).
     pub(super) fn fetch(&self, offset: usize, out: &mut [u8]) {
         self.with_words(|words| {
-            for (i, byte) in out.iter_mut().enumerate() {
-                let pos = offset + i;
-                *byte = words[pos / 8].load(Ordering::Acquire).to_le_bytes()[pos % 8];
+            let head = ((8 - offset % 8) % 8).min(out.len());
+            let (first, rest) = out.split_at_mut(head);
+            load_part(words, offset, first);
+            let rest_len = rest.len();
+            let at = (offset + head) / 8;
+            let mut whole = rest.chunks_exact_mut(8);
+            for (word, bytes) in words[at..].iter().zip(&mut whole) {
+                bytes.copy_from_slice(&word.load(Ordering::Acquire).to_le_bytes());
             }
+            let end = offset + head + rest_len;
+            let tail = whole.into_remainder();
+            load_part(words, end - tail.len(), tail);
         })
     }
 
@@ -136,4 +145,14 @@ fn merge(words: &[AtomicU64], pos: usize, bytes: &[u8]) {
     let _ = words[pos / 8].fetch_update(Ordering::Release, Ordering::Relaxed, |old| {
         Some((old & !mask) | bits)
     });
+}
+
+/// Loads the bytes of one word at `pos` into `out`.
+fn load_part(words: &[AtomicU64], pos: usize, out: &mut [u8]) {
+    if out.is_empty() {
+        return;
+    }
+    let in_word = pos % 8;
+    let word = words[pos / 8].load(Ordering::Acquire).to_le_bytes();
+    out.copy_from_slice(&word[in_word..in_word + out.len()]);
 }

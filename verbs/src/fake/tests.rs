@@ -350,6 +350,20 @@ fn an_empty_write_and_an_empty_read_are_one_packet_each() {
 }
 
 #[test]
+fn unaligned_bytes_merge_into_their_words() {
+    let f = fabric(|_| {});
+    let (mut a, b) = pair(&f, 64, rw());
+    a.mem.write(5, &pattern(13));
+    b.mem.write(0, &[0xff; 32]);
+    a.write(1, &b, 3, a.sge(5, 13));
+    f.settle();
+    assert_eq!(statuses(&a.poll()), vec![(1, code::SUCCESS)]);
+    assert_eq!(b.bytes(0, 3), vec![0xff; 3]);
+    assert_eq!(b.bytes(3, 13), pattern(13));
+    assert_eq!(b.bytes(16, 16), vec![0xff; 16]);
+}
+
+#[test]
 fn a_poller_sees_a_growing_prefix_with_jitter() {
     let f = fabric(|c| c.jitter = Duration::from_micros(40));
     let (mut a, b) = pair(&f, 8192, rw());
