@@ -387,7 +387,7 @@ impl Fabric {
             pinned: BTreeMap::new(),
             stats: Stats::default(),
             faults: FaultPlan::default(),
-            // rxe's first QP index (RXE_MIN_QP_INDEX); QPNs 0 and 1 are special in IBA.
+            // Above rxe's RXE_MIN_QP_INDEX (16); QPNs 0 and 1 are special in IBA.
             next_qpn: 0x11,
             next_key: 0x100,
             next_cq: 1,
