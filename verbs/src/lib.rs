@@ -76,6 +76,7 @@ pub mod bootstrap;
 pub mod completion;
 pub mod control;
 pub mod device;
+pub mod fake;
 pub mod handshake;
 pub mod provider;
 pub mod signal;
