@@ -731,6 +731,10 @@ impl Provider for Fabric {
             pd: w.devs.len() - 1,
         })
     }
+
+    fn memlock_limit(&self) -> Option<u64> {
+        self.enter().cfg.memlock
+    }
 }
 
 /// An opened device instance with its protection domain.
