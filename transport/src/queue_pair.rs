@@ -190,11 +190,18 @@ impl<T: Copy> SendQueue<T> {
     /// Takes one request, stamped with the current epoch. Returns its wire id and whether to
     /// signal it on the wire, or `None` if the queue is full.
     pub fn admit(&mut self, piece: Piece<T>) -> Option<(u64, bool)> {
+        self.admit_signalled(piece, false)
+    }
+
+    /// [`SendQueue::admit`], signalled on the wire whatever the count says when `force`: the
+    /// runtime needs its completion to free something the queue does not count (the staging
+    /// bytes it holds). The process is told of it only as `admit` would.
+    pub fn admit_signalled(&mut self, piece: Piece<T>, force: bool) -> Option<(u64, bool)> {
         if self.entries.len() == self.depth {
             return None;
         }
         self.since_signal += 1;
-        let signal = (piece.last && piece.wants) || self.since_signal >= self.every;
+        let signal = force || (piece.last && piece.wants) || self.since_signal >= self.every;
         if signal {
             self.since_signal = 0;
         }

@@ -73,7 +73,11 @@ impl<C: Context> Link<C> {
         piece: Piece,
         wr: Wr<'_>,
     ) -> Result<bool, String> {
-        let Some((id, signal)) = self.sq.admit(piece) else {
+        // A request holding staging bytes is signalled: the ring frees only as requests
+        // retire, and unsignalled ones retire only behind a later signalled one, which a
+        // stalled ring would never let be posted (a large unsignalled write filled the ring
+        // with four chunks and waited for good).
+        let Some((id, signal)) = self.sq.admit_signalled(piece, piece.tag.bytes > 0) else {
             return Ok(false);
         };
         self.qp
