@@ -99,4 +99,20 @@ fi
 if command -v ibv_devinfo >/dev/null; then
   ibv_devinfo -d "$name" | grep -E "hca_id|state|active_mtu|link_layer" || die "ibv_devinfo does not see $name: is rdma-core installed (scripts/verbs-deps.sh)?"
 fi
-echo "softroce: export RDMA_DEVICE=$name"
+
+# The GID perftest's -x and the verbs runtime's RDMA_GID_INDEX should both use: the first RoCE v2
+# GID that maps an IPv4 address (the runtime's own default is the first routable RoCE v2 GID).
+port="/sys/class/infiniband/$name/ports/1"
+gid_index=""
+for i in $(find "$port/gid_attrs/types" -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | sort -n); do
+  [ "$(cat "$port/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] || continue
+  case "$(cat "$port/gids/$i" 2>/dev/null)" in
+    0000:0000:0000:0000:0000:ffff:*) gid_index=$i; break ;;
+  esac
+done
+[ -n "$gid_index" ] || die "$name has no RoCE v2 GID for an IPv4 address (is $iface's IPv4 address up? $port/gids lists them)"
+echo "softroce: RoCE v2 IPv4 GID of $name: index $gid_index ($(cat "$port/gids/$gid_index"))"
+if [ -n "${GITHUB_ENV:-}" ]; then
+  printf 'RDMA_DEVICE=%s\nRDMA_GID_INDEX=%s\n' "$name" "$gid_index" >>"$GITHUB_ENV"
+fi
+echo "softroce: export RDMA_DEVICE=$name RDMA_GID_INDEX=$gid_index"
