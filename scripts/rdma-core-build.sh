@@ -26,6 +26,10 @@
 # and RDMA_CORE_DIR to $GITHUB_ENV and DIR/build/bin to $GITHUB_PATH, so every later step uses
 # it; elsewhere it prints the export lines on stdout (eval "$(scripts/rdma-core-build.sh ...)").
 # Note that sudo drops LD_LIBRARY_PATH: run the programs that must use this build without sudo.
+# And the distribution's own rdma-core tools (/usr/bin/ibv_devinfo, ibv_devices) link libibverbs'
+# private ABI of their version, so against this build they fail ("version `IBVERBS_PRIVATE_34'
+# not found"): use this build's, in DIR/build/bin, which is why it goes first on PATH. perftest
+# and the verbs crate use only the public ABI and are fine.
 set -euo pipefail
 
 tag=v64.0
