@@ -29,6 +29,8 @@ mod device;
 mod link;
 mod nic;
 mod runtime;
+#[cfg(test)]
+mod tests;
 
 pub use budget::memlock_limit;
 pub use device::{discover_with, probe_limits};
