@@ -3,6 +3,7 @@
 //! asserts the model's promise, whichever mechanism keeps it.
 
 use super::*;
+use crate::completion::Health;
 use crate::control::Mailboxes;
 use crate::fake::{Fabric, FakeConfig, FakeCtx};
 use crate::provider::QueuePair as _;
@@ -222,6 +223,10 @@ fn a_reset_by_the_peer_never_calls_an_executed_atomic_flushed() {
         })
         .unwrap();
     fabric.settle();
+    // B saw its pair to A break (how does not matter here), so its reconnect resets both ends.
+    for link in &mut nodes[1].peers[A.index()].links {
+        link.health = Health::Broken(Status::Flushed);
+    }
     nodes[1].post(Op::Reconnect { peer: A }).unwrap();
     settle(&fabric, &mut nodes);
     let done = completions(&mut nodes[0]);
