@@ -6,9 +6,12 @@
 //!   over in memory; a node is crashed by a flag;
 //! - [`TcpControl`]: nodes in separate OS processes or hosts, at the addresses of the tcp
 //!   runtime's cluster file. Each node opens one TCP stream to every node (itself included),
-//!   sends its hello first and later messages after it, and reads every node's stream on a
-//!   thread of its own. A stream that ends means its node is gone (crashed or exited), which is
-//!   how a reconnect to a dead peer ends `PeerUnreachable`.
+//!   proves it holds the cluster secret (the tcp runtime's challenge-response: the acceptor
+//!   answers the initiator's nonce with its own and an HMAC tag, the initiator proves itself
+//!   with a tag over the same transcript), sends its hello first and later messages after it,
+//!   and reads every node's stream on a thread of its own. A stream that ends means its node is
+//!   gone (crashed or exited), which is how a reconnect to a dead peer ends `PeerUnreachable`.
+//!   A peer without the secret is refused before anything it sends is read.
 //!
 //! Per pair and direction, messages arrive in the order they were sent (one mailbox, or one
 //! stream), which the reconnect handshake needs ([`crate::handshake`]).
@@ -22,6 +25,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use transport::runtime::tcp::{nonce, Secret};
 use transport::ProcessId;
 
 /// A node's side of the control channel.
@@ -92,8 +96,13 @@ impl TcpControl {
     /// Connects node `me` (listening on `listener`, its address in `addrs`) to every node:
     /// sends `hellos[p]` to node `p` first on its stream, and returns the channel and the
     /// hello each node sent this one, in process-id order (its own included). Connections are
-    /// retried until `timeout`, so nodes may start in any order; every hello is checked
-    /// ([`check_hello`]: route and deployment `table`).
+    /// retried until `timeout`, so nodes may start in any order; every stream proves both ends
+    /// hold `secret` first, and every hello is checked ([`check_hello`]: route and deployment
+    /// `table`).
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the bootstrap's inputs, each named once"
+    )]
     pub fn connect(
         me: ProcessId,
         listener: &TcpListener,
@@ -101,6 +110,7 @@ impl TcpControl {
         hellos: &[Message],
         table: u64,
         timeout: Duration,
+        secret: &Secret,
     ) -> Result<(Arc<TcpControl>, Vec<Message>), BootstrapError> {
         assert_eq!(hellos.len(), addrs.len(), "one hello per node");
         let n = addrs.len();
@@ -111,7 +121,9 @@ impl TcpControl {
         };
         // Accept on a thread of its own while this one connects out: every node does both.
         let accepting = listener.try_clone().map_err(io_at(me))?;
-        let accept = std::thread::spawn(move || accept_all(&accepting, n, deadline, timeout));
+        let proving = secret.clone();
+        let accept =
+            std::thread::spawn(move || accept_all(&accepting, n, deadline, timeout, &proving));
         let mut out = Vec::with_capacity(n);
         for (p, (&addr, hello)) in addrs.iter().zip(hellos).enumerate() {
             let peer = ProcessId(p as u32);
@@ -124,6 +136,22 @@ impl TcpControl {
             };
             stream.set_nodelay(true).map_err(io_at(peer))?;
             stream.write_all(&preamble()).map_err(io_at(peer))?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            stream
+                .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+                .map_err(io_at(peer))?;
+            prove(&mut stream, me, peer, secret)
+                .map_err(|e| match e.kind() {
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                        std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            format!("it took the connection but did not answer within {timeout:?} (is a node of this cluster listening there?)"),
+                        )
+                    }
+                    _ => e,
+                })
+                .map_err(io_at(peer))?;
+            stream.set_read_timeout(None).map_err(io_at(peer))?;
             stream.write_all(&encode(hello)).map_err(io_at(peer))?;
             out.push(Mutex::new(stream));
         }
@@ -150,29 +178,38 @@ impl TcpControl {
 }
 
 /// Accepts `n` streams on `listener` and reads each one's preamble and hello, all before
-/// `deadline`: a peer that never connects, or connects and says nothing, is an error when it
-/// passes, not a wait without end. (The listener is non-blocking meanwhile: a clone shares its
-/// socket, so the caller's copy is switched back before returning.)
+/// `deadline`: a peer that never connects is an error when it passes, not a wait without end.
+/// A stream that fails its handshake (another program, a node of another cluster, one without
+/// the secret) is dropped and named in that error, and does not stop the others being
+/// accepted; none may hold the acceptor longer than [`HANDSHAKE`]. (The listener is
+/// non-blocking meanwhile: a clone shares its socket, so the caller's copy is switched back
+/// before returning.)
 fn accept_all(
     listener: &TcpListener,
     n: usize,
     deadline: Instant,
     timeout: Duration,
+    secret: &Secret,
 ) -> std::io::Result<Vec<(Message, TcpStream)>> {
     listener.set_nonblocking(true)?;
-    let mut got = Vec::with_capacity(n);
+    let (mut got, mut refused) = (Vec::with_capacity(n), Vec::new());
     let result = loop {
         if got.len() == n {
             break Ok(());
         }
-        let (mut s, _) = match listener.accept() {
+        let (mut s, from) = match listener.accept() {
             Ok(accepted) => accepted,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if Instant::now() >= deadline {
+                    let why = if refused.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; refused: {}", refused.join("; "))
+                    };
                     break Err(std::io::Error::new(
                         std::io::ErrorKind::TimedOut,
                         format!(
-                            "{} of {n} nodes connected within {timeout:?} (is every node of the cluster file started?)",
+                            "{} of {n} nodes connected within {timeout:?} (is every node of the cluster file started?){why}",
                             got.len()
                         ),
                     ));
@@ -182,25 +219,88 @@ fn accept_all(
             }
             Err(e) => break Err(e),
         };
-        match read_hello(&mut s, deadline.saturating_duration_since(Instant::now())) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match read_hello(&mut s, left.min(HANDSHAKE), secret) {
             Ok(hello) => got.push((hello, s)),
-            Err(e) => break Err(e),
+            Err(e) => refused.push(format!("{from}: {e}")),
         }
     };
     listener.set_nonblocking(false)?;
     result.map(|()| got)
 }
 
-/// Reads an accepted stream's preamble and hello, waiting at most `left`.
-fn read_hello(s: &mut TcpStream, left: Duration) -> std::io::Result<Message> {
+/// The longest an accepted stream may take to prove itself and send its hello: an honest node
+/// answers in a round trip, and a silent one must not keep the others waiting.
+const HANDSHAKE: Duration = Duration::from_secs(5);
+
+/// Reads an accepted stream's preamble, admits its initiator if it holds `secret`, and reads
+/// its hello, waiting at most `left` in all.
+fn read_hello(s: &mut TcpStream, left: Duration, secret: &Secret) -> std::io::Result<Message> {
     s.set_nonblocking(false)?;
     s.set_read_timeout(Some(left.max(Duration::from_millis(1))))?;
     let mut p = [0u8; 8];
     s.read_exact(&mut p)?;
     check_preamble(&p).map_err(invalid)?;
+    admit(s, secret)?;
     let hello = read_message(s)?;
     s.set_read_timeout(None)?;
     Ok(hello)
+}
+
+/// The label of the acceptor's tag.
+const WELCOME: &[u8] = b"rdmawb verbs control welcome";
+/// The label of the initiator's proof.
+const PROOF: &[u8] = b"rdmawb verbs control proof";
+
+/// What both tags of one stream's handshake cover: who dials whom, and both nonces.
+fn transcript(from: u32, to: u32, theirs: &[u8; 16], ours: &[u8; 16]) -> Vec<u8> {
+    [&from.to_le_bytes()[..], &to.to_le_bytes(), theirs, ours].concat()
+}
+
+fn refused(why: String) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::PermissionDenied, why)
+}
+
+/// The initiator's side: sends who it is and a nonce, checks the acceptor's tag (it holds the
+/// secret), and proves it holds the secret too.
+fn prove(s: &mut TcpStream, me: ProcessId, to: ProcessId, secret: &Secret) -> std::io::Result<()> {
+    let mine = nonce();
+    let mut hello = Vec::with_capacity(24);
+    hello.extend_from_slice(&me.0.to_le_bytes());
+    hello.extend_from_slice(&to.0.to_le_bytes());
+    hello.extend_from_slice(&mine);
+    s.write_all(&hello)?;
+    let mut welcome = [0u8; 48];
+    s.read_exact(&mut welcome)?;
+    let theirs: [u8; 16] = welcome[..16].try_into().expect("16 bytes");
+    let t = transcript(me.0, to.0, &mine, &theirs);
+    if !secret.verify(WELCOME, &t, &welcome[16..]) {
+        return Err(refused(format!(
+            "the node answering as {to} does not hold the cluster secret: refused"
+        )));
+    }
+    s.write_all(&secret.tag(PROOF, &t))
+}
+
+/// The acceptor's side: answers the initiator's nonce with its own and its tag, and admits
+/// the initiator only if its proof holds.
+fn admit(s: &mut TcpStream, secret: &Secret) -> std::io::Result<()> {
+    let mut hello = [0u8; 24];
+    s.read_exact(&mut hello)?;
+    let word = |at: usize| u32::from_le_bytes(hello[at..at + 4].try_into().expect("4 bytes"));
+    let (from, to) = (word(0), word(4));
+    let theirs: [u8; 16] = hello[8..].try_into().expect("16 bytes");
+    let mine = nonce();
+    let t = transcript(from, to, &theirs, &mine);
+    s.write_all(&[&mine[..], &secret.tag(WELCOME, &t)].concat())?;
+    let mut proof = [0u8; 32];
+    s.read_exact(&mut proof)?;
+    if !secret.verify(PROOF, &t, &proof) {
+        return Err(refused(format!(
+            "a peer claiming to be node {from} does not hold the cluster secret: refused"
+        )));
+    }
+    Ok(())
 }
 
 impl Incoming {
@@ -258,6 +358,10 @@ mod tests {
         }
     }
 
+    fn secret() -> Secret {
+        Secret::new([7u8; 32].to_vec()).unwrap()
+    }
+
     fn rekey(from: u32, to: u32, rkey: u32) -> Message {
         Message::Rekey {
             from,
@@ -310,8 +414,8 @@ mod tests {
                 std::thread::spawn(move || {
                     let hellos: Vec<Message> = (0..3).map(|to| hello(me as u32, to)).collect();
                     let me = ProcessId(me as u32);
-                    TcpControl::connect(me, &l, &addrs, &hellos, 42, Duration::from_secs(10))
-                        .unwrap()
+                    let timeout = Duration::from_secs(10);
+                    TcpControl::connect(me, &l, &addrs, &hellos, 42, timeout, &secret()).unwrap()
                 })
             })
             .collect();
@@ -350,7 +454,8 @@ mod tests {
         if let Message::Hello { table, .. } = &mut h {
             *table = 7;
         }
-        let e = TcpControl::connect(ProcessId(0), &l, &addrs, &[h], 42, Duration::from_secs(5))
+        let timeout = Duration::from_secs(5);
+        let e = TcpControl::connect(ProcessId(0), &l, &addrs, &[h], 42, timeout, &secret())
             .unwrap_err();
         assert!(e.to_string().contains("another deployment"), "{e}");
     }
@@ -375,14 +480,57 @@ mod tests {
                 &hellos,
                 42,
                 timeout,
+                &secret(),
             ));
         });
         let got = rx
             .recv_timeout(timeout + Duration::from_secs(5))
             .expect("connect returned within its timeout and a margin");
-        let e = got.expect_err("one of two nodes never connected");
-        assert!(e.to_string().contains("1 of 2 nodes connected"), "{e}");
+        let e = got
+            .expect_err("one of two nodes never connected")
+            .to_string();
+        assert!(
+            e.contains("did not answer within") || e.contains("1 of 2 nodes connected"),
+            "{e}"
+        );
         assert!(began.elapsed() >= timeout);
         drop(silent);
+    }
+
+    /// A node that does not hold the cluster secret gets nothing from the others, and the
+    /// bootstrap says why on both sides.
+    #[test]
+    fn a_node_without_the_cluster_secret_is_refused() {
+        let listeners: Vec<TcpListener> = (0..2)
+            .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+            .collect();
+        let addrs: Vec<SocketAddr> = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
+        let secrets = [secret(), Secret::new([9u8; 32].to_vec()).unwrap()];
+        let outcomes: Vec<String> = std::thread::scope(|s| {
+            let nodes: Vec<_> = listeners
+                .iter()
+                .zip(&secrets)
+                .enumerate()
+                .map(|(me, (l, secret))| {
+                    let addrs = &addrs;
+                    s.spawn(move || {
+                        let hellos: Vec<Message> = (0..2).map(|to| hello(me as u32, to)).collect();
+                        let timeout = Duration::from_secs(2);
+                        let me = ProcessId(me as u32);
+                        match TcpControl::connect(me, l, addrs, &hellos, 42, timeout, secret) {
+                            Ok(_) => "connected".to_string(),
+                            Err(e) => e.to_string(),
+                        }
+                    })
+                })
+                .collect();
+            nodes.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for o in &outcomes {
+            assert!(
+                o.contains("does not hold the cluster secret"),
+                "{outcomes:?}"
+            );
+        }
     }
 }

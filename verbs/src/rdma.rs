@@ -35,7 +35,7 @@ mod tests;
 pub use budget::memlock_limit;
 pub use device::{discover_with, probe_limits};
 use link::Peer;
-pub use runtime::{run_node, VerbsControl, VerbsRun, VerbsRuntime};
+pub use runtime::{run_node, NodeSpec, VerbsControl, VerbsRun, VerbsRuntime};
 
 use crate::access::AccessBook;
 use crate::control::Control;

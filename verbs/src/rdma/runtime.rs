@@ -11,6 +11,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use transport::runtime::tcp::{NodeSignals, Secret};
 use transport::{Process, ProcessId, RegionSpec};
 
 /// The result of an in-process verbs run.
@@ -57,26 +58,38 @@ impl<P, V> fmt::Debug for VerbsRuntime<P, V> {
     }
 }
 
-/// Polls `process` on `nic` until `stop` says so: the NIC makes progress every round whether
-/// or not the process polls its queues (reconnects answered, finished work requests retired,
-/// backlogs posted). `stop` sees whether the process is done.
+/// What a node does in its next round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Next {
+    /// Polls its process and serves its peers.
+    Poll,
+    /// Serves its peers only (its process has stopped, the others may still need it).
+    Serve,
+    /// Ends.
+    End,
+}
+
+/// Polls `process` on `nic` as `next` says after each round: the NIC makes progress every
+/// round whether or not the process polls its queues (reconnects answered, finished work
+/// requests retired, backlogs posted). `next` sees whether the process is done.
 fn drive<C: Context, P: Process<VerbsNic<C>>>(
     nic: &mut VerbsNic<C>,
     process: &mut P,
-    mut stop: impl FnMut(bool) -> bool,
+    mut next: impl FnMut(bool) -> Next,
 ) {
-    let mut idle = 0u32;
+    let (mut idle, mut step) = (0u32, Next::Poll);
     loop {
         if nic.control.crashed(nic.me) {
             return;
         }
         nic.service_mail();
         let completed = nic.poll_device();
-        let progress = process.poll(nic);
-        if stop(process.done()) {
+        let worked = step == Next::Poll && process.poll(nic).did_work;
+        step = next(process.done());
+        if step == Next::End {
             return;
         }
-        if progress.did_work || completed {
+        if worked || completed {
             idle = 0;
         } else {
             idle = idle.saturating_add(1);
@@ -186,7 +199,11 @@ impl<V: Provider, P: Process<VerbsNic<V::Ctx>> + Send> VerbsRuntime<P, V> {
                             if done.load(Ordering::Acquire) >= live || Instant::now() >= deadline {
                                 stop.store(true, Ordering::Release);
                             }
-                            stop.load(Ordering::Acquire)
+                            if stop.load(Ordering::Acquire) {
+                                Next::End
+                            } else {
+                                Next::Poll
+                            }
                         });
                         let timings = nic.access_timings().clone();
                         drop(nic);
@@ -208,26 +225,50 @@ impl<V: Provider, P: Process<VerbsNic<V::Ctx>> + Send> VerbsRuntime<P, V> {
     }
 }
 
-/// One node of a run across OS processes or hosts (what a cluster launcher starts on each):
-/// process `me` of a deployment whose processes declared `specs`, listening on `listener` (its
-/// address in `addrs`, the cluster file's addresses in id order). Connects its queue pairs to
-/// every node through [`TcpControl`], then polls `process` until `limit` passes (the launcher
-/// gives every node the same run length) and returns it. Every node must be started; one that
-/// does not come within `cfg.connect_timeout` fails the bootstrap.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "the launcher's inputs, each named once"
-)]
+/// One node of a run across OS processes or hosts: what a cluster launcher starts on each.
+#[derive(Debug)]
+pub struct NodeSpec<'a> {
+    /// The run's settings (the same on every node).
+    pub cfg: &'a VerbsConfig,
+    /// This node.
+    pub me: ProcessId,
+    /// Every node's regions, in id order.
+    pub specs: &'a [Vec<RegionSpec>],
+    /// Where this node accepts its peers' control streams (its address in `addrs`).
+    pub listener: &'a std::net::TcpListener,
+    /// The cluster file's addresses, in id order.
+    pub addrs: &'a [std::net::SocketAddr],
+    /// The cluster secret every control stream proves.
+    pub secret: &'a Secret,
+    /// How long the node's process runs at most.
+    pub limit: Duration,
+    /// The launcher's barrier (the tcp runtime's): with it, the node says when its process is
+    /// done, stops polling it (serving its peers still) when told to stop, and ends when told
+    /// to exit, so that a node done early does not look crashed to the others.
+    pub signals: Option<Arc<NodeSignals>>,
+}
+
+/// Runs node `node.me` of a run across OS processes or hosts on `provider`'s device: connects
+/// its queue pairs to every node through [`TcpControl`] (every stream proving the cluster
+/// secret), then polls `process` until `node.limit` passes or the launcher's signals end it,
+/// and returns it. Every node must be started; one that does not come within
+/// `cfg.connect_timeout` fails the bootstrap. A device that cannot hold the node (its limits,
+/// the locked memory it registers) is refused before anything is made.
 pub fn run_node<V: Provider, P: Process<VerbsNic<V::Ctx>>>(
     provider: &V,
-    cfg: &VerbsConfig,
-    me: ProcessId,
-    specs: &[Vec<RegionSpec>],
-    listener: &std::net::TcpListener,
-    addrs: &[std::net::SocketAddr],
+    node: NodeSpec<'_>,
     mut process: P,
-    limit: Duration,
 ) -> Result<P, String> {
+    let NodeSpec {
+        cfg,
+        me,
+        specs,
+        listener,
+        addrs,
+        secret,
+        limit,
+        signals,
+    } = node;
     if addrs.len() != specs.len() {
         return Err(format!(
             "{} addresses for {} processes: the cluster file must name one per process",
@@ -254,12 +295,32 @@ pub fn run_node<V: Provider, P: Process<VerbsNic<V::Ctx>>>(
         &nic.hellos(),
         nic.table.digest(),
         cfg.connect_timeout,
+        secret,
     )
     .map_err(|e| e.to_string())?;
     nic.control = control;
     nic.connect_hellos(hellos)?;
     nic.await_ready()?;
     let deadline = Instant::now() + limit;
-    drive(&mut nic, &mut process, |_| Instant::now() >= deadline);
+    drive(&mut nic, &mut process, |done| {
+        let Some(s) = &signals else {
+            return if Instant::now() >= deadline {
+                Next::End
+            } else {
+                Next::Poll
+            };
+        };
+        if done {
+            s.done.store(true, Ordering::Release);
+        }
+        if s.exit.load(Ordering::Acquire) {
+            Next::End
+        } else if s.stop.load(Ordering::Acquire) || Instant::now() >= deadline {
+            s.stopped.store(true, Ordering::Release);
+            Next::Serve
+        } else {
+            Next::Poll
+        }
+    });
     Ok(process)
 }

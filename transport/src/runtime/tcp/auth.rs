@@ -57,6 +57,25 @@ impl Secret {
     pub fn expose(&self) -> &[u8] {
         &self.0
     }
+
+    /// The tag of `transcript` under this secret for the step `label` (HMAC-SHA256 over the
+    /// label, then the transcript): what a challenge-response exchanges. The label keeps a tag
+    /// of one step from serving as another's.
+    pub fn tag(&self, label: &[u8], transcript: &[u8]) -> [u8; 32] {
+        self.hmac(label, transcript).finalize().into_bytes().into()
+    }
+
+    /// Whether `tag` is [`Secret::tag`] of `label` and `transcript` (compared in constant time).
+    pub fn verify(&self, label: &[u8], transcript: &[u8], tag: &[u8]) -> bool {
+        self.hmac(label, transcript).verify_slice(tag).is_ok()
+    }
+
+    fn hmac(&self, label: &[u8], transcript: &[u8]) -> Hmac<Sha256> {
+        let mut m = Hmac::<Sha256>::new_from_slice(&self.0).expect("HMAC takes keys of any length");
+        m.update(label);
+        m.update(transcript);
+        m
+    }
 }
 
 impl fmt::Debug for Secret {
@@ -65,12 +84,11 @@ impl fmt::Debug for Secret {
     }
 }
 
-fn hmac(secret: &Secret, label: &[u8], hello: &Hello, welcome_nonce: &[u8; 16]) -> Hmac<Sha256> {
-    let mut m = Hmac::<Sha256>::new_from_slice(&secret.0).expect("HMAC takes keys of any length");
-    m.update(label);
-    m.update(&bincode::serialize(hello).expect("a hello serialises"));
-    m.update(welcome_nonce);
-    m
+/// The transcript a handshake's tags cover: the hello, then the acceptor's nonce.
+fn transcript(hello: &Hello, welcome_nonce: &[u8; 16]) -> Vec<u8> {
+    let mut t = bincode::serialize(hello).expect("a hello serialises");
+    t.extend_from_slice(welcome_nonce);
+    t
 }
 
 const WELCOME: &[u8] = b"rdmawb welcome";
@@ -78,36 +96,26 @@ const PROOF: &[u8] = b"rdmawb proof";
 
 /// The acceptor's tag for its welcome.
 pub(crate) fn welcome_tag(secret: &Secret, hello: &Hello, nonce: &[u8; 16]) -> Mac {
-    hmac(secret, WELCOME, hello, nonce)
-        .finalize()
-        .into_bytes()
-        .into()
+    secret.tag(WELCOME, &transcript(hello, nonce))
 }
 
 /// The initiator's proof.
 pub(crate) fn proof_tag(secret: &Secret, hello: &Hello, welcome: &Welcome) -> Mac {
-    hmac(secret, PROOF, hello, &welcome.nonce)
-        .finalize()
-        .into_bytes()
-        .into()
+    secret.tag(PROOF, &transcript(hello, &welcome.nonce))
 }
 
 /// Whether `welcome` carries the tag only a holder of `secret` could make for `hello`.
 pub(crate) fn welcome_holds(secret: &Secret, hello: &Hello, welcome: &Welcome) -> bool {
-    hmac(secret, WELCOME, hello, &welcome.nonce)
-        .verify_slice(&welcome.mac)
-        .is_ok()
+    secret.verify(WELCOME, &transcript(hello, &welcome.nonce), &welcome.mac)
 }
 
 /// Whether `proof` is the initiator's tag for `hello` and `welcome` under `secret`.
 pub(crate) fn proof_holds(secret: &Secret, hello: &Hello, welcome: &Welcome, proof: &Mac) -> bool {
-    hmac(secret, PROOF, hello, &welcome.nonce)
-        .verify_slice(proof)
-        .is_ok()
+    secret.verify(PROOF, &transcript(hello, &welcome.nonce), proof)
 }
 
 /// A fresh nonce from the operating system.
-pub(crate) fn nonce() -> [u8; 16] {
+pub fn nonce() -> [u8; 16] {
     let mut n = [0; 16];
     getrandom::fill(&mut n).expect("the OS random source is available");
     n

@@ -66,7 +66,7 @@ mod auth;
 mod buffers;
 mod engine;
 pub mod peer;
-pub use auth::{Secret, MIN_SECRET};
+pub use auth::{nonce, Secret, MIN_SECRET};
 pub mod faults;
 pub mod wire;
 
