@@ -296,16 +296,17 @@ fn read_atomic_depth_follows_the_device() {
 
 /// Finding 6: a run whose queues need more completion-queue entries than `max_cqe` runs with
 /// shallower send queues; one that cannot fit even 16-deep send queues is refused with a
-/// message naming `max_cqe`.
+/// message naming `max_cqe` and the fix.
 #[test]
 fn a_run_larger_than_the_completion_queue_fits_or_is_refused_clearly() {
     writes_land_in_post_order::<OnDevice<SmallCq>>();
     // Two nodes of 16 sends and 16 receives per queue pair need 2 x 2 x 32 + 64 = 192.
     let fabric = Fabric::new(one_device(rxe_with(|c| c.max_cqe = 150)));
     let why = failure_of(fabric, VerbsConfig::default(), Writer::all(64, 2));
+    // The limit and what to do about it, not a bare EINVAL from `ibv_create_cq`.
     assert!(
-        why.contains("max_cqe"),
-        "the failure does not name max_cqe: {why}"
+        why.contains("max_cqe") && why.contains("fewer nodes"),
+        "the failure does not name max_cqe and the fix: {why}"
     );
 }
 
