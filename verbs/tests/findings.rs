@@ -259,6 +259,16 @@ fn run_nodes(
     })
 }
 
+/// The processes of nodes that all ran.
+///
+/// # Panics
+/// With the error of the first node that did not.
+fn ran(ends: Vec<Result<Writer, String>>) -> Vec<Writer> {
+    let ends = ends.into_iter().enumerate();
+    ends.map(|(i, r)| r.unwrap_or_else(|e| panic!("node {i} did not run: {e}")))
+        .collect()
+}
+
 /// Settings naming device `name`.
 fn on(name: &str) -> VerbsConfig {
     VerbsConfig {
@@ -273,18 +283,28 @@ fn on(name: &str) -> VerbsConfig {
 /// Finding 3: a node slow to move its queue pairs to RTR must not make its peers' first ops
 /// fail. Without a start barrier the others post at once, their packets meet queue pairs still
 /// in INIT and are dropped, and their retries (about 134 ms at the default ACK timeout) run out
-/// long before the 300 ms the slow node takes. Open 0 is `VerbsRuntime::new`'s look at the
-/// device, so open 1 is the first node's; which node that is does not matter, as all three do
-/// the same.
+/// long before the 300 ms the slow node takes. Both ways of running nodes bootstrap on their
+/// own, so both are run: every node a thread of one runtime, and every node a `run_node` (the
+/// deployment across hosts).
 #[test]
 fn nodes_reach_each_other_although_one_is_slow_to_rtr() {
-    let fabric = Fabric::new(FakeConfig::default());
     let delay = Duration::from_millis(300);
+    let fabric = Fabric::new(FakeConfig::default());
+    // Open 0 is `VerbsRuntime::new`'s look at the device, so open 1 is the first node's;
+    // which node that is does not matter, as all three do the same.
     fabric.delay_modify(DeviceSel::NthOpen(1), TransitionKind::Rtr, delay);
     let rt = VerbsRuntime::new(fabric, VerbsConfig::default(), Writer::all(64, 3))
         .expect("the device holds the run");
-    let run = rt.run(Duration::from_secs(10));
-    Writer::assert_all_succeeded(&run.processes);
+    Writer::assert_all_succeeded(&rt.run(Duration::from_secs(10)).processes);
+
+    // `run_node` opens the device twice per node, in an order the threads decide: the delay
+    // goes to the first RTR on the device, whichever node makes it.
+    let fabric = Fabric::new(FakeConfig::default());
+    let fake0 = DeviceSel::Name("fake0".to_string());
+    fabric.delay_modify(fake0, TransitionKind::Rtr, delay);
+    let cfgs = vec![VerbsConfig::default(); 3];
+    let ends = run_nodes(&fabric, &cfgs, Writer::all(64, 3), Duration::from_secs(1));
+    Writer::assert_all_succeeded(&ran(ends));
 }
 
 /// Finding 6: reads and atomics in flight follow the device's `max_qp_rd_atom` and
@@ -378,8 +398,7 @@ fn path_mtu_is_the_smaller_of_both_ports() {
         Writer::all(16 << 10, 2),
         Duration::from_secs(1),
     );
-    let writers: Vec<Writer> = ends.into_iter().map(|r| r.expect("the node ran")).collect();
-    Writer::assert_all_succeeded(&writers);
+    Writer::assert_all_succeeded(&ran(ends));
 }
 
 /// Finding 8: both ends of a queue pair must use the same GID family (InfiniBand or RoCE v1
