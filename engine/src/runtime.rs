@@ -228,14 +228,20 @@ fn run_on_verbs<P: OnVerbs + Send>(
     seed: u64,
     limit: Duration,
 ) -> Result<Vec<P>, String> {
-    let cfg = verbs::rdma::VerbsConfig {
-        seed,
-        device: verbs::DeviceChoice::from_env()?,
-        ..Default::default()
-    };
+    let cfg = verbs_config(seed)?;
     let rt = verbs::rdma::VerbsRuntime::new(verbs::sideway::Sideway, cfg, procs)
         .map_err(|e| e.to_string())?;
     Ok(rt.run(limit).processes)
+}
+
+/// The verbs runtime's settings for a run from `seed`: the device the environment names
+/// (`RDMA_DEVICE`, `RDMA_PORT`, `RDMA_GID_INDEX`), the rest the runtime's defaults.
+pub fn verbs_config(seed: u64) -> Result<verbs::rdma::VerbsConfig, String> {
+    Ok(verbs::rdma::VerbsConfig {
+        seed,
+        device: verbs::DeviceChoice::from_env()?,
+        ..Default::default()
+    })
 }
 
 /// Without the verbs runtime in this build, `--runtime verbs` is refused before it gets here.

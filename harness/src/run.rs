@@ -119,13 +119,20 @@ pub(crate) fn software(a: &RunArgs) -> Result<Software, String> {
 /// `harness run`.
 pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
     refuse_foreign(&a)?;
-    if a.cluster.is_some() && a.runtime != RuntimeKind::Tcp {
-        return Err("--cluster places the nodes of --runtime tcp".into());
+    let processes =
+        a.runtime == RuntimeKind::Tcp || a.runtime == RuntimeKind::Verbs && a.cluster.is_some();
+    if a.cluster.is_some() && !processes {
+        return Err(
+            "--cluster places the nodes of --runtime tcp or verbs, one OS process each".into(),
+        );
     }
-    if !a.fault.is_empty() && a.runtime != RuntimeKind::Tcp {
-        return Err("--fault injects faults into node processes of --runtime tcp; the simulator's faults are harness check's".into());
+    if !a.fault.is_empty() && !processes {
+        return Err("--fault injects faults into node processes of --runtime tcp (or verbs with --cluster); the simulator's faults are harness check's".into());
     }
     if let Some(service) = service(&a.protocol) {
+        if a.runtime == RuntimeKind::Verbs && a.cluster.is_some() {
+            return Err(verbs_cluster_refused(&a.protocol));
+        }
         return (service.run)(a);
     }
     let e = experiment(&a)?;
@@ -156,7 +163,7 @@ pub(crate) fn run(a: RunArgs) -> Result<ExitCode, String> {
     if e.runtime == Runtime::Sim {
         println!("{}", e.software.describe());
     }
-    let m = if e.runtime == Runtime::Tcp {
+    let m = if processes {
         let (args, hosts) = tcp_launch(&a)?;
         crate::cluster::launch(&e, args, e.deploy.roles(&e), &a.fault, hosts.as_ref())?
     } else {
@@ -262,6 +269,13 @@ fn fits(a: &RunArgs, e: &experiment::Experiment) -> Result<(), String> {
         .map_err(|refusal| format!("{refusal}\n(--ignore-limits runs it anyway)"))
 }
 
+/// Why `protocol` does not launch on a verbs cluster.
+fn verbs_cluster_refused(protocol: &str) -> String {
+    format!(
+        "--runtime verbs --cluster launches the atomic multicast protocols (ramcast, tram, ridge, ...); {protocol} does not run on a verbs cluster yet: run it with --runtime verbs in one process, or on --runtime tcp --cluster"
+    )
+}
+
 /// What a tcp launch needs beyond the run: this command's own `run` arguments, which every
 /// node re-parses (the run is described once), and the hosts file, if one is given.
 pub(crate) fn tcp_launch(
@@ -306,11 +320,16 @@ pub(crate) fn node(a: crate::NodeArgs) -> Result<ExitCode, String> {
         .unwrap_or_else(|| std::path::PathBuf::from(format!("node-{}.report", a.id)));
     refuse_foreign(&run)?;
     if let Some(service) = service(&run.protocol) {
+        if run.runtime == RuntimeKind::Verbs {
+            return Err(verbs_cluster_refused(&run.protocol));
+        }
         (service.serve)(&run, &cluster, a.id, &report)?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut e = experiment(&run)?;
-    e.runtime = Runtime::Tcp;
+    if e.runtime != Runtime::Verbs {
+        e.runtime = Runtime::Tcp;
+    }
     e.deploy.serve(&e, &cluster, a.id, &report)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use transport::conformance::{
     atomics_reads_sends_and_immediates, writes_land_in_post_order, Runner,
 };
+use transport::runtime::tcp::Secret;
 use transport::{
     Access, Nanos, Nic, Process, ProcessId, Progress, RegionId, RegionSpec, RemoteAddr, Status,
     WriteFlags,
@@ -19,7 +20,7 @@ use transport::{
 use verbs::device::DeviceError;
 use verbs::fake::{caps, DeviceSel, Fabric, FakeConfig, FakeCtx, FakeDevice, TransitionKind};
 use verbs::provider::{DeviceCaps, GidKind};
-use verbs::rdma::{run_node, VerbsConfig, VerbsNic, VerbsRuntime};
+use verbs::rdma::{run_node, NodeSpec, VerbsConfig, VerbsNic, VerbsRuntime};
 use verbs::DeviceChoice;
 
 /// A process of these runs: at its first poll it writes `len` bytes (signalled) into region 0
@@ -240,6 +241,7 @@ fn run_nodes(
         .iter()
         .map(|l| l.local_addr().expect("a bound address"))
         .collect();
+    let secret = Secret::new([7u8; 32].to_vec()).expect("32 bytes");
     std::thread::scope(|s| {
         let handles: Vec<_> = procs
             .into_iter()
@@ -247,9 +249,18 @@ fn run_nodes(
             .zip(cfgs)
             .enumerate()
             .map(|(i, ((p, l), cfg))| {
-                let (specs, addrs) = (&specs, &addrs);
-                let me = ProcessId(i as u32);
-                s.spawn(move || run_node(fabric, cfg, me, specs, l, addrs, p, limit))
+                let (specs, addrs, secret) = (&specs, &addrs, &secret);
+                let node = NodeSpec {
+                    cfg,
+                    me: ProcessId(i as u32),
+                    specs,
+                    listener: l,
+                    addrs,
+                    secret,
+                    limit,
+                    signals: None,
+                };
+                s.spawn(move || run_node(fabric, node, p))
             })
             .collect();
         handles
@@ -467,4 +478,74 @@ fn a_named_device_that_will_not_open_is_an_error() {
         Err(DeviceError::Unusable(why)) => assert!(why.contains("fake0"), "{why}"),
         other => panic!("not Unusable: {other:?}"),
     }
+}
+
+/// A node of a launched cluster ends at the launcher's barrier, not at its time limit: it
+/// says when its process is done, serves its peers (without polling its process) once told to
+/// stop, and ends once told to exit, so that a node done early never looks crashed to one
+/// still working.
+#[test]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the launcher's side of the barrier waits in real time"
+)]
+fn run_node_ends_at_the_launchers_barrier() {
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+    use transport::runtime::tcp::NodeSignals;
+    let fabric = Fabric::new(FakeConfig::default());
+    let procs = Writer::all(64, 2);
+    let specs: Vec<Vec<RegionSpec>> = procs.iter().map(Writer::spec).collect();
+    let listeners: Vec<TcpListener> = (0..2)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("a loopback port"))
+        .collect();
+    let addrs: Vec<SocketAddr> = listeners.iter().map(|l| l.local_addr().unwrap()).collect();
+    let secret = Secret::new([7u8; 32].to_vec()).expect("32 bytes");
+    let signals: Vec<Arc<NodeSignals>> = (0..2).map(|_| Arc::default()).collect();
+    let cfg = VerbsConfig::default();
+    let began = Instant::now();
+    let ended: Vec<Writer> = std::thread::scope(|s| {
+        let nodes: Vec<_> = procs
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let node = NodeSpec {
+                    cfg: &cfg,
+                    me: ProcessId(i as u32),
+                    specs: &specs,
+                    listener: &listeners[i],
+                    addrs: &addrs,
+                    secret: &secret,
+                    limit: Duration::from_secs(60),
+                    signals: Some(signals[i].clone()),
+                };
+                let fabric = &fabric;
+                s.spawn(move || run_node(fabric, node, p))
+            })
+            .collect();
+        let all = |flag: fn(&NodeSignals) -> bool| {
+            let until = Instant::now() + Duration::from_secs(10);
+            while !signals.iter().all(|s| flag(s)) && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            assert!(signals.iter().all(|s| flag(s)));
+        };
+        all(|s| s.done.load(Ordering::Acquire));
+        signals
+            .iter()
+            .for_each(|s| s.stop.store(true, Ordering::Release));
+        all(|s| s.stopped.load(Ordering::Acquire));
+        signals
+            .iter()
+            .for_each(|s| s.exit.store(true, Ordering::Release));
+        nodes
+            .into_iter()
+            .map(|h| h.join().unwrap().unwrap())
+            .collect()
+    });
+    Writer::assert_all_succeeded(&ended);
+    assert!(
+        began.elapsed() < Duration::from_secs(30),
+        "ended at the barrier"
+    );
 }

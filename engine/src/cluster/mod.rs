@@ -249,6 +249,37 @@ impl ClusterFile {
         Ok(())
     }
 
+    /// Every node's address, and where node `id` of a run of `n` processes binds: checked
+    /// against the file.
+    pub(super) fn place(
+        &self,
+        id: usize,
+        n: usize,
+    ) -> Result<(Vec<SocketAddr>, SocketAddr), String> {
+        let addrs = self.addrs()?;
+        if addrs.len() != n {
+            return Err(format!(
+                "the cluster file lists {} nodes, the run it names deploys {n}",
+                addrs.len()
+            ));
+        }
+        if id >= addrs.len() {
+            return Err(format!(
+                "--id {id}: the cluster has nodes 0..{}",
+                addrs.len()
+            ));
+        }
+        Ok((addrs, self.bind_addr(id)?))
+    }
+
+    /// The cluster's secret.
+    pub(super) fn secret(&self) -> Result<tcp::Secret, String> {
+        let Some(secret) = &self.secret else {
+            return Err("the cluster file has no `secret`: add one of at least 16 bytes (`secret = \"<output of openssl rand -hex 32>\"`), or start the nodes with `harness run --cluster`, which hands each node one (`harness node --secret-stdin`)".into());
+        };
+        tcp::Secret::new(secret.as_bytes())
+    }
+
     /// The configuration every node of this cluster runs with.
     pub fn config(&self, seed: u64) -> Result<TcpConfig, String> {
         let n = self.nodes.len();
@@ -265,12 +296,9 @@ impl ClusterFile {
             }
             faults.extend(f.link_faults(n));
         }
-        let Some(secret) = &self.secret else {
-            return Err("the cluster file has no `secret`: add one of at least 16 bytes (`secret = \"<output of openssl rand -hex 32>\"`), or start the nodes with `harness run --runtime tcp --cluster`, which hands each node one (`harness node --secret-stdin`)".into());
-        };
         Ok(TcpConfig {
             seed,
-            secret: tcp::Secret::new(secret.as_bytes())?,
+            secret: self.secret()?,
             // Many nodes may share few cores: an idle one parks soon instead of spinning
             // (12 RamCast nodes on 2 cores: 902 msg/s spinning 10 polls, 480 at 200, 153 at
             // 1000).

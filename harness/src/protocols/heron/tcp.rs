@@ -143,7 +143,13 @@ impl Exec for Node<'_> {
                 history: c.history(),
             },
         };
-        cluster::finish_node(self.cluster, self.id, &run, self.report, &report)
+        cluster::finish_node(
+            self.cluster,
+            self.id,
+            &cluster::Links::of(&run),
+            self.report,
+            &report,
+        )
     }
 }
 

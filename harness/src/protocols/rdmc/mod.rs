@@ -617,7 +617,8 @@ impl BulkSpec {
             Duration::from_nanos(self.timeout.as_nanos()),
             Some(report),
         )?;
-        crate::cluster::finish_node(cluster, id, &run, report, &run.process.outcome())
+        let links = crate::cluster::Links::of(&run);
+        crate::cluster::finish_node(cluster, id, &links, report, &run.process.outcome())
     }
 }
 
