@@ -135,6 +135,8 @@ impl<V: Provider, P: Process<VerbsNic<V::Ctx>> + Send> VerbsRuntime<P, V> {
             .check(&device.name, &caps, provider.memlock_limit())
             .map_err(DeviceError::Unusable)?;
         let n = processes.len();
+        super::budget::fit(&cfg, &caps, n)
+            .map_err(|e| DeviceError::Unusable(format!("{}: {e}", device.name)))?;
         Ok(VerbsRuntime {
             provider,
             cfg,
@@ -213,7 +215,17 @@ impl<V: Provider, P: Process<VerbsNic<V::Ctx>> + Send> VerbsRuntime<P, V> {
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().expect("a verbs node thread panicked"))
+                .map(|h| {
+                    h.join().unwrap_or_else(|e| {
+                        // The node's own message (what the device refused) carries on.
+                        let why = e
+                            .downcast_ref::<String>()
+                            .map(String::as_str)
+                            .or_else(|| e.downcast_ref::<&str>().copied())
+                            .unwrap_or("no message");
+                        panic!("a verbs node thread panicked: {why}")
+                    })
+                })
                 .collect()
         });
         let (processes, access) = results.into_iter().unzip();
