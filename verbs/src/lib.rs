@@ -28,7 +28,9 @@
 //!   through the device (the transport conformance suite and short RamCast and RDMC runs use it
 //!   when `RDMA_DEVICE` names a device); and [`rdma::run_node`], one node of a run across
 //!   processes or hosts, connected through the cluster file's addresses
-//!   ([`control::TcpControl`]). The harness does not launch verbs clusters yet (issue 48);
+//!   ([`control::TcpControl`], which proves the cluster secret), as `harness run --runtime
+//!   verbs --cluster` launches it; and [`fake`], an in-memory fabric that follows the
+//!   specification where the runtime depends on it, on which all of the above is tested;
 //! - with the `rdma` feature: `sideway`, the provider of real devices (ibverbs through the
 //!   `sideway` crate), the only code that calls a verbs library.
 //!
