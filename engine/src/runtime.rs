@@ -148,15 +148,15 @@ impl Drive<'_> {
         self.run_inspected(procs, &mut ())
     }
 
-    /// [`Drive::run`], with `inspect` reading the memories at the end. Only the simulator and
-    /// the local runtime keep memories readable after the run: elsewhere, with an inspector
-    /// that reads, this is an error before anything runs.
+    /// [`Drive::run`], with `inspect` reading the memories at the end. The simulator, the local
+    /// and the verbs runtimes keep memories readable after the run; on tcp (one OS process per
+    /// node), with an inspector that reads, this is an error before anything runs.
     pub fn run_inspected<P: Drivable, I: Inspect<P>>(
         &self,
         procs: Vec<P>,
         inspect: &mut I,
     ) -> Result<Driven<P>, String> {
-        if inspect.reads() && matches!(self.runtime, Runtime::Tcp | Runtime::Verbs) {
+        if inspect.reads() && self.runtime == Runtime::Tcp {
             return Err(format!(
                 "the {} runtime cannot read its processes' memories after a run: run it on sim or local",
                 self.runtime.name()
@@ -215,7 +215,7 @@ impl Drive<'_> {
                     TcpRuntime::new(cfg, procs).map_err(|e| format!("no loopback sockets: {e}"))?;
                 real(rt.run(self.limit).processes)
             }
-            Runtime::Verbs => real(run_on_verbs(procs, self.seed, self.limit)?),
+            Runtime::Verbs => real(run_on_verbs(procs, self.seed, self.limit, inspect)?),
         })
     }
 }
@@ -223,15 +223,18 @@ impl Drive<'_> {
 /// Runs `procs` on the verbs runtime until all are done or `limit` passes: the device named
 /// by the environment, `seed` for the processes' streams.
 #[cfg(feature = "verbs")]
-fn run_on_verbs<P: OnVerbs + Send>(
+fn run_on_verbs<P: OnVerbs + Send, I: Inspect<P>>(
     procs: Vec<P>,
     seed: u64,
     limit: Duration,
+    inspect: &mut I,
 ) -> Result<Vec<P>, String> {
     let cfg = verbs_config(seed)?;
     let rt = verbs::rdma::VerbsRuntime::new(verbs::sideway::Sideway, cfg, procs)
         .map_err(|e| e.to_string())?;
-    Ok(rt.run(limit).processes)
+    let run = rt.run(limit);
+    inspect.inspect(&run);
+    Ok(run.processes)
 }
 
 /// The verbs runtime's settings for a run from `seed`: the device the environment names
@@ -246,7 +249,12 @@ pub fn verbs_config(seed: u64) -> Result<verbs::rdma::VerbsConfig, String> {
 
 /// Without the verbs runtime in this build, `--runtime verbs` is refused before it gets here.
 #[cfg(not(feature = "verbs"))]
-fn run_on_verbs<P: OnVerbs + Send>(_: Vec<P>, _: u64, _: Duration) -> Result<Vec<P>, String> {
+fn run_on_verbs<P: OnVerbs + Send, I: Inspect<P>>(
+    _: Vec<P>,
+    _: u64,
+    _: Duration,
+    _: &mut I,
+) -> Result<Vec<P>, String> {
     Err(verbs_missing())
 }
 

@@ -27,6 +27,7 @@ mod completions;
 mod connection;
 mod device;
 mod link;
+mod memory;
 mod nic;
 mod runtime;
 #[cfg(test)]
@@ -35,6 +36,7 @@ mod tests;
 pub use budget::memlock_limit;
 pub use device::{discover_with, probe_limits};
 use link::Peer;
+pub use memory::NodeMemory;
 pub use runtime::{run_node, NodeSpec, VerbsControl, VerbsRun, VerbsRuntime};
 
 use crate::access::AccessBook;
@@ -46,8 +48,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use transport::runtime::shared_memory::Words;
-use transport::{Completion, NicLimits, ProcessId, Recv, RegionTable, Rng};
+use transport::{Completion, NicLimits, ProcessId, Recv, Rng};
 
 /// Bytes of the header in front of every two-sided message: its kind, and for a
 /// write-with-immediate the immediate and where the write landed.
@@ -123,7 +124,6 @@ pub struct VerbsNic<C: Context> {
     cfg: VerbsConfig,
     info: DeviceInfo,
     caps: DeviceCaps,
-    table: RegionTable,
     limits: NicLimits,
     rng: Rng,
     /// The runtime's own choices (first packet sequence numbers), apart from the process's.
@@ -143,7 +143,8 @@ pub struct VerbsNic<C: Context> {
     local_mrs: Vec<C::Mr>,
     /// `[region][peer]`.
     peer_mrs: Vec<Vec<C::Mr>>,
-    regions: Vec<Words>,
+    /// The node's regions (after the registrations: they name it).
+    memory: memory::Memory,
     cq: C::Cq,
     ctx: C,
 }

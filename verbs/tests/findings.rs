@@ -549,3 +549,31 @@ fn run_node_ends_at_the_launchers_barrier() {
         "ended at the barrier"
     );
 }
+
+/// A run hands back every node's memory, readable after the run as on the simulator and
+/// `local` (Heron reads its replicas' objects so): here, what the other writers wrote.
+#[test]
+fn a_run_hands_back_every_nodes_memory() {
+    use transport::runtime::Ended;
+    let fabric = Fabric::new(FakeConfig::default());
+    let rt = VerbsRuntime::new(fabric, VerbsConfig::default(), Writer::all(64, 3))
+        .expect("the device holds the run");
+    let run = rt.run(Duration::from_secs(5));
+    Writer::assert_all_succeeded(&run.processes);
+    for me in 0..3u32 {
+        let mut got = vec![0u8; 3 * 64];
+        run.nic(ProcessId(me))
+            .read_local(transport::LocalAddr::new(RegionId(0), 0), &mut got)
+            .unwrap();
+        for from in (0..3u32).filter(|&p| p != me) {
+            let want: Vec<u8> = (0..64).map(|i| (i as u8) ^ (from as u8)).collect();
+            let at = from as usize * 64;
+            assert_eq!(
+                &got[at..at + 64],
+                &want[..],
+                "node {me}: node {from}'s write"
+            );
+        }
+        assert!(!run.crashed(ProcessId(me)));
+    }
+}

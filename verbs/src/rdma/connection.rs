@@ -5,6 +5,7 @@
 use super::budget;
 use super::device::{create_qp, open_device, register};
 use super::link::{Link, Peer, Waiting};
+use super::memory::Memory;
 use super::{AccessTimings, VerbsConfig, VerbsNic, HEADER};
 use crate::access::{AccessBook, Rights};
 use crate::bootstrap::{Endpoint, Message, RemoteRegion};
@@ -113,7 +114,6 @@ impl<C: Context> VerbsNic<C> {
             cfg: cfg.clone(),
             info,
             caps,
-            table: RegionTable::new(specs),
             limits,
             rng,
             psns,
@@ -128,7 +128,11 @@ impl<C: Context> VerbsNic<C> {
             peers,
             local_mrs,
             peer_mrs,
-            regions,
+            memory: Memory {
+                table: RegionTable::new(specs),
+                regions,
+                me,
+            },
             cq,
             ctx,
         };
@@ -239,7 +243,8 @@ impl<C: Context> VerbsNic<C> {
 
     /// This node's regions as `p` addresses them.
     pub(super) fn regions_for(&self, p: ProcessId) -> Vec<RemoteRegion> {
-        self.regions
+        self.memory
+            .regions
             .iter()
             .zip(&self.peer_mrs)
             .map(|(mem, mrs)| RemoteRegion {
@@ -252,7 +257,7 @@ impl<C: Context> VerbsNic<C> {
 
     /// The hello this node sends each node that is not down (in id order, itself included).
     pub(super) fn hellos(&self) -> Vec<Message> {
-        let digest = self.table.digest();
+        let digest = self.memory.table.digest();
         (0..self.peers.len() as u32)
             .map(ProcessId)
             .filter(|p| !self.peers[p.index()].down)
@@ -269,7 +274,7 @@ impl<C: Context> VerbsNic<C> {
     /// Connects every queue pair to the endpoints of the hellos received (checked), and marks
     /// the pairs to nodes that are down unreachable.
     pub(super) fn connect_hellos(&mut self, hellos: Vec<Message>) -> Result<(), String> {
-        let digest = self.table.digest();
+        let digest = self.memory.table.digest();
         for m in hellos {
             let (from, _) = m.route();
             crate::bootstrap::check_hello(&m, self.me, from, digest).map_err(|e| e.to_string())?;

@@ -10,9 +10,7 @@ use crate::bootstrap::Message;
 use crate::completion::Health;
 use crate::provider::{Context, MemoryRegion, QueuePair, Src, Transition, Wr};
 use crate::signal::{Piece, Staged};
-use std::sync::atomic::Ordering;
 use std::time::Instant;
-use transport::runtime::shared_memory::Words;
 use transport::{
     nic::validate, Access, Completion, LocalAddr, Nanos, Nic, NicLimits, Op, OpError, ProcessId,
     Recv, RegionId, RegionTable, Rng, Status, WrId,
@@ -56,7 +54,7 @@ impl<C: Context> VerbsNic<C> {
                 let (rkey, raddr) = remote(src.region, src.offset);
                 let dst = Src::Sge {
                     lkey: self.local_mrs[into.region.index()].lkey(),
-                    addr: (self.regions[into.region.index()].addr() + into.offset) as u64,
+                    addr: (self.memory.regions[into.region.index()].addr() + into.offset) as u64,
                     len: *len as u32,
                 };
                 let piece = Piece::whole(w.wr, kind, *signaled);
@@ -87,7 +85,7 @@ impl<C: Context> VerbsNic<C> {
         let before = self.book.flags(p);
         if let Plan::Reregister { regions, .. } = &plan {
             for &(r, rights) in regions {
-                let mr = register(&self.ctx, &self.regions[r.index()], rights).unwrap_or_else(|e| {
+                let mr = register(&self.ctx, &self.memory.regions[r.index()], rights).unwrap_or_else(|e| {
                     panic!("verbs {}: registering {r} again for {p} failed, so its access cannot change: {e}", self.me)
                 });
                 // The old registration is dropped (deregistered) here: no op of the peer
@@ -157,11 +155,6 @@ impl<C: Context> VerbsNic<C> {
             self.perform(p, actions, None);
         }
     }
-
-    fn check_local(&self, at: LocalAddr, len: usize) -> Result<&Words, OpError> {
-        transport::nic::check_bounds(&self.table, self.me, at.region, at.offset, len)?;
-        Ok(&self.regions[at.region.index()])
-    }
 }
 
 impl<C: Context> Nic for VerbsNic<C> {
@@ -170,7 +163,7 @@ impl<C: Context> Nic for VerbsNic<C> {
     }
 
     fn regions(&self) -> &RegionTable {
-        &self.table
+        &self.memory.table
     }
 
     fn now(&self) -> Nanos {
@@ -186,37 +179,23 @@ impl<C: Context> Nic for VerbsNic<C> {
     }
 
     fn read_local(&self, at: LocalAddr, buf: &mut [u8]) -> Result<(), OpError> {
-        self.check_local(at, buf.len())?.read(at.offset, buf);
-        Ok(())
+        self.memory.read(at, buf)
     }
 
     fn write_local(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
-        self.check_local(at, data.len())?.write(at.offset, data);
-        Ok(())
+        self.memory.write(at, data)
     }
 
     fn load_u64(&self, at: LocalAddr) -> Result<u64, OpError> {
-        if at.offset % 8 != 0 {
-            return Err(OpError::Misaligned { offset: at.offset });
-        }
-        Ok(self
-            .check_local(at, 8)?
-            .word(at.offset)
-            .load(Ordering::Acquire))
+        self.memory.load(at)
     }
 
     fn store_u64(&mut self, at: LocalAddr, value: u64) -> Result<(), OpError> {
-        if at.offset % 8 != 0 {
-            return Err(OpError::Misaligned { offset: at.offset });
-        }
-        self.check_local(at, 8)?
-            .word(at.offset)
-            .store(value, Ordering::Release);
-        Ok(())
+        self.memory.store(at, value)
     }
 
     fn post(&mut self, op: Op) -> Result<WrId, OpError> {
-        validate(&op, self.me, &self.table, &self.limits)?;
+        validate(&op, self.me, &self.memory.table, &self.limits)?;
         if self.control.crashed(self.me) {
             return Err(OpError::Crashed);
         }

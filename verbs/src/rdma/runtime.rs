@@ -3,7 +3,7 @@
 
 use super::budget::Budget;
 use super::device::open_device;
-use super::{AccessTimings, VerbsConfig, VerbsNic};
+use super::{AccessTimings, NodeMemory, VerbsConfig, VerbsNic};
 use crate::control::{Control, Mailboxes, TcpControl};
 use crate::device::{DeviceError, DeviceInfo};
 use crate::provider::{Context, Provider};
@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use transport::runtime::tcp::{NodeSignals, Secret};
-use transport::{Process, ProcessId, RegionSpec};
+use transport::{Nic, Process, ProcessId, RegionSpec};
 
 /// The result of an in-process verbs run.
 #[derive(Debug)]
@@ -23,6 +23,29 @@ pub struct VerbsRun<P> {
     pub device: DeviceInfo,
     /// Every node's access-change timings, in id order.
     pub access: Vec<AccessTimings>,
+    /// Every node's memory as the run left it, in id order ([`transport::runtime::Ended`]).
+    pub memories: Vec<NodeMemory>,
+    /// Per node, in id order, whether it crashed before the run ended.
+    pub crashed: Vec<bool>,
+}
+
+impl<P> transport::runtime::Ended for VerbsRun<P> {
+    type Process = P;
+    type Nic = NodeMemory;
+    fn processes(&self) -> &[P] {
+        &self.processes
+    }
+    fn nic(&self, p: ProcessId) -> &NodeMemory {
+        &self.memories[p.index()]
+    }
+    fn crashed(&self, p: ProcessId) -> bool {
+        self.crashed[p.index()]
+    }
+    fn now(&self) -> transport::Nanos {
+        self.memories
+            .first()
+            .map_or(transport::Nanos::ZERO, Nic::now)
+    }
 }
 
 /// A handle to crash nodes of a run.
@@ -176,7 +199,7 @@ impl<V: Provider, P: Process<VerbsNic<V::Ctx>> + Send> VerbsRuntime<P, V> {
         let (done, stop) = (AtomicUsize::new(0), AtomicBool::new(false));
         let start = Instant::now();
         let deadline = start + limit;
-        let results: Vec<(P, AccessTimings)> = std::thread::scope(|scope| {
+        let results: Vec<(P, AccessTimings, NodeMemory)> = std::thread::scope(|scope| {
             let handles: Vec<_> = processes
                 .into_iter()
                 .enumerate()
@@ -187,7 +210,8 @@ impl<V: Provider, P: Process<VerbsNic<V::Ctx>> + Send> VerbsRuntime<P, V> {
                     scope.spawn(move || {
                         let me = ProcessId(i as u32);
                         if control.crashed(me) {
-                            return (process, AccessTimings::default());
+                            let memory = NodeMemory::untouched(me, specs, start);
+                            return (process, AccessTimings::default(), memory);
                         }
                         let mut nic = VerbsNic::open(provider, me, cfg, specs, control, start)
                             .and_then(|mut nic| nic.bootstrap_in_process().map(|()| nic))
@@ -208,8 +232,7 @@ impl<V: Provider, P: Process<VerbsNic<V::Ctx>> + Send> VerbsRuntime<P, V> {
                             }
                         });
                         let timings = nic.access_timings().clone();
-                        drop(nic);
-                        (process, timings)
+                        (process, timings, nic.into_memory())
                     })
                 })
                 .collect();
@@ -228,12 +251,22 @@ impl<V: Provider, P: Process<VerbsNic<V::Ctx>> + Send> VerbsRuntime<P, V> {
                 })
                 .collect()
         });
-        let (processes, access) = results.into_iter().unzip();
-        VerbsRun {
-            processes,
+        let crashed = (0..results.len())
+            .map(|i| mailboxes.crashed(ProcessId(i as u32)))
+            .collect();
+        let mut run = VerbsRun {
+            processes: Vec::new(),
             device,
-            access,
+            access: Vec::new(),
+            memories: Vec::new(),
+            crashed,
+        };
+        for (process, timings, memory) in results {
+            run.processes.push(process);
+            run.access.push(timings);
+            run.memories.push(memory);
         }
+        run
     }
 }
 
@@ -305,7 +338,7 @@ pub fn run_node<V: Provider, P: Process<VerbsNic<V::Ctx>>>(
         listener,
         addrs,
         &nic.hellos(),
-        nic.table.digest(),
+        nic.memory.table.digest(),
         cfg.connect_timeout,
         secret,
     )

@@ -75,9 +75,6 @@ pub(crate) fn setup(a: &RunArgs, runtime: Runtime) -> Result<Setup, String> {
 
 /// `harness run --protocol heron` as the registry calls it.
 pub(super) fn command(a: RunArgs) -> Result<ExitCode, String> {
-    if a.runtime == crate::RuntimeKind::Verbs {
-        return Err("Heron does not run on verbs yet (its replicas' objects are read back from each node's memory, which the verbs runtime does not hand back): use --runtime local or tcp".into());
-    }
     run(&a, crate::run::runtime(&a)?)
 }
 
