@@ -377,9 +377,10 @@ impl QpS {
     /// Discards both queues and the wire state without completions (RESET).
     pub(super) fn reset(&mut self) {
         let (pd, cq, caps, epoch) = (self.pd, self.cq, self.caps, self.epoch);
-        let (hold, out_due) = (self.hold, self.out_due);
+        let (hold, out_due, timer) = (self.hold, self.out_due, self.timer);
         *self = QpS::new(pd, cq, caps);
         self.epoch = epoch + 1;
+        self.timer = timer + 1; // stale ACK-timer events of the old life never match
         self.hold = hold;
         self.out_due = out_due;
     }

@@ -26,6 +26,53 @@ use transport::{
 /// Reads and atomics in flight per queue pair, asked of the device (which may allow fewer).
 const RD_ATOMIC: u32 = 16;
 
+/// Why a control message cannot be acted on by node `me` of a run whose region table is
+/// `table`, if it cannot: addressed elsewhere, regions that are not the sender's as the table
+/// declares them (an op would address memory the sender does not have), or an endpoint no
+/// queue pair can connect to. Messages cross hosts: nothing in them is trusted.
+fn invalid(m: &Message, me: ProcessId, table: &RegionTable) -> Option<String> {
+    let (from, to) = m.route();
+    if to != me || from.index() >= table.processes() {
+        return Some(format!("routed {from} -> {to}"));
+    }
+    let (regions, endpoint) = match m {
+        Message::Hello {
+            regions, endpoint, ..
+        }
+        | Message::Reconnect {
+            regions, endpoint, ..
+        }
+        | Message::Accepted {
+            regions, endpoint, ..
+        } => (regions, Some(endpoint)),
+        Message::Rekey { regions, .. } => (regions, None),
+        Message::Ready { .. } => return None,
+    };
+    let declared = (0..)
+        .take_while(|&r| table.len_of(from, RegionId(r)).is_some())
+        .count();
+    let fits = regions.iter().enumerate().all(|(r, region)| {
+        table
+            .len_of(from, RegionId(r as u16))
+            .is_some_and(|len| region.len as usize >= len)
+    });
+    if regions.len() != declared || !fits {
+        return Some(format!(
+            "{} regions, not the {declared} {from} declared",
+            regions.len()
+        ));
+    }
+    let e = endpoint?;
+    let mtu = (256..=4096).contains(&e.mtu) && e.mtu.is_power_of_two();
+    if !mtu || e.rd_atomic == 0 || e.psn.iter().any(|&psn| psn >= 1 << 24) {
+        return Some(format!(
+            "an endpoint no queue pair connects to (MTU {}, {} reads in flight, PSNs {:?})",
+            e.mtu, e.rd_atomic, e.psn
+        ));
+    }
+    None
+}
+
 /// How long a queue pair moved to ERR may take to complete what it holds (a device flushes
 /// in microseconds; this bounds a broken one).
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
@@ -278,6 +325,9 @@ impl<C: Context> VerbsNic<C> {
         for m in hellos {
             let (from, _) = m.route();
             crate::bootstrap::check_hello(&m, self.me, from, digest).map_err(|e| e.to_string())?;
+            if let Some(why) = invalid(&m, self.me, &self.memory.table) {
+                return Err(format!("{}: the hello from {from}: {why}", self.me));
+            }
             if let Message::Hello {
                 endpoint, regions, ..
             } = m
@@ -312,6 +362,15 @@ impl<C: Context> VerbsNic<C> {
                 to: p as u32,
             });
         }
+        // Readies that came before the hellos were all in.
+        let mut kept = VecDeque::new();
+        for m in self.early.drain(..) {
+            match m {
+                Message::Ready { from, .. } => waiting[from as usize] = false,
+                other => kept.push_back(other),
+            }
+        }
+        self.early = kept;
         let deadline = Instant::now() + self.cfg.connect_timeout;
         loop {
             for (p, w) in waiting.iter_mut().enumerate() {
@@ -345,7 +404,9 @@ impl<C: Context> VerbsNic<C> {
         let mut got = Vec::with_capacity(live);
         while got.len() < live {
             match self.control.take(self.me) {
-                Some(m) => got.push(m),
+                Some(m @ Message::Hello { .. }) => got.push(m),
+                // A fast peer's `Ready` (or later message) may come before the last hello.
+                Some(m) => self.early.push_back(m),
                 None if Instant::now() > deadline => {
                     return Err(format!(
                         "{}: {} of {live} hellos after {:?}",
@@ -493,6 +554,10 @@ impl<C: Context> VerbsNic<C> {
             .or_else(|| self.control.take(self.me))
         {
             let p = m.route().0;
+            if let Some(why) = invalid(&m, self.me, &self.memory.table) {
+                eprintln!("verbs {}: a control message dropped: {why}", self.me);
+                continue;
+            }
             match m {
                 Message::Reconnect {
                     endpoint, regions, ..
@@ -520,6 +585,9 @@ impl<C: Context> VerbsNic<C> {
             if self.peers[i].hs.waiting() && self.control.crashed(p) {
                 let actions = self.peers[i].hs.peer_gone();
                 self.perform(p, actions, None);
+                for link in &mut self.peers[i].links {
+                    link.health = Health::Broken(Status::PeerUnreachable);
+                }
             }
         }
     }

@@ -133,27 +133,28 @@ impl<C: Context> VerbsNic<C> {
         }
     }
 
-    /// A revoke's fence: every queue pair to `p` that is up goes to ERR (nothing the peer sends
-    /// lands through it from then on), and the pairs reconnect with the book's new flags. The
-    /// node's own ops to `p` that had not executed complete `Flushed`, as after any reset.
+    /// A revoke's fence: every queue pair to `p` goes to ERR (nothing the peer sends lands
+    /// through it from then on), and the pairs reconnect with the book's new flags. The node's
+    /// own ops to `p` that had not executed complete `Flushed`, as after any reset. The link's
+    /// health is not the device's state (a pair broken by a refused post, or one whose RTS
+    /// failed after RTR, still receives), so every pair goes to ERR, unless a reconnect under
+    /// way holds them in INIT, where nothing lands.
     fn fence(&mut self, p: ProcessId) {
-        let mut fenced = false;
-        for link in &mut self.peers[p.index()].links {
+        let me = self.me;
+        let peer = &mut self.peers[p.index()];
+        if peer.down || peer.hs.waiting() {
+            return;
+        }
+        for link in &mut peer.links {
+            if let Err(e) = link.qp.modify(&Transition::Error) {
+                panic!("verbs {me}: a revoke could not stop the queue pair to {p}: {e}");
+            }
             if link.health == Health::Up {
-                if let Err(e) = link.qp.modify(&Transition::Error) {
-                    panic!(
-                        "verbs {}: a revoke could not stop the queue pair to {p}: {e}",
-                        self.me
-                    );
-                }
                 link.health = Health::Broken(Status::Flushed);
-                fenced = true;
             }
         }
-        if fenced {
-            let actions = self.peers[p.index()].hs.reconnect(None, false);
-            self.perform(p, actions, None);
-        }
+        let actions = self.peers[p.index()].hs.reconnect(None, false);
+        self.perform(p, actions, None);
     }
 }
 
@@ -202,13 +203,14 @@ impl<C: Context> Nic for VerbsNic<C> {
         let wr = WrId(self.next_wr);
         self.next_wr += 1;
         let p = op.peer();
+        // What peers sent before this op's cause reached us acts first: rkeys a peer
+        // re-registered, a reset it started (so a reconnect is not called done on a pair the
+        // peer already tore down).
+        self.service_mail();
         match op {
             Op::SetAccess { region, access, .. } => self.set_access(region, p, access),
             Op::Reconnect { .. } => self.reconnect(p, wr),
             op => {
-                // Rkeys a peer re-registered before this op's cause reached us must be known
-                // before it is posted (the mailbox is checked here, not only between polls).
-                self.service_mail();
                 let q = op.qp().index();
                 let peer = &self.peers[p.index()];
                 let link = &peer.links[q];
