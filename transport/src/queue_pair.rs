@@ -115,6 +115,8 @@ pub struct SendQueue<T> {
     depth: usize,
     every: usize,
     since_signal: usize,
+    /// `since_signal` before the last admission, for [`SendQueue::unadmit_last`].
+    before_admit: usize,
     /// Wire ids are consecutive: the first entry's is `base`.
     base: u64,
     entries: VecDeque<Piece<T>>,
@@ -131,6 +133,7 @@ impl<T: Copy> SendQueue<T> {
             depth,
             every: depth / 2,
             since_signal: 0,
+            before_admit: 0,
             base: 0,
             entries: VecDeque::new(),
             failed: None,
@@ -171,6 +174,14 @@ impl<T: Copy> SendQueue<T> {
         id >= self.base && id < self.next_id()
     }
 
+    /// Takes back the request just admitted, which never reached the wire (the device refused
+    /// its post): the queue is as before that `admit`.
+    pub fn unadmit_last(&mut self) {
+        if self.entries.pop_back().is_some() {
+            self.since_signal = self.before_admit;
+        }
+    }
+
     /// The outstanding request with wire id `id`.
     pub fn get(&self, id: u64) -> Option<&Piece<T>> {
         id.checked_sub(self.base)
@@ -200,6 +211,7 @@ impl<T: Copy> SendQueue<T> {
         if self.entries.len() == self.depth {
             return None;
         }
+        self.before_admit = self.since_signal;
         self.since_signal += 1;
         let signal = force || (piece.last && piece.wants) || self.since_signal >= self.every;
         if signal {

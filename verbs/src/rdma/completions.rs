@@ -95,6 +95,10 @@ impl<C: Context> VerbsNic<C> {
         if epoch != link.epoch & 0xF_FFFF {
             return; // from before a reset (its buffer is posted again already)
         }
+        if k == super::connection::MARKER {
+            link.rq_drained = true;
+            return;
+        }
         if status != crate::completion::code::SUCCESS {
             // The queue pair is in error, maybe from the responder's side (a peer's refused
             // write breaks both ends), which no send completion here would tell: record it,
@@ -152,25 +156,34 @@ impl<C: Context> VerbsNic<C> {
                 }
                 Err(e) => {
                     eprintln!("verbs {}: {e}", self.me);
+                    // A piece of it already on the wire reports the op when it is flushed.
+                    let on_wire = w.sent > 0 || w.data_done;
                     self.break_link(p, q);
-                    self.complete(w.wr, w.op.kind(), p, Status::Flushed);
+                    if !on_wire {
+                        self.complete(w.wr, w.op.kind(), p, Status::Flushed);
+                    }
                 }
             }
         }
     }
 
-    /// After a post the device refused (a runtime bug, reported): the pair is in error.
+    /// After a post the device refused (a runtime bug, reported): the pair is broken. What
+    /// waits fails at once; what is on the device is drained as a reset drains it (an op that
+    /// executed completes with its success, its staging bytes freed only once the device is
+    /// done with them), and the pair stays in ERR until a reconnect.
     fn break_link(&mut self, p: ProcessId, q: usize) {
         let link = &mut self.peers[p.index()].links[q];
         link.health = Health::Broken(Status::Flushed);
-        let retired = signal::fail_all(&mut link.sq, Status::Flushed);
-        link.staging.free(retired.staged);
         let backlog: Vec<Waiting> = link.backlog.drain(..).collect();
-        for r in retired.reports {
-            self.report(p, &r, None);
-        }
         for w in backlog {
             self.complete(w.wr, w.op.kind(), p, Status::Flushed);
+        }
+        self.drain_link(p, q);
+        let link = &mut self.peers[p.index()].links[q];
+        let retired = signal::fail_all(&mut link.sq, Status::Flushed);
+        link.staging.free(retired.staged);
+        for r in retired.reports {
+            self.report(p, &r, None);
         }
     }
 

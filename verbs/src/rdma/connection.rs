@@ -73,6 +73,10 @@ fn invalid(m: &Message, me: ProcessId, table: &RegionTable) -> Option<String> {
     None
 }
 
+/// The buffer index of a drain's marker receive (never a real buffer: fewer than this are
+/// posted per queue pair).
+pub(super) const MARKER: usize = 0xFFFF;
+
 /// How long a queue pair moved to ERR may take to complete what it holds (a device flushes
 /// in microseconds; this bounds a broken one).
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
@@ -143,6 +147,7 @@ impl<C: Context> VerbsNic<C> {
                     epoch: 0,
                     backlog: VecDeque::new(),
                     psn: (psns.next_u64() & 0xFF_FFFF) as u32,
+                    rq_drained: true,
                 });
             }
             peers.push(Peer {
@@ -462,6 +467,7 @@ impl<C: Context> VerbsNic<C> {
     /// had no effect, and a process that posts it again would apply it twice. ERR is also the
     /// fence: nothing the peer sends lands through the queue pair once it is there.
     pub(super) fn drain_link(&mut self, p: ProcessId, q: usize) {
+        let size = self.cfg.recv_size;
         let link = &mut self.peers[p.index()].links[q];
         if let Err(e) = link.qp.modify(&Transition::Error) {
             // A device that cannot move a queue pair to ERR has failed: nothing it holds will
@@ -472,13 +478,26 @@ impl<C: Context> VerbsNic<C> {
             );
             return;
         }
+        // The receive queue too (as the kernel's `ib_drain_rq`): a marker receive flushes
+        // after every receive before it, so once its completion is in, a message the peer saw
+        // delivered has been handed to the process under this incarnation, not dropped as
+        // one of an older one (or cleaned from the queue by the reset, as mlx5 does).
+        link.rq_drained = false;
+        if let Err(e) = link.post_recvs(p, q, MARKER..MARKER + 1, size) {
+            eprintln!("verbs {}: the drain marker to {p}: {e}", self.me);
+            link.rq_drained = true;
+        }
         let deadline = Instant::now() + DRAIN_LIMIT;
-        while self.peers[p.index()].links[q].sq.outstanding() > 0 {
+        loop {
+            let link = &self.peers[p.index()].links[q];
+            if link.sq.outstanding() == 0 && link.rq_drained {
+                return;
+            }
             if Instant::now() > deadline {
                 eprintln!(
                     "verbs {}: the queue pair to {p} in ERR still holds {} work requests after {DRAIN_LIMIT:?}: they are reported flushed",
                     self.me,
-                    self.peers[p.index()].links[q].sq.outstanding()
+                    link.sq.outstanding()
                 );
                 return;
             }

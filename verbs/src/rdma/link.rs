@@ -39,6 +39,8 @@ pub(super) struct Link<C: Context> {
     pub(super) epoch: u64,
     pub(super) backlog: VecDeque<Waiting>,
     pub(super) psn: u32,
+    /// A drain's marker receive has completed ([`super::VerbsNic::drain_link`]).
+    pub(super) rq_drained: bool,
 }
 
 impl<C: Context> Link<C> {
@@ -80,9 +82,11 @@ impl<C: Context> Link<C> {
         let Some((id, signal)) = self.sq.admit_signalled(piece, piece.tag.bytes > 0) else {
             return Ok(false);
         };
-        self.qp
-            .post_send(send_id(p, q, id), signal, wr)
-            .map_err(|e| e.to_string())?;
+        if let Err(e) = self.qp.post_send(send_id(p, q, id), signal, wr) {
+            // Nothing reached the wire: the op is the caller's to report, once.
+            self.sq.unadmit_last();
+            return Err(e.to_string());
+        }
         Ok(true)
     }
 

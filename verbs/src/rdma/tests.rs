@@ -263,7 +263,6 @@ mod review48 {
     /// failing, here ENOMEM) is reported by `break_link` (its piece was admitted, `fail_all`
     /// reports it) and again by `drain_backlog`'s `complete`.
     #[test]
-    #[ignore = "issue 48 review R1: a refused post reports its op twice"]
     fn r1_a_refused_post_completes_its_op_once() {
         let fabric = Fabric::new(FakeConfig::manual());
         let mut nodes = connected(
@@ -321,7 +320,6 @@ mod review48 {
     /// holds requests, so with none it does not poll at all; the epoch moves on and the
     /// message's completion is then dropped as "from before a reset".
     #[test]
-    #[ignore = "issue 48 review R3: a reset drops a received message not yet polled"]
     fn r3_a_reset_never_drops_a_message_the_sender_saw_succeed() {
         let fabric = Fabric::new(FakeConfig::manual());
         let mut nodes = connected(
@@ -529,7 +527,6 @@ mod review48 {
     /// though its bytes landed (and its staging bytes are freed while the device may still
     /// read them).
     #[test]
-    #[ignore = "issue 48 review R1b: break_link fails ops still on the device"]
     fn r1b_a_refused_post_never_calls_an_executed_op_flushed() {
         let fabric = Fabric::new(FakeConfig::manual());
         let mut nodes = connected(
@@ -557,7 +554,6 @@ mod review48 {
     /// reconnects; A's `service_mail` (called first in every `drive` round and in every
     /// `post`) resets before A's next `poll_device`, and the message is dropped.
     #[test]
-    #[ignore = "issue 48 review R3: a reset drops a received message not yet polled"]
     fn r3b_a_peer_reconnect_never_drops_a_message_already_acked() {
         let fabric = Fabric::new(FakeConfig::manual());
         let mut nodes = connected(
