@@ -98,12 +98,16 @@ pub enum Message {
         /// The sender's regions, in region-id order.
         regions: Vec<RemoteRegion>,
     },
-    /// At start, after the hellos: `from`'s queue pairs to `to` are ready to receive.
+    /// `from`'s queue pairs to `to` are connected (ready to receive) to `to`'s incarnation
+    /// `answers`: at start after the hellos, and after every reconnect, so that `to` posts
+    /// nothing towards a queue pair not yet listening.
     Ready {
         /// Sender.
         from: u32,
         /// Receiver.
         to: u32,
+        /// The receiver's incarnation the sender connected to (0 at start).
+        answers: u32,
     },
     /// `from` reset its queue pairs to `to` and asks `to` to reset its own and connect again.
     Reconnect {
@@ -147,7 +151,7 @@ impl Message {
     pub fn route(&self) -> (ProcessId, ProcessId) {
         let (from, to) = match self {
             Message::Hello { from, to, .. }
-            | Message::Ready { from, to }
+            | Message::Ready { from, to, .. }
             | Message::Reconnect { from, to, .. }
             | Message::Rekey { from, to, .. }
             | Message::Accepted { from, to, .. } => (*from, *to),
@@ -388,7 +392,11 @@ mod tests {
                 to: 0,
                 regions: regions(2),
             },
-            Message::Ready { from: 1, to: 2 },
+            Message::Ready {
+                from: 1,
+                to: 2,
+                answers: 3,
+            },
         ]
     }
 

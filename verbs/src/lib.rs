@@ -51,7 +51,15 @@
 //!   cannot be re-synchronised from one side): ops the peer had in flight towards the
 //!   reconnecting process complete `Flushed`, which the model reserves for the reconnecting
 //!   side. The peer's queue pairs are up again at once, so its own `Reconnect` then completes
-//!   at once, without a second reset.
+//!   at once, without a second reset; its ops wait until the reconnecting end says its pairs
+//!   listen (`Ready`), so none meets a queue pair still in INIT. A reset drains both queues
+//!   first (to ERR, then every completion the device holds): what executed completes as it
+//!   did, a message the peer saw delivered is delivered.
+//! - **An op in flight across a reset** (its response not yet back when the pair goes to ERR)
+//!   completes `Flushed` although it may have executed at the peer: RC cannot tell, and the
+//!   model's `Flushed` promises no effect. A process that posts such an atomic again may apply
+//!   it twice. (Tests `review48::r4*`, ignored: the fix needs the responder's sequence number
+//!   in `Reconnect`, or a model status for "may have executed".)
 //! - **A slow-path access change** (one region of several, [`access`]) re-registers the region
 //!   and sends the peer the new rkey: an op of the peer to that region still in flight with the
 //!   old rkey is refused even where the change was a grant (the model refuses only ops the

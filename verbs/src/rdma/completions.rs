@@ -141,8 +141,12 @@ impl<C: Context> VerbsNic<C> {
         }
     }
 
-    /// Posts what waits towards `p` on queue pair `q`, in order, while there is room.
+    /// Posts what waits towards `p` on queue pair `q`, in order, while there is room and the
+    /// peer listens.
     pub(super) fn drain_backlog(&mut self, p: ProcessId, q: usize) {
+        if !self.peers[p.index()].confirmed {
+            return;
+        }
         loop {
             let link = &mut self.peers[p.index()].links[q];
             let Some(mut w) = link.backlog.pop_front() else {

@@ -155,6 +155,7 @@ impl<C: Context> VerbsNic<C> {
                 remote: Vec::new(),
                 hs: Handshake::default(),
                 down: control.crashed(ProcessId(p as u32)),
+                confirmed: true,
             });
         }
         let limits = NicLimits {
@@ -365,6 +366,7 @@ impl<C: Context> VerbsNic<C> {
             self.control.send(Message::Ready {
                 from: self.me.0,
                 to: p as u32,
+                answers: 0,
             });
         }
         // Readies that came before the hellos were all in.
@@ -531,6 +533,12 @@ impl<C: Context> VerbsNic<C> {
                 Action::Connect => {
                     let (endpoint, regions) = theirs.expect("a connect answers a message");
                     self.connect_all(p, endpoint, regions.to_vec());
+                    // The peer may post as soon as it knows these pairs listen.
+                    self.control.send(Message::Ready {
+                        from: self.me.0,
+                        to: p.0,
+                        answers: endpoint.incarnation,
+                    });
                 }
                 Action::SendReconnect => self.control.send(Message::Reconnect {
                     from: self.me.0,
@@ -581,6 +589,9 @@ impl<C: Context> VerbsNic<C> {
                 Message::Reconnect {
                     endpoint, regions, ..
                 } => {
+                    // This end connects first: the peer's pairs are still in INIT until it
+                    // handles the answer, so nothing is posted before its `Ready`.
+                    self.peers[p.index()].confirmed = false;
                     let actions = self.peers[p.index()].hs.on_reconnect();
                     self.perform(p, actions, Some((&endpoint, &regions)));
                 }
@@ -590,22 +601,42 @@ impl<C: Context> VerbsNic<C> {
                     answers,
                     ..
                 } => {
+                    // The peer connected before it answered: its pairs listen already.
                     let current = answers == self.endpoint(p).incarnation;
                     let actions = self.peers[p.index()].hs.on_accepted(current);
+                    if current {
+                        self.peers[p.index()].confirmed = true;
+                    }
                     self.perform(p, actions, Some((&endpoint, &regions)));
                 }
+                Message::Ready { answers, .. } => {
+                    if answers == self.endpoint(p).incarnation && !self.peers[p.index()].confirmed {
+                        self.peers[p.index()].confirmed = true;
+                        for q in 0..Qp::COUNT {
+                            self.drain_backlog(p, q);
+                        }
+                    }
+                }
                 Message::Rekey { regions, .. } => self.peers[p.index()].remote = regions,
-                Message::Hello { .. } | Message::Ready { .. } => {}
+                Message::Hello { .. } => {}
             }
         }
-        // Reconnects to peers that crashed meanwhile end unreachable.
+        // Reconnects to peers that crashed meanwhile end unreachable, as does what waits for
+        // a crashed peer's `Ready`, and all that follows.
         for i in 0..self.peers.len() {
             let p = ProcessId(i as u32);
-            if self.peers[i].hs.waiting() && self.control.crashed(p) {
+            let peer = &self.peers[i];
+            if (peer.hs.waiting() || !peer.confirmed) && self.control.crashed(p) {
                 let actions = self.peers[i].hs.peer_gone();
                 self.perform(p, actions, None);
+                self.peers[i].confirmed = true;
+                let mut backlog = Vec::new();
                 for link in &mut self.peers[i].links {
                     link.health = Health::Broken(Status::PeerUnreachable);
+                    backlog.extend(link.backlog.drain(..));
+                }
+                for w in backlog {
+                    self.complete(w.wr, w.op.kind(), p, Status::PeerUnreachable);
                 }
             }
         }

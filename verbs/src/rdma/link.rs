@@ -158,6 +158,9 @@ pub(super) struct Peer<C: Context> {
     pub(super) hs: Handshake,
     /// Never connected: it had crashed before the run began.
     pub(super) down: bool,
+    /// The peer's queue pairs listen to this node's current incarnation (its `Ready` came, or
+    /// its `Accepted`): until then, ops wait in the backlog.
+    pub(super) confirmed: bool,
 }
 
 pub(super) fn send_id(peer: ProcessId, qp: usize, seq: u64) -> u64 {
