@@ -27,16 +27,28 @@ use std::sync::Arc;
 use transport::runtime::shared_memory::Words;
 
 /// The OS error number somewhere in `e`'s chain of causes (sideway wraps the `io::Error` of
-/// every failed verb; its own messages drop the number).
+/// every failed verb; its own messages drop the number). Some of its error kinds are
+/// `#[error(transparent)]` over the `io::Error`, which hides it from `source()` but not from
+/// their text: `... (os error N)`.
 fn errno(e: &(dyn std::error::Error + 'static)) -> Option<i32> {
     let mut cause = Some(e);
     while let Some(c) = cause {
         if let Some(io) = c.downcast_ref::<std::io::Error>() {
             return io.raw_os_error();
         }
+        if let Some(n) = os_error_in(&c.to_string()) {
+            return Some(n);
+        }
         cause = c.source();
     }
     None
+}
+
+/// `N` of the last `(os error N)` in `text`, as `io::Error` writes it.
+fn os_error_in(text: &str) -> Option<i32> {
+    let at = text.rfind("(os error ")?;
+    let rest = &text[at + "(os error ".len()..];
+    rest[..rest.find(')')?].parse().ok()
 }
 
 /// A [`VerbsError`] of `verb` from sideway's error `e`, keeping its errno and its message.
@@ -448,6 +460,16 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("os error 12"), "{shown}");
+    }
+
+    #[test]
+    fn an_errno_behind_a_transparent_wrapper_is_read_from_its_text() {
+        assert_eq!(
+            os_error_in("No such file or directory (os error 2)"),
+            Some(2)
+        );
+        assert_eq!(os_error_in("failed to get device list"), None);
+        assert_eq!(os_error_in("(os error x)"), None);
     }
 
     #[test]
