@@ -57,6 +57,45 @@ impl Memory {
     }
 }
 
+/// The [`Nic`] methods a node's memory answers alike during the run ([`VerbsNic`]) and after
+/// it ([`NodeMemory`]): both hold a [`Memory`], their limits and their random stream.
+macro_rules! memory_methods {
+    () => {
+        fn id(&self) -> ProcessId {
+            self.memory.me
+        }
+
+        fn regions(&self) -> &transport::RegionTable {
+            &self.memory.table
+        }
+
+        fn rng(&mut self) -> &mut transport::Rng {
+            &mut self.rng
+        }
+
+        fn limits(&self) -> transport::NicLimits {
+            self.limits
+        }
+
+        fn read_local(&self, at: LocalAddr, buf: &mut [u8]) -> Result<(), OpError> {
+            self.memory.read(at, buf)
+        }
+
+        fn write_local(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
+            self.memory.write(at, data)
+        }
+
+        fn load_u64(&self, at: LocalAddr) -> Result<u64, OpError> {
+            self.memory.load(at)
+        }
+
+        fn store_u64(&mut self, at: LocalAddr, value: u64) -> Result<(), OpError> {
+            self.memory.store(at, value)
+        }
+    };
+}
+pub(super) use memory_methods;
+
 /// A node's memory after the run: reads and local writes work, ops are refused as from a
 /// crashed process.
 #[derive(Debug)]
@@ -117,40 +156,10 @@ impl<C: Context> VerbsNic<C> {
 }
 
 impl Nic for NodeMemory {
-    fn id(&self) -> ProcessId {
-        self.memory.me
-    }
-
-    fn regions(&self) -> &RegionTable {
-        &self.memory.table
-    }
+    memory_methods!();
 
     fn now(&self) -> Nanos {
         Nanos(self.start.elapsed().as_nanos() as u64)
-    }
-
-    fn rng(&mut self) -> &mut Rng {
-        &mut self.rng
-    }
-
-    fn limits(&self) -> NicLimits {
-        self.limits
-    }
-
-    fn read_local(&self, at: LocalAddr, buf: &mut [u8]) -> Result<(), OpError> {
-        self.memory.read(at, buf)
-    }
-
-    fn write_local(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
-        self.memory.write(at, data)
-    }
-
-    fn load_u64(&self, at: LocalAddr) -> Result<u64, OpError> {
-        self.memory.load(at)
-    }
-
-    fn store_u64(&mut self, at: LocalAddr, value: u64) -> Result<(), OpError> {
-        self.memory.store(at, value)
     }
 
     fn post(&mut self, _: Op) -> Result<WrId, OpError> {

@@ -12,8 +12,8 @@ use crate::provider::{Context, MemoryRegion, QueuePair, Src, Transition, Wr};
 use crate::signal::{Piece, Staged};
 use std::time::Instant;
 use transport::{
-    nic::validate, Access, Completion, LocalAddr, Nanos, Nic, NicLimits, Op, OpError, ProcessId,
-    Recv, RegionId, RegionTable, Rng, Status, WrId,
+    nic::validate, Access, Completion, LocalAddr, Nanos, Nic, Op, OpError, ProcessId, Recv,
+    RegionId, Status, WrId,
 };
 
 impl<C: Context> VerbsNic<C> {
@@ -159,40 +159,10 @@ impl<C: Context> VerbsNic<C> {
 }
 
 impl<C: Context> Nic for VerbsNic<C> {
-    fn id(&self) -> ProcessId {
-        self.me
-    }
-
-    fn regions(&self) -> &RegionTable {
-        &self.memory.table
-    }
+    super::memory::memory_methods!();
 
     fn now(&self) -> Nanos {
         Nanos(self.start.elapsed().as_nanos() as u64)
-    }
-
-    fn rng(&mut self) -> &mut Rng {
-        &mut self.rng
-    }
-
-    fn limits(&self) -> NicLimits {
-        self.limits
-    }
-
-    fn read_local(&self, at: LocalAddr, buf: &mut [u8]) -> Result<(), OpError> {
-        self.memory.read(at, buf)
-    }
-
-    fn write_local(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
-        self.memory.write(at, data)
-    }
-
-    fn load_u64(&self, at: LocalAddr) -> Result<u64, OpError> {
-        self.memory.load(at)
-    }
-
-    fn store_u64(&mut self, at: LocalAddr, value: u64) -> Result<(), OpError> {
-        self.memory.store(at, value)
     }
 
     fn post(&mut self, op: Op) -> Result<WrId, OpError> {
