@@ -86,40 +86,7 @@ impl Words {
     /// Stores `data` at `offset`, word by word in ascending address order. Partial words at the
     /// edges are merged with a compare-and-swap loop so neighbouring bytes are never clobbered.
     pub fn write(&self, offset: usize, data: &[u8]) {
-        // The partial head word, then whole words in a tight loop (the data path of every
-        // remote write on `local` and `tcp`), then the partial tail word.
-        let head = ((8 - offset % 8) % 8).min(data.len());
-        let (first, rest) = data.split_at(head);
-        self.merge(offset, first);
-        let at = (offset + head) / 8;
-        let mut whole = rest.chunks_exact(8);
-        for (word, bytes) in self.words[at..].iter().zip(&mut whole) {
-            word.store(
-                u64::from_le_bytes(bytes.try_into().expect("8 bytes")),
-                Ordering::Release,
-            );
-        }
-        let tail = whole.remainder();
-        self.merge(offset + data.len() - tail.len(), tail);
-    }
-
-    /// Stores `bytes` (inside one word) at `pos`, leaving the word's other bytes as they are.
-    fn merge(&self, pos: usize, bytes: &[u8]) {
-        if bytes.is_empty() {
-            return;
-        }
-        let in_word = pos % 8;
-        let mut word = [0u8; 8];
-        word[in_word..in_word + bytes.len()].copy_from_slice(bytes);
-        let bits = u64::from_le_bytes(word);
-        let mask = if bytes.len() == 8 {
-            u64::MAX
-        } else {
-            ((1u64 << (8 * bytes.len())) - 1) << (8 * in_word)
-        };
-        let _ = self.words[pos / 8].fetch_update(Ordering::Release, Ordering::Relaxed, |old| {
-            Some((old & !mask) | bits)
-        });
+        store_words(&self.words, offset, data);
     }
 
     /// Stores a write op's payload at `offset` (synthetic payloads regenerated chunk by chunk).
@@ -142,28 +109,7 @@ impl Words {
 
     /// Loads bytes at `offset` into `out`, word by word in ascending order.
     pub fn read(&self, offset: usize, out: &mut [u8]) {
-        let head = ((8 - offset % 8) % 8).min(out.len());
-        let (first, rest) = out.split_at_mut(head);
-        self.load_part(offset, first);
-        let rest_len = rest.len();
-        let at = (offset + head) / 8;
-        let mut whole = rest.chunks_exact_mut(8);
-        for (word, bytes) in self.words[at..].iter().zip(&mut whole) {
-            bytes.copy_from_slice(&word.load(Ordering::Acquire).to_le_bytes());
-        }
-        let end = offset + head + rest_len;
-        let tail = whole.into_remainder();
-        self.load_part(end - tail.len(), tail);
-    }
-
-    /// Loads the bytes of one word at `pos` into `out`.
-    fn load_part(&self, pos: usize, out: &mut [u8]) {
-        if out.is_empty() {
-            return;
-        }
-        let in_word = pos % 8;
-        let word = self.words[pos / 8].load(Ordering::Acquire).to_le_bytes();
-        out.copy_from_slice(&word[in_word..in_word + out.len()]);
+        load_words(&self.words, offset, out);
     }
 
     /// The aligned word at `offset`.
@@ -343,6 +289,74 @@ macro_rules! shared_local_memory {
     };
 }
 pub(crate) use shared_local_memory;
+
+/// Stores `data` at byte `offset` of `words`, word by word in ascending address order, the
+/// partial words at the edges merged with a compare-and-swap loop so neighbouring bytes are
+/// never clobbered: what [`Words::write`] does, for any memory seen as words (a NIC's DMA into
+/// registered memory, as the verbs runtime's fake fabric lands it).
+pub fn store_words(words: &[AtomicU64], offset: usize, data: &[u8]) {
+    // The partial head word, then whole words in a tight loop (the data path of every remote
+    // write on `local` and `tcp`), then the partial tail word.
+    let head = ((8 - offset % 8) % 8).min(data.len());
+    let (first, rest) = data.split_at(head);
+    merge(words, offset, first);
+    let at = (offset + head) / 8;
+    let mut whole = rest.chunks_exact(8);
+    for (word, bytes) in words[at..].iter().zip(&mut whole) {
+        word.store(
+            u64::from_le_bytes(bytes.try_into().expect("8 bytes")),
+            Ordering::Release,
+        );
+    }
+    let tail = whole.remainder();
+    merge(words, offset + data.len() - tail.len(), tail);
+}
+
+/// Loads `out.len()` bytes at byte `offset` of `words`, word by word in ascending address
+/// order: what [`Words::read`] does, for any memory seen as words.
+pub fn load_words(words: &[AtomicU64], offset: usize, out: &mut [u8]) {
+    let head = ((8 - offset % 8) % 8).min(out.len());
+    let (first, rest) = out.split_at_mut(head);
+    load_part(words, offset, first);
+    let rest_len = rest.len();
+    let at = (offset + head) / 8;
+    let mut whole = rest.chunks_exact_mut(8);
+    for (word, bytes) in words[at..].iter().zip(&mut whole) {
+        bytes.copy_from_slice(&word.load(Ordering::Acquire).to_le_bytes());
+    }
+    let end = offset + head + rest_len;
+    let tail = whole.into_remainder();
+    load_part(words, end - tail.len(), tail);
+}
+
+/// Stores `bytes` (inside one word) at `pos`, leaving the word's other bytes as they are.
+fn merge(words: &[AtomicU64], pos: usize, bytes: &[u8]) {
+    if bytes.is_empty() {
+        return;
+    }
+    let in_word = pos % 8;
+    let mut word = [0u8; 8];
+    word[in_word..in_word + bytes.len()].copy_from_slice(bytes);
+    let bits = u64::from_le_bytes(word);
+    let mask = if bytes.len() == 8 {
+        u64::MAX
+    } else {
+        ((1u64 << (8 * bytes.len())) - 1) << (8 * in_word)
+    };
+    let _ = words[pos / 8].fetch_update(Ordering::Release, Ordering::Relaxed, |old| {
+        Some((old & !mask) | bits)
+    });
+}
+
+/// Loads the bytes of one word at `pos` into `out`.
+fn load_part(words: &[AtomicU64], pos: usize, out: &mut [u8]) {
+    if out.is_empty() {
+        return;
+    }
+    let in_word = pos % 8;
+    let word = words[pos / 8].load(Ordering::Acquire).to_le_bytes();
+    out.copy_from_slice(&word[in_word..in_word + out.len()]);
+}
 
 #[cfg(test)]
 mod tests {

@@ -12,7 +12,7 @@
 
 use crate::access::Rights;
 use std::sync::atomic::{AtomicU64, Ordering};
-use transport::runtime::shared_memory::Words;
+use transport::runtime::shared_memory::{load_words, store_words, Words};
 
 /// One live registration.
 #[derive(Debug)]
@@ -65,43 +65,16 @@ impl MrS {
     }
 
     /// Stores `data` at `offset`, word by word in ascending order, merging partial words at
-    /// the edges so neighbouring bytes are kept (the same algorithm as `Words::write`: the
-    /// owner never sees a word half written).
+    /// the edges so neighbouring bytes are kept (`Words::write`'s own walk: the owner never
+    /// sees a word half written).
     pub(super) fn land(&self, offset: usize, data: &[u8]) {
-        self.with_words(|words| {
-            let head = ((8 - offset % 8) % 8).min(data.len());
-            let (first, rest) = data.split_at(head);
-            merge(words, offset, first);
-            let at = (offset + head) / 8;
-            let mut whole = rest.chunks_exact(8);
-            for (word, bytes) in words[at..].iter().zip(&mut whole) {
-                word.store(
-                    u64::from_le_bytes(bytes.try_into().expect("8 bytes")),
-                    Ordering::Release,
-                );
-            }
-            let tail = whole.remainder();
-            merge(words, offset + data.len() - tail.len(), tail);
-        })
+        self.with_words(|words| store_words(words, offset, data))
     }
 
     /// Loads `out.len()` bytes at `offset`, word by word in ascending order, as a DMA read
-    /// would (the same walk as `Words::read`).
+    /// would (`Words::read`'s own walk).
     pub(super) fn fetch(&self, offset: usize, out: &mut [u8]) {
-        self.with_words(|words| {
-            let head = ((8 - offset % 8) % 8).min(out.len());
-            let (first, rest) = out.split_at_mut(head);
-            load_part(words, offset, first);
-            let rest_len = rest.len();
-            let at = (offset + head) / 8;
-            let mut whole = rest.chunks_exact_mut(8);
-            for (word, bytes) in words[at..].iter().zip(&mut whole) {
-                bytes.copy_from_slice(&word.load(Ordering::Acquire).to_le_bytes());
-            }
-            let end = offset + head + rest_len;
-            let tail = whole.into_remainder();
-            load_part(words, end - tail.len(), tail);
-        })
+        self.with_words(|words| load_words(words, offset, out))
     }
 
     /// Runs an atomic on the aligned word at `offset`: `compare_exchange(expect, swap)` when
@@ -126,33 +99,4 @@ pub(super) enum AtomicOp {
     Cas { expect: u64, swap: u64 },
     /// Fetch and add.
     Faa { add: u64 },
-}
-
-/// Stores `bytes` (inside one word) at `pos`, leaving the word's other bytes as they are.
-fn merge(words: &[AtomicU64], pos: usize, bytes: &[u8]) {
-    if bytes.is_empty() {
-        return;
-    }
-    let in_word = pos % 8;
-    let mut word = [0u8; 8];
-    word[in_word..in_word + bytes.len()].copy_from_slice(bytes);
-    let bits = u64::from_le_bytes(word);
-    let mask = if bytes.len() == 8 {
-        u64::MAX
-    } else {
-        ((1u64 << (8 * bytes.len())) - 1) << (8 * in_word)
-    };
-    let _ = words[pos / 8].fetch_update(Ordering::Release, Ordering::Relaxed, |old| {
-        Some((old & !mask) | bits)
-    });
-}
-
-/// Loads the bytes of one word at `pos` into `out`.
-fn load_part(words: &[AtomicU64], pos: usize, out: &mut [u8]) {
-    if out.is_empty() {
-        return;
-    }
-    let in_word = pos % 8;
-    let word = words[pos / 8].load(Ordering::Acquire).to_le_bytes();
-    out.copy_from_slice(&word[in_word..in_word + out.len()]);
 }
