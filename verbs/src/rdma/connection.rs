@@ -3,7 +3,7 @@
 //! the reconnect handshake's actions (reset, connect, answer) as control messages arrive.
 
 use super::budget;
-use super::device::{create_qp, open_device, register};
+use super::device::{open_device, register};
 use super::link::{Link, Peer, Waiting};
 use super::memory::Memory;
 use super::{AccessTimings, VerbsConfig, VerbsNic, HEADER};
@@ -13,7 +13,7 @@ use crate::completion::Health;
 use crate::control::Control;
 use crate::handshake::{Action, Handshake};
 use crate::provider::{Address, Context, MemoryRegion, Provider, QueuePair, Transition};
-use crate::signal::{self, SendQueue};
+use crate::signal;
 use crate::staging::Staging;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -25,6 +25,34 @@ use transport::{
 
 /// Reads and atomics in flight per queue pair, asked of the device (which may allow fewer).
 const RD_ATOMIC: u32 = 16;
+
+/// A node's registrations of its `regions`: each once for local use, and once per node of
+/// the `n` with the rights `book` gives that node (`[region][peer]`).
+#[allow(clippy::type_complexity, reason = "the two tables, named in the docs")]
+fn register_regions<C: Context>(
+    ctx: &C,
+    regions: &[Words],
+    book: &AccessBook,
+    n: usize,
+) -> Result<(Vec<C::Mr>, Vec<Vec<C::Mr>>), String> {
+    let local = regions
+        .iter()
+        .map(|m| register(ctx, m, Rights::NONE))
+        .collect::<Result<Vec<_>, _>>()?;
+    let per_peer = regions
+        .iter()
+        .enumerate()
+        .map(|(r, mem)| {
+            (0..n)
+                .map(|p| {
+                    let rights = book.registered(RegionId(r as u16), ProcessId(p as u32));
+                    register(ctx, mem, rights)
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((local, per_peer))
+}
 
 /// Why a control message cannot be acted on by node `me` of a run whose region table is
 /// `table`, if it cannot: addressed elsewhere, regions that are not the sender's as the table
@@ -101,55 +129,15 @@ impl<C: Context> VerbsNic<C> {
         let mine = &specs[me.index()];
         let book = AccessBook::new(mine, n);
         let regions: Vec<Words> = mine.iter().map(|s| Words::new(s.len)).collect();
-        let local_mrs = regions
-            .iter()
-            .map(|m| register(&ctx, m, Rights::NONE))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut peer_mrs = Vec::with_capacity(regions.len());
-        for (r, mem) in regions.iter().enumerate() {
-            let row = (0..n)
-                .map(|p| {
-                    register(
-                        &ctx,
-                        mem,
-                        book.registered(RegionId(r as u16), ProcessId(p as u32)),
-                    )
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            peer_mrs.push(row);
-        }
+        let (local_mrs, peer_mrs) = register_regions(&ctx, &regions, &book, n)?;
         let rng = Rng::derive(cfg.seed, Purpose::Protocol, me.0 as u64);
         let mut psns = Rng::derive(cfg.seed, Purpose::Scheduler, 1 << 32 | me.0 as u64);
         let mut inline = cfg.inline.min(caps.max_inline);
         let mut peers = Vec::with_capacity(n);
         for p in 0..n {
-            let mut links = Vec::with_capacity(Qp::COUNT);
-            for q in 0..Qp::COUNT {
-                let staging = if q == Qp::Data.index() {
-                    cfg.staging
-                } else {
-                    cfg.staging / 16
-                };
-                let stage_mem = Words::new(staging);
-                let stage_mr = register(&ctx, &stage_mem, Rights::NONE)?;
-                let recv_mem = Words::new(cfg.recv_depth * cfg.recv_size);
-                let recv_mr = register(&ctx, &recv_mem, Rights::NONE)?;
-                let qp = create_qp(&ctx, &cq, cfg, &mut inline)?;
-                links.push(Link {
-                    qp,
-                    sq: SendQueue::new(cfg.send_depth),
-                    health: Health::Up,
-                    staging: Staging::new(staging),
-                    stage_mem,
-                    stage_mr,
-                    recv_mem,
-                    recv_mr,
-                    epoch: 0,
-                    backlog: VecDeque::new(),
-                    psn: (psns.next_u64() & 0xFF_FFFF) as u32,
-                    rq_drained: true,
-                });
-            }
+            let links = (0..Qp::COUNT)
+                .map(|q| Link::open(&ctx, &cq, cfg, q, &mut inline, &mut psns))
+                .collect::<Result<Vec<_>, _>>()?;
             peers.push(Peer {
                 links,
                 remote: Vec::new(),

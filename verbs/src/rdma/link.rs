@@ -2,7 +2,9 @@
 //! backlog; the peer's links and regions ([`Peer`]); and the ids that name a work request's
 //! peer, queue pair and sequence.
 
-use super::{HEADER, RECV};
+use super::device::{create_qp, register};
+use super::{VerbsConfig, HEADER, RECV};
+use crate::access::Rights;
 use crate::bootstrap::RemoteRegion;
 use crate::completion::Health;
 use crate::handshake::Handshake;
@@ -11,7 +13,7 @@ use crate::signal::{Piece, SendQueue, Staged};
 use crate::staging::{Slice, Staging};
 use std::collections::VecDeque;
 use transport::runtime::shared_memory::Words;
-use transport::{Op, ProcessId, WrId};
+use transport::{Op, ProcessId, Qp, Rng, WrId};
 
 /// An op waiting for room in its queue pair, with how much of it is posted.
 #[derive(Debug)]
@@ -44,6 +46,43 @@ pub(super) struct Link<C: Context> {
 }
 
 impl<C: Context> Link<C> {
+    /// A queue pair of kind `q` (a data pair has the whole staging ring, a control pair 1/16)
+    /// on `cq`, with its staging ring and receive buffers registered, in RESET: the largest
+    /// inline limit the device grants from `*inline` down, its first sequence number from
+    /// `psns`.
+    pub(super) fn open(
+        ctx: &C,
+        cq: &C::Cq,
+        cfg: &VerbsConfig,
+        q: usize,
+        inline: &mut u32,
+        psns: &mut Rng,
+    ) -> Result<Link<C>, String> {
+        let staging = if q == Qp::Data.index() {
+            cfg.staging
+        } else {
+            cfg.staging / 16
+        };
+        let stage_mem = Words::new(staging);
+        let stage_mr = register(ctx, &stage_mem, Rights::NONE)?;
+        let recv_mem = Words::new(cfg.recv_depth * cfg.recv_size);
+        let recv_mr = register(ctx, &recv_mem, Rights::NONE)?;
+        Ok(Link {
+            qp: create_qp(ctx, cq, cfg, inline)?,
+            sq: SendQueue::new(cfg.send_depth),
+            health: Health::Up,
+            staging: Staging::new(staging),
+            stage_mem,
+            stage_mr,
+            recv_mem,
+            recv_mr,
+            epoch: 0,
+            backlog: VecDeque::new(),
+            psn: (psns.next_u64() & 0xFF_FFFF) as u32,
+            rq_drained: true,
+        })
+    }
+
     /// Room in the send queue and `len` bytes of the staging ring, filled by `fill`, as a work
     /// request's source: `None` until earlier requests retire (the caller keeps its op).
     pub(super) fn stage(
