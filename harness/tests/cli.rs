@@ -681,13 +681,15 @@ fn heron_fig5_6_quick_transfers_exactly_the_lagged_objects_and_grows_with_them()
 }
 
 /// On a machine without an RDMA device (this project's CI), every verbs command says so, with
-/// the reason, and fails; none pretends to have measured something. Heron is refused on verbs
-/// with what to use instead.
+/// the reason, and fails; none pretends to have measured something. A verbs cluster of a
+/// protocol that does not launch on one is refused with what to use instead.
 #[test]
 fn verbs_commands_without_a_device_say_so() {
     for line in [
         "run --protocol ramcast --runtime verbs --duration 10ms",
+        "run --protocol ramcast --runtime verbs --cluster hosts.toml --duration 10ms",
         "run --protocol rdmc --runtime verbs --size 1MB",
+        "run --protocol heron --runtime verbs",
         "bench transport --runtime verbs --sizes 64",
         "bench access --runtime verbs",
         "calibrate hardware --runtime verbs",
@@ -695,8 +697,8 @@ fn verbs_commands_without_a_device_say_so() {
         refused(&args(line), "no RDMA device");
     }
     refused(
-        &args("run --protocol heron --runtime verbs"),
-        "use --runtime local or tcp",
+        &args("run --protocol rdmc --runtime verbs --cluster hosts.toml"),
+        "does not run on a verbs cluster yet",
     );
     let o = harness(&args("run --runtime verbs --nic-thread"));
     says(&o, "--runtime local");
