@@ -501,7 +501,10 @@ impl<C: Context> VerbsNic<C> {
         for q in 0..Qp::COUNT {
             if let Err(e) = self.connect_link(p, q, endpoint) {
                 eprintln!("verbs {}: {e}", self.me);
-                self.peers[p.index()].links[q].health = Health::Broken(Status::PeerUnreachable);
+                let link = &mut self.peers[p.index()].links[q];
+                link.health = Health::Broken(Status::PeerUnreachable);
+                // A pair that reached RTR before failing would receive: broken means in ERR.
+                let _ = link.qp.modify(&Transition::Error);
             }
         }
         self.peers[p.index()].remote = regions;

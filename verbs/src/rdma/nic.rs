@@ -134,27 +134,32 @@ impl<C: Context> VerbsNic<C> {
     }
 
     /// A revoke's fence: every queue pair to `p` goes to ERR (nothing the peer sends lands
-    /// through it from then on), and the pairs reconnect with the book's new flags. The node's
-    /// own ops to `p` that had not executed complete `Flushed`, as after any reset. The link's
-    /// health is not the device's state (a pair broken by a refused post, or one whose RTS
-    /// failed after RTR, still receives), so every pair goes to ERR, unless a reconnect under
-    /// way holds them in INIT, where nothing lands.
+    /// through it from then on), unless a reconnect under way holds them in INIT, where nothing
+    /// lands. The link's health is not the device's state, so a pair already broken is moved
+    /// to ERR too (idempotent there); pairs that were up reconnect with the book's new flags,
+    /// and the node's own ops to `p` on them that had not executed complete `Flushed`, as after
+    /// any reset. A broken pair is left for the process's own reconnect, as before the revoke:
+    /// reconnecting it here too would double the resets every election pays.
     fn fence(&mut self, p: ProcessId) {
         let me = self.me;
         let peer = &mut self.peers[p.index()];
         if peer.down || peer.hs.waiting() {
             return;
         }
+        let mut were_up = false;
         for link in &mut peer.links {
             if let Err(e) = link.qp.modify(&Transition::Error) {
                 panic!("verbs {me}: a revoke could not stop the queue pair to {p}: {e}");
             }
             if link.health == Health::Up {
                 link.health = Health::Broken(Status::Flushed);
+                were_up = true;
             }
         }
-        let actions = self.peers[p.index()].hs.reconnect(None, false);
-        self.perform(p, actions, None);
+        if were_up {
+            let actions = self.peers[p.index()].hs.reconnect(None, false);
+            self.perform(p, actions, None);
+        }
     }
 }
 
