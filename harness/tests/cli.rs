@@ -689,7 +689,6 @@ fn verbs_commands_without_a_device_say_so() {
         "run --protocol ramcast --runtime verbs --duration 10ms",
         "run --protocol ramcast --runtime verbs --cluster hosts.toml --duration 10ms",
         "run --protocol rdmc --runtime verbs --size 1MB",
-        "run --protocol heron --runtime verbs",
         "bench transport --runtime verbs --sizes 64",
         "bench access --runtime verbs",
         "calibrate hardware --runtime verbs",
@@ -699,6 +698,10 @@ fn verbs_commands_without_a_device_say_so() {
     refused(
         &args("run --protocol rdmc --runtime verbs --cluster hosts.toml"),
         "does not run on a verbs cluster yet",
+    );
+    refused(
+        &args("run --protocol heron --runtime verbs"),
+        "use --runtime local or tcp",
     );
     let o = harness(&args("run --runtime verbs --nic-thread"));
     says(&o, "--runtime local");
