@@ -3,7 +3,7 @@
 //! (the verbs run hands every node's memory back) and judged as on the simulator, by the
 //! sequential oracle and the external linearizability checker.
 
-use heron::testing::{self, key_value_linearizable, Finished};
+use heron::testing::{key_value_linearizable, Finished};
 use heron::{Config, KeyValue, Window};
 use ramcast::{RamcastClient, RamcastServer};
 use std::sync::Arc;
@@ -16,11 +16,12 @@ use verbs::rdma::{VerbsConfig, VerbsNic, VerbsRuntime};
 /// Heron's timeouts: threads on shared cores must not look dead.
 const STRETCH: u64 = 1_000;
 
-/// Not yet: on the fake fabric no request completes in 4 s (0 calls in any client's history,
-/// 0 executed), while the same deployment completes 15,117 on `local` with the same stretch.
-/// Undiagnosed; the harness refuses Heron on verbs until this passes.
+/// Heron's key-value store over RamCast, 2 partitions x 3 replicas and 2 clients for 1 s:
+/// the oracle, every replica finishing, the external checker. RamCast keeps its default ring:
+/// `testing::ramcast_slots`, sized for simulated time (262,144 slots for a second), made
+/// every request wait out the 4 s here (0 completed, against 15,117 on `local`), which is not
+/// yet understood (issue 48).
 #[test]
-#[ignore = "issue 48: Heron over RamCast completes no request on the verbs fake fabric"]
 fn heron_over_ramcast_on_the_fake_verbs_fabric_is_linearizable() {
     let mut cfg = Config::new(2, 3, 2);
     let stop = Nanos(1_000_000_000);
@@ -32,7 +33,6 @@ fn heron_over_ramcast_on_the_fake_verbs_fabric_is_linearizable() {
         *t = Nanos(t.as_nanos().saturating_mul(STRETCH));
     }
     let mut rc = ramcast::Config::new(cfg.partitions, cfg.replicas, cfg.clients);
-    rc.slots = testing::ramcast_slots(stop);
     rc.timing = ramcast::Timing::WALL;
     let rc = Arc::new(rc);
     let app = Arc::new(KeyValue::new(cfg.partitions, 48, 0.5));

@@ -76,7 +76,7 @@ pub(crate) fn setup(a: &RunArgs, runtime: Runtime) -> Result<Setup, String> {
 /// `harness run --protocol heron` as the registry calls it.
 pub(super) fn command(a: RunArgs) -> Result<ExitCode, String> {
     if a.runtime == crate::RuntimeKind::Verbs {
-        return Err("Heron does not run on verbs yet: on the verbs runtime's fake fabric its requests never complete (heron/tests/verbs.rs, issue 48): use --runtime local or tcp".into());
+        return Err("Heron does not run on verbs yet: its key-value store over RamCast passes on the verbs runtime's fake fabric (heron/tests/verbs.rs), but TPC-C has not, and with a large RamCast ring no request completed there (issue 48): use --runtime local or tcp".into());
     }
     run(&a, crate::run::runtime(&a)?)
 }
