@@ -208,33 +208,26 @@ impl Drop for Lent {
     }
 }
 
-/// The local-memory half of a [`crate::Nic`] over shared regions, for the runtimes whose
-/// process memory is [`SharedRegion`]s (`local`, `tcp`): `check` bounds-checks an access and
-/// returns the region.
-pub(crate) trait SharedMemory {
-    fn check(&self, at: LocalAddr, len: usize) -> Result<&SharedRegion, OpError>;
+/// The local-memory half of a [`crate::Nic`] over word-atomic memory, for every runtime whose
+/// process memory is [`Words`] (`local`, `tcp`, and the verbs runtime's registered regions):
+/// `check` bounds-checks an access and returns the region; the rest is written once here.
+pub trait SharedMemory {
+    /// The region `at` names, if `len` bytes from `at` lie inside it.
+    fn check(&self, at: LocalAddr, len: usize) -> Result<&Words, OpError>;
 
+    /// [`crate::Nic::read_local`].
     fn read_shared(&self, at: LocalAddr, buf: &mut [u8]) -> Result<(), OpError> {
         self.check(at, buf.len())?.read(at.offset, buf);
         Ok(())
     }
 
-    /// [`crate::Nic::read_data`] in a buffer from `pool`.
-    fn read_data_shared(
-        &self,
-        at: LocalAddr,
-        len: usize,
-        pool: &Recycled,
-    ) -> Result<Data, OpError> {
-        let region = self.check(at, len)?;
-        Ok(Data::Bytes(pool.copy_out(region, at.offset, len)))
-    }
-
+    /// [`crate::Nic::write_local`].
     fn write_shared(&self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
         self.check(at, data.len())?.write(at.offset, data);
         Ok(())
     }
 
+    /// [`crate::Nic::load_u64`].
     fn load_shared(&self, at: LocalAddr) -> Result<u64, OpError> {
         if at.offset % 8 != 0 {
             return Err(OpError::Misaligned { offset: at.offset });
@@ -242,6 +235,7 @@ pub(crate) trait SharedMemory {
         Ok(self.check(at, 8)?.word(at.offset).load(Ordering::Acquire))
     }
 
+    /// [`crate::Nic::store_u64`].
     fn store_shared(&self, at: LocalAddr, value: u64) -> Result<(), OpError> {
         if at.offset % 8 != 0 {
             return Err(OpError::Misaligned { offset: at.offset });
@@ -251,6 +245,17 @@ pub(crate) trait SharedMemory {
             .store(value, Ordering::Release);
         Ok(())
     }
+}
+
+/// [`crate::Nic::read_data`] of `memory` in a buffer from `pool`.
+pub(crate) fn read_data_shared(
+    memory: &impl SharedMemory,
+    at: LocalAddr,
+    len: usize,
+    pool: &Recycled,
+) -> Result<Data, OpError> {
+    let region = memory.check(at, len)?;
+    Ok(Data::Bytes(pool.copy_out(region, at.offset, len)))
 }
 
 /// The local-memory methods of [`crate::Nic`] (`read_local`, `read_data`, `write_local`,
@@ -268,7 +273,7 @@ macro_rules! shared_local_memory {
             at: $crate::LocalAddr,
             len: usize,
         ) -> Result<$crate::nic::Data, $crate::OpError> {
-            self.read_data_shared(at, len, &self.recycled)
+            $crate::runtime::shared_memory::read_data_shared(self, at, len, &self.recycled)
         }
 
         fn write_local(

@@ -3,8 +3,8 @@
 //! afterwards (Heron reads its replicas' objects back), as on the simulator and `local`.
 
 use super::{Context, VerbsNic};
-use std::sync::atomic::Ordering;
 use std::time::Instant;
+pub(super) use transport::runtime::shared_memory::SharedMemory;
 use transport::runtime::shared_memory::Words;
 use transport::{
     Completion, LocalAddr, Nanos, Nic, NicLimits, Op, OpError, ProcessId, Purpose, Recv,
@@ -19,41 +19,10 @@ pub(super) struct Memory {
     pub(super) regions: Vec<Words>,
 }
 
-impl Memory {
+impl SharedMemory for Memory {
     fn check(&self, at: LocalAddr, len: usize) -> Result<&Words, OpError> {
         transport::nic::check_bounds(&self.table, self.me, at.region, at.offset, len)?;
         Ok(&self.regions[at.region.index()])
-    }
-
-    /// [`Nic::read_local`].
-    pub(super) fn read(&self, at: LocalAddr, buf: &mut [u8]) -> Result<(), OpError> {
-        self.check(at, buf.len())?.read(at.offset, buf);
-        Ok(())
-    }
-
-    /// [`Nic::write_local`].
-    pub(super) fn write(&self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
-        self.check(at, data.len())?.write(at.offset, data);
-        Ok(())
-    }
-
-    /// [`Nic::load_u64`].
-    pub(super) fn load(&self, at: LocalAddr) -> Result<u64, OpError> {
-        if at.offset % 8 != 0 {
-            return Err(OpError::Misaligned { offset: at.offset });
-        }
-        Ok(self.check(at, 8)?.word(at.offset).load(Ordering::Acquire))
-    }
-
-    /// [`Nic::store_u64`].
-    pub(super) fn store(&self, at: LocalAddr, value: u64) -> Result<(), OpError> {
-        if at.offset % 8 != 0 {
-            return Err(OpError::Misaligned { offset: at.offset });
-        }
-        self.check(at, 8)?
-            .word(at.offset)
-            .store(value, Ordering::Release);
-        Ok(())
     }
 }
 
@@ -78,19 +47,19 @@ macro_rules! memory_methods {
         }
 
         fn read_local(&self, at: LocalAddr, buf: &mut [u8]) -> Result<(), OpError> {
-            self.memory.read(at, buf)
+            SharedMemory::read_shared(&self.memory, at, buf)
         }
 
         fn write_local(&mut self, at: LocalAddr, data: &[u8]) -> Result<(), OpError> {
-            self.memory.write(at, data)
+            SharedMemory::write_shared(&self.memory, at, data)
         }
 
         fn load_u64(&self, at: LocalAddr) -> Result<u64, OpError> {
-            self.memory.load(at)
+            SharedMemory::load_shared(&self.memory, at)
         }
 
         fn store_u64(&mut self, at: LocalAddr, value: u64) -> Result<(), OpError> {
-            self.memory.store(at, value)
+            SharedMemory::store_shared(&self.memory, at, value)
         }
     };
 }

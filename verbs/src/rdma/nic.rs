@@ -4,6 +4,7 @@
 
 use super::device::register;
 use super::link::{Link, Waiting};
+use super::memory::SharedMemory;
 use super::{VerbsNic, HEADER, KIND_IMMEDIATE, KIND_MESSAGE};
 use crate::access::{Plan, Rights};
 use crate::bootstrap::Message;

@@ -207,7 +207,11 @@ impl LocalNic {
 }
 
 impl SharedMemory for LocalNic {
-    fn check(&self, at: LocalAddr, len: usize) -> Result<&SharedRegion, OpError> {
+    fn check(
+        &self,
+        at: LocalAddr,
+        len: usize,
+    ) -> Result<&crate::runtime::shared_memory::Words, OpError> {
         crate::nic::check_bounds(&self.shared.table, self.id, at.region, at.offset, len)?;
         Ok(self.region(self.id, at))
     }

@@ -344,7 +344,11 @@ impl fmt::Debug for TcpNic {
 }
 
 impl SharedMemory for TcpNic {
-    fn check(&self, at: LocalAddr, len: usize) -> Result<&SharedRegion, OpError> {
+    fn check(
+        &self,
+        at: LocalAddr,
+        len: usize,
+    ) -> Result<&crate::runtime::shared_memory::Words, OpError> {
         let me = self.shared.me;
         crate::nic::check_bounds(&self.shared.table, me, at.region, at.offset, len)?;
         Ok(&self.shared.regions[at.region.index()])
