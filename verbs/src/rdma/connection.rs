@@ -564,8 +564,16 @@ impl<C: Context> VerbsNic<C> {
         self.perform(p, actions, None);
     }
 
-    /// Answers reconnects from peers and completes this node's own.
+    /// Answers reconnects from peers and completes this node's own, and ends what waits for
+    /// peers that crashed: what the node's loop does every round.
     pub(super) fn service_mail(&mut self) {
+        self.read_mail();
+        self.sweep_crashed();
+    }
+
+    /// Handles every control message that has come (what `Nic::post` does first, so an op
+    /// acts on what peers sent before its cause reached this node).
+    pub(super) fn read_mail(&mut self) {
         while let Some(m) = self
             .early
             .pop_front()
@@ -612,6 +620,10 @@ impl<C: Context> VerbsNic<C> {
                 Message::Hello { .. } => {}
             }
         }
+    }
+
+    /// Ends what waits for peers that crashed meanwhile.
+    fn sweep_crashed(&mut self) {
         // Reconnects to peers that crashed meanwhile end unreachable, as does what waits for
         // a crashed peer's `Ready`, and all that follows.
         for i in 0..self.peers.len() {

@@ -181,8 +181,8 @@ impl<C: Context> Nic for VerbsNic<C> {
         let p = op.peer();
         // What peers sent before this op's cause reached us acts first: rkeys a peer
         // re-registered, a reset it started (so a reconnect is not called done on a pair the
-        // peer already tore down).
-        self.service_mail();
+        // peer already tore down). Crashed peers are swept by the node's loop, not per op.
+        self.read_mail();
         match op {
             Op::SetAccess { region, access, .. } => self.set_access(region, p, access),
             Op::Reconnect { .. } => self.reconnect(p, wr),
