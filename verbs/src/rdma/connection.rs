@@ -121,6 +121,13 @@ impl<C: Context> VerbsNic<C> {
         start: Instant,
     ) -> Result<VerbsNic<C>, String> {
         let (ctx, info, caps) = open_device(provider, &cfg.device).map_err(|e| e.to_string())?;
+        // Before anything is registered: a node across hosts is refused here with the numbers
+        // (an in-process run checked all its nodes together already).
+        budget::Budget::node(cfg, specs, me.index()).check(
+            &info.name,
+            &caps,
+            provider.memlock_limit(),
+        )?;
         let n = specs.len();
         let cfg = &budget::fit(cfg, &caps, n)?;
         let cq = ctx

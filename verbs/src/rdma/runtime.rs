@@ -322,14 +322,6 @@ pub fn run_node<V: Provider, P: Process<VerbsNic<V::Ctx>>>(
         ));
     }
     let start = Instant::now();
-    {
-        let (_, device, caps) = open_device(provider, &cfg.device).map_err(|e| e.to_string())?;
-        Budget::node(cfg, specs, me.index()).check(
-            &device.name,
-            &caps,
-            provider.memlock_limit(),
-        )?;
-    }
     // Until the control channel is up nobody is known to be down.
     let local: Arc<dyn Control> = Arc::new(Mailboxes::new(specs.len()));
     let mut nic = VerbsNic::open(provider, me, cfg, specs, local, start)?;
