@@ -503,7 +503,6 @@ fn run_node_ends_at_the_launchers_barrier() {
     let secret = Secret::new([7u8; 32].to_vec()).expect("32 bytes");
     let signals: Vec<Arc<NodeSignals>> = (0..2).map(|_| Arc::default()).collect();
     let cfg = VerbsConfig::default();
-    let began = Instant::now();
     let ended: Vec<Writer> = std::thread::scope(|s| {
         let nodes: Vec<_> = procs
             .into_iter()
@@ -543,11 +542,9 @@ fn run_node_ends_at_the_launchers_barrier() {
             .map(|h| h.join().unwrap().unwrap())
             .collect()
     });
+    // A node that ignored `stop` would only say `stopped` at its 60 s limit, and one that
+    // ignored `exit` would never return: the waits above and the join are the checks.
     Writer::assert_all_succeeded(&ended);
-    assert!(
-        began.elapsed() < Duration::from_secs(30),
-        "ended at the barrier"
-    );
 }
 
 /// A run hands back every node's memory, readable after the run as on the simulator and
